@@ -1,0 +1,106 @@
+import type { Role } from "../models";
+
+/** Scopes of the specification's table; API-key scopes and role permissions use the same names. */
+export const SCOPES = [
+  "contacts.read",
+  "contacts.write",
+  "contacts.delete",
+  "campaigns.read",
+  "campaigns.write",
+  "campaigns.delete",
+  "templates.read",
+  "templates.write",
+  "templates.delete",
+  "segments.read",
+  "segments.write",
+  "segments.delete",
+  "forms.read",
+  "forms.write",
+  "inbox.read",
+  "inbox.write",
+  "analytics.read",
+  "settings.manage",
+  "members.manage",
+  "api_keys.manage",
+  "webhooks.manage",
+  "providers.manage",
+] as const;
+export type Scope = (typeof SCOPES)[number];
+
+export const ROLES: Role[] = ["OWNER", "ADMIN", "MEMBER", "VIEWER"];
+
+const isDataScope = (s: string) => /\.(read|write|delete)$/.test(s);
+
+const ROLE_PERMISSIONS: Record<Role, ReadonlySet<string>> = {
+  OWNER: new Set(SCOPES),
+  ADMIN: new Set(SCOPES),
+  MEMBER: new Set(SCOPES.filter((s) => isDataScope(s))),
+  VIEWER: new Set(SCOPES.filter((s) => s.endsWith(".read"))),
+};
+
+export function roleHasPermission(role: Role, permission: string): boolean {
+  return ROLE_PERMISSIONS[role].has(permission);
+}
+
+/** `[]` or `["*"]` grants every permission (specification section 5, rule 3). */
+export function scopesAllow(scopes: string[], permission: string): boolean {
+  return scopes.length === 0 || scopes.includes("*") || scopes.includes(permission);
+}
+
+export const isAdminRole = (role: Role | undefined) => role === "OWNER" || role === "ADMIN";
+
+/** Who is calling: a signed-in person, an API key, or background work of the service itself. */
+export type Principal =
+  | { kind: "user"; userId: string; email?: string; name?: string }
+  | { kind: "apiKey"; apiKeyId: string; workspaceId: string; scopes: string[] }
+  | { kind: "system" };
+
+export const SYSTEM: Principal = { kind: "system" };
+
+export type AuthMode = "public" | "session" | "any";
+
+/** Access rules an action declares next to its `rest` route. */
+export interface AccessDeclaration {
+  auth?: AuthMode;
+  permission?: string;
+  role?: "ADMIN";
+}
+
+export type AccessDecision =
+  | { allow: true }
+  | { allow: false; status: 401 | 403; reason: string };
+
+const deny = (status: 401 | 403, reason: string): AccessDecision => ({ allow: false, status, reason });
+
+/**
+ * The authorization rule, as a pure function. `workspaceId` is the workspace
+ * the call targets (if any) and `role` the caller's membership role in it.
+ */
+export function decideAccess(
+  decl: AccessDeclaration,
+  principal: Principal | undefined,
+  target: { workspaceId?: string; role?: Role },
+): AccessDecision {
+  if (decl.auth === "public") return { allow: true };
+  if (!principal) return deny(401, "Authentication required");
+  if (principal.kind === "system") return { allow: true };
+  if (decl.auth === "session" && principal.kind !== "user") return deny(401, "This endpoint needs a signed-in session");
+
+  if (principal.kind === "apiKey") {
+    if (target.workspaceId && principal.workspaceId !== target.workspaceId) {
+      return deny(403, "This API key belongs to another workspace");
+    }
+    if (decl.role) return deny(403, "This endpoint needs the ADMIN role");
+    if (decl.permission && !scopesAllow(principal.scopes, decl.permission)) {
+      return deny(403, `This API key lacks the ${decl.permission} scope`);
+    }
+    return { allow: true };
+  }
+
+  if (target.workspaceId && !target.role) return deny(403, "Not a member of this workspace");
+  if (decl.role === "ADMIN" && !isAdminRole(target.role)) return deny(403, "This endpoint needs the ADMIN role");
+  if (decl.permission && target.role && !roleHasPermission(target.role, decl.permission)) {
+    return deny(403, `Your role lacks the ${decl.permission} permission`);
+  }
+  return { allow: true };
+}

@@ -1,0 +1,30 @@
+import type { AppContext } from "./moleculer-types";
+
+/** Who did it, from the caller's principal. */
+export function actorOf(ctx: AppContext): { actorType: string; actorId: string | null } {
+  const p = ctx.meta.principal;
+  if (p?.kind === "user") return { actorType: "user", actorId: p.userId };
+  if (p?.kind === "apiKey") return { actorType: "api_key", actorId: p.apiKeyId };
+  return { actorType: "system", actorId: null };
+}
+
+/**
+ * The one way to write an audit entry: actor and ip come from the context,
+ * the workspace from the tenancy scope. Awaited, so a logged change is never lost.
+ */
+export async function audit(
+  ctx: AppContext,
+  action: string,
+  target: { type: string; id: string | null },
+  metadata: Record<string, unknown> = {},
+): Promise<void> {
+  await ctx.call("workspaces.recordAudit", {
+    workspaceId: ctx.meta.workspaceId,
+    ...actorOf(ctx),
+    action,
+    targetType: target.type,
+    targetId: target.id,
+    ip: ctx.meta.ip ?? null,
+    metadata,
+  });
+}

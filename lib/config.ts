@@ -1,0 +1,73 @@
+import path from "node:path";
+
+/** Everything the process reads from its environment, in one place. */
+export interface AppConfig {
+  nodeEnv: string;
+  port: number;
+  host: string;
+  /** Public origin used for every absolute URL we build (NextAuth's NEXTAUTH_URL). */
+  publicUrl: string;
+  dataDir: string;
+  databaseUrl?: string;
+  redisUrl?: string;
+  natsUrl?: string;
+  authSecret?: string;
+  cronSecret?: string;
+  smtpUrl?: string;
+  mailFrom: string;
+  logLevel: string;
+  corsOrigins: string[];
+  trustProxy: boolean;
+  metricsPort?: number;
+  allowPrivateWebhookTargets: boolean;
+  /** scrypt cost (log2 N); lowered only by tests to keep them fast. */
+  passwordCost: number;
+}
+
+function int(value: string | undefined, fallback: number): number {
+  const parsed = value ? Number.parseInt(value, 10) : NaN;
+  return Number.isFinite(parsed) ? parsed : fallback;
+}
+
+function natsFromTransporter(env: NodeJS.ProcessEnv): string | undefined {
+  if (env.NATS_URL) return env.NATS_URL;
+  if (env.TRANSPORTER?.startsWith("nats://")) return env.TRANSPORTER;
+  return undefined;
+}
+
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
+  const port = int(env.PORT, 3000);
+  return {
+    nodeEnv: env.NODE_ENV ?? "development",
+    port,
+    host: env.HOST ?? "0.0.0.0",
+    publicUrl: (env.PUBLIC_URL ?? env.NEXTAUTH_URL ?? `http://localhost:${port}`).replace(/\/+$/, ""),
+    dataDir: path.resolve(env.DATA_DIR ?? ".data"),
+    databaseUrl: env.DATABASE_URL || undefined,
+    redisUrl: env.REDIS_URL || undefined,
+    natsUrl: natsFromTransporter(env),
+    authSecret: env.AUTH_SECRET || env.NEXTAUTH_SECRET || undefined,
+    cronSecret: env.CRON_SECRET || undefined,
+    smtpUrl: env.SMTP_URL || undefined,
+    mailFrom: env.MAIL_FROM ?? "Campaign Service <no-reply@localhost>",
+    logLevel: env.LOG_LEVEL ?? "info",
+    corsOrigins: (env.CORS_ORIGINS ?? "")
+      .split(",")
+      .map((o) => o.trim())
+      .filter(Boolean),
+    trustProxy: env.TRUST_PROXY !== "false",
+    metricsPort: env.METRICS_PORT ? int(env.METRICS_PORT, 3030) : undefined,
+    allowPrivateWebhookTargets: env.WEBHOOK_ALLOW_PRIVATE_TARGETS === "true",
+    passwordCost: int(env.PASSWORD_HASH_COST, 15),
+  };
+}
+
+/** The configuration of this process, read once. Tests that change env call `resetConfig()`. */
+let current: AppConfig | undefined;
+export function config(): AppConfig {
+  current ??= loadConfig();
+  return current;
+}
+export function resetConfig(): void {
+  current = undefined;
+}

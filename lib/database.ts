@@ -1,0 +1,107 @@
+import path from "node:path";
+import { Client } from "pg";
+import { Sequelize } from "sequelize";
+import { SequelizeStorage, Umzug } from "umzug";
+import { config } from "./config";
+import { RunningPostgres, startEmbeddedPostgres } from "./embedded-postgres";
+import { initModels } from "../models";
+import { migrations } from "../models/migrations";
+
+/**
+ * One Sequelize instance and pool per process, shared by every service.
+ * Services acquire it when they start and release it when they stop; the
+ * pool closes (and an embedded server stops) when the last one lets go.
+ */
+interface Database {
+  sequelize: Sequelize;
+  embedded?: RunningPostgres;
+}
+
+let opening: Promise<Database> | undefined;
+let users = 0;
+
+const MIGRATION_LOCK = 724_311_901; // any constant shared by every replica
+
+async function ensureDatabase(url: string, name: string): Promise<string> {
+  const client = new Client({ connectionString: url });
+  await client.connect();
+  try {
+    const found = await client.query("SELECT 1 FROM pg_database WHERE datname = $1", [name]);
+    if (found.rowCount === 0) await client.query(`CREATE DATABASE "${name}"`);
+  } finally {
+    await client.end();
+  }
+  const target = new URL(url);
+  target.pathname = `/${name}`;
+  return target.toString();
+}
+
+/** Run pending migrations while holding a PostgreSQL advisory lock, so replicas may start together. */
+export async function migrate(sequelize: Sequelize, url: string): Promise<void> {
+  const lock = new Client({ connectionString: url });
+  await lock.connect();
+  try {
+    await lock.query("SELECT pg_advisory_lock($1)", [MIGRATION_LOCK]);
+    const umzug = new Umzug({
+      migrations: migrations.map((m) => ({ name: m.name, up: () => m.up(sequelize) })),
+      storage: new SequelizeStorage({ sequelize, tableName: "schema_migrations" }),
+      logger: undefined,
+    });
+    await umzug.up();
+  } finally {
+    await lock.query("SELECT pg_advisory_unlock($1)", [MIGRATION_LOCK]).catch(() => undefined);
+    await lock.end();
+  }
+}
+
+export function createSequelize(url: string): Sequelize {
+  return new Sequelize(url, {
+    dialect: "postgres",
+    logging: false,
+    pool: { max: Number(process.env.DATABASE_POOL_MAX ?? 20), min: 0, idle: 10_000, acquire: 30_000 },
+    define: { underscored: true, timestamps: true },
+  });
+}
+
+async function open(): Promise<Database> {
+  let url = config().databaseUrl;
+  let embedded: RunningPostgres | undefined;
+  if (!url) {
+    embedded = await startEmbeddedPostgres(path.join(config().dataDir, "pg"));
+    url = await ensureDatabase(embedded.url, "campaigns");
+  }
+  const sequelize = createSequelize(url);
+  initModels(sequelize);
+  await migrate(sequelize, url);
+  return { sequelize, embedded };
+}
+
+/** Take a reference to the shared database, opening it on first use. */
+export async function acquireDatabase(): Promise<Sequelize> {
+  users += 1;
+  opening ??= open();
+  try {
+    return (await opening).sequelize;
+  } catch (err) {
+    users -= 1;
+    opening = undefined;
+    throw err;
+  }
+}
+
+/** Give a reference back; the last one closes the pool. */
+export async function releaseDatabase(): Promise<void> {
+  users = Math.max(0, users - 1);
+  if (users > 0 || !opening) return;
+  const db = await opening.catch(() => undefined);
+  opening = undefined;
+  if (!db) return;
+  await db.sequelize.close();
+  await db.embedded?.stop();
+}
+
+/** The open instance, for code that runs inside a started service. */
+export async function database(): Promise<Sequelize> {
+  if (!opening) throw new Error("Database used before any service acquired it");
+  return (await opening).sequelize;
+}

@@ -1,0 +1,129 @@
+import { Errors } from "moleculer";
+
+/**
+ * The one error catalogue. Callers branch on `err.type` (never `instanceof`:
+ * subclasses do not survive a NATS hop). The gateway renders these as the
+ * contract's `{error, code, details}` body.
+ */
+export const ErrorCode = {
+  VALIDATION_ERROR: "VALIDATION_ERROR",
+  NOT_RETRYABLE: "NOT_RETRYABLE",
+  QUERY_TOO_EXPENSIVE: "QUERY_TOO_EXPENSIVE",
+  UNAUTHORIZED: "UNAUTHORIZED",
+  INVALID_SIGNATURE: "INVALID_SIGNATURE",
+  FORBIDDEN: "FORBIDDEN",
+  NOT_FOUND: "NOT_FOUND",
+  ROUTE_NOT_FOUND: "ROUTE_NOT_FOUND",
+  CONFLICT: "CONFLICT",
+  PAYLOAD_TOO_LARGE: "PAYLOAD_TOO_LARGE",
+  RATE_LIMITED: "RATE_LIMITED",
+  SERVICE_UNAVAILABLE: "SERVICE_UNAVAILABLE",
+  INTERNAL: "INTERNAL",
+} as const;
+export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
+
+export interface FieldIssue {
+  field: string;
+  message: string;
+}
+
+export interface ErrorData {
+  details?: FieldIssue[];
+  retryAfter?: number;
+}
+
+function clientError(message: string, status: number, code: ErrorCode, data?: ErrorData) {
+  return new Errors.MoleculerClientError(message, status, code, data);
+}
+
+export const validationError = (message: string, details?: FieldIssue[]) =>
+  clientError(message, 400, ErrorCode.VALIDATION_ERROR, details ? { details } : undefined);
+export const fieldError = (field: string, message: string) =>
+  validationError(`${field} ${message}`, [{ field, message }]);
+export const notRetryable = (message: string) => clientError(message, 400, ErrorCode.NOT_RETRYABLE);
+export const queryTooExpensive = (message: string) => clientError(message, 400, ErrorCode.QUERY_TOO_EXPENSIVE);
+export const unauthorized = (message = "Authentication required") =>
+  clientError(message, 401, ErrorCode.UNAUTHORIZED);
+export const invalidSignature = (message = "Invalid signature") =>
+  clientError(message, 401, ErrorCode.INVALID_SIGNATURE);
+export const forbidden = (message = "Forbidden") => clientError(message, 403, ErrorCode.FORBIDDEN);
+export const notFound = (what = "Resource") => clientError(`${what} not found`, 404, ErrorCode.NOT_FOUND);
+export const conflict = (message: string) => clientError(message, 409, ErrorCode.CONFLICT);
+export const rateLimited = (retryAfter: number) =>
+  clientError("Too many requests", 429, ErrorCode.RATE_LIMITED, { retryAfter });
+
+export interface HttpErrorResponse {
+  status: number;
+  body: { error: string; code: string; details?: FieldIssue[] };
+  headers: Record<string, string>;
+}
+
+interface ErrorLike {
+  name?: string;
+  message?: string;
+  code?: unknown;
+  type?: unknown;
+  data?: unknown;
+  status?: unknown;
+  statusCode?: unknown;
+}
+
+/** Moleculer's validator reports `[{field, message, type}]`; keep field and message only. */
+function validatorDetails(data: unknown): FieldIssue[] | undefined {
+  if (!Array.isArray(data)) return undefined;
+  return data.map((item: { field?: string; message?: string }) => ({
+    field: String(item.field ?? ""),
+    message: String(item.message ?? "is invalid"),
+  }));
+}
+
+/**
+ * Map any error to the contract's HTTP answer. `routeMissing` marks the
+ * gateway's own "no such route" errors so they answer ROUTE_NOT_FOUND.
+ */
+export function toHttpError(err: unknown, routeMissing: boolean): HttpErrorResponse {
+  const e = (err ?? {}) as ErrorLike;
+  const status = typeof e.code === "number" ? e.code : Number(e.status ?? e.statusCode) || 500;
+  const type = typeof e.type === "string" ? e.type : "";
+  const headers: Record<string, string> = {};
+
+  if (routeMissing || type === "SERVICE_NOT_FOUND") {
+    return { status: 404, headers, body: { error: "Route not found", code: ErrorCode.ROUTE_NOT_FOUND } };
+  }
+  // body-parser failures arrive as http-errors with a `type` of their own.
+  if (type === "entity.too.large" || status === 413) {
+    return {
+      status: 413,
+      headers,
+      body: { error: "Request body is too large", code: ErrorCode.PAYLOAD_TOO_LARGE },
+    };
+  }
+  if (type === "entity.parse.failed" || type === "INVALID_REQUEST_BODY") {
+    return { status: 400, headers, body: { error: "Request body is not valid JSON", code: ErrorCode.VALIDATION_ERROR } };
+  }
+  if (type === "encoding.unsupported" || type === "charset.unsupported" || status === 415) {
+    return { status: 400, headers, body: { error: "Unsupported request body encoding", code: ErrorCode.VALIDATION_ERROR } };
+  }
+  if (e.name === "ValidationError" && type === "VALIDATION_ERROR") {
+    const details = validatorDetails(e.data);
+    const first = details?.[0];
+    const message = first ? `${first.field}: ${first.message}` : "Invalid parameters";
+    return { status: 400, headers, body: { error: message, code: ErrorCode.VALIDATION_ERROR, details } };
+  }
+  if (status >= 400 && status < 500 && Object.values(ErrorCode).includes(type as ErrorCode)) {
+    const data = (e.data ?? {}) as ErrorData;
+    if (data.retryAfter !== undefined) headers["Retry-After"] = String(data.retryAfter);
+    const body: HttpErrorResponse["body"] = { error: String(e.message), code: type };
+    if (data.details) body.details = data.details;
+    return { status, headers, body };
+  }
+  if (status === 401) return { status, headers, body: { error: "Authentication required", code: ErrorCode.UNAUTHORIZED } };
+  if (status === 403) return { status, headers, body: { error: "Forbidden", code: ErrorCode.FORBIDDEN } };
+  if (status === 503) {
+    return { status, headers, body: { error: "Service unavailable", code: ErrorCode.SERVICE_UNAVAILABLE } };
+  }
+  if (status === 408 || type === "REQUEST_TIMEOUT") {
+    return { status: 503, headers, body: { error: "Service unavailable", code: ErrorCode.SERVICE_UNAVAILABLE } };
+  }
+  return { status: 500, headers, body: { error: "Internal server error", code: ErrorCode.INTERNAL } };
+}

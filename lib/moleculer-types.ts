@@ -1,0 +1,39 @@
+import type { Context } from "moleculer";
+import type { AccessDeclaration, Principal } from "./access";
+import type { Role } from "../models";
+
+/** Our keys on an action schema, typed by module augmentation rather than `any`. */
+declare module "moleculer" {
+  interface ActionSchema extends AccessDeclaration {
+    /** Keep the raw request body in `ctx.meta.rawBody` (signature checks). */
+    rawBody?: boolean;
+    /** Extra OpenAPI facts for the generated description. */
+    openapi?: {
+      summary?: string;
+      description?: string;
+      tags?: string[];
+      responses?: Record<string, unknown>;
+      requestBody?: Record<string, unknown>;
+    };
+  }
+}
+
+/** What the gateway and the authorize middleware put into `ctx.meta`. Kept small. */
+export interface AppMeta {
+  principal?: Principal;
+  workspaceId?: string;
+  role?: Role;
+  ip?: string;
+  userAgent?: string;
+  rawBody?: string;
+  cookies?: Record<string, string>;
+  method?: string;
+  contentType?: string;
+  $statusCode?: number;
+  $statusMessage?: string;
+  $responseType?: string;
+  $responseHeaders?: Record<string, string | string[]>;
+  $location?: string;
+}
+
+export type AppContext<P = Record<string, unknown>> = Context<P, AppMeta>;

@@ -1,0 +1,229 @@
+import { VERSION } from "./paths";
+
+/**
+ * OpenAPI 3.1 generated from the registry: every action with a `rest`
+ * route becomes an operation, its fastest-validator params become JSON
+ * Schema, its `auth` becomes the security requirement. The description is
+ * built from the same declarations the gateway routes by, so it cannot drift.
+ */
+
+export type JsonSchema = Record<string, unknown>;
+type Rule = string | Record<string, unknown> | Rule[];
+
+const SIMPLE_FORMATS: Record<string, JsonSchema> = {
+  email: { type: "string", format: "email" },
+  url: { type: "string", format: "uri" },
+  uuid: { type: "string", format: "uuid" },
+  date: { type: "string", format: "date-time" },
+  any: {},
+  boolean: { type: "boolean" },
+  string: { type: "string" },
+  number: { type: "number" },
+  object: { type: "object" },
+  array: { type: "array" },
+};
+
+/** "string|optional|max:100" → { type: "string", optional: true, max: 100 } */
+function expandShorthand(rule: string): Record<string, unknown> {
+  const [type, ...flags] = rule.split("|");
+  const out: Record<string, unknown> = { type };
+  for (const flag of flags) {
+    const [key, value] = flag.split(":");
+    out[key] = value === undefined ? true : Number.isNaN(Number(value)) ? value : Number(value);
+  }
+  return out;
+}
+
+export function isOptional(rule: Rule): boolean {
+  if (Array.isArray(rule)) return rule.every(isOptional);
+  const r = typeof rule === "string" ? expandShorthand(rule) : rule;
+  return r.optional === true || r.default !== undefined;
+}
+
+/** One fastest-validator rule as JSON Schema. */
+export function ruleToSchema(rule: Rule): JsonSchema {
+  if (Array.isArray(rule)) return { anyOf: rule.map(ruleToSchema) };
+  const r = typeof rule === "string" ? expandShorthand(rule) : rule;
+  const type = String(r.type ?? "any");
+  let schema: JsonSchema;
+  switch (type) {
+    case "string":
+      schema = { type: "string" };
+      if (r.min !== undefined) schema.minLength = r.min;
+      if (r.max !== undefined) schema.maxLength = r.max;
+      if (r.length !== undefined) schema.minLength = schema.maxLength = r.length;
+      if (r.enum) schema.enum = r.enum;
+      if (r.pattern) schema.pattern = String(r.pattern instanceof RegExp ? r.pattern.source : r.pattern);
+      break;
+    case "number":
+      schema = { type: r.integer ? "integer" : "number" };
+      if (r.min !== undefined) schema.minimum = r.min;
+      if (r.max !== undefined) schema.maximum = r.max;
+      if (r.positive) schema.exclusiveMinimum = 0;
+      break;
+    case "enum":
+      schema = { enum: r.values };
+      break;
+    case "array":
+      schema = { type: "array" };
+      if (r.items) schema.items = ruleToSchema(r.items as Rule);
+      if (r.min !== undefined) schema.minItems = r.min;
+      if (r.max !== undefined) schema.maxItems = r.max;
+      break;
+    case "object":
+      schema = r.props ? objectSchema(r.props as Record<string, Rule>) : { type: "object" };
+      break;
+    case "multi":
+      schema = { anyOf: ((r.rules as Rule[]) ?? []).map(ruleToSchema) };
+      break;
+    case "equal":
+      schema = { const: r.value };
+      break;
+    default:
+      schema = { ...(SIMPLE_FORMATS[type] ?? {}) };
+  }
+  if (r.nullable) schema = { anyOf: [schema, { type: "null" }] };
+  if (r.default !== undefined && typeof r.default !== "function") schema.default = r.default;
+  if (typeof r.description === "string") schema.description = r.description;
+  return schema;
+}
+
+export function objectSchema(props: Record<string, Rule>): JsonSchema {
+  const properties: Record<string, JsonSchema> = {};
+  const required: string[] = [];
+  for (const [name, rule] of Object.entries(props)) {
+    if (name.startsWith("$$")) continue;
+    properties[name] = ruleToSchema(rule);
+    if (!isOptional(rule)) required.push(name);
+  }
+  return required.length ? { type: "object", properties, required } : { type: "object", properties };
+}
+
+interface RegistryAction {
+  name: string;
+  rest?: string | string[] | { method?: string; path?: string };
+  params?: Record<string, Rule>;
+  auth?: string;
+  permission?: string;
+  role?: string;
+  openapi?: Record<string, unknown> & { summary?: string; tags?: string[]; responses?: Record<string, unknown> };
+  [key: string]: unknown;
+}
+
+interface RegistryService {
+  name: string;
+  settings?: { rest?: string };
+  actions?: Record<string, RegistryAction>;
+}
+
+const ERROR_RESPONSE = { $ref: "#/components/responses/Error" };
+
+function restRoutes(rest: RegistryAction["rest"]): Array<{ method: string; path: string }> {
+  const list = Array.isArray(rest) ? rest : rest ? [rest] : [];
+  return list.map((entry) => {
+    if (typeof entry === "string") {
+      const [method, routePath] = entry.includes(" ") ? entry.split(/\s+/) : ["*", entry];
+      return { method, path: routePath };
+    }
+    return { method: entry.method ?? "*", path: entry.path ?? "" };
+  });
+}
+
+function joinPath(base: string | undefined, routePath: string): string {
+  const joined = `/api/${base ?? ""}/${routePath}`.replace(/\/+/g, "/").replace(/\/$/, "");
+  return joined.replace(/:([A-Za-z0-9_]+)/g, "{$1}");
+}
+
+function operationFor(action: RegistryAction, method: string, fullPath: string): JsonSchema {
+  const pathParams = [...fullPath.matchAll(/\{([^}]+)\}/g)].map((m) => m[1]);
+  const params = action.params ?? {};
+  const parameters: JsonSchema[] = pathParams.map((name) => ({
+    name,
+    in: "path",
+    required: true,
+    schema: { type: "string" },
+  }));
+  const bodyProps: Record<string, Rule> = {};
+  const hasBody = ["POST", "PUT", "PATCH"].includes(method);
+  for (const [name, rule] of Object.entries(params)) {
+    if (name.startsWith("$$") || pathParams.includes(name)) continue;
+    if (hasBody) bodyProps[name] = rule;
+    else parameters.push({ name, in: "query", required: !isOptional(rule), schema: ruleToSchema(rule) });
+  }
+  const auth = action.auth ?? "any";
+  const security =
+    auth === "public" ? [] : auth === "session" ? [{ sessionCookie: [] }] : [{ sessionCookie: [] }, { bearerApiKey: [] }];
+  const { summary, tags, responses, requestBody, ...rest } = action.openapi ?? {};
+  const operation: JsonSchema = {
+    operationId: `${action.name}${method === "*" ? "" : `.${method.toLowerCase()}`}`,
+    summary: summary ?? action.name,
+    tags: tags ?? [action.name.split(".")[0]],
+    security,
+    parameters,
+    responses: responses ?? {
+      [method === "POST" ? "201" : "200"]: { description: "Success", content: { "application/json": { schema: {} } } },
+      "4XX": ERROR_RESPONSE,
+    },
+    ...rest,
+  };
+  if (action.permission) operation["x-permission"] = action.permission;
+  if (action.role) operation["x-role"] = action.role;
+  if (requestBody) operation.requestBody = requestBody;
+  else if (hasBody && Object.keys(bodyProps).length) {
+    operation.requestBody = { required: true, content: { "application/json": { schema: objectSchema(bodyProps) } } };
+  }
+  return operation;
+}
+
+export function buildOpenApi(services: unknown[], serverUrl: string): JsonSchema {
+  const paths: Record<string, Record<string, JsonSchema>> = {};
+  const seen = new Set<string>();
+  for (const service of services as RegistryService[]) {
+    if (seen.has(service.name)) continue;
+    seen.add(service.name);
+    for (const action of Object.values(service.actions ?? {})) {
+      for (const route of restRoutes(action.rest)) {
+        const fullPath = joinPath(service.settings?.rest ?? service.name, route.path);
+        const methods = route.method === "*" ? ["GET", "POST"] : [route.method.toUpperCase()];
+        for (const method of methods) {
+          paths[fullPath] ??= {};
+          paths[fullPath][method.toLowerCase()] = operationFor(action, method, fullPath);
+        }
+      }
+    }
+  }
+  const sorted = Object.fromEntries(Object.entries(paths).sort(([a], [b]) => a.localeCompare(b)));
+  return {
+    openapi: "3.1.0",
+    info: { title: "Campaign Messaging Service API", version: VERSION },
+    servers: [{ url: serverUrl }],
+    paths: sorted,
+    components: {
+      securitySchemes: {
+        sessionCookie: { type: "apiKey", in: "cookie", name: "next-auth.session-token" },
+        bearerApiKey: { type: "http", scheme: "bearer", bearerFormat: "svc_ API key" },
+      },
+      responses: {
+        Error: {
+          description: "Error",
+          content: {
+            "application/json": {
+              schema: {
+                type: "object",
+                required: ["error", "code"],
+                properties: {
+                  error: { type: "string" },
+                  code: { type: "string" },
+                  details: {
+                    type: "array",
+                    items: { type: "object", properties: { field: { type: "string" }, message: { type: "string" } } },
+                  },
+                },
+              },
+            },
+          },
+        },
+      },
+    },
+  };
+}

@@ -1,0 +1,54 @@
+import { validationError } from "./errors";
+
+/** The one pagination helper: contract's `page`/`limit` (default 50, max 100, larger clamped). */
+export interface PageRequest {
+  page: number;
+  limit: number;
+  offset: number;
+}
+
+export interface Page<T> {
+  data: T[];
+  pagination: { page: number; limit: number; total: number; totalPages: number };
+}
+
+/** Params schema fragment for paginated lists (query strings arrive as text, hence convert). */
+export const pageParams = {
+  page: { type: "number", integer: true, positive: true, convert: true, optional: true },
+  limit: { type: "number", integer: true, positive: true, convert: true, optional: true },
+} as const;
+
+export function pageRequest(params: { page?: number; limit?: number }, maxLimit = 100, defaultLimit = 50): PageRequest {
+  const page = Math.max(1, Math.floor(params.page ?? 1));
+  const limit = Math.min(maxLimit, Math.max(1, Math.floor(params.limit ?? defaultLimit)));
+  return { page, limit, offset: (page - 1) * limit };
+}
+
+export function pageOf<T>(data: T[], total: number, req: PageRequest): Page<T> {
+  return {
+    data,
+    pagination: { page: req.page, limit: req.limit, total, totalPages: Math.ceil(total / req.limit) },
+  };
+}
+
+/**
+ * Turn a `sort` parameter (`field` or `-field`) into an ORDER BY list with `id`
+ * as the tie-breaker, so pages never overlap. Unknown fields are a 400.
+ */
+export function sortOrder(
+  sort: string | undefined,
+  allowed: Record<string, string>,
+  fallback: string,
+): Array<[string, "ASC" | "DESC"]> {
+  const value = sort?.trim() || fallback;
+  const descending = value.startsWith("-");
+  const field = descending ? value.slice(1) : value;
+  const column = allowed[field];
+  if (!column) {
+    throw validationError(`Cannot sort by '${field}'`, [
+      { field: "sort", message: `must be one of ${Object.keys(allowed).join(", ")} (prefix - for descending)` },
+    ]);
+  }
+  const direction = descending ? "DESC" : "ASC";
+  return column === "id" ? [["id", direction]] : [[column, direction], ["id", direction]];
+}

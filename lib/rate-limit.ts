@@ -1,0 +1,47 @@
+import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAbstract } from "rate-limiter-flexible";
+import { rateLimited } from "./errors";
+import { redis } from "./redis";
+
+/**
+ * Named limits (rate-limiter-flexible): in Redis when REDIS_URL is set, so
+ * every replica counts together; in memory otherwise.
+ */
+export interface LimitSpec {
+  name: string;
+  points: number;
+  durationSeconds: number;
+}
+
+const limiters = new Map<string, RateLimiterAbstract>();
+
+function limiter(spec: LimitSpec): RateLimiterAbstract {
+  const key = `${spec.name}:${spec.points}:${spec.durationSeconds}`;
+  let found = limiters.get(key);
+  if (!found) {
+    const client = redis();
+    const options = { keyPrefix: `rl:${spec.name}`, points: spec.points, duration: spec.durationSeconds };
+    found = client ? new RateLimiterRedis({ ...options, storeClient: client }) : new RateLimiterMemory(options);
+    limiters.set(key, found);
+  }
+  return found;
+}
+
+/** Count one hit against `subject`; a 429 RATE_LIMITED with Retry-After when the limit is spent. */
+export async function consume(spec: LimitSpec, subject: string): Promise<void> {
+  try {
+    await limiter(spec).consume(subject, 1);
+  } catch (err) {
+    if (err instanceof RateLimiterRes) throw rateLimited(Math.max(1, Math.ceil(err.msBeforeNext / 1000)));
+    throw err;
+  }
+}
+
+/** Forget a subject's hits (a successful sign-in clears its failures). */
+export async function reset(spec: LimitSpec, subject: string): Promise<void> {
+  await limiter(spec).delete(subject);
+}
+
+/** Drop every limiter (tests switch backends between suites). */
+export function resetLimiters(): void {
+  limiters.clear();
+}

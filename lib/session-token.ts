@@ -1,0 +1,64 @@
+import crypto from "node:crypto";
+import { EncryptJWT, jwtDecrypt, type JWTPayload } from "jose";
+import { randomHex, safeEqual, sha256Hex } from "./crypto";
+
+/**
+ * NextAuth v4 session and CSRF tokens, byte-compatible with next-auth 4.24:
+ * compact JWE (`dir`, `A256GCM`) keyed by HKDF-SHA256(secret, salt "", info
+ * "NextAuth.js Generated Encryption Key", 32 bytes); CSRF cookie
+ * `token|sha256(token + secret)`.
+ */
+
+export const SESSION_MAX_AGE = 30 * 24 * 60 * 60;
+const CLOCK_TOLERANCE = 15;
+
+export function deriveEncryptionKey(secret: string): Uint8Array {
+  return new Uint8Array(crypto.hkdfSync("sha256", secret, "", "NextAuth.js Generated Encryption Key", 32));
+}
+
+export interface SessionClaims extends JWTPayload {
+  name?: string | null;
+  email?: string | null;
+  picture?: string | null;
+  sub?: string;
+}
+
+export async function encodeSession(claims: SessionClaims, secret: string, maxAge = SESSION_MAX_AGE): Promise<string> {
+  const now = Math.floor(Date.now() / 1000);
+  return new EncryptJWT(claims)
+    .setProtectedHeader({ alg: "dir", enc: "A256GCM" })
+    .setIssuedAt(now)
+    .setExpirationTime(now + maxAge)
+    .setJti(crypto.randomUUID())
+    .encrypt(deriveEncryptionKey(secret));
+}
+
+/** The claims of a valid token, or null for anything else (tampered, expired, other algorithm). */
+export async function decodeSession(token: string, secret: string): Promise<SessionClaims | null> {
+  try {
+    const { payload } = await jwtDecrypt(token, deriveEncryptionKey(secret), {
+      clockTolerance: CLOCK_TOLERANCE,
+      keyManagementAlgorithms: ["dir"],
+      contentEncryptionAlgorithms: ["A256GCM"],
+    });
+    return payload as SessionClaims;
+  } catch {
+    return null;
+  }
+}
+
+export const csrfHash = (token: string, secret: string) => sha256Hex(`${token}${secret}`);
+
+export function createCsrfToken(secret: string): { token: string; cookieValue: string } {
+  const token = randomHex(32);
+  return { token, cookieValue: `${token}|${csrfHash(token, secret)}` };
+}
+
+/** The token inside a csrf cookie value whose hash checks out, else null. Accepts `%7C` for `|`. */
+export function verifyCsrfCookie(cookieValue: string | undefined, secret: string): string | null {
+  if (!cookieValue) return null;
+  const decoded = cookieValue.includes("%") ? decodeURIComponent(cookieValue) : cookieValue;
+  const [token, hash] = decoded.split("|");
+  if (!token || !hash) return null;
+  return safeEqual(hash, csrfHash(token, secret)) ? token : null;
+}

@@ -1,0 +1,18 @@
+import type { AppContext } from "./moleculer-types";
+
+/**
+ * The one tenancy scope: the workspace a call runs in, set by the Authorize
+ * middleware after checking membership or the API key. Never from a body.
+ */
+export function workspaceOf(ctx: AppContext): string {
+  const workspaceId = ctx.meta.workspaceId;
+  if (!workspaceId) throw new Error(`${ctx.action?.name ?? "call"} ran without a workspace scope`);
+  return workspaceId;
+}
+
+/** The signed-in user's id; actions declared `auth: "session"` always have one. */
+export function userOf(ctx: AppContext): string {
+  const p = ctx.meta.principal;
+  if (p?.kind !== "user") throw new Error(`${ctx.action?.name ?? "call"} needs a user principal`);
+  return p.userId;
+}

@@ -1,0 +1,147 @@
+import fs from "node:fs";
+import type { IncomingMessage, ServerResponse } from "node:http";
+import path from "node:path";
+import type { ServiceSchema } from "moleculer";
+import ApiGateway from "moleculer-web";
+import { config } from "../../lib/config";
+import { acquireDatabase, releaseDatabase } from "../../lib/database";
+import { toHttpError } from "../../lib/errors";
+import type { AppContext } from "../../lib/moleculer-types";
+import { buildOpenApi } from "../../lib/openapi";
+import { PUBLIC_DIR } from "../../lib/paths";
+import { checkHealth } from "./health";
+import { authenticateRequest, clientIp, type GatewayRequest } from "./authenticate";
+
+const BODY_LIMIT = "1mb";
+
+/** Keep the exact bytes of JSON bodies for signature checks (`rawBody: true` actions). */
+function keepRawBody(req: IncomingMessage & { rawBody?: Buffer }, _res: ServerResponse, buf: Buffer) {
+  req.rawBody = buf;
+}
+
+function sendJson(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}) {
+  if (res.headersSent) return;
+  res.writeHead(status, { "Content-Type": "application/json; charset=utf-8", ...headers });
+  res.end(JSON.stringify(body));
+}
+
+/** The moleculer-web gateway: routes come from each action's `rest`, access from its declarations. */
+const ApiService: ServiceSchema = {
+  name: "api",
+  mixins: [ApiGateway],
+
+  settings: {
+    port: config().port,
+    ip: config().host,
+    rest: "/",
+    logRequest: null,
+    logResponse: "info",
+    log4XXResponses: false,
+    logRequestParams: null,
+    logResponseData: null,
+    cors: config().corsOrigins.length
+      ? {
+          origin: config().corsOrigins,
+          methods: ["GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"],
+          allowedHeaders: ["Content-Type", "Authorization", "X-Webhook-Signature"],
+          exposedHeaders: ["Retry-After"],
+          credentials: true,
+          maxAge: 3600,
+        }
+      : undefined,
+    assets: { folder: PUBLIC_DIR, options: { index: false } },
+    routes: [
+      {
+        name: "api",
+        path: "/api",
+        autoAliases: true,
+        mappingPolicy: "restrict",
+        authentication: true,
+        authorization: false, // the Authorize broker middleware does it, on the node that runs the action
+        bodyParsers: {
+          json: { limit: BODY_LIMIT, verify: keepRawBody },
+          urlencoded: { extended: false, limit: BODY_LIMIT },
+        },
+        onBeforeCall(ctx: AppContext, _route: unknown, req: GatewayRequest) {
+          ctx.meta.ip = clientIp(req);
+          ctx.meta.method = req.method;
+          ctx.meta.contentType = req.headers["content-type"];
+          ctx.meta.userAgent = req.headers["user-agent"];
+          ctx.meta.cookies = req.cookies;
+          if (req.$action?.rawBody) ctx.meta.rawBody = req.rawBody?.toString("utf8") ?? "";
+        },
+      },
+      {
+        name: "pages",
+        path: "/",
+        mappingPolicy: "restrict",
+        bodyParsers: false,
+        aliases: {
+          "GET auth/signin": "auth.signinPage",
+          "GET auth/reset-password": "auth.resetPage",
+          "GET api/docs": "api.docs",
+        },
+      },
+    ],
+    onError(req: GatewayRequest, res: ServerResponse, err: Error) {
+      const routeMissing = err instanceof ApiGateway.Errors.NotFoundError;
+      const answer = toHttpError(err, routeMissing);
+      if (answer.status >= 500) {
+        this.logger.error(`${req.method} ${req.originalUrl ?? req.url} failed: ${err?.stack ?? String(err)}`);
+      }
+      sendJson(res, answer.status, answer.body, answer.headers);
+    },
+  },
+
+  methods: {
+    authenticate(ctx: AppContext, _route: unknown, req: GatewayRequest) {
+      return authenticateRequest(this.broker, ctx, req);
+    },
+  },
+
+  async started() {
+    await acquireDatabase();
+  },
+
+  async stopped() {
+    await releaseDatabase();
+  },
+
+  actions: {
+    // moleculer-web's alias listing would bypass the declared access rules.
+    listAliases: false,
+
+    /** Liveness and database reachability; 503 when the database cannot be reached. Public. */
+    health: {
+      rest: "GET /health",
+      auth: "public",
+      openapi: { tags: ["System"], summary: "Service health" },
+      async handler(ctx: AppContext) {
+        const result = await checkHealth();
+        if (result.status !== "ok") ctx.meta.$statusCode = 503;
+        return result;
+      },
+    },
+
+    /** OpenAPI 3.1 description generated from every action's declarations. Public. */
+    openapi: {
+      rest: "GET /openapi",
+      auth: "public",
+      openapi: { tags: ["System"], summary: "OpenAPI 3.1 description" },
+      handler() {
+        return buildOpenApi(this.broker.registry.getServiceList({ withActions: true }), config().publicUrl);
+      },
+    },
+
+    /** A browsable page of the OpenAPI description. */
+    docs: {
+      auth: "public",
+      handler(ctx: AppContext) {
+        ctx.meta.$responseType = "text/html; charset=utf-8";
+        return fs.createReadStream(path.join(PUBLIC_DIR, "docs.html"));
+      },
+    },
+  },
+};
+
+export default ApiService;

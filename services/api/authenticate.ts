@@ -1,0 +1,88 @@
+import type { IncomingMessage } from "node:http";
+import type { ActionSchema, ServiceBroker } from "moleculer";
+import { parse as parseCookies } from "cookie";
+import type { Principal } from "../../lib/access";
+import { authSecret } from "../../lib/auth-secret";
+import { config } from "../../lib/config";
+import { sha256Hex } from "../../lib/crypto";
+import { unauthorized } from "../../lib/errors";
+import type { AppContext } from "../../lib/moleculer-types";
+import { decodeSession } from "../../lib/session-token";
+import { readSessionCookie } from "../auth/cookies";
+
+export interface GatewayRequest extends IncomingMessage {
+  $action?: ActionSchema;
+  rawBody?: Buffer;
+  cookies?: Record<string, string>;
+  originalUrl?: string;
+}
+
+export interface VerifiedApiKey {
+  id: string;
+  workspaceId: string;
+  scopes: string[];
+  expiresAt: string | null;
+  lastUsedAt: string | null;
+}
+
+/** Client IP per the contract: X-Forwarded-For, then X-Real-IP, then the socket (unless TRUST_PROXY=false). */
+export function clientIp(req: IncomingMessage): string {
+  if (config().trustProxy) {
+    const forwarded = req.headers["x-forwarded-for"];
+    const first = (Array.isArray(forwarded) ? forwarded[0] : forwarded)?.split(",")[0]?.trim();
+    if (first) return first;
+    const real = req.headers["x-real-ip"];
+    if (typeof real === "string" && real.trim()) return real.trim();
+  }
+  return req.socket.remoteAddress ?? "unknown";
+}
+
+const TOUCH_INTERVAL_MS = 60_000;
+const lastTouched = new Map<string, number>();
+
+/** `lastUsedAt` is written at most once a minute per key. */
+function touchApiKey(broker: ServiceBroker, key: VerifiedApiKey) {
+  const now = Date.now();
+  const seen = Math.max(lastTouched.get(key.id) ?? 0, key.lastUsedAt ? Date.parse(key.lastUsedAt) : 0);
+  if (now - seen < TOUCH_INTERVAL_MS) return;
+  lastTouched.set(key.id, now);
+  broker.call("auth.touchApiKey", { id: key.id }).catch((err) => broker.logger.warn("touchApiKey failed", err));
+}
+
+async function principalFromBearer(broker: ServiceBroker, token: string): Promise<Principal | null> {
+  if (token.startsWith("svc_")) {
+    const key = (await broker.call("auth.verifyApiKey", { keyHash: sha256Hex(token) })) as VerifiedApiKey | null;
+    if (!key || (key.expiresAt && Date.parse(key.expiresAt) <= Date.now())) return null;
+    touchApiKey(broker, key);
+    return { kind: "apiKey", apiKeyId: key.id, workspaceId: key.workspaceId, scopes: key.scopes };
+  }
+  // NextAuth's getToken also accepts the session JWE as a bearer token.
+  return principalFromSession(decodeURIComponent(token));
+}
+
+async function principalFromSession(token: string | undefined): Promise<Principal | null> {
+  if (!token) return null;
+  const claims = await decodeSession(token, authSecret());
+  if (!claims?.sub) return null;
+  return { kind: "user", userId: claims.sub, email: claims.email ?? undefined, name: claims.name ?? undefined };
+}
+
+/**
+ * Resolve the caller into `ctx.meta.principal`. A bad credential is a 401
+ * except on public routes, which simply run without a principal.
+ */
+export async function authenticateRequest(broker: ServiceBroker, ctx: AppContext, req: GatewayRequest): Promise<null> {
+  req.cookies = parseCookies(req.headers.cookie ?? "");
+  const isPublic = req.$action?.auth === "public";
+  const header = req.headers.authorization;
+  let principal: Principal | null = null;
+  if (header) {
+    const match = /^Bearer\s+(.+)$/i.exec(header.trim());
+    principal = match ? await principalFromBearer(broker, match[1].trim()) : null;
+    if (!principal && !isPublic) throw unauthorized("Invalid or expired credentials");
+  } else {
+    principal = await principalFromSession(readSessionCookie(req.cookies));
+  }
+  if (principal) ctx.meta.principal = principal;
+  return null;
+}

@@ -1,0 +1,36 @@
+import { QueryTypes } from "sequelize";
+import { database } from "../../lib/database";
+import { VERSION } from "../../lib/paths";
+
+export interface HealthReport {
+  status: "ok" | "degraded";
+  timestamp: string;
+  version: string;
+  checks: { database: "ok" | "unreachable" };
+}
+
+const PROBE_TIMEOUT_MS = 2000;
+
+/** `SELECT 1` against the shared pool, bounded so a dead database answers quickly. */
+export async function checkHealth(): Promise<HealthReport> {
+  let databaseOk = false;
+  try {
+    const sequelize = await database();
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error("timeout")), PROBE_TIMEOUT_MS);
+    });
+    await Promise.race([sequelize.query("SELECT 1", { type: QueryTypes.SELECT }), timeout]).finally(() =>
+      clearTimeout(timer),
+    );
+    databaseOk = true;
+  } catch {
+    databaseOk = false;
+  }
+  return {
+    status: databaseOk ? "ok" : "degraded",
+    timestamp: new Date().toISOString(),
+    version: VERSION,
+    checks: { database: databaseOk ? "ok" : "unreachable" },
+  };
+}

@@ -1,0 +1,147 @@
+import { Op, QueryTypes, UniqueConstraintError } from "sequelize";
+import { database } from "../../lib/database";
+import { newId, randomBase62, randomHex, sha256Hex } from "../../lib/crypto";
+import { conflict, notFound } from "../../lib/errors";
+import { hashPassword } from "../../lib/passwords";
+import { ApiKey, PasswordResetToken, User } from "../../models";
+
+/** Every query of the auth area: users, password resets, API keys. */
+
+export const normalizeEmail = (email: string) => email.trim().toLowerCase();
+
+export interface UserView {
+  id: string;
+  name: string;
+  email: string;
+  createdAt: Date;
+}
+
+const userView = (u: User): UserView => ({ id: u.id, name: u.name, email: u.email, createdAt: u.createdAt });
+
+export async function createUser(name: string, email: string, password: string): Promise<UserView> {
+  try {
+    const user = await User.create({
+      id: newId(),
+      name: name.trim(),
+      email: normalizeEmail(email),
+      passwordHash: await hashPassword(password),
+    });
+    return userView(user);
+  } catch (err) {
+    if (err instanceof UniqueConstraintError) throw conflict("An account with this email already exists");
+    throw err;
+  }
+}
+
+export const findUserByEmail = (email: string) => User.findOne({ where: { email: normalizeEmail(email) } });
+
+export const RESET_TOKEN_TTL_MS = 60 * 60 * 1000;
+
+/** A single-use reset token; only its hash is stored. */
+export async function createResetToken(userId: string): Promise<string> {
+  const token = randomHex(32);
+  await PasswordResetToken.create({
+    id: newId(),
+    userId,
+    tokenHash: sha256Hex(token),
+    expiresAt: new Date(Date.now() + RESET_TOKEN_TTL_MS),
+  });
+  return token;
+}
+
+/**
+ * Spend a reset token and set the new password, atomically: the UPDATE
+ * claims the token only if it is unused and unexpired, so it works once.
+ */
+export async function resetPassword(token: string, password: string): Promise<boolean> {
+  const sequelize = await database();
+  const passwordHash = await hashPassword(password);
+  return sequelize.transaction(async (transaction) => {
+    const rows = await sequelize.query<{ user_id: string }>(
+      `UPDATE password_reset_tokens SET used_at = now()
+        WHERE token_hash = :hash AND used_at IS NULL AND expires_at > now()
+        RETURNING user_id`,
+      { replacements: { hash: sha256Hex(token) }, type: QueryTypes.SELECT, transaction },
+    );
+    const userId = rows[0]?.user_id;
+    if (!userId) return false;
+    await User.update({ passwordHash }, { where: { id: userId }, transaction });
+    // Any other outstanding link for this user dies with the reset.
+    await PasswordResetToken.update(
+      { usedAt: new Date() },
+      { where: { userId, usedAt: { [Op.is]: null } }, transaction },
+    );
+    return true;
+  });
+}
+
+export interface ApiKeyView {
+  id: string;
+  name: string;
+  key: string;
+  scopes: string[];
+  expiresAt: Date | null;
+  lastUsedAt?: Date | null;
+  createdAt?: Date;
+}
+
+export const maskKey = (lastFour: string) => `svc_****${lastFour}`;
+
+export async function listKeys(workspaceId: string): Promise<ApiKeyView[]> {
+  const keys = await ApiKey.findAll({
+    where: { workspaceId, revokedAt: { [Op.is]: null } },
+    order: [["createdAt", "DESC"], ["id", "DESC"]],
+  });
+  return keys.map((k) => ({
+    id: k.id,
+    name: k.name,
+    key: maskKey(k.lastFour),
+    scopes: k.scopes,
+    expiresAt: k.expiresAt,
+    lastUsedAt: k.lastUsedAt,
+    createdAt: k.createdAt,
+  }));
+}
+
+/** `svc_` + 40 base62 characters; the full value exists only in this return value. */
+export async function createKey(
+  workspaceId: string,
+  input: { name: string; scopes: string[]; expiresAt: Date | null; createdBy: string | null },
+): Promise<ApiKeyView> {
+  const key = `svc_${randomBase62(40)}`;
+  const row = await ApiKey.create({
+    id: newId(),
+    workspaceId,
+    name: input.name,
+    keyHash: sha256Hex(key),
+    lastFour: key.slice(-4),
+    scopes: input.scopes,
+    expiresAt: input.expiresAt,
+    createdBy: input.createdBy,
+  });
+  return { id: row.id, name: row.name, key, scopes: row.scopes, expiresAt: row.expiresAt };
+}
+
+export async function revokeKey(workspaceId: string, keyId: string): Promise<void> {
+  const [count] = await ApiKey.update(
+    { revokedAt: new Date() },
+    { where: { id: keyId, workspaceId, revokedAt: { [Op.is]: null } } },
+  );
+  if (!count) throw notFound("API key");
+}
+
+export async function verifyKeyHash(keyHash: string) {
+  const key = await ApiKey.findOne({ where: { keyHash, revokedAt: { [Op.is]: null } } });
+  if (!key) return null;
+  return {
+    id: key.id,
+    workspaceId: key.workspaceId,
+    scopes: key.scopes,
+    expiresAt: key.expiresAt?.toISOString() ?? null,
+    lastUsedAt: key.lastUsedAt?.toISOString() ?? null,
+  };
+}
+
+export async function touchKey(id: string): Promise<void> {
+  await ApiKey.update({ lastUsedAt: new Date() }, { where: { id } });
+}

@@ -1,0 +1,312 @@
+import fs from "node:fs";
+import path from "node:path";
+import type { ServiceSchema } from "moleculer";
+import { audit } from "../../lib/audit";
+import { config } from "../../lib/config";
+import { fieldError, validationError } from "../../lib/errors";
+import { sendMail } from "../../lib/mailer";
+import type { AppContext } from "../../lib/moleculer-types";
+import { PUBLIC_DIR } from "../../lib/paths";
+import { consume } from "../../lib/rate-limit";
+import { workspaceOf } from "../../lib/tenancy";
+import { DbMixin } from "../../mixins/db.mixin";
+import { User } from "../../models";
+import * as repo from "./auth.repo";
+import { schemas } from "./auth.schemas";
+import { authBase, SIGNIN_ERRORS, unsupported } from "./nextauth";
+import * as signin from "./signin";
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+type Ctx = AppContext<Record<string, any>>;
+
+const REGISTRATIONS_PER_IP = { name: "register-ip", points: 10, durationSeconds: 60 * 60 };
+const RESET_MAILS_PER_EMAIL = { name: "reset-email", points: 5, durationSeconds: 60 * 60 };
+const API_KEY_CACHE_EVENT = "auth.apiKeys.changed";
+
+function authRequest(ctx: Ctx): signin.AuthRequest {
+  return {
+    body: ctx.params,
+    cookies: ctx.meta.cookies ?? {},
+    isJsonBody: (ctx.meta.contentType ?? "").includes("application/json"),
+    ip: ctx.meta.ip ?? "unknown",
+  };
+}
+
+/** Turn a sign-in outcome into moleculer-web's response meta. */
+function send(ctx: Ctx, outcome: signin.AuthOutcome) {
+  ctx.meta.$statusCode = outcome.status;
+  ctx.meta.$responseHeaders = { "Cache-Control": "private, no-cache, no-store" };
+  if (outcome.cookies.length) ctx.meta.$responseHeaders["Set-Cookie"] = outcome.cookies;
+  if (outcome.redirect) {
+    ctx.meta.$location = outcome.redirect;
+    return null;
+  }
+  return outcome.body;
+}
+
+function text(ctx: Ctx, status: number, body: string) {
+  ctx.meta.$statusCode = status;
+  ctx.meta.$responseType = "text/plain; charset=utf-8";
+  return body;
+}
+
+/** Users, NextAuth-compatible sessions, password reset, and workspace API keys. */
+const AuthService: ServiceSchema = {
+  name: "auth",
+  mixins: [DbMixin(User)],
+  settings: { rest: "/" },
+
+  actions: {
+    /** Create an account. Public; 10 per client IP per hour. */
+    register: {
+      rest: "POST /auth/register",
+      auth: "public",
+      params: schemas.register,
+      openapi: { tags: ["Auth"], summary: "Register a user" },
+      async handler(ctx: Ctx) {
+        await consume(REGISTRATIONS_PER_IP, ctx.meta.ip ?? "unknown");
+        const user = await repo.createUser(ctx.params.name, ctx.params.email, ctx.params.password);
+        ctx.meta.$statusCode = 201;
+        return user;
+      },
+    },
+
+    /** NextAuth csrf token; sets the csrf cookie when the request has no valid one. */
+    csrf: {
+      rest: "GET /auth/csrf",
+      auth: "public",
+      openapi: { tags: ["Auth"] },
+      handler(ctx: Ctx) {
+        const result = signin.csrf(ctx.meta.cookies ?? {});
+        return send(ctx, { status: 200, body: { csrfToken: result.token }, cookies: result.cookies });
+      },
+    },
+
+    providers: {
+      rest: "GET /auth/providers",
+      auth: "public",
+      openapi: { tags: ["Auth"] },
+      handler: () => signin.providers(),
+    },
+
+    /** Credentials sign-in: form (with csrf) or JSON; JSON `{url}` or a 302, as NextAuth v4. */
+    callback: {
+      rest: "POST /auth/callback/:provider",
+      auth: "public",
+      openapi: { tags: ["Auth"], summary: "Sign in with email and password (NextAuth credentials)" },
+      async handler(ctx: Ctx) {
+        if (ctx.params.provider !== "credentials") return text(ctx, 400, unsupported("POST"));
+        return send(ctx, await signin.credentialsCallback(authRequest(ctx)));
+      },
+    },
+
+    callbackGet: {
+      rest: "GET /auth/callback/:provider",
+      auth: "public",
+      openapi: { tags: ["Auth"] },
+      handler(ctx: Ctx) {
+        if (ctx.params.provider !== "credentials") return text(ctx, 400, unsupported("GET"));
+        return text(ctx, 500, "Error: Callback for provider type credentials not supported");
+      },
+    },
+
+    /** The current session, `{}` when signed out. */
+    session: {
+      rest: "GET /auth/session",
+      auth: "public",
+      openapi: { tags: ["Auth"] },
+      async handler(ctx: Ctx) {
+        return send(ctx, await signin.session(ctx.meta.cookies ?? {}));
+      },
+    },
+
+    signout: {
+      rest: "POST /auth/signout",
+      auth: "public",
+      openapi: { tags: ["Auth"] },
+      handler(ctx: Ctx) {
+        return send(ctx, signin.signout(authRequest(ctx)));
+      },
+    },
+
+    /** NextAuth sends sign-in to the custom page. */
+    signin: {
+      rest: "GET /auth/signin",
+      auth: "public",
+      openapi: { tags: ["Auth"] },
+      handler(ctx: Ctx) {
+        const query = new URLSearchParams({ callbackUrl: String(ctx.params.callbackUrl ?? config().publicUrl) });
+        if (typeof ctx.params.error === "string") query.set("error", ctx.params.error);
+        return send(ctx, { status: 302, redirect: `/auth/signin?${query}`, cookies: [] });
+      },
+    },
+
+    error: {
+      rest: "GET /auth/error",
+      auth: "public",
+      openapi: { tags: ["Auth"] },
+      handler(ctx: Ctx) {
+        const error = String(ctx.params.error ?? "Default");
+        const target = SIGNIN_ERRORS.has(error)
+          ? `${authBase(config().publicUrl)}/signin?error=${encodeURIComponent(error)}`
+          : `/auth/signin?error=${encodeURIComponent(error)}`;
+        return send(ctx, { status: 302, redirect: target, cookies: [] });
+      },
+    },
+
+    /** NextAuth's client-side logger sink. */
+    log: {
+      rest: "POST /auth/_log",
+      auth: "public",
+      openapi: { tags: ["Auth"] },
+      handler: (ctx: Ctx) => text(ctx, 200, ""),
+    },
+
+    /** Anything else under /api/auth answers as NextAuth's catch-all does. */
+    unsupported: {
+      rest: ["/auth/:action", "/auth/:action/:provider"],
+      auth: "public",
+      openapi: { tags: ["Auth"], summary: "NextAuth catch-all (unsupported actions answer 400)" },
+      handler(ctx: Ctx) {
+        return text(ctx, 400, unsupported(ctx.meta.method ?? "GET"));
+      },
+    },
+
+    /** Always 200 (no user enumeration); mails a single-use link valid for an hour. */
+    forgotPassword: {
+      rest: "POST /auth/forgot-password",
+      auth: "public",
+      params: schemas.forgotPassword,
+      openapi: { tags: ["Auth"] },
+      async handler(ctx: Ctx) {
+        const email = repo.normalizeEmail(ctx.params.email);
+        const user = await repo.findUserByEmail(email);
+        if (user) {
+          const allowed = await consume(RESET_MAILS_PER_EMAIL, email).then(
+            () => true,
+            () => false,
+          );
+          if (allowed) {
+            const token = await repo.createResetToken(user.id);
+            const link = `${config().publicUrl}/auth/reset-password?token=${token}`;
+            await sendMail(
+              {
+                to: user.email,
+                subject: "Reset your password",
+                text: `Someone asked to reset the password of this account.\n\nReset it within an hour: ${link}\n\nIf it was not you, ignore this mail.`,
+              },
+              this.logger,
+            );
+          }
+        }
+        return { success: true };
+      },
+    },
+
+    /** Spend a reset token: 200, or 400 for an unknown, expired or used token. */
+    resetPassword: {
+      rest: "POST /auth/reset-password",
+      auth: "public",
+      params: schemas.resetPassword,
+      openapi: { tags: ["Auth"] },
+      async handler(ctx: Ctx) {
+        const done = await repo.resetPassword(ctx.params.token, ctx.params.password);
+        if (!done) throw fieldError("token", "is unknown, expired or already used");
+        return { success: true };
+      },
+    },
+
+    /** The HTML sign-in page at /auth/signin. */
+    signinPage: {
+      auth: "public",
+      handler(ctx: Ctx) {
+        ctx.meta.$responseType = "text/html; charset=utf-8";
+        return fs.createReadStream(path.join(PUBLIC_DIR, "signin.html"));
+      },
+    },
+
+    /** The HTML page a reset link opens. */
+    resetPage: {
+      auth: "public",
+      handler(ctx: Ctx) {
+        ctx.meta.$responseType = "text/html; charset=utf-8";
+        return fs.createReadStream(path.join(PUBLIC_DIR, "reset-password.html"));
+      },
+    },
+
+    /** API keys of the workspace, masked. Session + ADMIN. */
+    listKeys: {
+      rest: "GET /workspaces/:workspaceId/keys",
+      auth: "session",
+      role: "ADMIN",
+      permission: "api_keys.manage",
+      params: schemas.listKeys,
+      openapi: { tags: ["API keys"] },
+      handler: (ctx: Ctx) => repo.listKeys(workspaceOf(ctx)),
+    },
+
+    /** Create a key; its full value is in this response only. Session + ADMIN. */
+    createKey: {
+      rest: "POST /workspaces/:workspaceId/keys",
+      auth: "session",
+      role: "ADMIN",
+      permission: "api_keys.manage",
+      params: schemas.createKey,
+      openapi: { tags: ["API keys"] },
+      async handler(ctx: Ctx) {
+        const expiresAt: Date | null = ctx.params.expiresAt ?? null;
+        if (expiresAt && expiresAt.getTime() <= Date.now()) {
+          throw validationError("expiresAt must be in the future", [{ field: "expiresAt", message: "must be in the future" }]);
+        }
+        const principal = ctx.meta.principal;
+        const key = await repo.createKey(workspaceOf(ctx), {
+          name: ctx.params.name,
+          scopes: [...new Set<string>(ctx.params.scopes ?? [])],
+          expiresAt,
+          createdBy: principal?.kind === "user" ? principal.userId : null,
+        });
+        await audit(ctx, "api_key.created", { type: "api_key", id: key.id }, { name: key.name, scopes: key.scopes });
+        ctx.meta.$statusCode = 201;
+        return key;
+      },
+    },
+
+    /** Revoke a key; it stops working at once. Session + ADMIN. */
+    revokeKey: {
+      rest: "DELETE /workspaces/:workspaceId/keys/:keyId",
+      auth: "session",
+      role: "ADMIN",
+      permission: "api_keys.manage",
+      params: schemas.revokeKey,
+      openapi: { tags: ["API keys"] },
+      async handler(ctx: Ctx) {
+        await repo.revokeKey(workspaceOf(ctx), ctx.params.keyId);
+        await this.broker.cacher?.clean("auth.verifyApiKey:**");
+        this.broker.broadcast(API_KEY_CACHE_EVENT);
+        await audit(ctx, "api_key.revoked", { type: "api_key", id: ctx.params.keyId });
+        return { success: true };
+      },
+    },
+
+    /** Internal: the key behind a SHA-256 hash, or null. Cached; cleared on revoke. */
+    verifyApiKey: {
+      params: schemas.verifyApiKey,
+      cache: { keys: ["keyHash"], ttl: 60 },
+      handler: (ctx: Ctx) => repo.verifyKeyHash(ctx.params.keyHash),
+    },
+
+    /** Internal: record that a key was used. */
+    touchApiKey: {
+      params: schemas.touchApiKey,
+      handler: (ctx: Ctx) => repo.touchKey(ctx.params.id),
+    },
+  },
+
+  events: {
+    [API_KEY_CACHE_EVENT]() {
+      return this.broker.cacher?.clean("auth.verifyApiKey:**");
+    },
+  },
+};
+
+export default AuthService;

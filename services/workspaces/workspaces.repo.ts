@@ -1,0 +1,215 @@
+import { Op, UniqueConstraintError, type Transaction } from "sequelize";
+import { database } from "../../lib/database";
+import { newId } from "../../lib/crypto";
+import { conflict, notFound, validationError } from "../../lib/errors";
+import { pageOf, type PageRequest } from "../../lib/pagination";
+import { AuditLog, Member, User, Workspace, type Role } from "../../models";
+
+/** Every query of the workspaces area. Workspace-scoped functions take the workspace id first. */
+
+export interface WorkspaceView {
+  id: string;
+  name: string;
+  slug: string;
+  settings: Record<string, unknown>;
+  createdAt: Date;
+  updatedAt: Date;
+  role?: Role;
+}
+
+const view = (w: Workspace, role?: Role): WorkspaceView => ({
+  id: w.id,
+  name: w.name,
+  slug: w.slug,
+  settings: w.settings,
+  createdAt: w.createdAt,
+  updatedAt: w.updatedAt,
+  ...(role ? { role } : {}),
+});
+
+export function slugify(name: string): string {
+  const base = name
+    .normalize("NFKD")
+    .replace(/[\u0300-\u036f]/g, "")
+    .toLowerCase()
+    .replace(/[^a-z0-9]+/g, "-")
+    .replace(/^-+|-+$/g, "")
+    .slice(0, 48);
+  return base || "workspace";
+}
+
+export async function membershipRole(workspaceId: string, userId: string): Promise<Role | null> {
+  const member = await Member.findOne({ where: { workspaceId, userId }, attributes: ["role"] });
+  return member?.role ?? null;
+}
+
+export async function listForUser(userId: string): Promise<WorkspaceView[]> {
+  const members = await Member.findAll({
+    where: { userId },
+    include: [{ model: Workspace, as: "workspace", required: true }],
+    order: [["createdAt", "ASC"], ["id", "ASC"]],
+  });
+  return members.map((m) => view(m.workspace as Workspace, m.role));
+}
+
+/** Create a workspace with its first OWNER. An explicit slug must be free; a derived one gets a suffix. */
+export async function createWorkspace(userId: string, name: string, slug?: string): Promise<WorkspaceView> {
+  const sequelize = await database();
+  const explicit = slug !== undefined;
+  let candidate = explicit ? slug : slugify(name);
+  for (let attempt = 0; attempt < 5; attempt += 1) {
+    try {
+      return await sequelize.transaction(async (transaction: Transaction) => {
+        const workspace = await Workspace.create({ id: newId(), name, slug: candidate }, { transaction });
+        await Member.create({ id: newId(), workspaceId: workspace.id, userId, role: "OWNER" }, { transaction });
+        return view(workspace, "OWNER");
+      });
+    } catch (err) {
+      if (!(err instanceof UniqueConstraintError)) throw err;
+      if (explicit) throw conflict(`The slug '${slug}' is taken`);
+      candidate = `${slugify(name).slice(0, 40)}-${newId().slice(0, 6)}`;
+    }
+  }
+  throw conflict("Could not find a free slug; pass one explicitly");
+}
+
+export async function getWorkspace(workspaceId: string, role?: Role): Promise<WorkspaceView> {
+  const workspace = await Workspace.findByPk(workspaceId);
+  if (!workspace) throw notFound("Workspace");
+  return view(workspace, role);
+}
+
+export async function updateWorkspace(
+  workspaceId: string,
+  changes: { name?: string; slug?: string; settings?: Record<string, unknown> },
+): Promise<WorkspaceView> {
+  const workspace = await Workspace.findByPk(workspaceId);
+  if (!workspace) throw notFound("Workspace");
+  if (changes.name !== undefined) workspace.name = changes.name;
+  if (changes.slug !== undefined) workspace.slug = changes.slug;
+  if (changes.settings !== undefined) workspace.settings = { ...workspace.settings, ...changes.settings };
+  try {
+    await workspace.save();
+  } catch (err) {
+    if (err instanceof UniqueConstraintError) throw conflict(`The slug '${changes.slug}' is taken`);
+    throw err;
+  }
+  return view(workspace);
+}
+
+export async function deleteWorkspace(workspaceId: string): Promise<void> {
+  const deleted = await Workspace.destroy({ where: { id: workspaceId } });
+  if (!deleted) throw notFound("Workspace");
+}
+
+export interface MemberView {
+  id: string;
+  userId: string;
+  role: Role;
+  createdAt: Date;
+  user: { id: string; name: string; email: string };
+}
+
+const memberView = (m: Member): MemberView => ({
+  id: m.id,
+  userId: m.userId,
+  role: m.role,
+  createdAt: m.createdAt,
+  user: { id: m.user!.id, name: m.user!.name, email: m.user!.email },
+});
+
+export async function listMembers(workspaceId: string): Promise<MemberView[]> {
+  const members = await Member.findAll({
+    where: { workspaceId },
+    include: [{ model: User, as: "user", required: true }],
+    order: [["createdAt", "ASC"], ["id", "ASC"]],
+  });
+  return members.map(memberView);
+}
+
+export async function addMember(workspaceId: string, email: string, role: Role): Promise<MemberView> {
+  const user = await User.findOne({ where: { email: email.trim().toLowerCase() } });
+  if (!user) throw notFound("User");
+  try {
+    const member = await Member.create({ id: newId(), workspaceId, userId: user.id, role });
+    member.user = user;
+    return memberView(member);
+  } catch (err) {
+    if (err instanceof UniqueConstraintError) throw conflict("This user is already a member");
+    throw err;
+  }
+}
+
+/** Change a role or remove a member, refusing to leave the workspace without an OWNER. */
+export async function changeMember(workspaceId: string, memberId: string, role: Role | null): Promise<MemberView | null> {
+  const sequelize = await database();
+  return sequelize.transaction(async (transaction) => {
+    // Lock the workspace's owners so two concurrent demotions cannot both pass the check.
+    const owners = await Member.findAll({
+      where: { workspaceId, role: "OWNER" },
+      transaction,
+      lock: transaction.LOCK.UPDATE,
+    });
+    const member = await Member.findOne({
+      where: { id: memberId, workspaceId },
+      include: [{ model: User, as: "user", required: true }],
+      transaction,
+    });
+    if (!member) throw notFound("Member");
+    const losesOwner = member.role === "OWNER" && role !== "OWNER";
+    if (losesOwner && owners.length <= 1) {
+      throw validationError("The last OWNER cannot be removed or demoted", [
+        { field: "role", message: "a workspace needs at least one OWNER" },
+      ]);
+    }
+    if (role === null) {
+      await member.destroy({ transaction });
+      return null;
+    }
+    member.role = role;
+    await member.save({ transaction });
+    return memberView(member);
+  });
+}
+
+export interface AuditEntry {
+  workspaceId: string;
+  actorType: string;
+  actorId?: string | null;
+  action: string;
+  targetType?: string | null;
+  targetId?: string | null;
+  ip?: string | null;
+  metadata?: Record<string, unknown>;
+}
+
+export async function recordAudit(entry: AuditEntry): Promise<void> {
+  await AuditLog.create({ id: newId(), metadata: {}, ...entry });
+}
+
+export async function listAudit(
+  workspaceId: string,
+  filters: { action?: string; actorId?: string; from?: Date; to?: Date },
+  page: PageRequest,
+) {
+  const where: Record<string | symbol, unknown> = { workspaceId };
+  if (filters.action) where.action = filters.action.endsWith("*") ? { [Op.startsWith]: filters.action.slice(0, -1) } : filters.action;
+  if (filters.actorId) where.actorId = filters.actorId;
+  if (filters.from || filters.to) {
+    where.createdAt = {
+      ...(filters.from ? { [Op.gte]: filters.from } : {}),
+      ...(filters.to ? { [Op.lte]: filters.to } : {}),
+    };
+  }
+  const { rows, count } = await AuditLog.findAndCountAll({
+    where,
+    order: [["createdAt", "DESC"], ["id", "DESC"]],
+    limit: page.limit,
+    offset: page.offset,
+  });
+  return pageOf(
+    rows.map((r) => r.get({ plain: true })),
+    count,
+    page,
+  );
+}

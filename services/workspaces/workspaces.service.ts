@@ -1,0 +1,188 @@
+import type { ServiceSchema } from "moleculer";
+import { audit } from "../../lib/audit";
+import { forbidden } from "../../lib/errors";
+import type { AppContext } from "../../lib/moleculer-types";
+import { pageRequest } from "../../lib/pagination";
+import { userOf, workspaceOf } from "../../lib/tenancy";
+import { DbMixin } from "../../mixins/db.mixin";
+import { Workspace, type Role } from "../../models";
+import * as repo from "./workspaces.repo";
+import { schemas } from "./workspaces.schemas";
+
+/** Validated params arrive typed by the schema above; handlers read them through this alias. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+type Ctx = AppContext<Record<string, any>>;
+
+const MEMBERSHIP_CACHE_EVENT = "workspaces.membership.changed";
+
+/** Workspaces, members and roles, and the audit log every area writes to. */
+const WorkspacesService: ServiceSchema = {
+  name: "workspaces",
+  mixins: [DbMixin(Workspace)],
+  settings: { rest: "/" },
+
+  actions: {
+    /** The caller's workspaces, each with the caller's role. Session only. */
+    list: {
+      rest: "GET /workspaces",
+      auth: "session",
+      handler: (ctx: Ctx) => repo.listForUser(userOf(ctx)),
+    },
+
+    /** Create a workspace; the caller becomes its OWNER. Session only. */
+    create: {
+      rest: "POST /workspaces",
+      auth: "session",
+      params: schemas.create,
+      async handler(ctx: Ctx) {
+        const workspace = await repo.createWorkspace(userOf(ctx), ctx.params.name, ctx.params.slug);
+        ctx.meta.$statusCode = 201;
+        ctx.meta.workspaceId = workspace.id;
+        await audit(ctx, "workspace.created", { type: "workspace", id: workspace.id }, { name: workspace.name });
+        return workspace;
+      },
+    },
+
+    /** One workspace with the caller's role. Any member or key of it. */
+    get: {
+      rest: "GET /workspaces/:workspaceId",
+      auth: "any",
+      params: schemas.get,
+      handler: (ctx: Ctx) => repo.getWorkspace(workspaceOf(ctx), ctx.meta.role),
+    },
+
+    /** Rename, change slug or merge settings. Needs settings.manage. */
+    update: {
+      rest: "PATCH /workspaces/:workspaceId",
+      auth: "any",
+      permission: "settings.manage",
+      params: schemas.update,
+      async handler(ctx: Ctx) {
+        const { name, slug, settings } = ctx.params;
+        const workspace = await repo.updateWorkspace(workspaceOf(ctx), { name, slug, settings });
+        await audit(ctx, "workspace.updated", { type: "workspace", id: workspace.id }, {
+          fields: Object.keys({ name, slug, settings }).filter((k) => ctx.params[k] !== undefined),
+        });
+        return { ...workspace, role: ctx.meta.role };
+      },
+    },
+
+    /** Delete the workspace and everything in it. OWNER only. */
+    remove: {
+      rest: "DELETE /workspaces/:workspaceId",
+      auth: "session",
+      role: "ADMIN",
+      params: schemas.get,
+      async handler(ctx: Ctx) {
+        if (ctx.meta.role !== "OWNER") throw forbidden("Only an OWNER can delete the workspace");
+        await repo.deleteWorkspace(workspaceOf(ctx));
+        await this.forgetMemberships();
+        return { success: true };
+      },
+    },
+
+    /** Members with their user. Any member of the workspace. */
+    listMembers: {
+      rest: "GET /workspaces/:workspaceId/members",
+      auth: "session",
+      params: schemas.get,
+      handler: (ctx: Ctx) => repo.listMembers(workspaceOf(ctx)),
+    },
+
+    /** Add a registered user by email. Needs members.manage. */
+    addMember: {
+      rest: "POST /workspaces/:workspaceId/members",
+      auth: "session",
+      permission: "members.manage",
+      params: schemas.addMember,
+      async handler(ctx: Ctx) {
+        const member = await repo.addMember(workspaceOf(ctx), ctx.params.email, ctx.params.role);
+        await audit(ctx, "member.added", { type: "member", id: member.id }, { userId: member.userId, role: member.role });
+        await this.forgetMemberships();
+        ctx.meta.$statusCode = 201;
+        return member;
+      },
+    },
+
+    /** Change a member's role (the last OWNER stays). Needs members.manage. */
+    updateMember: {
+      rest: "PATCH /workspaces/:workspaceId/members/:memberId",
+      auth: "session",
+      permission: "members.manage",
+      params: schemas.updateMember,
+      async handler(ctx: Ctx) {
+        await this.refuseOwnerChangeByAdmin(ctx, ctx.params.memberId, ctx.params.role);
+        const member = await repo.changeMember(workspaceOf(ctx), ctx.params.memberId, ctx.params.role);
+        await audit(ctx, "member.updated", { type: "member", id: ctx.params.memberId }, { role: ctx.params.role });
+        await this.forgetMemberships();
+        return member;
+      },
+    },
+
+    /** Remove a member (not the last OWNER). Needs members.manage. */
+    removeMember: {
+      rest: "DELETE /workspaces/:workspaceId/members/:memberId",
+      auth: "session",
+      permission: "members.manage",
+      params: schemas.removeMember,
+      async handler(ctx: Ctx) {
+        await this.refuseOwnerChangeByAdmin(ctx, ctx.params.memberId, null);
+        await repo.changeMember(workspaceOf(ctx), ctx.params.memberId, null);
+        await audit(ctx, "member.removed", { type: "member", id: ctx.params.memberId });
+        await this.forgetMemberships();
+        return { success: true };
+      },
+    },
+
+    /** The audit log, newest first, filtered by action (prefix with `*`), actor and time. Needs settings.manage. */
+    auditLogs: {
+      rest: "GET /workspaces/:workspaceId/audit-logs",
+      auth: "session",
+      permission: "settings.manage",
+      params: schemas.auditLogs,
+      handler(ctx: Ctx) {
+        const { action, actorId, from, to } = ctx.params;
+        return repo.listAudit(workspaceOf(ctx), { action, actorId, from, to }, pageRequest(ctx.params));
+      },
+    },
+
+    /** Internal: the role of a user in a workspace, or null. Cached; cleared on every member change. */
+    membership: {
+      params: schemas.membership,
+      cache: { keys: ["workspaceId", "userId"], ttl: 60 },
+      handler: (ctx: Ctx) => repo.membershipRole(ctx.params.workspaceId, ctx.params.userId),
+    },
+
+    /** Internal: write one audit entry (see lib/audit.ts). */
+    recordAudit: {
+      params: schemas.recordAudit,
+      handler: (ctx: Ctx) => repo.recordAudit(ctx.params as repo.AuditEntry),
+    },
+  },
+
+  events: {
+    [MEMBERSHIP_CACHE_EVENT]() {
+      return this.broker.cacher?.clean("workspaces.membership:**");
+    },
+  },
+
+  methods: {
+    /** Membership changes take effect at once: clear here, and tell every other node. */
+    async forgetMemberships() {
+      await this.broker.cacher?.clean("workspaces.membership:**");
+      this.broker.broadcast(MEMBERSHIP_CACHE_EVENT);
+    },
+
+    /** An ADMIN may not promote to, demote or remove an OWNER; only an OWNER may. */
+    async refuseOwnerChangeByAdmin(ctx: AppContext, memberId: string, role: Role | null) {
+      if (ctx.meta.role === "OWNER") return;
+      const members = await repo.listMembers(workspaceOf(ctx));
+      const target = members.find((m) => m.id === memberId);
+      if (role === "OWNER" || target?.role === "OWNER") {
+        throw forbidden("Only an OWNER can change an OWNER's membership or grant OWNER");
+      }
+    },
+  },
+};
+
+export default WorkspacesService;
