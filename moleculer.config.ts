@@ -1,4 +1,5 @@
-import type { BrokerOptions } from "moleculer";
+import type { BrokerOptions, Middleware } from "moleculer";
+import { Middleware as ChannelsMiddleware } from "@moleculer/channels";
 import { config } from "./lib/config";
 import { AuthorizeMiddleware } from "./mixins/authorize.middleware";
 
@@ -7,6 +8,20 @@ import { AuthorizeMiddleware } from "./mixins/authorize.middleware";
  * one broker with every service embedded; NATS, Redis and an external
  * PostgreSQL when their URLs are set.
  */
+/**
+ * Durable channels: JetStream when NATS is configured (survives restarts),
+ * the in-memory adapter embedded. The package's typings mark every adapter
+ * option required and its middleware's `name` clashes with Moleculer's
+ * Middleware index signature, hence the loose types at this one seam.
+ */
+function channelsMiddleware(natsUrl: string | undefined): Middleware {
+  const adapter = natsUrl
+    ? { type: "NATS", options: { nats: { url: natsUrl }, maxRetries: 5, maxInFlight: 20 } }
+    : { type: "Fake", options: { maxInFlight: 20 } };
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  return ChannelsMiddleware({ adapter } as any) as any;
+}
+
 export function brokerConfig(): BrokerOptions {
   const cfg = config();
   return {
@@ -29,7 +44,10 @@ export function brokerConfig(): BrokerOptions {
       ? { enabled: true, reporter: [{ type: "Prometheus", options: { port: cfg.metricsPort, path: "/metrics" } }] }
       : { enabled: false },
     tracing: { enabled: false },
-    middlewares: [AuthorizeMiddleware],
+    middlewares: [
+      AuthorizeMiddleware,
+      channelsMiddleware(cfg.natsUrl),
+    ],
   };
 }
 

@@ -1,0 +1,35 @@
+import type { ServiceBroker } from "moleculer";
+import { newId } from "./crypto";
+
+/**
+ * Domain facts (spec 6.2: `contact.created`, `unsubscribe.email`, ...) travel
+ * on one durable channel (@moleculer/channels: JetStream with NATS, the
+ * in-memory adapter embedded). Consumers (webhooks fan-out, analytics)
+ * subscribe with their own group, so each gets every fact once.
+ */
+export const DOMAIN_EVENTS_CHANNEL = "cms.domain-events";
+
+export interface DomainEvent<T = Record<string, unknown>> {
+  /** Unique per fact; consumers use it to stay idempotent under redelivery. */
+  id: string;
+  workspaceId: string;
+  /** The specification's event name, e.g. `contact.created`. */
+  type: string;
+  /** The payload fields of spec 6.2 for this type. */
+  data: T;
+  occurredAt: string;
+}
+
+export async function publishDomainEvent(
+  broker: ServiceBroker,
+  workspaceId: string,
+  type: string,
+  data: Record<string, unknown>,
+): Promise<DomainEvent> {
+  const event: DomainEvent = { id: newId(), workspaceId, type, data, occurredAt: new Date().toISOString() };
+  await (broker as ServiceBroker & { sendToChannel(name: string, payload: unknown): Promise<void> }).sendToChannel(
+    DOMAIN_EVENTS_CHANNEL,
+    event,
+  );
+  return event;
+}
