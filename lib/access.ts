@@ -57,7 +57,8 @@ export type Principal =
 
 export const SYSTEM: Principal = { kind: "system" };
 
-export type AuthMode = "public" | "session" | "any";
+/** `cron`: the bearer CRON_SECRET of `GET /api/cron/tick`, checked by the gateway. */
+export type AuthMode = "public" | "session" | "any" | "cron";
 
 /** Access rules an action declares next to its `rest` route. */
 export interface AccessDeclaration {
@@ -84,6 +85,7 @@ export function decideAccess(
   if (decl.auth === "public") return { allow: true };
   if (!principal) return deny(401, "Authentication required");
   if (principal.kind === "system") return { allow: true };
+  if (decl.auth === "cron") return deny(401, "This endpoint needs the cron secret");
   if (decl.auth === "session" && principal.kind !== "user") return deny(401, "This endpoint needs a signed-in session");
 
   if (principal.kind === "apiKey") {

@@ -152,7 +152,13 @@ function operationFor(action: RegistryAction, method: string, fullPath: string):
   }
   const auth = action.auth ?? "any";
   const security =
-    auth === "public" ? [] : auth === "session" ? [{ sessionCookie: [] }] : [{ sessionCookie: [] }, { bearerApiKey: [] }];
+    auth === "public"
+      ? []
+      : auth === "session"
+        ? [{ sessionCookie: [] }]
+        : auth === "cron"
+          ? [{ cronSecret: [] }]
+          : [{ sessionCookie: [] }, { bearerApiKey: [] }];
   const { summary, tags, responses, requestBody, ...rest } = action.openapi ?? {};
   const operation: JsonSchema = {
     operationId: `${action.name}${method === "*" ? "" : `.${method.toLowerCase()}`}`,
@@ -202,6 +208,7 @@ export function buildOpenApi(services: unknown[], serverUrl: string): JsonSchema
       securitySchemes: {
         sessionCookie: { type: "apiKey", in: "cookie", name: "next-auth.session-token" },
         bearerApiKey: { type: "http", scheme: "bearer", bearerFormat: "svc_ API key" },
+        cronSecret: { type: "http", scheme: "bearer", description: "CRON_SECRET, for GET /api/cron/tick only" },
       },
       responses: {
         Error: {

@@ -1,10 +1,10 @@
 import type { IncomingMessage } from "node:http";
 import type { ActionSchema, ServiceBroker } from "moleculer";
 import { parse as parseCookies } from "cookie";
-import type { Principal } from "../../lib/access";
+import { SYSTEM, type Principal } from "../../lib/access";
 import { authSecret } from "../../lib/auth-secret";
 import { config } from "../../lib/config";
-import { sha256Hex } from "../../lib/crypto";
+import { safeEqual, sha256Hex } from "../../lib/crypto";
 import { unauthorized } from "../../lib/errors";
 import type { AppContext } from "../../lib/moleculer-types";
 import { decodeSession } from "../../lib/session-token";
@@ -75,6 +75,13 @@ export async function authenticateRequest(broker: ServiceBroker, ctx: AppContext
   req.cookies = parseCookies(req.headers.cookie ?? "");
   const isPublic = req.$action?.auth === "public";
   const header = req.headers.authorization;
+  if (req.$action?.auth === "cron") {
+    const secret = config().cronSecret;
+    const token = /^Bearer\s+(.+)$/i.exec(header?.trim() ?? "")?.[1];
+    if (!secret || !token || !safeEqual(token, secret)) throw unauthorized("A valid cron secret is required");
+    ctx.meta.principal = SYSTEM;
+    return null;
+  }
   let principal: Principal | null = null;
   if (header) {
     const match = /^Bearer\s+(.+)$/i.exec(header.trim());

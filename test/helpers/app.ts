@@ -2,7 +2,7 @@ import fs from "node:fs";
 import type { AddressInfo } from "node:net";
 import path from "node:path";
 import { ServiceBroker, type BrokerOptions, type ServiceSchema } from "moleculer";
-import { resetConfig } from "../../lib/config";
+import { config, resetConfig } from "../../lib/config";
 import { createTestDatabase } from "./database";
 import { HttpClient } from "./http";
 
@@ -49,9 +49,18 @@ export interface StartOptions {
 export async function startApp(options: StartOptions = {}): Promise<TestApp> {
   const db = options.databaseUrl ? undefined : await createTestDatabase();
   const databaseUrl = options.databaseUrl ?? db!.url;
+  // A transporter is opt-in per app (pass `env: { NATS_URL }`): test files run in
+  // parallel, and brokers of different files must never find each other.
+  const ambient = { NATS_URL: process.env.NATS_URL, TRANSPORTER: process.env.TRANSPORTER };
+  delete process.env.NATS_URL;
+  delete process.env.TRANSPORTER;
   Object.assign(process.env, { PORT: "0", HOST: "127.0.0.1", DATABASE_URL: databaseUrl, ...options.env });
   for (const [key, value] of Object.entries(options.env ?? {})) if (value === undefined) delete process.env[key];
   resetConfig();
+  config(); // read now, so the restored ambient values below do not leak into this app
+  for (const [key, value] of Object.entries(ambient)) {
+    if (value !== undefined && !(options.env && key in options.env)) process.env[key] = value;
+  }
 
   // Loaded after the environment is set: service settings read the config at import.
   const { brokerConfig } = require("../../moleculer.config") as typeof import("../../moleculer.config");

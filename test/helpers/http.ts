@@ -21,10 +21,13 @@ export class HttpClient {
   readonly cookies = new Map<string, string>();
   bearer?: string;
 
+  /** Each client looks like its own visitor, so per-IP limits never trip across tests (Redis keeps them between runs). */
+  readonly clientIp = `198.18.${Math.floor(Math.random() * 256)}.${Math.floor(Math.random() * 256)}`;
+
   constructor(readonly baseUrl: string) {}
 
   async request<T = any>(method: string, path: string, options: RequestOptions = {}): Promise<HttpResponse<T>> {
-    const headers: Record<string, string> = { ...options.headers };
+    const headers: Record<string, string> = { "x-forwarded-for": this.clientIp, ...options.headers };
     let body: string | Buffer | undefined;
     if (options.form) {
       headers["content-type"] = "application/x-www-form-urlencoded";

@@ -1,0 +1,39 @@
+import type { ServiceSchema } from "moleculer";
+import type { AppContext } from "../../lib/moleculer-types";
+import { isServiceAvailable } from "../../lib/registry";
+
+/**
+ * One pass of every due queue, for deployments that prefer an external
+ * clock (a Kubernetes CronJob) to the services' own timers. Each step is an
+ * internal action of the service that owns the queue; steps of services not
+ * deployed are skipped and reported as such.
+ */
+export const TICK_STEPS = ["webhooks.dispatchDue", "crm.notifyDueTasks", "jobs.sweep"] as const;
+
+const CronService: ServiceSchema = {
+  name: "cron",
+  settings: { rest: "/" },
+
+  actions: {
+    /** Run every due queue once. Bearer CRON_SECRET. */
+    tick: {
+      rest: "GET /cron/tick",
+      auth: "cron",
+      openapi: { tags: ["System"], summary: "Run one pass of every due queue (bearer CRON_SECRET)" },
+      async handler(ctx: AppContext) {
+        const results: Record<string, unknown> = {};
+        for (const step of TICK_STEPS) {
+          const service = step.split(".")[0];
+          if (!isServiceAvailable(this.broker, service)) {
+            results[step] = "not deployed";
+            continue;
+          }
+          results[step] = await ctx.call(step);
+        }
+        return { ok: true, ranAt: new Date().toISOString(), results };
+      },
+    },
+  },
+};
+
+export default CronService;

@@ -1,0 +1,77 @@
+import { database } from "../../../lib/database";
+import { failAbandonedJobs, startJob } from "../../../lib/jobs";
+import { startApp, type TestApp } from "../../helpers/app";
+import { ownerWithWorkspace, signUp } from "../../helpers/http";
+
+let app: TestApp;
+let ctx: Awaited<ReturnType<typeof ownerWithWorkspace>>;
+
+beforeAll(async () => {
+  app = await startApp({ services: ["api", "auth", "workspaces", "jobs"] });
+  ctx = await ownerWithWorkspace(app.baseUrl);
+});
+afterAll(() => app.stop());
+
+test("a job runs in the background and ends completed with its result and progress", async () => {
+  let release!: () => void;
+  const gate = new Promise<void>((resolve) => (release = resolve));
+  const { jobId, done } = await startJob({ workspaceId: ctx.workspaceId, type: "test.work", total: 10 }, async (progress) => {
+    await progress(3, 10);
+    await gate;
+    return { processed: 10 };
+  });
+
+  const running = await ctx.owner.client.get(`${ctx.ws}/jobs?id=${jobId}`);
+  expect(running.status).toBe(200);
+  expect(running.body.data).toEqual([
+    expect.objectContaining({ id: jobId, type: "test.work", status: "running", progress: { done: 3, total: 10 } }),
+  ]);
+
+  release();
+  await done;
+  const finished = await ctx.owner.client.get(`${ctx.ws}/jobs?status=completed&type=test.work`);
+  expect(finished.body.data[0]).toMatchObject({
+    id: jobId,
+    status: "completed",
+    result: { processed: 10 },
+    progress: { done: 10, total: 10 },
+    error: null,
+  });
+  expect(finished.body.data[0].finishedAt).toEqual(expect.any(String));
+  expect(finished.body.pagination).toEqual({ page: 1, limit: 50, total: 1, totalPages: 1 });
+});
+
+test("a job that throws ends failed with the error message", async () => {
+  const { jobId, done } = await startJob({ workspaceId: ctx.workspaceId, type: "test.fail" }, async () => {
+    throw new Error("the input was broken");
+  });
+  await done;
+  const res = await ctx.owner.client.get(`${ctx.ws}/jobs?id=${jobId}`);
+  expect(res.body.data[0]).toMatchObject({ status: "failed", error: "the input was broken" });
+});
+
+test("a job whose worker stopped heartbeating is failed by the sweep", async () => {
+  let release!: () => void;
+  const gate = new Promise<void>((resolve) => (release = resolve));
+  const { jobId, done } = await startJob({ workspaceId: ctx.workspaceId, type: "test.abandoned" }, () => gate);
+  const sequelize = await database();
+  await sequelize.query(`UPDATE jobs SET heartbeat_at = now() - interval '10 minutes' WHERE id = :id`, {
+    replacements: { id: jobId },
+  });
+  expect(await failAbandonedJobs()).toBeGreaterThanOrEqual(1);
+  const res = await ctx.owner.client.get(`${ctx.ws}/jobs?id=${jobId}`);
+  expect(res.body.data[0]).toMatchObject({ status: "failed", error: "The worker running this job stopped" });
+  release();
+  await done;
+});
+
+test("jobs are scoped to their workspace and validated", async () => {
+  const other = await signUp(app.baseUrl);
+  expect((await other.client.get(`${ctx.ws}/jobs`)).status).toBe(403);
+  const bad = await ctx.owner.client.get(`${ctx.ws}/jobs?status=exploded`);
+  expect(bad.status).toBe(400);
+  expect(bad.body.details[0].field).toBe("status");
+  const otherWs = await other.client.post("/api/workspaces", { name: "Other" });
+  const empty = await other.client.get(`/api/workspaces/${otherWs.body.id}/jobs`);
+  expect(empty.body).toEqual({ data: [], pagination: { page: 1, limit: 50, total: 0, totalPages: 0 } });
+});
