@@ -1,4 +1,8 @@
-// Every test process: quiet, fast password hashing, a private data dir.
+import os from "node:os";
+import path from "node:path";
+
+// Every test process: quiet, fast password hashing, data (a generated secret) outside the repo.
 process.env.LOG_LEVEL ??= "warn";
 process.env.PASSWORD_HASH_COST ??= "10";
 process.env.NODE_ENV = "test";
+process.env.DATA_DIR ??= path.join(os.tmpdir(), "cms-test-data");

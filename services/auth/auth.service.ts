@@ -2,6 +2,7 @@ import fs from "node:fs";
 import path from "node:path";
 import type { ServiceSchema } from "moleculer";
 import { audit } from "../../lib/audit";
+import { authSecret } from "../../lib/auth-secret";
 import { config } from "../../lib/config";
 import { fieldError, validationError } from "../../lib/errors";
 import { sendMail } from "../../lib/mailer";
@@ -300,6 +301,11 @@ const AuthService: ServiceSchema = {
       params: schemas.touchApiKey,
       handler: (ctx: Ctx) => repo.touchKey(ctx.params.id),
     },
+  },
+
+  /** Fail fast without AUTH_SECRET in production; embedded, generate and keep it now. */
+  created() {
+    authSecret();
   },
 
   events: {
