@@ -8,7 +8,6 @@ import { initModels } from "../models";
 import { randomHex } from "../lib/crypto";
 
 declare global {
-  // eslint-disable-next-line no-var
   var __EMBEDDED_PG__: RunningPostgres | undefined;
 }
 
