@@ -1,6 +1,4 @@
-import fs from "node:fs";
 import type { IncomingMessage, ServerResponse } from "node:http";
-import path from "node:path";
 import type { ServiceSchema } from "moleculer";
 import ApiGateway from "moleculer-web";
 import { config } from "../../lib/config";
@@ -9,6 +7,7 @@ import { toHttpError } from "../../lib/errors";
 import type { AppContext } from "../../lib/moleculer-types";
 import { buildOpenApi } from "../../lib/openapi";
 import { PUBLIC_DIR } from "../../lib/paths";
+import { servePage } from "../../lib/pages";
 import { checkHealth } from "./health";
 import { authenticateRequest, clientIp, type GatewayRequest } from "./authenticate";
 
@@ -136,10 +135,7 @@ const ApiService: ServiceSchema = {
     /** A browsable page of the OpenAPI description. */
     docs: {
       auth: "public",
-      handler(ctx: AppContext) {
-        ctx.meta.$responseType = "text/html; charset=utf-8";
-        return fs.createReadStream(path.join(PUBLIC_DIR, "docs.html"));
-      },
+      handler: (ctx: AppContext) => servePage(ctx, "docs.html"),
     },
   },
 };

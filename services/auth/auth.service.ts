@@ -1,5 +1,3 @@
-import fs from "node:fs";
-import path from "node:path";
 import type { ServiceSchema } from "moleculer";
 import { audit } from "../../lib/audit";
 import { authSecret } from "../../lib/auth-secret";
@@ -7,7 +5,7 @@ import { config } from "../../lib/config";
 import { fieldError, validationError } from "../../lib/errors";
 import { sendMail } from "../../lib/mailer";
 import type { AppContext } from "../../lib/moleculer-types";
-import { PUBLIC_DIR } from "../../lib/paths";
+import { servePage } from "../../lib/pages";
 import { consume } from "../../lib/rate-limit";
 import { workspaceOf } from "../../lib/tenancy";
 import { DbMixin } from "../../mixins/db.mixin";
@@ -220,19 +218,13 @@ const AuthService: ServiceSchema = {
     /** The HTML sign-in page at /auth/signin. */
     signinPage: {
       auth: "public",
-      handler(ctx: Ctx) {
-        ctx.meta.$responseType = "text/html; charset=utf-8";
-        return fs.createReadStream(path.join(PUBLIC_DIR, "signin.html"));
-      },
+      handler: (ctx: Ctx) => servePage(ctx, "signin.html"),
     },
 
     /** The HTML page a reset link opens. */
     resetPage: {
       auth: "public",
-      handler(ctx: Ctx) {
-        ctx.meta.$responseType = "text/html; charset=utf-8";
-        return fs.createReadStream(path.join(PUBLIC_DIR, "reset-password.html"));
-      },
+      handler: (ctx: Ctx) => servePage(ctx, "reset-password.html"),
     },
 
     /** API keys of the workspace, masked. Session + ADMIN. */
