@@ -119,8 +119,21 @@ export function toHttpError(err: unknown, routeMissing: boolean): HttpErrorRespo
   }
   if (status === 401) return { status, headers, body: { error: "Authentication required", code: ErrorCode.UNAUTHORIZED } };
   if (status === 403) return { status, headers, body: { error: "Forbidden", code: ErrorCode.FORBIDDEN } };
-  if (status === 503) {
-    return { status, headers, body: { error: "Service unavailable", code: ErrorCode.SERVICE_UNAVAILABLE } };
+  if (status === 503 || type === "SERVICE_NOT_AVAILABLE") {
+    return { status: 503, headers, body: { error: "Service unavailable", code: ErrorCode.SERVICE_UNAVAILABLE } };
+  }
+  // Other client errors (moleculer's or moleculer-web's own types) keep their status under the contract's code.
+  const byStatus: Record<number, ErrorCode> = {
+    400: ErrorCode.VALIDATION_ERROR,
+    404: ErrorCode.NOT_FOUND,
+    409: ErrorCode.CONFLICT,
+    422: ErrorCode.VALIDATION_ERROR,
+    429: ErrorCode.RATE_LIMITED,
+  };
+  if (byStatus[status]) {
+    if (status === 429) headers["Retry-After"] = String((e.data as ErrorData | undefined)?.retryAfter ?? 1);
+    const body = { error: String(e.message ?? "Bad request"), code: byStatus[status] };
+    return { status: status === 422 ? 400 : status, headers, body };
   }
   if (status === 408 || type === "REQUEST_TIMEOUT") {
     return { status: 503, headers, body: { error: "Service unavailable", code: ErrorCode.SERVICE_UNAVAILABLE } };

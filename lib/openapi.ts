@@ -23,33 +23,43 @@ const SIMPLE_FORMATS: Record<string, JsonSchema> = {
   array: { type: "array" },
 };
 
-/** "string|optional|max:100" → { type: "string", optional: true, max: 100 } */
+/** "string|optional|max:100" → { type: "string", optional: true, max: 100 }, parsed as fastest-validator does ("no-x", "true", "string[]"). */
 function expandShorthand(rule: string): Record<string, unknown> {
-  const [type, ...flags] = rule.split("|");
-  const out: Record<string, unknown> = { type };
+  const [type, ...flags] = rule.split("|").map((part) => part.trim());
+  const out: Record<string, unknown> = type.endsWith("[]") ? { type: "array", items: type.slice(0, -2) } : { type };
   for (const flag of flags) {
-    const [key, value] = flag.split(":");
-    out[key] = value === undefined ? true : Number.isNaN(Number(value)) ? value : Number(value);
+    const index = flag.indexOf(":");
+    if (index === -1) {
+      if (flag.startsWith("no-")) out[flag.slice(3)] = false;
+      else out[flag] = true;
+      continue;
+    }
+    const raw = flag.slice(index + 1).trim();
+    out[flag.slice(0, index).trim()] =
+      raw === "true" || raw === "false" ? raw === "true" : Number.isNaN(Number(raw)) ? raw : Number(raw);
   }
   return out;
 }
 
+const expand = (rule: string | Record<string, unknown>) => (typeof rule === "string" ? expandShorthand(rule) : rule);
+
 export function isOptional(rule: Rule): boolean {
   if (Array.isArray(rule)) return rule.every(isOptional);
-  const r = typeof rule === "string" ? expandShorthand(rule) : rule;
-  return r.optional === true || r.default !== undefined;
+  const r = expand(rule);
+  return r.optional === true || r.default !== undefined || r.type === "forbidden";
 }
 
 /** One fastest-validator rule as JSON Schema. */
 export function ruleToSchema(rule: Rule): JsonSchema {
   if (Array.isArray(rule)) return { anyOf: rule.map(ruleToSchema) };
-  const r = typeof rule === "string" ? expandShorthand(rule) : rule;
+  const r = expand(rule);
   const type = String(r.type ?? "any");
   let schema: JsonSchema;
   switch (type) {
     case "string":
       schema = { type: "string" };
       if (r.min !== undefined) schema.minLength = r.min;
+      else if (r.empty === false) schema.minLength = 1;
       if (r.max !== undefined) schema.maxLength = r.max;
       if (r.length !== undefined) schema.minLength = schema.maxLength = r.length;
       if (r.enum) schema.enum = r.enum;
@@ -59,7 +69,9 @@ export function ruleToSchema(rule: Rule): JsonSchema {
       schema = { type: r.integer ? "integer" : "number" };
       if (r.min !== undefined) schema.minimum = r.min;
       if (r.max !== undefined) schema.maximum = r.max;
+      if (r.equal !== undefined) schema.const = r.equal;
       if (r.positive) schema.exclusiveMinimum = 0;
+      if (r.negative) schema.exclusiveMaximum = 0;
       break;
     case "enum":
       schema = { enum: r.values };
@@ -67,11 +79,34 @@ export function ruleToSchema(rule: Rule): JsonSchema {
     case "array":
       schema = { type: "array" };
       if (r.items) schema.items = ruleToSchema(r.items as Rule);
+      if (r.enum) schema.items = { enum: r.enum };
       if (r.min !== undefined) schema.minItems = r.min;
+      else if (r.empty === false) schema.minItems = 1;
       if (r.max !== undefined) schema.maxItems = r.max;
+      if (r.length !== undefined) schema.minItems = schema.maxItems = r.length;
+      if (r.unique) schema.uniqueItems = true;
       break;
-    case "object":
-      schema = r.props ? objectSchema(r.props as Record<string, Rule>) : { type: "object" };
+    case "tuple": {
+      const items = ((r.items as Rule[]) ?? []).map(ruleToSchema);
+      schema = { type: "array", prefixItems: items, minItems: items.length, maxItems: items.length };
+      break;
+    }
+    case "record":
+      schema = { type: "object" };
+      if (r.key) schema.propertyNames = ruleToSchema(r.key as Rule);
+      if (r.value) schema.additionalProperties = ruleToSchema(r.value as Rule);
+      break;
+    case "object": {
+      const props = (r.props ?? r.properties) as Record<string, Rule> | undefined;
+      schema = props ? objectSchema(props) : { type: "object" };
+      if (props && (r.strict === true || r.strict === "reject")) schema.additionalProperties = false;
+      break;
+    }
+    case "currency":
+    case "luhn":
+    case "mac":
+    case "objectID":
+      schema = { type: "string" };
       break;
     case "multi":
       schema = { anyOf: ((r.rules as Rule[]) ?? []).map(ruleToSchema) };
@@ -81,6 +116,8 @@ export function ruleToSchema(rule: Rule): JsonSchema {
       break;
     default:
       schema = { ...(SIMPLE_FORMATS[type] ?? {}) };
+      if (schema.type === "string" && r.min !== undefined) schema.minLength = r.min;
+      if (schema.type === "string" && r.max !== undefined) schema.maxLength = r.max;
   }
   if (r.nullable) schema = { anyOf: [schema, { type: "null" }] };
   if (r.default !== undefined && typeof r.default !== "function") schema.default = r.default;
@@ -88,11 +125,14 @@ export function ruleToSchema(rule: Rule): JsonSchema {
   return schema;
 }
 
+/** A `forbidden` field must not be sent: it is left out of the description. */
+const isForbidden = (rule: Rule) => !Array.isArray(rule) && expand(rule).type === "forbidden";
+
 export function objectSchema(props: Record<string, Rule>): JsonSchema {
   const properties: Record<string, JsonSchema> = {};
   const required: string[] = [];
   for (const [name, rule] of Object.entries(props)) {
-    if (name.startsWith("$$")) continue;
+    if (name.startsWith("$$") || isForbidden(rule)) continue;
     properties[name] = ruleToSchema(rule);
     if (!isOptional(rule)) required.push(name);
   }
@@ -146,7 +186,7 @@ function operationFor(action: RegistryAction, method: string, fullPath: string):
   const bodyProps: Record<string, Rule> = {};
   const hasBody = ["POST", "PUT", "PATCH"].includes(method);
   for (const [name, rule] of Object.entries(params)) {
-    if (name.startsWith("$$") || pathParams.includes(name)) continue;
+    if (name.startsWith("$$") || pathParams.includes(name) || isForbidden(rule)) continue;
     if (hasBody) bodyProps[name] = rule;
     else parameters.push({ name, in: "query", required: !isOptional(rule), schema: ruleToSchema(rule) });
   }
@@ -184,6 +224,7 @@ function operationFor(action: RegistryAction, method: string, fullPath: string):
 export function buildOpenApi(services: unknown[], serverUrl: string): JsonSchema {
   const paths: Record<string, Record<string, JsonSchema>> = {};
   const seen = new Set<string>();
+  const operationIds = new Set<string>();
   for (const service of services as RegistryService[]) {
     if (seen.has(service.name)) continue;
     seen.add(service.name);
@@ -192,8 +233,15 @@ export function buildOpenApi(services: unknown[], serverUrl: string): JsonSchema
         const fullPath = joinPath(service.settings?.rest ?? service.name, route.path);
         const methods = route.method === "*" ? ["GET", "POST"] : [route.method.toUpperCase()];
         for (const method of methods) {
+          const operation = operationFor(action, method, fullPath);
+          // operationId must be unique: an action with several routes numbers the later ones.
+          const base = String(operation.operationId);
+          let id = base;
+          for (let n = 2; operationIds.has(id); n++) id = `${base}.${n}`;
+          operationIds.add(id);
+          operation.operationId = id;
           paths[fullPath] ??= {};
-          paths[fullPath][method.toLowerCase()] = operationFor(action, method, fullPath);
+          paths[fullPath][method.toLowerCase()] = operation;
         }
       }
     }
@@ -206,7 +254,11 @@ export function buildOpenApi(services: unknown[], serverUrl: string): JsonSchema
     paths: sorted,
     components: {
       securitySchemes: {
-        sessionCookie: { type: "apiKey", in: "cookie", name: "next-auth.session-token" },
+        sessionCookie: {
+          type: "apiKey",
+          in: "cookie",
+          name: `${serverUrl.startsWith("https://") ? "__Secure-" : ""}next-auth.session-token`,
+        },
         bearerApiKey: { type: "http", scheme: "bearer", bearerFormat: "svc_ API key" },
         cronSecret: { type: "http", scheme: "bearer", description: "CRON_SECRET, for GET /api/cron/tick only" },
       },

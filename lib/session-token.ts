@@ -57,7 +57,12 @@ export function createCsrfToken(secret: string): { token: string; cookieValue: s
 /** The token inside a csrf cookie value whose hash checks out, else null. Accepts `%7C` for `|`. */
 export function verifyCsrfCookie(cookieValue: string | undefined, secret: string): string | null {
   if (!cookieValue) return null;
-  const decoded = cookieValue.includes("%") ? decodeURIComponent(cookieValue) : cookieValue;
+  let decoded = cookieValue;
+  try {
+    if (cookieValue.includes("%")) decoded = decodeURIComponent(cookieValue);
+  } catch {
+    return null; // malformed percent-encoding: not a cookie we made
+  }
   const [token, hash] = decoded.split("|");
   if (!token || !hash) return null;
   return safeEqual(hash, csrfHash(token, secret)) ? token : null;

@@ -1,6 +1,7 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { ServiceSchema } from "moleculer";
 import ApiGateway from "moleculer-web";
+import { parse as parseCookies } from "cookie";
 import { config } from "../../lib/config";
 import { acquireDatabase, releaseDatabase } from "../../lib/database";
 import { toHttpError } from "../../lib/errors";
@@ -66,8 +67,13 @@ const ApiService: ServiceSchema = {
           ctx.meta.method = req.method;
           ctx.meta.contentType = req.headers["content-type"];
           ctx.meta.userAgent = req.headers["user-agent"];
+          // onBeforeCall runs before authenticate: parse the cookies here, for both.
+          req.cookies ??= parseCookies(req.headers.cookie ?? "");
           ctx.meta.cookies = req.cookies;
-          if (req.$action?.rawBody) ctx.meta.rawBody = req.rawBody?.toString("utf8") ?? "";
+          if (req.$action?.rawBody) {
+            ctx.meta.rawBody = req.rawBody?.toString("utf8") ?? "";
+            ctx.meta.requestHeaders = req.headers;
+          }
         },
       },
       {
@@ -89,10 +95,29 @@ const ApiService: ServiceSchema = {
         this.logger.error(`${req.method} ${req.originalUrl ?? req.url} failed: ${err?.stack ?? String(err)}`);
       }
       sendJson(res, answer.status, answer.body, answer.headers);
+      // A custom onError skips moleculer-web's own response log line; keep one line per request.
+      this.logResponse(req, res);
     },
   },
 
   methods: {
+    /**
+     * HEAD is answered as GET (Node leaves the body out of a HEAD response by
+     * itself). OPTIONS never runs an action: moleculer-web would route it by its
+     * Access-Control-Request-Method (GET when absent), so anything that is not a
+     * CORS preflight answered by the CORS settings is a missing route.
+     */
+    httpHandler(req: GatewayRequest, res: ServerResponse, next?: unknown) {
+      if (req.method === "HEAD") req.method = "GET";
+      else if (req.method === "OPTIONS" && !(this.settings.cors && req.headers["access-control-request-method"])) {
+        const answer = toHttpError(null, true);
+        sendJson(res, answer.status, answer.body);
+        this.logResponse(req, res);
+        return undefined;
+      }
+      return ApiGateway.methods!.httpHandler.call(this, req, res, next);
+    },
+
     authenticate(ctx: AppContext, _route: unknown, req: GatewayRequest) {
       return authenticateRequest(this.broker, ctx, req);
     },

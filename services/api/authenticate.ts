@@ -56,8 +56,14 @@ async function principalFromBearer(broker: ServiceBroker, token: string): Promis
     touchApiKey(broker, key);
     return { kind: "apiKey", apiKeyId: key.id, workspaceId: key.workspaceId, scopes: key.scopes };
   }
-  // NextAuth's getToken also accepts the session JWE as a bearer token.
-  return principalFromSession(decodeURIComponent(token));
+  // NextAuth's getToken also accepts the session JWE (URL-encoded) as a bearer token; bad encoding is no token.
+  let decoded: string;
+  try {
+    decoded = decodeURIComponent(token);
+  } catch {
+    return null;
+  }
+  return principalFromSession(decoded);
 }
 
 async function principalFromSession(token: string | undefined): Promise<Principal | null> {
@@ -72,7 +78,7 @@ async function principalFromSession(token: string | undefined): Promise<Principa
  * except on public routes, which simply run without a principal.
  */
 export async function authenticateRequest(broker: ServiceBroker, ctx: AppContext, req: GatewayRequest): Promise<null> {
-  req.cookies = parseCookies(req.headers.cookie ?? "");
+  req.cookies ??= parseCookies(req.headers.cookie ?? "");
   const isPublic = req.$action?.auth === "public";
   const header = req.headers.authorization;
   if (req.$action?.auth === "cron") {

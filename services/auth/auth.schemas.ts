@@ -6,10 +6,10 @@ export const schemas = {
   register: {
     $$strict: "remove",
     name: { type: "string", min: 1, max: 100, trim: true },
-    email: { type: "email", max: 254 },
+    email: { type: "email", normalize: true, max: 254 },
     password: { type: "string", min: 8, max: 256 },
   },
-  forgotPassword: { $$strict: "remove", email: { type: "email", max: 254 } },
+  forgotPassword: { $$strict: "remove", email: { type: "email", normalize: true, max: 254 } },
   resetPassword: {
     $$strict: "remove",
     token: { type: "string", min: 1, max: 200 },

@@ -6,7 +6,8 @@ import { fieldError, validationError } from "../../lib/errors";
 import { sendMail } from "../../lib/mailer";
 import type { AppContext } from "../../lib/moleculer-types";
 import { servePage } from "../../lib/pages";
-import { consume } from "../../lib/rate-limit";
+import { consume, resetLimiters } from "../../lib/rate-limit";
+import { closeRedis } from "../../lib/redis";
 import { workspaceOf } from "../../lib/tenancy";
 import { DbMixin } from "../../mixins/db.mixin";
 import { User } from "../../models";
@@ -188,14 +189,15 @@ const AuthService: ServiceSchema = {
           if (allowed) {
             const token = await repo.createResetToken(user.id);
             const link = `${config().publicUrl}/auth/reset-password?token=${token}`;
-            await sendMail(
+            // Not awaited: the answer must not reveal, by its timing or a mail failure, that the account exists.
+            sendMail(
               {
                 to: user.email,
                 subject: "Reset your password",
                 text: `Someone asked to reset the password of this account.\n\nReset it within an hour: ${link}\n\nIf it was not you, ignore this mail.`,
               },
               this.logger,
-            );
+            ).catch((err: Error) => this.logger.error(`Password reset mail to ${user.email} failed: ${err.message}`));
           }
         }
         return { success: true };
@@ -298,6 +300,12 @@ const AuthService: ServiceSchema = {
   /** Fail fast without AUTH_SECRET in production; embedded, generate and keep it now. */
   created() {
     authSecret();
+  },
+
+  /** Limits live with the Redis client: close it, and forget limiters bound to it. */
+  async stopped() {
+    resetLimiters();
+    await closeRedis();
   },
 
   events: {

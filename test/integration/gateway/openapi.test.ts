@@ -1,0 +1,241 @@
+import { startApp, type TestApp } from "../../helpers/app";
+
+/**
+ * GET /api/openapi against the running gateway: a structurally valid
+ * OpenAPI 3.1.0 document that describes every route the gateway serves
+ * (compared with moleculer-web's registered aliases), and nothing else.
+ */
+let app: TestApp;
+let doc: any;
+
+interface GatewayAlias {
+  method: string;
+  fullPath: string;
+  action: string | null;
+  route: { opts: { name?: string } };
+}
+
+beforeAll(async () => {
+  app = await startApp(); // every service: every route must be described
+  const res = await app.http().get("/api/openapi");
+  expect(res.status).toBe(200);
+  doc = res.body;
+});
+afterAll(() => app.stop());
+
+const HTTP_METHODS = ["get", "put", "post", "delete", "options", "head", "patch", "trace"];
+const JSON_TYPES = ["string", "number", "integer", "boolean", "object", "array", "null"];
+
+function apiAliases(): GatewayAlias[] {
+  const api = app.broker.getLocalService("api") as unknown as { aliases: GatewayAlias[] };
+  return api.aliases.filter((alias) => alias.route.opts.name === "api" && alias.action);
+}
+
+const toOpenApiPath = (fullPath: string) => fullPath.replace(/:([A-Za-z0-9_]+)/g, "{$1}");
+
+function operations(): Array<{ path: string; method: string; op: any }> {
+  return Object.entries(doc.paths).flatMap(([path, item]: [string, any]) =>
+    Object.entries(item)
+      .filter(([method]) => HTTP_METHODS.includes(method))
+      .map(([method, op]) => ({ path, method, op })),
+  );
+}
+
+/** Walk a JSON Schema and report anything JSON Schema 2020-12 would not accept. */
+function checkSchema(schema: any, where: string, problems: string[]) {
+  if (schema === true || schema === false) return;
+  if (typeof schema !== "object" || schema === null || Array.isArray(schema)) {
+    problems.push(`${where}: schema is not an object`);
+    return;
+  }
+  if (schema.$ref) return;
+  const types = Array.isArray(schema.type) ? schema.type : schema.type === undefined ? [] : [schema.type];
+  for (const type of types) if (!JSON_TYPES.includes(type)) problems.push(`${where}: unknown type ${type}`);
+  if (schema.required !== undefined) {
+    if (!Array.isArray(schema.required)) problems.push(`${where}: required is not an array`);
+    else
+      for (const name of schema.required)
+        if (!schema.properties || !(name in schema.properties))
+          problems.push(`${where}: required ${name} not in properties`);
+  }
+  for (const key of ["minLength", "maxLength", "minItems", "maxItems"]) {
+    if (schema[key] !== undefined && !(Number.isInteger(schema[key]) && schema[key] >= 0))
+      problems.push(`${where}: ${key} must be a non-negative integer`);
+  }
+  if (schema.enum !== undefined && !Array.isArray(schema.enum))
+    problems.push(`${where}: enum is not an array`);
+  for (const [name, sub] of Object.entries(schema.properties ?? {}))
+    checkSchema(sub, `${where}.properties.${name}`, problems);
+  if (schema.items !== undefined) checkSchema(schema.items, `${where}.items`, problems);
+  for (const key of ["anyOf", "oneOf", "allOf", "prefixItems"]) {
+    for (const [i, sub] of (schema[key] ?? []).entries()) checkSchema(sub, `${where}.${key}[${i}]`, problems);
+  }
+  if (typeof schema.additionalProperties === "object")
+    checkSchema(schema.additionalProperties, `${where}.additionalProperties`, problems);
+}
+
+function resolveRef(ref: string): unknown {
+  expect(ref.startsWith("#/")).toBe(true);
+  return ref
+    .slice(2)
+    .split("/")
+    .reduce(
+      (node: any, part) =>
+        node === undefined ? undefined : node[part.replace(/~1/g, "/").replace(/~0/g, "~")],
+      doc,
+    );
+}
+
+function collectRefs(node: unknown, found: string[] = []): string[] {
+  if (Array.isArray(node)) node.forEach((n) => collectRefs(n, found));
+  else if (node && typeof node === "object") {
+    for (const [key, value] of Object.entries(node)) {
+      if (key === "$ref" && typeof value === "string") found.push(value);
+      else collectRefs(value, found);
+    }
+  }
+  return found;
+}
+
+test("is an OpenAPI 3.1.0 document with info, servers and paths", () => {
+  expect(doc.openapi).toBe("3.1.0");
+  expect(typeof doc.info.title).toBe("string");
+  expect(doc.info.version).toBe(require("../../../package.json").version);
+  expect(doc.servers).toEqual([{ url: expect.stringMatching(/^https?:\/\//) }]);
+  expect(Object.keys(doc.paths).length).toBeGreaterThan(10);
+  for (const path of Object.keys(doc.paths)) {
+    expect(path).toMatch(/^\/api\//);
+    expect(path).not.toMatch(/:[A-Za-z]/); // {param} syntax, not :param
+    expect(path).not.toMatch(/\/$/);
+  }
+});
+
+test("security schemes: the NextAuth session cookie and bearer API keys", () => {
+  expect(doc.components.securitySchemes.sessionCookie).toEqual({
+    type: "apiKey",
+    in: "cookie",
+    name: "next-auth.session-token",
+  });
+  expect(doc.components.securitySchemes.bearerApiKey).toMatchObject({ type: "http", scheme: "bearer" });
+  const names = Object.keys(doc.components.securitySchemes);
+  for (const { path, method, op } of operations()) {
+    expect(Array.isArray(op.security)).toBe(true);
+    for (const requirement of op.security) {
+      for (const [name, scopes] of Object.entries(requirement)) {
+        expect([path, method, names.includes(name)]).toEqual([path, method, true]);
+        expect(scopes).toEqual([]);
+      }
+    }
+  }
+  expect(doc.paths["/api/health"].get.security).toEqual([]);
+  expect(doc.paths["/api/workspaces"].get.security).toEqual([{ sessionCookie: [] }]);
+  expect(doc.paths["/api/workspaces/{workspaceId}"].get.security).toEqual([
+    { sessionCookie: [] },
+    { bearerApiKey: [] },
+  ]);
+});
+
+test("every operation is well formed: unique operationId, responses, declared path parameters, valid schemas", () => {
+  const ids = new Set<string>();
+  const problems: string[] = [];
+  for (const { path, method, op } of operations()) {
+    const where = `${method.toUpperCase()} ${path}`;
+    if (typeof op.operationId !== "string" || ids.has(op.operationId))
+      problems.push(`${where}: operationId ${op.operationId} missing or duplicate`);
+    ids.add(op.operationId);
+    if (!op.responses || !Object.keys(op.responses).length) problems.push(`${where}: no responses`);
+    for (const code of Object.keys(op.responses ?? {}))
+      if (!/^([1-5]\d\d|[1-5]XX|default)$/.test(code)) problems.push(`${where}: response key ${code}`);
+    const templated = [...path.matchAll(/\{([^}]+)\}/g)].map((m) => m[1]).sort();
+    const params: any[] = op.parameters ?? [];
+    const declared = params
+      .filter((p) => p.in === "path")
+      .map((p) => p.name)
+      .sort();
+    if (JSON.stringify(templated) !== JSON.stringify(declared))
+      problems.push(`${where}: path params ${declared} != ${templated}`);
+    const keys = params.map((p) => `${p.in}:${p.name}`);
+    if (new Set(keys).size !== keys.length) problems.push(`${where}: duplicate parameters`);
+    for (const p of params) {
+      if (!["path", "query", "header", "cookie"].includes(p.in))
+        problems.push(`${where}: parameter ${p.name} in ${p.in}`);
+      if (p.in === "path" && p.required !== true)
+        problems.push(`${where}: path parameter ${p.name} not required`);
+      checkSchema(p.schema, `${where} parameter ${p.name}`, problems);
+    }
+    if (op.requestBody) {
+      if (!op.requestBody.content || !Object.keys(op.requestBody.content).length)
+        problems.push(`${where}: requestBody without content`);
+      for (const [type, media] of Object.entries<any>(op.requestBody.content ?? {})) {
+        if (media.schema) checkSchema(media.schema, `${where} body ${type}`, problems);
+      }
+    }
+  }
+  expect(problems).toEqual([]);
+});
+
+test("every $ref resolves", () => {
+  const refs = collectRefs(doc);
+  expect(refs.length).toBeGreaterThan(0);
+  for (const ref of refs) expect([ref, resolveRef(ref) !== undefined]).toEqual([ref, true]);
+});
+
+test("every route the gateway serves is described, and nothing else", () => {
+  const aliases = apiAliases();
+  expect(aliases.length).toBeGreaterThan(10);
+  const missing: string[] = [];
+  for (const alias of aliases) {
+    const path = toOpenApiPath(alias.fullPath);
+    const methods = alias.method === "*" ? ["get", "post"] : [alias.method.toLowerCase()];
+    for (const method of methods)
+      if (!doc.paths[path]?.[method]) missing.push(`${method.toUpperCase()} ${path} (${alias.action})`);
+  }
+  expect(missing).toEqual([]);
+
+  const served = new Set(
+    aliases.flatMap((a) =>
+      (a.method === "*" ? ["get", "post"] : [a.method.toLowerCase()]).map(
+        (m) => `${m} ${toOpenApiPath(a.fullPath)}`,
+      ),
+    ),
+  );
+  const phantom = operations()
+    .map(({ path, method }) => `${method} ${path}`)
+    .filter((key) => !served.has(key));
+  expect(phantom).toEqual([]);
+});
+
+test("the routes of the sign-in and gateway area are there with their bodies", () => {
+  expect(doc.paths["/api/auth/register"].post.requestBody.content["application/json"].schema).toMatchObject({
+    type: "object",
+    required: expect.arrayContaining(["name", "email", "password"]),
+  });
+  for (const [path, method] of [
+    ["/api/auth/csrf", "get"],
+    ["/api/auth/session", "get"],
+    ["/api/auth/providers", "get"],
+    ["/api/auth/callback/{provider}", "post"],
+    ["/api/auth/signout", "post"],
+    ["/api/auth/forgot-password", "post"],
+    ["/api/auth/reset-password", "post"],
+    ["/api/health", "get"],
+    ["/api/openapi", "get"],
+  ]) {
+    expect([path, method, Boolean(doc.paths[path]?.[method])]).toEqual([path, method, true]);
+  }
+});
+
+test("the internal actions are not described", () => {
+  const ids = operations().map(({ op }) => op.operationId as string);
+  for (const internal of ["auth.verifyApiKey", "auth.touchApiKey", "auth.signinPage", "api.docs"]) {
+    expect(ids.some((id) => id.startsWith(`${internal}.`) || id === internal)).toBe(false);
+  }
+});
+
+test("/api/docs serves the browsable HTML page of the description", async () => {
+  const res = await app.http().get("/api/docs");
+  expect(res.status).toBe(200);
+  expect(res.headers.get("content-type")).toMatch(/^text\/html/);
+  expect(res.text).toMatch(/<html/i);
+  expect(res.text).toContain("/api/openapi");
+});
