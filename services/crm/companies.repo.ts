@@ -1,0 +1,187 @@
+import { Op, UniqueConstraintError, literal, type WhereOptions } from "sequelize";
+import { newId } from "../../lib/crypto";
+import { database } from "../../lib/database";
+import { conflict, fieldError, notFound } from "../../lib/errors";
+import { pageOf, sortOrder, type PageRequest } from "../../lib/pagination";
+import { Company } from "../../models";
+import { escapeLike, mergeObject, normaliseDomain } from "./crm.rules";
+
+/** Every query on companies; each takes the workspace id first. */
+
+export interface CompanyInput {
+  name?: string;
+  domain?: string | null;
+  website?: string | null;
+  industry?: string | null;
+  employeeCount?: number | null;
+  annualRevenue?: number | null;
+  currency?: string | null;
+  phone?: string | null;
+  description?: string | null;
+  address?: Record<string, string | null>;
+  ownerId?: string | null;
+  tags?: string[];
+  attributes?: Record<string, unknown>;
+}
+
+export const COMPANY_FIELDS = [
+  "name",
+  "domain",
+  "website",
+  "industry",
+  "employeeCount",
+  "annualRevenue",
+  "currency",
+  "phone",
+  "description",
+  "address",
+  "ownerId",
+  "tags",
+  "attributes",
+] as const;
+
+export const companyView = (c: Company) => ({
+  id: c.id,
+  name: c.name,
+  domain: c.domain,
+  website: c.website,
+  industry: c.industry,
+  employeeCount: c.employeeCount,
+  annualRevenue: c.annualRevenue === null ? null : Number(c.annualRevenue),
+  currency: c.currency,
+  phone: c.phone,
+  description: c.description,
+  address: c.address,
+  ownerId: c.ownerId,
+  tags: c.tags,
+  attributes: c.attributes,
+  createdBy: c.createdBy,
+  createdAt: c.createdAt,
+  updatedAt: c.updatedAt,
+});
+export type CompanyView = ReturnType<typeof companyView>;
+
+const SORTS = {
+  name: "name",
+  domain: "domain",
+  industry: "industry",
+  employeeCount: "employeeCount",
+  annualRevenue: "annualRevenue",
+  createdAt: "createdAt",
+  updatedAt: "updatedAt",
+};
+
+function domainOf(value: string | null | undefined): string | null | undefined {
+  if (value === undefined || value === null || value === "") return value === "" ? null : value;
+  const domain = normaliseDomain(value);
+  if (!domain) throw fieldError("domain", "must be a domain name such as acme.com");
+  return domain;
+}
+
+const withoutEmpty = (address: Record<string, string | null | undefined>) =>
+  Object.fromEntries(
+    Object.entries(address).filter(([, v]) => v !== null && v !== undefined && v !== ""),
+  ) as Record<string, string>;
+
+async function saving<T>(work: () => Promise<T>, domain: string | null | undefined): Promise<T> {
+  try {
+    return await work();
+  } catch (err) {
+    if (err instanceof UniqueConstraintError) throw conflict(`A company with the domain '${domain}' exists`);
+    throw err;
+  }
+}
+
+export interface CompanyFilters {
+  search?: string;
+  industry?: string;
+  ownerId?: string;
+  tag?: string;
+  domain?: string;
+  country?: string;
+  createdFrom?: Date;
+  createdTo?: Date;
+  sort?: string;
+}
+
+export async function listCompanies(workspaceId: string, f: CompanyFilters, page: PageRequest) {
+  const sequelize = await database();
+  const and: WhereOptions[] = [{ workspaceId }];
+  if (f.search) {
+    // The expression matches companies_search_idx, so the trigram index serves it.
+    const pattern = sequelize.escape(`%${escapeLike(f.search.toLowerCase())}%`);
+    and.push(literal(`lower(name || ' ' || coalesce(domain, '')) LIKE ${pattern}`));
+  }
+  if (f.industry) and.push({ industry: { [Op.iLike]: escapeLike(f.industry) } });
+  if (f.ownerId) and.push({ ownerId: f.ownerId });
+  if (f.tag) and.push({ tags: { [Op.contains]: [f.tag] } });
+  if (f.domain) and.push({ domain: normaliseDomain(f.domain) ?? f.domain.toLowerCase() });
+  if (f.country) and.push({ "address.country": f.country.toUpperCase() });
+  if (f.createdFrom) and.push({ createdAt: { [Op.gte]: f.createdFrom } });
+  if (f.createdTo) and.push({ createdAt: { [Op.lte]: f.createdTo } });
+  const { rows, count } = await Company.findAndCountAll({
+    where: { [Op.and]: and },
+    order: sortOrder(f.sort, SORTS, "-createdAt"),
+    limit: page.limit,
+    offset: page.offset,
+  });
+  return pageOf(rows.map(companyView), count, page);
+}
+
+export async function createCompany(
+  workspaceId: string,
+  input: CompanyInput & { name: string },
+  createdBy: string | null,
+) {
+  const domain = domainOf(input.domain);
+  return saving(async () => {
+    const company = await Company.create({
+      ...input,
+      id: newId(),
+      workspaceId,
+      domain: domain ?? null,
+      address: withoutEmpty(input.address ?? {}),
+      tags: [...new Set(input.tags ?? [])],
+      attributes: input.attributes ?? {},
+      createdBy,
+    });
+    return companyView(company);
+  }, domain);
+}
+
+export async function findCompany(workspaceId: string, companyId: string): Promise<Company> {
+  const company = await Company.findOne({ where: { id: companyId, workspaceId } });
+  if (!company) throw notFound("Company");
+  return company;
+}
+
+/** Merge `address` and `attributes` key by key (null removes a key); replace `tags`. */
+export async function updateCompany(workspaceId: string, companyId: string, input: CompanyInput) {
+  const company = await findCompany(workspaceId, companyId);
+  const domain = domainOf(input.domain);
+  const { address, attributes, tags, ...plain } = input;
+  for (const [key, value] of Object.entries(plain)) if (value !== undefined) company.set(key, value);
+  if (domain !== undefined) company.domain = domain;
+  if (address) company.address = withoutEmpty({ ...company.address, ...address });
+  if (attributes) company.attributes = mergeObject(company.attributes, attributes);
+  if (tags) company.tags = [...new Set(tags)];
+  company.changed("updatedAt", true);
+  return saving(async () => companyView(await company.save()), domain);
+}
+
+/** Deals and tasks keep their rows (the reference is cleared by the foreign key); so do contacts. */
+export async function deleteCompany(workspaceId: string, companyId: string): Promise<void> {
+  const sequelize = await database();
+  await sequelize.transaction(async (transaction) => {
+    const deleted = await Company.destroy({ where: { id: companyId, workspaceId }, transaction });
+    if (!deleted) throw notFound("Company");
+    // contacts.company_id carries no foreign key (contacts came first), so clear it here.
+    await sequelize.query(
+      `UPDATE contacts SET company_id = NULL, updated_at = now() WHERE workspace_id = :workspaceId AND company_id = :companyId`,
+      {
+        replacements: { workspaceId, companyId },
+        transaction,
+      },
+    );
+  });
+}

@@ -1,0 +1,340 @@
+import { Op, QueryTypes, literal, type Transaction, type WhereOptions } from "sequelize";
+import { newId } from "../../lib/crypto";
+import { database } from "../../lib/database";
+import { fieldError, notFound } from "../../lib/errors";
+import { pageOf, sortOrder, type PageRequest } from "../../lib/pagination";
+import { Deal, DealStageHistory, Pipeline } from "../../models";
+import {
+  closedAtAfterMove,
+  escapeLike,
+  mergeObject,
+  statusOfStage,
+  summariseDeals,
+  type DealGroupRow,
+} from "./crm.rules";
+import { defaultPipeline, findPipeline } from "./pipelines.repo";
+
+/** Every query on deals and their stage history; each takes the workspace id first. */
+
+export interface DealInput {
+  title?: string;
+  value?: number;
+  currency?: string;
+  contactId?: string | null;
+  companyId?: string | null;
+  ownerId?: string | null;
+  expectedCloseDate?: string | null;
+  lostReason?: string | null;
+  description?: string | null;
+  tags?: string[];
+  attributes?: Record<string, unknown>;
+}
+
+export const DEAL_FIELDS = [
+  "title",
+  "value",
+  "currency",
+  "contactId",
+  "companyId",
+  "ownerId",
+  "expectedCloseDate",
+  "lostReason",
+  "description",
+  "tags",
+  "attributes",
+] as const;
+
+export const DEFAULT_CURRENCY = "USD";
+
+export const dealView = (d: Deal) => ({
+  id: d.id,
+  title: d.title,
+  value: Number(d.value),
+  currency: d.currency,
+  pipelineId: d.pipelineId,
+  stageId: d.stageId,
+  status: d.status,
+  contactId: d.contactId,
+  companyId: d.companyId,
+  ownerId: d.ownerId,
+  expectedCloseDate: d.expectedCloseDate,
+  closedAt: d.closedAt,
+  lostReason: d.lostReason,
+  description: d.description,
+  tags: d.tags,
+  attributes: d.attributes,
+  stageChangedAt: d.stageChangedAt,
+  createdBy: d.createdBy,
+  createdAt: d.createdAt,
+  updatedAt: d.updatedAt,
+});
+export type DealView = ReturnType<typeof dealView>;
+
+const historyView = (h: DealStageHistory) => ({
+  id: h.id,
+  fromStageId: h.fromStageId,
+  toStageId: h.toStageId,
+  fromStatus: h.fromStatus,
+  toStatus: h.toStatus,
+  changedBy: h.changedBy,
+  changedAt: h.changedAt,
+});
+
+/** A YYYY-MM-DD string that names a real day (2026-02-30 does not). */
+export function assertCalendarDate(field: string, value: string | null | undefined) {
+  if (value === null || value === undefined) return;
+  const date = new Date(`${value}T00:00:00Z`);
+  if (Number.isNaN(date.getTime()) || date.toISOString().slice(0, 10) !== value)
+    throw fieldError(field, "must be a real date as YYYY-MM-DD");
+}
+
+const SORTS = {
+  title: "title",
+  value: "value",
+  createdAt: "createdAt",
+  updatedAt: "updatedAt",
+  expectedCloseDate: "expectedCloseDate",
+  closedAt: "closedAt",
+  stageChangedAt: "stageChangedAt",
+};
+
+export interface DealFilters {
+  search?: string;
+  pipelineId?: string;
+  stageId?: string;
+  status?: string;
+  ownerId?: string;
+  contactId?: string;
+  companyId?: string;
+  currency?: string;
+  tag?: string;
+  minValue?: number;
+  maxValue?: number;
+  expectedCloseFrom?: string;
+  expectedCloseTo?: string;
+  createdFrom?: Date;
+  createdTo?: Date;
+  sort?: string;
+}
+
+export async function listDeals(workspaceId: string, f: DealFilters, page: PageRequest) {
+  const sequelize = await database();
+  const and: WhereOptions[] = [{ workspaceId }];
+  if (f.search) {
+    // The expression matches deals_search_idx, so the trigram index serves it.
+    and.push(literal(`lower(title) LIKE ${sequelize.escape(`%${escapeLike(f.search.toLowerCase())}%`)}`));
+  }
+  for (const key of [
+    "pipelineId",
+    "stageId",
+    "status",
+    "ownerId",
+    "contactId",
+    "companyId",
+    "currency",
+  ] as const) {
+    if (f[key]) and.push({ [key]: f[key] });
+  }
+  if (f.tag) and.push({ tags: { [Op.contains]: [f.tag] } });
+  if (f.minValue !== undefined) and.push({ value: { [Op.gte]: f.minValue } });
+  if (f.maxValue !== undefined) and.push({ value: { [Op.lte]: f.maxValue } });
+  assertCalendarDate("expectedCloseFrom", f.expectedCloseFrom);
+  assertCalendarDate("expectedCloseTo", f.expectedCloseTo);
+  if (f.expectedCloseFrom) and.push({ expectedCloseDate: { [Op.gte]: f.expectedCloseFrom } });
+  if (f.expectedCloseTo) and.push({ expectedCloseDate: { [Op.lte]: f.expectedCloseTo } });
+  if (f.createdFrom) and.push({ createdAt: { [Op.gte]: f.createdFrom } });
+  if (f.createdTo) and.push({ createdAt: { [Op.lte]: f.createdTo } });
+  const { rows, count } = await Deal.findAndCountAll({
+    where: { [Op.and]: and },
+    order: sortOrder(f.sort, SORTS, "-createdAt"),
+    limit: page.limit,
+    offset: page.offset,
+  });
+  return pageOf(rows.map(dealView), count, page);
+}
+
+export async function findDeal(
+  workspaceId: string,
+  dealId: string,
+  transaction?: Transaction,
+  lock = false,
+): Promise<Deal> {
+  const deal = await Deal.findOne({
+    where: { id: dealId, workspaceId },
+    transaction,
+    ...(lock && transaction ? { lock: transaction.LOCK.UPDATE } : {}),
+  });
+  if (!deal) throw notFound("Deal");
+  return deal;
+}
+
+/** The deal with its stage history, oldest move first. */
+export async function getDeal(workspaceId: string, dealId: string) {
+  const deal = await findDeal(workspaceId, dealId);
+  const history = await DealStageHistory.findAll({
+    where: { dealId, workspaceId },
+    order: [
+      ["changedAt", "ASC"],
+      ["id", "ASC"],
+    ],
+  });
+  return { ...dealView(deal), stageHistory: history.map(historyView) };
+}
+
+function stageOf(pipeline: Pipeline, stageId: string) {
+  const stage = pipeline.stages.find((s) => s.id === stageId);
+  if (!stage) throw fieldError("stageId", "is not a stage of the deal's pipeline");
+  return stage;
+}
+
+/** A deal starts in the given stage of the given pipeline, else in the first stage of the default pipeline. */
+export async function createDeal(
+  workspaceId: string,
+  input: DealInput & { title: string; pipelineId?: string; stageId?: string },
+  createdBy: string | null,
+) {
+  assertCalendarDate("expectedCloseDate", input.expectedCloseDate);
+  const sequelize = await database();
+  return sequelize.transaction(async (transaction) => {
+    const pipeline = input.pipelineId
+      ? await findPipeline(workspaceId, input.pipelineId, transaction)
+      : await defaultPipeline(workspaceId, transaction);
+    const stage = input.stageId ? stageOf(pipeline, input.stageId) : pipeline.stages[0];
+    const status = statusOfStage(stage);
+    const now = new Date();
+    const deal = await Deal.create(
+      {
+        ...input,
+        id: newId(),
+        workspaceId,
+        currency: input.currency ?? DEFAULT_CURRENCY,
+        value: input.value ?? 0,
+        pipelineId: pipeline.id,
+        stageId: stage.id,
+        status,
+        closedAt: status === "open" ? null : now,
+        tags: [...new Set(input.tags ?? [])],
+        attributes: input.attributes ?? {},
+        stageChangedAt: now,
+        ownerId: input.ownerId === undefined ? createdBy : input.ownerId,
+        createdBy,
+      },
+      { transaction },
+    );
+    await DealStageHistory.create(
+      {
+        id: newId(),
+        workspaceId,
+        dealId: deal.id,
+        fromStageId: null,
+        toStageId: stage.id,
+        fromStatus: null,
+        toStatus: status,
+        changedBy: createdBy,
+        changedAt: now,
+      },
+      { transaction },
+    );
+    return dealView(deal);
+  });
+}
+
+/** Change a deal's fields; attributes merge key by key, tags are replaced. The stage moves through `moveDeal`. */
+export async function updateDeal(workspaceId: string, dealId: string, input: DealInput) {
+  assertCalendarDate("expectedCloseDate", input.expectedCloseDate);
+  const deal = await findDeal(workspaceId, dealId);
+  const { attributes, tags, ...plain } = input;
+  for (const [key, value] of Object.entries(plain)) if (value !== undefined) deal.set(key, value);
+  if (attributes) deal.attributes = mergeObject(deal.attributes, attributes);
+  if (tags) deal.tags = [...new Set(tags)];
+  deal.changed("updatedAt", true);
+  return dealView(await deal.save());
+}
+
+/**
+ * Move a deal to another stage of its own pipeline, recording the move. The
+ * row is locked so two concurrent moves are recorded one after the other.
+ */
+export async function moveDeal(
+  workspaceId: string,
+  dealId: string,
+  stageId: string,
+  lostReason: string | null | undefined,
+  changedBy: string | null,
+) {
+  const sequelize = await database();
+  return sequelize.transaction(async (transaction) => {
+    const deal = await findDeal(workspaceId, dealId, transaction, true);
+    const pipeline = await findPipeline(workspaceId, deal.pipelineId, transaction);
+    const stage = stageOf(pipeline, stageId);
+    if (lostReason !== undefined) deal.lostReason = lostReason;
+    const moved = deal.stageId !== stage.id;
+    if (moved) {
+      const now = new Date();
+      const from = { stageId: deal.stageId, status: deal.status };
+      const status = statusOfStage(stage);
+      deal.closedAt = closedAtAfterMove(from.status, status, deal.closedAt, now);
+      deal.stageId = stage.id;
+      deal.status = status;
+      deal.stageChangedAt = now;
+      await DealStageHistory.create(
+        {
+          id: newId(),
+          workspaceId,
+          dealId,
+          fromStageId: from.stageId,
+          toStageId: stage.id,
+          fromStatus: from.status,
+          toStatus: status,
+          changedBy,
+          changedAt: now,
+        },
+        { transaction },
+      );
+    }
+    await deal.save({ transaction });
+    return { moved, deal: dealView(deal) };
+  });
+}
+
+export async function deleteDeal(workspaceId: string, dealId: string): Promise<void> {
+  const deleted = await Deal.destroy({ where: { id: dealId, workspaceId } });
+  if (!deleted) throw notFound("Deal");
+}
+
+/** Count and value per stage of each pipeline, and open/won/lost totals; values are summed per currency. */
+export async function dealStats(
+  workspaceId: string,
+  f: { pipelineId?: string; ownerId?: string; createdFrom?: Date; createdTo?: Date },
+) {
+  const sequelize = await database();
+  const pipelines = f.pipelineId
+    ? [await findPipeline(workspaceId, f.pipelineId)]
+    : await listAllPipelines(workspaceId);
+  const conditions = ["workspace_id = :workspaceId"];
+  if (f.pipelineId) conditions.push("pipeline_id = :pipelineId");
+  if (f.ownerId) conditions.push("owner_id = :ownerId");
+  if (f.createdFrom) conditions.push("created_at >= :createdFrom");
+  if (f.createdTo) conditions.push("created_at <= :createdTo");
+  const rows = await sequelize.query<DealGroupRow>(
+    `SELECT pipeline_id AS "pipelineId", stage_id AS "stageId", status, currency, count(*)::int AS count, sum(value)::text AS value
+       FROM deals WHERE ${conditions.join(" AND ")}
+      GROUP BY pipeline_id, stage_id, status, currency`,
+    { replacements: { workspaceId, ...f }, type: QueryTypes.SELECT },
+  );
+  return summariseDeals(
+    pipelines.map((p) => ({ id: p.id, name: p.name, isDefault: p.isDefault, stages: p.stages })),
+    rows,
+  );
+}
+
+function listAllPipelines(workspaceId: string): Promise<Pipeline[]> {
+  return Pipeline.findAll({
+    where: { workspaceId },
+    order: [
+      ["isDefault", "DESC"],
+      ["createdAt", "ASC"],
+      ["id", "ASC"],
+    ],
+  });
+}

@@ -1,0 +1,234 @@
+import { QueryTypes, UniqueConstraintError, type Transaction } from "sequelize";
+import { newId } from "../../lib/crypto";
+import { database } from "../../lib/database";
+import { conflict, notFound } from "../../lib/errors";
+import { Pipeline, type PipelineStage } from "../../models";
+import { buildStages, DEFAULT_STAGES, statusOfStage, type StageInput } from "./crm.rules";
+
+/** Every query on pipelines; each takes the workspace id first. */
+
+export const pipelineView = (p: Pipeline) => ({
+  id: p.id,
+  name: p.name,
+  isDefault: p.isDefault,
+  stages: p.stages.map((s, position) => ({ ...s, position })),
+  createdAt: p.createdAt,
+  updatedAt: p.updatedAt,
+});
+export type PipelineView = ReturnType<typeof pipelineView>;
+
+async function saving<T>(work: () => Promise<T>, name: string | undefined): Promise<T> {
+  try {
+    return await work();
+  } catch (err) {
+    if (err instanceof UniqueConstraintError) throw conflict(`A pipeline named '${name}' exists`);
+    throw err;
+  }
+}
+
+export async function listPipelines(workspaceId: string): Promise<PipelineView[]> {
+  await defaultPipeline(workspaceId);
+  const rows = await Pipeline.findAll({
+    where: { workspaceId },
+    order: [
+      ["isDefault", "DESC"],
+      ["createdAt", "ASC"],
+      ["id", "ASC"],
+    ],
+  });
+  return rows.map(pipelineView);
+}
+
+export async function findPipeline(
+  workspaceId: string,
+  pipelineId: string,
+  transaction?: Transaction,
+): Promise<Pipeline> {
+  const pipeline = await Pipeline.findOne({ where: { id: pipelineId, workspaceId }, transaction });
+  if (!pipeline) throw notFound("Pipeline");
+  return pipeline;
+}
+
+/**
+ * The workspace's default pipeline, made with the usual sales stages the
+ * first time a workspace needs one. Two replicas racing here both end with
+ * the same row (the unique index on the default keeps one).
+ */
+export async function defaultPipeline(workspaceId: string, transaction?: Transaction): Promise<Pipeline> {
+  const found = await Pipeline.findOne({ where: { workspaceId, isDefault: true }, transaction });
+  if (found) return found;
+  const sequelize = await database();
+  const { stages } = buildStages(DEFAULT_STAGES, [], newId);
+  await sequelize.query(
+    `INSERT INTO pipelines (id, workspace_id, name, stages, is_default)
+     SELECT :id, :workspaceId, 'Sales pipeline', CAST(:stages AS jsonb), true
+      WHERE NOT EXISTS (SELECT 1 FROM pipelines WHERE workspace_id = :workspaceId AND lower(name) = 'sales pipeline')
+     ON CONFLICT DO NOTHING`,
+    { replacements: { id: newId(), workspaceId, stages: JSON.stringify(stages) }, transaction },
+  );
+  const made = await Pipeline.findOne({ where: { workspaceId, isDefault: true }, transaction });
+  if (made) return made;
+  // A pipeline named like the default exists but is not the default: promote the oldest pipeline.
+  const oldest = await Pipeline.findOne({
+    where: { workspaceId },
+    order: [
+      ["createdAt", "ASC"],
+      ["id", "ASC"],
+    ],
+    transaction,
+  });
+  if (!oldest) throw notFound("Pipeline");
+  oldest.isDefault = true;
+  return oldest.save({ transaction });
+}
+
+export async function createPipeline(
+  workspaceId: string,
+  input: { name: string; stages: StageInput[]; isDefault?: boolean },
+) {
+  const sequelize = await database();
+  const { stages } = buildStages(input.stages, [], newId);
+  return saving(
+    () =>
+      sequelize.transaction(async (transaction) => {
+        const hasDefault = await Pipeline.count({ where: { workspaceId, isDefault: true }, transaction });
+        const isDefault = input.isDefault === true || hasDefault === 0;
+        if (isDefault && hasDefault)
+          await Pipeline.update(
+            { isDefault: false },
+            { where: { workspaceId, isDefault: true }, transaction },
+          );
+        const pipeline = await Pipeline.create(
+          { id: newId(), workspaceId, name: input.name, stages, isDefault },
+          { transaction },
+        );
+        return pipelineView(pipeline);
+      }),
+    input.name,
+  );
+}
+
+/**
+ * Rename, make default, or replace the ordered stages. A stage that still
+ * holds deals cannot be removed (409); deals in a stage whose won/lost flag
+ * changed take the stage's new status at once.
+ */
+export async function updatePipeline(
+  workspaceId: string,
+  pipelineId: string,
+  input: { name?: string; stages?: StageInput[]; isDefault?: true },
+) {
+  const sequelize = await database();
+  return saving(
+    () =>
+      sequelize.transaction(async (transaction) => {
+        const pipeline = await Pipeline.findOne({
+          where: { id: pipelineId, workspaceId },
+          transaction,
+          lock: transaction.LOCK.UPDATE,
+        });
+        if (!pipeline) throw notFound("Pipeline");
+        if (input.name !== undefined) pipeline.name = input.name;
+        if (input.isDefault && !pipeline.isDefault) {
+          await Pipeline.update(
+            { isDefault: false },
+            { where: { workspaceId, isDefault: true }, transaction },
+          );
+          pipeline.isDefault = true;
+        }
+        if (input.stages) {
+          const { stages, removedIds } = buildStages(input.stages, pipeline.stages, newId);
+          if (removedIds.length) await refuseStagesWithDeals(workspaceId, pipeline, removedIds, transaction);
+          pipeline.stages = stages;
+          pipeline.changed("stages", true);
+          await syncDealStatuses(workspaceId, pipeline.id, stages, transaction);
+        }
+        pipeline.changed("updatedAt", true);
+        return pipelineView(await pipeline.save({ transaction }));
+      }),
+    input.name,
+  );
+}
+
+async function refuseStagesWithDeals(
+  workspaceId: string,
+  pipeline: Pipeline,
+  stageIds: string[],
+  transaction: Transaction,
+) {
+  const sequelize = await database();
+  const rows = await sequelize.query<{ stage_id: string; n: string }>(
+    `SELECT stage_id, count(*) AS n FROM deals WHERE workspace_id = :workspaceId AND pipeline_id = :pipelineId
+        AND stage_id IN (:stageIds) GROUP BY stage_id`,
+    {
+      replacements: { workspaceId, pipelineId: pipeline.id, stageIds },
+      type: QueryTypes.SELECT,
+      transaction,
+    },
+  );
+  if (rows.length) {
+    const name = pipeline.stages.find((s) => s.id === rows[0].stage_id)?.name ?? rows[0].stage_id;
+    throw conflict(
+      `The stage '${name}' still holds ${rows[0].n} deal(s); move them before removing the stage`,
+    );
+  }
+}
+
+async function syncDealStatuses(
+  workspaceId: string,
+  pipelineId: string,
+  stages: PipelineStage[],
+  transaction: Transaction,
+) {
+  const sequelize = await database();
+  await sequelize.query(
+    `UPDATE deals d
+        SET status = s.status,
+            closed_at = CASE WHEN s.status = 'open' THEN NULL ELSE coalesce(d.closed_at, now()) END,
+            updated_at = now()
+       FROM jsonb_to_recordset(CAST(:stages AS jsonb)) AS s(id text, status text)
+      WHERE d.workspace_id = :workspaceId AND d.pipeline_id = :pipelineId AND d.stage_id = s.id AND d.status <> s.status`,
+    {
+      replacements: {
+        workspaceId,
+        pipelineId,
+        stages: JSON.stringify(stages.map((s) => ({ id: s.id, status: statusOfStage(s) }))),
+      },
+      transaction,
+    },
+  );
+}
+
+/** A pipeline that still holds deals cannot be deleted (409). The oldest other pipeline becomes the default. */
+export async function deletePipeline(workspaceId: string, pipelineId: string): Promise<void> {
+  const sequelize = await database();
+  await sequelize.transaction(async (transaction) => {
+    const pipeline = await Pipeline.findOne({
+      where: { id: pipelineId, workspaceId },
+      transaction,
+      lock: transaction.LOCK.UPDATE,
+    });
+    if (!pipeline) throw notFound("Pipeline");
+    const [{ n }] = await sequelize.query<{ n: string }>(
+      `SELECT count(*) AS n FROM deals WHERE pipeline_id = :pipelineId`,
+      {
+        replacements: { pipelineId },
+        type: QueryTypes.SELECT,
+        transaction,
+      },
+    );
+    if (Number(n) > 0) throw conflict(`The pipeline still holds ${n} deal(s); move or delete them first`);
+    await pipeline.destroy({ transaction });
+    if (pipeline.isDefault) {
+      const next = await Pipeline.findOne({
+        where: { workspaceId },
+        order: [
+          ["createdAt", "ASC"],
+          ["id", "ASC"],
+        ],
+        transaction,
+      });
+      if (next) await next.update({ isDefault: true }, { transaction });
+    }
+  });
+}

@@ -1,0 +1,222 @@
+import { Op, QueryTypes, literal, type WhereOptions } from "sequelize";
+import { newId } from "../../lib/crypto";
+import { database } from "../../lib/database";
+import { notFound } from "../../lib/errors";
+import { pageOf, sortOrder, type PageRequest } from "../../lib/pagination";
+import { Task } from "../../models";
+import { dueNotificationKey, escapeLike } from "./crm.rules";
+import { notify } from "./notifications.repo";
+
+/** Every query on tasks; each takes the workspace id first (the due check spans workspaces on purpose). */
+
+export interface TaskInput {
+  title?: string;
+  description?: string | null;
+  type?: string;
+  priority?: string;
+  dueAt?: Date | null;
+  assigneeId?: string | null;
+  contactId?: string | null;
+  companyId?: string | null;
+  dealId?: string | null;
+}
+
+export const TASK_FIELDS = [
+  "title",
+  "description",
+  "type",
+  "priority",
+  "dueAt",
+  "assigneeId",
+  "contactId",
+  "companyId",
+  "dealId",
+] as const;
+
+export const taskView = (t: Task, now = new Date()) => ({
+  id: t.id,
+  title: t.title,
+  description: t.description,
+  type: t.type,
+  priority: t.priority,
+  status: t.completedAt ? ("completed" as const) : ("open" as const),
+  overdue: !t.completedAt && t.dueAt !== null && t.dueAt.getTime() < now.getTime(),
+  dueAt: t.dueAt,
+  assigneeId: t.assigneeId,
+  contactId: t.contactId,
+  companyId: t.companyId,
+  dealId: t.dealId,
+  completedAt: t.completedAt,
+  completedBy: t.completedBy,
+  createdBy: t.createdBy,
+  createdAt: t.createdAt,
+  updatedAt: t.updatedAt,
+});
+export type TaskView = ReturnType<typeof taskView>;
+
+const SORTS = {
+  dueAt: "dueAt",
+  createdAt: "createdAt",
+  updatedAt: "updatedAt",
+  title: "title",
+  completedAt: "completedAt",
+  priority: "priority",
+};
+
+export interface TaskFilters {
+  search?: string;
+  status?: "open" | "completed" | "overdue";
+  assigneeId?: string;
+  contactId?: string;
+  companyId?: string;
+  dealId?: string;
+  type?: string;
+  priority?: string;
+  dueFrom?: Date;
+  dueTo?: Date;
+  sort?: string;
+}
+
+export async function listTasks(workspaceId: string, f: TaskFilters, page: PageRequest) {
+  const sequelize = await database();
+  const and: WhereOptions[] = [{ workspaceId }];
+  if (f.search) and.push(literal(`title ILIKE ${sequelize.escape(`%${escapeLike(f.search)}%`)}`));
+  if (f.status === "open") and.push({ completedAt: null });
+  if (f.status === "completed") and.push({ completedAt: { [Op.ne]: null } });
+  if (f.status === "overdue") and.push({ completedAt: null, dueAt: { [Op.lt]: new Date() } });
+  for (const key of ["assigneeId", "contactId", "companyId", "dealId", "type", "priority"] as const) {
+    if (f[key]) and.push({ [key]: f[key] });
+  }
+  if (f.dueFrom) and.push({ dueAt: { [Op.gte]: f.dueFrom } });
+  if (f.dueTo) and.push({ dueAt: { [Op.lte]: f.dueTo } });
+  const { rows, count } = await Task.findAndCountAll({
+    where: { [Op.and]: and },
+    order: sortOrder(f.sort, SORTS, "dueAt"),
+    limit: page.limit,
+    offset: page.offset,
+  });
+  const now = new Date();
+  return pageOf(
+    rows.map((t) => taskView(t, now)),
+    count,
+    page,
+  );
+}
+
+export async function findTask(workspaceId: string, taskId: string): Promise<Task> {
+  const task = await Task.findOne({ where: { id: taskId, workspaceId } });
+  if (!task) throw notFound("Task");
+  return task;
+}
+
+export async function createTask(
+  workspaceId: string,
+  input: TaskInput & { title: string },
+  createdBy: string | null,
+) {
+  const task = await Task.create({
+    type: "todo",
+    priority: "normal",
+    ...input,
+    id: newId(),
+    workspaceId,
+    createdBy,
+  });
+  return taskView(task);
+}
+
+/** Change a task; a new due date is notified again when it comes. Answers the assignee before the change too. */
+export async function updateTask(workspaceId: string, taskId: string, input: TaskInput) {
+  const task = await findTask(workspaceId, taskId);
+  const previousAssignee = task.assigneeId;
+  const previousDue = task.dueAt?.getTime() ?? null;
+  for (const [key, value] of Object.entries(input)) if (value !== undefined) task.set(key, value);
+  if ((task.dueAt?.getTime() ?? null) !== previousDue) task.dueNotifiedAt = null;
+  task.changed("updatedAt", true);
+  await task.save();
+  return { task: taskView(task), previousAssignee };
+}
+
+/** Complete (or, with `completed: false`, reopen) a task. */
+export async function completeTask(
+  workspaceId: string,
+  taskId: string,
+  completed: boolean,
+  by: string | null,
+) {
+  const task = await findTask(workspaceId, taskId);
+  if (completed && !task.completedAt) {
+    task.completedAt = new Date();
+    task.completedBy = by;
+  } else if (!completed) {
+    task.completedAt = null;
+    task.completedBy = null;
+  }
+  return taskView(await task.save());
+}
+
+export async function deleteTask(workspaceId: string, taskId: string): Promise<void> {
+  const deleted = await Task.destroy({ where: { id: taskId, workspaceId } });
+  if (!deleted) throw notFound("Task");
+}
+
+interface DueRow {
+  id: string;
+  workspaceId: string;
+  title: string;
+  dueAt: Date;
+  assigneeId: string;
+}
+
+/**
+ * One pass of the due check, safe on any number of replicas at once: each
+ * batch of due, open, assigned, not yet notified tasks is claimed with
+ * FOR UPDATE SKIP LOCKED, its notifications are written and the tasks marked
+ * notified in the same transaction, so each due date is notified once.
+ * Answers how many notifications were made.
+ */
+export async function notifyDueTasks(now = new Date(), batchSize = 200, maxBatches = 50): Promise<number> {
+  const sequelize = await database();
+  let made = 0;
+  for (let batch = 0; batch < maxBatches; batch += 1) {
+    const claimed = await sequelize.transaction(async (transaction) => {
+      const rows = await sequelize.query<DueRow>(
+        `SELECT id, workspace_id AS "workspaceId", title, due_at AS "dueAt", assignee_id AS "assigneeId"
+           FROM tasks
+          WHERE completed_at IS NULL AND due_notified_at IS NULL AND assignee_id IS NOT NULL
+            AND due_at IS NOT NULL AND due_at <= :now
+          ORDER BY due_at
+          LIMIT :batchSize
+          FOR UPDATE SKIP LOCKED`,
+        { replacements: { now, batchSize }, type: QueryTypes.SELECT, transaction },
+      );
+      for (const row of rows) {
+        const dueAt = new Date(row.dueAt);
+        const created = await notify(
+          row.workspaceId,
+          row.assigneeId,
+          {
+            type: "task.due",
+            title: `Task due: ${row.title}`,
+            body: `The task "${row.title}" was due at ${dueAt.toISOString()}.`,
+            resourceType: "task",
+            resourceId: row.id,
+            data: { taskId: row.id, dueAt: dueAt.toISOString() },
+            dedupeKey: dueNotificationKey(row.id, dueAt, row.assigneeId),
+          },
+          transaction,
+        );
+        if (created) made += 1;
+      }
+      if (rows.length) {
+        await sequelize.query(`UPDATE tasks SET due_notified_at = :now WHERE id IN (:ids)`, {
+          replacements: { now, ids: rows.map((r) => r.id) },
+          transaction,
+        });
+      }
+      return rows.length;
+    });
+    if (claimed < batchSize) break;
+  }
+  return made;
+}

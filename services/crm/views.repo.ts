@@ -1,0 +1,171 @@
+import { Op, UniqueConstraintError } from "sequelize";
+import { newId } from "../../lib/crypto";
+import { conflict, fieldError, notFound } from "../../lib/errors";
+import { DashboardWidget, SavedView } from "../../models";
+import { findPipeline } from "./pipelines.repo";
+
+/** Saved views and dashboard widgets: both belong to one user of one workspace. */
+
+export const viewView = (v: SavedView, userId: string) => ({
+  id: v.id,
+  name: v.name,
+  resource: v.resource,
+  filters: v.filters,
+  sort: v.sort,
+  columns: v.columns,
+  shared: v.shared,
+  ownerId: v.userId,
+  mine: v.userId === userId,
+  createdAt: v.createdAt,
+  updatedAt: v.updatedAt,
+});
+
+interface ViewInput {
+  name?: string;
+  resource?: string;
+  filters?: Record<string, unknown>;
+  sort?: string | null;
+  columns?: string[];
+  shared?: boolean;
+}
+
+async function saving<T>(work: () => Promise<T>, name: string | undefined): Promise<T> {
+  try {
+    return await work();
+  } catch (err) {
+    if (err instanceof UniqueConstraintError)
+      throw conflict(`You already have a view named '${name}' for this list`);
+    throw err;
+  }
+}
+
+/** The caller's views and the views others shared, by resource and name. */
+export async function listViews(workspaceId: string, userId: string, resource?: string) {
+  const rows = await SavedView.findAll({
+    where: { workspaceId, ...(resource ? { resource } : {}), [Op.or]: [{ userId }, { shared: true }] },
+    order: [
+      ["resource", "ASC"],
+      ["name", "ASC"],
+      ["id", "ASC"],
+    ],
+  });
+  return rows.map((v) => viewView(v, userId));
+}
+
+export async function createView(
+  workspaceId: string,
+  userId: string,
+  input: ViewInput & { name: string; resource: string },
+) {
+  return saving(async () => {
+    const view = await SavedView.create({
+      filters: {},
+      columns: [],
+      ...input,
+      id: newId(),
+      workspaceId,
+      userId,
+    });
+    return viewView(view, userId);
+  }, input.name);
+}
+
+/** Only the owner changes or deletes a view; another user's view is not found. */
+async function findOwnView(workspaceId: string, userId: string, viewId: string) {
+  const view = await SavedView.findOne({ where: { id: viewId, workspaceId, userId } });
+  if (!view) throw notFound("Saved view");
+  return view;
+}
+
+export async function updateView(workspaceId: string, userId: string, viewId: string, input: ViewInput) {
+  const view = await findOwnView(workspaceId, userId, viewId);
+  for (const [key, value] of Object.entries(input)) if (value !== undefined) view.set(key, value);
+  view.changed("updatedAt", true);
+  return saving(async () => viewView(await view.save(), userId), input.name);
+}
+
+export async function deleteView(workspaceId: string, userId: string, viewId: string) {
+  const view = await findOwnView(workspaceId, userId, viewId);
+  await view.destroy();
+}
+
+export const widgetView = (w: DashboardWidget) => ({
+  id: w.id,
+  type: w.type,
+  title: w.title,
+  config: w.config,
+  position: w.position,
+  createdAt: w.createdAt,
+  updatedAt: w.updatedAt,
+});
+
+const DEFAULT_TITLES: Record<string, string> = {
+  deals_by_stage: "Deals by stage",
+  deals_won_lost: "Won and lost deals",
+  pipeline_value: "Pipeline value",
+  tasks_due: "Tasks due",
+  recent_activity: "Recent activity",
+  contacts_total: "Contacts",
+  contacts_growth: "Contact growth",
+  saved_view: "Saved view",
+  metric: "Metric",
+};
+
+export async function listWidgets(workspaceId: string, userId: string) {
+  const rows = await DashboardWidget.findAll({
+    where: { workspaceId, userId },
+    order: [
+      ["createdAt", "ASC"],
+      ["id", "ASC"],
+    ],
+  });
+  return rows
+    .map(widgetView)
+    .sort((a, b) => (a.position.y ?? 0) - (b.position.y ?? 0) || (a.position.x ?? 0) - (b.position.x ?? 0));
+}
+
+/**
+ * Add a widget. What it points at must exist: a saved view visible to the
+ * caller, a pipeline of the workspace. Without a position it goes below the
+ * others, full width.
+ */
+export async function createWidget(
+  workspaceId: string,
+  userId: string,
+  input: {
+    type: string;
+    title?: string;
+    config?: Record<string, unknown>;
+    position?: Record<string, number>;
+  },
+) {
+  const config = input.config ?? {};
+  if (input.type === "saved_view") {
+    if (typeof config.viewId !== "string")
+      throw fieldError("config.viewId", "is required for a saved_view widget");
+    const visible = await SavedView.count({
+      where: { id: config.viewId, workspaceId, [Op.or]: [{ userId }, { shared: true }] },
+    });
+    if (!visible) throw notFound("Saved view");
+  }
+  if (config.pipelineId !== undefined) {
+    if (typeof config.pipelineId !== "string") throw fieldError("config.pipelineId", "must be a pipeline id");
+    await findPipeline(workspaceId, config.pipelineId);
+  }
+  let position = input.position;
+  if (!position) {
+    const existing = await listWidgets(workspaceId, userId);
+    const bottom = Math.max(0, ...existing.map((w) => (w.position.y ?? 0) + (w.position.h ?? 0)));
+    position = { x: 0, y: bottom, w: 12, h: 4 };
+  }
+  const widget = await DashboardWidget.create({
+    id: newId(),
+    workspaceId,
+    userId,
+    type: input.type,
+    title: input.title ?? DEFAULT_TITLES[input.type] ?? input.type,
+    config,
+    position,
+  });
+  return widgetView(widget);
+}
