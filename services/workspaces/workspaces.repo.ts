@@ -43,11 +43,20 @@ export async function membershipRole(workspaceId: string, userId: string): Promi
   return member?.role ?? null;
 }
 
+/** The role of one member of the workspace, or null when there is no such member. */
+export async function memberRole(workspaceId: string, memberId: string): Promise<Role | null> {
+  const member = await Member.findOne({ where: { workspaceId, id: memberId }, attributes: ["role"] });
+  return member?.role ?? null;
+}
+
 export async function listForUser(userId: string): Promise<WorkspaceView[]> {
   const members = await Member.findAll({
     where: { userId },
     include: [{ model: Workspace, as: "workspace", required: true }],
-    order: [["createdAt", "ASC"], ["id", "ASC"]],
+    order: [
+      ["createdAt", "ASC"],
+      ["id", "ASC"],
+    ],
   });
   return members.map((m) => view(m.workspace as Workspace, m.role));
 }
@@ -61,7 +70,10 @@ export async function createWorkspace(userId: string, name: string, slug?: strin
     try {
       return await sequelize.transaction(async (transaction: Transaction) => {
         const workspace = await Workspace.create({ id: newId(), name, slug: candidate }, { transaction });
-        await Member.create({ id: newId(), workspaceId: workspace.id, userId, role: "OWNER" }, { transaction });
+        await Member.create(
+          { id: newId(), workspaceId: workspace.id, userId, role: "OWNER" },
+          { transaction },
+        );
         return view(workspace, "OWNER");
       });
     } catch (err) {
@@ -122,7 +134,10 @@ export async function listMembers(workspaceId: string): Promise<MemberView[]> {
   const members = await Member.findAll({
     where: { workspaceId },
     include: [{ model: User, as: "user", required: true }],
-    order: [["createdAt", "ASC"], ["id", "ASC"]],
+    order: [
+      ["createdAt", "ASC"],
+      ["id", "ASC"],
+    ],
   });
   return members.map(memberView);
 }
@@ -141,7 +156,11 @@ export async function addMember(workspaceId: string, email: string, role: Role):
 }
 
 /** Change a role or remove a member, refusing to leave the workspace without an OWNER. */
-export async function changeMember(workspaceId: string, memberId: string, role: Role | null): Promise<MemberView | null> {
+export async function changeMember(
+  workspaceId: string,
+  memberId: string,
+  role: Role | null,
+): Promise<MemberView | null> {
   const sequelize = await database();
   return sequelize.transaction(async (transaction) => {
     // Lock the workspace's owners so two concurrent demotions cannot both pass the check.
@@ -193,7 +212,10 @@ export async function listAudit(
   page: PageRequest,
 ) {
   const where: Record<string | symbol, unknown> = { workspaceId };
-  if (filters.action) where.action = filters.action.endsWith("*") ? { [Op.startsWith]: filters.action.slice(0, -1) } : filters.action;
+  if (filters.action)
+    where.action = filters.action.endsWith("*")
+      ? { [Op.startsWith]: filters.action.slice(0, -1) }
+      : filters.action;
   if (filters.actorId) where.actorId = filters.actorId;
   if (filters.from || filters.to) {
     where.createdAt = {
@@ -203,7 +225,10 @@ export async function listAudit(
   }
   const { rows, count } = await AuditLog.findAndCountAll({
     where,
-    order: [["createdAt", "DESC"], ["id", "DESC"]],
+    order: [
+      ["createdAt", "DESC"],
+      ["id", "DESC"],
+    ],
     limit: page.limit,
     offset: page.offset,
   });

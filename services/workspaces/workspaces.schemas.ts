@@ -1,7 +1,13 @@
 import { pageParams } from "../../lib/pagination";
 
 export const ROLE_RULE = { type: "enum", values: ["OWNER", "ADMIN", "MEMBER", "VIEWER"] } as const;
-const SLUG_RULE = { type: "string", min: 2, max: 64, pattern: /^[a-z0-9]+(?:-[a-z0-9]+)*$/, optional: true } as const;
+const SLUG_RULE = {
+  type: "string",
+  min: 2,
+  max: 64,
+  pattern: /^[a-z0-9]+(?:-[a-z0-9]+)*$/,
+  optional: true,
+} as const;
 const wsId = { type: "string", min: 1, max: 64 } as const;
 
 export const schemas = {
@@ -15,7 +21,12 @@ export const schemas = {
     settings: { type: "object", optional: true },
   },
   addMember: { $$strict: "remove", workspaceId: wsId, email: { type: "email", max: 254 }, role: ROLE_RULE },
-  updateMember: { $$strict: "remove", workspaceId: wsId, memberId: { type: "string", max: 64 }, role: ROLE_RULE },
+  updateMember: {
+    $$strict: "remove",
+    workspaceId: wsId,
+    memberId: { type: "string", max: 64 },
+    role: ROLE_RULE,
+  },
   removeMember: { $$strict: "remove", workspaceId: wsId, memberId: { type: "string", max: 64 } },
   auditLogs: {
     $$strict: "remove",

@@ -14,6 +14,8 @@ import { schemas } from "./workspaces.schemas";
 type Ctx = AppContext<Record<string, any>>;
 
 const MEMBERSHIP_CACHE_EVENT = "workspaces.membership.changed";
+/** The auth service's event that clears its API-key verification cache (services/auth/auth.service.ts). */
+const API_KEY_CACHE_EVENT = "auth.apiKeys.changed";
 
 /** Workspaces, members and roles, and the audit log every area writes to. */
 const WorkspacesService: ServiceSchema = {
@@ -38,7 +40,12 @@ const WorkspacesService: ServiceSchema = {
         const workspace = await repo.createWorkspace(userOf(ctx), ctx.params.name, ctx.params.slug);
         ctx.meta.$statusCode = 201;
         ctx.meta.workspaceId = workspace.id;
-        await audit(ctx, "workspace.created", { type: "workspace", id: workspace.id }, { name: workspace.name });
+        await audit(
+          ctx,
+          "workspace.created",
+          { type: "workspace", id: workspace.id },
+          { name: workspace.name },
+        );
         return workspace;
       },
     },
@@ -60,9 +67,14 @@ const WorkspacesService: ServiceSchema = {
       async handler(ctx: Ctx) {
         const { name, slug, settings } = ctx.params;
         const workspace = await repo.updateWorkspace(workspaceOf(ctx), { name, slug, settings });
-        await audit(ctx, "workspace.updated", { type: "workspace", id: workspace.id }, {
-          fields: Object.keys({ name, slug, settings }).filter((k) => ctx.params[k] !== undefined),
-        });
+        await audit(
+          ctx,
+          "workspace.updated",
+          { type: "workspace", id: workspace.id },
+          {
+            fields: Object.keys({ name, slug, settings }).filter((k) => ctx.params[k] !== undefined),
+          },
+        );
         return { ...workspace, role: ctx.meta.role };
       },
     },
@@ -77,6 +89,9 @@ const WorkspacesService: ServiceSchema = {
         if (ctx.meta.role !== "OWNER") throw forbidden("Only an OWNER can delete the workspace");
         await repo.deleteWorkspace(workspaceOf(ctx));
         await this.forgetMemberships();
+        // Its API keys went with it (ON DELETE CASCADE): drop their cached verifications here and on every node.
+        await this.broker.cacher?.clean("auth.verifyApiKey:**");
+        this.broker.broadcast(API_KEY_CACHE_EVENT);
         return { success: true };
       },
     },
@@ -96,8 +111,14 @@ const WorkspacesService: ServiceSchema = {
       permission: "members.manage",
       params: schemas.addMember,
       async handler(ctx: Ctx) {
+        await this.refuseOwnerChangeByAdmin(ctx, null, ctx.params.role);
         const member = await repo.addMember(workspaceOf(ctx), ctx.params.email, ctx.params.role);
-        await audit(ctx, "member.added", { type: "member", id: member.id }, { userId: member.userId, role: member.role });
+        await audit(
+          ctx,
+          "member.added",
+          { type: "member", id: member.id },
+          { userId: member.userId, role: member.role },
+        );
         await this.forgetMemberships();
         ctx.meta.$statusCode = 201;
         return member;
@@ -113,7 +134,12 @@ const WorkspacesService: ServiceSchema = {
       async handler(ctx: Ctx) {
         await this.refuseOwnerChangeByAdmin(ctx, ctx.params.memberId, ctx.params.role);
         const member = await repo.changeMember(workspaceOf(ctx), ctx.params.memberId, ctx.params.role);
-        await audit(ctx, "member.updated", { type: "member", id: ctx.params.memberId }, { role: ctx.params.role });
+        await audit(
+          ctx,
+          "member.updated",
+          { type: "member", id: ctx.params.memberId },
+          { role: ctx.params.role },
+        );
         await this.forgetMemberships();
         return member;
       },
@@ -174,11 +200,10 @@ const WorkspacesService: ServiceSchema = {
     },
 
     /** An ADMIN may not promote to, demote or remove an OWNER; only an OWNER may. */
-    async refuseOwnerChangeByAdmin(ctx: AppContext, memberId: string, role: Role | null) {
+    async refuseOwnerChangeByAdmin(ctx: AppContext, memberId: string | null, role: Role | null) {
       if (ctx.meta.role === "OWNER") return;
-      const members = await repo.listMembers(workspaceOf(ctx));
-      const target = members.find((m) => m.id === memberId);
-      if (role === "OWNER" || target?.role === "OWNER") {
+      const targetRole = memberId === null ? null : await repo.memberRole(workspaceOf(ctx), memberId);
+      if (role === "OWNER" || targetRole === "OWNER") {
         throw forbidden("Only an OWNER can change an OWNER's membership or grant OWNER");
       }
     },

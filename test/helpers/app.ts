@@ -1,7 +1,7 @@
 import fs from "node:fs";
 import type { AddressInfo } from "node:net";
 import path from "node:path";
-import { ServiceBroker, type BrokerOptions, type ServiceSchema } from "moleculer";
+import { ServiceBroker, type BrokerOptions, type Middleware, type ServiceSchema } from "moleculer";
 import { config, resetConfig } from "../../lib/config";
 import { createTestDatabase } from "./database";
 import { HttpClient } from "./http";
@@ -40,6 +40,10 @@ export interface StartOptions {
   databaseUrl?: string;
   /** Skip the gateway's HTTP server (a worker node in a cluster test). */
   withoutGateway?: boolean;
+  /** Middlewares added after the configured ones (e.g. a recorder in a cluster test). */
+  middlewares?: Middleware[];
+  /** Services (possibly on other nodes) to wait for before the gateway's routes are built. */
+  waitForServices?: string[];
 }
 
 /**
@@ -64,7 +68,13 @@ export async function startApp(options: StartOptions = {}): Promise<TestApp> {
 
   // Loaded after the environment is set: service settings read the config at import.
   const { brokerConfig } = require("../../moleculer.config") as typeof import("../../moleculer.config");
-  const broker = new ServiceBroker({ ...brokerConfig(), ...(process.env.TEST_LOGS ? {} : { logger: false }), ...options.broker });
+  const base = brokerConfig();
+  const broker = new ServiceBroker({
+    ...base,
+    ...(process.env.TEST_LOGS ? {} : { logger: false }),
+    ...options.broker,
+    ...(options.middlewares ? { middlewares: [...(options.broker?.middlewares ?? base.middlewares ?? []), ...options.middlewares] } : {}),
+  });
   const files = allServiceFiles().filter((file) => {
     const area = path.basename(path.dirname(file));
     if (options.withoutGateway && area === "api") return false;
@@ -75,6 +85,7 @@ export async function startApp(options: StartOptions = {}): Promise<TestApp> {
     broker.createService(schema);
   }
   await broker.start();
+  if (options.waitForServices?.length) await broker.waitForServices(options.waitForServices, 10_000);
 
   let baseUrl = "";
   const api = broker.getLocalService("api") as unknown as

@@ -1,0 +1,115 @@
+import { ServiceBroker, type ServiceSchema } from "moleculer";
+import type { Principal } from "../../../lib/access";
+import type { AppContext } from "../../../lib/moleculer-types";
+import { AuthorizeMiddleware } from "../../../mixins/authorize.middleware";
+
+/**
+ * The middleware on a broker of its own, with a stand-in membership service,
+ * to pin down the rules that the gateway tests cannot reach directly.
+ */
+const MEMBERSHIPS: Record<string, string> = { "ws-1:user-1": "VIEWER", "ws-2:user-1": "OWNER" };
+
+const probe = (ctx: AppContext) => ({
+  workspaceId: ctx.meta.workspaceId ?? null,
+  role: ctx.meta.role ?? null,
+});
+
+const services: ServiceSchema[] = [
+  {
+    name: "workspaces",
+    actions: {
+      membership: (ctx: AppContext<{ workspaceId: string; userId: string }>) =>
+        MEMBERSHIPS[`${ctx.params.workspaceId}:${ctx.params.userId}`] ?? null,
+    },
+  },
+  {
+    name: "probe",
+    actions: {
+      scoped: {
+        rest: "GET /workspaces/:workspaceId/things",
+        auth: "any",
+        permission: "contacts.read",
+        handler: probe,
+      },
+      scopedObject: {
+        rest: { method: "POST", path: "/workspaces/:workspaceId/things/import" },
+        auth: "any",
+        permission: "contacts.write",
+        handler: probe,
+      },
+      unscoped: { rest: "POST /things", auth: "session", handler: probe },
+      open: { rest: "POST /open", auth: "public", handler: probe },
+      internal: { auth: "any", handler: probe },
+    },
+  },
+];
+
+let broker: ServiceBroker;
+beforeAll(async () => {
+  broker = new ServiceBroker({ logger: false, middlewares: [AuthorizeMiddleware] });
+  for (const s of services) broker.createService(s);
+  await broker.start();
+});
+afterAll(() => broker.stop());
+
+const user: Principal = { kind: "user", userId: "user-1" };
+const call = (action: string, params: Record<string, unknown>, principal?: Principal) =>
+  broker.call(action, params, { meta: { principal } });
+
+test("a path-scoped action gets the path's workspace and the caller's role", async () => {
+  await expect(call("probe.scoped", { workspaceId: "ws-1" }, user)).resolves.toEqual({
+    workspaceId: "ws-1",
+    role: "VIEWER",
+  });
+  await expect(call("probe.scopedObject", { workspaceId: "ws-2" }, user)).resolves.toEqual({
+    workspaceId: "ws-2",
+    role: "OWNER",
+  });
+  await expect(call("probe.scopedObject", { workspaceId: "ws-1" }, user)).rejects.toMatchObject({
+    code: 403,
+    type: "FORBIDDEN",
+  });
+  await expect(call("probe.scoped", { workspaceId: "ws-9" }, user)).rejects.toMatchObject({ code: 403 });
+  await expect(call("probe.scoped", { workspaceId: "ws-1" })).rejects.toMatchObject({
+    code: 401,
+    type: "UNAUTHORIZED",
+  });
+});
+
+test("a workspaceId in the body of a route without :workspaceId never sets the tenancy", async () => {
+  await expect(call("probe.unscoped", { workspaceId: "ws-2" }, user)).resolves.toEqual({
+    workspaceId: null,
+    role: null,
+  });
+  await expect(call("probe.open", { workspaceId: "ws-2" })).resolves.toEqual({
+    workspaceId: null,
+    role: null,
+  });
+  // Not a member of ws-9: still no 403, because the body's value is ignored altogether.
+  await expect(call("probe.unscoped", { workspaceId: "ws-9" }, user)).resolves.toEqual({
+    workspaceId: null,
+    role: null,
+  });
+});
+
+test("an internal action (no rest) with auth takes the workspace its caller passes, after the same checks", async () => {
+  await expect(call("probe.internal", { workspaceId: "ws-2" }, user)).resolves.toEqual({
+    workspaceId: "ws-2",
+    role: "OWNER",
+  });
+  await expect(call("probe.internal", { workspaceId: "ws-9" }, user)).rejects.toMatchObject({ code: 403 });
+  const key: Principal = { kind: "apiKey", apiKeyId: "k", workspaceId: "ws-1", scopes: [] };
+  await expect(call("probe.internal", { workspaceId: "ws-2" }, key)).rejects.toMatchObject({ code: 403 });
+  await expect(call("probe.internal", { workspaceId: "ws-1" }, key)).resolves.toEqual({
+    workspaceId: "ws-1",
+    role: null,
+  });
+});
+
+test("a REST action without auth is refused at start-up", async () => {
+  const b = new ServiceBroker({ logger: false, middlewares: [AuthorizeMiddleware] });
+  expect(() =>
+    b.createService({ name: "bad", actions: { x: { rest: "GET /x", handler: () => 1 } } }),
+  ).toThrow(/declares no 'auth'/);
+  await b.stop();
+});
