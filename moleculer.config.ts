@@ -33,7 +33,9 @@ export function brokerConfig(): BrokerOptions {
     },
     logLevel: cfg.logLevel as BrokerOptions["logLevel"],
     transporter: cfg.natsUrl ?? null,
-    cacher: cfg.redisUrl ? { type: "Redis", options: { prefix: "cms", ttl: 300, redis: cfg.redisUrl } } : "Memory",
+    cacher: cfg.redisUrl
+      ? { type: "Redis", options: { prefix: `cms-${process.env.NAMESPACE ?? ""}`, ttl: 300, redis: cfg.redisUrl } }
+      : "Memory",
     serializer: "JSON",
     requestTimeout: 15_000,
     retryPolicy: { enabled: false },
