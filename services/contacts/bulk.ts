@@ -1,0 +1,134 @@
+import type { ServiceBroker } from "moleculer";
+import { QueryTypes } from "sequelize";
+import { database } from "../../lib/database";
+import { fieldError } from "../../lib/errors";
+import { deleteContacts, stageKeys } from "./contacts.repo";
+import { contactsChanged } from "./effects";
+
+/**
+ * Bulk changes over a set of contact ids (one statement per batch). `affected`
+ * counts the contacts actually changed; each gets its `contact.updated` (or
+ * `contact.deleted`) fact.
+ */
+
+export type BulkAction = "tag" | "untag" | "delete" | "setStage" | "setAttribute";
+
+export interface BulkValue {
+  tag?: string;
+  stage?: string | null;
+  key?: string;
+  value?: unknown;
+}
+
+/** Check `value` for the action (400 naming `value`) and return its normalised form. */
+export async function checkBulkValue(
+  workspaceId: string,
+  action: BulkAction,
+  value: unknown,
+): Promise<BulkValue> {
+  switch (action) {
+    case "tag":
+    case "untag":
+      if (typeof value !== "string" || !value.trim() || value.length > 100)
+        throw fieldError("value", "must be a tag (1-100 characters)");
+      return { tag: value.trim() };
+    case "setStage":
+      if (value === null) return { stage: null };
+      if (typeof value !== "string" || !(await stageKeys(workspaceId)).has(value)) {
+        throw fieldError("value", "must be one of the workspace's lifecycle stages, or null");
+      }
+      return { stage: value };
+    case "setAttribute": {
+      const v = value as { key?: unknown; value?: unknown } | null;
+      if (
+        !v ||
+        typeof v !== "object" ||
+        typeof v.key !== "string" ||
+        !v.key ||
+        v.key.length > 100 ||
+        v.key.includes(".") ||
+        !("value" in v)
+      ) {
+        throw fieldError("value", "must be {key, value} (value null removes the key)");
+      }
+      return { key: v.key, value: v.value };
+    }
+    case "delete":
+      return {};
+  }
+}
+
+interface Changed {
+  id: string;
+  email: string | null;
+  first_name: string | null;
+  last_name: string | null;
+}
+
+export async function applyBulk(
+  broker: ServiceBroker,
+  workspaceId: string,
+  action: BulkAction,
+  value: BulkValue,
+  ids: string[],
+  actor: { actorType: string; actorId: string | null },
+): Promise<number> {
+  if (!ids.length) return 0;
+  if (action === "delete") {
+    const deleted = await deleteContacts(workspaceId, ids);
+    await contactsChanged(broker, workspaceId, { deleted });
+    return deleted.length;
+  }
+  const sequelize = await database();
+  const bind: unknown[] = [workspaceId, ids];
+  let set: string;
+  let changedOnly: string;
+  if (action === "tag") {
+    bind.push(value.tag);
+    set = "tags = c.tags || ARRAY[$3]::text[]";
+    changedOnly = "NOT (c.tags @> ARRAY[$3]::text[])";
+  } else if (action === "untag") {
+    bind.push(value.tag);
+    set = "tags = array_remove(c.tags, $3)";
+    changedOnly = "c.tags @> ARRAY[$3]::text[]";
+  } else if (action === "setStage") {
+    bind.push(value.stage);
+    set = "stage = $3";
+    changedOnly = "c.stage IS DISTINCT FROM $3";
+  } else {
+    bind.push(
+      value.key,
+      value.value === null || value.value === undefined ? null : JSON.stringify(value.value),
+    );
+    set =
+      "attributes = CASE WHEN $4::jsonb IS NULL THEN c.attributes - $3::text ELSE jsonb_set(c.attributes, ARRAY[$3::text], $4::jsonb) END";
+    changedOnly = "(c.attributes -> $3::text) IS DISTINCT FROM $4::jsonb";
+  }
+  const stageHistory =
+    action === "setStage"
+      ? `, history AS (
+           INSERT INTO contact_stage_history (id, workspace_id, contact_id, from_stage, to_stage, reason, changed_by_type, changed_by_id)
+           SELECT gen_random_uuid()::text, $1, u.id, u.from_stage, u.stage, 'bulk', ${bindNext(bind, actor.actorType)}, ${bindNext(bind, actor.actorId)}
+             FROM updated u)`
+      : "";
+  const rows = await sequelize.query<Changed>(
+    `WITH before AS (
+       SELECT c.id, c.stage AS from_stage FROM contacts c
+        WHERE c.workspace_id = $1 AND c.id = ANY($2::text[]) AND ${changedOnly} FOR UPDATE),
+     updated AS (
+       UPDATE contacts c SET ${set}, updated_at = now() FROM before b
+        WHERE c.id = b.id RETURNING c.id, c.email, c.first_name, c.last_name, c.stage, b.from_stage)
+     ${stageHistory}
+     SELECT id, email, first_name, last_name FROM updated`,
+    { bind, type: QueryTypes.SELECT },
+  );
+  await contactsChanged(broker, workspaceId, {
+    updated: rows.map((r) => ({ id: r.id, email: r.email, firstName: r.first_name, lastName: r.last_name })),
+  });
+  return rows.length;
+}
+
+function bindNext(bind: unknown[], value: unknown): string {
+  bind.push(value);
+  return `$${bind.length}`;
+}

@@ -1,0 +1,50 @@
+import { QueryTypes } from "sequelize";
+import { database } from "../../lib/database";
+import type { ConsentEntry } from "../../models";
+import {
+  CONSENT_CHANNELS,
+  contactView,
+  getRow,
+  type ConsentChannel,
+  type ContactRow,
+  type ContactView,
+} from "./contacts.repo";
+
+/** Per-channel consent: the pure state change and its one UPDATE. */
+
+export type ConsentTarget = ConsentChannel | "all";
+
+/** The new stored consent and the opt-out facts to emit (one `all`, or the channel's). */
+export function applyConsent(
+  stored: Record<string, ConsentEntry>,
+  channel: ConsentTarget,
+  status: "opted_in" | "opted_out",
+  source: string,
+  now: Date,
+): { consent: Record<string, ConsentEntry>; optOuts: string[] } {
+  const entry: ConsentEntry = { status, source, updatedAt: now.toISOString() };
+  const channels = channel === "all" ? CONSENT_CHANNELS : [channel];
+  const consent = { ...stored };
+  for (const c of channels) consent[c] = { ...entry };
+  const optOuts = status === "opted_out" ? [channel] : [];
+  return { consent, optOuts };
+}
+
+export async function setConsent(
+  workspaceId: string,
+  contactId: string,
+  channel: ConsentTarget,
+  status: "opted_in" | "opted_out",
+  source: string,
+): Promise<{ contact: ContactView; optOuts: string[] }> {
+  const sequelize = await database();
+  return sequelize.transaction(async (transaction) => {
+    const row = await getRow(workspaceId, contactId, transaction, true);
+    const { consent, optOuts } = applyConsent(row.consent ?? {}, channel, status, source, new Date());
+    const rows = await sequelize.query<ContactRow>(
+      `UPDATE contacts SET consent = $1::jsonb, updated_at = now() WHERE workspace_id = $2 AND id = $3 RETURNING *`,
+      { bind: [JSON.stringify(consent), workspaceId, contactId], type: QueryTypes.SELECT, transaction },
+    );
+    return { contact: contactView(rows[0]), optOuts };
+  });
+}

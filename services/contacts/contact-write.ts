@@ -1,0 +1,121 @@
+import { database } from "../../lib/database";
+import type { FieldIssue } from "../../lib/errors";
+import { checkCustomFields, missingRequired, type CustomFieldDef } from "./custom-fields";
+import {
+  assertNoIssues,
+  contactView,
+  customFieldDefs,
+  getRow,
+  insertContact,
+  recordStageChange,
+  stageKeys,
+  updateColumns,
+  type ContactRow,
+  type ContactView,
+} from "./contacts.repo";
+import {
+  hasIdentity,
+  mergeObject,
+  normalizeContactInput,
+  type ContactInput,
+  type ContactWrite,
+} from "./normalize";
+
+/** Validation against the workspace's definitions (custom fields, stages), then the write itself. */
+
+export interface WorkspaceDefs {
+  customFields: CustomFieldDef[];
+  stages: Set<string>;
+}
+
+export async function loadDefs(workspaceId: string): Promise<WorkspaceDefs> {
+  const [customFields, stages] = await Promise.all([customFieldDefs(workspaceId), stageKeys(workspaceId)]);
+  return { customFields, stages };
+}
+
+/**
+ * Normalise and check an input; returns the write and the issues (each naming
+ * its field). `coerce` accepts text forms of typed custom field values (CSV).
+ */
+export function checkInput(
+  input: ContactInput,
+  defs: WorkspaceDefs,
+  options: { coerce?: boolean; defaultCountry?: string } = {},
+): { write: ContactWrite; issues: FieldIssue[] } {
+  const { write, issues } = normalizeContactInput(input, options);
+  if (write.customFields) {
+    const checked = checkCustomFields(defs.customFields, write.customFields, options.coerce);
+    issues.push(...checked.issues);
+    write.customFields = checked.values;
+  }
+  if (write.stage && !defs.stages.has(write.stage)) {
+    issues.push({
+      field: "stage",
+      message: `must be one of the workspace's lifecycle stages (${[...defs.stages].join(", ")})`,
+    });
+  }
+  return { write, issues };
+}
+
+/** Nulls in a create mean "no value": drop them from JSON objects. */
+function withoutNulls(obj: Record<string, unknown> | undefined): Record<string, unknown> | undefined {
+  return obj && mergeObject({}, obj);
+}
+
+export function createIssues(write: ContactWrite, defs: WorkspaceDefs): FieldIssue[] {
+  const issues: FieldIssue[] = [];
+  if (!hasIdentity(write)) {
+    issues.push({ field: "email", message: "a contact needs at least one of email, phone, externalId" });
+  }
+  issues.push(...missingRequired(defs.customFields, write.customFields ?? {}));
+  return issues;
+}
+
+export async function createContact(workspaceId: string, input: ContactInput): Promise<ContactView> {
+  const defs = await loadDefs(workspaceId);
+  const { write, issues } = checkInput(input, defs);
+  write.attributes = withoutNulls(write.attributes);
+  write.customFields = withoutNulls(write.customFields);
+  assertNoIssues([...issues, ...createIssues(write, defs)]);
+  return contactView(await insertContact(workspaceId, write));
+}
+
+export interface UpdateResult {
+  before: ContactRow;
+  after: ContactView;
+  stageChanged: boolean;
+}
+
+/** Apply a PATCH: attributes/customFields merge key by key (null removes), tags replace. */
+export async function updateContact(
+  workspaceId: string,
+  id: string,
+  input: ContactInput,
+  actor: { actorType: string; actorId: string | null },
+  reason: string | null = null,
+): Promise<UpdateResult> {
+  const defs = await loadDefs(workspaceId);
+  const { write, issues } = checkInput(input, defs);
+  assertNoIssues(issues);
+  const sequelize = await database();
+  return sequelize.transaction(async (transaction) => {
+    const before = await getRow(workspaceId, id, transaction, true);
+    if (write.attributes) write.attributes = mergeObject(before.attributes ?? {}, write.attributes);
+    if (write.customFields) write.customFields = mergeObject(before.custom_fields ?? {}, write.customFields);
+    const identity = {
+      email: write.email !== undefined ? write.email : before.email,
+      phone: write.phone !== undefined ? write.phone : before.phone,
+      externalId: write.externalId !== undefined ? write.externalId : before.external_id,
+    };
+    const more: FieldIssue[] = [];
+    if (!hasIdentity(identity))
+      more.push({ field: "email", message: "a contact needs at least one of email, phone, externalId" });
+    if (write.customFields) more.push(...missingRequired(defs.customFields, write.customFields));
+    assertNoIssues(more);
+    const row = await updateColumns(workspaceId, id, write, transaction);
+    const stageChanged = write.stage !== undefined && write.stage !== before.stage;
+    if (stageChanged)
+      await recordStageChange(workspaceId, id, before.stage, row.stage, actor, reason, transaction);
+    return { before, after: contactView(row), stageChanged };
+  });
+}

@@ -1,0 +1,205 @@
+import type { Readable } from "node:stream";
+import { parse } from "csv-parse";
+import type { FieldIssue } from "../../lib/errors";
+import type { ContactInput } from "./normalize";
+
+/**
+ * CSV → contact inputs, streamed. The header row (line 1) names the columns;
+ * `mapping` (CSV column → contact field) overrides, and columns named like a
+ * field (`email`, `First Name`, `first_name`, `attributes.plan`,
+ * `customFields.size`) map themselves. Other columns are ignored and reported.
+ */
+
+export const SCALAR_FIELDS = [
+  "email",
+  "phone",
+  "firstName",
+  "lastName",
+  "externalId",
+  "locale",
+  "timezone",
+  "country",
+  "city",
+  "tags",
+  "stage",
+  "companyId",
+  "ownerId",
+] as const;
+
+/** Export-only columns an import skips silently (ids and timestamps are the service's own). */
+const READ_ONLY = new Set(["id", "score", "createdat", "updatedat", "workspaceid", "consent"]);
+
+export type Target =
+  | { kind: "field"; field: (typeof SCALAR_FIELDS)[number] }
+  | { kind: "attributes" | "customFields"; key: string };
+
+const squash = (s: string) => s.toLowerCase().replace(/[\s_-]+/g, "");
+const FIELD_BY_SQUASHED = new Map<string, (typeof SCALAR_FIELDS)[number]>(
+  SCALAR_FIELDS.map((f) => [squash(f), f]),
+);
+
+/** A mapping target (`email`, `attributes.plan`, `customFields.size`) or null when it names nothing. */
+export function parseTarget(name: string): Target | null {
+  const dot = name.indexOf(".");
+  if (dot > 0) {
+    const prefix = name.slice(0, dot);
+    const key = name.slice(dot + 1);
+    if (!key || key.length > 100 || key.includes(".")) return null;
+    if (squash(prefix) === "attributes") return { kind: "attributes", key };
+    if (squash(prefix) === "customfields") return { kind: "customFields", key };
+    return null;
+  }
+  const field = FIELD_BY_SQUASHED.get(squash(name));
+  return field ? { kind: "field", field } : null;
+}
+
+export interface ColumnPlan {
+  targets: Array<Target | null>;
+  ignored: string[];
+}
+
+/** Check a client mapping (400 details name `mapping.<column>`). A target of null or "" ignores the column. */
+export function checkMapping(mapping: unknown): {
+  mapping: Record<string, string | null>;
+  issues: FieldIssue[];
+} {
+  const issues: FieldIssue[] = [];
+  if (mapping === undefined || mapping === null) return { mapping: {}, issues };
+  if (typeof mapping !== "object" || Array.isArray(mapping)) {
+    return {
+      mapping: {},
+      issues: [{ field: "mapping", message: "must be a JSON object of CSV column → contact field" }],
+    };
+  }
+  const out: Record<string, string | null> = {};
+  for (const [column, target] of Object.entries(mapping as Record<string, unknown>)) {
+    if (target === null || target === "") out[column] = null;
+    else if (typeof target !== "string" || !parseTarget(target)) {
+      issues.push({
+        field: `mapping.${column}`,
+        message: "must name a contact field, attributes.<key> or customFields.<key>",
+      });
+    } else out[column] = target;
+  }
+  return { mapping: out, issues };
+}
+
+export function planColumns(header: string[], mapping: Record<string, string | null>): ColumnPlan {
+  const ignored: string[] = [];
+  const targets = header.map((column) => {
+    const name = column.trim();
+    if (name in mapping) {
+      const target = mapping[name];
+      if (target === null) ignored.push(name);
+      return target === null ? null : parseTarget(target);
+    }
+    const target = parseTarget(name);
+    if (!target && !READ_ONLY.has(squash(name))) ignored.push(name);
+    return target;
+  });
+  return { targets, ignored };
+}
+
+/**
+ * The value of an `attributes.*` cell: JSON numbers, booleans, arrays and
+ * objects come back typed (export writes non-strings as JSON, and strings that
+ * would read as JSON as a JSON string), anything else is the text itself.
+ */
+export function decodeAttributeCell(cell: string): unknown {
+  const t = cell.trim();
+  if (/^(-?\d|true$|false$|null$|\[|\{|")/.test(t)) {
+    try {
+      return JSON.parse(t);
+    } catch {
+      return cell;
+    }
+  }
+  return cell;
+}
+
+/** Tags cell: a JSON array or a `;`-separated list. */
+export function decodeTags(cell: string): unknown {
+  const t = cell.trim();
+  if (t.startsWith("[")) {
+    try {
+      return JSON.parse(t);
+    } catch {
+      return t.split(";");
+    }
+  }
+  return t
+    .split(";")
+    .map((s) => s.trim())
+    .filter(Boolean);
+}
+
+/** One CSV record as a contact input; empty cells mean "not given". */
+export function rowToInput(cells: string[], plan: ColumnPlan): ContactInput {
+  const input: Record<string, unknown> = {};
+  const attributes: Record<string, unknown> = {};
+  const customFields: Record<string, unknown> = {};
+  plan.targets.forEach((target, i) => {
+    const cell = cells[i];
+    if (!target || cell === undefined || cell.trim() === "") return;
+    if (target.kind === "attributes") attributes[target.key] = decodeAttributeCell(cell);
+    else if (target.kind !== "field") customFields[target.key] = cell;
+    else if (target.field === "tags") input.tags = decodeTags(cell);
+    else input[target.field] = cell.trim();
+  });
+  if (Object.keys(attributes).length) input.attributes = attributes;
+  if (Object.keys(customFields).length) input.customFields = customFields;
+  return input as ContactInput;
+}
+
+export type CsvItem =
+  | { kind: "header"; plan: ColumnPlan; columns: string[] }
+  | { kind: "row"; line: number; input: ContactInput }
+  | { kind: "bad"; line: number; error: string };
+
+/**
+ * Stream CSV records; broken rows become `bad` items. Lines are those of the
+ * file (the header is line 1) and a record spanning lines reports its first.
+ */
+export async function* readCsv(
+  source: Readable,
+  mapping: Record<string, string | null>,
+): AsyncGenerator<CsvItem> {
+  const skipped: Array<{ line: number; error: string }> = [];
+  // End line of the last record seen and empty lines counted so far, to find where the next record starts.
+  let lastEnd = 0;
+  let lastEmpty = 0;
+  const parser = parse({
+    bom: true,
+    relax_column_count: true,
+    skip_empty_lines: true,
+    skip_records_with_error: true,
+    info: true,
+  });
+  parser.on("skip", (err: Error & { lines?: number }) => {
+    skipped.push({ line: err.lines ?? 0, error: `CSV: ${err.message}` });
+  });
+  source.on("error", (err) => parser.destroy(err));
+  source.pipe(parser);
+  let plan: ColumnPlan | null = null;
+  for await (const item of parser as AsyncIterable<{
+    record: string[];
+    info: { lines: number; empty_lines: number };
+  }>) {
+    const { record, info } = item;
+    const line = lastEnd + 1 + (info.empty_lines - lastEmpty);
+    lastEnd = info.lines;
+    lastEmpty = info.empty_lines;
+    while (skipped.length && skipped[0].line < line) yield { kind: "bad", ...skipped.shift()! };
+    if (!plan) {
+      plan = planColumns(record, mapping);
+      yield { kind: "header", plan, columns: record };
+      continue;
+    }
+    if (record.length !== plan.targets.length) {
+      yield { kind: "bad", line, error: `expected ${plan.targets.length} columns, found ${record.length}` };
+      continue;
+    }
+    yield { kind: "row", line, input: rowToInput(record, plan) };
+  }
+  while (skipped.length) yield { kind: "bad", ...skipped.shift()! };
+}

@@ -1,0 +1,121 @@
+import { QueryTypes } from "sequelize";
+import { newId } from "../../lib/crypto";
+import { database } from "../../lib/database";
+import { conflict, fieldError, notFound } from "../../lib/errors";
+import { pageOf, type Page, type PageRequest } from "../../lib/pagination";
+import { normalizeEmail, normalizePhone } from "./normalize";
+import { uniqueViolation } from "./sql";
+
+/** Do-not-contact list: emails and phones (stored normalised) that no send may reach. */
+
+export interface DncEntry {
+  id: string;
+  type: "email" | "phone";
+  value: string;
+  reason: string | null;
+  createdBy: string | null;
+  createdAt: string;
+}
+
+interface DncRow {
+  id: string;
+  type: "email" | "phone";
+  value: string;
+  reason: string | null;
+  created_by: string | null;
+  created_at: Date;
+}
+
+const view = (r: DncRow): DncEntry => ({
+  id: r.id,
+  type: r.type,
+  value: r.value,
+  reason: r.reason,
+  createdBy: r.created_by,
+  createdAt: new Date(r.created_at).toISOString(),
+});
+
+/** The stored form of a value, or a 400 naming `value`. */
+export function normalizeDncValue(type: "email" | "phone", value: string): string {
+  const normalized = type === "email" ? normalizeEmail(value) : normalizePhone(value);
+  if (!normalized)
+    throw fieldError(
+      "value",
+      type === "email" ? "must be a valid email address" : "must be a valid phone number (E.164)",
+    );
+  return normalized;
+}
+
+export async function listDnc(
+  workspaceId: string,
+  type: string | undefined,
+  page: PageRequest,
+): Promise<Page<DncEntry>> {
+  const sequelize = await database();
+  const where = type ? "workspace_id = $1 AND type = $2" : "workspace_id = $1";
+  const bind = type ? [workspaceId, type] : [workspaceId];
+  const [rows, counted] = await Promise.all([
+    sequelize.query<DncRow>(
+      `SELECT * FROM dnc_entries WHERE ${where} ORDER BY created_at DESC, id DESC LIMIT ${page.limit} OFFSET ${page.offset}`,
+      { bind, type: QueryTypes.SELECT },
+    ),
+    sequelize.query<{ n: string }>(`SELECT count(*) AS n FROM dnc_entries WHERE ${where}`, {
+      bind,
+      type: QueryTypes.SELECT,
+    }),
+  ]);
+  return pageOf(rows.map(view), Number(counted[0].n), page);
+}
+
+export async function addDnc(
+  workspaceId: string,
+  type: "email" | "phone",
+  value: string,
+  reason: string | null,
+  createdBy: string | null,
+): Promise<DncEntry> {
+  const sequelize = await database();
+  try {
+    const rows = await sequelize.query<DncRow>(
+      `INSERT INTO dnc_entries (id, workspace_id, type, value, reason, created_by) VALUES ($1, $2, $3, $4, $5, $6) RETURNING *`,
+      {
+        bind: [newId(), workspaceId, type, normalizeDncValue(type, value), reason, createdBy],
+        type: QueryTypes.SELECT,
+      },
+    );
+    return view(rows[0]);
+  } catch (err) {
+    if (uniqueViolation(err)) throw conflict(`This ${type} is already on the do-not-contact list`);
+    throw err;
+  }
+}
+
+export async function removeDnc(workspaceId: string, type: "email" | "phone", value: string): Promise<void> {
+  const sequelize = await database();
+  const rows = await sequelize.query(
+    `DELETE FROM dnc_entries WHERE workspace_id = $1 AND type = $2 AND value = $3 RETURNING id`,
+    { bind: [workspaceId, type, normalizeDncValue(type, value)], type: QueryTypes.SELECT },
+  );
+  if (!rows.length) throw notFound("Do-not-contact entry");
+}
+
+/** Which of these emails/phones are on the list (senders call this before every send). Values are normalised first. */
+export async function blockedValues(
+  workspaceId: string,
+  emails: string[],
+  phones: string[],
+): Promise<string[]> {
+  const values = [
+    ...emails.map((e) => ["email", normalizeEmail(e)] as const),
+    ...phones.map((p) => ["phone", normalizePhone(p)] as const),
+  ].filter((v): v is readonly ["email" | "phone", string] => v[1] !== null);
+  if (!values.length) return [];
+  const sequelize = await database();
+  const rows = await sequelize.query<{ value: string }>(
+    `SELECT d.value FROM dnc_entries d JOIN unnest($2::text[], $3::text[]) AS v(type, value)
+        ON d.type = v.type AND d.value = v.value
+      WHERE d.workspace_id = $1`,
+    { bind: [workspaceId, values.map((v) => v[0]), values.map((v) => v[1])], type: QueryTypes.SELECT },
+  );
+  return rows.map((r) => r.value);
+}

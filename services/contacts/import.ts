@@ -1,0 +1,103 @@
+import { createReadStream } from "node:fs";
+import type { ServiceBroker } from "moleculer";
+import type { ProgressFn } from "../../lib/jobs";
+import { checkInput, loadDefs } from "./contact-write";
+import { settleContacts } from "./contacts.repo";
+import { readCsv } from "./csv-import";
+import { contactsChanged } from "./effects";
+import { hasIdentity, type ContactWrite } from "./normalize";
+import { upsertMany, type UpsertedRow, type UpsertOrigin } from "./upsert";
+
+/** The import job: stream the spooled CSV, validate each row, upsert in batches, report bad rows by line. */
+
+export const IMPORT_BATCH = 1000;
+/** Enough detail to fix a file; the count stays exact beyond it. */
+export const MAX_REPORTED_FAILURES = 10_000;
+/** Imports creating this many rows refresh the table statistics (stale ones make the planner skip the search index). */
+const ANALYZE_AFTER_ROWS = 5_000;
+
+export interface ImportResult {
+  created: number;
+  updated: number;
+  failed: Array<{ line: number; error: string }>;
+  failedCount: number;
+  ignoredColumns: string[];
+}
+
+const issueText = (issues: Array<{ field: string; message: string }>) =>
+  issues.map((i) => `${i.field} ${i.message}`).join("; ");
+
+/** Upsert a batch and publish its facts; returns the rows written and the per-item errors. */
+export async function writeBatch(
+  broker: ServiceBroker,
+  workspaceId: string,
+  writes: ContactWrite[],
+  origin: UpsertOrigin,
+): Promise<Array<{ row?: UpsertedRow; error?: string }>> {
+  const results = await upsertMany(workspaceId, writes, origin);
+  const rows = results.flatMap((r) => (r.row ? [r.row] : []));
+  await contactsChanged(broker, workspaceId, {
+    created: rows.filter((r) => r.inserted),
+    updated: rows.filter((r) => !r.inserted),
+  });
+  return results;
+}
+
+export async function importCsv(
+  broker: ServiceBroker,
+  workspaceId: string,
+  file: string,
+  mapping: Record<string, string | null>,
+  progress: ProgressFn,
+  totalRows: number,
+  actor: { actorType: string; actorId: string | null },
+): Promise<ImportResult> {
+  const defs = await loadDefs(workspaceId);
+  const result: ImportResult = { created: 0, updated: 0, failed: [], failedCount: 0, ignoredColumns: [] };
+  const fail = (line: number, error: string) => {
+    result.failedCount += 1;
+    if (result.failed.length < MAX_REPORTED_FAILURES) result.failed.push({ line, error });
+  };
+  let batch: Array<{ line: number; write: ContactWrite }> = [];
+  let done = 0;
+
+  const flush = async () => {
+    if (!batch.length) return;
+    const current = batch;
+    batch = [];
+    const results = await writeBatch(
+      broker,
+      workspaceId,
+      current.map((b) => b.write),
+      { ...actor, reason: "import" },
+    );
+    results.forEach((r, i) => {
+      if (r.error) fail(current[i].line, r.error);
+      else if (r.row?.inserted) result.created += 1;
+      else result.updated += 1;
+    });
+    await progress(done, Math.max(totalRows, done));
+  };
+
+  for await (const item of readCsv(createReadStream(file), mapping)) {
+    if (item.kind === "header") {
+      result.ignoredColumns = item.plan.ignored;
+      continue;
+    }
+    done += 1;
+    if (item.kind === "bad") {
+      fail(item.line, item.error);
+      continue;
+    }
+    const { write, issues } = checkInput(item.input, defs, { coerce: true });
+    if (!issues.length && !hasIdentity(write))
+      issues.push({ field: "email", message: "a row needs one of email, phone, externalId" });
+    if (issues.length) fail(item.line, issueText(issues));
+    else batch.push({ line: item.line, write });
+    if (batch.length >= IMPORT_BATCH) await flush();
+  }
+  await flush();
+  if (result.created >= ANALYZE_AFTER_ROWS) await settleContacts();
+  result.failed.sort((a, b) => a.line - b.line);
+  return result;
+}

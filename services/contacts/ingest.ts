@@ -1,0 +1,74 @@
+import type { ServiceBroker } from "moleculer";
+import type { FieldIssue } from "../../lib/errors";
+import { setConsent } from "./consent";
+import { checkInput, loadDefs } from "./contact-write";
+import { contactFields } from "./contacts.schemas";
+import { evaluateSegments, publishOptOut } from "./effects";
+import { writeBatch } from "./import";
+import type { ContactInput, ContactWrite } from "./normalize";
+
+/**
+ * Ingest: up to 1,000 contacts upserted by email (else externalId) in one call.
+ * `emailOptOut: true` opts the email channel out with source "ingest" and
+ * emits `unsubscribe.email` when the contact was not opted out already.
+ */
+
+export interface IngestResult {
+  created: number;
+  updated: number;
+  failed: Array<{ index: number; error: string }>;
+}
+
+const issueText = (issues: FieldIssue[]) => issues.map((i) => `${i.field} ${i.message}`).join("; ");
+
+export async function ingestContacts(
+  broker: ServiceBroker,
+  workspaceId: string,
+  items: unknown[],
+  actor: { actorType: string; actorId: string | null },
+): Promise<IngestResult> {
+  const defs = await loadDefs(workspaceId);
+  const result: IngestResult = { created: 0, updated: 0, failed: [] };
+  const valid: Array<{ index: number; write: ContactWrite; optOut: boolean }> = [];
+  items.forEach((item, index) => {
+    if (!item || typeof item !== "object" || Array.isArray(item)) {
+      result.failed.push({ index, error: "must be an object" });
+      return;
+    }
+    const raw = item as Record<string, unknown>;
+    const input: Record<string, unknown> = {};
+    for (const key of Object.keys(contactFields)) if (raw[key] !== undefined) input[key] = raw[key];
+    const { write, issues } = checkInput(input as ContactInput, defs);
+    if (!issues.length && !write.email && !write.externalId)
+      issues.push({ field: "email", message: "each contact needs an email or an externalId" });
+    if (raw.emailOptOut !== undefined && typeof raw.emailOptOut !== "boolean")
+      issues.push({ field: "emailOptOut", message: "must be a boolean" });
+    if (issues.length) result.failed.push({ index, error: issueText(issues) });
+    else valid.push({ index, write, optOut: raw.emailOptOut === true });
+  });
+
+  const written = await writeBatch(
+    broker,
+    workspaceId,
+    valid.map((v) => v.write),
+    { ...actor, reason: "ingest" },
+  );
+  const optedOut: string[] = [];
+  for (const [n, r] of written.entries()) {
+    const { index, optOut } = valid[n];
+    if (!r.row) {
+      result.failed.push({ index, error: r.error ?? "not written" });
+      continue;
+    }
+    if (r.row.inserted) result.created += 1;
+    else result.updated += 1;
+    if (optOut && r.row.consent.email?.status !== "opted_out") {
+      const { contact } = await setConsent(workspaceId, r.row.id, "email", "opted_out", "ingest");
+      await publishOptOut(broker, workspaceId, contact, "email", "ingest");
+      optedOut.push(contact.id);
+    }
+  }
+  await evaluateSegments(broker, workspaceId, optedOut);
+  result.failed.sort((a, b) => a.index - b.index);
+  return result;
+}

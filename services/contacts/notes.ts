@@ -1,0 +1,80 @@
+import { QueryTypes } from "sequelize";
+import { newId } from "../../lib/crypto";
+import { database } from "../../lib/database";
+import { pageOf, type Page, type PageRequest } from "../../lib/pagination";
+import { getRow } from "./contacts.repo";
+
+/** Notes on a contact, with their author (a user, an API key or the system). */
+
+export interface NoteView {
+  id: string;
+  contactId: string;
+  body: string;
+  author: { type: string; id: string | null; name: string | null };
+  createdAt: string;
+}
+
+interface NoteRow {
+  id: string;
+  contact_id: string;
+  body: string;
+  author_type: string;
+  author_id: string | null;
+  author_name: string | null;
+  created_at: Date;
+}
+
+const view = (r: NoteRow): NoteView => ({
+  id: r.id,
+  contactId: r.contact_id,
+  body: r.body,
+  author: { type: r.author_type, id: r.author_id, name: r.author_name },
+  createdAt: new Date(r.created_at).toISOString(),
+});
+
+const SELECT = `SELECT n.id, n.contact_id, n.body, n.author_type, n.author_id, n.created_at,
+                       CASE WHEN n.author_type = 'user' THEN u.name ELSE NULL END AS author_name
+                  FROM contact_notes n LEFT JOIN users u ON n.author_type = 'user' AND u.id = n.author_id`;
+
+export async function listNotes(
+  workspaceId: string,
+  contactId: string,
+  page: PageRequest,
+): Promise<Page<NoteView>> {
+  await getRow(workspaceId, contactId);
+  const sequelize = await database();
+  const [rows, counted] = await Promise.all([
+    sequelize.query<NoteRow>(
+      `${SELECT} WHERE n.workspace_id = $1 AND n.contact_id = $2 ORDER BY n.created_at DESC, n.id DESC LIMIT ${page.limit} OFFSET ${page.offset}`,
+      { bind: [workspaceId, contactId], type: QueryTypes.SELECT },
+    ),
+    sequelize.query<{ n: string }>(
+      `SELECT count(*) AS n FROM contact_notes WHERE workspace_id = $1 AND contact_id = $2`,
+      {
+        bind: [workspaceId, contactId],
+        type: QueryTypes.SELECT,
+      },
+    ),
+  ]);
+  return pageOf(rows.map(view), Number(counted[0].n), page);
+}
+
+export async function addNote(
+  workspaceId: string,
+  contactId: string,
+  body: string,
+  author: { actorType: string; actorId: string | null },
+): Promise<NoteView> {
+  await getRow(workspaceId, contactId);
+  const sequelize = await database();
+  const id = newId();
+  await sequelize.query(
+    `INSERT INTO contact_notes (id, workspace_id, contact_id, author_type, author_id, body) VALUES ($1, $2, $3, $4, $5, $6)`,
+    { bind: [id, workspaceId, contactId, author.actorType, author.actorId, body] },
+  );
+  const rows = await sequelize.query<NoteRow>(`${SELECT} WHERE n.id = $1`, {
+    bind: [id],
+    type: QueryTypes.SELECT,
+  });
+  return view(rows[0]);
+}

@@ -1,0 +1,47 @@
+import { QueryTypes, type Transaction } from "sequelize";
+import { database } from "../../lib/database";
+
+/**
+ * Tables of other areas that point at contacts. Each is optional (skipped
+ * until its migration exists), found with `to_regclass`.
+ */
+
+/** Rows that follow a contact when it is merged into another. */
+export const MOVABLE_TABLES = [
+  "events",
+  "contact_notes",
+  "score_history",
+  "deals",
+  "tasks",
+  "contact_stage_history",
+  "messages",
+  "form_submissions",
+];
+
+export async function existingTables(names: string[], transaction?: Transaction): Promise<Set<string>> {
+  const sequelize = await database();
+  const rows = await sequelize.query<{ name: string }>(
+    `SELECT t.name FROM unnest($1::text[]) AS t(name)
+      WHERE to_regclass(t.name) IS NOT NULL
+        AND EXISTS (SELECT 1 FROM information_schema.columns c
+                     WHERE c.table_schema = current_schema() AND c.table_name = t.name AND c.column_name = 'contact_id')`,
+    { bind: [names], type: QueryTypes.SELECT, transaction },
+  );
+  return new Set(rows.map((r) => r.name));
+}
+
+/** Rows of an optional table for one contact, as JSON objects (empty when the table does not exist yet). */
+export async function rowsOf(
+  table: string,
+  contactId: string,
+  orderBy: string,
+  present: Set<string>,
+): Promise<Array<Record<string, unknown>>> {
+  if (!present.has(table)) return [];
+  const sequelize = await database();
+  const rows = await sequelize.query<{ row: Record<string, unknown> }>(
+    `SELECT to_jsonb(t) AS row FROM ${table} t WHERE t.contact_id = $1 ORDER BY ${orderBy}`,
+    { bind: [contactId], type: QueryTypes.SELECT },
+  );
+  return rows.map((r) => r.row);
+}

@@ -1,0 +1,27 @@
+/** Positional bind parameters for hand-built SQL: `q.p(value)` appends and returns `$n`. */
+export class Binds {
+  readonly values: unknown[] = [];
+  p(value: unknown): string {
+    this.values.push(value);
+    return `$${this.values.length}`;
+  }
+}
+
+/** Escape LIKE wildcards so user text matches literally. */
+export function likeEscape(text: string): string {
+  return text.replace(/[\\%_]/g, (c) => `\\${c}`);
+}
+
+/** PostgreSQL unique violation (code 23505) with the violated constraint, from Sequelize or pg errors. */
+export function uniqueViolation(err: unknown): string | null {
+  const e = err as {
+    name?: string;
+    parent?: { code?: string; constraint?: string };
+    original?: { code?: string; constraint?: string };
+    code?: string;
+    constraint?: string;
+  };
+  const inner = e?.parent ?? e?.original ?? e;
+  if (inner?.code === "23505") return inner.constraint ?? "unique";
+  return null;
+}

@@ -1,0 +1,67 @@
+import { QueryTypes } from "sequelize";
+import { database } from "../../lib/database";
+import { pageOf, type Page, type PageRequest } from "../../lib/pagination";
+import { getRow } from "./contacts.repo";
+import { existingTables } from "./related";
+
+/**
+ * One contact's history, newest first: events, notes, stage changes, and
+ * messages and form submissions once those areas exist.
+ */
+
+export interface TimelineItem {
+  kind: "event" | "note" | "stage_change" | "message" | "form_submission";
+  id: string;
+  timestamp: string;
+  data: Record<string, unknown>;
+}
+
+export async function timeline(
+  workspaceId: string,
+  contactId: string,
+  page: PageRequest,
+): Promise<Page<TimelineItem>> {
+  await getRow(workspaceId, contactId);
+  const present = await existingTables(["events", "messages", "form_submissions"]);
+  const parts = [
+    `SELECT 'note' AS kind, id, created_at AS at,
+            jsonb_build_object('body', body, 'authorType', author_type, 'authorId', author_id) AS data
+       FROM contact_notes WHERE contact_id = $1`,
+    `SELECT 'stage_change', id, created_at,
+            jsonb_build_object('from', from_stage, 'to', to_stage, 'reason', reason, 'changedByType', changed_by_type, 'changedById', changed_by_id)
+       FROM contact_stage_history WHERE contact_id = $1`,
+  ];
+  if (present.has("events")) {
+    parts.push(`SELECT 'event', id, timestamp,
+            jsonb_build_object('type', type, 'metadata', metadata, 'sessionId', session_id, 'pageUrl', page_url, 'referrer', referrer,
+                               'utmSource', utm_source, 'utmMedium', utm_medium, 'utmCampaign', utm_campaign)
+       FROM events WHERE contact_id = $1`);
+  }
+  // Tables of areas still to come are read generically (every column but the workspace).
+  if (present.has("messages"))
+    parts.push(
+      `SELECT 'message', m.id, m.created_at, to_jsonb(m) - 'workspace_id' - 'contact_id' FROM messages m WHERE m.contact_id = $1`,
+    );
+  if (present.has("form_submissions")) {
+    parts.push(
+      `SELECT 'form_submission', f.id, f.created_at, to_jsonb(f) - 'workspace_id' - 'contact_id' FROM form_submissions f WHERE f.contact_id = $1`,
+    );
+  }
+  const union = parts.join("\nUNION ALL\n");
+  const sequelize = await database();
+  const [rows, counted] = await Promise.all([
+    sequelize.query<{ kind: TimelineItem["kind"]; id: string; at: Date; data: Record<string, unknown> }>(
+      `SELECT * FROM (${union}) t ORDER BY at DESC, id DESC LIMIT ${page.limit} OFFSET ${page.offset}`,
+      { bind: [contactId], type: QueryTypes.SELECT },
+    ),
+    sequelize.query<{ n: string }>(`SELECT count(*) AS n FROM (${union}) t`, {
+      bind: [contactId],
+      type: QueryTypes.SELECT,
+    }),
+  ]);
+  return pageOf(
+    rows.map((r) => ({ kind: r.kind, id: r.id, timestamp: new Date(r.at).toISOString(), data: r.data })),
+    Number(counted[0].n),
+    page,
+  );
+}

@@ -1,0 +1,202 @@
+import { QueryTypes } from "sequelize";
+import { newId } from "../../lib/crypto";
+import { database } from "../../lib/database";
+import type { ContactWrite } from "./normalize";
+import { uniqueViolation } from "./sql";
+
+/**
+ * Update-or-create many contacts in one statement per key: by email when the
+ * row has one, else by externalId, else a plain insert. On an update, given
+ * fields replace, absent ones stay, attributes/customFields merge key by key
+ * and tags are added. A batch that fails as a whole (the same email twice, an
+ * externalId owned by another contact) is retried row by row so each row gets
+ * its own answer.
+ */
+
+export interface UpsertedRow {
+  id: string;
+  email: string | null;
+  firstName: string | null;
+  lastName: string | null;
+  externalId: string | null;
+  consent: Record<string, { status: string }>;
+  inserted: boolean;
+}
+
+export type UpsertResult = { row: UpsertedRow; error?: undefined } | { row?: undefined; error: string };
+
+const RECORD_COLUMNS = `id text, email text, phone text, first_name text, last_name text, external_id text, locale text,
+  timezone text, country text, city text, tags text[], attributes jsonb, custom_fields jsonb, stage text,
+  company_id text, owner_id text`;
+
+const SCALARS = [
+  "email",
+  "phone",
+  "first_name",
+  "last_name",
+  "external_id",
+  "locale",
+  "timezone",
+  "country",
+  "city",
+  "stage",
+  "company_id",
+  "owner_id",
+];
+
+function statement(conflict: "email" | "external_id" | null): string {
+  const target =
+    conflict === "email"
+      ? "ON CONFLICT (workspace_id, email) WHERE email IS NOT NULL"
+      : conflict === "external_id"
+        ? "ON CONFLICT (workspace_id, external_id) WHERE external_id IS NOT NULL"
+        : "";
+  const update = conflict
+    ? `${target} DO UPDATE SET
+        ${SCALARS.map((c) => `${c} = coalesce(EXCLUDED.${c}, c.${c})`).join(",\n        ")},
+        tags = c.tags || array(SELECT unnest(EXCLUDED.tags) EXCEPT SELECT unnest(c.tags)),
+        attributes = c.attributes || EXCLUDED.attributes,
+        custom_fields = c.custom_fields || EXCLUDED.custom_fields,
+        updated_at = now()`
+    : "";
+  // The stages before the write (same snapshot as the upsert), so stage changes get their history rows.
+  const old = conflict
+    ? `SELECT c.id, c.stage FROM contacts c JOIN input r ON c.${conflict} = r.${conflict} WHERE c.workspace_id = $1`
+    : "SELECT NULL::text AS id, NULL::text AS stage WHERE false";
+  return `WITH input AS (SELECT * FROM jsonb_to_recordset($2::jsonb) AS r(${RECORD_COLUMNS})),
+    old AS (${old}),
+    up AS (
+      INSERT INTO contacts AS c (id, workspace_id, ${SCALARS.join(", ")}, tags, attributes, custom_fields)
+      SELECT r.id, $1, ${SCALARS.map((s) => `r.${s}`).join(", ")}, coalesce(r.tags, '{}'), coalesce(r.attributes, '{}'),
+             coalesce(r.custom_fields, '{}')
+        FROM input r
+      ${update}
+      RETURNING c.id, c.email, c.first_name, c.last_name, c.external_id, c.consent, c.stage, (c.xmax = 0) AS inserted),
+    history AS (
+      INSERT INTO contact_stage_history (id, workspace_id, contact_id, from_stage, to_stage, reason, changed_by_type, changed_by_id)
+      SELECT gen_random_uuid()::text, $1, up.id, old.stage, up.stage, $5, $3, $4
+        FROM up LEFT JOIN old ON old.id = up.id
+       WHERE up.stage IS DISTINCT FROM old.stage)
+    SELECT id, email, first_name, last_name, external_id, consent, inserted FROM up`;
+}
+
+/** Who writes and why: stage history rows of an upsert carry it. */
+export interface UpsertOrigin {
+  actorType: string;
+  actorId: string | null;
+  reason: string;
+}
+
+function record(write: ContactWrite) {
+  return {
+    id: newId(),
+    email: write.email ?? null,
+    phone: write.phone ?? null,
+    first_name: write.firstName ?? null,
+    last_name: write.lastName ?? null,
+    external_id: write.externalId ?? null,
+    locale: write.locale ?? null,
+    timezone: write.timezone ?? null,
+    country: write.country ?? null,
+    city: write.city ?? null,
+    tags: write.tags ?? [],
+    attributes: stripNulls(write.attributes),
+    custom_fields: stripNulls(write.customFields),
+    stage: write.stage ?? null,
+    company_id: write.companyId ?? null,
+    owner_id: write.ownerId ?? null,
+  };
+}
+
+function stripNulls(obj: Record<string, unknown> | undefined): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(obj ?? {})) if (v !== null) out[k] = v;
+  return out;
+}
+
+interface Returned {
+  id: string;
+  email: string | null;
+  first_name: string | null;
+  last_name: string | null;
+  external_id: string | null;
+  consent: Record<string, { status: string }>;
+  inserted: boolean;
+}
+
+const toRow = (r: Returned): UpsertedRow => ({
+  id: r.id,
+  email: r.email,
+  firstName: r.first_name,
+  lastName: r.last_name,
+  externalId: r.external_id,
+  consent: r.consent ?? {},
+  inserted: r.inserted,
+});
+
+function errorText(err: unknown): string {
+  const constraint = uniqueViolation(err);
+  if (constraint === "contacts_email_uq") return "email belongs to another contact";
+  if (constraint === "contacts_external_id_uq") return "externalId belongs to another contact";
+  throw err;
+}
+
+async function run(
+  workspaceId: string,
+  conflict: "email" | "external_id" | null,
+  records: ReturnType<typeof record>[],
+  origin: UpsertOrigin,
+) {
+  const sequelize = await database();
+  return sequelize.query<Returned>(statement(conflict), {
+    bind: [workspaceId, JSON.stringify(records), origin.actorType, origin.actorId, origin.reason],
+    type: QueryTypes.SELECT,
+  });
+}
+
+/** Upsert validated writes; results are in input order. */
+export async function upsertMany(
+  workspaceId: string,
+  writes: ContactWrite[],
+  origin: UpsertOrigin,
+): Promise<UpsertResult[]> {
+  const results: UpsertResult[] = new Array(writes.length);
+  const groups: Record<"email" | "external_id" | "none", number[]> = { email: [], external_id: [], none: [] };
+  writes.forEach((w, i) => groups[w.email ? "email" : w.externalId ? "external_id" : "none"].push(i));
+
+  for (const [key, indexes] of Object.entries(groups) as Array<
+    ["email" | "external_id" | "none", number[]]
+  >) {
+    if (!indexes.length) continue;
+    const conflict = key === "none" ? null : key;
+    const records = indexes.map((i) => record(writes[i]));
+    try {
+      const rows = await run(workspaceId, conflict, records, origin);
+      // RETURNING keeps no input order: match rows back by id (inserted) or by key (updated).
+      const byId = new Map(rows.map((r) => [r.id, r]));
+      const byKey = new Map(rows.map((r) => [conflict === "email" ? r.email : r.external_id, r]));
+      indexes.forEach((i, n) => {
+        const hit =
+          byId.get(records[n].id) ??
+          (conflict
+            ? byKey.get(conflict === "email" ? records[n].email : records[n].external_id)
+            : undefined);
+        results[i] = hit ? { row: toRow(hit) } : { error: "not written" };
+      });
+    } catch (err) {
+      if (indexes.length === 1) {
+        results[indexes[0]] = { error: errorText(err) };
+        continue;
+      }
+      for (const [n, i] of indexes.entries()) {
+        try {
+          const [hit] = await run(workspaceId, conflict, [records[n]], origin);
+          results[i] = { row: toRow(hit) };
+        } catch (rowErr) {
+          results[i] = { error: errorText(rowErr) };
+        }
+      }
+    }
+  }
+  return results;
+}
