@@ -20,6 +20,16 @@ export interface AppConfig {
   trustProxy: boolean;
   metricsPort?: number;
   allowPrivateWebhookTargets: boolean;
+  /** Outbound webhook dispatcher: waits before retries 2 and 3, per-attempt timeout, claim lease, poll period, sends in flight. */
+  webhookRetryDelaysMs: number[];
+  webhookTimeoutMs: number;
+  webhookLeaseMs: number;
+  webhookPollMs: number;
+  webhookConcurrency: number;
+  /** Statement timeout of a segment preview; over it the preview answers 400 QUERY_TOO_EXPENSIVE. */
+  segmentPreviewTimeoutMs: number;
+  /** Workspaces with more contacts than this compute a created/changed segment as a job (202). */
+  segmentSyncLimit: number;
   /** scrypt cost (log2 N); lowered only by tests to keep them fast. */
   passwordCost: number;
 }
@@ -58,6 +68,16 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     trustProxy: env.TRUST_PROXY !== "false",
     metricsPort: env.METRICS_PORT ? int(env.METRICS_PORT, 3030) : undefined,
     allowPrivateWebhookTargets: env.WEBHOOK_ALLOW_PRIVATE_TARGETS === "true",
+    webhookRetryDelaysMs: (env.WEBHOOK_RETRY_DELAYS_MS ?? "2000,8000")
+      .split(",")
+      .map((d) => Number.parseInt(d, 10))
+      .filter((d) => Number.isFinite(d) && d >= 0),
+    webhookTimeoutMs: int(env.WEBHOOK_TIMEOUT_MS, 10_000),
+    webhookLeaseMs: int(env.WEBHOOK_LEASE_MS, 30_000),
+    webhookPollMs: int(env.WEBHOOK_POLL_MS, 1_000),
+    webhookConcurrency: int(env.WEBHOOK_CONCURRENCY, 50),
+    segmentPreviewTimeoutMs: int(env.SEGMENT_PREVIEW_TIMEOUT_MS, 5_000),
+    segmentSyncLimit: int(env.SEGMENT_SYNC_LIMIT, 100_000),
     passwordCost: int(env.PASSWORD_HASH_COST, 15),
   };
 }

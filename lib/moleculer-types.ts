@@ -26,6 +26,8 @@ export interface AppMeta {
   ip?: string;
   userAgent?: string;
   rawBody?: string;
+  /** Request headers, kept only for `rawBody: true` actions (signature headers). */
+  requestHeaders?: Record<string, string | string[] | undefined>;
   cookies?: Record<string, string>;
   method?: string;
   contentType?: string;

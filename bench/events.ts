@@ -1,0 +1,256 @@
+/**
+ * POST {ws}/events with the chain, through the real gateway, beside a bare
+ * node:http ceiling measured in the same run (interleaved rounds, medians).
+ *
+ *   DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres npx ts-node --transpile-only bench/events.ts
+ *
+ * Env: BENCH_SECONDS (5), BENCH_ROUNDS (3), BENCH_CONNECTIONS (50), BENCH_WITHOUT (service folders to leave out,
+ * e.g. `segments,scoring` to measure the events path alone). Without DATABASE_URL the embedded
+ * PostgreSQL is used. The load generator is a separate Node process with a keep-alive agent.
+ */
+import { spawn } from "node:child_process";
+import fs from "node:fs";
+import http from "node:http";
+import type { AddressInfo } from "node:net";
+import path from "node:path";
+import { ServiceBroker } from "moleculer";
+import { Client } from "pg";
+import { QueryTypes } from "sequelize";
+import { database } from "../lib/database";
+
+export const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
+export const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
+export const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50);
+
+export interface LoadResult {
+  rps: number;
+  p50: number;
+  p99: number;
+  ok: number;
+  failed: number;
+}
+
+/** The load generator, run with `node -e` in its own process so it does not share the server's event loop. */
+const LOAD_JS = `
+const http = require("node:http");
+const cfg = JSON.parse(process.env.LOAD_CONFIG);
+const agent = new http.Agent({ keepAlive: true, maxSockets: cfg.connections });
+function once() {
+  return new Promise((resolve) => {
+    const t = process.hrtime.bigint();
+    const req = http.request(cfg.url, { method: cfg.method, agent, headers: cfg.headers }, (res) => {
+      res.resume();
+      res.on("end", () => resolve([res.statusCode, Number(process.hrtime.bigint() - t) / 1e6]));
+    });
+    req.on("error", () => resolve([0, Number(process.hrtime.bigint() - t) / 1e6]));
+    req.end(cfg.body);
+  });
+}
+(async () => {
+  let measuring = false, ok = 0, failed = 0; const lat = [];
+  const start = Date.now(), warm = start + cfg.warmupMs, end = warm + cfg.seconds * 1000;
+  let t0 = 0;
+  await Promise.all(Array.from({ length: cfg.connections }, async () => {
+    while (Date.now() < end) {
+      const [status, ms] = await once();
+      if (!measuring && Date.now() >= warm) { measuring = true; t0 = Date.now(); }
+      if (!measuring) continue;
+      if (status >= 200 && status < 300) ok++; else failed++;
+      lat.push(ms);
+    }
+  }));
+  const elapsed = (Date.now() - t0) / 1000; lat.sort((a, b) => a - b);
+  const q = (p) => +(lat[Math.min(lat.length - 1, Math.floor(lat.length * p))] || 0).toFixed(1);
+  console.log(JSON.stringify({ rps: Math.round(ok / elapsed), p50: q(0.5), p99: q(0.99), ok, failed }));
+  agent.destroy();
+})();
+`;
+
+export function runLoad(opts: { url: string; method?: string; headers?: Record<string, string>; body?: string; seconds?: number }): Promise<LoadResult> {
+  const config = {
+    url: opts.url,
+    method: opts.method ?? "GET",
+    headers: { ...(opts.body ? { "content-type": "application/json", "content-length": String(Buffer.byteLength(opts.body)) } : {}), ...opts.headers },
+    body: opts.body,
+    seconds: opts.seconds ?? SECONDS,
+    warmupMs: 1000,
+    connections: CONNECTIONS,
+  };
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ["-e", LOAD_JS], { env: { ...process.env, LOAD_CONFIG: JSON.stringify(config) } });
+    let out = "";
+    child.stdout.on("data", (c) => (out += c));
+    child.stderr.on("data", (c) => process.stderr.write(c));
+    child.on("exit", (code) => (code === 0 ? resolve(JSON.parse(out)) : reject(new Error(`load generator exited ${code}`))));
+  });
+}
+
+/** The ceiling: a bare node:http server answering a small JSON string, in this process. */
+export async function startBareServer(): Promise<{ url: string; close: () => Promise<void> }> {
+  const server = http.createServer((req, res) => {
+    req.resume();
+    req.on("end", () => {
+      res.writeHead(200, { "content-type": "application/json" });
+      res.end('{"ok":true}');
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/`,
+    close: () => new Promise<void>((r) => { server.closeAllConnections(); server.close(() => r()); }),
+  };
+}
+
+export const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+
+/** The app as `npm start` runs it (one broker, the given service folders that exist), on a fresh database. */
+export async function bootApp(areas: string[], env: Record<string, string> = {}) {
+  let dropDb: (() => Promise<void>) | undefined;
+  if (process.env.DATABASE_URL) {
+    const base = process.env.DATABASE_URL;
+    const name = `cms_bench_${Date.now().toString(36)}`;
+    const admin = new Client({ connectionString: base });
+    await admin.connect();
+    await admin.query(`CREATE DATABASE "${name}"`);
+    await admin.end();
+    const url = new URL(base);
+    url.pathname = `/${name}`;
+    process.env.DATABASE_URL = url.toString();
+    dropDb = async () => {
+      const c = new Client({ connectionString: base });
+      await c.connect();
+      await c.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
+      await c.end();
+    };
+  }
+  Object.assign(process.env, { PORT: "0", HOST: "127.0.0.1", LOG_LEVEL: process.env.LOG_LEVEL ?? "warn", ...env });
+  const { resetConfig } = require("../lib/config");
+  resetConfig();
+  const { brokerConfig } = require("../moleculer.config");
+  const broker = new ServiceBroker({ ...brokerConfig(), logger: { type: "Console", options: { level: "warn" } } });
+  const loaded: string[] = [];
+  for (const area of areas) {
+    const dir = path.resolve(__dirname, "../services", area);
+    if (!fs.existsSync(dir)) continue;
+    for (const file of fs.readdirSync(dir).filter((f) => f.endsWith(".service.ts"))) {
+      broker.createService(require(path.join(dir, file)).default);
+      loaded.push(area);
+    }
+  }
+  await broker.start();
+  const api = broker.getLocalService("api") as unknown as {
+    server: { address(): AddressInfo };
+    routes: Array<{ opts: { autoAliases?: boolean } }>;
+    regenerateAutoAliases(route: unknown): void;
+  };
+  for (const route of api.routes) if (route.opts.autoAliases) api.regenerateAutoAliases(route);
+  const baseUrl = `http://127.0.0.1:${api.server.address().port}`;
+  return {
+    broker,
+    baseUrl,
+    loaded,
+    async stop() {
+      await broker.stop();
+      await dropDb?.();
+    },
+  };
+}
+
+/** Register, sign in (session cookie) and create a workspace, through the API. */
+export async function ownerSession(baseUrl: string): Promise<{ cookie: string; workspaceId: string }> {
+  const email = `bench-${Date.now()}@example.test`;
+  const password = "correct horse battery";
+  const json = { "content-type": "application/json" };
+  await fetch(`${baseUrl}/api/auth/register`, { method: "POST", headers: json, body: JSON.stringify({ name: "Bench", email, password }) });
+  const signIn = await fetch(`${baseUrl}/api/auth/callback/credentials`, {
+    method: "POST",
+    headers: json,
+    body: JSON.stringify({ email, password, json: "true" }),
+  });
+  const cookie = signIn.headers.getSetCookie().map((c) => c.split(";")[0]).join("; ");
+  const ws = await fetch(`${baseUrl}/api/workspaces`, { method: "POST", headers: { ...json, cookie }, body: JSON.stringify({ name: "Bench" }) });
+  return { cookie, workspaceId: ((await ws.json()) as { id: string }).id };
+}
+
+async function main() {
+  const without = (process.env.BENCH_WITHOUT ?? "").split(",").filter(Boolean);
+  const areas = ["api", "auth", "workspaces", "contacts", "segments", "scoring", "campaigns", "events", "webhooks"];
+  const app = await bootApp(areas.filter((a) => !without.includes(a)));
+  const bare = await startBareServer();
+  try {
+    const { cookie, workspaceId } = await ownerSession(app.baseUrl);
+    const sequelize = await database();
+    const contactId = `bench-contact-${Date.now()}`;
+    await sequelize.query(`INSERT INTO contacts (id, workspace_id, email, first_name) VALUES (:id, :ws, 'bench@example.test', 'Bench')`, {
+      replacements: { id: contactId, ws: workspaceId },
+    });
+    // One subscribed outbound endpoint, so each event also fans out (delivered asynchronously to the bare server).
+    await fetch(`${app.baseUrl}/api/workspaces/${workspaceId}/webhooks`, {
+      method: "POST",
+      headers: { "content-type": "application/json", cookie },
+      body: JSON.stringify({ url: bare.url, events: ["purchase"] }),
+    });
+    const body = JSON.stringify({
+      type: "purchase",
+      contactId,
+      metadata: { amount: 42, sku: "A-1" },
+      sessionId: "s-1",
+      pageUrl: "https://shop.example/checkout",
+      utmSource: "newsletter",
+    });
+    const chain = ["segments", "campaigns", "scoring"].filter((s) => app.loaded.includes(s));
+    console.log(`events bench: ${CONNECTIONS} connections, ${ROUNDS} rounds x ${SECONDS} s; chain services present: ${chain.join(", ") || "none"}`);
+    const bareRuns: LoadResult[] = [];
+    const eventRuns: LoadResult[] = [];
+    for (let round = 1; round <= ROUNDS; round++) {
+      const b = await runLoad({ url: bare.url });
+      const e = await runLoad({ url: `${app.baseUrl}/api/workspaces/${workspaceId}/events`, method: "POST", headers: { cookie }, body });
+      bareRuns.push(b);
+      eventRuns.push(e);
+      console.log(JSON.stringify({ round, bare: b, events: e }));
+    }
+    // Every recorded purchase must reach the subscribed endpoint: count events against deliveries once drained.
+    const count = async (sql: string) => Number((await sequelize.query<{ n: string }>(sql, { type: QueryTypes.SELECT }))[0].n);
+    const recorded = await count(`SELECT count(*) AS n FROM events WHERE type = 'purchase'`);
+    let stable = -1;
+    let delivered = 0;
+    for (let i = 0; i < 200; i++) {
+      delivered = await count(`SELECT count(*) AS n FROM webhook_deliveries WHERE success`);
+      if (delivered === recorded || delivered === stable) break;
+      stable = delivered;
+      await new Promise((r) => setTimeout(r, 500));
+    }
+    stable = await count(`SELECT count(*) AS n FROM webhook_deliveries`);
+    const eRps = median(eventRuns.map((r) => r.rps));
+    const bRps = median(bareRuns.map((r) => r.rps));
+    const ratios = eventRuns.map((e, i) => e.rps / bareRuns[i].rps);
+    console.log(
+      JSON.stringify({
+        summary: "POST {ws}/events (chain + fan-out enqueue)",
+        eventsPerSec: eRps,
+        p99ms: median(eventRuns.map((r) => r.p99)),
+        failed: eventRuns.reduce((n, r) => n + r.failed, 0),
+        bareNodeHttpReqPerSec: bRps,
+        bareP99ms: median(bareRuns.map((r) => r.p99)),
+        ratioToBare: +median(ratios).toFixed(3),
+        eventsRecorded: recorded,
+        webhookDeliveriesQueued: stable,
+        webhookDeliveriesSucceeded: delivered,
+        targets: "events/s >= 2000, p99 <= 50 ms",
+      }),
+    );
+  } finally {
+    await bare.close();
+    await app.stop();
+  }
+}
+
+if (require.main === module) {
+  main().then(
+    () => process.exit(0),
+    (err) => {
+      console.error(err);
+      process.exit(1);
+    },
+  );
+}

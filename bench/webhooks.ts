@@ -1,0 +1,186 @@
+/**
+ * Outbound webhook dispatch: the dispatcher (claim with SKIP LOCKED, sign, POST through keep-alive agents,
+ * grouped result writes) against a local receiver in another process, beside the bare ceiling measured in
+ * the same run: signed POSTs from a plain keep-alive http.Agent loop to the same receiver.
+ *
+ *   DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres npx ts-node --transpile-only bench/webhooks.ts
+ *
+ * Env: BENCH_SECONDS (5, ceiling run), BENCH_DELIVERIES (15000 per dispatcher run), BENCH_CONNECTIONS (50).
+ */
+import { spawn, type ChildProcess } from "node:child_process";
+import crypto from "node:crypto";
+import http from "node:http";
+import { QueryTypes } from "sequelize";
+import { database } from "../lib/database";
+import { bootApp, CONNECTIONS, median, ownerSession, SECONDS } from "./events";
+
+const DELIVERIES = Number(process.env.BENCH_DELIVERIES ?? 15000);
+const ENDPOINTS = 10;
+
+/** Receiver process: `/ok/*` answers 200, `/fail/*` answers 500. */
+const RECEIVER_JS = `
+const http = require("node:http");
+http.createServer((req, res) => {
+  req.resume();
+  req.on("end", () => {
+    res.writeHead(req.url.startsWith("/fail") ? 500 : 200, { "content-type": "application/json" });
+    res.end('{"ok":true}');
+  });
+}).listen(0, "127.0.0.1", function () { console.log(this.address().port); });
+`;
+
+function startReceiver(): Promise<{ port: number; child: ChildProcess }> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, ["-e", RECEIVER_JS]);
+    child.stdout!.once("data", (d) => resolve({ port: Number(String(d).trim()), child }));
+  });
+}
+
+/** The ceiling (performance.md C14): signed POSTs through a keep-alive agent, CONNECTIONS in flight. */
+async function bareSignedPosts(port: number, seconds: number) {
+  const agent = new http.Agent({ keepAlive: true, maxSockets: CONNECTIONS });
+  const secret = "whsec_" + crypto.randomBytes(24).toString("hex");
+  const lat: number[] = [];
+  let ok = 0;
+  const end = Date.now() + seconds * 1000;
+  const t0 = Date.now();
+  await Promise.all(
+    Array.from({ length: CONNECTIONS }, async () => {
+      while (Date.now() < end) {
+        const body = JSON.stringify({ event: "contact.created", timestamp: new Date().toISOString(), data: { contactId: crypto.randomUUID(), email: "a@example.test", firstName: "A", lastName: "B" } });
+        const ts = Math.floor(Date.now() / 1000);
+        const headers = {
+          "content-type": "application/json",
+          "content-length": String(Buffer.byteLength(body)),
+          "x-webhook-signature": crypto.createHmac("sha256", secret).update(`${ts}.${body}`).digest("hex"),
+          "x-webhook-timestamp": String(ts),
+          "x-webhook-event": "contact.created",
+          "x-webhook-delivery": crypto.randomUUID(),
+          "x-webhook-attempt": "1",
+        };
+        const s = process.hrtime.bigint();
+        const status = await new Promise<number>((resolve) => {
+          const req = http.request(`http://127.0.0.1:${port}/ok/ceiling`, { method: "POST", agent, headers }, (res) => {
+            res.resume();
+            res.on("end", () => resolve(res.statusCode ?? 0));
+          });
+          req.on("error", () => resolve(0));
+          req.end(body);
+        });
+        lat.push(Number(process.hrtime.bigint() - s) / 1e6);
+        if (status === 200) ok++;
+      }
+    }),
+  );
+  agent.destroy();
+  lat.sort((a, b) => a - b);
+  return { deliveriesPerSec: Math.round(ok / ((Date.now() - t0) / 1000)), p99ms: +lat[Math.floor(lat.length * 0.99)].toFixed(1) };
+}
+
+async function main() {
+  const receiver = await startReceiver();
+  const app = await bootApp(["api", "auth", "workspaces", "webhooks"], { WEBHOOK_CONCURRENCY: String(CONNECTIONS) });
+  try {
+    const { cookie, workspaceId } = await ownerSession(app.baseUrl);
+    const sequelize = await database();
+    const dispatcher = (app.broker.getLocalService("webhooks") as unknown as { dispatcher: { wake(): void } }).dispatcher;
+
+    async function endpoints(failing: number): Promise<Array<{ id: string; healthy: boolean }>> {
+      await sequelize.query(`DELETE FROM webhook_endpoints`);
+      const out: Array<{ id: string; healthy: boolean }> = [];
+      for (let i = 0; i < ENDPOINTS; i++) {
+        const healthy = i >= failing;
+        const res = await fetch(`${app.baseUrl}/api/workspaces/${workspaceId}/webhooks`, {
+          method: "POST",
+          headers: { "content-type": "application/json", cookie },
+          body: JSON.stringify({ url: `http://127.0.0.1:${receiver.port}/${healthy ? "ok" : "fail"}/${i}`, events: ["*"] }),
+        });
+        out.push({ id: ((await res.json()) as { id: string }).id, healthy });
+      }
+      return out;
+    }
+
+    /** Queue N deliveries spread over the endpoints, make them due at once, time until the healthy ones are sent. */
+    async function dispatchRun(failing: number) {
+      const eps = await endpoints(failing);
+      await sequelize.query(
+        `INSERT INTO webhook_deliveries (id, workspace_id, endpoint_id, event, direction, body, next_attempt_at)
+         SELECT gen_random_uuid()::text, :ws, (CAST(:eps AS text[]))[1 + g % ${ENDPOINTS}], 'contact.created', 'OUTBOUND',
+                json_build_object('event', 'contact.created', 'timestamp', now(), 'data',
+                  json_build_object('contactId', md5(g::text), 'email', 'user' || g || '@example.test', 'firstName', 'A', 'lastName', 'B'))::text,
+                now() + interval '1 day'
+           FROM generate_series(1, :n) g`,
+        { replacements: { ws: workspaceId, eps: `{${eps.map((e) => e.id).join(",")}}`, n: DELIVERIES } },
+      );
+      const healthyIds = eps.filter((e) => e.healthy).map((e) => e.id);
+      const t0 = Date.now();
+      await sequelize.query(`UPDATE webhook_deliveries SET next_attempt_at = now() WHERE next_attempt_at IS NOT NULL`);
+      dispatcher.wake();
+      let healthyDone = 0;
+      let healthyTotal = 0;
+      for (;;) {
+        const [row] = await sequelize.query<{ done: string; total: string }>(
+          `SELECT count(*) FILTER (WHERE success) AS done, count(*) AS total FROM webhook_deliveries WHERE endpoint_id = ANY(CAST(:ids AS text[]))`,
+          { type: QueryTypes.SELECT, replacements: { ids: `{${healthyIds.join(",")}}` } },
+        );
+        healthyDone = Number(row.done);
+        healthyTotal = Number(row.total);
+        if (healthyDone >= healthyTotal) break;
+        if (Date.now() - t0 > 120_000) throw new Error(`stalled at ${healthyDone}/${healthyTotal}`);
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      const seconds = (Date.now() - t0) / 1000;
+      const [lat] = await sequelize.query<{ p50: number; p99: number }>(
+        `SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY duration_ms) AS p50, percentile_cont(0.99) WITHIN GROUP (ORDER BY duration_ms) AS p99
+           FROM webhook_deliveries WHERE success`,
+        { type: QueryTypes.SELECT },
+      );
+      await sequelize.query(`DELETE FROM webhook_deliveries`);
+      return { healthyDelivered: healthyTotal, seconds: +seconds.toFixed(2), healthyPerSec: Math.round(healthyTotal / seconds), sendP50ms: Number(lat.p50), sendP99ms: Number(lat.p99) };
+    }
+
+    console.log(`webhooks bench: ${DELIVERIES} deliveries per run over ${ENDPOINTS} endpoints, ${CONNECTIONS} in flight`);
+    // Warm-up (JIT, pool, agents), not reported.
+    await bareSignedPosts(receiver.port, 1);
+    await dispatchRun(0);
+    const ceilings: Array<Awaited<ReturnType<typeof bareSignedPosts>>> = [];
+    const healthyRuns: Array<Awaited<ReturnType<typeof dispatchRun>>> = [];
+    const degradedRuns: Array<Awaited<ReturnType<typeof dispatchRun>>> = [];
+    for (let round = 1; round <= 3; round++) {
+      const ceiling = await bareSignedPosts(receiver.port, SECONDS);
+      const healthy = await dispatchRun(0);
+      const degraded = await dispatchRun(2);
+      ceilings.push(ceiling);
+      healthyRuns.push(healthy);
+      degradedRuns.push(degraded);
+      console.log(JSON.stringify({ round, ceiling, dispatcher: healthy, dispatcherWith20PercentFailing: degraded }));
+    }
+    const h = median(healthyRuns.map((r) => r.healthyPerSec));
+    const d = median(degradedRuns.map((r) => r.healthyPerSec));
+    const c = median(ceilings.map((r) => r.deliveriesPerSec));
+    console.log(
+      JSON.stringify({
+        summary: "outbound dispatch to a local receiver",
+        deliveriesPerSec: h,
+        sendP99ms: median(healthyRuns.map((r) => r.sendP99ms)),
+        bareSignedPostsPerSec: c,
+        bareP99ms: median(ceilings.map((r) => r.p99ms)),
+        ratioToBare: +median(healthyRuns.map((r, i) => r.healthyPerSec / ceilings[i].deliveriesPerSec)).toFixed(3),
+        healthyPerSecWhileFifthFail: d,
+        healthyKept: +(d / h).toFixed(3),
+        targets: "deliveries/s >= 2500, p99 <= 50 ms, healthy kept >= 0.8",
+      }),
+    );
+  } finally {
+    await app.stop();
+    receiver.child.kill();
+  }
+}
+
+main().then(
+  () => process.exit(0),
+  (err) => {
+    console.error(err);
+    process.exit(1);
+  },
+);

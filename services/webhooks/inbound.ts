@@ -1,0 +1,118 @@
+import { parsePhoneNumberFromString } from "libphonenumber-js";
+import type { ServiceBroker } from "moleculer";
+import { SYSTEM } from "../../lib/access";
+import { sha256Hex } from "../../lib/crypto";
+import { publishDomainEvent } from "../../lib/domain-events";
+import { fieldError, forbidden, invalidSignature, notFound, conflict } from "../../lib/errors";
+import type { AppContext } from "../../lib/moleculer-types";
+import { isServiceAvailable } from "../../lib/registry";
+import * as repo from "./webhooks.repo";
+import { open } from "./secret-box";
+import { verifyInbound, TOLERANCE_SECONDS } from "./signature";
+
+export interface InboundParams {
+  endpointId: string;
+  type?: string;
+  email?: string | null;
+  contactId?: string | null;
+  firstName?: string | null;
+  lastName?: string | null;
+  phone?: string | null;
+  metadata?: Record<string, unknown> | null;
+}
+
+/** Replay window for signed inbound bodies: the same signature and body within it is refused. */
+export const REPLAY_WINDOW_SECONDS = TOLERANCE_SECONDS;
+
+function headerOf(ctx: AppContext, name: string): string | undefined {
+  const value = ctx.meta.requestHeaders?.[name];
+  return Array.isArray(value) ? value[0] : value;
+}
+
+const e164 = (phone: string | null | undefined) => {
+  const parsed = phone ? parsePhoneNumberFromString(phone.trim()) : undefined;
+  return parsed?.isValid() ? parsed.number : null;
+};
+
+/**
+ * `POST /api/webhooks/inbound/{endpointId}`: 404 unknown or not INBOUND,
+ * 403 inactive, 401 bad signature, 409 replay, 400 no type; then the contact
+ * (by id, or by email found or created exactly once), the event through
+ * `events.record`, and an INBOUND delivery record.
+ */
+export async function receiveInbound(
+  broker: ServiceBroker,
+  ctx: AppContext,
+  params: InboundParams,
+): Promise<{ received: true; deliveryId: string }> {
+  const endpoint = await repo.findEndpointById(params.endpointId);
+  if (!endpoint || endpoint.direction !== "INBOUND") throw notFound("Webhook endpoint");
+  if (!endpoint.active) throw forbidden("Webhook endpoint is inactive");
+
+  const raw = ctx.meta.rawBody ?? "";
+  const signature = headerOf(ctx, "x-webhook-signature");
+  // Read once; the request's bytes and headers must not travel on in the meta of the calls below.
+  delete ctx.meta.rawBody;
+  delete ctx.meta.requestHeaders;
+  let digest: string | null = null;
+  if (endpoint.secret_sealed) {
+    if (!verifyInbound(open(endpoint.secret_sealed), raw, signature)) {
+      throw invalidSignature(signature ? "X-Webhook-Signature does not match the body" : "X-Webhook-Signature is missing");
+    }
+    digest = sha256Hex(`${signature!.trim().toLowerCase()}.${raw}`);
+    if (!(await repo.acceptOnce(endpoint.id, digest, REPLAY_WINDOW_SECONDS))) {
+      throw conflict("This signed body was already received in the last 5 minutes (replay)");
+    }
+  }
+
+  try {
+    if (!params.type) throw fieldError("type", "is required");
+    const workspaceId = endpoint.workspace_id;
+    const contactId = await resolveContact(broker, ctx, workspaceId, params);
+    const event = (await ctx.call(
+      "events.record",
+      { type: params.type, contactId, metadata: params.metadata ?? {} },
+      { meta: { principal: SYSTEM, workspaceId } },
+    )) as { id: string };
+    const { type, email, contactId: givenContactId, firstName, lastName, phone, metadata } = params;
+    const payload = { type, email, contactId: givenContactId, firstName, lastName, phone, metadata };
+    const deliveryId = await repo.insertInboundDelivery(workspaceId, endpoint.id, params.type, payload, event.id);
+    return { received: true, deliveryId };
+  } catch (err) {
+    // A request that failed may be sent again with the same signature.
+    if (digest) await repo.forgetReplay(endpoint.id, digest).catch(() => undefined);
+    throw err;
+  }
+}
+
+async function resolveContact(
+  broker: ServiceBroker,
+  ctx: AppContext,
+  workspaceId: string,
+  params: InboundParams,
+): Promise<string | null> {
+  if (params.contactId && (await repo.contactExists(workspaceId, params.contactId))) return params.contactId;
+  const email = params.email?.trim().toLowerCase();
+  if (!email) {
+    if (params.contactId) throw notFound("Contact");
+    return null;
+  }
+  const contact = await repo.upsertContactByEmail(workspaceId, {
+    email,
+    firstName: params.firstName?.trim() || null,
+    lastName: params.lastName?.trim() || null,
+    phone: e164(params.phone),
+  });
+  if (contact.created) {
+    if (isServiceAvailable(broker, "segments")) {
+      await ctx.call("segments.evaluateContacts", { contactIds: [contact.id] }, { meta: { principal: SYSTEM, workspaceId } });
+    }
+    await publishDomainEvent(broker, workspaceId, "contact.created", {
+      contactId: contact.id,
+      email: contact.email,
+      firstName: contact.firstName,
+      lastName: contact.lastName,
+    });
+  }
+  return contact.id;
+}

@@ -1,0 +1,414 @@
+import { QueryTypes, type Sequelize } from "sequelize";
+import { newId } from "../../lib/crypto";
+import { database } from "../../lib/database";
+import type { DomainEvent } from "../../lib/domain-events";
+import { pageOf, type Page, type PageRequest } from "../../lib/pagination";
+import { deliveryBody } from "./signature";
+import type { Delivery, Endpoint } from "./webhooks.schemas";
+
+const select = async <T extends object>(sql: string, replacements: Record<string, unknown>): Promise<T[]> =>
+  (await database()).query<T>(sql, { type: QueryTypes.SELECT, replacements });
+
+// ---------- endpoints ----------
+
+interface EndpointRow {
+  id: string;
+  workspace_id: string;
+  name: string | null;
+  url: string | null;
+  events: string[];
+  direction: "INBOUND" | "OUTBOUND";
+  active: boolean;
+  secret_sealed: string | null;
+  created_at: Date;
+  updated_at: Date;
+  deliveries?: string | number;
+}
+
+function toEndpoint(row: EndpointRow): Endpoint {
+  const endpoint: Endpoint = {
+    id: row.id,
+    name: row.name,
+    url: row.url,
+    events: row.events ?? [],
+    direction: row.direction,
+    active: row.active,
+    createdAt: new Date(row.created_at).toISOString(),
+    updatedAt: new Date(row.updated_at).toISOString(),
+  };
+  if (row.deliveries !== undefined) endpoint._count = { deliveries: Number(row.deliveries) };
+  return endpoint;
+}
+
+export async function listEndpoints(workspaceId: string): Promise<Endpoint[]> {
+  const rows = await select<EndpointRow>(
+    `SELECT e.*, (SELECT count(*) FROM webhook_deliveries d WHERE d.endpoint_id = e.id) AS deliveries
+       FROM webhook_endpoints e WHERE e.workspace_id = :workspaceId
+      ORDER BY e.created_at DESC, e.id DESC`,
+    { workspaceId },
+  );
+  return rows.map(toEndpoint);
+}
+
+export async function insertEndpoint(
+  workspaceId: string,
+  input: { name: string | null; url: string | null; events: string[]; direction: string; secretSealed: string; createdBy: string | null },
+): Promise<Endpoint> {
+  const [row] = await select<EndpointRow>(
+    `INSERT INTO webhook_endpoints (id, workspace_id, name, url, events, direction, secret_sealed, created_by)
+     VALUES (:id, :workspaceId, :name, :url, CAST(:events AS jsonb), :direction, :secretSealed, :createdBy)
+     RETURNING *`,
+    { id: newId(), workspaceId, ...input, events: JSON.stringify(input.events) },
+  );
+  return toEndpoint(row);
+}
+
+export async function findEndpoint(workspaceId: string, id: string): Promise<EndpointRow | undefined> {
+  const [row] = await select<EndpointRow>(`SELECT * FROM webhook_endpoints WHERE id = :id AND workspace_id = :workspaceId`, {
+    id,
+    workspaceId,
+  });
+  return row;
+}
+
+/** The inbound receiver looks an endpoint up by id alone (its workspace comes from the row). */
+export async function findEndpointById(id: string): Promise<EndpointRow | undefined> {
+  const [row] = await select<EndpointRow>(`SELECT * FROM webhook_endpoints WHERE id = :id`, { id });
+  return row;
+}
+
+export async function updateEndpoint(
+  workspaceId: string,
+  id: string,
+  changes: { name?: string | null; url?: string; events?: string[]; active?: boolean },
+): Promise<Endpoint | null> {
+  const values: Record<string, unknown> = {
+    name: changes.name,
+    url: changes.url,
+    events: changes.events === undefined ? undefined : JSON.stringify(changes.events),
+    active: changes.active,
+  };
+  const given = Object.keys(values).filter((k) => values[k] !== undefined);
+  const sets = given.map((k) => (k === "events" ? "events = CAST(:events AS jsonb)" : `${k} = :${k}`));
+  sets.push("updated_at = now()");
+  const replacements: Record<string, unknown> = { id, workspaceId };
+  for (const k of given) replacements[k] = values[k];
+  const [row] = await select<EndpointRow>(
+    `UPDATE webhook_endpoints e SET ${sets.join(", ")} WHERE id = :id AND workspace_id = :workspaceId
+     RETURNING e.*, (SELECT count(*) FROM webhook_deliveries d WHERE d.endpoint_id = e.id) AS deliveries`,
+    replacements,
+  );
+  return row ? toEndpoint(row) : null;
+}
+
+/** Deliveries go with it (ON DELETE CASCADE). */
+export async function deleteEndpoint(workspaceId: string, id: string): Promise<boolean> {
+  const rows = await select<{ id: string }>(
+    `DELETE FROM webhook_endpoints WHERE id = :id AND workspace_id = :workspaceId RETURNING id`,
+    { id, workspaceId },
+  );
+  return rows.length > 0;
+}
+
+// ---------- deliveries ----------
+
+export interface DeliveryRow {
+  id: string;
+  workspace_id: string;
+  endpoint_id: string;
+  event: string;
+  direction: "INBOUND" | "OUTBOUND";
+  /** The exact body sent (OUTBOUND) or received (INBOUND). */
+  body: string;
+  attempt: number;
+  success: boolean;
+  status_code: number | null;
+  response_body: string | null;
+  error: string | null;
+  duration_ms: number | null;
+  next_attempt_at: Date | null;
+  created_at: Date;
+  delivered_at: Date | null;
+}
+
+const iso = (d: Date | null) => (d ? new Date(d).toISOString() : null);
+
+export function toDelivery(row: DeliveryRow): Delivery {
+  return {
+    id: row.id,
+    endpointId: row.endpoint_id,
+    event: row.event,
+    direction: row.direction,
+    attempt: row.attempt,
+    success: row.success,
+    statusCode: row.status_code,
+    responseBody: row.response_body,
+    error: row.error,
+    durationMs: row.duration_ms,
+    nextAttemptAt: iso(row.next_attempt_at),
+    payload: JSON.parse(row.body) as Record<string, unknown>,
+    createdAt: new Date(row.created_at).toISOString(),
+    deliveredAt: iso(row.delivered_at),
+  };
+}
+
+const DELIVERY_COLUMNS = `id, workspace_id, endpoint_id, event, direction, body, attempt, success, status_code,
+  response_body, error, duration_ms, next_attempt_at, created_at, delivered_at`;
+
+export async function listDeliveries(
+  workspaceId: string,
+  filter: { endpointId?: string; success?: boolean; event?: string },
+  page: PageRequest,
+): Promise<Page<Delivery>> {
+  const where = ["workspace_id = :workspaceId"];
+  if (filter.endpointId) where.push("endpoint_id = :endpointId");
+  if (filter.success !== undefined) where.push("success = :success");
+  if (filter.event) where.push("event = :event");
+  const replacements = { workspaceId, ...filter, limit: page.limit, offset: page.offset };
+  const [rows, [{ total }]] = await Promise.all([
+    select<DeliveryRow>(
+      `SELECT ${DELIVERY_COLUMNS} FROM webhook_deliveries WHERE ${where.join(" AND ")}
+        ORDER BY created_at DESC, id DESC LIMIT :limit OFFSET :offset`,
+      replacements,
+    ),
+    select<{ total: string }>(`SELECT count(*) AS total FROM webhook_deliveries WHERE ${where.join(" AND ")}`, replacements),
+  ]);
+  return pageOf(rows.map(toDelivery), Number(total), page);
+}
+
+export async function findDelivery(workspaceId: string, id: string): Promise<DeliveryRow | undefined> {
+  const [row] = await select<DeliveryRow>(
+    `SELECT ${DELIVERY_COLUMNS} FROM webhook_deliveries WHERE id = :id AND workspace_id = :workspaceId`,
+    { id, workspaceId },
+  );
+  return row;
+}
+
+/**
+ * Fan a domain event out in one statement: one delivery per active OUTBOUND
+ * endpoint of the workspace subscribed to its type (`[]` or `*` = all). The
+ * unique (endpoint, source event) index makes a redelivered event a no-op.
+ */
+export async function fanOut(event: DomainEvent): Promise<number> {
+  const body = deliveryBody({ event: event.type, timestamp: event.occurredAt, data: event.data });
+  const rows = await select<{ id: string }>(
+    `INSERT INTO webhook_deliveries (id, workspace_id, endpoint_id, event, direction, source_event_id, body, next_attempt_at)
+     SELECT gen_random_uuid()::text, e.workspace_id, e.id, :type, 'OUTBOUND', :sourceId, :body, now()
+       FROM webhook_endpoints e
+      WHERE e.workspace_id = :workspaceId AND e.direction = 'OUTBOUND' AND e.active
+        AND (jsonb_array_length(e.events) = 0 OR e.events ? '*' OR e.events ? :type)
+     ON CONFLICT (endpoint_id, source_event_id) WHERE source_event_id IS NOT NULL AND direction = 'OUTBOUND' DO NOTHING
+     RETURNING id`,
+    { type: event.type, sourceId: event.id, body, workspaceId: event.workspaceId },
+  );
+  return rows.length;
+}
+
+/** A claimed delivery with what the sender needs from its endpoint. */
+export interface ClaimedDelivery extends DeliveryRow {
+  url: string | null;
+  secret_sealed: string | null;
+  active: boolean;
+  claim_token: string;
+}
+
+const CLAIMED = `u.*, e.url, e.secret_sealed, e.active`;
+
+/**
+ * Claim due deliveries with FOR UPDATE SKIP LOCKED and a lease: a replica
+ * that dies mid-send leaves the row to be claimed again when the lease ends.
+ */
+export async function claimDue(nodeId: string, limit: number, leaseMs: number): Promise<ClaimedDelivery[]> {
+  return select<ClaimedDelivery>(
+    `WITH due AS (
+       SELECT id FROM webhook_deliveries
+        WHERE next_attempt_at IS NOT NULL AND next_attempt_at <= now() AND direction = 'OUTBOUND'
+          AND (claimed_until IS NULL OR claimed_until < now())
+        ORDER BY next_attempt_at
+        LIMIT :limit
+        FOR UPDATE SKIP LOCKED
+     ), u AS (
+       UPDATE webhook_deliveries d
+          SET claimed_until = now() + make_interval(secs => :leaseSeconds), claim_token = :token, claimed_by = :nodeId
+         FROM due WHERE d.id = due.id
+       RETURNING d.*
+     )
+     SELECT ${CLAIMED} FROM u JOIN webhook_endpoints e ON e.id = u.endpoint_id`,
+    { limit, leaseSeconds: leaseMs / 1000, token: newId(), nodeId },
+  );
+}
+
+/** Claim one OUTBOUND delivery for a manual retry; null when another sender holds it right now. */
+export async function claimOne(
+  workspaceId: string,
+  id: string,
+  nodeId: string,
+  leaseMs: number,
+): Promise<ClaimedDelivery | null> {
+  const rows = await select<ClaimedDelivery>(
+    `WITH u AS (
+       UPDATE webhook_deliveries d
+          SET claimed_until = now() + make_interval(secs => :leaseSeconds), claim_token = :token, claimed_by = :nodeId
+        WHERE d.id = :id AND d.workspace_id = :workspaceId AND d.direction = 'OUTBOUND'
+          AND (d.claimed_until IS NULL OR d.claimed_until < now())
+       RETURNING d.*
+     )
+     SELECT ${CLAIMED} FROM u JOIN webhook_endpoints e ON e.id = u.endpoint_id`,
+    { id, workspaceId, leaseSeconds: leaseMs / 1000, token: newId(), nodeId },
+  );
+  return rows[0] ?? null;
+}
+
+export interface AttemptResult {
+  id: string;
+  token: string;
+  attempt: number;
+  success: boolean;
+  statusCode: number | null;
+  responseBody: string | null;
+  error: string | null;
+  durationMs: number | null;
+  /** When to try again; null when the delivery is finished. */
+  nextAttemptAt: Date | null;
+}
+
+/**
+ * Record many attempts in one statement (grouped commits). The claim token
+ * fences it: a sender whose lease was taken over records nothing.
+ */
+export async function recordAttempts(results: AttemptResult[], sequelize?: Sequelize): Promise<string[]> {
+  if (results.length === 0) return [];
+  const db = sequelize ?? (await database());
+  const rows = results.map((r) => ({
+    id: r.id,
+    token: r.token,
+    attempt: r.attempt,
+    success: r.success,
+    status_code: r.statusCode,
+    response_body: r.responseBody,
+    error: r.error,
+    duration_ms: r.durationMs,
+    next_attempt_at: r.nextAttemptAt ? r.nextAttemptAt.toISOString() : null,
+  }));
+  const updated = await db.query<{ id: string }>(
+    `UPDATE webhook_deliveries d
+        SET attempt = r.attempt, success = r.success, status_code = r.status_code, response_body = r.response_body,
+            error = r.error, duration_ms = r.duration_ms, next_attempt_at = r.next_attempt_at,
+            delivered_at = CASE WHEN r.success THEN now() ELSE d.delivered_at END,
+            claimed_until = NULL, claim_token = NULL
+       FROM jsonb_to_recordset(CAST(:rows AS jsonb)) AS r(id text, token text, attempt int, success boolean,
+            status_code int, response_body text, error text, duration_ms int, next_attempt_at timestamptz)
+      WHERE d.id = r.id AND d.claim_token = r.token
+     RETURNING d.id`,
+    { type: QueryTypes.SELECT, replacements: { rows: JSON.stringify(rows) } },
+  );
+  return updated.map((u) => u.id);
+}
+
+/** Give claims back without recording an attempt (a stopping replica); another replica sends at once. */
+export async function releaseClaims(claims: Array<{ id: string; token: string }>): Promise<void> {
+  if (claims.length === 0) return;
+  await select(
+    `UPDATE webhook_deliveries d SET claimed_until = NULL, claim_token = NULL
+       FROM jsonb_to_recordset(CAST(:rows AS jsonb)) AS r(id text, token text)
+      WHERE d.id = r.id AND d.claim_token = r.token RETURNING d.id`,
+    { rows: JSON.stringify(claims) },
+  );
+}
+
+/** The earliest due time among queued deliveries, so an idle dispatcher can sleep until then. */
+export async function nextDueAt(): Promise<Date | null> {
+  const [row] = await select<{ at: Date | null }>(
+    `SELECT min(next_attempt_at) AS at FROM webhook_deliveries WHERE next_attempt_at IS NOT NULL`,
+    {},
+  );
+  return row?.at ? new Date(row.at) : null;
+}
+
+// ---------- inbound ----------
+
+/**
+ * Replay window: a signed body already seen by this endpoint in the last 5
+ * minutes is refused. One statement: a fresh digest inserts, an old one is
+ * renewed, a recent one returns nothing.
+ */
+export async function acceptOnce(endpointId: string, digest: string, windowSeconds: number): Promise<boolean> {
+  const rows = await select<{ digest: string }>(
+    `INSERT INTO webhook_inbound_replays (endpoint_id, digest) VALUES (:endpointId, :digest)
+     ON CONFLICT (endpoint_id, digest) DO UPDATE SET received_at = now()
+       WHERE webhook_inbound_replays.received_at < now() - make_interval(secs => :windowSeconds)
+     RETURNING digest`,
+    { endpointId, digest, windowSeconds },
+  );
+  return rows.length === 1;
+}
+
+export async function forgetReplay(endpointId: string, digest: string): Promise<void> {
+  await select(`DELETE FROM webhook_inbound_replays WHERE endpoint_id = :endpointId AND digest = :digest RETURNING digest`, {
+    endpointId,
+    digest,
+  });
+}
+
+export async function pruneReplays(windowSeconds: number): Promise<void> {
+  await select(
+    `DELETE FROM webhook_inbound_replays WHERE received_at < now() - make_interval(secs => :windowSeconds) RETURNING digest`,
+    { windowSeconds },
+  );
+}
+
+export async function contactExists(workspaceId: string, id: string): Promise<boolean> {
+  const rows = await select(`SELECT 1 FROM contacts WHERE id = :id AND workspace_id = :workspaceId`, { id, workspaceId });
+  return rows.length > 0;
+}
+
+export interface ContactSeed {
+  email: string;
+  firstName: string | null;
+  lastName: string | null;
+  phone: string | null;
+}
+
+/**
+ * Find or create a contact by email, exactly once under concurrency: the
+ * unique index `contacts_email_uq` decides, never a read-then-write.
+ */
+export async function upsertContactByEmail(
+  workspaceId: string,
+  seed: ContactSeed,
+): Promise<{ id: string; created: boolean; email: string; firstName: string | null; lastName: string | null }> {
+  const inserted = await select<{ id: string; email: string; first_name: string | null; last_name: string | null }>(
+    `INSERT INTO contacts (id, workspace_id, email, first_name, last_name, phone)
+     VALUES (:id, :workspaceId, :email, :firstName, :lastName, :phone)
+     ON CONFLICT (workspace_id, email) WHERE email IS NOT NULL DO NOTHING
+     RETURNING id, email, first_name, last_name`,
+    { id: newId(), workspaceId, ...seed },
+  );
+  const row =
+    inserted[0] ??
+    (
+      await select<{ id: string; email: string; first_name: string | null; last_name: string | null }>(
+        `SELECT id, email, first_name, last_name FROM contacts WHERE workspace_id = :workspaceId AND email = :email`,
+        { workspaceId, email: seed.email },
+      )
+    )[0];
+  return { id: row.id, created: inserted.length > 0, email: row.email, firstName: row.first_name, lastName: row.last_name };
+}
+
+export async function insertInboundDelivery(
+  workspaceId: string,
+  endpointId: string,
+  event: string,
+  payload: Record<string, unknown>,
+  sourceEventId: string,
+): Promise<string> {
+  const id = newId();
+  await select(
+    `INSERT INTO webhook_deliveries (id, workspace_id, endpoint_id, event, direction, source_event_id, body,
+                                     attempt, success, status_code, delivered_at)
+     VALUES (:id, :workspaceId, :endpointId, :event, 'INBOUND', :sourceEventId, :body, 1, true, 200, now())
+     RETURNING id`,
+    { id, workspaceId, endpointId, event, sourceEventId, body: JSON.stringify(payload) },
+  );
+  return id;
+}

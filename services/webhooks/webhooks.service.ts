@@ -1,0 +1,221 @@
+import type { ServiceSchema } from "moleculer";
+import { audit } from "../../lib/audit";
+import { config } from "../../lib/config";
+import { DOMAIN_EVENTS_CHANNEL, type DomainEvent } from "../../lib/domain-events";
+import { conflict, fieldError, notFound, notRetryable } from "../../lib/errors";
+import type { AppContext } from "../../lib/moleculer-types";
+import { pageRequest } from "../../lib/pagination";
+import { workspaceOf } from "../../lib/tenancy";
+import { DbMixin } from "../../mixins/db.mixin";
+import { WebhookEndpoint } from "../../models";
+import { attempt, Dispatcher } from "./dispatcher";
+import { receiveInbound, REPLAY_WINDOW_SECONDS, type InboundParams } from "./inbound";
+import { seal } from "./secret-box";
+import { newSecret } from "./signature";
+import { guardEnabled, resolveTarget, TargetRefused } from "./url-guard";
+import * as repo from "./webhooks.repo";
+import { schemas } from "./webhooks.schemas";
+
+/** Validated params arrive typed by the schema above; handlers read them through this alias. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+type Ctx = AppContext<Record<string, any>>;
+
+/** An OUTBOUND url must be http(s) and, in production, not a private target (400 otherwise). */
+async function checkTarget(url: string): Promise<void> {
+  try {
+    await resolveTarget(url, guardEnabled());
+  } catch (err) {
+    if (err instanceof TargetRefused) throw fieldError("url", err.message.replace(/^url /, ""));
+    throw err;
+  }
+}
+
+const actorId = (ctx: Ctx) => (ctx.meta.principal?.kind === "user" ? ctx.meta.principal.userId : null);
+
+/** Webhook endpoints, the inbound receiver, the outbound fan-out and its dispatcher, deliveries. */
+const WebhooksService: ServiceSchema = {
+  name: "webhooks",
+  mixins: [DbMixin(WebhookEndpoint)],
+  settings: { rest: "/" },
+
+  actions: {
+    /** Endpoints with `_count.deliveries`; never their secrets. Session. */
+    list: {
+      rest: "GET /workspaces/:workspaceId/webhooks",
+      auth: "session",
+      params: schemas.list,
+      openapi: { tags: ["Webhooks"], summary: "List webhook endpoints" },
+      handler: (ctx: Ctx) => repo.listEndpoints(workspaceOf(ctx)),
+    },
+
+    /** Create an endpoint; the answer carries its `secret`, shown only here. Session + ADMIN. */
+    create: {
+      rest: "POST /workspaces/:workspaceId/webhooks",
+      auth: "session",
+      role: "ADMIN",
+      params: schemas.create,
+      openapi: { tags: ["Webhooks"], summary: "Create a webhook endpoint (secret returned once)" },
+      async handler(ctx: Ctx) {
+        const direction = ctx.params.direction ?? "OUTBOUND";
+        const url: string | null = ctx.params.url || null;
+        if (direction === "OUTBOUND") {
+          if (!url) throw fieldError("url", "is required for an OUTBOUND endpoint");
+          await checkTarget(url);
+        }
+        const secret = newSecret();
+        const endpoint = await repo.insertEndpoint(workspaceOf(ctx), {
+          name: ctx.params.name ?? null,
+          url,
+          events: ctx.params.events ?? [],
+          direction,
+          secretSealed: seal(secret),
+          createdBy: actorId(ctx),
+        });
+        await audit(ctx, "webhook.created", { type: "webhook", id: endpoint.id }, {
+          name: endpoint.name,
+          url: endpoint.url,
+          direction,
+          events: endpoint.events,
+        });
+        ctx.meta.$statusCode = 201;
+        return { ...endpoint, _count: { deliveries: 0 }, secret };
+      },
+    },
+
+    /** Change name, url, events or active. Session + ADMIN. */
+    update: {
+      rest: "PATCH /workspaces/:workspaceId/webhooks/:webhookId",
+      auth: "session",
+      role: "ADMIN",
+      params: schemas.update,
+      openapi: { tags: ["Webhooks"], summary: "Update a webhook endpoint" },
+      async handler(ctx: Ctx) {
+        const workspaceId = workspaceOf(ctx);
+        const existing = await repo.findEndpoint(workspaceId, ctx.params.webhookId);
+        if (!existing) throw notFound("Webhook");
+        const { name, url, events, active } = ctx.params;
+        if (url !== undefined && existing.direction === "OUTBOUND") await checkTarget(url);
+        const endpoint = await repo.updateEndpoint(workspaceId, existing.id, { name, url, events, active });
+        if (!endpoint) throw notFound("Webhook");
+        const changes = { name, url, events, active };
+        await audit(ctx, "webhook.updated", { type: "webhook", id: endpoint.id }, {
+          fields: Object.keys(changes).filter((k) => changes[k as keyof typeof changes] !== undefined),
+          ...(active !== undefined ? { active } : {}),
+        });
+        return endpoint;
+      },
+    },
+
+    /** Delete an endpoint and all its deliveries. Session + ADMIN. */
+    remove: {
+      rest: "DELETE /workspaces/:workspaceId/webhooks/:webhookId",
+      auth: "session",
+      role: "ADMIN",
+      params: schemas.remove,
+      openapi: { tags: ["Webhooks"], summary: "Delete a webhook endpoint and its deliveries" },
+      async handler(ctx: Ctx) {
+        if (!(await repo.deleteEndpoint(workspaceOf(ctx), ctx.params.webhookId))) throw notFound("Webhook");
+        await audit(ctx, "webhook.deleted", { type: "webhook", id: ctx.params.webhookId });
+        return { success: true };
+      },
+    },
+
+    /** Delivery records, newest first, paginated (limit max 100). Session. */
+    deliveries: {
+      rest: "GET /workspaces/:workspaceId/webhooks/deliveries",
+      auth: "session",
+      params: schemas.deliveries,
+      openapi: { tags: ["Webhooks"], summary: "List webhook deliveries" },
+      handler(ctx: Ctx) {
+        const { endpointId, success, event } = ctx.params;
+        return repo.listDeliveries(workspaceOf(ctx), { endpointId, success, event }, pageRequest(ctx.params));
+      },
+    },
+
+    /** Send an OUTBOUND delivery again now (same id, next attempt number); 400 NOT_RETRYABLE for INBOUND. Session + ADMIN. */
+    retryDelivery: {
+      rest: "POST /workspaces/:workspaceId/webhooks/deliveries/:deliveryId/retry",
+      auth: "session",
+      role: "ADMIN",
+      params: schemas.retry,
+      openapi: { tags: ["Webhooks"], summary: "Retry an outbound delivery now" },
+      async handler(ctx: Ctx) {
+        const workspaceId = workspaceOf(ctx);
+        const found = await repo.findDelivery(workspaceId, ctx.params.deliveryId);
+        if (!found) throw notFound("Delivery");
+        if (found.direction !== "OUTBOUND") throw notRetryable("Only OUTBOUND deliveries can be retried");
+        const claimed = await repo.claimOne(workspaceId, found.id, this.broker.nodeID, config().webhookLeaseMs);
+        if (!claimed) throw conflict("This delivery is being sent right now");
+        const { result } = await attempt(this.dispatcher.sender, claimed, config().webhookRetryDelaysMs, {
+          scheduleRetries: false,
+        });
+        await repo.recordAttempts([result]);
+        await audit(ctx, "webhook.delivery.retried", { type: "webhook_delivery", id: found.id }, { attempt: result.attempt });
+        return repo.toDelivery((await repo.findDelivery(workspaceId, found.id))!);
+      },
+    },
+
+    /** Receive an event from a customer system, signed with the endpoint secret. Public (signature). */
+    inbound: {
+      rest: "POST /webhooks/inbound/:endpointId",
+      auth: "public",
+      rawBody: true,
+      params: schemas.inbound,
+      openapi: { tags: ["Webhooks"], summary: "Inbound webhook (X-Webhook-Signature: hex HMAC-SHA256 of the raw body)" },
+      handler(ctx: Ctx) {
+        return receiveInbound(this.broker, ctx, ctx.params as InboundParams);
+      },
+    },
+
+    /** Internal: one pass of the outbound queue (cron tick). */
+    dispatchDue: {
+      async handler() {
+        const result = await this.dispatcher.runOnce();
+        await repo.pruneReplays(REPLAY_WINDOW_SECONDS);
+        return result;
+      },
+    },
+  },
+
+  channels: {
+    /** Outbound fan-out: one delivery per domain event and subscribed active OUTBOUND endpoint. */
+    [DOMAIN_EVENTS_CHANNEL]: {
+      group: "webhooks",
+      context: false,
+      // Each fact is one INSERT; a wider window keeps bursts from queueing (the in-memory adapter drops beyond its queue).
+      maxInFlight: 100,
+      async handler(this: { dispatcher: Dispatcher }, payload: DomainEvent) {
+        if ((await repo.fanOut(payload)) > 0) this.dispatcher.wake();
+      },
+    },
+  },
+
+  created() {
+    const cfg = config();
+    this.dispatcher = new Dispatcher({
+      nodeId: this.broker.nodeID,
+      logger: this.logger,
+      retryDelaysMs: cfg.webhookRetryDelaysMs,
+      timeoutMs: cfg.webhookTimeoutMs,
+      leaseMs: cfg.webhookLeaseMs,
+      pollMs: cfg.webhookPollMs,
+      concurrency: cfg.webhookConcurrency,
+      guard: guardEnabled,
+    });
+  },
+
+  started() {
+    this.dispatcher.start();
+    this.pruner = setInterval(() => {
+      repo.pruneReplays(REPLAY_WINDOW_SECONDS).catch((err: Error) => this.logger.warn(`replay prune failed: ${err.message}`));
+    }, 60_000);
+    this.pruner.unref();
+  },
+
+  async stopped() {
+    clearInterval(this.pruner);
+    await this.dispatcher.stop();
+  },
+};
+
+export default WebhooksService;

@@ -1,0 +1,66 @@
+import { connect } from "nats";
+import { randomHex } from "../../../lib/crypto";
+import { publishDomainEvent } from "../../../lib/domain-events";
+import { startApp, type TestApp } from "../../helpers/app";
+import { createTestDatabase } from "../../helpers/database";
+import { ownerWithWorkspace } from "../../helpers/http";
+import { startReceiver, waitFor } from "./receiver";
+
+/** Domain events over JetStream: a fact published while the webhooks consumer is down is delivered after it restarts. */
+const NATS_URL = process.env.NATS_URL;
+if (!NATS_URL) console.log("Skipping the JetStream webhooks suite: NATS_URL is not set");
+const suite = NATS_URL ? describe : describe.skip;
+
+suite("webhooks over NATS JetStream", () => {
+  let db: Awaited<ReturnType<typeof createTestDatabase>>;
+  let gateway: TestApp;
+  let worker: TestApp | undefined;
+  let receiver: Awaited<ReturnType<typeof startReceiver>>;
+  const env = { NATS_URL, NAMESPACE: `wh-${randomHex(4)}`, WEBHOOK_POLL_MS: "200" };
+  const startWorker = (nodeID: string) =>
+    startApp({ databaseUrl: db.url, services: ["webhooks"], withoutGateway: true, broker: { nodeID }, env });
+
+  beforeAll(async () => {
+    db = await createTestDatabase();
+    gateway = await startApp({ databaseUrl: db.url, services: ["api", "auth", "workspaces"], broker: { nodeID: "gw" }, env });
+    worker = await startWorker("worker-1");
+    await gateway.broker.waitForServices(["webhooks"], 10_000);
+    // moleculer-web rebuilds aliases on a debounce when a remote service appears; do it now.
+    const api = gateway.broker.getLocalService("api") as unknown as {
+      routes: Array<{ opts: { autoAliases?: boolean } }>;
+      regenerateAutoAliases(route: unknown): void;
+    };
+    for (const route of api.routes) if (route.opts.autoAliases) api.regenerateAutoAliases(route);
+    receiver = await startReceiver();
+  }, 30_000);
+  afterAll(async () => {
+    await receiver?.close();
+    await worker?.broker.stop();
+    await gateway?.broker.stop();
+    await db?.drop();
+    // The channel's stream is named after the broker namespace: remove this run's stream from the server.
+    const nc = await connect({ servers: NATS_URL });
+    const jsm = await nc.jetstreamManager();
+    await jsm.streams.delete(`${env.NAMESPACE}_cms_domain-events`).catch(() => undefined);
+    await nc.close();
+  });
+
+  test("an event published while the consumer is stopped is delivered once it is back", async () => {
+    const ctx = await ownerWithWorkspace(gateway.baseUrl);
+    // Created through the gateway on another node: the action call crosses NATS.
+    const ep = await ctx.owner.client.post(`${ctx.ws}/webhooks`, { url: receiver.url(), events: ["contact.created"] });
+    expect(ep.status).toBe(201);
+
+    await publishDomainEvent(gateway.broker, ctx.workspaceId, "contact.created", { contactId: "before", email: null, firstName: null, lastName: null });
+    await waitFor(() => receiver.received.length === 1, 10_000, "delivery while the consumer runs");
+
+    await worker!.broker.stop();
+    worker = undefined;
+    await publishDomainEvent(gateway.broker, ctx.workspaceId, "contact.created", { contactId: "while-down", email: null, firstName: null, lastName: null });
+
+    worker = await startWorker("worker-2");
+    await waitFor(() => receiver.received.length === 2, 15_000, "delivery after the restart");
+    expect(JSON.parse(receiver.received[1].body).data.contactId).toBe("while-down");
+    expect(receiver.received[1].headers["x-webhook-event"]).toBe("contact.created");
+  }, 40_000);
+});

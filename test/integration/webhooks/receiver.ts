@@ -1,0 +1,63 @@
+import http from "node:http";
+import type { AddressInfo } from "node:net";
+
+export interface Received {
+  path: string;
+  headers: http.IncomingHttpHeaders;
+  body: string;
+  at: number;
+}
+
+/** What the receiver does with the n-th request (0-based): answer a status and body, or hang until closed. */
+export type Behaviour = (
+  req: Received,
+  index: number,
+) => { status: number; body?: string; headers?: Record<string, string> } | "hang";
+
+/** A real HTTP receiver on 127.0.0.1 that records every request exactly as it arrived. */
+export async function startReceiver(initial: Behaviour = () => ({ status: 200, body: '{"ok":true}' })) {
+  const received: Received[] = [];
+  let behaviour = initial;
+  const hanging = new Set<http.ServerResponse>();
+  const server = http.createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on("data", (c: Buffer) => chunks.push(c));
+    req.on("end", () => {
+      const entry = { path: req.url ?? "", headers: req.headers, body: Buffer.concat(chunks).toString("utf8"), at: Date.now() };
+      received.push(entry);
+      const answer = behaviour(entry, received.length - 1);
+      if (answer === "hang") {
+        hanging.add(res);
+        res.on("close", () => hanging.delete(res));
+        return;
+      }
+      res.writeHead(answer.status, { "content-type": "application/json", ...answer.headers });
+      res.end(answer.body ?? "{}");
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const port = (server.address() as AddressInfo).port;
+  return {
+    url: (path = "/hook") => `http://127.0.0.1:${port}${path}`,
+    received,
+    setBehaviour(next: Behaviour) {
+      behaviour = next;
+    },
+    async close() {
+      for (const res of hanging) res.destroy();
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
+/** Poll until `check` returns a truthy value (no fixed sleeps). */
+export async function waitFor<T>(check: () => T | Promise<T>, timeoutMs = 10_000, what = "condition"): Promise<NonNullable<T>> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await check();
+    if (value) return value as NonNullable<T>;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
