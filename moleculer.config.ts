@@ -41,6 +41,9 @@ export function brokerConfig(): BrokerOptions {
     retryPolicy: { enabled: false },
     registry: { strategy: "RoundRobin", preferLocal: true },
     circuitBreaker: { enabled: false },
+    // Off for actions; channel handlers inherit `maxQueueSize: 0` (unbounded), so the
+    // in-memory channel adapter never drops a domain event with QUEUE_FULL.
+    bulkhead: { enabled: false, concurrency: 10, maxQueueSize: 0 },
     validator: true,
     metrics: cfg.metricsPort
       ? { enabled: true, reporter: [{ type: "Prometheus", options: { port: cfg.metricsPort, path: "/metrics" } }] }

@@ -12,8 +12,14 @@ import { randomHex, safeEqual, sha256Hex } from "./crypto";
 export const SESSION_MAX_AGE = 30 * 24 * 60 * 60;
 const CLOCK_TOLERANCE = 15;
 
+/** HKDF runs once per secret, not once per request. */
+let derived: { secret: string; key: Uint8Array } | undefined;
+
 export function deriveEncryptionKey(secret: string): Uint8Array {
-  return new Uint8Array(crypto.hkdfSync("sha256", secret, "", "NextAuth.js Generated Encryption Key", 32));
+  if (derived?.secret !== secret) {
+    derived = { secret, key: new Uint8Array(crypto.hkdfSync("sha256", secret, "", "NextAuth.js Generated Encryption Key", 32)) };
+  }
+  return derived.key;
 }
 
 export interface SessionClaims extends JWTPayload {

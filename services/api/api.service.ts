@@ -123,6 +123,16 @@ const ApiService: ServiceSchema = {
     },
   },
 
+  created() {
+    // A 201 without Location is valid HTTP (the target URI names the collection);
+    // moleculer-web warns on each one, which costs a synchronous log write per create.
+    const warn = this.logger.warn.bind(this.logger);
+    this.logger.warn = (...args: unknown[]) => {
+      if (typeof args[0] === "string" && args[0].startsWith("The 'ctx.meta.$location' is missing for status code '201'")) return;
+      warn(...args);
+    };
+  },
+
   async started() {
     await acquireDatabase();
   },
