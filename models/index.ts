@@ -1,4 +1,5 @@
 import { DataTypes, Model, Sequelize } from "sequelize";
+import { initCrmModels } from "./crm";
 
 /**
  * Typed Sequelize models over the tables the migrations create.
@@ -101,6 +102,35 @@ export class Contact extends Model {
   declare updatedAt: Date;
 }
 
+export class ActivityEvent extends Model {
+  declare id: string;
+  declare workspaceId: string;
+  declare contactId: string | null;
+  declare type: string;
+  declare metadata: Record<string, unknown>;
+  declare sessionId: string | null;
+  declare pageUrl: string | null;
+  declare referrer: string | null;
+  declare utmSource: string | null;
+  declare utmMedium: string | null;
+  declare utmCampaign: string | null;
+  declare timestamp: Date;
+}
+
+export class WebhookEndpoint extends Model {
+  declare id: string;
+  declare workspaceId: string;
+  declare name: string | null;
+  declare url: string | null;
+  declare events: string[];
+  declare direction: "INBOUND" | "OUTBOUND";
+  declare active: boolean;
+  declare secretSealed: string | null;
+  declare createdBy: string | null;
+  declare createdAt: Date;
+  declare updatedAt: Date;
+}
+
 // Factories, not shared objects: Sequelize writes into each attribute definition it is given.
 const id = () => ({ type: DataTypes.TEXT, primaryKey: true });
 const text = () => ({ type: DataTypes.TEXT });
@@ -108,6 +138,30 @@ const requiredText = () => ({ type: DataTypes.TEXT, allowNull: false });
 const json = () => ({ type: DataTypes.JSONB, allowNull: false, defaultValue: {} });
 
 /** Bind every model to the process's one Sequelize instance. */
+/** A segment (migration 0020); membership lives in `segment_members`. */
+export class Segment extends Model {
+  declare id: string;
+  declare workspaceId: string;
+  declare name: string;
+  declare description: string | null;
+  declare type: "dynamic" | "static";
+  declare filter: Record<string, unknown> | null;
+  declare createdAt: Date;
+  declare updatedAt: Date;
+}
+
+/** A lead-scoring rule (migration 0021). */
+export class ScoringRule extends Model {
+  declare id: string;
+  declare workspaceId: string;
+  declare name: string;
+  declare eventType: string;
+  declare points: number;
+  declare active: boolean;
+  declare createdAt: Date;
+  declare updatedAt: Date;
+}
+
 export function initModels(sequelize: Sequelize): void {
   User.init(
     { id: id(), name: requiredText(), email: requiredText(), passwordHash: requiredText() },
@@ -176,6 +230,58 @@ export function initModels(sequelize: Sequelize): void {
     { sequelize, tableName: "contacts" },
   );
 
+  ActivityEvent.init(
+    {
+      id: id(),
+      workspaceId: requiredText(),
+      contactId: text(),
+      type: requiredText(),
+      metadata: json(),
+      sessionId: text(),
+      pageUrl: text(),
+      referrer: text(),
+      utmSource: text(),
+      utmMedium: text(),
+      utmCampaign: text(),
+      timestamp: { type: DataTypes.DATE, allowNull: false },
+    },
+    { sequelize, tableName: "events", timestamps: false },
+  );
+  WebhookEndpoint.init(
+    {
+      id: id(),
+      workspaceId: requiredText(),
+      name: text(),
+      url: text(),
+      events: { type: DataTypes.JSONB, allowNull: false, defaultValue: [] },
+      direction: requiredText(),
+      active: { type: DataTypes.BOOLEAN, allowNull: false, defaultValue: true },
+      secretSealed: text(),
+      createdBy: text(),
+    },
+    { sequelize, tableName: "webhook_endpoints" },
+  );
+
+  initCrmModels(sequelize);
+
+  Segment.init(
+    { id: id(), workspaceId: requiredText(), name: requiredText(), description: text(), type: requiredText(), filter: { type: DataTypes.JSONB } },
+    { sequelize, tableName: "segments" },
+  );
+  ScoringRule.init(
+    {
+      id: id(),
+      workspaceId: requiredText(),
+      name: requiredText(),
+      eventType: requiredText(),
+      points: { type: DataTypes.INTEGER, allowNull: false },
+      active: { type: DataTypes.BOOLEAN, allowNull: false, defaultValue: true },
+    },
+    { sequelize, tableName: "scoring_rules" },
+  );
+
   Member.belongsTo(User, { foreignKey: "userId", as: "user" });
   Member.belongsTo(Workspace, { foreignKey: "workspaceId", as: "workspace" });
 }
+
+export * from "./crm";

@@ -1,6 +1,16 @@
 import { Sequelize } from "sequelize";
 import * as foundation from "./0001-foundation";
 import * as contacts from "./0002-contacts";
+import * as contactsCrm from "./0003-contacts-crm";
+import * as customFields from "./0004-custom-fields";
+import * as contactsSearch from "./0005-contacts-search";
+import * as crmDeals from "./0006-crm-deals";
+import * as crmTasks from "./0007-crm-tasks";
+import * as crmViews from "./0008-crm-views";
+import * as events from "./0010-events";
+import * as webhooks from "./0011-webhooks";
+import * as segments from "./0020-segments";
+import * as scoring from "./0021-scoring";
 import * as jobs from "./0030-jobs";
 
 export interface Migration {
@@ -12,5 +22,15 @@ export interface Migration {
 export const migrations: Migration[] = [
   { name: "0001-foundation", up: foundation.up },
   { name: "0002-contacts", up: contacts.up },
+  { name: "0003-contacts-crm", up: contactsCrm.up },
+  { name: "0004-custom-fields", up: customFields.up },
+  { name: "0005-contacts-search", up: contactsSearch.up },
+  { name: "0006-crm-deals", up: crmDeals.up },
+  { name: "0007-crm-tasks", up: crmTasks.up },
+  { name: "0008-crm-views", up: crmViews.up },
+  { name: "0010-events", up: events.up },
+  { name: "0011-webhooks", up: webhooks.up },
+  { name: "0020-segments", up: segments.up },
+  { name: "0021-scoring", up: scoring.up },
   { name: "0030-jobs", up: jobs.up },
 ];

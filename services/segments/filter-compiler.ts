@@ -1,0 +1,302 @@
+import {
+  resolveField,
+  type Condition,
+  type EventCondition,
+  type FieldCondition,
+  type FieldScope,
+  type FilterGroup,
+  type ResolvedField,
+  type SegmentCondition,
+} from "./filter-schema";
+
+/**
+ * Compiles a validated filter into ONE SQL predicate over `contacts c`.
+ * Values only ever travel as bind parameters (`$n`); identifiers come only
+ * from the whitelist in filter-schema.ts. Two shapes of the same meaning:
+ * - `row`: behaviour and membership as correlated subqueries, cheap for one
+ *   contact (incremental evaluation);
+ * - `set`: behaviour and membership as `c.id IN (...)` semi-joins, cheap for
+ *   the whole workspace (full recompute, preview).
+ * Tests check that both agree.
+ */
+export type CompileMode = "row" | "set";
+
+/** Collects bind values; `add` answers the placeholder. Shared when several predicates go into one query. */
+export class Binds {
+  readonly values: unknown[] = [];
+  constructor(offset: unknown[] = []) {
+    this.values.push(...offset);
+  }
+  add(value: unknown, cast?: string): string {
+    this.values.push(value);
+    return cast ? `$${this.values.length}::${cast}` : `$${this.values.length}`;
+  }
+}
+
+export interface CompileOptions {
+  mode: CompileMode;
+  /** Placeholder of the workspace id (set mode scopes the event scan by it). */
+  workspaceParam: string;
+}
+
+/** Escape LIKE wildcards so a value is matched literally (the default escape character is `\`). */
+export const escapeLike = (s: string) => s.replace(/[\\%_]/g, (ch) => `\\${ch}`);
+
+const jsonText = (v: unknown) => JSON.stringify(v);
+
+function isGroup(c: Condition): c is FilterGroup {
+  return "conditions" in c;
+}
+
+/** The predicate of a whole filter; never NULL (NULL counts as "does not match"). */
+export function compileFilter(filter: FilterGroup, binds: Binds, options: CompileOptions): string {
+  return `COALESCE(${compileGroup(filter, binds, options)}, false)`;
+}
+
+function compileGroup(group: FilterGroup, binds: Binds, options: CompileOptions): string {
+  if (group.conditions.length === 0) return group.match === "all" ? "true" : "false";
+  const parts = group.conditions.map((c) => compileCondition(c, binds, options));
+  return `(${parts.join(group.match === "all" ? " AND " : " OR ")})`;
+}
+
+function compileCondition(c: Condition, binds: Binds, options: CompileOptions): string {
+  if (isGroup(c)) return compileGroup(c, binds, options);
+  if ("event" in c) return compileEvent(c, binds, options);
+  if ("segment" in c) return compileSegment(c, binds, options);
+  return compileField(c, binds, "contact");
+}
+
+function compileSegment(c: SegmentCondition, binds: Binds, options: CompileOptions): string {
+  const id = binds.add(c.segment, "text");
+  const member =
+    options.mode === "row"
+      ? `EXISTS (SELECT 1 FROM segment_members sm WHERE sm.segment_id = ${id} AND sm.contact_id = c.id)`
+      : `c.id IN (SELECT sm.contact_id FROM segment_members sm WHERE sm.segment_id = ${id})`;
+  return c.operator === "in" ? member : `NOT (${member})`;
+}
+
+function compileEvent(c: EventCondition, binds: Binds, options: CompileOptions): string {
+  // Normalise the count rule to "count >= n", "count <= n" or "count = n".
+  const [op, n] = c.count
+    ? c.count.gte !== undefined
+      ? ([">=", c.count.gte] as const)
+      : c.count.lte !== undefined
+        ? (["<=", c.count.lte] as const)
+        : (["=", c.count.eq as number] as const)
+    : ([">=", 1] as const);
+  // "At least 0 times" always holds; bind nothing (every bound value must be referenced).
+  if (op === ">=" && n === 0) return c.operator === "performed" ? "true" : "false";
+
+  const filters = [`e.type = ${binds.add(c.event, "text")}`];
+  if (c.within) {
+    filters.push(`e.timestamp >= now() - make_interval(days => ${binds.add(c.within.days, "int")})`);
+  }
+  for (const w of c.where ?? []) filters.push(compileField(w, binds, "event"));
+
+  let performed: string;
+  if (options.mode === "row") {
+    const where = `e.contact_id = c.id AND ${filters.join(" AND ")}`;
+    performed =
+      op === ">=" && n === 1
+        ? `EXISTS (SELECT 1 FROM events e WHERE ${where})`
+        : `(SELECT count(*) FROM events e WHERE ${where}) ${op} ${binds.add(n, "int")}`;
+  } else {
+    const scan = `SELECT e.contact_id FROM events e WHERE e.workspace_id = ${options.workspaceParam} AND e.contact_id IS NOT NULL AND ${filters.join(" AND ")}`;
+    if (op === ">=" && n === 1) performed = `c.id IN (${scan})`;
+    else if (op === ">=")
+      performed = `c.id IN (${scan} GROUP BY e.contact_id HAVING count(*) >= ${binds.add(n, "int")})`;
+    else if (op === "<=")
+      performed = `NOT (c.id IN (${scan} GROUP BY e.contact_id HAVING count(*) > ${binds.add(n, "int")}))`;
+    else if (n === 0) performed = `NOT (c.id IN (${scan}))`;
+    else performed = `c.id IN (${scan} GROUP BY e.contact_id HAVING count(*) = ${binds.add(n, "int")})`;
+  }
+  return c.operator === "performed" ? performed : `NOT (${performed})`;
+}
+
+/** A field condition over `c` (contact scope) or `e` (event scope). Exported for scoring rules. */
+export function compileField(c: FieldCondition, binds: Binds, scope: FieldScope): string {
+  const field = resolveField(c.field, scope);
+  if (!field) throw new Error(`Unknown field '${c.field}' reached the compiler`);
+  switch (field.kind) {
+    case "consent":
+      return consentPredicate(
+        c,
+        binds,
+        `COALESCE(c.consent -> ${binds.add(field.channel, "text")} ->> 'status', 'unknown')`,
+      );
+    case "json":
+      return jsonPredicate(c, binds, field);
+    default:
+      if (field.type === "number") return numberPredicate(c, binds, field.column);
+      if (field.type === "date") return datePredicate(c, binds, field.column, "timestamptz");
+      if (field.type === "tags") return tagsPredicate(c, binds, field.column);
+      return textPredicate(c, binds, field.column, field.type === "email");
+  }
+}
+
+function textPredicate(c: FieldCondition, binds: Binds, x: string, lowerValue: boolean): string {
+  const v = (value: unknown) => (lowerValue && typeof value === "string" ? value.toLowerCase() : value);
+  switch (c.operator) {
+    case "eq":
+      return `${x} = ${binds.add(v(c.value), "text")}`;
+    case "neq":
+      return `${x} IS DISTINCT FROM ${binds.add(v(c.value), "text")}`;
+    case "contains":
+      return `${x} ILIKE ${binds.add(`%${escapeLike(String(c.value))}%`, "text")}`;
+    case "not_contains":
+      return `(${x} IS NULL OR ${x} NOT ILIKE ${binds.add(`%${escapeLike(String(c.value))}%`, "text")})`;
+    case "starts_with":
+      return `${x} ILIKE ${binds.add(`${escapeLike(String(c.value))}%`, "text")}`;
+    case "ends_with":
+      return `${x} ILIKE ${binds.add(`%${escapeLike(String(c.value))}`, "text")}`;
+    case "in":
+      return `${x} = ANY(${binds.add((c.value as unknown[]).map(v), "text[]")})`;
+    case "not_in":
+      return `(${x} IS NULL OR NOT (${x} = ANY(${binds.add((c.value as unknown[]).map(v), "text[]")})))`;
+    case "is_set":
+      return `(${x} IS NOT NULL AND ${x} <> '')`;
+    case "is_not_set":
+      return `(${x} IS NULL OR ${x} = '')`;
+    default:
+      throw new Error(`Operator ${c.operator} reached the compiler for a text field`);
+  }
+}
+
+function numberPredicate(c: FieldCondition, binds: Binds, x: string): string {
+  const comparisons: Record<string, string> = { eq: "=", gt: ">", gte: ">=", lt: "<", lte: "<=" };
+  if (comparisons[c.operator]) return `${x} ${comparisons[c.operator]} ${binds.add(c.value, "numeric")}`;
+  switch (c.operator) {
+    case "neq":
+      return `${x} IS DISTINCT FROM ${binds.add(c.value, "numeric")}`;
+    case "between": {
+      const [a, b] = c.value as number[];
+      return `${x} BETWEEN ${binds.add(a, "numeric")} AND ${binds.add(b, "numeric")}`;
+    }
+    case "in":
+      return `${x} = ANY(${binds.add(c.value, "numeric[]")})`;
+    case "not_in":
+      return `(${x} IS NULL OR NOT (${x} = ANY(${binds.add(c.value, "numeric[]")})))`;
+    case "is_set":
+      return `${x} IS NOT NULL`;
+    case "is_not_set":
+      return `${x} IS NULL`;
+    default:
+      throw new Error(`Operator ${c.operator} reached the compiler for a number field`);
+  }
+}
+
+function datePredicate(c: FieldCondition, binds: Binds, x: string, cast: string): string {
+  switch (c.operator) {
+    case "before":
+      return `${x} < ${binds.add(c.value, cast)}`;
+    case "after":
+      return `${x} > ${binds.add(c.value, cast)}`;
+    case "between": {
+      const [a, b] = c.value as string[];
+      return `${x} BETWEEN ${binds.add(a, cast)} AND ${binds.add(b, cast)}`;
+    }
+    case "within_last": {
+      const days = (c.value as { days: number }).days;
+      return `(${x} >= now() - make_interval(days => ${binds.add(days, "int")}) AND ${x} <= now())`;
+    }
+    case "is_set":
+      return `${x} IS NOT NULL`;
+    case "is_not_set":
+      return `${x} IS NULL`;
+    default:
+      throw new Error(`Operator ${c.operator} reached the compiler for a date field`);
+  }
+}
+
+function tagsPredicate(c: FieldCondition, binds: Binds, x: string): string {
+  switch (c.operator) {
+    case "contains":
+      return `${x} @> ARRAY[${binds.add(c.value, "text")}]`;
+    case "not_contains":
+      return `NOT (${x} @> ARRAY[${binds.add(c.value, "text")}])`;
+    case "in":
+      return `${x} && ${binds.add(c.value, "text[]")}`;
+    case "not_in":
+      return `NOT (${x} && ${binds.add(c.value, "text[]")})`;
+    case "is_set":
+      return `cardinality(${x}) > 0`;
+    case "is_not_set":
+      return `cardinality(${x}) = 0`;
+    default:
+      throw new Error(`Operator ${c.operator} reached the compiler for tags`);
+  }
+}
+
+function consentPredicate(c: FieldCondition, binds: Binds, x: string): string {
+  switch (c.operator) {
+    case "eq":
+      return `${x} = ${binds.add(c.value, "text")}`;
+    case "neq":
+      return `${x} <> ${binds.add(c.value, "text")}`;
+    case "in":
+      return `${x} = ANY(${binds.add(c.value, "text[]")})`;
+    case "not_in":
+      return `NOT (${x} = ANY(${binds.add(c.value, "text[]")}))`;
+    default:
+      throw new Error(`Operator ${c.operator} reached the compiler for consent`);
+  }
+}
+
+/**
+ * A JSON value at a path (`attributes.plan`): equality is JSON equality (so
+ * "42" and 42 differ); text operators see a string's text; number operators
+ * see numbers and numeric strings; date operators see ISO date strings. The
+ * helper functions are created by migration 0020 and never raise.
+ */
+function jsonPredicate(
+  c: FieldCondition,
+  binds: Binds,
+  field: Extract<ResolvedField, { kind: "json" }>,
+): string {
+  const path = binds.add(field.path, "text[]");
+  const j = `(${field.column} #> ${path})`;
+  const t = `(${field.column} #>> ${path})`;
+  const num = `segments_num(${j})`;
+  const ts = `segments_ts(${j})`;
+  switch (c.operator) {
+    case "eq":
+      return `${j} = ${binds.add(jsonText(c.value), "jsonb")}`;
+    case "neq":
+      return `${j} IS DISTINCT FROM ${binds.add(jsonText(c.value), "jsonb")}`;
+    case "contains":
+    case "not_contains": {
+      // A JSON array contains an element; a string contains a substring.
+      const element = binds.add(jsonText([c.value]), "jsonb");
+      const pattern = binds.add(`%${escapeLike(String(c.value))}%`, "text");
+      const has = `(CASE jsonb_typeof(${j}) WHEN 'array' THEN ${j} @> ${element} WHEN 'string' THEN ${t} ILIKE ${pattern} ELSE false END)`;
+      return c.operator === "contains" ? has : `NOT COALESCE(${has}, false)`;
+    }
+    case "starts_with":
+      return `(jsonb_typeof(${j}) = 'string' AND ${t} ILIKE ${binds.add(`${escapeLike(String(c.value))}%`, "text")})`;
+    case "ends_with":
+      return `(jsonb_typeof(${j}) = 'string' AND ${t} ILIKE ${binds.add(`%${escapeLike(String(c.value))}`, "text")})`;
+    case "in":
+      return `${j} = ANY(${binds.add((c.value as unknown[]).map(jsonText), "jsonb[]")})`;
+    case "not_in":
+      return `(${j} IS NULL OR NOT (${j} = ANY(${binds.add((c.value as unknown[]).map(jsonText), "jsonb[]")})))`;
+    case "gt":
+    case "gte":
+    case "lt":
+    case "lte":
+      return numberPredicate(c, binds, num);
+    case "between": {
+      const dates = (c.value as unknown[]).every((v) => typeof v === "string");
+      return dates ? datePredicate(c, binds, ts, "timestamptz") : numberPredicate(c, binds, num);
+    }
+    case "before":
+    case "after":
+    case "within_last":
+      return datePredicate(c, binds, ts, "timestamptz");
+    case "is_set":
+      return `COALESCE(${j} NOT IN ('null'::jsonb, '""'::jsonb), false)`;
+    case "is_not_set":
+      return `NOT COALESCE(${j} NOT IN ('null'::jsonb, '""'::jsonb), false)`;
+    default:
+      throw new Error(`Operator ${c.operator} reached the compiler for a JSON field`);
+  }
+}

@@ -1,0 +1,351 @@
+import type { Client } from "pg";
+import { QueryTypes, type Transaction } from "sequelize";
+import { sha256Hex } from "../../lib/crypto";
+import { database } from "../../lib/database";
+import { Binds, compileFilter } from "./filter-compiler";
+import type { FilterGroup } from "./filter-schema";
+
+/**
+ * Segment membership: incremental evaluation of a few contacts against the
+ * segments a change could affect, and the full recompute that reconciles a
+ * whole segment. Entries and exits are logged by the triggers of migration
+ * 0020 (with the causing event id, when there is one).
+ */
+
+export interface DynamicSegment {
+  id: string;
+  filter: FilterGroup;
+  dependsOn: string[];
+  eventTypes: string[];
+  usesScore: boolean;
+}
+
+export interface MembershipChange {
+  segmentId: string;
+  contactId: string;
+}
+
+export interface EvaluationResult {
+  entered: MembershipChange[];
+  exited: MembershipChange[];
+  evaluated: number;
+}
+
+/** What caused an evaluation: a contact change (all segments), an event of a type, or a score change. */
+export type Trigger = { kind: "contact" } | { kind: "event"; eventType?: string } | { kind: "score" };
+
+/** Working memory for the set-shaped queries: a semi-join over a million ids must hash, not loop. */
+const SET_QUERY_WORK_MEM = "256MB";
+const CHUNK = 500;
+
+export async function loadDynamicSegments(
+  workspaceId: string,
+  transaction?: Transaction,
+): Promise<DynamicSegment[]> {
+  const sequelize = await database();
+  const rows = await sequelize.query<{
+    id: string;
+    filter: FilterGroup;
+    depends_on: string[];
+    event_types: string[];
+    uses_score: boolean;
+  }>(
+    `SELECT id, filter, depends_on, event_types, uses_score FROM segments
+      WHERE workspace_id = $1 AND type = 'dynamic' ORDER BY created_at, id`,
+    { bind: [workspaceId], type: QueryTypes.SELECT, transaction },
+  );
+  return rows.map((r) => ({
+    id: r.id,
+    filter: r.filter,
+    dependsOn: r.depends_on,
+    eventTypes: r.event_types,
+    usesScore: r.uses_score,
+  }));
+}
+
+/**
+ * The workspace's dynamic segments for the hot path, reused while a cheap
+ * version probe (count and newest update) is unchanged. Every write to a
+ * segment bumps `updated_at`, so any node sees a change on its next call.
+ */
+const segmentCache = new Map<string, { version: string; segments: DynamicSegment[] }>();
+const SEGMENT_CACHE_MAX = 1000;
+
+async function currentSegments(workspaceId: string): Promise<DynamicSegment[]> {
+  const sequelize = await database();
+  const [{ version }] = await sequelize.query<{ version: string }>(
+    `SELECT count(*) || '/' || COALESCE(max(updated_at)::text, '') || '/' || COALESCE(max(created_at)::text, '') AS version
+       FROM segments WHERE workspace_id = $1 AND type = 'dynamic'`,
+    { bind: [workspaceId], type: QueryTypes.SELECT },
+  );
+  const cached = segmentCache.get(workspaceId);
+  if (cached?.version === version) return cached.segments;
+  const segments = await loadDynamicSegments(workspaceId);
+  if (segmentCache.size >= SEGMENT_CACHE_MAX) segmentCache.clear();
+  segmentCache.set(workspaceId, { version, segments });
+  return segments;
+}
+
+/**
+ * The segments a trigger could affect, plus every segment that depends on
+ * one of them (transitively), in dependency levels: a level only reads the
+ * membership of segments in earlier levels or outside the set.
+ */
+export function affectedLevels(all: DynamicSegment[], trigger: Trigger): DynamicSegment[][] {
+  const seeds = all.filter((s) => {
+    if (trigger.kind === "contact") return true;
+    if (trigger.kind === "score") return s.usesScore;
+    return trigger.eventType === undefined
+      ? s.eventTypes.length > 0
+      : s.eventTypes.includes(trigger.eventType);
+  });
+  const affected = new Set(seeds.map((s) => s.id));
+  let grew = true;
+  while (grew) {
+    grew = false;
+    for (const s of all) {
+      if (!affected.has(s.id) && s.dependsOn.some((d) => affected.has(d))) {
+        affected.add(s.id);
+        grew = true;
+      }
+    }
+  }
+  return dependencyLevels(all.filter((s) => affected.has(s.id)));
+}
+
+/** Kahn's layering over `dependsOn` restricted to the given set (filters are acyclic by validation). */
+export function dependencyLevels(segments: DynamicSegment[]): DynamicSegment[][] {
+  const inSet = new Set(segments.map((s) => s.id));
+  const placed = new Set<string>();
+  const levels: DynamicSegment[][] = [];
+  let remaining = segments;
+  while (remaining.length) {
+    const level = remaining.filter((s) => s.dependsOn.every((d) => !inSet.has(d) || placed.has(d)));
+    if (level.length === 0) throw new Error("Segment dependencies form a cycle");
+    for (const s of level) placed.add(s.id);
+    levels.push(level);
+    remaining = remaining.filter((s) => !placed.has(s.id));
+  }
+  return levels;
+}
+
+/** Serialise evaluations of the same contact across connections, without touching its row lock. */
+async function lockContacts(contactIds: string[], transaction: Transaction) {
+  const sequelize = await database();
+  await sequelize.query(
+    `SELECT pg_advisory_xact_lock(hashtextextended('segments:contact:' || id, 0)) FROM unnest($1::text[]) AS id ORDER BY id`,
+    { bind: [[...contactIds].sort()], type: QueryTypes.SELECT, transaction },
+  );
+}
+
+async function setCause(eventId: string | undefined, transaction: Transaction) {
+  if (!eventId) return;
+  const sequelize = await database();
+  await sequelize.query(`SELECT set_config('segments.event_id', $1, true)`, {
+    bind: [eventId],
+    type: QueryTypes.SELECT,
+    transaction,
+  });
+}
+
+/**
+ * Run a query as a named prepared statement on the transaction's connection
+ * (or a pooled one). The evaluation query of a workspace's segments is the
+ * same text for every contact, so PostgreSQL plans it once per connection
+ * instead of once per event; values are bind parameters as everywhere else.
+ */
+async function queryPrepared<T>(text: string, values: unknown[], transaction?: Transaction): Promise<T[]> {
+  const name = `segments_${sha256Hex(text).slice(0, 40)}`;
+  const run = async (client: Client) => (await client.query({ name, text, values })).rows as T[];
+  if (transaction) return run((transaction as Transaction & { connection: Client }).connection);
+  const manager = (await database()).connectionManager;
+  const client = (await manager.getConnection({ type: "read" })) as Client;
+  try {
+    return await run(client);
+  } finally {
+    manager.releaseConnection(client);
+  }
+}
+
+/** Predicates and current membership of contacts for one dependency level, in one query. */
+async function evaluateLevel(
+  workspaceId: string,
+  contactIds: string[],
+  level: DynamicSegment[],
+  transaction?: Transaction,
+): Promise<{ enter: MembershipChange[]; exit: MembershipChange[]; evaluated: number }> {
+  const binds = new Binds([workspaceId, contactIds, level.map((s) => s.id)]);
+  const predicates = level.map((s) => compileFilter(s.filter, binds, { mode: "row", workspaceParam: "$1" }));
+  const rows = await queryPrepared<{ id: string; m: boolean[]; cur: string[] }>(
+    `SELECT c.id, ARRAY[${predicates.join(", ")}]::boolean[] AS m,
+            ARRAY(SELECT sm.segment_id FROM segment_members sm
+                   WHERE sm.contact_id = c.id AND sm.segment_id = ANY($3::text[])) AS cur
+       FROM contacts c WHERE c.workspace_id = $1 AND c.id = ANY($2::text[])`,
+    binds.values,
+    transaction,
+  );
+  const enter: MembershipChange[] = [];
+  const exit: MembershipChange[] = [];
+  for (const row of rows) {
+    const current = new Set(row.cur);
+    level.forEach((s, k) => {
+      if (row.m[k] && !current.has(s.id)) enter.push({ segmentId: s.id, contactId: row.id });
+      if (!row.m[k] && current.has(s.id)) exit.push({ segmentId: s.id, contactId: row.id });
+    });
+  }
+  return { enter, exit, evaluated: rows.length * level.length };
+}
+
+/**
+ * Re-evaluate contacts against the segments the trigger could affect and
+ * apply the difference. One query per dependency level computes every
+ * predicate and the current membership of each contact. Most evaluations
+ * change nothing: those are answered from a plain read; only when something
+ * changes does the evaluation run again under the contacts' locks and write.
+ */
+export async function evaluateContacts(
+  workspaceId: string,
+  contactIds: string[],
+  trigger: Trigger,
+  eventId?: string,
+): Promise<EvaluationResult> {
+  const result: EvaluationResult = { entered: [], exited: [], evaluated: 0 };
+  const ids = [...new Set(contactIds)];
+  if (ids.length === 0) return result;
+  const sequelize = await database();
+  const levels = affectedLevels(await currentSegments(workspaceId), trigger);
+  if (levels.length === 0) return result;
+
+  for (let i = 0; i < ids.length; i += CHUNK) {
+    const chunk = ids.slice(i, i + CHUNK);
+    // Optimistic pass, one query over every affected segment: if nothing would change, membership
+    // already agrees with the data (a later level reads only memberships that stay as they are).
+    const probe = await evaluateLevel(workspaceId, chunk, levels.flat());
+    if (probe.enter.length === 0 && probe.exit.length === 0) {
+      result.evaluated += probe.evaluated;
+      continue;
+    }
+    await sequelize.transaction(async (transaction) => {
+      await lockContacts(chunk, transaction);
+      await setCause(eventId, transaction);
+      for (const level of levels) {
+        const { enter, exit, evaluated: n } = await evaluateLevel(workspaceId, chunk, level, transaction);
+        await applyChanges(enter, exit, transaction);
+        result.entered.push(...enter);
+        result.exited.push(...exit);
+        result.evaluated += n;
+      }
+    });
+  }
+  return result;
+}
+
+export async function applyChanges(
+  enter: MembershipChange[],
+  exit: MembershipChange[],
+  transaction: Transaction,
+) {
+  const sequelize = await database();
+  if (enter.length) {
+    await sequelize.query(
+      `INSERT INTO segment_members (segment_id, contact_id, entered_at)
+       SELECT s, c, now() FROM unnest($1::text[], $2::text[]) AS d(s, c) ON CONFLICT DO NOTHING`,
+      { bind: [enter.map((e) => e.segmentId), enter.map((e) => e.contactId)], transaction },
+    );
+  }
+  if (exit.length) {
+    await sequelize.query(
+      `DELETE FROM segment_members sm USING unnest($1::text[], $2::text[]) AS d(s, c)
+        WHERE sm.segment_id = d.s AND sm.contact_id = d.c`,
+      { bind: [exit.map((e) => e.segmentId), exit.map((e) => e.contactId)], transaction },
+    );
+  }
+}
+
+export interface RecomputeResult {
+  added: number;
+  removed: number;
+  memberCount: number;
+}
+
+/**
+ * Reconcile one dynamic segment with its filter over the whole workspace:
+ * only the difference is written (an anti-join each way), so an unchanged
+ * segment costs one scan. Reports what changed.
+ */
+export async function recomputeSegment(
+  workspaceId: string,
+  segmentId: string,
+  filter: FilterGroup,
+): Promise<RecomputeResult> {
+  const sequelize = await database();
+  return sequelize.transaction(async (transaction) => {
+    await sequelize.query(`SELECT pg_advisory_xact_lock(hashtextextended('segments:recompute:' || $1, 0))`, {
+      bind: [segmentId],
+      type: QueryTypes.SELECT,
+      transaction,
+    });
+    await sequelize.query(`SET LOCAL work_mem = '${SET_QUERY_WORK_MEM}'`, { transaction });
+    const binds = new Binds([workspaceId, segmentId]);
+    const predicate = compileFilter(filter, binds, { mode: "set", workspaceParam: "$1" });
+    const [row] = await sequelize.query<{ added: string; removed: string; member_count: string }>(
+      `WITH target AS MATERIALIZED (
+         SELECT c.id FROM contacts c WHERE c.workspace_id = $1 AND ${predicate}
+       ),
+       -- EXCEPT scans each side once: an anti-join planned from stale statistics could rescan
+       -- segment_members for every row while this same statement fills it (quadratic).
+       removed AS (
+         DELETE FROM segment_members sm
+          USING (SELECT m.contact_id FROM segment_members m WHERE m.segment_id = $2
+                 EXCEPT SELECT t.id FROM target t) gone
+          WHERE sm.segment_id = $2 AND sm.contact_id = gone.contact_id
+          RETURNING 1
+       ),
+       added AS (
+         INSERT INTO segment_members (segment_id, contact_id, entered_at)
+         SELECT $2, fresh.id, now()
+           FROM (SELECT t.id FROM target t
+                 EXCEPT SELECT m.contact_id FROM segment_members m WHERE m.segment_id = $2) fresh
+         RETURNING 1
+       )
+       SELECT (SELECT count(*) FROM added) AS added, (SELECT count(*) FROM removed) AS removed,
+              (SELECT count(*) FROM target) AS member_count`,
+      { bind: binds.values, type: QueryTypes.SELECT, transaction },
+    );
+    return { added: Number(row.added), removed: Number(row.removed), memberCount: Number(row.member_count) };
+  });
+}
+
+/** Recompute a segment, then every segment that depends on it, in dependency order. */
+export async function recomputeWithDependents(
+  workspaceId: string,
+  segmentId: string,
+): Promise<RecomputeResult> {
+  const all = await loadDynamicSegments(workspaceId);
+  const self = all.find((s) => s.id === segmentId);
+  if (!self) throw new Error(`Segment ${segmentId} is not a dynamic segment of this workspace`);
+  const result = await recomputeSegment(workspaceId, segmentId, self.filter);
+  // Dependents read this segment's members, so they follow it, level by level.
+  const reach = new Set([segmentId]);
+  for (const level of dependencyLevels(all.filter((s) => s.id !== segmentId))) {
+    for (const s of level) {
+      if (s.dependsOn.some((d) => reach.has(d))) {
+        reach.add(s.id);
+        await recomputeSegment(workspaceId, s.id, s.filter);
+      }
+    }
+  }
+  return result;
+}
+
+/** Full recompute of every segment a trigger could affect (e.g. all score-based ones after a recalculation). */
+export async function recomputeAffected(
+  workspaceId: string,
+  trigger: Trigger,
+): Promise<Record<string, RecomputeResult>> {
+  const results: Record<string, RecomputeResult> = {};
+  for (const level of affectedLevels(await loadDynamicSegments(workspaceId), trigger)) {
+    for (const s of level) results[s.id] = await recomputeSegment(workspaceId, s.id, s.filter);
+  }
+  return results;
+}
