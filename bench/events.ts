@@ -11,6 +11,7 @@
 import { spawn } from "node:child_process";
 import fs from "node:fs";
 import http from "node:http";
+import os from "node:os";
 import type { AddressInfo } from "node:net";
 import path from "node:path";
 import { ServiceBroker } from "moleculer";
@@ -33,17 +34,20 @@ export interface LoadResult {
 /** The load generator, run with `node -e` in its own process so it does not share the server's event loop. */
 const LOAD_JS = `
 const http = require("node:http");
-const cfg = JSON.parse(process.env.LOAD_CONFIG);
+const cfg = JSON.parse(require("node:fs").readFileSync(process.env.LOAD_CONFIG_FILE, "utf8"));
 const agent = new http.Agent({ keepAlive: true, maxSockets: cfg.connections });
+let sent = 0;
 function once() {
   return new Promise((resolve) => {
     const t = process.hrtime.bigint();
-    const req = http.request(cfg.url, { method: cfg.method, agent, headers: cfg.headers }, (res) => {
+    const body = cfg.bodies ? cfg.bodies[sent++ % cfg.bodies.length] : cfg.body;
+    const headers = body ? { ...cfg.headers, "content-length": String(Buffer.byteLength(body)) } : cfg.headers;
+    const req = http.request(cfg.url, { method: cfg.method, agent, headers }, (res) => {
       res.resume();
       res.on("end", () => resolve([res.statusCode, Number(process.hrtime.bigint() - t) / 1e6]));
     });
     req.on("error", () => resolve([0, Number(process.hrtime.bigint() - t) / 1e6]));
-    req.end(cfg.body);
+    req.end(body);
   });
 }
 (async () => {
@@ -66,18 +70,31 @@ function once() {
 })();
 `;
 
-export function runLoad(opts: { url: string; method?: string; headers?: Record<string, string>; body?: string; seconds?: number }): Promise<LoadResult> {
+export function runLoad(opts: {
+  url: string;
+  method?: string;
+  headers?: Record<string, string>;
+  body?: string;
+  /** Bodies sent in turn (e.g. one per contact), instead of one body. */
+  bodies?: string[];
+  seconds?: number;
+}): Promise<LoadResult> {
   const config = {
     url: opts.url,
     method: opts.method ?? "GET",
-    headers: { ...(opts.body ? { "content-type": "application/json", "content-length": String(Buffer.byteLength(opts.body)) } : {}), ...opts.headers },
+    headers: { ...(opts.body || opts.bodies ? { "content-type": "application/json" } : {}), ...opts.headers },
     body: opts.body,
+    bodies: opts.bodies,
     seconds: opts.seconds ?? SECONDS,
     warmupMs: 1000,
     connections: CONNECTIONS,
   };
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ["-e", LOAD_JS], { env: { ...process.env, LOAD_CONFIG: JSON.stringify(config) } });
+    // The config (with its bodies) goes through a file: it can outgrow an environment variable.
+    const configFile = path.join(os.tmpdir(), `cms-bench-load-${process.pid}-${Date.now()}.json`);
+    fs.writeFileSync(configFile, JSON.stringify(config));
+    const child = spawn(process.execPath, ["-e", LOAD_JS], { env: { ...process.env, LOAD_CONFIG_FILE: configFile } });
+    child.on("exit", () => fs.rmSync(configFile, { force: true }));
     let out = "";
     child.stdout.on("data", (c) => (out += c));
     child.stderr.on("data", (c) => process.stderr.write(c));
@@ -180,31 +197,40 @@ async function main() {
   try {
     const { cookie, workspaceId } = await ownerSession(app.baseUrl);
     const sequelize = await database();
-    const contactId = `bench-contact-${Date.now()}`;
-    await sequelize.query(`INSERT INTO contacts (id, workspace_id, email, first_name) VALUES (:id, :ws, 'bench@example.test', 'Bench')`, {
-      replacements: { id: contactId, ws: workspaceId },
-    });
+    // Events spread over many contacts, as real traffic is: one contact's chain is serialised
+    // by design (its locks), so a single hot contact would measure lock contention instead.
+    const contactCount = Number(process.env.BENCH_CONTACTS ?? 1000);
+    const contactIds = Array.from({ length: contactCount }, (_, i) => `bench-contact-${Date.now()}-${i}`);
+    await sequelize.query(
+      `INSERT INTO contacts (id, workspace_id, email, first_name)
+       SELECT id, :ws, 'bench-' || ord || '@example.test', 'Bench' FROM unnest(ARRAY[:ids]::text[]) WITH ORDINALITY AS t(id, ord)`,
+      { replacements: { ids: contactIds, ws: workspaceId } },
+    );
     // One subscribed outbound endpoint, so each event also fans out (delivered asynchronously to the bare server).
     await fetch(`${app.baseUrl}/api/workspaces/${workspaceId}/webhooks`, {
       method: "POST",
       headers: { "content-type": "application/json", cookie },
       body: JSON.stringify({ url: bare.url, events: ["purchase"] }),
     });
-    const body = JSON.stringify({
-      type: "purchase",
-      contactId,
-      metadata: { amount: 42, sku: "A-1" },
-      sessionId: "s-1",
-      pageUrl: "https://shop.example/checkout",
-      utmSource: "newsletter",
-    });
+    const bodies = contactIds.map((contactId) =>
+      JSON.stringify({
+        type: "purchase",
+        contactId,
+        metadata: { amount: 42, sku: "A-1" },
+        sessionId: "s-1",
+        pageUrl: "https://shop.example/checkout",
+        utmSource: "newsletter",
+      }),
+    );
     const chain = ["segments", "campaigns", "scoring"].filter((s) => app.loaded.includes(s));
-    console.log(`events bench: ${CONNECTIONS} connections, ${ROUNDS} rounds x ${SECONDS} s; chain services present: ${chain.join(", ") || "none"}`);
+    console.log(
+      `events bench: ${CONNECTIONS} connections, ${ROUNDS} rounds x ${SECONDS} s, ${contactCount} contacts; chain services present: ${chain.join(", ") || "none"}`,
+    );
     const bareRuns: LoadResult[] = [];
     const eventRuns: LoadResult[] = [];
     for (let round = 1; round <= ROUNDS; round++) {
       const b = await runLoad({ url: bare.url });
-      const e = await runLoad({ url: `${app.baseUrl}/api/workspaces/${workspaceId}/events`, method: "POST", headers: { cookie }, body });
+      const e = await runLoad({ url: `${app.baseUrl}/api/workspaces/${workspaceId}/events`, method: "POST", headers: { cookie }, bodies });
       bareRuns.push(b);
       eventRuns.push(e);
       console.log(JSON.stringify({ round, bare: b, events: e }));
