@@ -66,11 +66,33 @@ async function principalFromBearer(broker: ServiceBroker, token: string): Promis
   return principalFromSession(decoded);
 }
 
+/**
+ * Decrypted session tokens, keyed by the token string: decrypting the JWE on
+ * every request costs more than the rest of authentication. An entry lives at
+ * most SESSION_CACHE_TTL_MS and never past the token's own `exp`; only valid
+ * tokens are kept, and the oldest entry goes when the cache is full.
+ */
+const SESSION_CACHE_TTL_MS = 30_000;
+const SESSION_CACHE_MAX = 1_000;
+const sessionCache = new Map<string, { principal: Principal; until: number }>();
+
 async function principalFromSession(token: string | undefined): Promise<Principal | null> {
   if (!token) return null;
+  const now = Date.now();
+  const cached = sessionCache.get(token);
+  if (cached) {
+    if (cached.until > now) return { ...cached.principal };
+    sessionCache.delete(token);
+  }
   const claims = await decodeSession(token, authSecret());
   if (!claims?.sub) return null;
-  return { kind: "user", userId: claims.sub, email: claims.email ?? undefined, name: claims.name ?? undefined };
+  const principal: Principal = { kind: "user", userId: claims.sub, email: claims.email ?? undefined, name: claims.name ?? undefined };
+  const until = Math.min(now + SESSION_CACHE_TTL_MS, typeof claims.exp === "number" ? claims.exp * 1000 : now);
+  if (until > now) {
+    if (sessionCache.size >= SESSION_CACHE_MAX) sessionCache.delete(sessionCache.keys().next().value as string);
+    sessionCache.set(token, { principal, until });
+  }
+  return principal;
 }
 
 /**

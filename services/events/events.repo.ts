@@ -1,4 +1,5 @@
 import { QueryTypes } from "sequelize";
+import { MicroBatcher } from "../../lib/batcher";
 import { newId } from "../../lib/crypto";
 import { database } from "../../lib/database";
 import type { EventListItem, EventRecord, RecordInput } from "./events.schemas";
@@ -50,38 +51,57 @@ function toListItem(row: EventListRow): EventListItem {
 const COLUMNS = "id, type, metadata, timestamp, contact_id, session_id, page_url, referrer, utm_source, utm_medium, utm_campaign";
 
 /**
- * Store one event in one round trip. The contact must belong to the
- * workspace: the INSERT selects nothing otherwise, and the caller answers 404.
+ * Store events, many per statement under load (lib/batcher.ts): one commit for
+ * a whole batch. A contact must belong to the event's workspace: its row is
+ * not inserted otherwise, and that caller answers 404.
  */
-export async function insertEvent(workspaceId: string, input: RecordInput): Promise<EventRecord | null> {
+async function insertEvents(items: Array<{ workspaceId: string; input: RecordInput }>): Promise<Array<EventRecord | null>> {
   const sequelize = await database();
+  const ids = items.map(() => newId());
+  const col = (pick: (it: { workspaceId: string; input: RecordInput }) => string | null | undefined) =>
+    items.map((it) => pick(it) ?? null);
   const rows = await sequelize.query<EventRow>(
     `INSERT INTO events (id, workspace_id, contact_id, type, metadata, session_id, page_url, referrer,
                          utm_source, utm_medium, utm_campaign, timestamp)
-     SELECT :id, :workspaceId, :contactId, :type, CAST(:metadata AS jsonb), :sessionId, :pageUrl, :referrer,
-            :utmSource, :utmMedium, :utmCampaign, COALESCE(CAST(:timestamp AS timestamptz), now())
-     WHERE CAST(:contactId AS text) IS NULL
-        OR EXISTS (SELECT 1 FROM contacts WHERE id = :contactId AND workspace_id = :workspaceId)
+     SELECT v.id, v.workspace_id, v.contact_id, v.type, CAST(v.metadata AS jsonb), v.session_id, v.page_url, v.referrer,
+            v.utm_source, v.utm_medium, v.utm_campaign, COALESCE(CAST(v.ts AS timestamptz), clock_timestamp())
+       FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[],
+                   $9::text[], $10::text[], $11::text[], $12::text[])
+            AS v(id, workspace_id, contact_id, type, metadata, session_id, page_url, referrer,
+                 utm_source, utm_medium, utm_campaign, ts)
+      WHERE v.contact_id IS NULL
+         OR EXISTS (SELECT 1 FROM contacts c WHERE c.id = v.contact_id AND c.workspace_id = v.workspace_id)
      RETURNING ${COLUMNS}`,
     {
       type: QueryTypes.SELECT,
-      replacements: {
-        id: newId(),
-        workspaceId,
-        contactId: input.contactId ?? null,
-        type: input.type,
-        metadata: JSON.stringify(input.metadata ?? {}),
-        sessionId: input.sessionId ?? null,
-        pageUrl: input.pageUrl ?? null,
-        referrer: input.referrer ?? null,
-        utmSource: input.utmSource ?? null,
-        utmMedium: input.utmMedium ?? null,
-        utmCampaign: input.utmCampaign ?? null,
-        timestamp: input.timestamp ? input.timestamp.toISOString() : null,
-      },
+      bind: [
+        ids,
+        col((it) => it.workspaceId),
+        col((it) => it.input.contactId),
+        col((it) => it.input.type),
+        col((it) => JSON.stringify(it.input.metadata ?? {})),
+        col((it) => it.input.sessionId),
+        col((it) => it.input.pageUrl),
+        col((it) => it.input.referrer),
+        col((it) => it.input.utmSource),
+        col((it) => it.input.utmMedium),
+        col((it) => it.input.utmCampaign),
+        col((it) => (it.input.timestamp ? it.input.timestamp.toISOString() : null)),
+      ],
     },
   );
-  return rows[0] ? toEvent(rows[0]) : null;
+  const byId = new Map(rows.map((row) => [row.id, row]));
+  return ids.map((id) => {
+    const row = byId.get(id);
+    return row ? toEvent(row) : null;
+  });
+}
+
+const eventWriter = new MicroBatcher(insertEvents, { maxBatch: 200, lanes: 4 });
+
+/** Store one event; null when its contact is not in the workspace. */
+export function insertEvent(workspaceId: string, input: RecordInput): Promise<EventRecord | null> {
+  return eventWriter.add({ workspaceId, input });
 }
 
 /** Newest first, with each event's contact summary from one joined query. */

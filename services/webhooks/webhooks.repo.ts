@@ -1,4 +1,5 @@
 import { QueryTypes, type Sequelize } from "sequelize";
+import { MicroBatcher } from "../../lib/batcher";
 import { newId } from "../../lib/crypto";
 import { database } from "../../lib/database";
 import type { DomainEvent } from "../../lib/domain-events";
@@ -189,19 +190,38 @@ export async function findDelivery(workspaceId: string, id: string): Promise<Del
  * endpoint of the workspace subscribed to its type (`[]` or `*` = all). The
  * unique (endpoint, source event) index makes a redelivered event a no-op.
  */
-export async function fanOut(event: DomainEvent): Promise<number> {
-  const body = deliveryBody({ event: event.type, timestamp: event.occurredAt, data: event.data });
-  const rows = await select<{ id: string }>(
+async function fanOutMany(events: DomainEvent[]): Promise<number[]> {
+  const sequelize = await database();
+  const rows = await sequelize.query<{ source_event_id: string }>(
     `INSERT INTO webhook_deliveries (id, workspace_id, endpoint_id, event, direction, source_event_id, body, next_attempt_at)
-     SELECT gen_random_uuid()::text, e.workspace_id, e.id, :type, 'OUTBOUND', :sourceId, :body, now()
-       FROM webhook_endpoints e
-      WHERE e.workspace_id = :workspaceId AND e.direction = 'OUTBOUND' AND e.active
-        AND (jsonb_array_length(e.events) = 0 OR e.events ? '*' OR e.events ? :type)
+     SELECT gen_random_uuid()::text, e.workspace_id, e.id, v.type, 'OUTBOUND', v.source_id, v.body, now()
+       FROM unnest($1::text[], $2::text[], $3::text[], $4::text[]) AS v(type, source_id, body, workspace_id)
+       JOIN webhook_endpoints e ON e.workspace_id = v.workspace_id
+      WHERE e.direction = 'OUTBOUND' AND e.active
+        AND (jsonb_array_length(e.events) = 0 OR e.events ? '*' OR e.events ? v.type)
      ON CONFLICT (endpoint_id, source_event_id) WHERE source_event_id IS NOT NULL AND direction = 'OUTBOUND' DO NOTHING
-     RETURNING id`,
-    { type: event.type, sourceId: event.id, body, workspaceId: event.workspaceId },
+     RETURNING source_event_id`,
+    {
+      type: QueryTypes.SELECT,
+      bind: [
+        events.map((event) => event.type),
+        events.map((event) => event.id),
+        events.map((event) => deliveryBody({ event: event.type, timestamp: event.occurredAt, data: event.data })),
+        events.map((event) => event.workspaceId),
+      ],
+    },
   );
-  return rows.length;
+  const counts = new Map<string, number>();
+  for (const row of rows) counts.set(row.source_event_id, (counts.get(row.source_event_id) ?? 0) + 1);
+  return events.map((event) => counts.get(event.id) ?? 0);
+}
+
+/** Domain events arriving together are fanned out by one statement (one commit), see lib/batcher.ts. */
+const fanOutWriter = new MicroBatcher(fanOutMany, { maxBatch: 200, lanes: 4 });
+
+/** The number of deliveries queued for this event. */
+export function fanOut(event: DomainEvent): Promise<number> {
+  return fanOutWriter.add(event);
 }
 
 /** A claimed delivery with what the sender needs from its endpoint. */

@@ -1,0 +1,50 @@
+/**
+ * Coalesce concurrent single-row writes into multi-row statements: commits are
+ * the scarce resource on the hot paths (one fsync each), so under load the
+ * items that arrive while `lanes` batches are running wait and go together in
+ * the next one. An idle batcher runs an item at once, so it adds no latency.
+ * When a batch of several fails, each item is retried alone, so one bad item
+ * fails only its own caller.
+ */
+export class MicroBatcher<I, O> {
+  private pending: Array<{ item: I; resolve: (out: O) => void; reject: (err: unknown) => void }> = [];
+  private running = 0;
+
+  constructor(
+    private readonly run: (items: I[]) => Promise<O[]>,
+    private readonly opts: { maxBatch: number; lanes: number },
+  ) {}
+
+  add(item: I): Promise<O> {
+    return new Promise<O>((resolve, reject) => {
+      this.pending.push({ item, resolve, reject });
+      this.drain();
+    });
+  }
+
+  private drain(): void {
+    while (this.running < this.opts.lanes && this.pending.length > 0) {
+      const batch = this.pending.splice(0, this.opts.maxBatch);
+      this.running++;
+      this.runBatch(batch).finally(() => {
+        this.running--;
+        this.drain();
+      });
+    }
+  }
+
+  private async runBatch(batch: MicroBatcher<I, O>["pending"]): Promise<void> {
+    try {
+      const out = await this.run(batch.map((b) => b.item));
+      batch.forEach((b, i) => b.resolve(out[i]));
+    } catch (err) {
+      if (batch.length === 1) {
+        batch[0].reject(err);
+        return;
+      }
+      for (const b of batch) {
+        await this.run([b.item]).then((out) => b.resolve(out[0]), b.reject);
+      }
+    }
+  }
+}
