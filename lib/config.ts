@@ -30,6 +30,8 @@ export interface AppConfig {
   segmentPreviewTimeoutMs: number;
   /** Workspaces with more contacts than this compute a created/changed segment as a job (202). */
   segmentSyncLimit: number;
+  /** How often a segment whose filter reads the clock (`within_last`, event `within`) is recomputed. */
+  segmentTimeRefreshMs: number;
   /** scrypt cost (log2 N); lowered only by tests to keep them fast. */
   passwordCost: number;
 }
@@ -78,6 +80,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     webhookConcurrency: int(env.WEBHOOK_CONCURRENCY, 50),
     segmentPreviewTimeoutMs: int(env.SEGMENT_PREVIEW_TIMEOUT_MS, 5_000),
     segmentSyncLimit: int(env.SEGMENT_SYNC_LIMIT, 100_000),
+    segmentTimeRefreshMs: int(env.SEGMENT_TIME_REFRESH_MS, 3_600_000),
     passwordCost: int(env.PASSWORD_HASH_COST, 15),
   };
 }

@@ -150,12 +150,13 @@ export class Segment extends Model {
   declare updatedAt: Date;
 }
 
-/** A lead-scoring rule (migration 0021). */
+/** A lead-scoring rule (migrations 0021, 0022): an event rule has `eventType`, a condition rule `condition`. */
 export class ScoringRule extends Model {
   declare id: string;
   declare workspaceId: string;
   declare name: string;
-  declare eventType: string;
+  declare eventType: string | null;
+  declare condition: object | null;
   declare points: number;
   declare active: boolean;
   declare createdAt: Date;
@@ -273,7 +274,8 @@ export function initModels(sequelize: Sequelize): void {
       id: id(),
       workspaceId: requiredText(),
       name: requiredText(),
-      eventType: requiredText(),
+      eventType: text(),
+      condition: { type: DataTypes.JSONB },
       points: { type: DataTypes.INTEGER, allowNull: false },
       active: { type: DataTypes.BOOLEAN, allowNull: false, defaultValue: true },
     },

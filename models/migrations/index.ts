@@ -11,6 +11,7 @@ import * as events from "./0010-events";
 import * as webhooks from "./0011-webhooks";
 import * as segments from "./0020-segments";
 import * as scoring from "./0021-scoring";
+import * as scoringDecayConditionsTime from "./0022-scoring-decay-conditions-time";
 import * as jobs from "./0030-jobs";
 
 export interface Migration {
@@ -32,5 +33,6 @@ export const migrations: Migration[] = [
   { name: "0011-webhooks", up: webhooks.up },
   { name: "0020-segments", up: segments.up },
   { name: "0021-scoring", up: scoring.up },
+  { name: "0022-scoring-decay-conditions-time", up: scoringDecayConditionsTime.up },
   { name: "0030-jobs", up: jobs.up },
 ];

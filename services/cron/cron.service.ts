@@ -8,7 +8,14 @@ import { isServiceAvailable } from "../../lib/registry";
  * internal action of the service that owns the queue; steps of services not
  * deployed are skipped and reported as such.
  */
-export const TICK_STEPS = ["webhooks.dispatchDue", "crm.notifyDueTasks", "jobs.sweep"] as const;
+export const TICK_STEPS = [
+  "webhooks.dispatchDue",
+  "crm.notifyDueTasks",
+  // Decay first: the score segments it moves are current before time-relative segments refresh.
+  "scoring.applyDecay",
+  "segments.refreshTimeBased",
+  "jobs.sweep",
+] as const;
 
 const CronService: ServiceSchema = {
   name: "cron",

@@ -1,22 +1,46 @@
 import { QueryTypes, type Transaction } from "sequelize";
+import { MicroBatcher } from "../../lib/batcher";
 import { newId } from "../../lib/crypto";
 import { database } from "../../lib/database";
 import { notFound, validationError } from "../../lib/errors";
 import { pageOf, type Page, type PageRequest } from "../../lib/pagination";
+import { VersionedCache } from "../../lib/versioned-cache";
 import { Binds } from "../segments/filter-compiler";
-import type { FieldCondition } from "../segments/filter-schema";
-import { compileWhere, periodStartSql, validateWhere, type RuleDefinition } from "./rules";
+import type { FieldCondition, FilterGroup } from "../segments/filter-schema";
+import {
+  addToScores,
+  applyConditionRules,
+  holdWorkspace,
+  rebuildConditionRule,
+  syncConditionRules,
+} from "./conditions";
+import { decayWorkspace } from "./decay";
+import {
+  compileWhere,
+  decaysAtSql,
+  periodStartSql,
+  ruleShapeIssues,
+  validateCondition,
+  validateWhere,
+  type RuleDefinition,
+} from "./rules";
 
-/** Every query of the scoring area. Workspace id first. Scoring owns `contacts.score` and writes it here. */
+/**
+ * Every query of the scoring area except condition holdings (conditions.ts)
+ * and decay (decay.ts). Workspace id first. Scoring owns `contacts.score` and
+ * writes it in these modules only.
+ */
 
 export interface RuleView {
   id: string;
   name: string;
-  eventType: string;
+  eventType: string | null;
   where: FieldCondition[] | null;
+  condition: FilterGroup | null;
   points: number;
   maxPerContact: number | null;
   periodCap: { max: number; days: number } | null;
+  decay: { days: number } | null;
   active: boolean;
   createdAt: Date;
   updatedAt: Date;
@@ -25,12 +49,15 @@ export interface RuleView {
 interface RuleRow {
   id: string;
   name: string;
-  event_type: string;
+  event_type: string | null;
   where: FieldCondition[] | null;
+  condition: FilterGroup | null;
+  condition_event_types: string[];
   points: number;
   max_per_contact: number | null;
   period_days: number | null;
   max_per_period: number | null;
+  decay_days: number | null;
   active: boolean;
   created_at: Date;
   updated_at: Date;
@@ -41,9 +68,11 @@ const view = (r: RuleRow): RuleView => ({
   name: r.name,
   eventType: r.event_type,
   where: r.where,
+  condition: r.condition,
   points: r.points,
   maxPerContact: r.max_per_contact,
   periodCap: r.period_days && r.max_per_period ? { max: r.max_per_period, days: r.period_days } : null,
+  decay: r.decay_days ? { days: r.decay_days } : null,
   active: r.active,
   createdAt: r.created_at,
   updatedAt: r.updated_at,
@@ -54,16 +83,59 @@ const definition = (r: RuleRow): RuleDefinition => ({
   name: r.name,
   eventType: r.event_type,
   where: r.where,
+  condition: r.condition,
+  conditionEventTypes: r.condition_event_types,
   points: r.points,
   maxPerContact: r.max_per_contact,
   periodDays: r.period_days,
   maxPerPeriod: r.max_per_period,
+  decayDays: r.decay_days,
 });
+
+/**
+ * The workspace's active rules for the hot paths (every event, every contact
+ * write), kept in process while a shared version probe says they are
+ * unchanged (lib/versioned-cache.ts): a rule written on any node is seen by
+ * the next read.
+ */
+const ruleCache = new VersionedCache<RuleDefinition[]>(
+  async (workspaceIds) => {
+    const sequelize = await database();
+    const rows = await sequelize.query<{ workspace_id: string; version: string }>(
+      `SELECT workspace_id, count(*) || '/' || max(updated_at)::text || '/' || max(created_at)::text AS version
+         FROM scoring_rules WHERE workspace_id = ANY($1::text[]) GROUP BY workspace_id`,
+      { bind: [workspaceIds], type: QueryTypes.SELECT },
+    );
+    return new Map(rows.map((r) => [r.workspace_id, r.version]));
+  },
+  async (workspaceId) => {
+    const sequelize = await database();
+    const rows = await sequelize.query<RuleRow>(
+      `SELECT * FROM scoring_rules WHERE workspace_id = $1 AND active ORDER BY created_at, id`,
+      { bind: [workspaceId], type: QueryTypes.SELECT },
+    );
+    return rows.map(definition);
+  },
+);
+
+export const activeRules = (workspaceId: string): Promise<RuleDefinition[]> => ruleCache.get(workspaceId);
+
+function refuse(subject: string, issues: Array<{ field: string; message: string }>) {
+  if (issues.length)
+    throw validationError(`Invalid ${subject}: ${issues[0].field} ${issues[0].message}`, issues);
+}
 
 export function checkWhere(where: unknown) {
   if (where === undefined || where === null) return;
-  const issues = validateWhere(where);
-  if (issues.length) throw validationError(`Invalid where: ${issues[0].field} ${issues[0].message}`, issues);
+  refuse("where", validateWhere(where));
+}
+
+/** Validate a rule's condition; answers the event types it reads. */
+function checkCondition(condition: unknown): string[] {
+  if (condition === undefined || condition === null) return [];
+  const { issues, eventTypes } = validateCondition(condition);
+  refuse("condition", issues);
+  return eventTypes;
 }
 
 export async function listRules(workspaceId: string, page: PageRequest): Promise<Page<RuleView>> {
@@ -99,33 +171,57 @@ export interface RuleInput {
   name?: string;
   eventType?: string;
   where?: FieldCondition[] | null;
+  condition?: FilterGroup;
   points?: number;
   maxPerContact?: number | null;
   periodCap?: { max: number; days: number } | null;
+  decay?: { days: number } | null;
   active?: boolean;
 }
 
+const givenFields = (input: RuleInput) =>
+  new Set(Object.keys(input).filter((k) => input[k as keyof RuleInput] !== undefined));
+
 export async function createRule(
   workspaceId: string,
-  input: Required<Pick<RuleInput, "name" | "eventType" | "points">> & RuleInput,
+  input: Required<Pick<RuleInput, "name" | "points">> & RuleInput,
 ) {
+  refuse(
+    "rule",
+    ruleShapeIssues(
+      {
+        eventType: input.eventType ?? null,
+        condition: input.condition,
+        where: input.where,
+        maxPerContact: input.maxPerContact ?? null,
+        periodCap: input.periodCap,
+        decay: input.decay,
+      },
+      givenFields(input),
+    ),
+  );
   checkWhere(input.where);
+  const eventTypes = checkCondition(input.condition);
   const sequelize = await database();
   const id = newId();
   await sequelize.query(
-    `INSERT INTO scoring_rules (id, workspace_id, name, event_type, "where", points, max_per_contact, period_days, max_per_period, active)
-     VALUES ($1, $2, $3, $4, $5::jsonb, $6, $7, $8, $9, $10)`,
+    `INSERT INTO scoring_rules (id, workspace_id, name, event_type, "where", condition, condition_event_types, points,
+                                max_per_contact, period_days, max_per_period, decay_days, active)
+     VALUES ($1, $2, $3, $4, $5::jsonb, $6::jsonb, $7::text[], $8, $9, $10, $11, $12, $13)`,
     {
       bind: [
         id,
         workspaceId,
         input.name,
-        input.eventType,
+        input.eventType ?? null,
         input.where?.length ? JSON.stringify(input.where) : null,
+        input.condition ? JSON.stringify(input.condition) : null,
+        eventTypes,
         input.points,
         input.maxPerContact ?? null,
         input.periodCap?.days ?? null,
         input.periodCap?.max ?? null,
+        input.decay?.days ?? null,
         input.active ?? true,
       ],
     },
@@ -134,8 +230,25 @@ export async function createRule(
 }
 
 export async function updateRule(workspaceId: string, id: string, input: RuleInput) {
-  await getRule(workspaceId, id);
+  const stored = await getRule(workspaceId, id);
+  const pick = <K extends keyof RuleInput>(key: K, current: unknown) =>
+    input[key] !== undefined ? input[key] : current;
+  refuse(
+    "rule",
+    ruleShapeIssues(
+      {
+        eventType: (pick("eventType", stored.eventType) as string | null) ?? null,
+        condition: pick("condition", stored.condition),
+        where: pick("where", stored.where),
+        maxPerContact: (pick("maxPerContact", stored.maxPerContact) as number | null) ?? null,
+        periodCap: pick("periodCap", stored.periodCap),
+        decay: pick("decay", stored.decay),
+      },
+      givenFields(input),
+    ),
+  );
   checkWhere(input.where);
+  const eventTypes = checkCondition(input.condition);
   const sets = ["updated_at = now()"];
   const bind: unknown[] = [workspaceId, id];
   const set = (column: string, value: unknown, cast = "") =>
@@ -144,12 +257,17 @@ export async function updateRule(workspaceId: string, id: string, input: RuleInp
   if (input.eventType !== undefined) set("event_type", input.eventType);
   if (input.where !== undefined)
     set(`"where"`, input.where?.length ? JSON.stringify(input.where) : null, "::jsonb");
+  if (input.condition !== undefined) {
+    set("condition", JSON.stringify(input.condition), "::jsonb");
+    set("condition_event_types", eventTypes, "::text[]");
+  }
   if (input.points !== undefined) set("points", input.points);
   if (input.maxPerContact !== undefined) set("max_per_contact", input.maxPerContact);
   if (input.periodCap !== undefined) {
     set("period_days", input.periodCap?.days ?? null);
     set("max_per_period", input.periodCap?.max ?? null);
   }
+  if (input.decay !== undefined) set("decay_days", input.decay?.days ?? null);
   if (input.active !== undefined) set("active", input.active);
   const sequelize = await database();
   await sequelize.query(`UPDATE scoring_rules SET ${sets.join(", ")} WHERE workspace_id = $1 AND id = $2`, {
@@ -165,6 +283,32 @@ export async function deleteRule(workspaceId: string, id: string) {
   await sequelize.query(`DELETE FROM scoring_rules WHERE workspace_id = $1 AND id = $2`, {
     bind: [workspaceId, id],
   });
+}
+
+/**
+ * A condition rule was saved: every contact of the workspace that matches it
+ * now and does not hold its points gets them (one set-shaped statement), and
+ * holders that no longer match give them back. Answers the contacts whose
+ * score changed. An event rule, or an inactive one, changes nothing.
+ */
+export async function syncRule(workspaceId: string, id: string): Promise<string[]> {
+  const sequelize = await database();
+  const [row] = await sequelize.query<RuleRow>(
+    `SELECT * FROM scoring_rules WHERE workspace_id = $1 AND id = $2 AND active AND condition IS NOT NULL`,
+    { bind: [workspaceId, id], type: QueryTypes.SELECT },
+  );
+  return row ? syncConditionRules(workspaceId, [definition(row)], null) : [];
+}
+
+/**
+ * After contacts changed (the contacts service's writes reach here through
+ * segments): their condition rules follow. Without an active condition rule
+ * this answers at once, from the cache. Answers the contacts whose score changed.
+ */
+export async function applyContactRules(workspaceId: string, contactIds: string[]): Promise<string[]> {
+  const rules = (await activeRules(workspaceId)).filter((r) => r.condition);
+  if (rules.length === 0) return [];
+  return syncConditionRules(workspaceId, rules, contactIds);
 }
 
 export interface ScoreEvent {
@@ -197,93 +341,182 @@ async function lockContact(
 
 /**
  * Score one event: every active rule of its type whose `where` matches adds
- * its points, within the rule's caps. Idempotent per event id: a retried
- * event hits the unique (rule_id, event_id) and adds nothing.
+ * its points, within the rule's caps, and condition rules that read events of
+ * its type follow the contact. Idempotent per event id: a retried event hits
+ * the unique (rule_id, event_id) and adds nothing. When no active rule cares
+ * about the type (the common case) it answers null at once: no transaction,
+ * no lock, nothing written. Null too when the contact is not in the workspace.
  */
 export async function applyEvent(workspaceId: string, event: ScoreEvent): Promise<ApplyResult | null> {
+  const active = await activeRules(workspaceId);
+  const rules = active.filter((r) => r.eventType === event.type);
+  const conditionRules = active.filter((r) => r.condition && r.conditionEventTypes.includes(event.type));
+  if (rules.length === 0 && conditionRules.length === 0) return null;
+  const job = { workspaceId, event, rules, conditionRules };
+  const result = await eventScorer.add(job);
+  return result === HELD ? scoreAlone(job) : result;
+}
+
+interface ScoreJob {
+  workspaceId: string;
+  event: ScoreEvent;
+  rules: RuleDefinition[];
+  conditionRules: RuleDefinition[];
+}
+
+/** A batch's answer for an event whose contact (or workspace, during a recalculation) another transaction holds. */
+const HELD = Symbol("held");
+
+/** Events scored together share one transaction, so one commit (lib/batcher.ts). */
+const eventScorer = new MicroBatcher(scoreEvents, { maxBatch: 100, lanes: 4 });
+
+/**
+ * Score a batch of events in one transaction, each in arrival order, so caps
+ * and scores see the events before it. A batch never waits for a lock: it
+ * tries its workspaces' holds and takes its contacts in id order with SKIP
+ * LOCKED, and answers HELD for the events it could not lock, which are then
+ * scored alone, outside the batcher, waiting for their one row as usual. So
+ * one busy contact never stalls the events of others, and no deadlock forms.
+ */
+async function scoreEvents(jobs: ScoreJob[]): Promise<Array<ApplyResult | typeof HELD>> {
+  const sequelize = await database();
+  const results: Array<ApplyResult | typeof HELD> = jobs.map(() => HELD);
+  await sequelize.transaction(async (transaction) => {
+    const workspaces = [...new Set(jobs.map((j) => j.workspaceId))];
+    const held = await sequelize.query<{ workspace_id: string }>(
+      `SELECT ws AS workspace_id FROM unnest($1::text[]) AS ws
+        WHERE pg_try_advisory_xact_lock_shared(hashtextextended('scoring:recalculate:' || ws, 0))`,
+      { bind: [workspaces], type: QueryTypes.SELECT, transaction },
+    );
+    const open = new Set(held.map((r) => r.workspace_id));
+    const mine = jobs.filter((j) => open.has(j.workspaceId));
+    const locked = await sequelize.query<{ workspace_id: string; id: string; score: number }>(
+      `SELECT c.workspace_id, c.id, c.score FROM contacts c
+        WHERE (c.workspace_id, c.id) IN (SELECT * FROM unnest($1::text[], $2::text[]))
+        ORDER BY c.id FOR UPDATE SKIP LOCKED`,
+      {
+        bind: [mine.map((j) => j.workspaceId), mine.map((j) => j.event.contactId)],
+        type: QueryTypes.SELECT,
+        transaction,
+      },
+    );
+    const scores = new Map(locked.map((r) => [`${r.workspace_id}/${r.id}`, r.score]));
+    const changes = new Map<string, Array<{ contactId: string; points: number }>>();
+    for (const [i, job] of jobs.entries()) {
+      const key = `${job.workspaceId}/${job.event.contactId}`;
+      const before = scores.get(key);
+      if (before === undefined) continue;
+      const result = await scoreLocked(job, before, transaction);
+      scores.set(key, result.score);
+      const list = changes.get(job.workspaceId) ?? [];
+      list.push({ contactId: job.event.contactId, points: result.score - before });
+      changes.set(job.workspaceId, list);
+      results[i] = result;
+    }
+    for (const [ws, list] of changes) await addToScores(ws, list, transaction);
+  });
+  return results;
+}
+
+/** One event in a transaction of its own, waiting for its contact's lock. */
+async function scoreAlone(job: ScoreJob): Promise<ApplyResult | null> {
   const sequelize = await database();
   return sequelize.transaction(async (transaction) => {
-    const before = await lockContact(workspaceId, event.contactId, transaction);
+    await holdWorkspace(job.workspaceId, transaction);
+    const before = await lockContact(job.workspaceId, job.event.contactId, transaction);
     if (before === null) return null;
-    const rules = (
-      await sequelize.query<RuleRow>(
-        `SELECT * FROM scoring_rules WHERE workspace_id = $1 AND event_type = $2 AND active ORDER BY created_at, id`,
-        {
-          bind: [workspaceId, event.type],
-          type: QueryTypes.SELECT,
-          transaction,
-        },
-      )
-    ).map(definition);
-    const result: ApplyResult = { scoreBefore: before, score: before, applied: [] };
-    if (rules.length === 0) return result;
-
-    // The stored event when there is one (its own columns), else the event as given.
-    const binds = new Binds([
-      workspaceId,
-      event.eventId,
-      event.type,
-      JSON.stringify(event.metadata ?? {}),
-      toIso(event.timestamp),
-    ]);
-    const predicates = rules.map((r) => compileWhere(r.where, binds));
-    const [match] = await sequelize.query<{ m: boolean[]; ts: Date }>(
-      `WITH stored AS (
-         SELECT type, metadata, timestamp, session_id, page_url, referrer, utm_source, utm_medium, utm_campaign
-           FROM events WHERE workspace_id = $1 AND id = $2
-       ), e AS (
-         SELECT * FROM stored
-         UNION ALL
-         SELECT $3::text, $4::jsonb, COALESCE($5::timestamptz, now()), NULL::text, NULL::text, NULL::text, NULL::text, NULL::text, NULL::text
-          WHERE NOT EXISTS (SELECT 1 FROM stored)
-       )
-       SELECT ARRAY[${predicates.join(", ")}]::boolean[] AS m, e.timestamp AS ts FROM e`,
-      { bind: binds.values, type: QueryTypes.SELECT, transaction },
+    const result = await scoreLocked(job, before, transaction);
+    await addToScores(
+      job.workspaceId,
+      [{ contactId: job.event.contactId, points: result.score - before }],
+      transaction,
     );
-
-    for (const [k, rule] of rules.entries()) {
-      if (!match.m[k]) continue;
-      const [row] = await sequelize.query<{ points: number }>(
-        `INSERT INTO score_history (id, workspace_id, contact_id, points, rule_id, event_id, event_at, reason, created_at)
-         SELECT $1, $2, $3, $4, $5, $6, $7::timestamptz, $8, now()
-          WHERE ($9::int IS NULL OR (SELECT count(*) FROM score_history h WHERE h.rule_id = $5 AND h.contact_id = $3) < $9::int)
-            AND ($10::int IS NULL OR $11::int IS NULL OR (
-                 SELECT count(*) FROM score_history h WHERE h.rule_id = $5 AND h.contact_id = $3
-                    AND h.event_at >= ${periodStartSql("$7::timestamptz", "$10::int")}
-                    AND h.event_at < ${periodStartSql("$7::timestamptz", "$10::int")} + make_interval(days => $10::int)) < $11::int)
-         ON CONFLICT (rule_id, event_id) DO NOTHING
-         RETURNING points`,
-        {
-          bind: [
-            newId(),
-            workspaceId,
-            event.contactId,
-            rule.points,
-            rule.id,
-            event.eventId,
-            match.ts,
-            rule.name,
-            rule.maxPerContact,
-            rule.periodDays,
-            rule.maxPerPeriod,
-          ],
-          type: QueryTypes.SELECT,
-          transaction,
-        },
-      );
-      if (row) result.applied.push({ ruleId: rule.id, points: row.points });
-    }
-    const delta = result.applied.reduce((sum, a) => sum + a.points, 0);
-    if (delta !== 0) {
-      // Scoring owns the score: it is written here and nowhere else.
-      await sequelize.query(`UPDATE contacts SET score = score + $3 WHERE workspace_id = $1 AND id = $2`, {
-        bind: [workspaceId, event.contactId, delta],
-        transaction,
-      });
-      result.score = before + delta;
-    }
     return result;
   });
+}
+
+/** The rules' entries for one event, its contact locked; the score itself is written by the caller. */
+async function scoreLocked(job: ScoreJob, before: number, transaction: Transaction): Promise<ApplyResult> {
+  const result: ApplyResult = { scoreBefore: before, score: before, applied: [] };
+  if (job.rules.length) await applyEventRules(job.workspaceId, job.event, job.rules, result, transaction);
+  const changes = await applyConditionRules(
+    job.workspaceId,
+    [job.event.contactId],
+    job.conditionRules,
+    transaction,
+  );
+  result.applied.push(...changes.map((c) => ({ ruleId: c.ruleId, points: c.points })));
+  result.score = before + result.applied.reduce((sum, a) => sum + a.points, 0);
+  return result;
+}
+
+/** The event rules' part of `applyEvent`, under its lock: entries within caps, pushed to `result.applied`. */
+async function applyEventRules(
+  workspaceId: string,
+  event: ScoreEvent,
+  rules: RuleDefinition[],
+  result: ApplyResult,
+  transaction: Transaction,
+): Promise<void> {
+  const sequelize = await database();
+  // The stored event when there is one (its own columns), else the event as given.
+  const binds = new Binds([
+    workspaceId,
+    event.eventId,
+    event.type,
+    JSON.stringify(event.metadata ?? {}),
+    toIso(event.timestamp),
+  ]);
+  const predicates = rules.map((r) => compileWhere(r.where, binds));
+  const [match] = await sequelize.query<{ m: boolean[]; ts: Date }>(
+    `WITH stored AS (
+       SELECT type, metadata, timestamp, session_id, page_url, referrer, utm_source, utm_medium, utm_campaign
+         FROM events WHERE workspace_id = $1 AND id = $2
+     ), e AS (
+       SELECT * FROM stored
+       UNION ALL
+       SELECT $3::text, $4::jsonb, COALESCE($5::timestamptz, now()), NULL::text, NULL::text, NULL::text, NULL::text, NULL::text, NULL::text
+        WHERE NOT EXISTS (SELECT 1 FROM stored)
+     )
+     SELECT ARRAY[${predicates.join(", ")}]::boolean[] AS m, e.timestamp AS ts FROM e`,
+    { bind: binds.values, type: QueryTypes.SELECT, transaction },
+  );
+
+  for (const [k, rule] of rules.entries()) {
+    if (!match.m[k]) continue;
+    // Caps count the rule's awards (decayed ones included), never the decay entries themselves.
+    const [row] = await sequelize.query<{ points: number }>(
+      `INSERT INTO score_history (id, workspace_id, contact_id, points, rule_id, event_id, event_at, reason, decays_at, created_at)
+       SELECT $1, $2, $3, $4, $5, $6, $7::timestamptz, $8, ${decaysAtSql("$7::timestamptz", "$12::int")}, now()
+        WHERE ($9::int IS NULL OR (SELECT count(*) FROM score_history h
+                                    WHERE h.rule_id = $5 AND h.contact_id = $3 AND h.decay_of IS NULL) < $9::int)
+          AND ($10::int IS NULL OR $11::int IS NULL OR (
+               SELECT count(*) FROM score_history h WHERE h.rule_id = $5 AND h.contact_id = $3 AND h.decay_of IS NULL
+                  AND h.event_at >= ${periodStartSql("$7::timestamptz", "$10::int")}
+                  AND h.event_at < ${periodStartSql("$7::timestamptz", "$10::int")} + make_interval(days => $10::int)) < $11::int)
+       ON CONFLICT (rule_id, event_id) DO NOTHING
+       RETURNING points`,
+      {
+        bind: [
+          newId(),
+          workspaceId,
+          event.contactId,
+          rule.points,
+          rule.id,
+          event.eventId,
+          match.ts,
+          rule.name,
+          rule.maxPerContact,
+          rule.periodDays,
+          rule.maxPerPeriod,
+          rule.decayDays,
+        ],
+        type: QueryTypes.SELECT,
+        transaction,
+      },
+    );
+    if (row) result.applied.push({ ruleId: rule.id, points: row.points });
+  }
 }
 
 const toIso = (t: Date | string | undefined) => (t === undefined ? null : new Date(t).toISOString());
@@ -297,6 +530,7 @@ export async function adjustScore(
 ) {
   const sequelize = await database();
   return sequelize.transaction(async (transaction) => {
+    await holdWorkspace(workspaceId, transaction);
     const before = await lockContact(workspaceId, contactId, transaction);
     if (before === null) throw notFound("Contact");
     await sequelize.query(
@@ -357,21 +591,20 @@ export async function scoreOf(
 }
 
 /**
- * Rebuild every rule-given score entry of the workspace from its events, in
- * event order with the same caps, then set each contact's score to the sum
- * of its history (manual adjustments kept). Answers how many scores changed.
+ * Rebuild every rule-given score entry of the workspace: event rules from
+ * its events, in event order with the same caps; condition rules from the
+ * contacts matching them now; then every entry past its decay expires, and
+ * each contact's score becomes the sum of its history (manual adjustments
+ * kept). The same result live scoring and decay reach. Answers how many
+ * scores changed. Holds the workspace's scoring lock exclusively meanwhile.
  */
 export async function recalculate(
   workspaceId: string,
   progress: (done: number, total: number) => Promise<void>,
-): Promise<{ rules: number; entries: number; contactsChanged: number }> {
+): Promise<{ rules: number; entries: number; decayed: number; contactsChanged: number }> {
   const sequelize = await database();
   return sequelize.transaction(async (transaction) => {
-    await sequelize.query(`SELECT pg_advisory_xact_lock(hashtextextended('scoring:recalculate:' || $1, 0))`, {
-      bind: [workspaceId],
-      type: QueryTypes.SELECT,
-      transaction,
-    });
+    await holdWorkspace(workspaceId, transaction, true);
     const rules = (
       await sequelize.query<RuleRow>(
         `SELECT * FROM scoring_rules WHERE workspace_id = $1 AND active ORDER BY created_at, id`,
@@ -382,12 +615,22 @@ export async function recalculate(
         },
       )
     ).map(definition);
+    // Their decay entries and condition holdings go with them.
     await sequelize.query(`DELETE FROM score_history WHERE workspace_id = $1 AND rule_id IS NOT NULL`, {
+      bind: [workspaceId],
+      transaction,
+    });
+    await sequelize.query(`DELETE FROM scoring_rule_matches WHERE workspace_id = $1`, {
       bind: [workspaceId],
       transaction,
     });
     let entries = 0;
     for (const [k, rule] of rules.entries()) {
+      if (rule.condition) {
+        entries += await rebuildConditionRule(workspaceId, rule, transaction);
+        await progress(k + 1, rules.length + 1);
+        continue;
+      }
       const binds = new Binds([
         workspaceId,
         rule.eventType,
@@ -397,12 +640,14 @@ export async function recalculate(
         rule.periodDays,
         rule.maxPerPeriod,
         rule.name,
+        rule.decayDays,
       ]);
       const where = compileWhere(rule.where, binds);
       const period = `CASE WHEN $6::int IS NULL THEN 0 ELSE floor(extract(epoch FROM e.timestamp) / ($6::int * 86400)) END`;
       const inserted = await sequelize.query(
-        `INSERT INTO score_history (id, workspace_id, contact_id, points, rule_id, event_id, event_at, reason, created_at)
-         SELECT gen_random_uuid()::text, $1, y.contact_id, $4, $3, y.id, y.timestamp, $8, now()
+        `INSERT INTO score_history (id, workspace_id, contact_id, points, rule_id, event_id, event_at, reason, decays_at, created_at)
+         SELECT gen_random_uuid()::text, $1, y.contact_id, $4, $3, y.id, y.timestamp, $8,
+                ${decaysAtSql("y.timestamp", "$9::int")}, now()
            FROM (
              SELECT x.*, row_number() OVER (PARTITION BY x.contact_id ORDER BY x.timestamp, x.id) AS nth
                FROM (
@@ -420,6 +665,7 @@ export async function recalculate(
       entries += inserted.length;
       await progress(k + 1, rules.length + 1);
     }
+    const decayed = await decayWorkspace(workspaceId, transaction);
     const changed = await sequelize.query(
       `UPDATE contacts c SET score = t.total
          FROM (SELECT c2.id, COALESCE((SELECT sum(h.points) FROM score_history h WHERE h.contact_id = c2.id), 0)::int AS total
@@ -428,6 +674,6 @@ export async function recalculate(
         RETURNING c.id`,
       { bind: [workspaceId], type: QueryTypes.SELECT, transaction },
     );
-    return { rules: rules.length, entries, contactsChanged: changed.length };
+    return { rules: rules.length, entries, decayed, contactsChanged: changed.length };
   });
 }

@@ -7,6 +7,7 @@ import { isServiceAvailable } from "../../lib/registry";
 import { workspaceOf } from "../../lib/tenancy";
 import { DbMixin } from "../../mixins/db.mixin";
 import { ScoringRule } from "../../models";
+import { decayDue } from "./decay";
 import * as repo from "./scoring.repo";
 import { schemas } from "./scoring.schemas";
 
@@ -15,6 +16,11 @@ type Ctx = AppContext<Record<string, any>>;
 
 const HISTORY_DEFAULT = 50;
 const HISTORY_MAX = 200;
+/** How often the service expires due points (also run by `GET /api/cron/tick`). */
+const DECAY_CHECK_MS = 60_000;
+/** Score segments follow changed contacts one batch at a time; past this many, a full recompute is cheaper. */
+const EVALUATE_BATCH = 1000;
+const FULL_RECOMPUTE_ABOVE = 20_000;
 
 /** Lead scoring: rules (segments.* scopes), a contact's score and history (contacts.* scopes), the chain's score step. */
 const ScoringService: ServiceSchema = {
@@ -33,24 +39,42 @@ const ScoringService: ServiceSchema = {
       handler: (ctx: Ctx) => repo.listRules(workspaceOf(ctx), pageRequest(ctx.params)),
     },
 
-    /** Create a rule: event type, optional `where`, points (may be negative), caps. segments.write. */
+    /**
+     * Create a rule: an event type (optional `where`, caps, `decay: {days}`) or
+     * a contact `condition` (its points held while the contact matches; given
+     * to matching contacts before the answer), points (may be negative). segments.write.
+     */
     create: {
       rest: "POST /workspaces/:workspaceId/scoring-rules",
       auth: "any",
-      openapi: { tags: ["Scoring"], summary: "Create a scoring rule" },
+      openapi: {
+        tags: ["Scoring"],
+        summary: "Create a scoring rule (event or contact condition)",
+        description:
+          "Exactly one of `eventType` and `condition` (400 naming the field). An event rule may take `where`, " +
+          "`maxPerContact`, `periodCap` and `decay: {days}` (its points expire that many days after the event). " +
+          "A condition rule (a filter group of the segments language, without `score`, segment or time conditions) " +
+          "gives its points once to each contact while it matches, and takes them back when it stops; " +
+          "contacts matching when the rule is saved are scored before the answer.",
+      },
       permission: "segments.write",
       params: schemas.create,
       async handler(ctx: Ctx) {
-        const { name, eventType, where, points, maxPerContact, periodCap, active } = ctx.params;
-        const rule = await repo.createRule(workspaceOf(ctx), {
+        const ws = workspaceOf(ctx);
+        const { name, eventType, condition, where, points, maxPerContact, periodCap, decay, active } =
+          ctx.params;
+        const rule = await repo.createRule(ws, {
           name,
           eventType,
+          condition,
           where,
           points,
           maxPerContact,
           periodCap,
+          decay,
           active,
         });
+        await this.ruleSaved(ctx, ws, rule.id);
         ctx.meta.$statusCode = 201;
         return rule;
       },
@@ -95,24 +119,34 @@ const ScoringService: ServiceSchema = {
       handler: (ctx: Ctx) => repo.getRule(workspaceOf(ctx), ctx.params.ruleId),
     },
 
-    /** Change a rule (applies to events from now on; recalculate to rebuild the past). segments.write. */
+    /**
+     * Change a rule (event rules: applies to events from now on, recalculate to
+     * rebuild the past; condition rules: contacts follow the new condition
+     * before the answer). A rule's kind does not change. segments.write.
+     */
     update: {
       rest: "PATCH /workspaces/:workspaceId/scoring-rules/:ruleId",
       auth: "any",
       openapi: { tags: ["Scoring"], summary: "Update a scoring rule" },
       permission: "segments.write",
       params: schemas.update,
-      handler(ctx: Ctx) {
-        const { ruleId, name, eventType, where, points, maxPerContact, periodCap, active } = ctx.params;
-        return repo.updateRule(workspaceOf(ctx), ruleId, {
+      async handler(ctx: Ctx) {
+        const ws = workspaceOf(ctx);
+        const { ruleId, name, eventType, condition, where, points, maxPerContact, periodCap, decay, active } =
+          ctx.params;
+        await repo.updateRule(ws, ruleId, {
           name,
           eventType,
+          condition,
           where,
           points,
           maxPerContact,
           periodCap,
+          decay,
           active,
         });
+        await this.ruleSaved(ctx, ws, ruleId);
+        return repo.getRule(ws, ruleId);
       },
     },
 
@@ -124,7 +158,8 @@ const ScoringService: ServiceSchema = {
       permission: "segments.delete",
       params: schemas.get,
       async handler(ctx: Ctx) {
-        await repo.deleteRule(workspaceOf(ctx), ctx.params.ruleId);
+        const ws = workspaceOf(ctx);
+        await repo.deleteRule(ws, ctx.params.ruleId);
         return { success: true };
       },
     },
@@ -175,6 +210,28 @@ const ScoringService: ServiceSchema = {
         return result ?? { scoreBefore: null, score: null, applied: [] };
       },
     },
+
+    /**
+     * Internal (segments, after the contacts service's writes): the contacts'
+     * condition rules follow; score segments are evaluated once more for the
+     * contacts whose score changed. Answers at once without a condition rule.
+     */
+    applyContactRules: {
+      params: schemas.applyContactRules,
+      async handler(ctx: Ctx) {
+        const ws = workspaceOf(ctx);
+        const changed = await repo.applyContactRules(ws, ctx.params.contactIds);
+        await this.scoresChanged(ws, changed, ctx);
+        return { changed: changed.length };
+      },
+    },
+
+    /** Internal (service timer, cron tick): expire decayed points of every workspace; score segments follow. */
+    applyDecay: {
+      handler() {
+        return this.applyDecay();
+      },
+    },
   },
 
   methods: {
@@ -186,6 +243,52 @@ const ScoringService: ServiceSchema = {
         { meta: { principal: SYSTEM, workspaceId: ws } },
       );
     },
+
+    /** Score segments follow many contacts whose score changed (rule saved, decay, contact writes). */
+    async scoresChanged(ws: string, contactIds: string[], ctx?: Ctx) {
+      if (!contactIds.length || !isServiceAvailable(this.broker, "segments")) return;
+      const opts = { meta: { principal: SYSTEM, workspaceId: ws } };
+      const call = (action: string, params: object) =>
+        ctx ? ctx.call(action, params, opts) : this.broker.call(action, params, opts);
+      if (contactIds.length > FULL_RECOMPUTE_ABOVE) {
+        await call("segments.recomputeScoreSegments", {});
+        return;
+      }
+      for (let i = 0; i < contactIds.length; i += EVALUATE_BATCH) {
+        await call("segments.evaluateContacts", {
+          contactIds: contactIds.slice(i, i + EVALUATE_BATCH),
+          scoreChanged: true,
+        });
+      }
+    },
+
+    /** After a rule write: a condition rule scores the workspace now. */
+    async ruleSaved(ctx: Ctx, ws: string, ruleId: string) {
+      await this.scoresChanged(ws, await repo.syncRule(ws, ruleId), ctx);
+    },
+
+    async applyDecay() {
+      const decayed = await decayDue();
+      const byWorkspace = new Map<string, string[]>();
+      for (const d of decayed) {
+        const ids = byWorkspace.get(d.workspaceId) ?? [];
+        ids.push(d.contactId);
+        byWorkspace.set(d.workspaceId, ids);
+      }
+      for (const [ws, contactIds] of byWorkspace) await this.scoresChanged(ws, contactIds);
+      return { contacts: decayed.length, points: decayed.reduce((sum, d) => sum + d.points, 0) };
+    },
+  },
+
+  started() {
+    this.decayTimer = setInterval(() => {
+      this.applyDecay().catch((err: unknown) => this.logger.warn("Score decay pass failed", err));
+    }, DECAY_CHECK_MS);
+    this.decayTimer.unref();
+  },
+
+  stopped() {
+    clearInterval(this.decayTimer);
   },
 };
 

@@ -270,6 +270,8 @@ export interface FilterFacts {
   segmentRefs: Array<{ id: string; path: string }>;
   eventTypes: string[];
   usesScore: boolean;
+  /** Whether the filter reads the clock (`within_last`, an event's `within`): time passing alone can change it. */
+  timeRelative: boolean;
 }
 
 export interface ValidationResult {
@@ -283,7 +285,13 @@ export interface ValidationResult {
  */
 export function validateFilter(filter: unknown, root = "filter"): ValidationResult {
   const issues: FieldIssue[] = [];
-  const facts: FilterFacts = { segmentIds: [], segmentRefs: [], eventTypes: [], usesScore: false };
+  const facts: FilterFacts = {
+    segmentIds: [],
+    segmentRefs: [],
+    eventTypes: [],
+    usesScore: false,
+    timeRelative: false,
+  };
   let conditions = 0;
   const issue = (field: string, message: string) => {
     if (issues.length < 50) issues.push({ field, message });
@@ -300,6 +308,7 @@ export function validateFilter(filter: unknown, root = "filter"): ValidationResu
     if (typeof c.operator !== "string" || !ops.includes(c.operator as FieldOperator)) {
       return issue(`${path}.operator`, `must be one of ${ops.join(", ")} for field '${c.field}'`);
     }
+    if (c.operator === "within_last") facts.timeRelative = true;
     const problem = valueProblem(resolved.type, c.operator as FieldOperator, c.value);
     if (problem) issue(`${path}.value`, problem);
   };
@@ -328,6 +337,7 @@ export function validateFilter(filter: unknown, root = "filter"): ValidationResu
     }
     if (c.within !== undefined && !isDays(c.within))
       issue(`${path}.within`, `must be {days} with days from 1 to ${MAX_DAYS}`);
+    if (c.within !== undefined) facts.timeRelative = true;
     if (c.where !== undefined) {
       if (!Array.isArray(c.where)) return issue(`${path}.where`, "must be a list of conditions");
       if (c.where.length > 50) return issue(`${path}.where`, "must hold at most 50 conditions");

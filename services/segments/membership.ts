@@ -2,8 +2,11 @@ import type { Client } from "pg";
 import { QueryTypes, type Transaction } from "sequelize";
 import { sha256Hex } from "../../lib/crypto";
 import { database } from "../../lib/database";
+import { VersionedCache } from "../../lib/versioned-cache";
+import { config } from "../../lib/config";
 import { Binds, compileFilter } from "./filter-compiler";
 import type { FilterGroup } from "./filter-schema";
+import { claimTimeRefresh } from "./segments.repo";
 
 /**
  * Segment membership: incremental evaluation of a few contacts against the
@@ -64,27 +67,20 @@ export async function loadDynamicSegments(
 }
 
 /**
- * The workspace's dynamic segments for the hot path, reused while a cheap
- * version probe (count and newest update) is unchanged. Every write to a
- * segment bumps `updated_at`, so any node sees a change on its next call.
+ * The workspace's dynamic segments for the hot path, kept in process while a
+ * shared version probe (count, newest update and creation) says they are
+ * unchanged (lib/versioned-cache.ts). Every write to a segment bumps
+ * `updated_at`, so any node sees a change on its next read.
  */
-const segmentCache = new Map<string, { version: string; segments: DynamicSegment[] }>();
-const SEGMENT_CACHE_MAX = 1000;
-
-async function currentSegments(workspaceId: string): Promise<DynamicSegment[]> {
+const segmentCache = new VersionedCache<DynamicSegment[]>(async (workspaceIds) => {
   const sequelize = await database();
-  const [{ version }] = await sequelize.query<{ version: string }>(
-    `SELECT count(*) || '/' || COALESCE(max(updated_at)::text, '') || '/' || COALESCE(max(created_at)::text, '') AS version
-       FROM segments WHERE workspace_id = $1 AND type = 'dynamic'`,
-    { bind: [workspaceId], type: QueryTypes.SELECT },
+  const rows = await sequelize.query<{ workspace_id: string; version: string }>(
+    `SELECT workspace_id, count(*) || '/' || max(updated_at)::text || '/' || max(created_at)::text AS version
+       FROM segments WHERE workspace_id = ANY($1::text[]) AND type = 'dynamic' GROUP BY workspace_id`,
+    { bind: [workspaceIds], type: QueryTypes.SELECT },
   );
-  const cached = segmentCache.get(workspaceId);
-  if (cached?.version === version) return cached.segments;
-  const segments = await loadDynamicSegments(workspaceId);
-  if (segmentCache.size >= SEGMENT_CACHE_MAX) segmentCache.clear();
-  segmentCache.set(workspaceId, { version, segments });
-  return segments;
-}
+  return new Map(rows.map((r) => [r.workspace_id, r.version]));
+}, loadDynamicSegments);
 
 /**
  * The segments a trigger could affect, plus every segment that depends on
@@ -213,7 +209,7 @@ export async function evaluateContacts(
   const ids = [...new Set(contactIds)];
   if (ids.length === 0) return result;
   const sequelize = await database();
-  const levels = affectedLevels(await currentSegments(workspaceId), trigger);
+  const levels = affectedLevels(await segmentCache.get(workspaceId), trigger);
   if (levels.length === 0) return result;
 
   for (let i = 0; i < ids.length; i += CHUNK) {
@@ -268,6 +264,12 @@ export interface RecomputeResult {
   memberCount: number;
 }
 
+/** A recompute's entries and exits, when the caller announces them (the time-driven refresh). */
+export interface RecomputeChanges {
+  entered: MembershipChange[];
+  exited: MembershipChange[];
+}
+
 /**
  * Reconcile one dynamic segment with its filter over the whole workspace:
  * only the difference is written (an anti-join each way), so an unchanged
@@ -277,6 +279,7 @@ export async function recomputeSegment(
   workspaceId: string,
   segmentId: string,
   filter: FilterGroup,
+  changes?: RecomputeChanges,
 ): Promise<RecomputeResult> {
   const sequelize = await database();
   return sequelize.transaction(async (transaction) => {
@@ -288,7 +291,17 @@ export async function recomputeSegment(
     await sequelize.query(`SET LOCAL work_mem = '${SET_QUERY_WORK_MEM}'`, { transaction });
     const binds = new Binds([workspaceId, segmentId]);
     const predicate = compileFilter(filter, binds, { mode: "set", workspaceParam: "$1" });
-    const [row] = await sequelize.query<{ added: string; removed: string; member_count: string }>(
+    // The changed ids come back only when asked for: a first build may add a million.
+    const collect = changes
+      ? `, ARRAY(SELECT contact_id FROM added) AS entered, ARRAY(SELECT contact_id FROM removed) AS exited`
+      : "";
+    const [row] = await sequelize.query<{
+      added: string;
+      removed: string;
+      member_count: string;
+      entered?: string[];
+      exited?: string[];
+    }>(
       `WITH target AS MATERIALIZED (
          SELECT c.id FROM contacts c WHERE c.workspace_id = $1 AND ${predicate}
        ),
@@ -299,19 +312,23 @@ export async function recomputeSegment(
           USING (SELECT m.contact_id FROM segment_members m WHERE m.segment_id = $2
                  EXCEPT SELECT t.id FROM target t) gone
           WHERE sm.segment_id = $2 AND sm.contact_id = gone.contact_id
-          RETURNING 1
+          RETURNING sm.contact_id
        ),
        added AS (
          INSERT INTO segment_members (segment_id, contact_id, entered_at)
          SELECT $2, fresh.id, now()
            FROM (SELECT t.id FROM target t
                  EXCEPT SELECT m.contact_id FROM segment_members m WHERE m.segment_id = $2) fresh
-         RETURNING 1
+         RETURNING contact_id
        )
        SELECT (SELECT count(*) FROM added) AS added, (SELECT count(*) FROM removed) AS removed,
-              (SELECT count(*) FROM target) AS member_count`,
+              (SELECT count(*) FROM target) AS member_count${collect}`,
       { bind: binds.values, type: QueryTypes.SELECT, transaction },
     );
+    if (changes) {
+      for (const contactId of row.entered ?? []) changes.entered.push({ segmentId, contactId });
+      for (const contactId of row.exited ?? []) changes.exited.push({ segmentId, contactId });
+    }
     return { added: Number(row.added), removed: Number(row.removed), memberCount: Number(row.member_count) };
   });
 }
@@ -320,18 +337,19 @@ export async function recomputeSegment(
 export async function recomputeWithDependents(
   workspaceId: string,
   segmentId: string,
+  changes?: RecomputeChanges,
 ): Promise<RecomputeResult> {
   const all = await loadDynamicSegments(workspaceId);
   const self = all.find((s) => s.id === segmentId);
   if (!self) throw new Error(`Segment ${segmentId} is not a dynamic segment of this workspace`);
-  const result = await recomputeSegment(workspaceId, segmentId, self.filter);
+  const result = await recomputeSegment(workspaceId, segmentId, self.filter, changes);
   // Dependents read this segment's members, so they follow it, level by level.
   const reach = new Set([segmentId]);
   for (const level of dependencyLevels(all.filter((s) => s.id !== segmentId))) {
     for (const s of level) {
       if (s.dependsOn.some((d) => reach.has(d))) {
         reach.add(s.id);
-        await recomputeSegment(workspaceId, s.id, s.filter);
+        await recomputeSegment(workspaceId, s.id, s.filter, changes);
       }
     }
   }
@@ -348,4 +366,47 @@ export async function recomputeAffected(
     for (const s of level) results[s.id] = await recomputeSegment(workspaceId, s.id, s.filter);
   }
   return results;
+}
+
+const REFRESH_BATCH = 20;
+const REFRESH_MAX_BATCHES = 50;
+
+export interface RefreshResult {
+  refreshed: number;
+  failed: number;
+  entered: number;
+  exited: number;
+}
+
+/**
+ * Time passing: recompute (diff-based, with dependents) every time-relative
+ * segment whose refresh is due, claimed segment by segment so replicas share
+ * the work. `announce` receives each segment's entries and exits (logged by
+ * the membership triggers like any recompute).
+ */
+export async function refreshTimeRelative(
+  announce: (workspaceId: string, changes: RecomputeChanges) => void,
+  onError: (segmentId: string, err: unknown) => void,
+): Promise<RefreshResult> {
+  const result: RefreshResult = { refreshed: 0, failed: 0, entered: 0, exited: 0 };
+  for (let batch = 0; batch < REFRESH_MAX_BATCHES; batch += 1) {
+    const due = await claimTimeRefresh(REFRESH_BATCH, config().segmentTimeRefreshMs);
+    for (const segment of due) {
+      const changes: RecomputeChanges = { entered: [], exited: [] };
+      try {
+        await recomputeWithDependents(segment.workspaceId, segment.id, changes);
+      } catch (err) {
+        // Deleted or changed since the claim: its next claim (or its own save) sets it right.
+        result.failed += 1;
+        onError(segment.id, err);
+        continue;
+      }
+      result.refreshed += 1;
+      result.entered += changes.entered.length;
+      result.exited += changes.exited.length;
+      announce(segment.workspaceId, changes);
+    }
+    if (due.length < REFRESH_BATCH) break;
+  }
+  return result;
 }

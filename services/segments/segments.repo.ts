@@ -147,8 +147,10 @@ export async function insertSegment(
 ): Promise<void> {
   const sequelize = await database();
   await sequelize.query(
-    `INSERT INTO segments (id, workspace_id, name, description, type, filter, depends_on, event_types, uses_score, computing)
-     VALUES ($1, $2, $3, $4, $5, $6::jsonb, $7::text[], $8::text[], $9, $10)`,
+    `INSERT INTO segments (id, workspace_id, name, description, type, filter, depends_on, event_types, uses_score, computing,
+                           time_relative, next_refresh_at)
+     VALUES ($1, $2, $3, $4, $5, $6::jsonb, $7::text[], $8::text[], $9, $10,
+             $11, CASE WHEN $11 THEN now() + make_interval(secs => $12::double precision / 1000) END)`,
     {
       bind: [
         id,
@@ -161,6 +163,8 @@ export async function insertSegment(
         facts?.eventTypes ?? [],
         facts?.usesScore ?? false,
         computing,
+        facts?.timeRelative ?? false,
+        config().segmentTimeRefreshMs,
       ],
     },
   );
@@ -187,6 +191,12 @@ export async function updateSegmentRow(
     sets.push(`depends_on = $${bind.push(changes.facts.segmentIds)}::text[]`);
     sets.push(`event_types = $${bind.push(changes.facts.eventTypes)}::text[]`);
     sets.push(`uses_score = $${bind.push(changes.facts.usesScore)}`);
+    const timeRelative = `$${bind.push(changes.facts.timeRelative)}::boolean`;
+    sets.push(`time_relative = ${timeRelative}`);
+    // Computed now, so the first time-driven refresh is one period away.
+    sets.push(
+      `next_refresh_at = CASE WHEN ${timeRelative} THEN now() + make_interval(secs => $${bind.push(config().segmentTimeRefreshMs)}::double precision / 1000) END`,
+    );
   }
   if (changes.computing !== undefined) sets.push(`computing = $${bind.push(changes.computing)}`);
   await sequelize.query(`UPDATE segments SET ${sets.join(", ")} WHERE workspace_id = $1 AND id = $2`, {
@@ -197,6 +207,27 @@ export async function updateSegmentRow(
 export async function setComputing(segmentId: string, computing: boolean): Promise<void> {
   const sequelize = await database();
   await sequelize.query(`UPDATE segments SET computing = $2 WHERE id = $1`, { bind: [segmentId, computing] });
+}
+
+/**
+ * Claim up to `limit` time-relative dynamic segments whose refresh is due, across workspaces:
+ * their `next_refresh_at` moves one period ahead in the same statement, and rows another
+ * replica is claiming are skipped, so two replicas never refresh the same segment at once.
+ */
+export async function claimTimeRefresh(
+  limit: number,
+  periodMs: number,
+): Promise<Array<{ id: string; workspaceId: string }>> {
+  const sequelize = await database();
+  return sequelize.query<{ id: string; workspaceId: string }>(
+    `UPDATE segments s SET next_refresh_at = now() + make_interval(secs => $2::double precision / 1000)
+       FROM (SELECT id FROM segments
+              WHERE time_relative AND type = 'dynamic' AND NOT computing AND next_refresh_at <= now()
+              ORDER BY next_refresh_at LIMIT $1 FOR UPDATE SKIP LOCKED) due
+      WHERE s.id = due.id
+      RETURNING s.id, s.workspace_id AS "workspaceId"`,
+    { bind: [limit, periodMs], type: QueryTypes.SELECT },
+  );
 }
 
 /** Delete a segment; refused while another segment's filter references it. */

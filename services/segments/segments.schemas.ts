@@ -55,5 +55,8 @@ export const schemas = {
     eventType: { type: "string", max: 200, optional: true },
     scoreChanged: { type: "boolean", optional: true },
   },
-  evaluateContacts: { contactIds: { type: "array", items: "string", max: 100_000 } },
+  evaluateContacts: {
+    contactIds: { type: "array", items: "string", max: 100_000 },
+    scoreChanged: { type: "boolean", optional: true },
+  },
 } as const;

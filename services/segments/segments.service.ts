@@ -5,6 +5,8 @@ import { fieldError } from "../../lib/errors";
 import { startJob } from "../../lib/jobs";
 import type { AppContext } from "../../lib/moleculer-types";
 import { pageRequest } from "../../lib/pagination";
+import { SYSTEM } from "../../lib/access";
+import { isServiceAvailable } from "../../lib/registry";
 import { workspaceOf } from "../../lib/tenancy";
 import { DbMixin } from "../../mixins/db.mixin";
 import { Segment } from "../../models";
@@ -14,7 +16,8 @@ import {
   evaluateContacts,
   recomputeAffected,
   recomputeWithDependents,
-  type EvaluationResult,
+  refreshTimeRelative,
+  type MembershipChange,
   type Trigger,
 } from "./membership";
 import * as repo from "./segments.repo";
@@ -27,6 +30,10 @@ type Ctx = AppContext<Record<string, any>>;
 export const MEMBERSHIP_CHANGED_EVENT = "segments.membership.changed";
 
 const DAY_MS = 86_400_000;
+/** How often the service looks for time-relative segments due a refresh (each is refreshed every SEGMENT_TIME_REFRESH_MS). */
+const REFRESH_CHECK_MS = 60_000;
+/** Membership changes per broker event, so a large refresh never makes one huge message. */
+const ANNOUNCE_CHUNK = 1000;
 const createdBy = (ctx: Ctx) => (ctx.meta.principal?.kind === "user" ? ctx.meta.principal.userId : null);
 
 /** Segments: definitions, exact incremental membership, recompute jobs, members, growth and preview. */
@@ -250,6 +257,7 @@ const SegmentsService: ServiceSchema = {
           trigger = { kind: "event", eventType: ctx.params.eventType ?? (await this.eventType(ws, eventId)) };
         const result = await evaluateContacts(ws, [contactId], trigger, eventId);
         this.announce(ws, result, eventId);
+        if (trigger.kind === "contact") await this.scoreContactRules(ctx, ws, [contactId]);
         return {
           entered: result.entered.map((e) => e.segmentId),
           exited: result.exited.map((e) => e.segmentId),
@@ -257,14 +265,32 @@ const SegmentsService: ServiceSchema = {
       },
     },
 
-    /** Internal (contacts service after any write): re-evaluate contacts against every dynamic segment. */
+    /**
+     * Internal (contacts service after any write): re-evaluate contacts against
+     * every dynamic segment, then score the contact-condition rules (whose score
+     * change re-evaluates the score segments once more). With `scoreChanged`
+     * (scoring, after a score change): only the segments that use `score`.
+     */
     evaluateContacts: {
       params: schemas.evaluateContacts,
       async handler(ctx: Ctx) {
         const ws = workspaceOf(ctx);
-        const result = await evaluateContacts(ws, ctx.params.contactIds, { kind: "contact" });
+        const { contactIds, scoreChanged } = ctx.params;
+        const result = await evaluateContacts(ws, contactIds, { kind: scoreChanged ? "score" : "contact" });
         this.announce(ws, result);
+        if (!scoreChanged) await this.scoreContactRules(ctx, ws, contactIds);
         return { entered: result.entered.length, exited: result.exited.length };
+      },
+    },
+
+    /**
+     * Internal (service timer, cron tick): recompute every time-relative
+     * segment (`within_last`, event `within`) whose refresh is due, so members
+     * leave and enter as time passes; changes are logged and announced.
+     */
+    refreshTimeBased: {
+      handler() {
+        return this.refreshTimeBased();
       },
     },
 
@@ -326,16 +352,51 @@ const SegmentsService: ServiceSchema = {
       return row?.type;
     },
 
-    announce(ws: string, result: EvaluationResult, eventId?: string) {
-      if (result.entered.length || result.exited.length) {
+    refreshTimeBased() {
+      return refreshTimeRelative(
+        (ws: string, changes: { entered: MembershipChange[]; exited: MembershipChange[] }) =>
+          this.announce(ws, changes),
+        (id: string, err: unknown) => this.logger.warn(`Time refresh of segment ${id} failed`, err),
+      );
+    },
+
+    /** Contact-condition scoring rules follow a contact change (segments have seen the old score by now). */
+    async scoreContactRules(ctx: Ctx, ws: string, contactIds: string[]) {
+      if (!contactIds.length || !isServiceAvailable(this.broker, "scoring")) return;
+      await ctx.call(
+        "scoring.applyContactRules",
+        { contactIds },
+        { meta: { principal: SYSTEM, workspaceId: ws } },
+      );
+    },
+
+    announce(
+      ws: string,
+      result: { entered: MembershipChange[]; exited: MembershipChange[] },
+      eventId?: string,
+    ) {
+      const { entered, exited } = result;
+      for (let i = 0; i < Math.max(entered.length, exited.length); i += ANNOUNCE_CHUNK) {
         this.broker.emit(MEMBERSHIP_CHANGED_EVENT, {
           workspaceId: ws,
           eventId: eventId ?? null,
-          entered: result.entered,
-          exited: result.exited,
+          entered: entered.slice(i, i + ANNOUNCE_CHUNK),
+          exited: exited.slice(i, i + ANNOUNCE_CHUNK),
         });
       }
     },
+  },
+
+  started() {
+    const period = Math.min(REFRESH_CHECK_MS, Math.max(1000, config().segmentTimeRefreshMs));
+    this.refreshTimer = setInterval(() => {
+      this.refreshTimeBased().catch((err: unknown) => this.logger.warn("Time refresh failed", err));
+    }, period);
+    this.refreshTimer.unref();
+  },
+
+  stopped() {
+    clearInterval(this.refreshTimer);
   },
 };
 

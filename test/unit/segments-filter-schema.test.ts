@@ -39,7 +39,38 @@ describe("validateFilter", () => {
       ],
       eventTypes: ["purchase"],
       usesScore: true,
+      timeRelative: true,
     });
+  });
+
+  test("a filter is time-relative when it reads the clock, wherever the node is", () => {
+    const timeRelative = (filter: unknown) => validateFilter(filter).facts.timeRelative;
+    expect(timeRelative(one({ field: "createdAt", operator: "within_last", value: { days: 7 } }))).toBe(true);
+    expect(
+      timeRelative(one({ field: "attributes.trialEnds", operator: "within_last", value: { days: 1 } })),
+    ).toBe(true);
+    expect(
+      timeRelative(
+        one({
+          match: "any",
+          conditions: [{ event: "login", operator: "not_performed", within: { days: 30 } }],
+        }),
+      ),
+    ).toBe(true);
+    expect(
+      timeRelative(
+        one({
+          event: "login",
+          operator: "performed",
+          where: [{ field: "timestamp", operator: "within_last", value: { days: 2 } }],
+        }),
+      ),
+    ).toBe(true);
+    // Fixed dates never move: before/after/between compare with constants.
+    expect(timeRelative(one({ field: "createdAt", operator: "before", value: "2024-01-01" }))).toBe(false);
+    expect(timeRelative(one({ field: "createdAt", operator: "after", value: "2024-01-01" }))).toBe(false);
+    expect(timeRelative(one({ event: "login", operator: "performed", count: { gte: 2 } }))).toBe(false);
+    expect(timeRelative(one({ field: "email", operator: "eq", value: "within_last" }))).toBe(false);
   });
 
   test("reports the path of each bad node", () => {

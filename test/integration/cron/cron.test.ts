@@ -24,6 +24,9 @@ test("the tick runs every deployed queue and names the ones not deployed", async
   expect(res.body.ok).toBe(true);
   expect(res.body.results["jobs.sweep"]).toBe(0);
   expect(res.body.results["crm.notifyDueTasks"]).toBe("not deployed");
+  // Score decay and the time refresh of segments are steps too (run in their own suites).
+  expect(res.body.results["scoring.applyDecay"]).toBe("not deployed");
+  expect(res.body.results["segments.refreshTimeBased"]).toBe("not deployed");
 });
 
 test("the tick is described in the OpenAPI document with its own security scheme", async () => {
