@@ -185,7 +185,9 @@ const ContactsService: ServiceSchema = {
         description:
           "Body: raw `text/csv`, or `multipart/form-data` with the field `file` (and optionally `mapping`, sent before `file`). " +
           "`mapping` (query parameter or multipart field) is JSON: CSV column → contact field (`email`, `firstName`, ..., " +
-          "`attributes.<key>`, `customFields.<key>`, or null to ignore). Columns named like fields map themselves. At most 50 MiB. " +
+          "`attributes.<key>`, `customFields.<key>`, `consent.<channel>`, or null to ignore). Columns named like fields map themselves. " +
+          "A `consent.<channel>` cell is `opted_in` or `opted_out` (stored with source `import`; an opt-out emits `unsubscribe.<channel>`); " +
+          "`unknown` or empty leaves the stored consent as it is. At most 50 MiB. " +
           "The job's result is `{created, updated, failed: [{line, error}], failedCount, ignoredColumns}` (the header is line 1).",
         requestBody: {
           required: true,
@@ -255,6 +257,10 @@ const ContactsService: ServiceSchema = {
       params: schemas.export,
       openapi: {
         summary: "Export contacts as CSV",
+        description:
+          "Streams `text/csv` filtered like the list: a header row of field names, then one row per contact; " +
+          "`consent.<channel>` columns hold `opted_in`, `opted_out` or `unknown`, and `attributes` and `customFields` " +
+          "are flattened as `attributes.<key>` and `customFields.<key>`.",
         responses: { "200": { description: "CSV", content: { "text/csv": { schema: { type: "string" } } } } },
       },
       async handler(ctx: Ctx) {

@@ -3,6 +3,7 @@ import { QueryTypes } from "sequelize";
 import { stringify } from "csv-stringify";
 import { database } from "../../lib/database";
 import {
+  CONSENT_CHANNELS,
   contactView,
   filterWhere,
   rowsMatching,
@@ -15,8 +16,10 @@ import { Binds } from "./sql";
 /**
  * Contacts as CSV, streamed: a header of field names, then one row per
  * contact in id order. `attributes` and `customFields` are flattened as
- * `attributes.<key>` / `customFields.<key>`; tags are `;`-separated. Cells
- * are written so that an import of the file gives the same contacts back.
+ * `attributes.<key>` / `customFields.<key>`, consent as `consent.<channel>`
+ * holding the status (its source and time are the importer's own, like ids and
+ * timestamps, so they are not columns); tags are `;`-separated. Cells are
+ * written so that an import of the file gives the same contacts back.
  */
 
 export const BASE_COLUMNS = [
@@ -60,6 +63,7 @@ export interface ExportColumns {
 export function headerRow(columns: ExportColumns): string[] {
   return [
     ...BASE_COLUMNS,
+    ...CONSENT_CHANNELS.map((ch) => `consent.${ch}`),
     ...columns.attributes.map((k) => `attributes.${k}`),
     ...columns.customFields.map((k) => `customFields.${k}`),
   ];
@@ -73,6 +77,7 @@ export function contactRow(c: ContactView, columns: ExportColumns): string[] {
   });
   return [
     ...base,
+    ...CONSENT_CHANNELS.map((ch) => c.consent[ch].status),
     ...columns.attributes.map((k) => encodeAttributeCell(c.attributes[k])),
     ...columns.customFields.map((k) => encodeCustomCell(c.customFields[k])),
   ];

@@ -1,13 +1,17 @@
 import type { Readable } from "node:stream";
 import { parse } from "csv-parse";
 import type { FieldIssue } from "../../lib/errors";
+import type { ConsentStatus } from "../../models";
+import { CONSENT_CHANNELS, type ConsentChannel } from "./contacts.repo";
 import type { ContactInput } from "./normalize";
+import type { ConsentWanted } from "./upsert";
 
 /**
  * CSV → contact inputs, streamed. The header row (line 1) names the columns;
  * `mapping` (CSV column → contact field) overrides, and columns named like a
  * field (`email`, `First Name`, `first_name`, `attributes.plan`,
- * `customFields.size`) map themselves. Other columns are ignored and reported.
+ * `customFields.size`, `consent.email`) map themselves. Other columns are
+ * ignored and reported.
  */
 
 export const SCALAR_FIELDS = [
@@ -31,14 +35,16 @@ const READ_ONLY = new Set(["id", "score", "createdat", "updatedat", "workspaceid
 
 export type Target =
   | { kind: "field"; field: (typeof SCALAR_FIELDS)[number] }
-  | { kind: "attributes" | "customFields"; key: string };
+  | { kind: "attributes"; key: string }
+  | { kind: "customFields"; key: string }
+  | { kind: "consent"; channel: ConsentChannel };
 
 const squash = (s: string) => s.toLowerCase().replace(/[\s_-]+/g, "");
 const FIELD_BY_SQUASHED = new Map<string, (typeof SCALAR_FIELDS)[number]>(
   SCALAR_FIELDS.map((f) => [squash(f), f]),
 );
 
-/** A mapping target (`email`, `attributes.plan`, `customFields.size`) or null when it names nothing. */
+/** A mapping target (`email`, `attributes.plan`, `customFields.size`, `consent.sms`) or null when it names nothing. */
 export function parseTarget(name: string): Target | null {
   const dot = name.indexOf(".");
   if (dot > 0) {
@@ -47,7 +53,9 @@ export function parseTarget(name: string): Target | null {
     if (!key || key.length > 100 || key.includes(".")) return null;
     if (squash(prefix) === "attributes") return { kind: "attributes", key };
     if (squash(prefix) === "customfields") return { kind: "customFields", key };
-    return null;
+    if (squash(prefix) !== "consent") return null;
+    const channel = CONSENT_CHANNELS.find((c) => c === key.toLowerCase());
+    return channel ? { kind: "consent", channel } : null;
   }
   const field = FIELD_BY_SQUASHED.get(squash(name));
   return field ? { kind: "field", field } : null;
@@ -77,7 +85,7 @@ export function checkMapping(mapping: unknown): {
     else if (typeof target !== "string" || !parseTarget(target)) {
       issues.push({
         field: `mapping.${column}`,
-        message: "must name a contact field, attributes.<key> or customFields.<key>",
+        message: "must name a contact field, attributes.<key>, customFields.<key> or consent.<channel>",
       });
     } else out[column] = target;
   }
@@ -133,27 +141,59 @@ export function decodeTags(cell: string): unknown {
     .filter(Boolean);
 }
 
-/** One CSV record as a contact input; empty cells mean "not given". */
-export function rowToInput(cells: string[], plan: ColumnPlan): ContactInput {
+const CONSENT_STATUSES = new Set<string>(["opted_in", "opted_out", "unknown"] satisfies ConsentStatus[]);
+
+/** A `consent.<channel>` cell (any case): its status, or null when it is not one. */
+export function decodeConsentCell(cell: string): ConsentStatus | null {
+  const t = cell.trim().toLowerCase();
+  return CONSENT_STATUSES.has(t) ? (t as ConsentStatus) : null;
+}
+
+/** One CSV record decoded: the contact input, the consent it asks for, and its bad consent cells. */
+export interface CsvRow {
+  input: ContactInput;
+  consent?: ConsentWanted;
+  issues: FieldIssue[];
+}
+
+/**
+ * One CSV record; empty cells mean "not given", and so does a consent cell of
+ * `unknown` (an import never takes a recorded opt-out or opt-in back).
+ */
+export function decodeRow(cells: string[], plan: ColumnPlan): CsvRow {
   const input: Record<string, unknown> = {};
   const attributes: Record<string, unknown> = {};
   const customFields: Record<string, unknown> = {};
+  const consent: ConsentWanted = {};
+  const issues: FieldIssue[] = [];
   plan.targets.forEach((target, i) => {
     const cell = cells[i];
     if (!target || cell === undefined || cell.trim() === "") return;
     if (target.kind === "attributes") attributes[target.key] = decodeAttributeCell(cell);
-    else if (target.kind !== "field") customFields[target.key] = cell;
-    else if (target.field === "tags") input.tags = decodeTags(cell);
+    else if (target.kind === "customFields") customFields[target.key] = cell;
+    else if (target.kind === "consent") {
+      const status = decodeConsentCell(cell);
+      if (status === null)
+        issues.push({
+          field: `consent.${target.channel}`,
+          message: "must be opted_in, opted_out or unknown (unknown or empty leaves it as it is)",
+        });
+      else if (status !== "unknown") consent[target.channel] = status;
+    } else if (target.field === "tags") input.tags = decodeTags(cell);
     else input[target.field] = cell.trim();
   });
   if (Object.keys(attributes).length) input.attributes = attributes;
   if (Object.keys(customFields).length) input.customFields = customFields;
-  return input as ContactInput;
+  return {
+    input: input as ContactInput,
+    consent: Object.keys(consent).length ? consent : undefined,
+    issues,
+  };
 }
 
 export type CsvItem =
   | { kind: "header"; plan: ColumnPlan; columns: string[] }
-  | { kind: "row"; line: number; input: ContactInput }
+  | ({ kind: "row"; line: number } & CsvRow)
   | { kind: "bad"; line: number; error: string };
 
 /**
@@ -199,7 +239,7 @@ export async function* readCsv(
       yield { kind: "bad", line, error: `expected ${plan.targets.length} columns, found ${record.length}` };
       continue;
     }
-    yield { kind: "row", line, input: rowToInput(record, plan) };
+    yield { kind: "row", line, ...decodeRow(record, plan) };
   }
   while (skipped.length) yield { kind: "bad", ...skipped.shift()! };
 }

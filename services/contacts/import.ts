@@ -4,9 +4,9 @@ import type { ProgressFn } from "../../lib/jobs";
 import { checkInput, loadDefs } from "./contact-write";
 import { settleContacts } from "./contacts.repo";
 import { readCsv } from "./csv-import";
-import { contactsChanged } from "./effects";
+import { contactsChanged, publishOptOut } from "./effects";
 import { hasIdentity, type ContactWrite } from "./normalize";
-import { upsertMany, type UpsertedRow, type UpsertOrigin } from "./upsert";
+import { upsertMany, type ConsentWanted, type UpsertedRow, type UpsertOrigin } from "./upsert";
 
 /** The import job: stream the spooled CSV, validate each row, upsert in batches, report bad rows by line. */
 
@@ -27,19 +27,27 @@ export interface ImportResult {
 const issueText = (issues: Array<{ field: string; message: string }>) =>
   issues.map((i) => `${i.field} ${i.message}`).join("; ");
 
-/** Upsert a batch and publish its facts; returns the rows written and the per-item errors. */
+/**
+ * Upsert a batch (with the consent each write asks for, `consent[i]`) and
+ * publish its facts, opt-outs as `unsubscribe.<channel>` with the origin's
+ * reason as source; returns the rows written and the per-item errors.
+ */
 export async function writeBatch(
   broker: ServiceBroker,
   workspaceId: string,
   writes: ContactWrite[],
   origin: UpsertOrigin,
+  consent: Array<ConsentWanted | undefined> = [],
 ): Promise<Array<{ row?: UpsertedRow; error?: string }>> {
-  const results = await upsertMany(workspaceId, writes, origin);
+  const results = await upsertMany(workspaceId, writes, origin, consent);
   const rows = results.flatMap((r) => (r.row ? [r.row] : []));
   await contactsChanged(broker, workspaceId, {
     created: rows.filter((r) => r.inserted),
     updated: rows.filter((r) => !r.inserted),
   });
+  for (const row of rows) {
+    for (const channel of row.optOuts) await publishOptOut(broker, workspaceId, row, channel, origin.reason);
+  }
   return results;
 }
 
@@ -58,7 +66,7 @@ export async function importCsv(
     result.failedCount += 1;
     if (result.failed.length < MAX_REPORTED_FAILURES) result.failed.push({ line, error });
   };
-  let batch: Array<{ line: number; write: ContactWrite }> = [];
+  let batch: Array<{ line: number; write: ContactWrite; consent?: ConsentWanted }> = [];
   let done = 0;
 
   const flush = async () => {
@@ -70,6 +78,7 @@ export async function importCsv(
       workspaceId,
       current.map((b) => b.write),
       { ...actor, reason: "import" },
+      current.map((b) => b.consent),
     );
     results.forEach((r, i) => {
       if (r.error) fail(current[i].line, r.error);
@@ -90,10 +99,11 @@ export async function importCsv(
       continue;
     }
     const { write, issues } = checkInput(item.input, defs, { coerce: true });
+    issues.push(...item.issues);
     if (!issues.length && !hasIdentity(write))
       issues.push({ field: "email", message: "a row needs one of email, phone, externalId" });
     if (issues.length) fail(item.line, issueText(issues));
-    else batch.push({ line: item.line, write });
+    else batch.push({ line: item.line, write, consent: item.consent });
     if (batch.length >= IMPORT_BATCH) await flush();
   }
   await flush();

@@ -1,6 +1,9 @@
 import { QueryTypes } from "sequelize";
 import { newId } from "../../lib/crypto";
 import { database } from "../../lib/database";
+import type { ConsentEntry } from "../../models";
+import { applyConsent } from "./consent";
+import type { ConsentChannel } from "./contacts.repo";
 import type { ContactWrite } from "./normalize";
 import { uniqueViolation } from "./sql";
 
@@ -8,10 +11,15 @@ import { uniqueViolation } from "./sql";
  * Update-or-create many contacts in one statement per key: by email when the
  * row has one, else by externalId, else a plain insert. On an update, given
  * fields replace, absent ones stay, attributes/customFields merge key by key
- * and tags are added. A batch that fails as a whole (the same email twice, an
- * externalId owned by another contact) is retried row by row so each row gets
- * its own answer.
+ * and tags are added. Consent a row asks for is written in the same statement
+ * (a second pass would rewrite every row and its indexes), only on channels
+ * whose status it changes, with the origin's reason as its source. A batch that
+ * fails as a whole (the same email twice, an externalId owned by another
+ * contact) is retried row by row so each row gets its own answer.
  */
+
+/** Consent a write asks for: a status per channel; absent channels stay as they are. */
+export type ConsentWanted = Partial<Record<ConsentChannel, "opted_in" | "opted_out">>;
 
 export interface UpsertedRow {
   id: string;
@@ -19,15 +27,17 @@ export interface UpsertedRow {
   firstName: string | null;
   lastName: string | null;
   externalId: string | null;
-  consent: Record<string, { status: string }>;
+  consent: Record<string, ConsentEntry>;
   inserted: boolean;
+  /** Channels this write opted out (their status changed), for `unsubscribe.<channel>`. */
+  optOuts: string[];
 }
 
 export type UpsertResult = { row: UpsertedRow; error?: undefined } | { row?: undefined; error: string };
 
 const RECORD_COLUMNS = `id text, email text, phone text, first_name text, last_name text, external_id text, locale text,
   timezone text, country text, city text, tags text[], attributes jsonb, custom_fields jsonb, stage text,
-  company_id text, owner_id text`;
+  company_id text, owner_id text, consent jsonb`;
 
 const SCALARS = [
   "email",
@@ -57,18 +67,20 @@ function statement(conflict: "email" | "external_id" | null): string {
         tags = c.tags || array(SELECT unnest(EXCLUDED.tags) EXCEPT SELECT unnest(c.tags)),
         attributes = c.attributes || EXCLUDED.attributes,
         custom_fields = c.custom_fields || EXCLUDED.custom_fields,
+        consent = c.consent || coalesce((SELECT jsonb_object_agg(w.key, w.value) FROM jsonb_each(EXCLUDED.consent) w
+                                          WHERE c.consent -> w.key ->> 'status' IS DISTINCT FROM w.value ->> 'status'), '{}'),
         updated_at = now()`
     : "";
-  // The stages before the write (same snapshot as the upsert), so stage changes get their history rows.
+  // Stages and consent before the write (same snapshot as the upsert): stage changes get their history rows, opt-outs their facts.
   const old = conflict
-    ? `SELECT c.id, c.stage FROM contacts c JOIN input r ON c.${conflict} = r.${conflict} WHERE c.workspace_id = $1`
-    : "SELECT NULL::text AS id, NULL::text AS stage WHERE false";
+    ? `SELECT c.id, c.stage, c.consent FROM contacts c JOIN input r ON c.${conflict} = r.${conflict} WHERE c.workspace_id = $1`
+    : "SELECT NULL::text AS id, NULL::text AS stage, NULL::jsonb AS consent WHERE false";
   return `WITH input AS (SELECT * FROM jsonb_to_recordset($2::jsonb) AS r(${RECORD_COLUMNS})),
     old AS (${old}),
     up AS (
-      INSERT INTO contacts AS c (id, workspace_id, ${SCALARS.join(", ")}, tags, attributes, custom_fields)
+      INSERT INTO contacts AS c (id, workspace_id, ${SCALARS.join(", ")}, tags, attributes, custom_fields, consent)
       SELECT r.id, $1, ${SCALARS.map((s) => `r.${s}`).join(", ")}, coalesce(r.tags, '{}'), coalesce(r.attributes, '{}'),
-             coalesce(r.custom_fields, '{}')
+             coalesce(r.custom_fields, '{}'), r.consent
         FROM input r
       ${update}
       RETURNING c.id, c.email, c.first_name, c.last_name, c.external_id, c.consent, c.stage, (c.xmax = 0) AS inserted),
@@ -77,17 +89,32 @@ function statement(conflict: "email" | "external_id" | null): string {
       SELECT gen_random_uuid()::text, $1, up.id, old.stage, up.stage, $5, $3, $4
         FROM up LEFT JOIN old ON old.id = up.id
        WHERE up.stage IS DISTINCT FROM old.stage)
-    SELECT id, email, first_name, last_name, external_id, consent, inserted FROM up`;
+    SELECT up.id, up.email, up.first_name, up.last_name, up.external_id, up.consent, up.inserted, old.consent AS previous_consent
+      FROM up LEFT JOIN old ON old.id = up.id`;
 }
 
-/** Who writes and why: stage history rows of an upsert carry it. */
+/** Who writes and why: stage history rows of an upsert carry it, and the consent it writes has the reason as source. */
 export interface UpsertOrigin {
   actorType: string;
   actorId: string | null;
   reason: string;
 }
 
-function record(write: ContactWrite) {
+/** The consent entries a wish writes (as the consent API would set them) and the opt-outs among them. */
+function consentEntries(wanted: ConsentWanted | undefined, source: string, now: Date) {
+  let consent: Record<string, ConsentEntry> = {};
+  const optOuts: string[] = [];
+  for (const [channel, status] of Object.entries(wanted ?? {}) as Array<
+    [ConsentChannel, "opted_in" | "opted_out"]
+  >) {
+    const next = applyConsent(consent, channel, status, source, now);
+    consent = next.consent;
+    optOuts.push(...next.optOuts);
+  }
+  return { consent, optOuts };
+}
+
+function record(write: ContactWrite, consent: Record<string, ConsentEntry>) {
   return {
     id: newId(),
     email: write.email ?? null,
@@ -105,6 +132,7 @@ function record(write: ContactWrite) {
     stage: write.stage ?? null,
     company_id: write.companyId ?? null,
     owner_id: write.ownerId ?? null,
+    consent,
   };
 }
 
@@ -120,11 +148,13 @@ interface Returned {
   first_name: string | null;
   last_name: string | null;
   external_id: string | null;
-  consent: Record<string, { status: string }>;
+  consent: Record<string, ConsentEntry>;
   inserted: boolean;
+  previous_consent: Record<string, ConsentEntry> | null;
 }
 
-const toRow = (r: Returned): UpsertedRow => ({
+/** The returned row, with the opt-outs of `sent` that changed a status. */
+const toRow = (r: Returned, sent: ReturnType<typeof consentEntries>): UpsertedRow => ({
   id: r.id,
   email: r.email,
   firstName: r.first_name,
@@ -132,6 +162,7 @@ const toRow = (r: Returned): UpsertedRow => ({
   externalId: r.external_id,
   consent: r.consent ?? {},
   inserted: r.inserted,
+  optOuts: sent.optOuts.filter((channel) => r.previous_consent?.[channel]?.status !== "opted_out"),
 });
 
 function errorText(err: unknown): string {
@@ -154,13 +185,15 @@ async function run(
   });
 }
 
-/** Upsert validated writes; results are in input order. */
+/** Upsert validated writes (with the consent each asks for, `consent[i]`); results are in input order. */
 export async function upsertMany(
   workspaceId: string,
   writes: ContactWrite[],
   origin: UpsertOrigin,
+  consent: Array<ConsentWanted | undefined> = [],
 ): Promise<UpsertResult[]> {
   const results: UpsertResult[] = new Array(writes.length);
+  const now = new Date();
   const groups: Record<"email" | "external_id" | "none", number[]> = { email: [], external_id: [], none: [] };
   writes.forEach((w, i) => groups[w.email ? "email" : w.externalId ? "external_id" : "none"].push(i));
 
@@ -169,7 +202,8 @@ export async function upsertMany(
   >) {
     if (!indexes.length) continue;
     const conflict = key === "none" ? null : key;
-    const records = indexes.map((i) => record(writes[i]));
+    const entries = indexes.map((i) => consentEntries(consent[i], origin.reason, now));
+    const records = indexes.map((i, n) => record(writes[i], entries[n].consent));
     try {
       const rows = await run(workspaceId, conflict, records, origin);
       // RETURNING keeps no input order: match rows back by id (inserted) or by key (updated).
@@ -181,7 +215,7 @@ export async function upsertMany(
           (conflict
             ? byKey.get(conflict === "email" ? records[n].email : records[n].external_id)
             : undefined);
-        results[i] = hit ? { row: toRow(hit) } : { error: "not written" };
+        results[i] = hit ? { row: toRow(hit, entries[n]) } : { error: "not written" };
       });
     } catch (err) {
       if (indexes.length === 1) {
@@ -191,7 +225,7 @@ export async function upsertMany(
       for (const [n, i] of indexes.entries()) {
         try {
           const [hit] = await run(workspaceId, conflict, [records[n]], origin);
-          results[i] = { row: toRow(hit) };
+          results[i] = { row: toRow(hit, entries[n]) };
         } catch (rowErr) {
           results[i] = { error: errorText(rowErr) };
         }

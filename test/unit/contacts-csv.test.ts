@@ -3,32 +3,40 @@ import { contactRow, encodeAttributeCell, headerRow } from "../../services/conta
 import {
   checkMapping,
   decodeAttributeCell,
+  decodeConsentCell,
+  decodeRow,
   decodeTags,
   parseTarget,
   planColumns,
   readCsv,
-  rowToInput,
   type CsvItem,
 } from "../../services/contacts/csv-import";
-import type { ContactView } from "../../services/contacts/contacts.repo";
+import { fullConsent, type ContactView } from "../../services/contacts/contacts.repo";
 
 describe("csv import mapping", () => {
-  test("targets: field names in any case or style, attributes.* and customFields.*", () => {
+  test("targets: field names in any case or style, attributes.*, customFields.* and consent.<channel>", () => {
     expect(parseTarget("First Name")).toEqual({ kind: "field", field: "firstName" });
     expect(parseTarget("first_name")).toEqual({ kind: "field", field: "firstName" });
     expect(parseTarget("EMAIL")).toEqual({ kind: "field", field: "email" });
     expect(parseTarget("attributes.plan")).toEqual({ kind: "attributes", key: "plan" });
     expect(parseTarget("customFields.size")).toEqual({ kind: "customFields", key: "size" });
+    expect(parseTarget("consent.sms")).toEqual({ kind: "consent", channel: "sms" });
+    expect(parseTarget("Consent.Email")).toEqual({ kind: "consent", channel: "email" });
+    expect(parseTarget("consent.fax")).toBeNull();
+    expect(parseTarget("consent.all")).toBeNull();
     expect(parseTarget("password")).toBeNull();
     expect(parseTarget("attributes.")).toBeNull();
   });
   test("mapping checked; columns planned with ignored ones listed (read-only export columns silently)", () => {
     expect(checkMapping({ Mail: "email", X: null, Y: "nope" }).issues).toEqual([
-      { field: "mapping.Y", message: "must name a contact field, attributes.<key> or customFields.<key>" },
+      {
+        field: "mapping.Y",
+        message: "must name a contact field, attributes.<key>, customFields.<key> or consent.<channel>",
+      },
     ]);
     expect(checkMapping([1]).issues[0].field).toBe("mapping");
     const plan = planColumns(["Mail", "id", "createdAt", "Colour", "X"], { Mail: "email", X: null });
-    expect(plan.targets.map((t) => t && ("field" in t ? t.field : t.key))).toEqual([
+    expect(plan.targets.map((t) => t && ("field" in t ? t.field : "key" in t ? t.key : t.channel))).toEqual([
       "email",
       null,
       null,
@@ -46,7 +54,28 @@ describe("csv import mapping", () => {
     expect(decodeTags("a; b;;c")).toEqual(["a", "b", "c"]);
     expect(decodeTags('["x;y"]')).toEqual(["x;y"]);
     const plan = planColumns(["email", "tags", "attributes.n", "city"], {});
-    expect(rowToInput(["a@b.io", "", "7", " "], plan)).toEqual({ email: "a@b.io", attributes: { n: 7 } });
+    expect(decodeRow(["a@b.io", "", "7", " "], plan)).toEqual({
+      input: { email: "a@b.io", attributes: { n: 7 } },
+      consent: undefined,
+      issues: [],
+    });
+  });
+  test("consent cells: statuses in any case; unknown and empty leave consent as is; others are issues", () => {
+    expect(decodeConsentCell(" Opted_Out ")).toBe("opted_out");
+    expect(decodeConsentCell("unknown")).toBe("unknown");
+    expect(decodeConsentCell("yes")).toBeNull();
+    const plan = planColumns(["email", "consent.email", "consent.sms", "consent.push", "SMS ok"], {
+      "SMS ok": "consent.chatapp1",
+    });
+    expect(decodeRow(["a@b.io", "opted_out", "unknown", "", "OPTED_IN"], plan)).toEqual({
+      input: { email: "a@b.io" },
+      consent: { email: "opted_out", chatapp1: "opted_in" },
+      issues: [],
+    });
+    const bad = decodeRow(["a@b.io", "opted_out", "maybe", "", ""], plan);
+    expect(bad.issues).toEqual([
+      { field: "consent.sms", message: expect.stringMatching(/^must be opted_in/) },
+    ]);
   });
   test("readCsv streams rows with their lines and reports broken ones", async () => {
     const csv = 'email,city\na@x.io,Oslo\nb@x.io\n"c@x.io","Ro\nme"\n\ne@x.io,Rome\nd@x.io,"unclosed\n';
@@ -82,7 +111,10 @@ describe("csv export", () => {
     score: 0,
     companyId: null,
     ownerId: null,
-    consent: {} as ContactView["consent"],
+    consent: {
+      ...fullConsent({}),
+      sms: { status: "opted_out", source: "api", updatedAt: "2026-01-01T00:00:00.000Z" },
+    },
     createdAt: "2026-01-01T00:00:00.000Z",
     updatedAt: "2026-01-01T00:00:00.000Z",
   };
@@ -91,10 +123,19 @@ describe("csv export", () => {
       expect(decodeAttributeCell(encodeAttributeCell(value))).toEqual(value);
     }
   });
-  test("a row follows the header: tags joined, attributes and custom fields flattened", () => {
+  test("a row follows the header: tags joined, consent statuses, attributes and custom fields flattened", () => {
     const columns = { attributes: ["n", "s"], customFields: ["langs", "size"] };
     const header = headerRow(columns);
     const row = contactRow(contact, columns);
+    expect(row).toHaveLength(header.length);
+    const consent = header.flatMap((h, i) => (h.startsWith("consent.") ? [[h, row[i]]] : []));
+    expect(consent).toEqual([
+      ["consent.email", "unknown"],
+      ["consent.sms", "opted_out"],
+      ["consent.push", "unknown"],
+      ["consent.chatapp1", "unknown"],
+      ["consent.chatapp2", "unknown"],
+    ]);
     expect(header.slice(-4)).toEqual([
       "attributes.n",
       "attributes.s",

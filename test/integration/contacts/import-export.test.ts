@@ -32,8 +32,34 @@ async function importCsv(c: HttpClient, ws: string, csv: string, query = "") {
   return finished(c, ws, res.body.jobId);
 }
 
+/**
+ * An opt-out through the API, waited for: domain events arrive in publication
+ * order, so once it is seen every fact published before it has been seen too.
+ */
+async function optOutMarker(c: HttpClient, ws: string, contactId: string) {
+  expect(
+    (await c.put(`${ws}/contacts/${contactId}/consent`, { channel: "chatapp2", status: "opted_out" })).status,
+  ).toBe(200);
+  await probe.waitFor(
+    (e) => e.type === "unsubscribe.chatapp2" && e.data.contactId === contactId && e.data.source === "api",
+  );
+}
+
 const emails = async (c: HttpClient, ws: string, qs = "") =>
   (await c.get(`${ws}/contacts?sort=email&limit=100&${qs}`)).body.data.map((x: { email: string }) => x.email);
+
+/** Each contact's known consent statuses (channels not `unknown`), by email (else externalId). */
+const consentStatuses = (list: Array<{ email: string | null; externalId: string | null; consent: object }>) =>
+  Object.fromEntries(
+    list.map((x) => [
+      x.email ?? x.externalId,
+      Object.fromEntries(
+        Object.entries(x.consent as Record<string, { status: string }>)
+          .filter(([, e]) => e.status !== "unknown")
+          .map(([channel, e]) => [channel, e.status]),
+      ),
+    ]),
+  );
 
 describe("import", () => {
   test("a CSV with good and bad rows imports the good ones and reports each bad line", async () => {
@@ -117,6 +143,109 @@ describe("import", () => {
     expect(await emails(c, fresh.ws, "city=Rome")).toEqual(["m2@x.io"]);
   });
 
+  test("consent columns (or a mapping to one) set consent with source import and emit unsubscribe.<channel> when the status changes; unknown or empty leave it; a bad value fails its row", async () => {
+    const fresh = await ownerWithWorkspace(app.baseUrl);
+    const c = fresh.owner.client;
+    const ids: Record<string, string> = {};
+    for (const email of ["out1@x.io", "out2@x.io", "out3@x.io"]) {
+      ids[email] = (await c.post(`${fresh.ws}/contacts`, { email })).body.id;
+      const put = await c.put(`${fresh.ws}/contacts/${ids[email]}/consent`, {
+        channel: "email",
+        status: "opted_out",
+      });
+      expect(put.status).toBe(200);
+    }
+    const optedOut = (await c.get(`${fresh.ws}/contacts/${ids["out1@x.io"]}/consent`)).body.email;
+    expect(optedOut).toMatchObject({ status: "opted_out", source: "api" });
+
+    const csv = [
+      "email,consent.email,Consent.SMS,Push status,firstName",
+      "out1@x.io,unknown,opted_out,,One",
+      "out2@x.io,,,,Two",
+      "out3@x.io,Opted_Out,opted_in,,Three",
+      "new@x.io,opted_out,,OPTED_OUT,New",
+      "bad@x.io,opted_out,maybe,,Bad",
+      "in@x.io,opted_in,,,In",
+      "twice@x.io,opted_out,,,Twice",
+      "twice@x.io,opted_out,,,Again",
+    ].join("\n");
+    const mapping = encodeURIComponent(JSON.stringify({ "Push status": "consent.push" }));
+    const job = await importCsv(c, fresh.ws, csv, `?mapping=${mapping}`);
+    expect(job.result).toMatchObject({ created: 3, updated: 4, failedCount: 1, ignoredColumns: [] });
+    expect(job.result.failed).toEqual([
+      { line: 6, error: expect.stringMatching(/^consent\.sms must be opted_in, opted_out or unknown/) },
+    ]);
+    expect(await emails(c, fresh.ws)).toEqual([
+      "in@x.io",
+      "new@x.io",
+      "out1@x.io",
+      "out2@x.io",
+      "out3@x.io",
+      "twice@x.io",
+    ]);
+
+    const byEmail = Object.fromEntries(
+      (await c.get(`${fresh.ws}/contacts?limit=100`)).body.data.map((x: { email: string }) => [x.email, x]),
+    );
+    expect(consentStatuses(Object.values(byEmail))).toEqual({
+      "out1@x.io": { email: "opted_out", sms: "opted_out" },
+      "out2@x.io": { email: "opted_out" },
+      "out3@x.io": { email: "opted_out", sms: "opted_in" },
+      "new@x.io": { email: "opted_out", push: "opted_out" },
+      "in@x.io": { email: "opted_in" },
+      "twice@x.io": { email: "opted_out" },
+    });
+    // Unchanged opt-outs keep their record; changed channels say where the change came from.
+    expect(byEmail["out1@x.io"].consent.email).toEqual(optedOut);
+    expect(byEmail["out2@x.io"].consent.email.source).toBe("api");
+    expect(byEmail["out3@x.io"].consent.email.source).toBe("api");
+    expect(byEmail["out1@x.io"].consent.sms).toMatchObject({ status: "opted_out", source: "import" });
+    expect(byEmail["out3@x.io"].consent.sms).toMatchObject({ status: "opted_in", source: "import" });
+    expect(byEmail["new@x.io"].consent.push).toMatchObject({ status: "opted_out", source: "import" });
+    expect(byEmail["in@x.io"].consent.email).toMatchObject({ status: "opted_in", source: "import" });
+    expect(byEmail["out1@x.io"].firstName).toBe("One");
+
+    await optOutMarker(c, fresh.ws, ids["out2@x.io"]);
+    const fromImport = probe.seen.filter(
+      (e) =>
+        e.workspaceId === fresh.workspaceId && e.type.startsWith("unsubscribe.") && e.data.source !== "api",
+    );
+    expect(
+      fromImport
+        .map((e) => e.data)
+        .sort((a, b) => `${a.email}${a.channel}`.localeCompare(`${b.email}${b.channel}`)),
+    ).toEqual([
+      {
+        contactId: byEmail["new@x.io"].id,
+        email: "new@x.io",
+        externalId: null,
+        channel: "email",
+        source: "import",
+      },
+      {
+        contactId: byEmail["new@x.io"].id,
+        email: "new@x.io",
+        externalId: null,
+        channel: "push",
+        source: "import",
+      },
+      { contactId: ids["out1@x.io"], email: "out1@x.io", externalId: null, channel: "sms", source: "import" },
+      {
+        contactId: byEmail["twice@x.io"].id,
+        email: "twice@x.io",
+        externalId: null,
+        channel: "email",
+        source: "import",
+      },
+    ]);
+    expect(fromImport.map((e) => e.type).sort()).toEqual([
+      "unsubscribe.email",
+      "unsubscribe.email",
+      "unsubscribe.push",
+      "unsubscribe.sms",
+    ]);
+  });
+
   test("bad mapping, wrong content type and missing file are 400; over 50 MiB is 413; read scope is 403", async () => {
     const bad = await client.request(
       "POST",
@@ -128,6 +257,13 @@ describe("import", () => {
     );
     expect(bad.status).toBe(400);
     expect(bad.body.details[0].field).toBe("mapping.a");
+    const badChannel = await client.request(
+      "POST",
+      `${ctx.ws}/contacts/import?mapping=${encodeURIComponent('{"a":"consent.fax"}')}`,
+      { raw: "a\n1\n", headers: { "content-type": "text/csv" } },
+    );
+    expect(badChannel.status).toBe(400);
+    expect(badChannel.body.details[0].field).toBe("mapping.a");
     const notJson = await client.request("POST", `${ctx.ws}/contacts/import?mapping=nope`, {
       raw: "a\n",
       headers: { "content-type": "text/csv" },
@@ -169,7 +305,7 @@ describe("import", () => {
 });
 
 describe("export", () => {
-  test("export then import into another workspace gives the same contacts", async () => {
+  test("export then import into another workspace (and into the same one) gives the same contacts, consent included", async () => {
     const src = await ownerWithWorkspace(app.baseUrl);
     const c = src.owner.client;
     const people = [
@@ -190,28 +326,79 @@ describe("export", () => {
       { email: "r2@x.io", firstName: "Line\nBreak", attributes: { plan: "free" } },
       { phone: "+14155552671", externalId: "e-3" },
     ];
-    for (const p of people) expect((await c.post(`${src.ws}/contacts`, p)).status).toBe(201);
+    const ids: string[] = [];
+    for (const p of people) {
+      const created = await c.post(`${src.ws}/contacts`, p);
+      expect(created.status).toBe(201);
+      ids.push(created.body.id);
+    }
+    const consent = [
+      { id: ids[0], channel: "email", status: "opted_out" },
+      { id: ids[0], channel: "sms", status: "opted_in" },
+      { id: ids[1], channel: "push", status: "opted_out" },
+      { id: ids[1], channel: "chatapp1", status: "opted_in" },
+    ];
+    for (const { id, ...body } of consent)
+      expect((await c.put(`${src.ws}/contacts/${id}/consent`, body)).status).toBe(200);
 
     const exported = await c.get(`${src.ws}/contacts/export`);
     expect(exported.status).toBe(200);
     expect(exported.headers.get("content-type")).toContain("text/csv");
-    const header = exported.text.split("\n")[0];
+    const lines = exported.text.split("\n");
+    const header = lines[0];
     expect(header).toBe(
       "id,email,phone,firstName,lastName,externalId,locale,timezone,country,city,tags,stage,score,companyId,ownerId,createdAt,updatedAt," +
+        "consent.email,consent.sms,consent.push,consent.chatapp1,consent.chatapp2," +
         "attributes.flag,attributes.n,attributes.obj,attributes.plan,attributes.s,attributes.seats",
     );
+    expect(lines.find((l) => l.startsWith(`${ids[0]},r1@x.io,`))).toContain(
+      ",opted_out,opted_in,unknown,unknown,unknown,",
+    );
+
+    const one = await c.get(`${src.ws}/contacts/${ids[1]}/export`);
+    expect(one.status).toBe(200);
+    expect(one.text.split("\n")[0]).toContain(
+      ",consent.email,consent.sms,consent.push,consent.chatapp1,consent.chatapp2,",
+    );
+    expect(one.text).toContain(",unknown,unknown,opted_out,opted_in,unknown,");
 
     const dst = await ownerWithWorkspace(app.baseUrl);
     const job = await importCsv(dst.owner.client, dst.ws, exported.text);
     expect(job.result).toMatchObject({ created: 3, updated: 0, failed: [] });
 
+    // Consent compares by status: its source and time are the importer's.
     const strip = (list: Array<Record<string, unknown>>) =>
       list
-        .map(({ id: _i, createdAt: _c, updatedAt: _u, ...rest }) => rest)
+        .map(({ id: _i, createdAt: _c, updatedAt: _u, consent: _s, ...rest }) => rest)
         .sort((a, b) => String(a.externalId ?? a.email).localeCompare(String(b.externalId ?? b.email)));
-    const before = strip((await c.get(`${src.ws}/contacts?limit=100`)).body.data);
-    const after = strip((await dst.owner.client.get(`${dst.ws}/contacts?limit=100`)).body.data);
-    expect(after).toEqual(before);
+    const source = (await c.get(`${src.ws}/contacts?limit=100`)).body.data;
+    const imported = (await dst.owner.client.get(`${dst.ws}/contacts?limit=100`)).body.data;
+    expect(strip(imported)).toEqual(strip(source));
+    expect(consentStatuses(imported)).toEqual(consentStatuses(source));
+    const r1 = imported.find((x: { email: string }) => x.email === "r1@x.io");
+    expect(r1.consent.email).toMatchObject({ status: "opted_out", source: "import" });
+    expect(r1.consent.sms).toMatchObject({ status: "opted_in", source: "import" });
+    const unsubscribed = await probe.waitFor(
+      (e) => e.workspaceId === dst.workspaceId && e.type.startsWith("unsubscribe."),
+      2,
+    );
+    expect(unsubscribed.map((e) => [e.type, e.data.email, e.data.source]).sort()).toEqual([
+      ["unsubscribe.email", "r1@x.io", "import"],
+      ["unsubscribe.push", "r2@x.io", "import"],
+    ]);
+
+    // The same file back into its own workspace: every contact found, nothing changes, no opt-out again.
+    const again = await importCsv(c, src.ws, exported.text);
+    expect(again.result).toMatchObject({ created: 0, updated: 3, failed: [] });
+    const reread = (await c.get(`${src.ws}/contacts?limit=100`)).body.data;
+    expect(strip(reread)).toEqual(strip(source));
+    expect(reread.map((x: { consent: object }) => x.consent)).toEqual(
+      source.map((x: { consent: object }) => x.consent),
+    );
+    await optOutMarker(c, src.ws, ids[2]);
+    expect(probe.seen.filter((e) => e.workspaceId === src.workspaceId && e.data.source === "import")).toEqual(
+      [],
+    );
   });
 
   test("export is filtered like the list", async () => {
