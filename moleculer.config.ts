@@ -41,6 +41,9 @@ export function brokerConfig(): BrokerOptions {
     retryPolicy: { enabled: false },
     registry: { strategy: "RoundRobin", preferLocal: true },
     circuitBreaker: { enabled: false },
+    // A stopping node (rolling restart, SIGTERM) finishes the requests it is running before its
+    // services stop, so an event that was accepted is recorded, chained and published.
+    tracking: { enabled: true, shutdownTimeout: 10_000 },
     // Off for actions; channel handlers inherit `maxQueueSize: 0` (unbounded), so the
     // in-memory channel adapter never drops a domain event with QUEUE_FULL.
     bulkhead: { enabled: false, concurrency: 10, maxQueueSize: 0 },
