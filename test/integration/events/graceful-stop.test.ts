@@ -24,7 +24,10 @@ test("an event in flight when the broker stops is answered and fully recorded", 
       contactId,
       ctx.workspaceId,
     ]);
-    expect((await ctx.owner.client.post(`${ctx.ws}/scoring-rules`, { name: "Buy", eventType: "buy", points: 7 })).status).toBe(201);
+    expect(
+      (await ctx.owner.client.post(`${ctx.ws}/scoring-rules`, { name: "Buy", eventType: "buy", points: 7 }))
+        .status,
+    ).toBe(201);
 
     // Hold the contact's row: the event's score step waits for it, mid-chain.
     await sql.query("BEGIN");
@@ -33,7 +36,13 @@ test("an event in flight when the broker stops is answered and fully recorded", 
     const watcher = new Client({ connectionString: db.url });
     await watcher.connect();
     const deadline = Date.now() + 10_000;
-    while ((await watcher.query(`SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`)).rowCount === 0) {
+    while (
+      (
+        await watcher.query(
+          `SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`,
+        )
+      ).rowCount === 0
+    ) {
       if (Date.now() > deadline) throw new Error("the score step never waited on the contact");
       await new Promise((r) => setTimeout(r, 20));
     }
