@@ -26,6 +26,8 @@ export interface AppConfig {
   webhookLeaseMs: number;
   webhookPollMs: number;
   webhookConcurrency: number;
+  /** Of those, how many one endpoint may hold (a failing endpoint holds one), so a slow or failing one cannot take them all. */
+  webhookEndpointConcurrency: number;
   /** Statement timeout of a segment preview; over it the preview answers 400 QUERY_TOO_EXPENSIVE. */
   segmentPreviewTimeoutMs: number;
   /** Workspaces with more contacts than this compute a created/changed segment as a job (202). */
@@ -78,6 +80,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     webhookLeaseMs: int(env.WEBHOOK_LEASE_MS, 30_000),
     webhookPollMs: int(env.WEBHOOK_POLL_MS, 1_000),
     webhookConcurrency: int(env.WEBHOOK_CONCURRENCY, 50),
+    webhookEndpointConcurrency: int(env.WEBHOOK_ENDPOINT_CONCURRENCY, 10),
     segmentPreviewTimeoutMs: int(env.SEGMENT_PREVIEW_TIMEOUT_MS, 5_000),
     segmentSyncLimit: int(env.SEGMENT_SYNC_LIMIT, 100_000),
     segmentTimeRefreshMs: int(env.SEGMENT_TIME_REFRESH_MS, 3_600_000),

@@ -21,6 +21,8 @@ export interface DispatcherOptions {
   leaseMs: number;
   pollMs: number;
   concurrency: number;
+  /** Of those, how many one endpoint may have; it has one batch more claimed. */
+  endpointConcurrency: number;
   /** Whether the SSRF guard applies (production unless private targets are allowed). */
   guard: () => boolean;
 }
@@ -180,18 +182,32 @@ export async function attempt(
   };
 }
 
+/** One endpoint's share of a dispatcher: claimed rows waiting in the queue, sends in flight. */
+interface EndpointLoad {
+  queued: number;
+  sending: number;
+}
+
 /**
  * The outbound queue worker of one replica: claims due rows (SKIP LOCKED,
  * with a lease), sends up to `concurrency` at a time, records results in
  * grouped statements, wakes itself for retries and polls for work of others.
+ * One endpoint has at most `endpointConcurrency` of those sends in flight
+ * (one while it fails) and one batch more claimed, so slow or failing
+ * endpoints leave the other slots to healthy ones.
  */
 export class Dispatcher {
   readonly sender: Sender;
+  private readonly endpointConcurrency: number;
   private stopped = true;
   private pumping = false;
   private again = false;
   private inFlight = 0;
   private queue: repo.ClaimedDelivery[] = [];
+  private readonly load = new Map<string, EndpointLoad>();
+  /** Endpoints whose last answered attempt failed. */
+  private readonly failing = new Set<string>();
+  private claiming: Promise<unknown> = Promise.resolve();
   private pending: repo.AttemptResult[] = [];
   private flushing: Promise<void> | null = null;
   private readonly timers = new Set<NodeJS.Timeout>();
@@ -200,6 +216,7 @@ export class Dispatcher {
 
   constructor(private readonly opts: DispatcherOptions) {
     this.sender = new Sender(opts.timeoutMs, opts.guard);
+    this.endpointConcurrency = opts.endpointConcurrency;
   }
 
   start(): void {
@@ -222,16 +239,95 @@ export class Dispatcher {
   /** One pass of the queue for an external clock (`GET /api/cron/tick`): claims what is due and waits for it. */
   async runOnce(): Promise<{ sent: number }> {
     let sent = 0;
-    const rows = await repo.claimDue(this.opts.nodeId, this.opts.concurrency, this.opts.leaseMs);
+    const rows = await this.claim(this.opts.concurrency, 1);
     await Promise.all(
       rows.map(async (row) => {
-        const { result, aborted } = await attempt(this.sender, row, this.opts.retryDelaysMs, { scheduleRetries: true });
-        if (aborted) return repo.releaseClaims([{ id: row.id, token: row.claim_token }]);
-        sent += 1;
-        await repo.recordAttempts([result]);
+        this.started(row);
+        let outcome: repo.AttemptResult | undefined;
+        try {
+          const { result, aborted } = await attempt(this.sender, row, this.opts.retryDelaysMs, { scheduleRetries: true });
+          if (aborted) return await repo.releaseClaims([{ id: row.id, token: row.claim_token }]);
+          outcome = result;
+          sent += 1;
+          await repo.recordAttempts([result]);
+        } finally {
+          this.finished(row, outcome);
+        }
       }),
     );
     return { sent };
+  }
+
+  /** Sends an endpoint may have in flight; a failing one is sent one at a time (a probe) until it answers 2xx. */
+  private capOf(endpointId: string): number {
+    return this.failing.has(endpointId) ? 1 : this.endpointConcurrency;
+  }
+
+  /**
+   * Claim up to `limit` due rows, at most `batches` × its cap claimed per
+   * endpoint, from endpoints with room for half a batch (refilled a few rows
+   * at a time). Claims run one at a time (the pump, a cron pass), so each
+   * sees what the last one took.
+   */
+  private claim(limit: number, batches: number): Promise<repo.ClaimedDelivery[]> {
+    const claimed = this.claiming.then(async () => {
+      const room: Record<string, number> = {};
+      for (const id of new Set([...this.load.keys(), ...this.failing])) {
+        const load = this.load.get(id);
+        room[id] = Math.max(0, batches * this.capOf(id) - (load ? load.queued + load.sending : 0));
+      }
+      const rows = await repo.claimDue(this.opts.nodeId, limit, this.opts.leaseMs, {
+        minRoom: Math.ceil(this.endpointConcurrency / 2),
+        perEndpoint: batches * this.endpointConcurrency,
+        room,
+        probing: [...this.failing],
+      });
+      for (const row of rows) {
+        const load = this.load.get(row.endpoint_id) ?? { queued: 0, sending: 0 };
+        load.queued += 1;
+        this.load.set(row.endpoint_id, load);
+      }
+      return rows;
+    });
+    this.claiming = claimed.catch(() => undefined);
+    return claimed;
+  }
+
+  private started(row: repo.ClaimedDelivery): void {
+    const load = this.load.get(row.endpoint_id)!;
+    load.queued -= 1;
+    load.sending += 1;
+  }
+
+  /**
+   * A send is over (answered, failed to send, or aborted): free its place.
+   * An answered attempt says whether the endpoint is failing; closing one
+   * without a request (inactive endpoint) says nothing. An endpoint that
+   * starts failing gives its queued rows back: behind one probe at a time
+   * they could wait past their lease.
+   */
+  private finished(row: repo.ClaimedDelivery, outcome?: repo.AttemptResult): void {
+    const load = this.load.get(row.endpoint_id);
+    if (load) load.sending -= 1;
+    if (outcome && outcome.durationMs !== null) {
+      if (outcome.success) this.failing.delete(row.endpoint_id);
+      else if (!this.failing.has(row.endpoint_id)) {
+        this.failing.add(row.endpoint_id);
+        void this.giveBack((r) => r.endpoint_id === row.endpoint_id);
+      }
+    }
+    if (load && load.queued === 0 && load.sending === 0) this.load.delete(row.endpoint_id);
+  }
+
+  /** Take matching rows out of the queue and release their claims (nothing recorded, another claim sends them). */
+  private async giveBack(which: (row: repo.ClaimedDelivery) => boolean): Promise<void> {
+    const back = this.queue.filter(which);
+    if (back.length === 0) return;
+    this.queue = this.queue.filter((row) => !which(row));
+    for (const row of back) this.load.get(row.endpoint_id)!.queued -= 1;
+    await repo
+      .releaseClaims(back.map((r) => ({ id: r.id, token: r.claim_token })))
+      .catch((err: Error) => this.opts.logger.warn(`webhook dispatcher: giving back ${back.length} claims failed: ${err.message}`));
   }
 
   private async pump(): Promise<void> {
@@ -239,10 +335,11 @@ export class Dispatcher {
     try {
       do {
         this.again = false;
-        // Keep up to one batch claimed ahead of the sends in flight, so slots never wait for a claim query.
-        const want = this.opts.concurrency * 2 - this.inFlight - this.queue.length;
-        if (want < this.opts.concurrency / 2 || this.stopped) break;
-        const rows = await repo.claimDue(this.opts.nodeId, want, this.opts.leaseMs);
+        // Keep up to two batches claimed ahead of the sends in flight and claim one when a batch is left: a claim
+        // takes about as long as a batch of sends, so the slots never wait for one.
+        const want = this.opts.concurrency * 3 - this.inFlight - this.queue.length;
+        if (want < this.opts.concurrency || this.stopped) break;
+        const rows = await this.claim(want, 2);
         if (this.stopped) {
           await repo.releaseClaims(rows.map((r) => ({ id: r.id, token: r.claim_token })));
           break;
@@ -258,13 +355,21 @@ export class Dispatcher {
     }
   }
 
-  /** Start queued sends while slots are free. */
+  /** Start queued sends while slots are free; rows of an endpoint at its cap wait for its own sends to finish. */
   private drain(): void {
-    while (!this.stopped && this.inFlight < this.opts.concurrency && this.queue.length > 0) this.launch(this.queue.shift()!);
+    for (let i = 0; i < this.queue.length && this.inFlight < this.opts.concurrency && !this.stopped; ) {
+      const row = this.queue[i];
+      if (this.load.get(row.endpoint_id)!.sending < this.capOf(row.endpoint_id)) {
+        this.queue.splice(i, 1);
+        this.launch(row);
+      } else i += 1;
+    }
   }
 
   private launch(row: repo.ClaimedDelivery): void {
     this.inFlight += 1;
+    this.started(row);
+    let outcome: repo.AttemptResult | undefined;
     const work = attempt(this.sender, row, this.opts.retryDelaysMs, { scheduleRetries: true })
       .then(async ({ result, aborted }) => {
         if (aborted) {
@@ -272,16 +377,20 @@ export class Dispatcher {
           return;
         }
         // The slot is free as soon as the answer is in; the result is written with the next grouped UPDATE.
+        outcome = result;
         this.pending.push(result);
         this.scheduleFlush();
       })
       .catch((err: Error) => this.opts.logger.warn(`webhook dispatcher: delivery ${row.id} failed: ${err.message}`))
       .finally(() => {
         this.inFlight -= 1;
+        this.finished(row, outcome);
         this.active.delete(work);
         this.drain();
-        // Claim in batches: refill once the look-ahead queue runs low, not one claim query per finished send.
-        if (this.queue.length + this.inFlight <= this.opts.concurrency) this.wake();
+        // Claim in batches, not one claim query per finished send: while every slot is busy, once one batch is
+        // left ahead; with slots free (what is queued waits for its endpoint's cap), once this endpoint's ran out.
+        const busy = this.inFlight === this.opts.concurrency;
+        if (busy ? this.queue.length <= this.opts.concurrency : !this.load.get(row.endpoint_id)?.queued) this.wake();
       });
     this.active.add(work);
   }
@@ -320,8 +429,7 @@ export class Dispatcher {
     if (this.poller) clearInterval(this.poller);
     for (const t of this.timers) clearTimeout(t);
     this.timers.clear();
-    const queued = this.queue.splice(0);
-    await repo.releaseClaims(queued.map((r) => ({ id: r.id, token: r.claim_token }))).catch(() => undefined);
+    await this.giveBack(() => true);
     this.sender.stop();
     await Promise.allSettled([...this.active]);
     this.scheduleFlush();

@@ -234,27 +234,72 @@ export interface ClaimedDelivery extends DeliveryRow {
 
 const CLAIMED = `u.*, e.url, e.secret_sealed, e.active`;
 
+/** How many more deliveries of each endpoint a dispatcher may claim. */
+export interface EndpointRoom {
+  /** An endpoint is read only with room for this many: refilled a few rows at a time, not one per claim. */
+  minRoom: number;
+  /** Room of endpoints not listed in `room`. */
+  perEndpoint: number;
+  /** Room of endpoints with rows claimed already, and of failing ones, by id. */
+  room: Record<string, number>;
+  /** Failing endpoints, sent one at a time: claimed with any room, and read apart (their backlog waits at the head). */
+  probing: string[];
+}
+
+const DUE = `next_attempt_at IS NOT NULL AND next_attempt_at <= now() AND direction = 'OUTBOUND'
+  AND (claimed_until IS NULL OR claimed_until < now())`;
+const ROOM = `coalesce((CAST(:room AS jsonb) ->> endpoint_id)::int, :perEndpoint)`;
+
 /**
  * Claim due deliveries with FOR UPDATE SKIP LOCKED and a lease: a replica
  * that dies mid-send leaves the row to be claimed again when the lease ends.
+ * Fair across endpoints: endpoints take turns (each its oldest rows first),
+ * at most their room each, among the oldest due rows of endpoints with at
+ * least `minRoom`; the rest stay unclaimed for later claims or other
+ * replicas. Endpoints with less room are read past, so one endpoint's
+ * backlog at the head of the queue cannot hide the others' rows behind it.
  */
-export async function claimDue(nodeId: string, limit: number, leaseMs: number): Promise<ClaimedDelivery[]> {
+export async function claimDue(nodeId: string, limit: number, leaseMs: number, caps: EndpointRoom): Promise<ClaimedDelivery[]> {
   return select<ClaimedDelivery>(
-    `WITH due AS (
-       SELECT id FROM webhook_deliveries
-        WHERE next_attempt_at IS NOT NULL AND next_attempt_at <= now() AND direction = 'OUTBOUND'
-          AND (claimed_until IS NULL OR claimed_until < now())
-        ORDER BY next_attempt_at
+    `WITH head AS (
+       (SELECT id, endpoint_id, next_attempt_at, ${ROOM} AS room FROM webhook_deliveries
+         WHERE ${DUE} AND ${ROOM} >= :minRoom AND NOT (CAST(:probing AS jsonb) ? endpoint_id)
+         ORDER BY next_attempt_at LIMIT :window)
+       UNION ALL
+       (SELECT id, endpoint_id, next_attempt_at, ${ROOM} AS room FROM webhook_deliveries
+         WHERE jsonb_array_length(CAST(:probing AS jsonb)) > 0 AND ${DUE} AND ${ROOM} > 0 AND CAST(:probing AS jsonb) ? endpoint_id
+         ORDER BY next_attempt_at LIMIT :window)
+     ), turns AS (
+       -- "C" collation: the ids are only grouped, and a locale-aware sort would cost most of the claim.
+       SELECT id, next_attempt_at, room, row_number() OVER (PARTITION BY endpoint_id COLLATE "C" ORDER BY next_attempt_at) AS turn
+         FROM head
+     ), due AS (
+       -- Rechecked on the locked row: another replica may have claimed or finished it since the head was read.
+       SELECT d.id, t.turn, t.next_attempt_at FROM webhook_deliveries d JOIN turns t ON t.id = d.id
+        WHERE t.turn <= t.room AND d.next_attempt_at <= now() AND (d.claimed_until IS NULL OR d.claimed_until < now())
+        ORDER BY t.turn, t.next_attempt_at
         LIMIT :limit
-        FOR UPDATE SKIP LOCKED
+        FOR UPDATE OF d SKIP LOCKED
      ), u AS (
        UPDATE webhook_deliveries d
           SET claimed_until = now() + make_interval(secs => :leaseSeconds), claim_token = :token, claimed_by = :nodeId
          FROM due WHERE d.id = due.id
        RETURNING d.*
      )
-     SELECT ${CLAIMED} FROM u JOIN webhook_endpoints e ON e.id = u.endpoint_id`,
-    { limit, leaseSeconds: leaseMs / 1000, token: newId(), nodeId },
+     SELECT ${CLAIMED} FROM u JOIN due ON due.id = u.id JOIN webhook_endpoints e ON e.id = u.endpoint_id
+      ORDER BY due.turn, due.next_attempt_at`,
+    {
+      limit,
+      // Enough of the queue's head to fill a claim in turns, bounded so a claim stays cheap under a long backlog.
+      window: limit * 2,
+      minRoom: caps.minRoom,
+      perEndpoint: caps.perEndpoint,
+      room: JSON.stringify(caps.room),
+      probing: JSON.stringify(caps.probing),
+      leaseSeconds: leaseMs / 1000,
+      token: newId(),
+      nodeId,
+    },
   );
 }
 

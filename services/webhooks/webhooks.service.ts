@@ -200,6 +200,7 @@ const WebhooksService: ServiceSchema = {
       leaseMs: cfg.webhookLeaseMs,
       pollMs: cfg.webhookPollMs,
       concurrency: cfg.webhookConcurrency,
+      endpointConcurrency: cfg.webhookEndpointConcurrency,
       guard: guardEnabled,
     });
   },

@@ -1,0 +1,75 @@
+import { QueryTypes, type Transaction } from "sequelize";
+import { database } from "../../../lib/database";
+import { claimDue, type EndpointRoom } from "../../../services/webhooks/webhooks.repo";
+import { startApp, type TestApp } from "../../helpers/app";
+import { ownerWithWorkspace } from "../../helpers/http";
+
+/** The claim query alone: no webhooks service runs here, so nothing else claims. */
+let app: TestApp;
+let workspaceId: string;
+
+beforeAll(async () => {
+  app = await startApp({ services: ["api", "auth", "workspaces"] });
+  workspaceId = (await ownerWithWorkspace(app.baseUrl)).workspaceId;
+});
+afterAll(async () => {
+  await app.stop();
+});
+
+beforeEach(async () => {
+  const sequelize = await database();
+  await sequelize.query(`DELETE FROM webhook_endpoints`);
+  await sequelize.query(
+    `INSERT INTO webhook_endpoints (id, workspace_id, url, direction) SELECT id, :workspaceId, 'http://127.0.0.1:9/', 'OUTBOUND'
+       FROM unnest(ARRAY['ep-a', 'ep-b', 'ep-c']) AS id`,
+    { replacements: { workspaceId } },
+  );
+  // ep-a has a backlog of 20 rows older than everything else; ep-b and ep-c have 5 rows each.
+  await sequelize.query(
+    `INSERT INTO webhook_deliveries (id, workspace_id, endpoint_id, event, direction, body, next_attempt_at)
+     SELECT ep || '-' || lpad(g::text, 2, '0'), :workspaceId, ep, 'claim.test', 'OUTBOUND', '{}',
+            now() - interval '1 minute' + n * interval '10 seconds' + g * interval '1 millisecond'
+       FROM (VALUES ('ep-a', 1, 20), ('ep-b', 2, 5), ('ep-c', 3, 5)) AS e(ep, n, count), generate_series(1, count) g`,
+    { replacements: { workspaceId } },
+  );
+});
+
+const claim = (limit: number, caps: Partial<EndpointRoom> = {}) =>
+  claimDue("node-test", limit, 30_000, { minRoom: 2, perEndpoint: 3, room: {}, probing: [], ...caps });
+
+test("endpoints take turns from their own oldest rows, at most their room each", async () => {
+  // Few enough of ep-a's backlog in the queue's head for the others to be read too.
+  await (await database()).query(`UPDATE webhook_deliveries SET next_attempt_at = NULL WHERE endpoint_id = 'ep-a' AND id > 'ep-a-04'`);
+  const rows = await claim(9);
+  expect(rows.map((r) => r.id)).toEqual(["ep-a-01", "ep-b-01", "ep-c-01", "ep-a-02", "ep-b-02", "ep-c-02", "ep-a-03", "ep-b-03", "ep-c-03"]);
+  expect(new Set(rows.map((r) => r.claim_token)).size).toBe(1);
+  expect(rows.every((r) => r.url === "http://127.0.0.1:9/")).toBe(true);
+  // Claimed rows are not claimed again; the room given decides what each endpoint takes next.
+  const next = await claim(9, { room: { "ep-a": 1, "ep-b": 2, "ep-c": 2 }, minRoom: 1 });
+  expect(next.map((r) => r.id)).toEqual(["ep-a-04", "ep-b-04", "ep-c-04", "ep-b-05", "ep-c-05"]);
+});
+
+test("an endpoint with less room than minRoom is read past, so its backlog does not hide the others", async () => {
+  // ep-a's 20 rows fill the head of the queue; with room for 1 row (less than 2) it is read past.
+  const rows = await claim(6, { room: { "ep-a": 1 } });
+  expect(rows.map((r) => r.id)).toEqual(["ep-b-01", "ep-c-01", "ep-b-02", "ep-c-02", "ep-b-03", "ep-c-03"]);
+});
+
+test("a failing endpoint is read apart and takes only its room, without hiding the others", async () => {
+  const rows = await claim(6, { room: { "ep-a": 1 }, probing: ["ep-a"] });
+  expect(rows.map((r) => r.id).sort()).toEqual(["ep-a-01", "ep-b-01", "ep-b-02", "ep-b-03", "ep-c-01", "ep-c-02"].sort());
+});
+
+test("rows locked by another claim in progress are skipped, never waited for", async () => {
+  const sequelize = await database();
+  await sequelize.transaction(async (transaction: Transaction) => {
+    await sequelize.query(`SELECT id FROM webhook_deliveries WHERE id IN ('ep-b-01', 'ep-c-01') FOR UPDATE`, {
+      type: QueryTypes.SELECT,
+      transaction,
+    });
+    const rows = await claim(4, { room: { "ep-a": 0 } });
+    expect(rows.map((r) => r.id)).not.toContain("ep-b-01");
+    expect(rows.map((r) => r.id)).not.toContain("ep-c-01");
+    expect(rows.length).toBeGreaterThan(0);
+  });
+});

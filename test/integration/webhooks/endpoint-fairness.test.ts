@@ -1,0 +1,99 @@
+import { QueryTypes } from "sequelize";
+import { database } from "../../../lib/database";
+import { startApp, type TestApp } from "../../helpers/app";
+import { ownerWithWorkspace } from "../../helpers/http";
+import { startReceiver, waitFor } from "./receiver";
+
+/**
+ * One dispatcher with 6 slots, at most 2 per endpoint. Attempts time out after 10 s, longer than any wait
+ * here, so a held request keeps its slot for the whole file; retries come 1 s and 2 s after a failure.
+ */
+let app: TestApp;
+let ctx: Awaited<ReturnType<typeof ownerWithWorkspace>>;
+let receiver: Awaited<ReturnType<typeof startReceiver>>;
+let failing = true;
+
+const hits = (path: string) => receiver.received.filter((r) => r.path === path);
+
+beforeAll(async () => {
+  app = await startApp({
+    services: ["api", "auth", "workspaces", "webhooks"],
+    env: {
+      WEBHOOK_CONCURRENCY: "6",
+      WEBHOOK_ENDPOINT_CONCURRENCY: "2",
+      WEBHOOK_TIMEOUT_MS: "10000",
+      WEBHOOK_RETRY_DELAYS_MS: "1000,2000",
+      WEBHOOK_POLL_MS: "200",
+    },
+  });
+  receiver = await startReceiver((req) => {
+    if (req.path === "/held") return "hang";
+    if (req.path === "/flaky") return { status: failing ? 500 : 200, afterMs: 50 };
+    return { status: 200 };
+  });
+  ctx = await ownerWithWorkspace(app.baseUrl);
+});
+afterAll(async () => {
+  await receiver.close();
+  await app.stop();
+});
+
+async function endpoint(path: string): Promise<string> {
+  const res = await ctx.owner.client.post(`${ctx.ws}/webhooks`, { url: receiver.url(path), events: ["none.test"] });
+  expect(res.status).toBe(201);
+  return res.body.id;
+}
+
+/** Queue `n` deliveries per endpoint in one statement, the first endpoint's the oldest. */
+async function queue(endpointIds: string[], n: number) {
+  await (await database()).query(
+    `INSERT INTO webhook_deliveries (id, workspace_id, endpoint_id, event, direction, body, next_attempt_at)
+     SELECT gen_random_uuid()::text, :ws, ep.id, 'fair.test', 'OUTBOUND', '{"event":"fair.test","timestamp":"t","data":{}}',
+            now() - interval '1 minute' + ep.n * interval '10 seconds' + g * interval '1 millisecond'
+       FROM unnest(CAST(:ids AS text[])) WITH ORDINALITY AS ep(id, n), generate_series(1, :n) g`,
+    { replacements: { ws: ctx.workspaceId, ids: `{${endpointIds.join(",")}}`, n } },
+  );
+}
+
+async function rows(endpointId: string) {
+  return (await database()).query<{ success: boolean; attempt: number; claimed: boolean }>(
+    `SELECT success, attempt, claimed_until > now() AS claimed FROM webhook_deliveries WHERE endpoint_id = :endpointId`,
+    { type: QueryTypes.SELECT, replacements: { endpointId } },
+  );
+}
+
+test("an endpoint that holds its requests open keeps 2 of the 6 slots; another endpoint's deliveries all go out meanwhile", async () => {
+  const held = await endpoint("/held");
+  const other = await endpoint("/other");
+  // The held endpoint's 12 deliveries are the oldest: without the cap they would fill every slot for 10 s.
+  await queue([held, other], 12);
+
+  await waitFor(async () => (await rows(other)).every((r) => r.success), 5000, "the other endpoint's deliveries");
+  expect(hits("/other")).toHaveLength(12);
+  expect(hits("/held")).toHaveLength(2);
+  expect(Math.max(...hits("/held").map((r) => r.concurrent))).toBe(2);
+  // Claimed at most one batch beyond what is in flight; the rest stays unclaimed for later claims or other replicas.
+  const heldRows = await rows(held);
+  expect(heldRows.filter((r) => r.claimed).length).toBeLessThanOrEqual(4);
+  expect(heldRows.filter((r) => !r.claimed && r.attempt === 0).length).toBeGreaterThanOrEqual(8);
+});
+
+test("a failing endpoint is sent one delivery at a time until it answers 2xx, then gets its 2 slots back", async () => {
+  // The held endpoint above still has 2 slots: 4 are free, 2 for each endpoint here.
+  const flaky = await endpoint("/flaky");
+  const steady = await endpoint("/steady");
+  await queue([flaky, steady], 10);
+
+  // Both first sends go out together; once they failed, the endpoint's requests never overlap.
+  await waitFor(() => hits("/flaky").length >= 6, 8000, "six attempts at the failing endpoint");
+  failing = false;
+  const recoveredAt = hits("/flaky").length;
+  const whileFailing = hits("/flaky").slice(0, recoveredAt);
+  expect(whileFailing.slice(0, 2).map((r) => r.concurrent)).toEqual([1, 2]);
+  expect(whileFailing.slice(2).map((r) => r.concurrent)).toEqual(whileFailing.slice(2).map(() => 1));
+  await waitFor(async () => (await rows(steady)).every((r) => r.success), 5000, "the steady endpoint's deliveries");
+
+  await waitFor(async () => (await rows(flaky)).every((r) => r.success), 8000, "the failing endpoint's deliveries after it recovered");
+  // The first 2xx lifts the limit: requests overlap again.
+  expect(hits("/flaky").slice(recoveredAt).some((r) => r.concurrent === 2)).toBe(true);
+});
