@@ -93,12 +93,16 @@ export function runLoad(opts: {
     // The config (with its bodies) goes through a file: it can outgrow an environment variable.
     const configFile = path.join(os.tmpdir(), `cms-bench-load-${process.pid}-${Date.now()}.json`);
     fs.writeFileSync(configFile, JSON.stringify(config));
-    const child = spawn(process.execPath, ["-e", LOAD_JS], { env: { ...process.env, LOAD_CONFIG_FILE: configFile } });
+    const child = spawn(process.execPath, ["-e", LOAD_JS], {
+      env: { ...process.env, LOAD_CONFIG_FILE: configFile },
+    });
     child.on("exit", () => fs.rmSync(configFile, { force: true }));
     let out = "";
     child.stdout.on("data", (c) => (out += c));
     child.stderr.on("data", (c) => process.stderr.write(c));
-    child.on("exit", (code) => (code === 0 ? resolve(JSON.parse(out)) : reject(new Error(`load generator exited ${code}`))));
+    child.on("exit", (code) =>
+      code === 0 ? resolve(JSON.parse(out)) : reject(new Error(`load generator exited ${code}`)),
+    );
   });
 }
 
@@ -114,7 +118,11 @@ export async function startBareServer(): Promise<{ url: string; close: () => Pro
   await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
   return {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/`,
-    close: () => new Promise<void>((r) => { server.closeAllConnections(); server.close(() => r()); }),
+    close: () =>
+      new Promise<void>((r) => {
+        server.closeAllConnections();
+        server.close(() => r());
+      }),
   };
 }
 
@@ -140,11 +148,19 @@ export async function bootApp(areas: string[], env: Record<string, string> = {})
       await c.end();
     };
   }
-  Object.assign(process.env, { PORT: "0", HOST: "127.0.0.1", LOG_LEVEL: process.env.LOG_LEVEL ?? "warn", ...env });
+  Object.assign(process.env, {
+    PORT: "0",
+    HOST: "127.0.0.1",
+    LOG_LEVEL: process.env.LOG_LEVEL ?? "warn",
+    ...env,
+  });
   const { resetConfig } = require("../lib/config");
   resetConfig();
   const { brokerConfig } = require("../moleculer.config");
-  const broker = new ServiceBroker({ ...brokerConfig(), logger: { type: "Console", options: { level: "warn" } } });
+  const broker = new ServiceBroker({
+    ...brokerConfig(),
+    logger: { type: "Console", options: { level: "warn" } },
+  });
   const loaded: string[] = [];
   for (const area of areas) {
     const dir = path.resolve(__dirname, "../services", area);
@@ -178,14 +194,25 @@ export async function ownerSession(baseUrl: string): Promise<{ cookie: string; w
   const email = `bench-${Date.now()}@example.test`;
   const password = "correct horse battery";
   const json = { "content-type": "application/json" };
-  await fetch(`${baseUrl}/api/auth/register`, { method: "POST", headers: json, body: JSON.stringify({ name: "Bench", email, password }) });
+  await fetch(`${baseUrl}/api/auth/register`, {
+    method: "POST",
+    headers: json,
+    body: JSON.stringify({ name: "Bench", email, password }),
+  });
   const signIn = await fetch(`${baseUrl}/api/auth/callback/credentials`, {
     method: "POST",
     headers: json,
     body: JSON.stringify({ email, password, json: "true" }),
   });
-  const cookie = signIn.headers.getSetCookie().map((c) => c.split(";")[0]).join("; ");
-  const ws = await fetch(`${baseUrl}/api/workspaces`, { method: "POST", headers: { ...json, cookie }, body: JSON.stringify({ name: "Bench" }) });
+  const cookie = signIn.headers
+    .getSetCookie()
+    .map((c) => c.split(";")[0])
+    .join("; ");
+  const ws = await fetch(`${baseUrl}/api/workspaces`, {
+    method: "POST",
+    headers: { ...json, cookie },
+    body: JSON.stringify({ name: "Bench" }),
+  });
   return { cookie, workspaceId: ((await ws.json()) as { id: string }).id };
 }
 
@@ -201,7 +228,17 @@ const SCENARIOS = (process.env.BENCH_SCENARIOS ?? "quiet,scored,delivering").spl
 
 async function main() {
   const without = (process.env.BENCH_WITHOUT ?? "").split(",").filter(Boolean);
-  const areas = ["api", "auth", "workspaces", "contacts", "segments", "scoring", "campaigns", "events", "webhooks"];
+  const areas = [
+    "api",
+    "auth",
+    "workspaces",
+    "contacts",
+    "segments",
+    "scoring",
+    "campaigns",
+    "events",
+    "webhooks",
+  ];
   const app = await bootApp(areas.filter((a) => !without.includes(a)));
   const bare = await startBareServer();
   try {
@@ -213,7 +250,8 @@ async function main() {
         body: JSON.stringify(body),
       });
       // 404: that area is left out (BENCH_WITHOUT).
-      if (!res.ok && res.status !== 404) throw new Error(`${method} ${route}: ${res.status} ${await res.text()}`);
+      if (!res.ok && res.status !== 404)
+        throw new Error(`${method} ${route}: ${res.status} ${await res.text()}`);
     };
     const sequelize = await database();
     // Events spread over many contacts, as real traffic is: one contact's chain is serialised
@@ -226,11 +264,17 @@ async function main() {
          FROM unnest(ARRAY[:ids]::text[]) WITH ORDINALITY AS t(id, ord)`,
       { replacements: { ids: contactIds, ws: workspaceId } },
     );
-    const condition = (field: string, operator: string, value: unknown) => ({ match: "all", conditions: [{ field, operator, value }] });
+    const condition = (field: string, operator: string, value: unknown) => ({
+      match: "all",
+      conditions: [{ field, operator, value }],
+    });
     for (const [i, filter] of [
       condition("attributes.plan", "eq", "pro"),
       condition("email", "ends_with", "@example.test"),
-      { match: "all", conditions: [{ event: "page_view", operator: "performed", count: { gte: 3 }, within: { days: 7 } }] },
+      {
+        match: "all",
+        conditions: [{ event: "page_view", operator: "performed", count: { gte: 3 }, within: { days: 7 } }],
+      },
       condition("score", "gte", 50),
     ].entries()) {
       await api("POST", "segments", { name: `Bench ${i}`, type: "dynamic", filter });
@@ -250,16 +294,25 @@ async function main() {
     console.log(
       `events bench: ${CONNECTIONS} connections, ${ROUNDS} rounds x ${SECONDS} s, ${contactCount} contacts; chain services present: ${chain.join(", ") || "none"}`,
     );
-    const count = async (sql: string) => Number((await sequelize.query<{ n: string }>(sql, { type: QueryTypes.SELECT }))[0].n);
+    const count = async (sql: string) =>
+      Number((await sequelize.query<{ n: string }>(sql, { type: QueryTypes.SELECT }))[0].n);
     const summaries: Json[] = [];
     for (const scenario of SCENARIOS) {
       if (scenario === "scored") {
         await api("POST", "segments", {
           name: "Buyers",
           type: "dynamic",
-          filter: { match: "all", conditions: [{ event: "purchase", operator: "performed", within: { days: 30 } }] },
+          filter: {
+            match: "all",
+            conditions: [{ event: "purchase", operator: "performed", within: { days: 30 } }],
+          },
         });
-        await api("POST", "scoring-rules", { name: "Purchase", eventType: "purchase", points: 5, where: [{ field: "metadata.amount", operator: "gt", value: 10 }] });
+        await api("POST", "scoring-rules", {
+          name: "Purchase",
+          eventType: "purchase",
+          points: 5,
+          where: [{ field: "metadata.amount", operator: "gt", value: 10 }],
+        });
       }
       if (scenario === "delivering") {
         await api("POST", "webhooks", { url: bare.url, events: ["purchase"] });
@@ -268,7 +321,12 @@ async function main() {
       const eventRuns: LoadResult[] = [];
       for (let round = 1; round <= ROUNDS; round++) {
         const b = await runLoad({ url: bare.url });
-        const e = await runLoad({ url: `${app.baseUrl}/api/workspaces/${workspaceId}/events`, method: "POST", headers: { cookie }, bodies });
+        const e = await runLoad({
+          url: `${app.baseUrl}/api/workspaces/${workspaceId}/events`,
+          method: "POST",
+          headers: { cookie },
+          bodies,
+        });
         bareRuns.push(b);
         eventRuns.push(e);
         console.log(JSON.stringify({ scenario, round, bare: b, events: e }));
@@ -294,7 +352,8 @@ async function main() {
       stable = delivered;
       await new Promise((r) => setTimeout(r, 500));
     }
-    for (const summary of summaries) console.log(JSON.stringify({ summary: "POST {ws}/events (chain + fan-out enqueue)", ...summary }));
+    for (const summary of summaries)
+      console.log(JSON.stringify({ summary: "POST {ws}/events (chain + fan-out enqueue)", ...summary }));
     console.log(
       JSON.stringify({
         eventsRecorded: recorded,

@@ -59,7 +59,8 @@ export async function startApp(options: StartOptions = {}): Promise<TestApp> {
   delete process.env.NATS_URL;
   delete process.env.TRANSPORTER;
   Object.assign(process.env, { PORT: "0", HOST: "127.0.0.1", DATABASE_URL: databaseUrl, ...options.env });
-  for (const [key, value] of Object.entries(options.env ?? {})) if (value === undefined) delete process.env[key];
+  for (const [key, value] of Object.entries(options.env ?? {}))
+    if (value === undefined) delete process.env[key];
   resetConfig();
   config(); // read now, so the restored ambient values below do not leak into this app
   for (const [key, value] of Object.entries(ambient)) {
@@ -73,7 +74,9 @@ export async function startApp(options: StartOptions = {}): Promise<TestApp> {
     ...base,
     ...(process.env.TEST_LOGS ? {} : { logger: false }),
     ...options.broker,
-    ...(options.middlewares ? { middlewares: [...(options.broker?.middlewares ?? base.middlewares ?? []), ...options.middlewares] } : {}),
+    ...(options.middlewares
+      ? { middlewares: [...(options.broker?.middlewares ?? base.middlewares ?? []), ...options.middlewares] }
+      : {}),
   });
   const files = allServiceFiles().filter((file) => {
     const area = path.basename(path.dirname(file));

@@ -1,8 +1,13 @@
 import { Client } from "pg";
-import { randomHex } from "../../lib/crypto";
+import { newId, randomHex } from "../../lib/crypto";
+import { database } from "../../lib/database";
 
 /** A fresh database cloned from the run's migrated template; dropped by `drop()`. */
-export async function createTestDatabase(): Promise<{ url: string; name: string; drop: () => Promise<void> }> {
+export async function createTestDatabase(): Promise<{
+  url: string;
+  name: string;
+  drop: () => Promise<void>;
+}> {
   const baseUrl = process.env.TEST_DATABASE_BASE_URL;
   const template = process.env.TEST_DATABASE_TEMPLATE;
   if (!baseUrl || !template) throw new Error("test/global-setup.ts did not run");
@@ -23,4 +28,14 @@ export async function createTestDatabase(): Promise<{ url: string; name: string;
       await client.end();
     },
   };
+}
+
+/** A bare contact row in the workspace (email `<id>@example.test`), for tests that need one fast. */
+export async function insertContact(workspaceId: string): Promise<string> {
+  const sequelize = await database();
+  const id = newId();
+  await sequelize.query(`INSERT INTO contacts (id, workspace_id, email) VALUES ($1, $2, $3)`, {
+    bind: [id, workspaceId, `${id}@example.test`],
+  });
+  return id;
 }

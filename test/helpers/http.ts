@@ -26,7 +26,11 @@ export class HttpClient {
 
   constructor(readonly baseUrl: string) {}
 
-  async request<T = any>(method: string, path: string, options: RequestOptions = {}): Promise<HttpResponse<T>> {
+  async request<T = any>(
+    method: string,
+    path: string,
+    options: RequestOptions = {},
+  ): Promise<HttpResponse<T>> {
     const headers: Record<string, string> = { "x-forwarded-for": this.clientIp, ...options.headers };
     let body: string | Buffer | undefined;
     if (options.form) {
@@ -95,7 +99,11 @@ export async function signUp(baseUrl: string, name = "Test User"): Promise<Signe
   const email = uniqueEmail();
   const password = "correct horse battery";
   const ip = `10.${Math.floor(Math.random() * 250)}.${Math.floor(Math.random() * 250)}.${Math.floor(Math.random() * 250)}`;
-  const registered = await client.post("/api/auth/register", { name, email, password }, { headers: { "x-forwarded-for": ip } });
+  const registered = await client.post(
+    "/api/auth/register",
+    { name, email, password },
+    { headers: { "x-forwarded-for": ip } },
+  );
   if (registered.status !== 201) throw new Error(`register failed: ${registered.status} ${registered.text}`);
   const signedIn = await client.post("/api/auth/callback/credentials", { email, password, json: "true" });
   if (signedIn.status !== 200) throw new Error(`sign-in failed: ${signedIn.status} ${signedIn.text}`);
@@ -108,4 +116,15 @@ export async function ownerWithWorkspace(baseUrl: string) {
   const created = await owner.client.post("/api/workspaces", { name: "Acme" });
   if (created.status !== 201) throw new Error(`workspace create failed: ${created.status} ${created.text}`);
   return { owner, workspaceId: created.body.id as string, ws: `/api/workspaces/${created.body.id}` };
+}
+
+/** Poll `GET {ws}/jobs?id=` until the job is no longer queued or running; answers the job. */
+export async function finishedJob(client: HttpClient, ws: string, jobId: string, ms = 10_000) {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const job = (await client.get(`${ws}/jobs?id=${jobId}`)).body.data[0];
+    if (job && job.status !== "running" && job.status !== "queued") return job;
+    if (Date.now() > deadline) throw new Error(`job ${jobId} still ${job?.status}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
 }

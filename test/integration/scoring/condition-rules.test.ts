@@ -2,7 +2,7 @@ import { QueryTypes } from "sequelize";
 import { SYSTEM } from "../../../lib/access";
 import { database } from "../../../lib/database";
 import { startApp, type TestApp } from "../../helpers/app";
-import { ownerWithWorkspace } from "../../helpers/http";
+import { ownerWithWorkspace, finishedJob } from "../../helpers/http";
 
 /**
  * Scoring rules on a contact condition, through the real contacts service:
@@ -44,15 +44,7 @@ const setPlan = async (id: string, value: string) => {
   const res = await ctx.owner.client.patch(`${ctx.ws}/contacts/${id}`, { attributes: { plan: value } });
   expect(res.status).toBe(200);
 };
-async function waitForJob(jobId: string) {
-  const deadline = Date.now() + 10_000;
-  for (;;) {
-    const job = (await ctx.owner.client.get(`${ctx.ws}/jobs?id=${jobId}`)).body.data[0];
-    if (job && job.status !== "running" && job.status !== "queued") return job;
-    if (Date.now() > deadline) throw new Error(`job ${jobId} still ${job?.status}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
+const waitForJob = (jobId: string) => finishedJob(ctx.owner.client, ctx.ws, jobId);
 
 test("a rule has exactly one of eventType and condition; a bad condition is 400 with its path", async () => {
   const post = (body: Record<string, unknown>) =>

@@ -2,8 +2,9 @@ import { QueryTypes } from "sequelize";
 import { SYSTEM } from "../../../lib/access";
 import { newId } from "../../../lib/crypto";
 import { database } from "../../../lib/database";
+import { insertContact } from "../../helpers/database";
 import { startApp, type TestApp } from "../../helpers/app";
-import { ownerWithWorkspace } from "../../helpers/http";
+import { ownerWithWorkspace, finishedJob } from "../../helpers/http";
 
 /**
  * Score decay: an event rule's points expire `decay.days` after their event,
@@ -25,14 +26,7 @@ beforeAll(async () => {
 });
 afterAll(() => app.stop());
 
-async function contact(): Promise<string> {
-  const sequelize = await database();
-  const id = newId();
-  await sequelize.query(`INSERT INTO contacts (id, workspace_id, email) VALUES ($1, $2, $3)`, {
-    bind: [id, ctx.workspaceId, `${id}@example.test`],
-  });
-  return id;
-}
+const contact = () => insertContact(ctx.workspaceId);
 
 /** Store an event and score it as the chain would. */
 async function scoreEvent(contactId: string, type: string, timestamp = new Date()) {
@@ -68,15 +62,7 @@ const rule = async (body: Record<string, unknown>) => {
   return res.body;
 };
 
-async function waitForJob(jobId: string) {
-  const deadline = Date.now() + 10_000;
-  for (;;) {
-    const job = (await ctx.owner.client.get(`${ctx.ws}/jobs?id=${jobId}`)).body.data[0];
-    if (job && job.status !== "running" && job.status !== "queued") return job;
-    if (Date.now() > deadline) throw new Error(`job ${jobId} still ${job?.status}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
+const waitForJob = (jobId: string) => finishedJob(ctx.owner.client, ctx.ws, jobId);
 
 test("decay is part of a rule, shown and validated", async () => {
   const created = await rule({ name: "Visit", eventType: "visit-d", points: 3, decay: { days: 30 } });

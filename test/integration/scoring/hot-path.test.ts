@@ -2,6 +2,7 @@ import { Client } from "pg";
 import { SYSTEM } from "../../../lib/access";
 import { newId } from "../../../lib/crypto";
 import { database } from "../../../lib/database";
+import { insertContact } from "../../helpers/database";
 import { startApp, type TestApp } from "../../helpers/app";
 import { ownerWithWorkspace } from "../../helpers/http";
 
@@ -27,14 +28,7 @@ afterAll(async () => {
   await app.stop();
 });
 
-async function contact(): Promise<string> {
-  const sequelize = await database();
-  const id = newId();
-  await sequelize.query(`INSERT INTO contacts (id, workspace_id, email) VALUES ($1, $2, $3)`, {
-    bind: [id, ctx.workspaceId, `${id}@example.test`],
-  });
-  return id;
-}
+const contact = () => insertContact(ctx.workspaceId);
 
 const applyEvent = (contactId: string, type: string) =>
   app.broker.call("scoring.applyEvent", { eventId: newId(), contactId, type }, meta()) as Promise<{
@@ -112,7 +106,9 @@ test("a rule write is seen by the next event, whichever node wrote it", async ()
     { bind: [ruleId, ctx.workspaceId] },
   );
   expect((await applyEvent(id, "trial-h")).applied).toEqual([{ ruleId, points: 2 }]);
-  await sequelize.query(`UPDATE scoring_rules SET active = false, updated_at = now() WHERE id = $1`, { bind: [ruleId] });
+  await sequelize.query(`UPDATE scoring_rules SET active = false, updated_at = now() WHERE id = $1`, {
+    bind: [ruleId],
+  });
   expect((await applyEvent(id, "trial-h")).applied).toEqual([]);
 });
 

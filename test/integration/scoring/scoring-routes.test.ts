@@ -1,8 +1,9 @@
 import { SYSTEM } from "../../../lib/access";
 import { newId } from "../../../lib/crypto";
 import { database } from "../../../lib/database";
+import { insertContact } from "../../helpers/database";
 import { startApp, type TestApp } from "../../helpers/app";
-import { ownerWithWorkspace } from "../../helpers/http";
+import { ownerWithWorkspace, finishedJob } from "../../helpers/http";
 
 let app: TestApp;
 let ctx: Awaited<ReturnType<typeof ownerWithWorkspace>>;
@@ -13,14 +14,7 @@ beforeAll(async () => {
 });
 afterAll(() => app.stop());
 
-async function contact(): Promise<string> {
-  const sequelize = await database();
-  const id = newId();
-  await sequelize.query(`INSERT INTO contacts (id, workspace_id, email) VALUES ($1, $2, $3)`, {
-    bind: [id, ctx.workspaceId, `${id}@example.test`],
-  });
-  return id;
-}
+const contact = () => insertContact(ctx.workspaceId);
 
 /** Store an event and score it as the chain would. */
 async function scoreEvent(
@@ -46,15 +40,7 @@ async function scoreEvent(
 const scoreOf = async (id: string) =>
   (await ctx.owner.client.get(`${ctx.ws}/contacts/${id}/scores`)).body.score as number;
 
-async function waitForJob(jobId: string) {
-  const deadline = Date.now() + 10_000;
-  for (;;) {
-    const job = (await ctx.owner.client.get(`${ctx.ws}/jobs?id=${jobId}`)).body.data[0];
-    if (job && job.status !== "running") return job;
-    if (Date.now() > deadline) throw new Error(`job ${jobId} still ${job?.status}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
+const waitForJob = (jobId: string) => finishedJob(ctx.owner.client, ctx.ws, jobId);
 
 test("rules CRUD", async () => {
   const created = await ctx.owner.client.post(`${ctx.ws}/scoring-rules`, {

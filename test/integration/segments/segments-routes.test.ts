@@ -3,7 +3,7 @@ import { SYSTEM } from "../../../lib/access";
 import { newId } from "../../../lib/crypto";
 import { database } from "../../../lib/database";
 import { startApp, type TestApp } from "../../helpers/app";
-import { ownerWithWorkspace, signUp } from "../../helpers/http";
+import { ownerWithWorkspace, signUp, finishedJob } from "../../helpers/http";
 
 let app: TestApp;
 let ctx: Awaited<ReturnType<typeof ownerWithWorkspace>>;
@@ -50,16 +50,7 @@ async function contact(workspaceId: string, seed: ContactSeed = {}): Promise<str
 const evaluate = (workspaceId: string, contactIds: string[]) =>
   app.broker.call("segments.evaluateContacts", { contactIds }, { meta: { principal: SYSTEM, workspaceId } });
 
-async function waitForJob(jobId: string) {
-  const deadline = Date.now() + 10_000;
-  for (;;) {
-    const res = await ctx.owner.client.get(`${ctx.ws}/jobs?id=${jobId}`);
-    const job = res.body.data[0];
-    if (job && job.status !== "running" && job.status !== "queued") return job;
-    if (Date.now() > deadline) throw new Error(`job ${jobId} still ${job?.status}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
+const waitForJob = (jobId: string) => finishedJob(ctx.owner.client, ctx.ws, jobId);
 
 describe("dynamic segments", () => {
   let acme1: string;
