@@ -27,15 +27,32 @@ const ROW_MODE_MAX = 1000;
 const modeFor = (contactIds: string[] | null): CompileMode =>
   contactIds && contactIds.length <= ROW_MODE_MAX ? "row" : "set";
 
+/** The advisory lock key of a workspace's score writers (SQL over a workspace id expression). */
+const workspaceLockKey = (workspaceId: string) =>
+  `hashtextextended('scoring:recalculate:' || ${workspaceId}, 0)`;
+
 /** Held by every score writer; recalculation takes it exclusively, so it never interleaves with them. */
 export async function holdWorkspace(workspaceId: string, transaction: Transaction, exclusive = false) {
   const sequelize = await database();
   const fn = exclusive ? "pg_advisory_xact_lock" : "pg_advisory_xact_lock_shared";
-  await sequelize.query(`SELECT ${fn}(hashtextextended('scoring:recalculate:' || $1, 0))`, {
+  await sequelize.query(`SELECT ${fn}(${workspaceLockKey("$1")})`, {
     bind: [workspaceId],
     type: QueryTypes.SELECT,
     transaction,
   });
+}
+
+/** `holdWorkspace` without waiting, for many workspaces: answers those held (not being recalculated). */
+export async function tryHoldWorkspaces(
+  workspaceIds: string[],
+  transaction: Transaction,
+): Promise<Set<string>> {
+  const sequelize = await database();
+  const rows = await sequelize.query<{ workspace_id: string }>(
+    `SELECT ws AS workspace_id FROM unnest($1::text[]) AS ws WHERE pg_try_advisory_xact_lock_shared(${workspaceLockKey("ws")})`,
+    { bind: [workspaceIds], type: QueryTypes.SELECT, transaction },
+  );
+  return new Set(rows.map((r) => r.workspace_id));
 }
 
 /** Lock contacts in id order (the order every scoring writer uses); answers those that exist. */

@@ -11,6 +11,7 @@ import {
   addToScores,
   applyConditionRules,
   holdWorkspace,
+  tryHoldWorkspaces,
   rebuildConditionRule,
   syncConditionRules,
 } from "./conditions";
@@ -382,13 +383,7 @@ async function scoreEvents(jobs: ScoreJob[]): Promise<Array<ApplyResult | typeof
   const sequelize = await database();
   const results: Array<ApplyResult | typeof HELD> = jobs.map(() => HELD);
   await sequelize.transaction(async (transaction) => {
-    const workspaces = [...new Set(jobs.map((j) => j.workspaceId))];
-    const held = await sequelize.query<{ workspace_id: string }>(
-      `SELECT ws AS workspace_id FROM unnest($1::text[]) AS ws
-        WHERE pg_try_advisory_xact_lock_shared(hashtextextended('scoring:recalculate:' || ws, 0))`,
-      { bind: [workspaces], type: QueryTypes.SELECT, transaction },
-    );
-    const open = new Set(held.map((r) => r.workspace_id));
+    const open = await tryHoldWorkspaces([...new Set(jobs.map((j) => j.workspaceId))], transaction);
     const mine = jobs.filter((j) => open.has(j.workspaceId));
     const locked = await sequelize.query<{ workspace_id: string; id: string; score: number }>(
       `SELECT c.workspace_id, c.id, c.score FROM contacts c
@@ -537,10 +532,7 @@ export async function adjustScore(
       `INSERT INTO score_history (id, workspace_id, contact_id, points, reason, created_at) VALUES ($1, $2, $3, $4, $5, now())`,
       { bind: [newId(), workspaceId, contactId, points, reason], transaction },
     );
-    await sequelize.query(`UPDATE contacts SET score = score + $3 WHERE workspace_id = $1 AND id = $2`, {
-      bind: [workspaceId, contactId, points],
-      transaction,
-    });
+    await addToScores(workspaceId, [{ contactId, points }], transaction);
     return { scoreBefore: before, score: before + points };
   });
 }
