@@ -2,6 +2,7 @@ import type { BrokerOptions, Middleware } from "moleculer";
 import { Middleware as ChannelsMiddleware } from "@moleculer/channels";
 import { config } from "./lib/config";
 import { AuthorizeMiddleware } from "./mixins/authorize.middleware";
+import { OutboxRelayMiddleware } from "./mixins/outbox-relay";
 
 /**
  * The broker, derived from the environment only (see README's table):
@@ -52,9 +53,11 @@ export function brokerConfig(): BrokerOptions {
       ? { enabled: true, reporter: [{ type: "Prometheus", options: { port: cfg.metricsPort, path: "/metrics" } }] }
       : { enabled: false },
     tracing: { enabled: false },
+    // The outbox relay's hooks after the channels' (started in order, stopped in reverse).
     middlewares: [
       AuthorizeMiddleware,
       channelsMiddleware(cfg.natsUrl),
+      OutboxRelayMiddleware,
     ],
   };
 }

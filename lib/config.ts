@@ -28,6 +28,8 @@ export interface AppConfig {
   webhookConcurrency: number;
   /** Of those, how many one endpoint may hold (a failing endpoint holds one), so a slow or failing one cannot take them all. */
   webhookEndpointConcurrency: number;
+  /** How often the outbox relay looks for facts staged by a process that did not publish them (it died). */
+  outboxPollMs: number;
   /** Statement timeout of a segment preview; over it the preview answers 400 QUERY_TOO_EXPENSIVE. */
   segmentPreviewTimeoutMs: number;
   /** Workspaces with more contacts than this compute a created/changed segment as a job (202). */
@@ -81,6 +83,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     webhookPollMs: int(env.WEBHOOK_POLL_MS, 1_000),
     webhookConcurrency: int(env.WEBHOOK_CONCURRENCY, 50),
     webhookEndpointConcurrency: int(env.WEBHOOK_ENDPOINT_CONCURRENCY, 10),
+    outboxPollMs: int(env.OUTBOX_POLL_MS, 1_000),
     segmentPreviewTimeoutMs: int(env.SEGMENT_PREVIEW_TIMEOUT_MS, 5_000),
     segmentSyncLimit: int(env.SEGMENT_SYNC_LIMIT, 100_000),
     segmentTimeRefreshMs: int(env.SEGMENT_TIME_REFRESH_MS, 3_600_000),

@@ -5,7 +5,9 @@ import { newId } from "./crypto";
  * Domain facts (spec 6.2: `contact.created`, `unsubscribe.email`, ...) travel
  * on one durable channel (@moleculer/channels: JetStream with NATS, the
  * in-memory adapter embedded). Consumers (webhooks fan-out, analytics)
- * subscribe with their own group, so each gets every fact once.
+ * subscribe with their own group, so each gets every fact once. A write
+ * stages its facts in its own transaction (lib/outbox.ts) and the outbox
+ * relay sends them here.
  */
 export const DOMAIN_EVENTS_CHANNEL = "cms.domain-events";
 
@@ -20,6 +22,15 @@ export interface DomainEvent<T = Record<string, unknown>> {
   occurredAt: string;
 }
 
+/** Put one fact on the channel (the outbox relay's send). */
+export async function sendDomainEvent(broker: ServiceBroker, event: DomainEvent): Promise<void> {
+  await (broker as ServiceBroker & { sendToChannel(name: string, payload: unknown): Promise<void> }).sendToChannel(
+    DOMAIN_EVENTS_CHANNEL,
+    event,
+  );
+}
+
+/** A fact with no write behind it, straight onto the channel (tests and tools; writes stage theirs in the outbox). */
 export async function publishDomainEvent(
   broker: ServiceBroker,
   workspaceId: string,
@@ -27,9 +38,6 @@ export async function publishDomainEvent(
   data: Record<string, unknown>,
 ): Promise<DomainEvent> {
   const event: DomainEvent = { id: newId(), workspaceId, type, data, occurredAt: new Date().toISOString() };
-  await (broker as ServiceBroker & { sendToChannel(name: string, payload: unknown): Promise<void> }).sendToChannel(
-    DOMAIN_EVENTS_CHANNEL,
-    event,
-  );
+  await sendDomainEvent(broker, event);
   return event;
 }

@@ -13,6 +13,9 @@ import * as segments from "./0020-segments";
 import * as scoring from "./0021-scoring";
 import * as scoringDecayConditionsTime from "./0022-scoring-decay-conditions-time";
 import * as jobs from "./0030-jobs";
+import * as webhookClaimIndex from "./0031-webhook-claim-index";
+import * as domainEventOutbox from "./0032-domain-event-outbox";
+import * as segmentLogCauses from "./0033-segment-log-causes";
 
 export interface Migration {
   name: string;
@@ -35,4 +38,7 @@ export const migrations: Migration[] = [
   { name: "0021-scoring", up: scoring.up },
   { name: "0022-scoring-decay-conditions-time", up: scoringDecayConditionsTime.up },
   { name: "0030-jobs", up: jobs.up },
+  { name: "0031-webhook-claim-index", up: webhookClaimIndex.up },
+  { name: "0032-domain-event-outbox", up: domainEventOutbox.up },
+  { name: "0033-segment-log-causes", up: segmentLogCauses.up },
 ];

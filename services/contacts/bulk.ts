@@ -2,13 +2,15 @@ import type { ServiceBroker } from "moleculer";
 import { QueryTypes } from "sequelize";
 import { database } from "../../lib/database";
 import { fieldError } from "../../lib/errors";
-import { deleteContacts, stageKeys } from "./contacts.repo";
-import { contactsChanged } from "./effects";
+import { stageDomainEvents } from "../../lib/outbox";
+import { removeContacts } from "./contact-write";
+import { stageKeys } from "./contacts.repo";
+import { contactFacts, evaluateSegments } from "./effects";
 
 /**
  * Bulk changes over a set of contact ids (one statement per batch). `affected`
  * counts the contacts actually changed; each gets its `contact.updated` (or
- * `contact.deleted`) fact.
+ * `contact.deleted`) fact, staged in the batch's transaction.
  */
 
 export type BulkAction = "tag" | "untag" | "delete" | "setStage" | "setAttribute";
@@ -75,9 +77,7 @@ export async function applyBulk(
 ): Promise<number> {
   if (!ids.length) return 0;
   if (action === "delete") {
-    const deleted = await deleteContacts(workspaceId, ids);
-    await contactsChanged(broker, workspaceId, { deleted });
-    return deleted.length;
+    return (await removeContacts(workspaceId, ids)).length;
   }
   const sequelize = await database();
   const bind: unknown[] = [workspaceId, ids];
@@ -111,8 +111,9 @@ export async function applyBulk(
            SELECT gen_random_uuid()::text, $1, u.id, u.from_stage, u.stage, 'bulk', ${bindNext(bind, actor.actorType)}, ${bindNext(bind, actor.actorId)}
              FROM updated u)`
       : "";
-  const rows = await sequelize.query<Changed>(
-    `WITH before AS (
+  const rows = await sequelize.transaction(async (transaction) => {
+    const changed = await sequelize.query<Changed>(
+      `WITH before AS (
        SELECT c.id, c.stage AS from_stage FROM contacts c
         WHERE c.workspace_id = $1 AND c.id = ANY($2::text[]) AND ${changedOnly} FOR UPDATE),
      updated AS (
@@ -120,11 +121,22 @@ export async function applyBulk(
         WHERE c.id = b.id RETURNING c.id, c.email, c.first_name, c.last_name, c.stage, b.from_stage)
      ${stageHistory}
      SELECT id, email, first_name, last_name FROM updated`,
-    { bind, type: QueryTypes.SELECT },
-  );
-  await contactsChanged(broker, workspaceId, {
-    updated: rows.map((r) => ({ id: r.id, email: r.email, firstName: r.first_name, lastName: r.last_name })),
+      { bind, type: QueryTypes.SELECT, transaction },
+    );
+    const updated = changed.map((r) => ({
+      id: r.id,
+      email: r.email,
+      firstName: r.first_name,
+      lastName: r.last_name,
+    }));
+    await stageDomainEvents(transaction, workspaceId, contactFacts({ updated }));
+    return changed;
   });
+  await evaluateSegments(
+    broker,
+    workspaceId,
+    rows.map((r) => r.id),
+  );
   return rows.length;
 }
 

@@ -1,5 +1,6 @@
 import { QueryTypes } from "sequelize";
 import { database } from "../../lib/database";
+import { stageDomainEvents } from "../../lib/outbox";
 import type { ConsentEntry } from "../../models";
 import {
   CONSENT_CHANNELS,
@@ -9,6 +10,7 @@ import {
   type ContactRow,
   type ContactView,
 } from "./contacts.repo";
+import { contactFacts, optOutFact } from "./effects";
 
 /** Per-channel consent: the pure state change and its one UPDATE. */
 
@@ -30,13 +32,14 @@ export function applyConsent(
   return { consent, optOuts };
 }
 
+/** Set consent in one transaction, staging `contact.updated` and the opt-out facts with it. */
 export async function setConsent(
   workspaceId: string,
   contactId: string,
   channel: ConsentTarget,
   status: "opted_in" | "opted_out",
   source: string,
-): Promise<{ contact: ContactView; optOuts: string[] }> {
+): Promise<ContactView> {
   const sequelize = await database();
   return sequelize.transaction(async (transaction) => {
     const row = await getRow(workspaceId, contactId, transaction, true);
@@ -45,6 +48,11 @@ export async function setConsent(
       `UPDATE contacts SET consent = $1::jsonb, updated_at = now() WHERE workspace_id = $2 AND id = $3 RETURNING *`,
       { bind: [JSON.stringify(consent), workspaceId, contactId], type: QueryTypes.SELECT, transaction },
     );
-    return { contact: contactView(rows[0]), optOuts };
+    const contact = contactView(rows[0]);
+    await stageDomainEvents(transaction, workspaceId, [
+      ...contactFacts({ updated: [contact] }),
+      ...optOuts.map((c) => optOutFact(contact, c, source)),
+    ]);
+    return contact;
   });
 }

@@ -1,10 +1,12 @@
 import { database } from "../../lib/database";
 import type { FieldIssue } from "../../lib/errors";
+import { stageDomainEvents } from "../../lib/outbox";
 import { checkCustomFields, missingRequired, type CustomFieldDef } from "./custom-fields";
 import {
   assertNoIssues,
   contactView,
   customFieldDefs,
+  deleteContacts,
   getRow,
   insertContact,
   recordStageChange,
@@ -13,6 +15,7 @@ import {
   type ContactRow,
   type ContactView,
 } from "./contacts.repo";
+import { contactFacts } from "./effects";
 import {
   hasIdentity,
   mergeObject,
@@ -21,7 +24,10 @@ import {
   type ContactWrite,
 } from "./normalize";
 
-/** Validation against the workspace's definitions (custom fields, stages), then the write itself. */
+/**
+ * Validation against the workspace's definitions (custom fields, stages), then
+ * the write itself, with its facts staged in its transaction.
+ */
 
 export interface WorkspaceDefs {
   customFields: CustomFieldDef[];
@@ -77,7 +83,12 @@ export async function createContact(workspaceId: string, input: ContactInput): P
   write.attributes = withoutNulls(write.attributes);
   write.customFields = withoutNulls(write.customFields);
   assertNoIssues([...issues, ...createIssues(write, defs)]);
-  return contactView(await insertContact(workspaceId, write));
+  const sequelize = await database();
+  return sequelize.transaction(async (transaction) => {
+    const contact = contactView(await insertContact(workspaceId, write, transaction));
+    await stageDomainEvents(transaction, workspaceId, contactFacts({ created: [contact] }));
+    return contact;
+  });
 }
 
 export interface UpdateResult {
@@ -86,13 +97,17 @@ export interface UpdateResult {
   stageChanged: boolean;
 }
 
-/** Apply a PATCH: attributes/customFields merge key by key (null removes), tags replace. */
+/**
+ * Apply a PATCH: attributes/customFields merge key by key (null removes), tags
+ * replace. A stage `move` (POST .../stages) gives its history row a reason, and
+ * a move to the stage the contact is in announces no `contact.updated`.
+ */
 export async function updateContact(
   workspaceId: string,
   id: string,
   input: ContactInput,
   actor: { actorType: string; actorId: string | null },
-  reason: string | null = null,
+  move?: { reason: string | null },
 ): Promise<UpdateResult> {
   const defs = await loadDefs(workspaceId);
   const { write, issues } = checkInput(input, defs);
@@ -115,7 +130,31 @@ export async function updateContact(
     const row = await updateColumns(workspaceId, id, write, transaction);
     const stageChanged = write.stage !== undefined && write.stage !== before.stage;
     if (stageChanged)
-      await recordStageChange(workspaceId, id, before.stage, row.stage, actor, reason, transaction);
-    return { before, after: contactView(row), stageChanged };
+      await recordStageChange(
+        workspaceId,
+        id,
+        before.stage,
+        row.stage,
+        actor,
+        move?.reason ?? null,
+        transaction,
+      );
+    const after = contactView(row);
+    if (!move || stageChanged)
+      await stageDomainEvents(transaction, workspaceId, contactFacts({ updated: [after] }));
+    return { before, after, stageChanged };
+  });
+}
+
+/** Delete contacts (what hangs off them cascades); answers those that existed. */
+export async function removeContacts(
+  workspaceId: string,
+  ids: string[],
+): Promise<Array<{ id: string; email: string | null }>> {
+  const sequelize = await database();
+  return sequelize.transaction(async (transaction) => {
+    const deleted = await deleteContacts(workspaceId, ids, transaction);
+    await stageDomainEvents(transaction, workspaceId, contactFacts({ deleted }));
+    return deleted;
   });
 }

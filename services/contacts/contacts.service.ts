@@ -10,14 +10,15 @@ import type { AppContext } from "../../lib/moleculer-types";
 import { pageRequest } from "../../lib/pagination";
 import { workspaceOf } from "../../lib/tenancy";
 import { DbMixin } from "../../mixins/db.mixin";
+import { OutboxRelayMixin } from "../../mixins/outbox-relay";
 import { Contact } from "../../models";
 import { setConsent } from "./consent";
-import { createContact, updateContact } from "./contact-write";
+import { createContact, removeContacts, updateContact } from "./contact-write";
 import * as repo from "./contacts.repo";
 import { contactFields, schemas } from "./contacts.schemas";
 import type { ContactInput } from "./normalize";
 import { addDnc, blockedValues, listDnc, removeDnc } from "./dnc";
-import { contactsChanged, publishOptOut } from "./effects";
+import { evaluateSegments } from "./effects";
 import { applyBulk, checkBulkValue, type BulkAction } from "./bulk";
 import { checkMapping } from "./csv-import";
 import { exportCsv } from "./csv-export";
@@ -97,7 +98,7 @@ function* chunks<T>(items: T[], size: number): Generator<T[]> {
 /** Contacts: profiles, consent, do-not-contact, and the insights over them. */
 const ContactsService: ServiceSchema = {
   name: "contacts",
-  mixins: [DbMixin(Contact)],
+  mixins: [DbMixin(Contact), OutboxRelayMixin],
   settings: { rest: "/" },
 
   actions: {
@@ -117,7 +118,7 @@ const ContactsService: ServiceSchema = {
       params: schemas.create,
       async handler(ctx: Ctx) {
         const contact = await createContact(workspaceOf(ctx), inputOf(ctx.params));
-        await contactsChanged(this.broker, workspaceOf(ctx), { created: [contact] });
+        await evaluateSegments(this.broker, workspaceOf(ctx), [contact.id]);
         ctx.meta.$statusCode = 201;
         return contact;
       },
@@ -347,7 +348,7 @@ const ContactsService: ServiceSchema = {
         if (!decision.allow)
           throw forbidden("Merging deletes the duplicates: it needs the contacts.delete permission");
         const { contact, removed } = await mergeContacts(ws, ctx.params.primaryId, ctx.params.duplicateIds);
-        await contactsChanged(this.broker, ws, { updated: [contact], deleted: removed });
+        await evaluateSegments(this.broker, ws, [contact.id]);
         await audit(
           ctx,
           "contact.merged",
@@ -378,7 +379,7 @@ const ContactsService: ServiceSchema = {
           inputOf(ctx.params),
           actorOf(ctx),
         );
-        await contactsChanged(this.broker, workspaceOf(ctx), { updated: [after] });
+        await evaluateSegments(this.broker, workspaceOf(ctx), [after.id]);
         return after;
       },
     },
@@ -389,9 +390,8 @@ const ContactsService: ServiceSchema = {
       ...remove,
       params: schemas.get,
       async handler(ctx: Ctx) {
-        const deleted = await repo.deleteContacts(workspaceOf(ctx), [ctx.params.contactId]);
+        const deleted = await removeContacts(workspaceOf(ctx), [ctx.params.contactId]);
         if (!deleted.length) throw repo.contactNotFound();
-        await contactsChanged(this.broker, workspaceOf(ctx), { deleted });
         return { success: true };
       },
     },
@@ -412,15 +412,14 @@ const ContactsService: ServiceSchema = {
       async handler(ctx: Ctx) {
         const ws = workspaceOf(ctx);
         const source = ctx.params.source ?? "api";
-        const { contact, optOuts } = await setConsent(
+        const contact = await setConsent(
           ws,
           ctx.params.contactId,
           ctx.params.channel,
           ctx.params.status,
           source,
         );
-        await contactsChanged(this.broker, ws, { updated: [contact] });
-        for (const channel of optOuts) await publishOptOut(this.broker, ws, contact, channel, source);
+        await evaluateSegments(this.broker, ws, [contact.id]);
         return contact.consent;
       },
     },
@@ -473,7 +472,6 @@ const ContactsService: ServiceSchema = {
       async handler(ctx: Ctx) {
         const ws = workspaceOf(ctx);
         const deleted = await gdprDelete(ws, ctx.params.contactId);
-        await contactsChanged(this.broker, ws, { deleted: [deleted] });
         await audit(ctx, "contact.gdpr_deleted", { type: "contact", id: deleted.id });
         return { success: true };
       },
@@ -527,9 +525,9 @@ const ContactsService: ServiceSchema = {
           ctx.params.contactId,
           { stage: ctx.params.stage },
           actorOf(ctx),
-          ctx.params.reason ?? null,
+          { reason: ctx.params.reason ?? null },
         );
-        if (stageChanged) await contactsChanged(this.broker, ws, { updated: [after] });
+        if (stageChanged) await evaluateSegments(this.broker, ws, [after.id]);
         ctx.meta.$statusCode = 201;
         return stageHistory(ws, ctx.params.contactId);
       },

@@ -1,12 +1,13 @@
 import type { ServiceBroker } from "moleculer";
 import { SYSTEM } from "../../lib/access";
-import { publishDomainEvent } from "../../lib/domain-events";
+import type { Fact } from "../../lib/outbox";
 import { isServiceAvailable } from "../../lib/registry";
 
 /**
- * What follows every contact write, whatever its origin (API, import, ingest,
- * merge, bulk, GDPR delete): segments re-evaluated (awaited, so a following
- * read sees memberships) and the spec 6.2 facts published.
+ * What every contact write (API, import, ingest, merge, bulk, GDPR delete)
+ * brings about: its spec 6.2 facts, which the write stages in its own
+ * transaction (lib/outbox.ts), and once it committed, segments re-evaluated
+ * (awaited, so a following read sees memberships).
  */
 
 interface Named {
@@ -39,44 +40,32 @@ export async function evaluateSegments(
   }
 }
 
-export async function contactsChanged(
-  broker: ServiceBroker,
-  workspaceId: string,
-  changes: ContactChanges,
-): Promise<void> {
-  const created = changes.created ?? [];
-  const updated = changes.updated ?? [];
-  await evaluateSegments(
-    broker,
-    workspaceId,
-    [...created, ...updated].map((c) => c.id),
-  );
+/** `contact.created`, `contact.updated` and `contact.deleted` facts, in that order. */
+export function contactFacts(changes: ContactChanges): Fact[] {
   const named = (c: Named) => ({
     contactId: c.id,
     email: c.email,
     firstName: c.firstName ?? null,
     lastName: c.lastName ?? null,
   });
-  for (const c of created) await publishDomainEvent(broker, workspaceId, "contact.created", named(c));
-  for (const c of updated) await publishDomainEvent(broker, workspaceId, "contact.updated", named(c));
-  for (const c of changes.deleted ?? []) {
-    await publishDomainEvent(broker, workspaceId, "contact.deleted", { contactId: c.id, email: c.email });
-  }
+  return [
+    ...(changes.created ?? []).map((c) => ({ type: "contact.created", data: named(c) })),
+    ...(changes.updated ?? []).map((c) => ({ type: "contact.updated", data: named(c) })),
+    ...(changes.deleted ?? []).map((c) => ({
+      type: "contact.deleted",
+      data: { contactId: c.id, email: c.email },
+    })),
+  ];
 }
 
 /** An opt-out fact (spec 6.2 `unsubscribe.*`). */
-export async function publishOptOut(
-  broker: ServiceBroker,
-  workspaceId: string,
+export function optOutFact(
   contact: { id: string; email: string | null; externalId: string | null },
   channel: string,
   source: string,
-): Promise<void> {
-  await publishDomainEvent(broker, workspaceId, `unsubscribe.${channel}`, {
-    contactId: contact.id,
-    email: contact.email,
-    externalId: contact.externalId,
-    channel,
-    source,
-  });
+): Fact {
+  return {
+    type: `unsubscribe.${channel}`,
+    data: { contactId: contact.id, email: contact.email, externalId: contact.externalId, channel, source },
+  };
 }

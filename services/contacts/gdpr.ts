@@ -1,7 +1,9 @@
 import { QueryTypes } from "sequelize";
 import { database } from "../../lib/database";
 import { notFound } from "../../lib/errors";
+import { stageDomainEvents } from "../../lib/outbox";
 import { contactView, getRow, type ContactView } from "./contacts.repo";
+import { contactFacts } from "./effects";
 import { existingTables, rowsOf } from "./related";
 
 /** Everything held about one contact, and its erasure. */
@@ -86,6 +88,7 @@ const ERASE_AFTER = ["segment_membership_log"];
  * membership log go, the contact row goes (notes, scores, stage history, memberships and
  * link tokens cascade; deals and tasks keep their business data without the
  * link). The do-not-contact list is kept: it is what stops further messages.
+ * Its `contact.deleted` fact is staged in the same transaction.
  */
 export async function gdprDelete(
   workspaceId: string,
@@ -114,6 +117,7 @@ export async function gdprDelete(
       transaction,
     });
     await erase(ERASE_AFTER);
+    await stageDomainEvents(transaction, workspaceId, contactFacts({ deleted: [rows[0]] }));
     return rows[0];
   });
 }

@@ -4,7 +4,7 @@ import type { ProgressFn } from "../../lib/jobs";
 import { checkInput, loadDefs } from "./contact-write";
 import { settleContacts } from "./contacts.repo";
 import { readCsv } from "./csv-import";
-import { contactsChanged, publishOptOut } from "./effects";
+import { evaluateSegments } from "./effects";
 import { hasIdentity, type ContactWrite } from "./normalize";
 import { upsertMany, type ConsentWanted, type UpsertedRow, type UpsertOrigin } from "./upsert";
 
@@ -28,9 +28,10 @@ const issueText = (issues: Array<{ field: string; message: string }>) =>
   issues.map((i) => `${i.field} ${i.message}`).join("; ");
 
 /**
- * Upsert a batch (with the consent each write asks for, `consent[i]`) and
- * publish its facts, opt-outs as `unsubscribe.<channel>` with the origin's
- * reason as source; returns the rows written and the per-item errors.
+ * Upsert a batch (with the consent each write asks for, `consent[i]`; the
+ * upsert stages its facts, opt-outs as `unsubscribe.<channel>` with the
+ * origin's reason as source), then re-evaluate segments of the rows written;
+ * returns the rows written and the per-item errors.
  */
 export async function writeBatch(
   broker: ServiceBroker,
@@ -40,14 +41,11 @@ export async function writeBatch(
   consent: Array<ConsentWanted | undefined> = [],
 ): Promise<Array<{ row?: UpsertedRow; error?: string }>> {
   const results = await upsertMany(workspaceId, writes, origin, consent);
-  const rows = results.flatMap((r) => (r.row ? [r.row] : []));
-  await contactsChanged(broker, workspaceId, {
-    created: rows.filter((r) => r.inserted),
-    updated: rows.filter((r) => !r.inserted),
-  });
-  for (const row of rows) {
-    for (const channel of row.optOuts) await publishOptOut(broker, workspaceId, row, channel, origin.reason);
-  }
+  await evaluateSegments(
+    broker,
+    workspaceId,
+    results.flatMap((r) => (r.row ? [r.row.id] : [])),
+  );
   return results;
 }
 

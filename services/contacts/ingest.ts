@@ -1,9 +1,7 @@
 import type { ServiceBroker } from "moleculer";
 import type { FieldIssue } from "../../lib/errors";
-import { setConsent } from "./consent";
 import { checkInput, loadDefs } from "./contact-write";
 import { contactFields } from "./contacts.schemas";
-import { evaluateSegments, publishOptOut } from "./effects";
 import { writeBatch } from "./import";
 import type { ContactInput, ContactWrite } from "./normalize";
 
@@ -47,28 +45,19 @@ export async function ingestContacts(
     else valid.push({ index, write, optOut: raw.emailOptOut === true });
   });
 
+  // The opt-out is written by the upsert itself (only when the status changes), with "ingest" as its source.
   const written = await writeBatch(
     broker,
     workspaceId,
     valid.map((v) => v.write),
     { ...actor, reason: "ingest" },
+    valid.map((v) => (v.optOut ? { email: "opted_out" } : undefined)),
   );
-  const optedOut: string[] = [];
   for (const [n, r] of written.entries()) {
-    const { index, optOut } = valid[n];
-    if (!r.row) {
-      result.failed.push({ index, error: r.error ?? "not written" });
-      continue;
-    }
-    if (r.row.inserted) result.created += 1;
+    if (!r.row) result.failed.push({ index: valid[n].index, error: r.error ?? "not written" });
+    else if (r.row.inserted) result.created += 1;
     else result.updated += 1;
-    if (optOut && r.row.consent.email?.status !== "opted_out") {
-      const { contact } = await setConsent(workspaceId, r.row.id, "email", "opted_out", "ingest");
-      await publishOptOut(broker, workspaceId, contact, "email", "ingest");
-      optedOut.push(contact.id);
-    }
   }
-  await evaluateSegments(broker, workspaceId, optedOut);
   result.failed.sort((a, b) => a.index - b.index);
   return result;
 }

@@ -1,15 +1,19 @@
 import { QueryTypes } from "sequelize";
 import { database } from "../../lib/database";
 import { notFound, validationError } from "../../lib/errors";
+import { stageDomainEvents } from "../../lib/outbox";
 import type { ConsentEntry } from "../../models";
 import { contactView, rethrowUnique, type ContactRow, type ContactView } from "./contacts.repo";
+import { contactFacts } from "./effects";
 import { existingTables, MOVABLE_TABLES } from "./related";
 
 /**
  * Merge duplicates into a primary contact, in one transaction: related rows
  * (events, notes, scores, deals, tasks, stage history, messages, form
  * submissions, segment memberships) move to the primary, the duplicates are
- * deleted, and the primary's empty fields are filled from them.
+ * deleted, and the primary's empty fields are filled from them; the facts
+ * (`contact.updated` for the primary, `contact.deleted` for each duplicate)
+ * are staged in the same transaction.
  */
 
 /** Pure: the primary's profile after absorbing the duplicates (given in priority order). */
@@ -153,7 +157,13 @@ export async function mergeContacts(
           transaction,
         },
       );
-      return { contact: contactView(updated[0]), removed };
+      const contact = contactView(updated[0]);
+      await stageDomainEvents(
+        transaction,
+        workspaceId,
+        contactFacts({ updated: [contact], deleted: removed }),
+      );
+      return { contact, removed };
     } catch (err) {
       rethrowUnique(err);
     }

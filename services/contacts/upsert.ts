@@ -1,9 +1,11 @@
 import { QueryTypes } from "sequelize";
 import { newId } from "../../lib/crypto";
 import { database } from "../../lib/database";
+import { stageDomainEvents } from "../../lib/outbox";
 import type { ConsentEntry } from "../../models";
 import { applyConsent } from "./consent";
 import type { ConsentChannel } from "./contacts.repo";
+import { contactFacts, optOutFact } from "./effects";
 import type { ContactWrite } from "./normalize";
 import { uniqueViolation } from "./sql";
 
@@ -13,9 +15,11 @@ import { uniqueViolation } from "./sql";
  * fields replace, absent ones stay, attributes/customFields merge key by key
  * and tags are added. Consent a row asks for is written in the same statement
  * (a second pass would rewrite every row and its indexes), only on channels
- * whose status it changes, with the origin's reason as its source. A batch that
- * fails as a whole (the same email twice, an externalId owned by another
- * contact) is retried row by row so each row gets its own answer.
+ * whose status it changes, with the origin's reason as its source. Each
+ * statement's facts (`contact.created`/`contact.updated`, `unsubscribe.<channel>`)
+ * are staged in its transaction. A batch that fails as a whole (the same email
+ * twice, an externalId owned by another contact) is retried row by row so each
+ * row gets its own answer.
  */
 
 /** Consent a write asks for: a status per channel; absent channels stay as they are. */
@@ -172,16 +176,36 @@ function errorText(err: unknown): string {
   throw err;
 }
 
+/** One statement and its facts in one transaction; the written row of each record, in record order. */
 async function run(
   workspaceId: string,
   conflict: "email" | "external_id" | null,
   records: ReturnType<typeof record>[],
+  entries: ReturnType<typeof consentEntries>[],
   origin: UpsertOrigin,
-) {
+): Promise<Array<UpsertedRow | undefined>> {
   const sequelize = await database();
-  return sequelize.query<Returned>(statement(conflict), {
-    bind: [workspaceId, JSON.stringify(records), origin.actorType, origin.actorId, origin.reason],
-    type: QueryTypes.SELECT,
+  return sequelize.transaction(async (transaction) => {
+    const rows = await sequelize.query<Returned>(statement(conflict), {
+      bind: [workspaceId, JSON.stringify(records), origin.actorType, origin.actorId, origin.reason],
+      type: QueryTypes.SELECT,
+      transaction,
+    });
+    // RETURNING keeps no input order: match rows back by id (inserted) or by key (updated).
+    const byId = new Map(rows.map((r) => [r.id, r]));
+    const byKey = new Map(rows.map((r) => [conflict === "email" ? r.email : r.external_id, r]));
+    const written = records.map((rec, n) => {
+      const hit =
+        byId.get(rec.id) ??
+        (conflict ? byKey.get(conflict === "email" ? rec.email : rec.external_id) : undefined);
+      return hit && toRow(hit, entries[n]);
+    });
+    const done = written.filter((r) => r !== undefined);
+    await stageDomainEvents(transaction, workspaceId, [
+      ...contactFacts({ created: done.filter((r) => r.inserted), updated: done.filter((r) => !r.inserted) }),
+      ...done.flatMap((r) => r.optOuts.map((channel) => optOutFact(r, channel, origin.reason))),
+    ]);
+    return written;
   });
 }
 
@@ -205,17 +229,10 @@ export async function upsertMany(
     const entries = indexes.map((i) => consentEntries(consent[i], origin.reason, now));
     const records = indexes.map((i, n) => record(writes[i], entries[n].consent));
     try {
-      const rows = await run(workspaceId, conflict, records, origin);
-      // RETURNING keeps no input order: match rows back by id (inserted) or by key (updated).
-      const byId = new Map(rows.map((r) => [r.id, r]));
-      const byKey = new Map(rows.map((r) => [conflict === "email" ? r.email : r.external_id, r]));
+      const written = await run(workspaceId, conflict, records, entries, origin);
       indexes.forEach((i, n) => {
-        const hit =
-          byId.get(records[n].id) ??
-          (conflict
-            ? byKey.get(conflict === "email" ? records[n].email : records[n].external_id)
-            : undefined);
-        results[i] = hit ? { row: toRow(hit, entries[n]) } : { error: "not written" };
+        const row = written[n];
+        results[i] = row ? { row } : { error: "not written" };
       });
     } catch (err) {
       if (indexes.length === 1) {
@@ -224,8 +241,8 @@ export async function upsertMany(
       }
       for (const [n, i] of indexes.entries()) {
         try {
-          const [hit] = await run(workspaceId, conflict, [records[n]], origin);
-          results[i] = { row: toRow(hit, entries[n]) };
+          const [row] = await run(workspaceId, conflict, [records[n]], [entries[n]], origin);
+          results[i] = row ? { row } : { error: "not written" };
         } catch (rowErr) {
           results[i] = { error: errorText(rowErr) };
         }

@@ -37,20 +37,3 @@ export async function runChain(
   }
   return ran;
 }
-
-/** The domain event's payload for an activity event, so outbound webhooks subscribed to e.g. `purchase` get it. */
-export function activityPayload(event: EventRecord): Record<string, unknown> {
-  return {
-    eventId: event.id,
-    contactId: event.contactId,
-    type: event.type,
-    metadata: event.metadata,
-    timestamp: event.timestamp,
-    sessionId: event.sessionId,
-    pageUrl: event.pageUrl,
-    referrer: event.referrer,
-    utmSource: event.utmSource,
-    utmMedium: event.utmMedium,
-    utmCampaign: event.utmCampaign,
-  };
-}

@@ -2,6 +2,7 @@ import { QueryTypes } from "sequelize";
 import { MicroBatcher } from "../../lib/batcher";
 import { newId } from "../../lib/crypto";
 import { database } from "../../lib/database";
+import { wakeOutboxRelays } from "../../lib/outbox";
 import type { EventListItem, EventRecord, RecordInput } from "./events.schemas";
 
 interface EventRow {
@@ -51,9 +52,21 @@ function toListItem(row: EventListRow): EventListItem {
 const COLUMNS = "id, type, metadata, timestamp, contact_id, session_id, page_url, referrer, utm_source, utm_medium, utm_campaign";
 
 /**
+ * The fact of an activity event (webhooks subscribed to e.g. `purchase` get
+ * it), built from the stored row so it is staged by the insert itself.
+ */
+const ACTIVITY_FACT = `jsonb_build_object(
+  'eventId', id, 'contactId', contact_id, 'type', type, 'metadata', metadata,
+  'timestamp', to_char(timestamp AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
+  'sessionId', session_id, 'pageUrl', page_url, 'referrer', referrer,
+  'utmSource', utm_source, 'utmMedium', utm_medium, 'utmCampaign', utm_campaign)`;
+
+/**
  * Store events, many per statement under load (lib/batcher.ts): one commit for
- * a whole batch. A contact must belong to the event's workspace: its row is
- * not inserted otherwise, and that caller answers 404.
+ * a whole batch. The same statement stages each event's fact in the outbox
+ * (lib/outbox.ts), so no stored event misses its fact and no extra round trip
+ * is paid. A contact must belong to the event's workspace: its row is not
+ * inserted otherwise, and that caller answers 404.
  */
 async function insertEvents(items: Array<{ workspaceId: string; input: RecordInput }>): Promise<Array<EventRecord | null>> {
   const sequelize = await database();
@@ -61,7 +74,8 @@ async function insertEvents(items: Array<{ workspaceId: string; input: RecordInp
   const col = (pick: (it: { workspaceId: string; input: RecordInput }) => string | null | undefined) =>
     items.map((it) => pick(it) ?? null);
   const rows = await sequelize.query<EventRow>(
-    `INSERT INTO events (id, workspace_id, contact_id, type, metadata, session_id, page_url, referrer,
+    `WITH stored AS (
+     INSERT INTO events (id, workspace_id, contact_id, type, metadata, session_id, page_url, referrer,
                          utm_source, utm_medium, utm_campaign, timestamp)
      SELECT v.id, v.workspace_id, v.contact_id, v.type, CAST(v.metadata AS jsonb), v.session_id, v.page_url, v.referrer,
             v.utm_source, v.utm_medium, v.utm_campaign, COALESCE(CAST(v.ts AS timestamptz), clock_timestamp())
@@ -71,7 +85,9 @@ async function insertEvents(items: Array<{ workspaceId: string; input: RecordInp
                  utm_source, utm_medium, utm_campaign, ts)
       WHERE v.contact_id IS NULL
          OR EXISTS (SELECT 1 FROM contacts c WHERE c.id = v.contact_id AND c.workspace_id = v.workspace_id)
-     RETURNING ${COLUMNS}`,
+     RETURNING workspace_id, ${COLUMNS}),
+     staged AS (INSERT INTO domain_event_outbox (workspace_id, type, data) SELECT workspace_id, type, ${ACTIVITY_FACT} FROM stored)
+     SELECT ${COLUMNS} FROM stored`,
     {
       type: QueryTypes.SELECT,
       bind: [
@@ -90,6 +106,7 @@ async function insertEvents(items: Array<{ workspaceId: string; input: RecordInp
       ],
     },
   );
+  if (rows.length) wakeOutboxRelays();
   const byId = new Map(rows.map((row) => [row.id, row]));
   return ids.map((id) => {
     const row = byId.get(id);

@@ -1,11 +1,11 @@
 import type { ServiceSchema } from "moleculer";
-import { publishDomainEvent } from "../../lib/domain-events";
 import { notFound } from "../../lib/errors";
 import type { AppContext } from "../../lib/moleculer-types";
 import { workspaceOf } from "../../lib/tenancy";
 import { DbMixin } from "../../mixins/db.mixin";
+import { OutboxRelayMixin } from "../../mixins/outbox-relay";
 import { ActivityEvent } from "../../models";
-import { activityPayload, runChain } from "./chain";
+import { runChain } from "./chain";
 import * as repo from "./events.repo";
 import { clampEventsLimit, schemas, type EventRecord, type RecordInput } from "./events.schemas";
 
@@ -16,7 +16,7 @@ type Ctx = AppContext<Record<string, any>>;
 /** Recorded activity events and the ordered chain every origin goes through. */
 const EventsService: ServiceSchema = {
   name: "events",
-  mixins: [DbMixin(ActivityEvent)],
+  mixins: [DbMixin(ActivityEvent), OutboxRelayMixin],
   settings: { rest: "/" },
 
   actions: {
@@ -67,13 +67,12 @@ const EventsService: ServiceSchema = {
   },
 
   methods: {
-    /** Store, run the chain in order, then publish the fact for outbound webhooks. */
+    /** Store (with its fact for outbound webhooks, staged by the same statement), then run the chain in order. */
     async record(ctx: Ctx, input: RecordInput): Promise<EventRecord> {
       const workspaceId = workspaceOf(ctx);
       const event = await repo.insertEvent(workspaceId, input);
       if (!event) throw notFound("Contact");
       await runChain(this.broker, ctx, workspaceId, event);
-      await publishDomainEvent(this.broker, workspaceId, event.type, activityPayload(event));
       return event;
     },
   },

@@ -126,3 +126,26 @@ export function periodStartSql(ts: string, daysParam: string): string {
 export function decaysAtSql(ts: string, daysParam: string): string {
   return `CASE WHEN ${daysParam} IS NULL THEN NULL ELSE ${ts} + make_interval(days => ${daysParam}) END`;
 }
+
+/**
+ * Jobs in rounds where each contact appears at most once, its events in
+ * arrival order: a round's rules run as one statement whose cap counts see
+ * every earlier round (earlier statements of the transaction) and no entry of
+ * the same contact within the statement, so caps stay exact. Within a round,
+ * jobs are grouped by workspace and rule set, which share one statement.
+ */
+export function scoringRounds<J extends { workspaceId: string; contactId: string; group: string }>(
+  jobs: J[],
+): number[][][] {
+  const seen = new Map<string, number>();
+  const rounds: Array<Map<string, number[]>> = [];
+  jobs.forEach((job, i) => {
+    const key = `${job.workspaceId}/${job.contactId}`;
+    const round = seen.get(key) ?? 0;
+    seen.set(key, round + 1);
+    rounds[round] ??= new Map();
+    const groups = rounds[round];
+    groups.set(job.group, [...(groups.get(job.group) ?? []), i]);
+  });
+  return rounds.map((groups) => [...groups.values()]);
+}

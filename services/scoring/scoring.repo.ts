@@ -21,6 +21,7 @@ import {
   decaysAtSql,
   periodStartSql,
   ruleShapeIssues,
+  scoringRounds,
   validateCondition,
   validateWhere,
   type RuleDefinition,
@@ -372,12 +373,12 @@ const HELD = Symbol("held");
 const eventScorer = new MicroBatcher(scoreEvents, { maxBatch: 100, lanes: 4 });
 
 /**
- * Score a batch of events in one transaction, each in arrival order, so caps
- * and scores see the events before it. A batch never waits for a lock: it
- * tries its workspaces' holds and takes its contacts in id order with SKIP
- * LOCKED, and answers HELD for the events it could not lock, which are then
- * scored alone, outside the batcher, waiting for their one row as usual. So
- * one busy contact never stalls the events of others, and no deadlock forms.
+ * Score a batch of events in one transaction, so caps and scores see the
+ * events before them. A batch never waits for a lock: it tries its
+ * workspaces' holds and takes its contacts in id order with SKIP LOCKED, and
+ * answers HELD for the events it could not lock, which are then scored alone,
+ * outside the batcher, waiting for their one row as usual. So one busy
+ * contact never stalls the events of others, and no deadlock forms.
  */
 async function scoreEvents(jobs: ScoreJob[]): Promise<Array<ApplyResult | typeof HELD>> {
   const sequelize = await database();
@@ -395,20 +396,16 @@ async function scoreEvents(jobs: ScoreJob[]): Promise<Array<ApplyResult | typeof
         transaction,
       },
     );
-    const scores = new Map(locked.map((r) => [`${r.workspace_id}/${r.id}`, r.score]));
-    const changes = new Map<string, Array<{ contactId: string; points: number }>>();
-    for (const [i, job] of jobs.entries()) {
-      const key = `${job.workspaceId}/${job.event.contactId}`;
-      const before = scores.get(key);
-      if (before === undefined) continue;
-      const result = await scoreLocked(job, before, transaction);
-      scores.set(key, result.score);
-      const list = changes.get(job.workspaceId) ?? [];
-      list.push({ contactId: job.event.contactId, points: result.score - before });
-      changes.set(job.workspaceId, list);
-      results[i] = result;
-    }
-    for (const [ws, list] of changes) await addToScores(ws, list, transaction);
+    const scores = new Map(locked.map((r) => [contactKey(r.workspace_id, r.id), r.score]));
+    const lockedJobs = [...jobs.keys()].filter((i) =>
+      scores.has(contactKey(jobs[i].workspaceId, jobs[i].event.contactId)),
+    );
+    const scored = await scoreLocked(
+      lockedJobs.map((i) => jobs[i]),
+      scores,
+      transaction,
+    );
+    lockedJobs.forEach((i, k) => (results[i] = scored[k]));
   });
   return results;
 }
@@ -420,98 +417,142 @@ async function scoreAlone(job: ScoreJob): Promise<ApplyResult | null> {
     await holdWorkspace(job.workspaceId, transaction);
     const before = await lockContact(job.workspaceId, job.event.contactId, transaction);
     if (before === null) return null;
-    const result = await scoreLocked(job, before, transaction);
-    await addToScores(
-      job.workspaceId,
-      [{ contactId: job.event.contactId, points: result.score - before }],
-      transaction,
-    );
+    const scores = new Map([[contactKey(job.workspaceId, job.event.contactId), before]]);
+    const [result] = await scoreLocked([job], scores, transaction);
     return result;
   });
 }
 
-/** The rules' entries for one event, its contact locked; the score itself is written by the caller. */
-async function scoreLocked(job: ScoreJob, before: number, transaction: Transaction): Promise<ApplyResult> {
-  const result: ApplyResult = { scoreBefore: before, score: before, applied: [] };
-  if (job.rules.length) await applyEventRules(job.workspaceId, job.event, job.rules, result, transaction);
-  const changes = await applyConditionRules(
-    job.workspaceId,
-    [job.event.contactId],
-    job.conditionRules,
-    transaction,
+const contactKey = (workspaceId: string, contactId: string) => `${workspaceId}/${contactId}`;
+
+/**
+ * The rules' entries for jobs whose contacts are locked, scores known in
+ * `scores` (updated as the jobs run); the scores are written at the end. A
+ * round and rule set costs one statement for event rules and one per
+ * condition rule, however many events it holds.
+ */
+async function scoreLocked(
+  jobs: ScoreJob[],
+  scores: Map<string, number>,
+  transaction: Transaction,
+): Promise<ApplyResult[]> {
+  const groupOf = (job: ScoreJob) =>
+    [
+      job.workspaceId,
+      job.event.type,
+      ...job.rules.map((r) => r.id),
+      "|",
+      ...job.conditionRules.map((r) => r.id),
+    ].join(" ");
+  const results: ApplyResult[] = [];
+  const rounds = scoringRounds(
+    jobs.map((j) => ({ workspaceId: j.workspaceId, contactId: j.event.contactId, group: groupOf(j) })),
   );
-  result.applied.push(...changes.map((c) => ({ ruleId: c.ruleId, points: c.points })));
-  result.score = before + result.applied.reduce((sum, a) => sum + a.points, 0);
-  return result;
+  for (const groups of rounds) {
+    for (const indices of groups) {
+      const group = indices.map((i) => jobs[i]);
+      const { workspaceId, rules, conditionRules } = group[0];
+      const awards = rules.length
+        ? await awardEventRules(
+            workspaceId,
+            group.map((j) => j.event),
+            rules,
+            transaction,
+          )
+        : [];
+      const held = await applyConditionRules(
+        workspaceId,
+        group.map((j) => j.event.contactId),
+        conditionRules,
+        transaction,
+      );
+      for (const i of indices) {
+        const { event } = jobs[i];
+        const key = contactKey(workspaceId, event.contactId);
+        const before = scores.get(key)!;
+        const applied = [
+          ...awards.filter((a) => a.eventId === event.eventId),
+          ...held.filter((c) => c.contactId === event.contactId),
+        ].map((a) => ({ ruleId: a.ruleId, points: a.points }));
+        const score = before + applied.reduce((sum, a) => sum + a.points, 0);
+        scores.set(key, score);
+        results[i] = { scoreBefore: before, score, applied };
+      }
+    }
+  }
+  const changes = new Map<string, Array<{ contactId: string; points: number }>>();
+  jobs.forEach((job, i) => {
+    const list = changes.get(job.workspaceId) ?? [];
+    list.push({ contactId: job.event.contactId, points: results[i].score - results[i].scoreBefore });
+    changes.set(job.workspaceId, list);
+  });
+  for (const [ws, list] of changes) await addToScores(ws, list, transaction);
+  return results;
 }
 
-/** The event rules' part of `applyEvent`, under its lock: entries within caps, pushed to `result.applied`. */
-async function applyEventRules(
+/**
+ * Event rules for events of one type in one workspace, at most one per
+ * contact: each rule whose `where` matches adds its points within its caps.
+ * One statement matches and writes for every event and rule. The stored
+ * event is read when there is one (its own columns), else the event as given.
+ */
+async function awardEventRules(
   workspaceId: string,
-  event: ScoreEvent,
+  events: ScoreEvent[],
   rules: RuleDefinition[],
-  result: ApplyResult,
   transaction: Transaction,
-): Promise<void> {
+): Promise<Array<{ eventId: string; ruleId: string; points: number }>> {
   const sequelize = await database();
-  // The stored event when there is one (its own columns), else the event as given.
   const binds = new Binds([
     workspaceId,
-    event.eventId,
-    event.type,
-    JSON.stringify(event.metadata ?? {}),
-    toIso(event.timestamp),
+    events.map((e) => e.eventId),
+    events.map((e) => e.contactId),
+    events.map((e) => e.type),
+    events.map((e) => JSON.stringify(e.metadata ?? {})),
+    events.map((e) => toIso(e.timestamp)),
+    rules.map((r) => r.id),
+    rules.map((r) => r.points),
+    rules.map((r) => r.name),
+    rules.map((r) => r.maxPerContact),
+    rules.map((r) => r.periodDays),
+    rules.map((r) => r.maxPerPeriod),
+    rules.map((r) => r.decayDays),
   ]);
   const predicates = rules.map((r) => compileWhere(r.where, binds));
-  const [match] = await sequelize.query<{ m: boolean[]; ts: Date }>(
-    `WITH stored AS (
-       SELECT type, metadata, timestamp, session_id, page_url, referrer, utm_source, utm_medium, utm_campaign
-         FROM events WHERE workspace_id = $1 AND id = $2
+  const period = (ts: string) => periodStartSql(ts, "r.period_days");
+  // Caps count the rule's awards (decayed ones included), never the decay entries themselves.
+  return sequelize.query<{ eventId: string; ruleId: string; points: number }>(
+    `WITH given AS (
+       SELECT * FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::text[])
+              AS g(event_id, contact_id, type, metadata, ts)
      ), e AS (
-       SELECT * FROM stored
+       SELECT g.event_id, g.contact_id, s.type, s.metadata, s.timestamp, s.session_id, s.page_url, s.referrer,
+              s.utm_source, s.utm_medium, s.utm_campaign
+         FROM given g JOIN events s ON s.workspace_id = $1 AND s.id = g.event_id
        UNION ALL
-       SELECT $3::text, $4::jsonb, COALESCE($5::timestamptz, now()), NULL::text, NULL::text, NULL::text, NULL::text, NULL::text, NULL::text
-        WHERE NOT EXISTS (SELECT 1 FROM stored)
+       SELECT g.event_id, g.contact_id, g.type, g.metadata::jsonb, COALESCE(g.ts::timestamptz, now()),
+              NULL, NULL, NULL, NULL, NULL, NULL
+         FROM given g WHERE NOT EXISTS (SELECT 1 FROM events s WHERE s.workspace_id = $1 AND s.id = g.event_id)
+     ), matched AS (
+       SELECT e.event_id, e.contact_id, e.timestamp, ARRAY[${predicates.join(", ")}]::boolean[] AS m FROM e
+     ), r AS (
+       SELECT * FROM unnest($7::text[], $8::int[], $9::text[], $10::int[], $11::int[], $12::int[], $13::int[])
+              WITH ORDINALITY AS r(id, points, name, max_per_contact, period_days, max_per_period, decay_days, k)
      )
-     SELECT ARRAY[${predicates.join(", ")}]::boolean[] AS m, e.timestamp AS ts FROM e`,
+     INSERT INTO score_history (id, workspace_id, contact_id, points, rule_id, event_id, event_at, reason, decays_at, created_at)
+     SELECT gen_random_uuid()::text, $1, x.contact_id, r.points, r.id, x.event_id, x.timestamp, r.name,
+            ${decaysAtSql("x.timestamp", "r.decay_days")}, now()
+       FROM matched x JOIN r ON x.m[r.k::int]
+      WHERE (r.max_per_contact IS NULL OR (SELECT count(*) FROM score_history h
+                                            WHERE h.rule_id = r.id AND h.contact_id = x.contact_id AND h.decay_of IS NULL) < r.max_per_contact)
+        AND (r.period_days IS NULL OR r.max_per_period IS NULL OR (
+             SELECT count(*) FROM score_history h WHERE h.rule_id = r.id AND h.contact_id = x.contact_id AND h.decay_of IS NULL
+                AND h.event_at >= ${period("x.timestamp")}
+                AND h.event_at < ${period("x.timestamp")} + make_interval(days => r.period_days)) < r.max_per_period)
+     ON CONFLICT (rule_id, event_id) DO NOTHING
+     RETURNING event_id AS "eventId", rule_id AS "ruleId", points`,
     { bind: binds.values, type: QueryTypes.SELECT, transaction },
   );
-
-  for (const [k, rule] of rules.entries()) {
-    if (!match.m[k]) continue;
-    // Caps count the rule's awards (decayed ones included), never the decay entries themselves.
-    const [row] = await sequelize.query<{ points: number }>(
-      `INSERT INTO score_history (id, workspace_id, contact_id, points, rule_id, event_id, event_at, reason, decays_at, created_at)
-       SELECT $1, $2, $3, $4, $5, $6, $7::timestamptz, $8, ${decaysAtSql("$7::timestamptz", "$12::int")}, now()
-        WHERE ($9::int IS NULL OR (SELECT count(*) FROM score_history h
-                                    WHERE h.rule_id = $5 AND h.contact_id = $3 AND h.decay_of IS NULL) < $9::int)
-          AND ($10::int IS NULL OR $11::int IS NULL OR (
-               SELECT count(*) FROM score_history h WHERE h.rule_id = $5 AND h.contact_id = $3 AND h.decay_of IS NULL
-                  AND h.event_at >= ${periodStartSql("$7::timestamptz", "$10::int")}
-                  AND h.event_at < ${periodStartSql("$7::timestamptz", "$10::int")} + make_interval(days => $10::int)) < $11::int)
-       ON CONFLICT (rule_id, event_id) DO NOTHING
-       RETURNING points`,
-      {
-        bind: [
-          newId(),
-          workspaceId,
-          event.contactId,
-          rule.points,
-          rule.id,
-          event.eventId,
-          match.ts,
-          rule.name,
-          rule.maxPerContact,
-          rule.periodDays,
-          rule.maxPerPeriod,
-          rule.decayDays,
-        ],
-        type: QueryTypes.SELECT,
-        transaction,
-      },
-    );
-    if (row) result.applied.push({ ruleId: rule.id, points: row.points });
-  }
 }
 
 const toIso = (t: Date | string | undefined) => (t === undefined ? null : new Date(t).toISOString());

@@ -1,5 +1,6 @@
 import type { Client } from "pg";
 import { QueryTypes, type Transaction } from "sequelize";
+import { MicroBatcher } from "../../lib/batcher";
 import { sha256Hex } from "../../lib/crypto";
 import { database } from "../../lib/database";
 import { VersionedCache } from "../../lib/versioned-cache";
@@ -134,11 +135,12 @@ async function lockContacts(contactIds: string[], transaction: Transaction) {
   );
 }
 
-async function setCause(eventId: string | undefined, transaction: Transaction) {
-  if (!eventId) return;
+/** Which event caused each contact's entries and exits, read by the membership log's triggers (migration 0033). */
+async function setCauses(causes: Map<string, string>, transaction: Transaction) {
+  if (causes.size === 0) return;
   const sequelize = await database();
-  await sequelize.query(`SELECT set_config('segments.event_id', $1, true)`, {
-    bind: [eventId],
+  await sequelize.query(`SELECT set_config('segments.causes', $1, true)`, {
+    bind: [JSON.stringify(Object.fromEntries(causes))],
     type: QueryTypes.SELECT,
     transaction,
   });
@@ -169,7 +171,7 @@ async function evaluateLevel(
   contactIds: string[],
   level: DynamicSegment[],
   transaction?: Transaction,
-): Promise<{ enter: MembershipChange[]; exit: MembershipChange[]; evaluated: number }> {
+): Promise<LevelResult> {
   const binds = new Binds([workspaceId, contactIds, level.map((s) => s.id)]);
   const predicates = level.map((s) => compileFilter(s.filter, binds, { mode: "row", workspaceParam: "$1" }));
   const rows = await queryPrepared<{ id: string; m: boolean[]; cur: string[] }>(
@@ -189,8 +191,107 @@ async function evaluateLevel(
       if (!row.m[k] && current.has(s.id)) exit.push({ segmentId: s.id, contactId: row.id });
     });
   }
-  return { enter, exit, evaluated: rows.length * level.length };
+  return { enter, exit, evaluated: rows.length * level.length, found: rows.map((r) => r.id) };
 }
+
+interface LevelResult {
+  enter: MembershipChange[];
+  exit: MembershipChange[];
+  evaluated: number;
+  /** The contacts evaluated (those of the workspace among the ones asked). */
+  found: string[];
+}
+
+interface ProbeItem {
+  workspaceId: string;
+  contactIds: string[];
+  segments: DynamicSegment[];
+}
+
+/**
+ * The optimistic pass of concurrent evaluations (every event runs one or two)
+ * shares one query per workspace and segment set (lib/batcher.ts): it only
+ * reads, so merging callers' contacts changes no answer. Each caller gets the
+ * changes of its own contacts.
+ */
+async function probeMany(items: ProbeItem[]): Promise<LevelResult[]> {
+  const groups = new Map<string, ProbeItem[]>();
+  for (const item of items) {
+    const key = [item.workspaceId, ...item.segments.map((s) => s.id)].join(" ");
+    groups.set(key, [...(groups.get(key) ?? []), item]);
+  }
+  const answers = new Map<ProbeItem, LevelResult>();
+  for (const group of groups.values()) {
+    const { workspaceId, segments } = group[0];
+    const ids = [...new Set(group.flatMap((item) => item.contactIds))];
+    const all = await evaluateLevel(workspaceId, ids, segments);
+    for (const item of group) {
+      const mine = new Set(item.contactIds);
+      const found = all.found.filter((id) => mine.has(id));
+      answers.set(item, {
+        enter: all.enter.filter((c) => mine.has(c.contactId)),
+        exit: all.exit.filter((c) => mine.has(c.contactId)),
+        evaluated: found.length * segments.length,
+        found,
+      });
+    }
+  }
+  return items.map((item) => answers.get(item)!);
+}
+
+const prober = new MicroBatcher(probeMany, { maxBatch: 100, lanes: 4 });
+
+interface ApplyItem {
+  workspaceId: string;
+  contactIds: string[];
+  levels: DynamicSegment[][];
+  eventId?: string;
+}
+
+/**
+ * Evaluations whose optimistic pass found a change run again under their
+ * contacts' locks and write, many callers in one transaction (one commit):
+ * per workspace and segment set, one query and one write per level. Each
+ * caller gets the changes of its own contacts.
+ */
+async function applyMany(items: ApplyItem[]): Promise<EvaluationResult[]> {
+  const sequelize = await database();
+  const results = items.map((): EvaluationResult => ({ entered: [], exited: [], evaluated: 0 }));
+  await sequelize.transaction(async (transaction) => {
+    await lockContacts([...new Set(items.flatMap((item) => item.contactIds))], transaction);
+    const causes = new Map<string, string>();
+    for (const item of items) {
+      for (const id of item.contactIds) if (item.eventId && !causes.has(id)) causes.set(id, item.eventId);
+    }
+    await setCauses(causes, transaction);
+    const groups = new Map<string, number[]>();
+    items.forEach((item, i) => {
+      const key = [item.workspaceId, ...item.levels.map((level) => level.map((s) => s.id).join(","))].join(
+        " ",
+      );
+      groups.set(key, [...(groups.get(key) ?? []), i]);
+    });
+    for (const indices of groups.values()) {
+      const { workspaceId, levels } = items[indices[0]];
+      const ids = [...new Set(indices.flatMap((i) => items[i].contactIds))];
+      for (const level of levels) {
+        const { enter, exit, found } = await evaluateLevel(workspaceId, ids, level, transaction);
+        await applyChanges(enter, exit, transaction);
+        for (const i of indices) {
+          const mine = new Set(items[i].contactIds);
+          results[i].entered.push(...enter.filter((c) => mine.has(c.contactId)));
+          results[i].exited.push(...exit.filter((c) => mine.has(c.contactId)));
+          results[i].evaluated += found.filter((id) => mine.has(id)).length * level.length;
+        }
+      }
+    }
+  });
+  return results;
+}
+
+/** Contacts of an evaluation that may share its transaction with others (at most 50 callers of as many). */
+const SHARED_APPLY_MAX = 8;
+const applier = new MicroBatcher(applyMany, { maxBatch: 50, lanes: 2 });
 
 /**
  * Re-evaluate contacts against the segments the trigger could affect and
@@ -198,6 +299,7 @@ async function evaluateLevel(
  * predicate and the current membership of each contact. Most evaluations
  * change nothing: those are answered from a plain read; only when something
  * changes does the evaluation run again under the contacts' locks and write.
+ * Concurrent evaluations share their queries and transactions (lib/batcher.ts).
  */
 export async function evaluateContacts(
   workspaceId: string,
@@ -208,7 +310,6 @@ export async function evaluateContacts(
   const result: EvaluationResult = { entered: [], exited: [], evaluated: 0 };
   const ids = [...new Set(contactIds)];
   if (ids.length === 0) return result;
-  const sequelize = await database();
   const levels = affectedLevels(await segmentCache.get(workspaceId), trigger);
   if (levels.length === 0) return result;
 
@@ -216,22 +317,17 @@ export async function evaluateContacts(
     const chunk = ids.slice(i, i + CHUNK);
     // Optimistic pass, one query over every affected segment: if nothing would change, membership
     // already agrees with the data (a later level reads only memberships that stay as they are).
-    const probe = await evaluateLevel(workspaceId, chunk, levels.flat());
+    const probe = await prober.add({ workspaceId, contactIds: chunk, segments: levels.flat() });
     if (probe.enter.length === 0 && probe.exit.length === 0) {
       result.evaluated += probe.evaluated;
       continue;
     }
-    await sequelize.transaction(async (transaction) => {
-      await lockContacts(chunk, transaction);
-      await setCause(eventId, transaction);
-      for (const level of levels) {
-        const { enter, exit, evaluated: n } = await evaluateLevel(workspaceId, chunk, level, transaction);
-        await applyChanges(enter, exit, transaction);
-        result.entered.push(...enter);
-        result.exited.push(...exit);
-        result.evaluated += n;
-      }
-    });
+    const item = { workspaceId, contactIds: chunk, levels, eventId };
+    // A batch's advisory locks share PostgreSQL's lock table: only small evaluations go together.
+    const [applied] = chunk.length <= SHARED_APPLY_MAX ? [await applier.add(item)] : await applyMany([item]);
+    result.entered.push(...applied.entered);
+    result.exited.push(...applied.exited);
+    result.evaluated += applied.evaluated;
   }
   return result;
 }

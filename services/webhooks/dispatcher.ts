@@ -185,20 +185,30 @@ export async function attempt(
 /** One endpoint's share of a dispatcher: claimed rows waiting in the queue, sends in flight. */
 interface EndpointLoad {
   queued: number;
-  sending: number;
+  /** When each send in flight started, by delivery id, oldest first. */
+  sends: Map<string, number>;
+  /** Its last answer was a 2xx within `fastMs`. */
+  fast: boolean;
 }
 
 /**
  * The outbound queue worker of one replica: claims due rows (SKIP LOCKED,
  * with a lease), sends up to `concurrency` at a time, records results in
  * grouped statements, wakes itself for retries and polls for work of others.
- * One endpoint has at most `endpointConcurrency` of those sends in flight
- * (one while it fails) and one batch more claimed, so slow or failing
- * endpoints leave the other slots to healthy ones.
+ * One endpoint has `endpointConcurrency` of those sends in flight (one while
+ * it fails) and one batch more claimed, so slow or failing endpoints leave
+ * the other slots to healthy ones. Slots no other endpoint waits for are lent
+ * beyond the cap to endpoints answering fast, up to all but one cap's worth
+ * (kept for endpoints within their cap), and come back as their sends
+ * complete: a lone busy endpoint is not held to its cap.
  */
 export class Dispatcher {
   readonly sender: Sender;
   private readonly endpointConcurrency: number;
+  /** An endpoint answers fast while its sends take less than this (a 20th of the timeout). */
+  private readonly fastMs: number;
+  /** An endpoint is claimed for only with room for this many (half a cap). */
+  private readonly minRoom: number;
   private stopped = true;
   private pumping = false;
   private again = false;
@@ -217,11 +227,22 @@ export class Dispatcher {
   constructor(private readonly opts: DispatcherOptions) {
     this.sender = new Sender(opts.timeoutMs, opts.guard);
     this.endpointConcurrency = opts.endpointConcurrency;
+    this.fastMs = opts.timeoutMs / 20;
+    this.minRoom = Math.ceil(opts.endpointConcurrency / 2);
+  }
+
+  /** Endpoints sent one attempt at a time until one succeeds. */
+  get failingEndpoints(): ReadonlySet<string> {
+    return this.failing;
   }
 
   start(): void {
     this.stopped = false;
-    this.poller = setInterval(() => this.wake(), this.opts.pollMs);
+    this.poller = setInterval(() => {
+      this.forgetIdle();
+      this.wake();
+      void this.pruneFailing();
+    }, this.opts.pollMs);
     this.poller.unref();
     this.wake();
   }
@@ -264,26 +285,77 @@ export class Dispatcher {
   }
 
   /**
-   * Claim up to `limit` due rows, at most `batches` × its cap claimed per
-   * endpoint, from endpoints with room for half a batch (refilled a few rows
-   * at a time). Claims run one at a time (the pump, a cron pass), so each
-   * sees what the last one took.
+   * Whether an endpoint may borrow slots beyond its cap: not failing, its last answer a fast 2xx and none of its
+   * sends older than `fastMs`, so borrowed slots come back soon. One that never answered (or hangs) cannot.
+   */
+  private mayBorrow(endpointId: string, load: EndpointLoad): boolean {
+    if (!load.fast || this.failing.has(endpointId)) return false;
+    const oldest = load.sends.values().next();
+    return oldest.done === true || performance.now() - oldest.value < this.fastMs;
+  }
+
+  /**
+   * Drop the loads of endpoints with nothing claimed or in flight once a poll period, not as they empty: an
+   * endpoint sending faster than claims return empties between two claims, and would lose its `fast` each time.
+   */
+  private forgetIdle(): void {
+    for (const [id, load] of this.load) if (load.queued === 0 && load.sends.size === 0) this.load.delete(id);
+  }
+
+  /**
+   * Endpoints leave the failing set once deleted, made inactive or left with nothing queued (every delivery sent
+   * or out of attempts), so it never holds more than the endpoints with queued deliveries. Deliveries queued for
+   * one later start at the full cap, and the first failed answer puts it back.
+   */
+  private async pruneFailing(): Promise<void> {
+    if (this.failing.size === 0) return;
+    const ids = [...this.failing];
+    try {
+      const keep = new Set(await repo.endpointsWithQueue(ids));
+      for (const id of ids) if (!keep.has(id)) this.failing.delete(id);
+    } catch (err) {
+      this.opts.logger.warn(`webhook dispatcher: checking failing endpoints failed: ${(err as Error).message}`);
+    }
+  }
+
+  /**
+   * How many more rows of an endpoint a claim may take: up to `batches` caps claimed or in flight. While it may
+   * borrow, up to `batches` times the slots it may use (its cap, or the lendable ones other endpoints leave)
+   * claimed ahead of its sends: one endpoint's fast answers outpace a claim, and its slots would wait for the next.
+   */
+  private roomOf(endpointId: string, batches: number): number {
+    const load = this.load.get(endpointId);
+    if (!load) return batches * this.capOf(endpointId);
+    if (this.mayBorrow(endpointId, load)) {
+      const lendable = this.opts.concurrency - this.endpointConcurrency - (this.inFlight - load.sends.size);
+      return Math.max(0, batches * Math.max(this.endpointConcurrency, lendable) - load.queued);
+    }
+    return Math.max(0, batches * this.capOf(endpointId) - load.queued - load.sends.size);
+  }
+
+  /** Whether the pump's next claim would read this endpoint: room for `minRoom` rows, any room while it fails. */
+  private claimable(endpointId: string): boolean {
+    return this.roomOf(endpointId, 2) >= (this.failing.has(endpointId) ? 1 : this.minRoom);
+  }
+
+  /**
+   * Claim up to `limit` due rows, at most `roomOf` each endpoint, from
+   * endpoints with room for half a cap (refilled a few rows at a time).
+   * Claims run one at a time (the pump, a cron pass), so each sees what the
+   * last one took.
    */
   private claim(limit: number, batches: number): Promise<repo.ClaimedDelivery[]> {
     const claimed = this.claiming.then(async () => {
       const room: Record<string, number> = {};
-      for (const id of new Set([...this.load.keys(), ...this.failing])) {
-        const load = this.load.get(id);
-        room[id] = Math.max(0, batches * this.capOf(id) - (load ? load.queued + load.sending : 0));
-      }
+      for (const id of new Set([...this.load.keys(), ...this.failing])) room[id] = this.roomOf(id, batches);
       const rows = await repo.claimDue(this.opts.nodeId, limit, this.opts.leaseMs, {
-        minRoom: Math.ceil(this.endpointConcurrency / 2),
+        minRoom: this.minRoom,
         perEndpoint: batches * this.endpointConcurrency,
         room,
         probing: [...this.failing],
       });
       for (const row of rows) {
-        const load = this.load.get(row.endpoint_id) ?? { queued: 0, sending: 0 };
+        const load = this.load.get(row.endpoint_id) ?? { queued: 0, sends: new Map<string, number>(), fast: false };
         load.queued += 1;
         this.load.set(row.endpoint_id, load);
       }
@@ -296,7 +368,7 @@ export class Dispatcher {
   private started(row: repo.ClaimedDelivery): void {
     const load = this.load.get(row.endpoint_id)!;
     load.queued -= 1;
-    load.sending += 1;
+    load.sends.set(row.id, performance.now());
   }
 
   /**
@@ -308,15 +380,15 @@ export class Dispatcher {
    */
   private finished(row: repo.ClaimedDelivery, outcome?: repo.AttemptResult): void {
     const load = this.load.get(row.endpoint_id);
-    if (load) load.sending -= 1;
+    if (load) load.sends.delete(row.id);
     if (outcome && outcome.durationMs !== null) {
+      if (load) load.fast = outcome.success && outcome.durationMs < this.fastMs;
       if (outcome.success) this.failing.delete(row.endpoint_id);
       else if (!this.failing.has(row.endpoint_id)) {
         this.failing.add(row.endpoint_id);
         void this.giveBack((r) => r.endpoint_id === row.endpoint_id);
       }
     }
-    if (load && load.queued === 0 && load.sending === 0) this.load.delete(row.endpoint_id);
   }
 
   /** Take matching rows out of the queue and release their claims (nothing recorded, another claim sends them). */
@@ -355,14 +427,33 @@ export class Dispatcher {
     }
   }
 
-  /** Start queued sends while slots are free; rows of an endpoint at its cap wait for its own sends to finish. */
+  /**
+   * Start queued sends while slots are free: first rows of endpoints below their cap, in claim order (endpoints
+   * took turns). Slots left after that no endpoint within its cap waits for: all but one cap's worth are lent to
+   * endpoints that may borrow, fewest in flight first. A borrowed slot goes back when its send completes, since
+   * the next drain serves endpoints below their cap first; other rows wait for their endpoint's own sends.
+   */
   private drain(): void {
     for (let i = 0; i < this.queue.length && this.inFlight < this.opts.concurrency && !this.stopped; ) {
       const row = this.queue[i];
-      if (this.load.get(row.endpoint_id)!.sending < this.capOf(row.endpoint_id)) {
+      if (this.load.get(row.endpoint_id)!.sends.size < this.capOf(row.endpoint_id)) {
         this.queue.splice(i, 1);
         this.launch(row);
       } else i += 1;
+    }
+    while (this.inFlight < this.opts.concurrency - this.endpointConcurrency && !this.stopped) {
+      let pick = -1;
+      let fewest = Infinity;
+      for (let i = 0; i < this.queue.length; i++) {
+        const id = this.queue[i].endpoint_id;
+        const load = this.load.get(id)!;
+        if (load.sends.size < fewest && this.mayBorrow(id, load)) {
+          pick = i;
+          fewest = load.sends.size;
+        }
+      }
+      if (pick < 0) break;
+      this.launch(this.queue.splice(pick, 1)[0]);
     }
   }
 
@@ -388,9 +479,10 @@ export class Dispatcher {
         this.active.delete(work);
         this.drain();
         // Claim in batches, not one claim query per finished send: while every slot is busy, once one batch is
-        // left ahead; with slots free (what is queued waits for its endpoint's cap), once this endpoint's ran out.
+        // left ahead; with slots free (what is queued waits for its endpoint's cap), once a claim would read this
+        // endpoint again (back to back while a borrowing endpoint sends faster than claims return).
         const busy = this.inFlight === this.opts.concurrency;
-        if (busy ? this.queue.length <= this.opts.concurrency : !this.load.get(row.endpoint_id)?.queued) this.wake();
+        if (busy ? this.queue.length <= this.opts.concurrency : this.claimable(row.endpoint_id)) this.wake();
       });
     this.active.add(work);
   }

@@ -2,9 +2,10 @@ import { parsePhoneNumberFromString } from "libphonenumber-js";
 import type { ServiceBroker } from "moleculer";
 import { SYSTEM } from "../../lib/access";
 import { sha256Hex } from "../../lib/crypto";
-import { publishDomainEvent } from "../../lib/domain-events";
+import { database } from "../../lib/database";
 import { fieldError, forbidden, invalidSignature, notFound, conflict } from "../../lib/errors";
 import type { AppContext } from "../../lib/moleculer-types";
+import { stageDomainEvents } from "../../lib/outbox";
 import { isServiceAvailable } from "../../lib/registry";
 import * as repo from "./webhooks.repo";
 import { open } from "./secret-box";
@@ -97,22 +98,22 @@ async function resolveContact(
     if (params.contactId) throw notFound("Contact");
     return null;
   }
-  const contact = await repo.upsertContactByEmail(workspaceId, {
+  const seed = {
     email,
     firstName: params.firstName?.trim() || null,
     lastName: params.lastName?.trim() || null,
     phone: e164(params.phone),
-  });
-  if (contact.created) {
-    if (isServiceAvailable(broker, "segments")) {
-      await ctx.call("segments.evaluateContacts", { contactIds: [contact.id] }, { meta: { principal: SYSTEM, workspaceId } });
+  };
+  const contact = await (await database()).transaction(async (transaction) => {
+    const found = await repo.upsertContactByEmail(workspaceId, seed, transaction);
+    if (found.created) {
+      const data = { contactId: found.id, email: found.email, firstName: found.firstName, lastName: found.lastName };
+      await stageDomainEvents(transaction, workspaceId, [{ type: "contact.created", data }]);
     }
-    await publishDomainEvent(broker, workspaceId, "contact.created", {
-      contactId: contact.id,
-      email: contact.email,
-      firstName: contact.firstName,
-      lastName: contact.lastName,
-    });
+    return found;
+  });
+  if (contact.created && isServiceAvailable(broker, "segments")) {
+    await ctx.call("segments.evaluateContacts", { contactIds: [contact.id] }, { meta: { principal: SYSTEM, workspaceId } });
   }
   return contact.id;
 }

@@ -1,4 +1,4 @@
-import { QueryTypes, type Sequelize } from "sequelize";
+import { QueryTypes, type Sequelize, type Transaction } from "sequelize";
 import { MicroBatcher } from "../../lib/batcher";
 import { newId } from "../../lib/crypto";
 import { database } from "../../lib/database";
@@ -242,41 +242,61 @@ export interface EndpointRoom {
   perEndpoint: number;
   /** Room of endpoints with rows claimed already, and of failing ones, by id. */
   room: Record<string, number>;
-  /** Failing endpoints, sent one at a time: claimed with any room, and read apart (their backlog waits at the head). */
+  /** Failing endpoints, sent one at a time: read with any room. */
   probing: string[];
 }
 
-const DUE = `next_attempt_at IS NOT NULL AND next_attempt_at <= now() AND direction = 'OUTBOUND'
-  AND (claimed_until IS NULL OR claimed_until < now())`;
+/** Queued OUTBOUND deliveries: the rows of `webhook_deliveries_claim_idx` (endpoint, then due time). */
+const QUEUED = `next_attempt_at IS NOT NULL AND direction = 'OUTBOUND'`;
 const ROOM = `coalesce((CAST(:room AS jsonb) ->> endpoint_id)::int, :perEndpoint)`;
 
 /**
  * Claim due deliveries with FOR UPDATE SKIP LOCKED and a lease: a replica
  * that dies mid-send leaves the row to be claimed again when the lease ends.
  * Fair across endpoints: endpoints take turns (each its oldest rows first),
- * at most their room each, among the oldest due rows of endpoints with at
- * least `minRoom`; the rest stay unclaimed for later claims or other
- * replicas. Endpoints with less room are read past, so one endpoint's
- * backlog at the head of the queue cannot hide the others' rows behind it.
+ * at most their room each, among endpoints with at least `minRoom`; the rest
+ * stay unclaimed for later claims or other replicas. Each endpoint's rows are
+ * read apart through the claim index, so one endpoint's backlog (a failing
+ * one's, one without room) is never read past, and with many endpoints each
+ * reads about its share of the claim.
  */
 export async function claimDue(nodeId: string, limit: number, leaseMs: number, caps: EndpointRoom): Promise<ClaimedDelivery[]> {
   return select<ClaimedDelivery>(
-    `WITH head AS (
-       (SELECT id, endpoint_id, next_attempt_at, ${ROOM} AS room FROM webhook_deliveries
-         WHERE ${DUE} AND ${ROOM} >= :minRoom AND NOT (CAST(:probing AS jsonb) ? endpoint_id)
-         ORDER BY next_attempt_at LIMIT :window)
+    `WITH RECURSIVE queued AS (
+       -- The endpoints with queued rows, one index probe each (a loose scan of the claim index).
+       (SELECT endpoint_id FROM webhook_deliveries WHERE ${QUEUED} ORDER BY endpoint_id LIMIT 1)
        UNION ALL
-       (SELECT id, endpoint_id, next_attempt_at, ${ROOM} AS room FROM webhook_deliveries
-         WHERE jsonb_array_length(CAST(:probing AS jsonb)) > 0 AND ${DUE} AND ${ROOM} > 0 AND CAST(:probing AS jsonb) ? endpoint_id
-         ORDER BY next_attempt_at LIMIT :window)
+       SELECT (SELECT endpoint_id FROM webhook_deliveries WHERE ${QUEUED} AND endpoint_id > q.endpoint_id ORDER BY endpoint_id LIMIT 1)
+         FROM queued q WHERE q.endpoint_id IS NOT NULL
+     ), ready AS (
+       SELECT endpoint_id, ${ROOM} AS room FROM queued
+        WHERE endpoint_id IS NOT NULL
+          AND ${ROOM} >= CASE WHEN CAST(:probing AS jsonb) ? endpoint_id THEN 1 ELSE :minRoom END
+     ), head AS (
+       -- The outer LIMIT (a constant: the largest room, at most the claim's limit) gives the planner a row count to
+       -- cost; with the per-endpoint expression alone it assumes a tenth of each endpoint's rows, and JIT-compiles
+       -- the claim of a long backlog (tens of ms).
+       SELECT h.id, r.endpoint_id, h.next_attempt_at FROM ready r CROSS JOIN LATERAL (
+         SELECT * FROM (
+           SELECT id, next_attempt_at FROM webhook_deliveries
+            WHERE endpoint_id = r.endpoint_id AND ${QUEUED} AND next_attempt_at <= now()
+              AND (claimed_until IS NULL OR claimed_until < now())
+            ORDER BY next_attempt_at
+            LIMIT least(r.room, 2 * :limit / (SELECT count(*) FROM ready) + 1)
+         ) mine LIMIT :maxRoom
+       ) h
      ), turns AS (
+       -- Numbered after the LIMIT: a window inside it would read all of an endpoint's rows due at the same instant.
        -- "C" collation: the ids are only grouped, and a locale-aware sort would cost most of the claim.
-       SELECT id, next_attempt_at, room, row_number() OVER (PARTITION BY endpoint_id COLLATE "C" ORDER BY next_attempt_at) AS turn
+       SELECT id, next_attempt_at, row_number() OVER (PARTITION BY endpoint_id COLLATE "C" ORDER BY next_attempt_at) AS turn
          FROM head
      ), due AS (
        -- Rechecked on the locked row: another replica may have claimed or finished it since the head was read.
-       SELECT d.id, t.turn, t.next_attempt_at FROM webhook_deliveries d JOIN turns t ON t.id = d.id
-        WHERE t.turn <= t.room AND d.next_attempt_at <= now() AND (d.claimed_until IS NULL OR d.claimed_until < now())
+       -- The first turns only (with room for rows another claim holds): the planner cannot size the per-endpoint
+       -- limits above, and would rather scan the table than look each row up.
+       SELECT d.id, t.turn, t.next_attempt_at
+         FROM (SELECT * FROM turns ORDER BY turn, next_attempt_at LIMIT 2 * :limit) t JOIN webhook_deliveries d ON d.id = t.id
+        WHERE d.next_attempt_at <= now() AND (d.claimed_until IS NULL OR d.claimed_until < now())
         ORDER BY t.turn, t.next_attempt_at
         LIMIT :limit
         FOR UPDATE OF d SKIP LOCKED
@@ -290,8 +310,7 @@ export async function claimDue(nodeId: string, limit: number, leaseMs: number, c
       ORDER BY due.turn, due.next_attempt_at`,
     {
       limit,
-      // Enough of the queue's head to fill a claim in turns, bounded so a claim stays cheap under a long backlog.
-      window: limit * 2,
+      maxRoom: Math.min(limit, Math.max(caps.perEndpoint, ...Object.values(caps.room))),
       minRoom: caps.minRoom,
       perEndpoint: caps.perEndpoint,
       room: JSON.stringify(caps.room),
@@ -381,13 +400,17 @@ export async function releaseClaims(claims: Array<{ id: string; token: string }>
   );
 }
 
-/** The earliest due time among queued deliveries, so an idle dispatcher can sleep until then. */
-export async function nextDueAt(): Promise<Date | null> {
-  const [row] = await select<{ at: Date | null }>(
-    `SELECT min(next_attempt_at) AS at FROM webhook_deliveries WHERE next_attempt_at IS NOT NULL`,
-    {},
+/** Of these endpoints, those still active with deliveries queued (due now or waiting for a retry). */
+export async function endpointsWithQueue(ids: string[]): Promise<string[]> {
+  if (ids.length === 0) return [];
+  const rows = await select<{ id: string }>(
+    `SELECT e.id FROM webhook_endpoints e
+      WHERE e.id IN (:ids) AND e.active
+        AND EXISTS (SELECT 1 FROM webhook_deliveries d
+                     WHERE d.endpoint_id = e.id AND d.next_attempt_at IS NOT NULL AND d.direction = 'OUTBOUND')`,
+    { ids },
   );
-  return row?.at ? new Date(row.at) : null;
+  return rows.map((r) => r.id);
 }
 
 // ---------- inbound ----------
@@ -438,23 +461,27 @@ export interface ContactSeed {
  * Find or create a contact by email, exactly once under concurrency: the
  * unique index `contacts_email_uq` decides, never a read-then-write.
  */
+/** In the caller's transaction, so the `contact.created` fact can be staged with the insert. */
 export async function upsertContactByEmail(
   workspaceId: string,
   seed: ContactSeed,
+  transaction: Transaction,
 ): Promise<{ id: string; created: boolean; email: string; firstName: string | null; lastName: string | null }> {
-  const inserted = await select<{ id: string; email: string; first_name: string | null; last_name: string | null }>(
+  type Row = { id: string; email: string; first_name: string | null; last_name: string | null };
+  const sequelize = await database();
+  const inserted = await sequelize.query<Row>(
     `INSERT INTO contacts (id, workspace_id, email, first_name, last_name, phone)
      VALUES (:id, :workspaceId, :email, :firstName, :lastName, :phone)
      ON CONFLICT (workspace_id, email) WHERE email IS NOT NULL DO NOTHING
      RETURNING id, email, first_name, last_name`,
-    { id: newId(), workspaceId, ...seed },
+    { type: QueryTypes.SELECT, replacements: { id: newId(), workspaceId, ...seed }, transaction },
   );
   const row =
     inserted[0] ??
     (
-      await select<{ id: string; email: string; first_name: string | null; last_name: string | null }>(
+      await sequelize.query<Row>(
         `SELECT id, email, first_name, last_name FROM contacts WHERE workspace_id = :workspaceId AND email = :email`,
-        { workspaceId, email: seed.email },
+        { type: QueryTypes.SELECT, replacements: { workspaceId, email: seed.email }, transaction },
       )
     )[0];
   return { id: row.id, created: inserted.length > 0, email: row.email, firstName: row.first_name, lastName: row.last_name };

@@ -7,6 +7,7 @@ import type { AppContext } from "../../lib/moleculer-types";
 import { pageRequest } from "../../lib/pagination";
 import { workspaceOf } from "../../lib/tenancy";
 import { DbMixin } from "../../mixins/db.mixin";
+import { OutboxRelayMixin } from "../../mixins/outbox-relay";
 import { WebhookEndpoint } from "../../models";
 import { attempt, Dispatcher } from "./dispatcher";
 import { receiveInbound, REPLAY_WINDOW_SECONDS, type InboundParams } from "./inbound";
@@ -35,7 +36,7 @@ const actorId = (ctx: Ctx) => (ctx.meta.principal?.kind === "user" ? ctx.meta.pr
 /** Webhook endpoints, the inbound receiver, the outbound fan-out and its dispatcher, deliveries. */
 const WebhooksService: ServiceSchema = {
   name: "webhooks",
-  mixins: [DbMixin(WebhookEndpoint)],
+  mixins: [DbMixin(WebhookEndpoint), OutboxRelayMixin],
   settings: { rest: "/" },
 
   actions: {

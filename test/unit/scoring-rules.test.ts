@@ -4,6 +4,7 @@ import {
   decaysAtSql,
   periodStartSql,
   ruleShapeIssues,
+  scoringRounds,
   validateCondition,
   validateWhere,
   type RuleShape,
@@ -155,5 +156,27 @@ describe("rule shape", () => {
     expect(ruleShapeIssues(shape({ condition, where: [], decay: null, periodCap: null }), new Set())).toEqual(
       [],
     );
+  });
+});
+
+describe("scoring rounds", () => {
+  const job = (contactId: string, group = "g", workspaceId = "w") => ({ workspaceId, contactId, group });
+
+  it("puts a contact's events in successive rounds, in arrival order", () => {
+    expect(scoringRounds([job("a"), job("b"), job("a"), job("a"), job("b")])).toEqual([
+      [[0, 1]],
+      [[2, 4]],
+      [[3]],
+    ]);
+  });
+
+  it("groups a round by rule set, and tells workspaces apart", () => {
+    expect(scoringRounds([job("a", "x"), job("b", "y"), job("c", "x"), job("a", "x", "v")])).toEqual([
+      [[0, 2, 3], [1]],
+    ]);
+  });
+
+  it("answers no rounds for no jobs", () => {
+    expect(scoringRounds([])).toEqual([]);
   });
 });

@@ -8,17 +8,25 @@ let app: TestApp;
 let ctx: Awaited<ReturnType<typeof ownerWithWorkspace>>;
 
 beforeAll(async () => {
-  app = await startApp({ services: ["api", "auth", "workspaces", "segments", "scoring", "events", "webhooks"] });
+  app = await startApp({
+    services: ["api", "auth", "workspaces", "segments", "scoring", "events", "webhooks"],
+  });
   ctx = await ownerWithWorkspace(app.baseUrl);
 });
 afterAll(() => app.stop());
 
 test("a scoring rule and an event segment see the event before POST {ws}/events answers", async () => {
   const contactId = newId();
-  await (await database()).query(`INSERT INTO contacts (id, workspace_id, email) VALUES (:id, :ws, 'chain@example.test')`, {
+  await (
+    await database()
+  ).query(`INSERT INTO contacts (id, workspace_id, email) VALUES (:id, :ws, 'chain@example.test')`, {
     replacements: { id: contactId, ws: ctx.workspaceId },
   });
-  const rule = await ctx.owner.client.post(`${ctx.ws}/scoring-rules`, { name: "buyers", eventType: "purchase", points: 10 });
+  const rule = await ctx.owner.client.post(`${ctx.ws}/scoring-rules`, {
+    name: "buyers",
+    eventType: "purchase",
+    points: 10,
+  });
   expect(rule.status).toBe(201);
   const segment = await ctx.owner.client.post(`${ctx.ws}/segments`, {
     name: "purchasers",
@@ -28,7 +36,11 @@ test("a scoring rule and an event segment see the event before POST {ws}/events 
   expect(segment.status).toBe(201);
   expect(segment.body.memberCount).toBe(0);
 
-  const posted = await ctx.owner.client.post(`${ctx.ws}/events`, { type: "purchase", contactId, metadata: { amount: 5 } });
+  const posted = await ctx.owner.client.post(`${ctx.ws}/events`, {
+    type: "purchase",
+    contactId,
+    metadata: { amount: 5 },
+  });
   expect(posted.status).toBe(201);
 
   const scores = await ctx.owner.client.get(`${ctx.ws}/contacts/${contactId}/scores`);
@@ -37,4 +49,49 @@ test("a scoring rule and an event segment see the event before POST {ws}/events 
   expect(scores.body.history[0]).toMatchObject({ points: 10, eventId: posted.body.id });
   const members = await ctx.owner.client.get(`${ctx.ws}/segments/${segment.body.id}/members`);
   expect(members.body.data.map((m: { id: string }) => m.id)).toEqual([contactId]);
+});
+
+test("events posted together each move their own contact, score and log their own cause", async () => {
+  const sequelize = await database();
+  const contactIds = Array.from({ length: 12 }, () => newId());
+  await sequelize.query(
+    `INSERT INTO contacts (id, workspace_id, email) SELECT id, :ws, id || '@example.test' FROM unnest(ARRAY[:ids]::text[]) AS id`,
+    { replacements: { ids: contactIds, ws: ctx.workspaceId } },
+  );
+  await ctx.owner.client.post(`${ctx.ws}/scoring-rules`, {
+    name: "signups",
+    eventType: "signup",
+    points: 3,
+    where: [{ field: "metadata.plan", operator: "eq", value: "pro" }],
+  });
+  const segment = await ctx.owner.client.post(`${ctx.ws}/segments`, {
+    name: "signed up",
+    type: "dynamic",
+    filter: { match: "all", conditions: [{ event: "signup", operator: "performed" }] },
+  });
+  // Sent at once, so they share the batched probes, transactions and scoring statements.
+  const posted = await Promise.all(
+    contactIds.map((contactId, i) =>
+      ctx.owner.client.post(`${ctx.ws}/events`, {
+        type: "signup",
+        contactId,
+        metadata: { plan: i % 2 ? "pro" : "free" },
+      }),
+    ),
+  );
+  expect(posted.map((p) => p.status)).toEqual(contactIds.map(() => 201));
+  const log = await sequelize.query<{ contact_id: string; event_id: string }>(
+    `SELECT contact_id, event_id FROM segment_membership_log WHERE segment_id = $1 AND change = 'entered'`,
+    { bind: [segment.body.id], type: "SELECT" as never },
+  );
+  expect(new Map(log.map((r) => [r.contact_id, r.event_id]))).toEqual(
+    new Map(contactIds.map((id, i) => [id, posted[i].body.id])),
+  );
+  const scores = await sequelize.query<{ id: string; score: number }>(
+    `SELECT id, score FROM contacts WHERE id = ANY($1::text[])`,
+    { bind: [contactIds], type: "SELECT" as never },
+  );
+  expect(new Map(scores.map((r) => [r.id, r.score]))).toEqual(
+    new Map(contactIds.map((id, i) => [id, i % 2 ? 3 : 0])),
+  );
 });

@@ -38,7 +38,7 @@ const claim = (limit: number, caps: Partial<EndpointRoom> = {}) =>
   claimDue("node-test", limit, 30_000, { minRoom: 2, perEndpoint: 3, room: {}, probing: [], ...caps });
 
 test("endpoints take turns from their own oldest rows, at most their room each", async () => {
-  // Few enough of ep-a's backlog in the queue's head for the others to be read too.
+  // ep-a keeps 4 rows queued, so the second claim finds it with one row left.
   await (await database()).query(`UPDATE webhook_deliveries SET next_attempt_at = NULL WHERE endpoint_id = 'ep-a' AND id > 'ep-a-04'`);
   const rows = await claim(9);
   expect(rows.map((r) => r.id)).toEqual(["ep-a-01", "ep-b-01", "ep-c-01", "ep-a-02", "ep-b-02", "ep-c-02", "ep-a-03", "ep-b-03", "ep-c-03"]);
@@ -47,6 +47,12 @@ test("endpoints take turns from their own oldest rows, at most their room each",
   // Claimed rows are not claimed again; the room given decides what each endpoint takes next.
   const next = await claim(9, { room: { "ep-a": 1, "ep-b": 2, "ep-c": 2 }, minRoom: 1 });
   expect(next.map((r) => r.id)).toEqual(["ep-a-04", "ep-b-04", "ep-c-04", "ep-b-05", "ep-c-05"]);
+});
+
+test("each endpoint's rows are read apart: a backlog at the head of the queue hides no endpoint", async () => {
+  // ep-a's 20 rows are older than every other row, and it has room: the others still take their turns.
+  const rows = await claim(6);
+  expect(rows.map((r) => r.id)).toEqual(["ep-a-01", "ep-b-01", "ep-c-01", "ep-a-02", "ep-b-02", "ep-c-02"]);
 });
 
 test("an endpoint with less room than minRoom is read past, so its backlog does not hide the others", async () => {

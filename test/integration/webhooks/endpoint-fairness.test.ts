@@ -5,8 +5,9 @@ import { ownerWithWorkspace } from "../../helpers/http";
 import { startReceiver, waitFor } from "./receiver";
 
 /**
- * One dispatcher with 6 slots, at most 2 per endpoint. Attempts time out after 10 s, longer than any wait
- * here, so a held request keeps its slot for the whole file; retries come 1 s and 2 s after a failure.
+ * One dispatcher with 6 slots, 2 per endpoint (lent beyond only while fewer than 4 are in flight, see
+ * endpoint-borrowing.test.ts). Attempts time out after 10 s, longer than any wait here, so a held request keeps its
+ * slot for the whole file; retries come 1 s and 2 s after a failure.
  */
 let app: TestApp;
 let ctx: Awaited<ReturnType<typeof ownerWithWorkspace>>;
