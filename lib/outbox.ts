@@ -1,7 +1,7 @@
 import type { ServiceBroker } from "moleculer";
-import { QueryTypes, type Transaction } from "sequelize";
+import type { Transaction } from "sequelize";
 import { config } from "./config";
-import { acquireDatabase, database, releaseDatabase } from "./database";
+import { acquireDatabase, database, queryPrepared, releaseDatabase } from "./database";
 import { sendDomainEvent, type DomainEvent } from "./domain-events";
 
 /**
@@ -59,11 +59,12 @@ export async function relayBatch(
   return sequelize.transaction(async (transaction) => {
     // No wait for the WAL flush: a delete lost by a database crash only sends its facts again.
     await sequelize.query("SET LOCAL synchronous_commit = off", { transaction });
-    const rows = await sequelize.query<OutboxRow>(
+    const rows = await queryPrepared<OutboxRow>(
       `DELETE FROM domain_event_outbox
         WHERE seq IN (SELECT seq FROM domain_event_outbox ORDER BY seq LIMIT $1 FOR UPDATE SKIP LOCKED)
        RETURNING seq, id, workspace_id, type, data, occurred_at`,
-      { bind: [limit], type: QueryTypes.SELECT, transaction },
+      [limit],
+      transaction,
     );
     // RETURNING keeps no order; sends start in staging order.
     rows.sort((a, b) => Number(a.seq) - Number(b.seq));

@@ -16,6 +16,7 @@ import * as jobs from "./0030-jobs";
 import * as webhookClaimIndex from "./0031-webhook-claim-index";
 import * as domainEventOutbox from "./0032-domain-event-outbox";
 import * as segmentLogCauses from "./0033-segment-log-causes";
+import * as contactsFillfactor from "./0034-contacts-fillfactor";
 
 export interface Migration {
   name: string;
@@ -41,4 +42,5 @@ export const migrations: Migration[] = [
   { name: "0031-webhook-claim-index", up: webhookClaimIndex.up },
   { name: "0032-domain-event-outbox", up: domainEventOutbox.up },
   { name: "0033-segment-log-causes", up: segmentLogCauses.up },
+  { name: "0034-contacts-fillfactor", up: contactsFillfactor.up },
 ];

@@ -1,7 +1,7 @@
 import { QueryTypes } from "sequelize";
 import { MicroBatcher } from "../../lib/batcher";
 import { newId } from "../../lib/crypto";
-import { database } from "../../lib/database";
+import { database, queryPrepared } from "../../lib/database";
 import { wakeOutboxRelays } from "../../lib/outbox";
 import type { EventListItem, EventRecord, RecordInput } from "./events.schemas";
 
@@ -45,11 +45,14 @@ export function toEvent(row: EventRow): EventRecord {
 function toListItem(row: EventListRow): EventListItem {
   return {
     ...toEvent(row),
-    contact: row.c_id ? { id: row.c_id, email: row.c_email, firstName: row.c_first_name, lastName: row.c_last_name } : null,
+    contact: row.c_id
+      ? { id: row.c_id, email: row.c_email, firstName: row.c_first_name, lastName: row.c_last_name }
+      : null,
   };
 }
 
-const COLUMNS = "id, type, metadata, timestamp, contact_id, session_id, page_url, referrer, utm_source, utm_medium, utm_campaign";
+const COLUMNS =
+  "id, type, metadata, timestamp, contact_id, session_id, page_url, referrer, utm_source, utm_medium, utm_campaign";
 
 /**
  * The fact of an activity event (webhooks subscribed to e.g. `purchase` get
@@ -68,12 +71,13 @@ const ACTIVITY_FACT = `jsonb_build_object(
  * is paid. A contact must belong to the event's workspace: its row is not
  * inserted otherwise, and that caller answers 404.
  */
-async function insertEvents(items: Array<{ workspaceId: string; input: RecordInput }>): Promise<Array<EventRecord | null>> {
-  const sequelize = await database();
+async function insertEvents(
+  items: Array<{ workspaceId: string; input: RecordInput }>,
+): Promise<Array<EventRecord | null>> {
   const ids = items.map(() => newId());
   const col = (pick: (it: { workspaceId: string; input: RecordInput }) => string | null | undefined) =>
     items.map((it) => pick(it) ?? null);
-  const rows = await sequelize.query<EventRow>(
+  const rows = await queryPrepared<EventRow>(
     `WITH stored AS (
      INSERT INTO events (id, workspace_id, contact_id, type, metadata, session_id, page_url, referrer,
                          utm_source, utm_medium, utm_campaign, timestamp)
@@ -88,23 +92,20 @@ async function insertEvents(items: Array<{ workspaceId: string; input: RecordInp
      RETURNING workspace_id, ${COLUMNS}),
      staged AS (INSERT INTO domain_event_outbox (workspace_id, type, data) SELECT workspace_id, type, ${ACTIVITY_FACT} FROM stored)
      SELECT ${COLUMNS} FROM stored`,
-    {
-      type: QueryTypes.SELECT,
-      bind: [
-        ids,
-        col((it) => it.workspaceId),
-        col((it) => it.input.contactId),
-        col((it) => it.input.type),
-        col((it) => JSON.stringify(it.input.metadata ?? {})),
-        col((it) => it.input.sessionId),
-        col((it) => it.input.pageUrl),
-        col((it) => it.input.referrer),
-        col((it) => it.input.utmSource),
-        col((it) => it.input.utmMedium),
-        col((it) => it.input.utmCampaign),
-        col((it) => (it.input.timestamp ? it.input.timestamp.toISOString() : null)),
-      ],
-    },
+    [
+      ids,
+      col((it) => it.workspaceId),
+      col((it) => it.input.contactId),
+      col((it) => it.input.type),
+      col((it) => JSON.stringify(it.input.metadata ?? {})),
+      col((it) => it.input.sessionId),
+      col((it) => it.input.pageUrl),
+      col((it) => it.input.referrer),
+      col((it) => it.input.utmSource),
+      col((it) => it.input.utmMedium),
+      col((it) => it.input.utmCampaign),
+      col((it) => (it.input.timestamp ? it.input.timestamp.toISOString() : null)),
+    ],
   );
   if (rows.length) wakeOutboxRelays();
   const byId = new Map(rows.map((row) => [row.id, row]));

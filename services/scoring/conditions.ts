@@ -1,5 +1,5 @@
 import { QueryTypes, type Transaction } from "sequelize";
-import { database } from "../../lib/database";
+import { database, queryPrepared } from "../../lib/database";
 import { Binds, compileFilter, type CompileMode } from "../segments/filter-compiler";
 import type { RuleDefinition } from "./rules";
 
@@ -47,10 +47,10 @@ export async function tryHoldWorkspaces(
   workspaceIds: string[],
   transaction: Transaction,
 ): Promise<Set<string>> {
-  const sequelize = await database();
-  const rows = await sequelize.query<{ workspace_id: string }>(
+  const rows = await queryPrepared<{ workspace_id: string }>(
     `SELECT ws AS workspace_id FROM unnest($1::text[]) AS ws WHERE pg_try_advisory_xact_lock_shared(${workspaceLockKey("ws")})`,
-    { bind: [workspaceIds], type: QueryTypes.SELECT, transaction },
+    [workspaceIds],
+    transaction,
   );
   return new Set(rows.map((r) => r.workspace_id));
 }
@@ -163,13 +163,13 @@ export async function addToScores(
   for (const c of changes) totals.set(c.contactId, (totals.get(c.contactId) ?? 0) + c.points);
   const moved = [...totals].filter(([, delta]) => delta !== 0);
   if (moved.length === 0) return [];
-  const sequelize = await database();
   // Scoring owns the score: it is written by scoring's repo modules and nowhere else.
-  await sequelize.query(
+  await queryPrepared(
     `UPDATE contacts c SET score = c.score + d.delta
        FROM unnest($2::text[], $3::int[]) AS d(id, delta)
       WHERE c.workspace_id = $1 AND c.id = d.id`,
-    { bind: [workspaceId, moved.map(([id]) => id), moved.map(([, delta]) => delta)], transaction },
+    [workspaceId, moved.map(([id]) => id), moved.map(([, delta]) => delta)],
+    transaction,
   );
   return moved.map(([id]) => id);
 }

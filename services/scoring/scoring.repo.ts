@@ -1,7 +1,7 @@
 import { QueryTypes, type Transaction } from "sequelize";
 import { MicroBatcher } from "../../lib/batcher";
 import { newId } from "../../lib/crypto";
-import { database } from "../../lib/database";
+import { database, queryPrepared } from "../../lib/database";
 import { notFound, validationError } from "../../lib/errors";
 import { pageOf, type Page, type PageRequest } from "../../lib/pagination";
 import { VersionedCache } from "../../lib/versioned-cache";
@@ -102,11 +102,10 @@ const definition = (r: RuleRow): RuleDefinition => ({
  */
 const ruleCache = new VersionedCache<RuleDefinition[]>(
   async (workspaceIds) => {
-    const sequelize = await database();
-    const rows = await sequelize.query<{ workspace_id: string; version: string }>(
+    const rows = await queryPrepared<{ workspace_id: string; version: string }>(
       `SELECT workspace_id, count(*) || '/' || max(updated_at)::text || '/' || max(created_at)::text AS version
          FROM scoring_rules WHERE workspace_id = ANY($1::text[]) GROUP BY workspace_id`,
-      { bind: [workspaceIds], type: QueryTypes.SELECT },
+      [workspaceIds],
     );
     return new Map(rows.map((r) => [r.workspace_id, r.version]));
   },
@@ -386,15 +385,12 @@ async function scoreEvents(jobs: ScoreJob[]): Promise<Array<ApplyResult | typeof
   await sequelize.transaction(async (transaction) => {
     const open = await tryHoldWorkspaces([...new Set(jobs.map((j) => j.workspaceId))], transaction);
     const mine = jobs.filter((j) => open.has(j.workspaceId));
-    const locked = await sequelize.query<{ workspace_id: string; id: string; score: number }>(
+    const locked = await queryPrepared<{ workspace_id: string; id: string; score: number }>(
       `SELECT c.workspace_id, c.id, c.score FROM contacts c
         WHERE (c.workspace_id, c.id) IN (SELECT * FROM unnest($1::text[], $2::text[]))
         ORDER BY c.id FOR UPDATE SKIP LOCKED`,
-      {
-        bind: [mine.map((j) => j.workspaceId), mine.map((j) => j.event.contactId)],
-        type: QueryTypes.SELECT,
-        transaction,
-      },
+      [mine.map((j) => j.workspaceId), mine.map((j) => j.event.contactId)],
+      transaction,
     );
     const scores = new Map(locked.map((r) => [contactKey(r.workspace_id, r.id), r.score]));
     const lockedJobs = [...jobs.keys()].filter((i) =>
@@ -502,7 +498,6 @@ async function awardEventRules(
   rules: RuleDefinition[],
   transaction: Transaction,
 ): Promise<Array<{ eventId: string; ruleId: string; points: number }>> {
-  const sequelize = await database();
   const binds = new Binds([
     workspaceId,
     events.map((e) => e.eventId),
@@ -521,18 +516,19 @@ async function awardEventRules(
   const predicates = rules.map((r) => compileWhere(r.where, binds));
   const period = (ts: string) => periodStartSql(ts, "r.period_days");
   // Caps count the rule's awards (decayed ones included), never the decay entries themselves.
-  return sequelize.query<{ eventId: string; ruleId: string; points: number }>(
+  return queryPrepared<{ eventId: string; ruleId: string; points: number }>(
     `WITH given AS (
        SELECT * FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::text[])
               AS g(event_id, contact_id, type, metadata, ts)
      ), e AS (
-       SELECT g.event_id, g.contact_id, s.type, s.metadata, s.timestamp, s.session_id, s.page_url, s.referrer,
-              s.utm_source, s.utm_medium, s.utm_campaign
-         FROM given g JOIN events s ON s.workspace_id = $1 AND s.id = g.event_id
-       UNION ALL
-       SELECT g.event_id, g.contact_id, g.type, g.metadata::jsonb, COALESCE(g.ts::timestamptz, now()),
-              NULL, NULL, NULL, NULL, NULL, NULL
-         FROM given g WHERE NOT EXISTS (SELECT 1 FROM events s WHERE s.workspace_id = $1 AND s.id = g.event_id)
+       -- The lookup is by id alone (a fence keeps the workspace check out of it), so it is always the
+       -- primary key, whatever the statistics said when the statement's plan was made.
+       SELECT g.event_id, g.contact_id, COALESCE(s.type, g.type) AS type,
+              COALESCE(s.metadata, g.metadata::jsonb) AS metadata,
+              COALESCE(s.timestamp, g.ts::timestamptz, now()) AS timestamp,
+              s.session_id, s.page_url, s.referrer, s.utm_source, s.utm_medium, s.utm_campaign
+         FROM given g
+         LEFT JOIN LATERAL (SELECT * FROM events x WHERE x.id = g.event_id OFFSET 0) s ON s.workspace_id = $1
      ), matched AS (
        SELECT e.event_id, e.contact_id, e.timestamp, ARRAY[${predicates.join(", ")}]::boolean[] AS m FROM e
      ), r AS (
@@ -551,7 +547,8 @@ async function awardEventRules(
                 AND h.event_at < ${period("x.timestamp")} + make_interval(days => r.period_days)) < r.max_per_period)
      ON CONFLICT (rule_id, event_id) DO NOTHING
      RETURNING event_id AS "eventId", rule_id AS "ruleId", points`,
-    { bind: binds.values, type: QueryTypes.SELECT, transaction },
+    binds.values,
+    transaction,
   );
 }
 

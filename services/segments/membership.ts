@@ -1,8 +1,6 @@
-import type { Client } from "pg";
 import { QueryTypes, type Transaction } from "sequelize";
 import { MicroBatcher } from "../../lib/batcher";
-import { sha256Hex } from "../../lib/crypto";
-import { database } from "../../lib/database";
+import { database, queryPrepared } from "../../lib/database";
 import { VersionedCache } from "../../lib/versioned-cache";
 import { config } from "../../lib/config";
 import { Binds, compileFilter } from "./filter-compiler";
@@ -74,11 +72,10 @@ export async function loadDynamicSegments(
  * `updated_at`, so any node sees a change on its next read.
  */
 const segmentCache = new VersionedCache<DynamicSegment[]>(async (workspaceIds) => {
-  const sequelize = await database();
-  const rows = await sequelize.query<{ workspace_id: string; version: string }>(
+  const rows = await queryPrepared<{ workspace_id: string; version: string }>(
     `SELECT workspace_id, count(*) || '/' || max(updated_at)::text || '/' || max(created_at)::text AS version
        FROM segments WHERE workspace_id = ANY($1::text[]) AND type = 'dynamic' GROUP BY workspace_id`,
-    { bind: [workspaceIds], type: QueryTypes.SELECT },
+    [workspaceIds],
   );
   return new Map(rows.map((r) => [r.workspace_id, r.version]));
 }, loadDynamicSegments);
@@ -144,25 +141,6 @@ async function setCauses(causes: Map<string, string>, transaction: Transaction) 
     type: QueryTypes.SELECT,
     transaction,
   });
-}
-
-/**
- * Run a query as a named prepared statement on the transaction's connection
- * (or a pooled one). The evaluation query of a workspace's segments is the
- * same text for every contact, so PostgreSQL plans it once per connection
- * instead of once per event; values are bind parameters as everywhere else.
- */
-async function queryPrepared<T>(text: string, values: unknown[], transaction?: Transaction): Promise<T[]> {
-  const name = `segments_${sha256Hex(text).slice(0, 40)}`;
-  const run = async (client: Client) => (await client.query({ name, text, values })).rows as T[];
-  if (transaction) return run((transaction as Transaction & { connection: Client }).connection);
-  const manager = (await database()).connectionManager;
-  const client = (await manager.getConnection({ type: "read" })) as Client;
-  try {
-    return await run(client);
-  } finally {
-    manager.releaseConnection(client);
-  }
 }
 
 /** Predicates and current membership of contacts for one dependency level, in one query. */

@@ -1,7 +1,7 @@
 import { QueryTypes, type Sequelize, type Transaction } from "sequelize";
 import { MicroBatcher } from "../../lib/batcher";
 import { newId } from "../../lib/crypto";
-import { database } from "../../lib/database";
+import { database, queryPrepared } from "../../lib/database";
 import type { DomainEvent } from "../../lib/domain-events";
 import { pageOf, type Page, type PageRequest } from "../../lib/pagination";
 import { deliveryBody } from "./signature";
@@ -53,7 +53,14 @@ export async function listEndpoints(workspaceId: string): Promise<Endpoint[]> {
 
 export async function insertEndpoint(
   workspaceId: string,
-  input: { name: string | null; url: string | null; events: string[]; direction: string; secretSealed: string; createdBy: string | null },
+  input: {
+    name: string | null;
+    url: string | null;
+    events: string[];
+    direction: string;
+    secretSealed: string;
+    createdBy: string | null;
+  },
 ): Promise<Endpoint> {
   const [row] = await select<EndpointRow>(
     `INSERT INTO webhook_endpoints (id, workspace_id, name, url, events, direction, secret_sealed, created_by)
@@ -65,10 +72,13 @@ export async function insertEndpoint(
 }
 
 export async function findEndpoint(workspaceId: string, id: string): Promise<EndpointRow | undefined> {
-  const [row] = await select<EndpointRow>(`SELECT * FROM webhook_endpoints WHERE id = :id AND workspace_id = :workspaceId`, {
-    id,
-    workspaceId,
-  });
+  const [row] = await select<EndpointRow>(
+    `SELECT * FROM webhook_endpoints WHERE id = :id AND workspace_id = :workspaceId`,
+    {
+      id,
+      workspaceId,
+    },
+  );
   return row;
 }
 
@@ -172,7 +182,10 @@ export async function listDeliveries(
         ORDER BY created_at DESC, id DESC LIMIT :limit OFFSET :offset`,
       replacements,
     ),
-    select<{ total: string }>(`SELECT count(*) AS total FROM webhook_deliveries WHERE ${where.join(" AND ")}`, replacements),
+    select<{ total: string }>(
+      `SELECT count(*) AS total FROM webhook_deliveries WHERE ${where.join(" AND ")}`,
+      replacements,
+    ),
   ]);
   return pageOf(rows.map(toDelivery), Number(total), page);
 }
@@ -191,8 +204,7 @@ export async function findDelivery(workspaceId: string, id: string): Promise<Del
  * unique (endpoint, source event) index makes a redelivered event a no-op.
  */
 async function fanOutMany(events: DomainEvent[]): Promise<number[]> {
-  const sequelize = await database();
-  const rows = await sequelize.query<{ source_event_id: string }>(
+  const rows = await queryPrepared<{ source_event_id: string }>(
     `INSERT INTO webhook_deliveries (id, workspace_id, endpoint_id, event, direction, source_event_id, body, next_attempt_at)
      SELECT gen_random_uuid()::text, e.workspace_id, e.id, v.type, 'OUTBOUND', v.source_id, v.body, now()
        FROM unnest($1::text[], $2::text[], $3::text[], $4::text[]) AS v(type, source_id, body, workspace_id)
@@ -201,15 +213,14 @@ async function fanOutMany(events: DomainEvent[]): Promise<number[]> {
         AND (jsonb_array_length(e.events) = 0 OR e.events ? '*' OR e.events ? v.type)
      ON CONFLICT (endpoint_id, source_event_id) WHERE source_event_id IS NOT NULL AND direction = 'OUTBOUND' DO NOTHING
      RETURNING source_event_id`,
-    {
-      type: QueryTypes.SELECT,
-      bind: [
-        events.map((event) => event.type),
-        events.map((event) => event.id),
-        events.map((event) => deliveryBody({ event: event.type, timestamp: event.occurredAt, data: event.data })),
-        events.map((event) => event.workspaceId),
-      ],
-    },
+    [
+      events.map((event) => event.type),
+      events.map((event) => event.id),
+      events.map((event) =>
+        deliveryBody({ event: event.type, timestamp: event.occurredAt, data: event.data }),
+      ),
+      events.map((event) => event.workspaceId),
+    ],
   );
   const counts = new Map<string, number>();
   for (const row of rows) counts.set(row.source_event_id, (counts.get(row.source_event_id) ?? 0) + 1);
@@ -260,7 +271,12 @@ const ROOM = `coalesce((CAST(:room AS jsonb) ->> endpoint_id)::int, :perEndpoint
  * one's, one without room) is never read past, and with many endpoints each
  * reads about its share of the claim.
  */
-export async function claimDue(nodeId: string, limit: number, leaseMs: number, caps: EndpointRoom): Promise<ClaimedDelivery[]> {
+export async function claimDue(
+  nodeId: string,
+  limit: number,
+  leaseMs: number,
+  caps: EndpointRoom,
+): Promise<ClaimedDelivery[]> {
   return select<ClaimedDelivery>(
     `WITH RECURSIVE queued AS (
        -- The endpoints with queued rows, one index probe each (a loose scan of the claim index).
@@ -420,7 +436,11 @@ export async function endpointsWithQueue(ids: string[]): Promise<string[]> {
  * minutes is refused. One statement: a fresh digest inserts, an old one is
  * renewed, a recent one returns nothing.
  */
-export async function acceptOnce(endpointId: string, digest: string, windowSeconds: number): Promise<boolean> {
+export async function acceptOnce(
+  endpointId: string,
+  digest: string,
+  windowSeconds: number,
+): Promise<boolean> {
   const rows = await select<{ digest: string }>(
     `INSERT INTO webhook_inbound_replays (endpoint_id, digest) VALUES (:endpointId, :digest)
      ON CONFLICT (endpoint_id, digest) DO UPDATE SET received_at = now()
@@ -432,10 +452,13 @@ export async function acceptOnce(endpointId: string, digest: string, windowSecon
 }
 
 export async function forgetReplay(endpointId: string, digest: string): Promise<void> {
-  await select(`DELETE FROM webhook_inbound_replays WHERE endpoint_id = :endpointId AND digest = :digest RETURNING digest`, {
-    endpointId,
-    digest,
-  });
+  await select(
+    `DELETE FROM webhook_inbound_replays WHERE endpoint_id = :endpointId AND digest = :digest RETURNING digest`,
+    {
+      endpointId,
+      digest,
+    },
+  );
 }
 
 export async function pruneReplays(windowSeconds: number): Promise<void> {
@@ -446,7 +469,10 @@ export async function pruneReplays(windowSeconds: number): Promise<void> {
 }
 
 export async function contactExists(workspaceId: string, id: string): Promise<boolean> {
-  const rows = await select(`SELECT 1 FROM contacts WHERE id = :id AND workspace_id = :workspaceId`, { id, workspaceId });
+  const rows = await select(`SELECT 1 FROM contacts WHERE id = :id AND workspace_id = :workspaceId`, {
+    id,
+    workspaceId,
+  });
   return rows.length > 0;
 }
 
@@ -466,7 +492,13 @@ export async function upsertContactByEmail(
   workspaceId: string,
   seed: ContactSeed,
   transaction: Transaction,
-): Promise<{ id: string; created: boolean; email: string; firstName: string | null; lastName: string | null }> {
+): Promise<{
+  id: string;
+  created: boolean;
+  email: string;
+  firstName: string | null;
+  lastName: string | null;
+}> {
   type Row = { id: string; email: string; first_name: string | null; last_name: string | null };
   const sequelize = await database();
   const inserted = await sequelize.query<Row>(
@@ -484,7 +516,13 @@ export async function upsertContactByEmail(
         { type: QueryTypes.SELECT, replacements: { workspaceId, email: seed.email }, transaction },
       )
     )[0];
-  return { id: row.id, created: inserted.length > 0, email: row.email, firstName: row.first_name, lastName: row.last_name };
+  return {
+    id: row.id,
+    created: inserted.length > 0,
+    email: row.email,
+    firstName: row.first_name,
+    lastName: row.last_name,
+  };
 }
 
 export async function insertInboundDelivery(
