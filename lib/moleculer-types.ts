@@ -1,6 +1,7 @@
 import type { Context } from "moleculer";
 import type { AccessDeclaration, Principal } from "./access";
 import type { Role } from "../models";
+import type { Versions } from "./versioned-cache";
 
 /** Our keys on an action schema, typed by module augmentation rather than `any`. */
 declare module "moleculer" {
@@ -36,6 +37,8 @@ export interface AppMeta {
   $responseType?: string;
   $responseHeaders?: Record<string, string | string[]>;
   $location?: string;
+  /** The events chain: the cached areas' versions probed when the event arrived (lib/versioned-cache.ts). */
+  configVersions?: Versions;
 }
 
 export type AppContext<P = Record<string, unknown>> = Context<P, AppMeta>;

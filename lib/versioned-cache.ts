@@ -1,4 +1,5 @@
 import { MicroBatcher } from "./batcher";
+import { queryPrepared } from "./database";
 
 /**
  * Per-workspace values built from rows that rarely change (segment
@@ -10,6 +11,10 @@ import { MicroBatcher } from "./batcher";
  * running share the next probe statement (lib/batcher.ts), for all their
  * workspaces at once. A read never joins a probe that started before it
  * arrived, so it never sees a version older than its own arrival.
+ *
+ * A caller that probed already (the events chain probes every cache of its
+ * process once, with one statement, when the event arrives: `probeVersions`)
+ * passes those versions to `get`, which then asks nothing.
  */
 export class VersionedCache<T> {
   private readonly entries = new Map<string, { version: string; value: Promise<T> }>();
@@ -20,7 +25,7 @@ export class VersionedCache<T> {
     probe: (workspaceIds: string[]) => Promise<Map<string, string>>,
     /** Build the value of one workspace. */
     private readonly load: (workspaceId: string) => Promise<T>,
-    private readonly maxEntries = 1000,
+    private readonly options: { area?: string; maxEntries?: number } = {},
   ) {
     this.probes = new MicroBatcher(
       async (workspaceIds: string[]) => {
@@ -31,17 +36,65 @@ export class VersionedCache<T> {
     );
   }
 
-  async get(workspaceId: string): Promise<T> {
-    const version = await this.probes.add(workspaceId);
+  /** The value at the version in `known` (probed since the caller's request arrived), else at a new probe's. */
+  async get(workspaceId: string, known?: Versions): Promise<T> {
+    const area = this.options.area;
+    const version =
+      area !== undefined && known?.[area] !== undefined ? known[area] : await this.probes.add(workspaceId);
     const cached = this.entries.get(workspaceId);
     if (cached?.version === version) return cached.value;
     // Concurrent readers of the same new version share one load; a failed load is not kept.
     const value = this.load(workspaceId);
-    if (this.entries.size >= this.maxEntries && !cached) this.entries.clear();
+    if (this.entries.size >= (this.options.maxEntries ?? 1000) && !cached) this.entries.clear();
     this.entries.set(workspaceId, { version, value });
     value.catch(() => {
       if (this.entries.get(workspaceId)?.value === value) this.entries.delete(workspaceId);
     });
     return value;
   }
+}
+
+/** A workspace's version of each cached area (e.g. `segments`, `scoringRules`). */
+export type Versions = Record<string, string>;
+
+/** The probe statements of the areas cached in this process, by area. */
+const probeStatements = new Map<string, string>();
+
+/**
+ * A probe as one SQL statement selecting `workspace_id, version` for the
+ * workspace ids in `$1`; registered under `area`, so `probeVersions` asks it
+ * together with the others.
+ */
+export function sqlProbe(
+  area: string,
+  sql: string,
+): (workspaceIds: string[]) => Promise<Map<string, string>> {
+  probeStatements.set(area, sql);
+  return async (workspaceIds) => {
+    const rows = await queryPrepared<{ workspace_id: string; version: string }>(sql, [workspaceIds]);
+    return new Map(rows.map((r) => [r.workspace_id, r.version]));
+  };
+}
+
+const allProbes = new MicroBatcher(
+  async (workspaceIds: string[]): Promise<Versions[]> => {
+    const areas = [...probeStatements.keys()].sort();
+    const rows = await queryPrepared<{ area: string; workspace_id: string; version: string }>(
+      areas
+        .map((area, i) => `SELECT '${area}' AS area, p${i}.* FROM (${probeStatements.get(area)}) p${i}`)
+        .join(" UNION ALL "),
+      [[...new Set(workspaceIds)]],
+    );
+    return workspaceIds.map((ws) => {
+      const versions: Versions = Object.fromEntries(areas.map((area) => [area, ""]));
+      for (const row of rows) if (row.workspace_id === ws) versions[row.area] = row.version;
+      return versions;
+    });
+  },
+  { maxBatch: 500, lanes: 2 },
+);
+
+/** Every cached area's version for the workspace, in one statement shared with concurrent callers (none cached here: undefined). */
+export function probeVersions(workspaceId: string): Promise<Versions | undefined> {
+  return probeStatements.size ? allProbes.add(workspaceId) : Promise.resolve(undefined);
 }

@@ -2,6 +2,7 @@ import type { ServiceSchema } from "moleculer";
 import { notFound } from "../../lib/errors";
 import type { AppContext } from "../../lib/moleculer-types";
 import { workspaceOf } from "../../lib/tenancy";
+import { probeVersions } from "../../lib/versioned-cache";
 import { DbMixin } from "../../mixins/db.mixin";
 import { OutboxRelayMixin } from "../../mixins/outbox-relay";
 import { ActivityEvent } from "../../models";
@@ -28,8 +29,19 @@ const EventsService: ServiceSchema = {
       params: schemas.create,
       openapi: { tags: ["Events"], summary: "Record an activity event (answers after the 6.3 chain)" },
       async handler(ctx: Ctx) {
-        const { type, contactId, metadata, sessionId, pageUrl, referrer, utmSource, utmMedium, utmCampaign } = ctx.params;
-        const input: RecordInput = { type, contactId, metadata, sessionId, pageUrl, referrer, utmSource, utmMedium, utmCampaign };
+        const { type, contactId, metadata, sessionId, pageUrl, referrer, utmSource, utmMedium, utmCampaign } =
+          ctx.params;
+        const input: RecordInput = {
+          type,
+          contactId,
+          metadata,
+          sessionId,
+          pageUrl,
+          referrer,
+          utmSource,
+          utmMedium,
+          utmCampaign,
+        };
         const event = await this.record(ctx, input);
         ctx.meta.$statusCode = 201;
         return event;
@@ -61,7 +73,11 @@ const EventsService: ServiceSchema = {
     listForContact: {
       params: schemas.listForContact,
       handler(ctx: Ctx) {
-        return repo.listEvents(workspaceOf(ctx), { contactId: ctx.params.contactId }, clampEventsLimit(ctx.params.limit));
+        return repo.listEvents(
+          workspaceOf(ctx),
+          { contactId: ctx.params.contactId },
+          clampEventsLimit(ctx.params.limit),
+        );
       },
     },
   },
@@ -70,9 +86,13 @@ const EventsService: ServiceSchema = {
     /** Store (with its fact for outbound webhooks, staged by the same statement), then run the chain in order. */
     async record(ctx: Ctx, input: RecordInput): Promise<EventRecord> {
       const workspaceId = workspaceOf(ctx);
-      const event = await repo.insertEvent(workspaceId, input);
+      // The chain's definitions are probed beside the insert, not one step after another.
+      const [event, configVersions] = await Promise.all([
+        repo.insertEvent(workspaceId, input),
+        probeVersions(workspaceId),
+      ]);
       if (!event) throw notFound("Contact");
-      await runChain(this.broker, ctx, workspaceId, event);
+      await runChain(this.broker, ctx, workspaceId, event, configVersions);
       return event;
     },
   },

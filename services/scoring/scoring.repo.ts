@@ -4,7 +4,7 @@ import { newId } from "../../lib/crypto";
 import { database, queryPrepared } from "../../lib/database";
 import { notFound, validationError } from "../../lib/errors";
 import { pageOf, type Page, type PageRequest } from "../../lib/pagination";
-import { VersionedCache } from "../../lib/versioned-cache";
+import { sqlProbe, VersionedCache, type Versions } from "../../lib/versioned-cache";
 import { Binds } from "../segments/filter-compiler";
 import type { FieldCondition, FilterGroup } from "../segments/filter-schema";
 import {
@@ -101,14 +101,11 @@ const definition = (r: RuleRow): RuleDefinition => ({
  * the next read.
  */
 const ruleCache = new VersionedCache<RuleDefinition[]>(
-  async (workspaceIds) => {
-    const rows = await queryPrepared<{ workspace_id: string; version: string }>(
-      `SELECT workspace_id, count(*) || '/' || max(updated_at)::text || '/' || max(created_at)::text AS version
-         FROM scoring_rules WHERE workspace_id = ANY($1::text[]) GROUP BY workspace_id`,
-      [workspaceIds],
-    );
-    return new Map(rows.map((r) => [r.workspace_id, r.version]));
-  },
+  sqlProbe(
+    "scoringRules",
+    `SELECT workspace_id, count(*) || '/' || max(updated_at)::text || '/' || max(created_at)::text AS version
+       FROM scoring_rules WHERE workspace_id = ANY($1::text[]) GROUP BY workspace_id`,
+  ),
   async (workspaceId) => {
     const sequelize = await database();
     const rows = await sequelize.query<RuleRow>(
@@ -117,9 +114,11 @@ const ruleCache = new VersionedCache<RuleDefinition[]>(
     );
     return rows.map(definition);
   },
+  { area: "scoringRules" },
 );
 
-export const activeRules = (workspaceId: string): Promise<RuleDefinition[]> => ruleCache.get(workspaceId);
+export const activeRules = (workspaceId: string, known?: Versions): Promise<RuleDefinition[]> =>
+  ruleCache.get(workspaceId, known);
 
 function refuse(subject: string, issues: Array<{ field: string; message: string }>) {
   if (issues.length)
@@ -348,8 +347,12 @@ async function lockContact(
  * about the type (the common case) it answers null at once: no transaction,
  * no lock, nothing written. Null too when the contact is not in the workspace.
  */
-export async function applyEvent(workspaceId: string, event: ScoreEvent): Promise<ApplyResult | null> {
-  const active = await activeRules(workspaceId);
+export async function applyEvent(
+  workspaceId: string,
+  event: ScoreEvent,
+  known?: Versions,
+): Promise<ApplyResult | null> {
+  const active = await activeRules(workspaceId, known);
   const rules = active.filter((r) => r.eventType === event.type);
   const conditionRules = active.filter((r) => r.condition && r.conditionEventTypes.includes(event.type));
   if (rules.length === 0 && conditionRules.length === 0) return null;

@@ -204,7 +204,8 @@ const ScoringService: ServiceSchema = {
       async handler(ctx: Ctx) {
         const ws = workspaceOf(ctx);
         const { eventId, contactId, type, metadata, timestamp } = ctx.params;
-        const result = await repo.applyEvent(ws, { eventId, contactId, type, metadata, timestamp });
+        const event = { eventId, contactId, type, metadata, timestamp };
+        const result = await repo.applyEvent(ws, event, ctx.meta.configVersions);
         if (result && result.score !== result.scoreBefore)
           await this.scoreChanged(ctx, ws, contactId, eventId);
         return result ?? { scoreBefore: null, score: null, applied: [] };

@@ -1,7 +1,7 @@
 import { QueryTypes, type Transaction } from "sequelize";
 import { MicroBatcher } from "../../lib/batcher";
 import { database, queryPrepared } from "../../lib/database";
-import { VersionedCache } from "../../lib/versioned-cache";
+import { sqlProbe, VersionedCache, type Versions } from "../../lib/versioned-cache";
 import { config } from "../../lib/config";
 import { Binds, compileFilter } from "./filter-compiler";
 import type { FilterGroup } from "./filter-schema";
@@ -71,14 +71,15 @@ export async function loadDynamicSegments(
  * unchanged (lib/versioned-cache.ts). Every write to a segment bumps
  * `updated_at`, so any node sees a change on its next read.
  */
-const segmentCache = new VersionedCache<DynamicSegment[]>(async (workspaceIds) => {
-  const rows = await queryPrepared<{ workspace_id: string; version: string }>(
+const segmentCache = new VersionedCache<DynamicSegment[]>(
+  sqlProbe(
+    "segments",
     `SELECT workspace_id, count(*) || '/' || max(updated_at)::text || '/' || max(created_at)::text AS version
        FROM segments WHERE workspace_id = ANY($1::text[]) AND type = 'dynamic' GROUP BY workspace_id`,
-    [workspaceIds],
-  );
-  return new Map(rows.map((r) => [r.workspace_id, r.version]));
-}, loadDynamicSegments);
+  ),
+  loadDynamicSegments,
+  { area: "segments" },
+);
 
 /**
  * The segments a trigger could affect, plus every segment that depends on
@@ -284,11 +285,12 @@ export async function evaluateContacts(
   contactIds: string[],
   trigger: Trigger,
   eventId?: string,
+  known?: Versions,
 ): Promise<EvaluationResult> {
   const result: EvaluationResult = { entered: [], exited: [], evaluated: 0 };
   const ids = [...new Set(contactIds)];
   if (ids.length === 0) return result;
-  const levels = affectedLevels(await segmentCache.get(workspaceId), trigger);
+  const levels = affectedLevels(await segmentCache.get(workspaceId, known), trigger);
   if (levels.length === 0) return result;
 
   for (let i = 0; i < ids.length; i += CHUNK) {

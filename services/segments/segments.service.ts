@@ -255,7 +255,7 @@ const SegmentsService: ServiceSchema = {
         if (scoreChanged) trigger = { kind: "score" };
         else if (eventId)
           trigger = { kind: "event", eventType: ctx.params.eventType ?? (await this.eventType(ws, eventId)) };
-        const result = await evaluateContacts(ws, [contactId], trigger, eventId);
+        const result = await evaluateContacts(ws, [contactId], trigger, eventId, ctx.meta.configVersions);
         this.announce(ws, result, eventId);
         if (trigger.kind === "contact") await this.scoreContactRules(ctx, ws, [contactId]);
         return {

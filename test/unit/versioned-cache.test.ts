@@ -18,6 +18,7 @@ function harness() {
       loads.push(ws);
       return `${ws}@${versions.get(ws) ?? ""}`;
     },
+    { area: "things" },
   );
   return {
     cache,
@@ -75,5 +76,20 @@ describe("VersionedCache", () => {
     await expect(cache.get("w")).rejects.toThrow("boom");
     fail = false;
     expect(await cache.get("w")).toBe(7);
+  });
+
+  it("takes a version the caller probed already, and probes for an area the caller did not", async () => {
+    const h = harness();
+    h.versions.set("w1", "1");
+    expect(await h.cache.get("w1", { things: "1" })).toBe("w1@1");
+    expect(h.probes).toEqual([]);
+    // A newer known version reloads without a probe; an empty one means the workspace has no rows.
+    h.versions.set("w1", "2");
+    expect(await h.cache.get("w1", { things: "2" })).toBe("w1@2");
+    expect(await h.cache.get("w1", { things: "2" })).toBe("w1@2");
+    expect(h.loads).toEqual(["w1", "w1"]);
+    expect(h.probes).toEqual([]);
+    expect(await h.cache.get("w1", { others: "9" })).toBe("w1@2");
+    expect(h.probes).toEqual([["w1"]]);
   });
 });

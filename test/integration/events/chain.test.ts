@@ -95,3 +95,49 @@ test("events posted together each move their own contact, score and log their ow
     new Map(contactIds.map((id, i) => [id, i % 2 ? 3 : 0])),
   );
 });
+
+test("rules and segments written anywhere, even straight into the tables, are seen by the very next event", async () => {
+  const sequelize = await database();
+  const contactId = newId();
+  await sequelize.query(
+    `INSERT INTO contacts (id, workspace_id, email) VALUES (:id, :ws, 'next@example.test')`,
+    {
+      replacements: { id: contactId, ws: ctx.workspaceId },
+    },
+  );
+  const post = () => ctx.owner.client.post(`${ctx.ws}/events`, { type: "renewal", contactId });
+  const score = async () =>
+    (
+      await sequelize.query<{ score: number }>(`SELECT score FROM contacts WHERE id = $1`, {
+        bind: [contactId],
+        type: "SELECT" as never,
+      })
+    )[0].score;
+  // The chain's caches are warm and say: nothing reads `renewal`.
+  expect((await post()).status).toBe(201);
+  expect(await score()).toBe(0);
+
+  // As another node would write them: no request to this one, no broadcast.
+  const ruleId = newId();
+  await sequelize.query(
+    `INSERT INTO scoring_rules (id, workspace_id, name, event_type, points) VALUES ($1, $2, 'Renewal', 'renewal', 7)`,
+    { bind: [ruleId, ctx.workspaceId] },
+  );
+  const segment = await ctx.owner.client.post(`${ctx.ws}/segments`, {
+    name: "renewed",
+    type: "dynamic",
+    filter: { match: "all", conditions: [{ event: "renewal", operator: "performed", count: { gte: 2 } }] },
+  });
+  expect(segment.status).toBe(201);
+  const second = await post();
+  expect(second.status).toBe(201);
+  expect(await score()).toBe(7);
+  const members = await ctx.owner.client.get(`${ctx.ws}/segments/${segment.body.id}/members`);
+  expect(members.body.data.map((m: { id: string }) => m.id)).toEqual([contactId]);
+
+  await sequelize.query(`UPDATE scoring_rules SET active = false, updated_at = now() WHERE id = $1`, {
+    bind: [ruleId],
+  });
+  expect((await post()).status).toBe(201);
+  expect(await score()).toBe(7);
+});
