@@ -1,5 +1,4 @@
 import type { ServiceBroker } from "moleculer";
-import { newId } from "./crypto";
 
 /**
  * Domain facts (spec 6.2: `contact.created`, `unsubscribe.email`, ...) travel
@@ -28,16 +27,4 @@ export async function sendDomainEvent(broker: ServiceBroker, event: DomainEvent)
     DOMAIN_EVENTS_CHANNEL,
     event,
   );
-}
-
-/** A fact with no write behind it, straight onto the channel (tests and tools; writes stage theirs in the outbox). */
-export async function publishDomainEvent(
-  broker: ServiceBroker,
-  workspaceId: string,
-  type: string,
-  data: Record<string, unknown>,
-): Promise<DomainEvent> {
-  const event: DomainEvent = { id: newId(), workspaceId, type, data, occurredAt: new Date().toISOString() };
-  await sendDomainEvent(broker, event);
-  return event;
 }

@@ -1,6 +1,6 @@
 import { QueryTypes } from "sequelize";
 import { database } from "../../../lib/database";
-import { publishDomainEvent } from "../../../lib/domain-events";
+import { publishDomainEvent } from "../../helpers/facts";
 import { open } from "../../../services/webhooks/secret-box";
 import { startApp, type TestApp } from "../../helpers/app";
 import { HttpClient, ownerWithWorkspace, signUp } from "../../helpers/http";

@@ -1,6 +1,6 @@
 import { connect } from "nats";
 import { randomHex } from "../../../lib/crypto";
-import { publishDomainEvent } from "../../../lib/domain-events";
+import { publishDomainEvent } from "../../helpers/facts";
 import { startApp, type TestApp } from "../../helpers/app";
 import { createTestDatabase } from "../../helpers/database";
 import { ownerWithWorkspace } from "../../helpers/http";

@@ -1,5 +1,5 @@
 import crypto from "node:crypto";
-import { publishDomainEvent } from "../../../lib/domain-events";
+import { publishDomainEvent } from "../../helpers/facts";
 import { startApp, type TestApp } from "../../helpers/app";
 import { ownerWithWorkspace } from "../../helpers/http";
 import { startReceiver, waitFor } from "./receiver";
