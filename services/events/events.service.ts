@@ -86,10 +86,11 @@ const EventsService: ServiceSchema = {
     /** Store (with its fact for outbound webhooks, staged by the same statement), then run the chain in order. */
     async record(ctx: Ctx, input: RecordInput): Promise<EventRecord> {
       const workspaceId = workspaceOf(ctx);
-      // The chain's definitions are probed beside the insert, not one step after another.
+      // The chain's definitions are probed beside the insert, not one step after another; its
+      // segment and score steps read them only for an event with a contact.
       const [event, configVersions] = await Promise.all([
         repo.insertEvent(workspaceId, input),
-        probeVersions(workspaceId),
+        input.contactId ? probeVersions(workspaceId) : undefined,
       ]);
       if (!event) throw notFound("Contact");
       await runChain(this.broker, ctx, workspaceId, event, configVersions);

@@ -187,6 +187,28 @@ interface ProbeItem {
   segments: DynamicSegment[];
 }
 
+/** Callers (by index) that share one evaluation: the same workspace and segments. */
+function sharing<I extends { workspaceId: string }>(items: I[], segmentIds: (item: I) => string): number[][] {
+  const groups = new Map<string, number[]>();
+  items.forEach((item, i) => {
+    const key = `${item.workspaceId} ${segmentIds(item)}`;
+    groups.set(key, [...(groups.get(key) ?? []), i]);
+  });
+  return [...groups.values()];
+}
+
+/** The part of a shared evaluation of `segmentCount` segments that is about one caller's contacts. */
+function shareOf(all: LevelResult, contactIds: string[], segmentCount: number): LevelResult {
+  const mine = new Set(contactIds);
+  const found = all.found.filter((id) => mine.has(id));
+  return {
+    enter: all.enter.filter((c) => mine.has(c.contactId)),
+    exit: all.exit.filter((c) => mine.has(c.contactId)),
+    evaluated: found.length * segmentCount,
+    found,
+  };
+}
+
 /**
  * The optimistic pass of concurrent evaluations (every event runs one or two)
  * shares one query per workspace and segment set (lib/batcher.ts): it only
@@ -194,28 +216,14 @@ interface ProbeItem {
  * changes of its own contacts.
  */
 async function probeMany(items: ProbeItem[]): Promise<LevelResult[]> {
-  const groups = new Map<string, ProbeItem[]>();
-  for (const item of items) {
-    const key = [item.workspaceId, ...item.segments.map((s) => s.id)].join(" ");
-    groups.set(key, [...(groups.get(key) ?? []), item]);
-  }
-  const answers = new Map<ProbeItem, LevelResult>();
-  for (const group of groups.values()) {
-    const { workspaceId, segments } = group[0];
-    const ids = [...new Set(group.flatMap((item) => item.contactIds))];
+  const answers: LevelResult[] = [];
+  for (const indices of sharing(items, (item) => item.segments.map((s) => s.id).join(","))) {
+    const { workspaceId, segments } = items[indices[0]];
+    const ids = [...new Set(indices.flatMap((i) => items[i].contactIds))];
     const all = await evaluateLevel(workspaceId, ids, segments);
-    for (const item of group) {
-      const mine = new Set(item.contactIds);
-      const found = all.found.filter((id) => mine.has(id));
-      answers.set(item, {
-        enter: all.enter.filter((c) => mine.has(c.contactId)),
-        exit: all.exit.filter((c) => mine.has(c.contactId)),
-        evaluated: found.length * segments.length,
-        found,
-      });
-    }
+    for (const i of indices) answers[i] = shareOf(all, items[i].contactIds, segments.length);
   }
-  return items.map((item) => answers.get(item)!);
+  return answers;
 }
 
 const prober = new MicroBatcher(probeMany, { maxBatch: 100, lanes: 4 });
@@ -243,24 +251,19 @@ async function applyMany(items: ApplyItem[]): Promise<EvaluationResult[]> {
       for (const id of item.contactIds) if (item.eventId && !causes.has(id)) causes.set(id, item.eventId);
     }
     await setCauses(causes, transaction);
-    const groups = new Map<string, number[]>();
-    items.forEach((item, i) => {
-      const key = [item.workspaceId, ...item.levels.map((level) => level.map((s) => s.id).join(","))].join(
-        " ",
-      );
-      groups.set(key, [...(groups.get(key) ?? []), i]);
-    });
-    for (const indices of groups.values()) {
+    const levelIds = (item: ApplyItem) =>
+      item.levels.map((level) => level.map((s) => s.id).join(",")).join(" ");
+    for (const indices of sharing(items, levelIds)) {
       const { workspaceId, levels } = items[indices[0]];
       const ids = [...new Set(indices.flatMap((i) => items[i].contactIds))];
       for (const level of levels) {
-        const { enter, exit, found } = await evaluateLevel(workspaceId, ids, level, transaction);
-        await applyChanges(enter, exit, transaction);
+        const all = await evaluateLevel(workspaceId, ids, level, transaction);
+        await applyChanges(all.enter, all.exit, transaction);
         for (const i of indices) {
-          const mine = new Set(items[i].contactIds);
-          results[i].entered.push(...enter.filter((c) => mine.has(c.contactId)));
-          results[i].exited.push(...exit.filter((c) => mine.has(c.contactId)));
-          results[i].evaluated += found.filter((id) => mine.has(id)).length * level.length;
+          const share = shareOf(all, items[i].contactIds, level.length);
+          results[i].entered.push(...share.enter);
+          results[i].exited.push(...share.exit);
+          results[i].evaluated += share.evaluated;
         }
       }
     }
@@ -268,7 +271,7 @@ async function applyMany(items: ApplyItem[]): Promise<EvaluationResult[]> {
   return results;
 }
 
-/** Contacts of an evaluation that may share its transaction with others (at most 50 callers of as many). */
+/** Contacts of an evaluation that may share its transaction with others: at most 50 callers of 8 contacts each. */
 const SHARED_APPLY_MAX = 8;
 const applier = new MicroBatcher(applyMany, { maxBatch: 50, lanes: 2 });
 
