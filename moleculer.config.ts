@@ -1,6 +1,7 @@
 import type { BrokerOptions, Middleware } from "moleculer";
 import { Middleware as ChannelsMiddleware } from "@moleculer/channels";
 import { config } from "./lib/config";
+import { EmbeddedChannelAdapter } from "./lib/embedded-channel";
 import { AuthorizeMiddleware } from "./mixins/authorize.middleware";
 import { OutboxRelayMiddleware } from "./mixins/outbox-relay";
 
@@ -10,15 +11,17 @@ import { OutboxRelayMiddleware } from "./mixins/outbox-relay";
  * PostgreSQL when their URLs are set.
  */
 /**
- * Durable channels: JetStream when NATS is configured (survives restarts),
- * the in-memory adapter embedded. The package's typings mark every adapter
- * option required and its middleware's `name` clashes with Moleculer's
- * Middleware index signature, hence the loose types at this one seam.
+ * Durable channels: JetStream when NATS is configured (survives restarts);
+ * embedded, an in-process adapter whose send settles when the consumers have
+ * handled the message (lib/embedded-channel.ts), so the outbox keeps a fact
+ * until then. The package's typings mark every adapter option required and
+ * its middleware's `name` clashes with Moleculer's Middleware index
+ * signature, hence the loose types at this one seam.
  */
 function channelsMiddleware(natsUrl: string | undefined): Middleware {
   const adapter = natsUrl
     ? { type: "NATS", options: { nats: { url: natsUrl }, maxRetries: 5, maxInFlight: 20 } }
-    : { type: "Fake", options: { maxInFlight: 20 } };
+    : new EmbeddedChannelAdapter();
   // eslint-disable-next-line @typescript-eslint/no-explicit-any
   return ChannelsMiddleware({ adapter } as any) as any;
 }
@@ -35,7 +38,10 @@ export function brokerConfig(): BrokerOptions {
     logLevel: cfg.logLevel as BrokerOptions["logLevel"],
     transporter: cfg.natsUrl ?? null,
     cacher: cfg.redisUrl
-      ? { type: "Redis", options: { prefix: `cms-${process.env.NAMESPACE ?? ""}`, ttl: 300, redis: cfg.redisUrl } }
+      ? {
+          type: "Redis",
+          options: { prefix: `cms-${process.env.NAMESPACE ?? ""}`, ttl: 300, redis: cfg.redisUrl },
+        }
       : "Memory",
     serializer: "JSON",
     requestTimeout: 15_000,
@@ -50,15 +56,14 @@ export function brokerConfig(): BrokerOptions {
     bulkhead: { enabled: false, concurrency: 10, maxQueueSize: 0 },
     validator: true,
     metrics: cfg.metricsPort
-      ? { enabled: true, reporter: [{ type: "Prometheus", options: { port: cfg.metricsPort, path: "/metrics" } }] }
+      ? {
+          enabled: true,
+          reporter: [{ type: "Prometheus", options: { port: cfg.metricsPort, path: "/metrics" } }],
+        }
       : { enabled: false },
     tracing: { enabled: false },
     // The outbox relay's hooks after the channels' (started in order, stopped in reverse).
-    middlewares: [
-      AuthorizeMiddleware,
-      channelsMiddleware(cfg.natsUrl),
-      OutboxRelayMiddleware,
-    ],
+    middlewares: [AuthorizeMiddleware, channelsMiddleware(cfg.natsUrl), OutboxRelayMiddleware],
   };
 }
 

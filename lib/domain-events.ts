@@ -3,7 +3,7 @@ import type { ServiceBroker } from "moleculer";
 /**
  * Domain facts (spec 6.2: `contact.created`, `unsubscribe.email`, ...) travel
  * on one durable channel (@moleculer/channels: JetStream with NATS, the
- * in-memory adapter embedded). Consumers (webhooks fan-out, analytics)
+ * in-process adapter of lib/embedded-channel.ts embedded). Consumers (webhooks fan-out, analytics)
  * subscribe with their own group, so each gets every fact once. A write
  * stages its facts in its own transaction (lib/outbox.ts) and the outbox
  * relay sends them here.
@@ -23,8 +23,7 @@ export interface DomainEvent<T = Record<string, unknown>> {
 
 /** Put one fact on the channel (the outbox relay's send). */
 export async function sendDomainEvent(broker: ServiceBroker, event: DomainEvent): Promise<void> {
-  await (broker as ServiceBroker & { sendToChannel(name: string, payload: unknown): Promise<void> }).sendToChannel(
-    DOMAIN_EVENTS_CHANNEL,
-    event,
-  );
+  await (
+    broker as ServiceBroker & { sendToChannel(name: string, payload: unknown): Promise<void> }
+  ).sendToChannel(DOMAIN_EVENTS_CHANNEL, event);
 }

@@ -8,10 +8,13 @@ import { sendDomainEvent, type DomainEvent } from "./domain-events";
  * The transactional outbox of domain facts. A write stages its facts in the
  * transaction (or the statement) that makes them true, so they commit or roll
  * back together; a relay then sends them to the durable channel and deletes
- * them in one transaction, rolled back when a send fails. A crash between the
- * commit and the send leaves the rows for the next pass of any relay; a relay
- * that dies mid-send has its rows sent again, and consumers stay idempotent on
- * the fact id, so the normal case sends each fact once.
+ * them in one transaction. A send settles when the channel has the fact
+ * (JetStream's ack) or, embedded, when its consumers have handled it
+ * (lib/embedded-channel.ts); a fact whose send failed is put back with a
+ * backoff. A crash between the commit and the send leaves the rows for the
+ * next pass of any relay; a relay that dies mid-send has its rows sent again,
+ * and consumers stay idempotent on the fact id, so the normal case sends each
+ * fact once.
  */
 
 /** A fact as a write states it; the outbox gives it its id and time. */
@@ -44,31 +47,52 @@ interface OutboxRow {
   type: string;
   data: Record<string, unknown>;
   occurred_at: Date;
+  attempts: number;
+}
+
+/** A failed fact waits `base × 2^(attempts − 1)`, at most this long, before its next send. */
+const MAX_RETRY_DELAY_MS = 5 * 60_000;
+
+export function retryDelayMs(attempts: number, baseMs: number): number {
+  return Math.min(baseMs * 2 ** Math.max(0, attempts - 1), MAX_RETRY_DELAY_MS);
+}
+
+export interface RelayPass {
+  /** Facts taken: a full batch may have left more. */
+  taken: number;
+  /** Those whose send failed: staged again, each on its own backoff. */
+  failed: Array<{ id: string; type: string; attempts: number; error: string }>;
 }
 
 /**
- * One batch: delete the oldest rows no other relay holds (SKIP LOCKED), send
- * each, and commit only when every send succeeded; a throw rolls the delete
- * back. Returns the number of facts sent.
+ * One batch: delete the oldest rows that are due and that no other relay
+ * holds (SKIP LOCKED), send each, and put the ones whose send failed back in
+ * the same transaction, with their attempt counted and a backoff: the others
+ * are not sent again and later facts are not held up behind them. A crash
+ * mid-pass rolls the whole delete back, so every fact of the batch is sent
+ * again by the next pass (consumers are idempotent on the fact id).
  */
 export async function relayBatch(
   send: (event: DomainEvent) => Promise<void>,
+  retryBaseMs: number,
   limit = RELAY_BATCH,
-): Promise<number> {
+): Promise<RelayPass> {
   const sequelize = await database();
   return sequelize.transaction(async (transaction) => {
     // No wait for the WAL flush: a delete lost by a database crash only sends its facts again.
     await sequelize.query("SET LOCAL synchronous_commit = off", { transaction });
     const rows = await queryPrepared<OutboxRow>(
       `DELETE FROM domain_event_outbox
-        WHERE seq IN (SELECT seq FROM domain_event_outbox ORDER BY seq LIMIT $1 FOR UPDATE SKIP LOCKED)
-       RETURNING seq, id, workspace_id, type, data, occurred_at`,
+        WHERE seq IN (SELECT seq FROM domain_event_outbox
+                       WHERE available_at IS NULL OR available_at <= now()
+                       ORDER BY seq LIMIT $1 FOR UPDATE SKIP LOCKED)
+       RETURNING seq, id, workspace_id, type, data, occurred_at, attempts`,
       [limit],
       transaction,
     );
     // RETURNING keeps no order; sends start in staging order.
     rows.sort((a, b) => Number(a.seq) - Number(b.seq));
-    await Promise.all(
+    const outcomes = await Promise.allSettled(
       rows.map((row) =>
         send({
           id: row.id,
@@ -79,14 +103,51 @@ export async function relayBatch(
         }),
       ),
     );
-    return rows.length;
+    const failed = rows.flatMap((row, i) => {
+      const outcome = outcomes[i];
+      if (outcome.status === "fulfilled") return [];
+      return [
+        {
+          row,
+          attempts: row.attempts + 1,
+          error: String((outcome.reason as Error)?.message ?? outcome.reason),
+        },
+      ];
+    });
+    if (failed.length) {
+      // Back under their own seq and id: same place in the order, same fact for idempotent consumers.
+      await queryPrepared(
+        `INSERT INTO domain_event_outbox (seq, id, workspace_id, type, data, occurred_at, attempts, available_at, last_error)
+         SELECT v.seq, v.id, v.workspace_id, v.type, v.data, v.occurred_at, v.attempts,
+                now() + v.delay_ms * interval '1 millisecond', v.error
+           FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::jsonb[], $6::timestamptz[],
+                       $7::int[], $8::float8[], $9::text[])
+                AS v(seq, id, workspace_id, type, data, occurred_at, attempts, delay_ms, error)`,
+        [
+          failed.map(({ row }) => row.seq),
+          failed.map(({ row }) => row.id),
+          failed.map(({ row }) => row.workspace_id),
+          failed.map(({ row }) => row.type),
+          failed.map(({ row }) => JSON.stringify(row.data)),
+          failed.map(({ row }) => row.occurred_at),
+          failed.map(({ attempts }) => attempts),
+          failed.map(({ attempts }) => retryDelayMs(attempts, retryBaseMs)),
+          failed.map(({ error }) => error.slice(0, 1000)),
+        ],
+        transaction,
+      );
+    }
+    return {
+      taken: rows.length,
+      failed: failed.map(({ row, attempts, error }) => ({ id: row.id, type: row.type, attempts, error })),
+    };
   });
 }
 
 export interface RelayOptions {
-  /** One batch (relayBatch); returns how many facts it sent. */
+  /** One batch (relayBatch); returns how many facts it took. */
   pass: () => Promise<number>;
-  /** A pass that sent this many may have left more: run another at once. */
+  /** A pass that took this many may have left more: run another at once. */
   batch: number;
   pollMs: number;
   onError: (err: Error) => void;
@@ -94,9 +155,10 @@ export interface RelayOptions {
 
 /**
  * When to run passes: at once when woken (a fact was staged here), and every
- * `pollMs` for facts staged by a process that died before sending them. One
- * pass at a time; a wake during a pass runs one more after it. After a failed
- * pass only the poll retries, so a channel that is down is not hammered.
+ * `pollMs` for facts staged by a process that died before sending them, and
+ * for failed facts whose backoff ended. One pass at a time; a wake during a
+ * pass runs one more after it. After a pass that failed as a whole (the
+ * database) only the poll retries.
  */
 export class OutboxRelay {
   private timer?: NodeJS.Timeout;
@@ -131,9 +193,9 @@ export class OutboxRelay {
 
   private async drain(): Promise<void> {
     try {
-      let sent: number;
-      do sent = await this.opts.pass();
-      while (this.timer && sent >= this.opts.batch);
+      let taken: number;
+      do taken = await this.opts.pass();
+      while (this.timer && taken >= this.opts.batch);
     } catch (err) {
       this.failing = true;
       this.opts.onError(err as Error);
@@ -152,8 +214,8 @@ export class OutboxRelay {
 const relays = new Map<ServiceBroker, { relay: OutboxRelay; users: number }>();
 /**
  * Brokers whose channel adapter is connected and subscribed. Services start
- * before it is: the in-memory adapter would drop a fact sent earlier, so a
- * relay sends nothing until then.
+ * before it is: the embedded adapter would have no consumer to hand a fact
+ * sent earlier to, so a relay sends nothing until then.
  */
 const channelsUp = new WeakSet<ServiceBroker>();
 
@@ -170,10 +232,20 @@ export async function holdOutboxRelay(broker: ServiceBroker): Promise<void> {
     return;
   }
   const logger = broker.getLogger("outbox");
+  const { outboxPollMs } = config();
   const relay = new OutboxRelay({
-    pass: () => relayBatch((event) => sendDomainEvent(broker, event)),
+    pass: async () => {
+      const { taken, failed } = await relayBatch((event) => sendDomainEvent(broker, event), outboxPollMs);
+      if (failed.length) {
+        const [first] = failed;
+        logger.warn(
+          `${failed.length} of ${taken} facts were not sent (first: ${first.type} ${first.id}, attempt ${first.attempts}: ${first.error}); they stay staged and are retried with backoff`,
+        );
+      }
+      return taken;
+    },
     batch: RELAY_BATCH,
-    pollMs: config().outboxPollMs,
+    pollMs: outboxPollMs,
     onError: (err) =>
       logger.warn(`Outbox relay pass failed (${err.message}); its facts stay staged for the next poll`),
   });

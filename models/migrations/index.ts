@@ -17,6 +17,7 @@ import * as webhookClaimIndex from "./0031-webhook-claim-index";
 import * as domainEventOutbox from "./0032-domain-event-outbox";
 import * as segmentLogCauses from "./0033-segment-log-causes";
 import * as contactsFillfactor from "./0034-contacts-fillfactor";
+import * as outboxRetries from "./0035-outbox-retries";
 
 export interface Migration {
   name: string;
@@ -43,4 +44,5 @@ export const migrations: Migration[] = [
   { name: "0032-domain-event-outbox", up: domainEventOutbox.up },
   { name: "0033-segment-log-causes", up: segmentLogCauses.up },
   { name: "0034-contacts-fillfactor", up: contactsFillfactor.up },
+  { name: "0035-outbox-retries", up: outboxRetries.up },
 ];

@@ -183,7 +183,7 @@ const WebhooksService: ServiceSchema = {
     [DOMAIN_EVENTS_CHANNEL]: {
       group: "webhooks",
       context: false,
-      // Each fact is one INSERT; a wider window keeps bursts from queueing (the in-memory adapter drops beyond its queue).
+      // Facts handled together share fan-out statements (repo.fanOut batches them), so a wide window pays.
       maxInFlight: 100,
       async handler(this: { dispatcher: Dispatcher }, payload: DomainEvent) {
         if ((await repo.fanOut(payload)) > 0) this.dispatcher.wake();

@@ -151,12 +151,10 @@ test("an event's fact is staged by its insert and delivered with every recorded 
   expect(await staged()).toBe(0);
 });
 
-test("a failed send leaves the facts staged (the writes still answer) and a later pass sends them once", async () => {
+test("a failed send leaves the facts staged (the writes still answer), counted and on backoff, and a later pass sends them once", async () => {
   await endpoint("/down", ["contact.created", "while.down", "sentinel.b"]);
-  const attempts = new Map<string, number>();
   const restore = [a, b].map((app) =>
     wrapSend(app.broker, async () => {
-      attempts.set(app.broker.nodeID, (attempts.get(app.broker.nodeID) ?? 0) + 1);
       throw new Error("channel unavailable");
     }),
   );
@@ -164,16 +162,17 @@ test("a failed send leaves the facts staged (the writes still answer) and a late
   expect(created.status).toBe(201);
   const posted = await ctx.owner.client.post(`${ctx.ws}/events`, { type: "while.down" });
   expect(posted.status).toBe(201);
-  // Both relays tried, failed, and tried again on their poll (a pass sends both facts at most): the rows are still there.
+  // Retried after 200, 400, 800 ms (the poll interval, doubling): three attempts each, the error kept.
+  const contactFact = "type = 'contact.created' AND data ->> 'contactId' = :id";
+  const eventFact = "type = 'while.down' AND data ->> 'eventId' = :id";
+  const failing = `attempts >= 3 AND last_error = 'channel unavailable' AND available_at > occurred_at`;
   await waitFor(
-    () => (attempts.get("node-a") ?? 0) >= 3 && (attempts.get("node-b") ?? 0) >= 3,
+    async () =>
+      (await staged(`${contactFact} AND ${failing}`, { id: created.body.id })) === 1 &&
+      (await staged(`${eventFact} AND ${failing}`, { id: posted.body.id })) === 1,
     5000,
-    "failed sends",
+    "three failed sends of each fact",
   );
-  expect(
-    await staged("type = 'contact.created' AND data ->> 'contactId' = :id", { id: created.body.id }),
-  ).toBe(1);
-  expect(await staged("type = 'while.down' AND data ->> 'eventId' = :id", { id: posted.body.id })).toBe(1);
 
   for (const undo of restore) undo();
   await waitFor(
@@ -192,6 +191,57 @@ test("a failed send leaves the facts staged (the writes still answer) and a late
   expect(
     received("contact.created", "/down").filter((r) => JSON.parse(r.body).data.contactId === created.body.id),
   ).toHaveLength(1);
+  expect(await staged()).toBe(0);
+});
+
+test("embedded, a fact leaves the outbox only when its consumer committed: a failing consumer keeps it staged, without holding up the facts beside it", async () => {
+  await endpoint("/consumer", ["poison.test", "healthy.test", "held.test", "sentinel.c"]);
+  const sequelize = await database();
+  // The fan-out's own statement fails for one type: a consumer error, not a channel error.
+  await sequelize.query(
+    `ALTER TABLE webhook_deliveries ADD CONSTRAINT outbox_test_poison CHECK (event <> 'poison.test') NOT VALID`,
+  );
+  try {
+    await sequelize.transaction((t) =>
+      stageDomainEvents(t, ctx.workspaceId, [
+        { type: "poison.test", data: {} },
+        ...Array.from({ length: 5 }, (_, n) => ({ type: "healthy.test", data: { n } })),
+      ]),
+    );
+    await waitFor(() => received("healthy.test").length === 5, 5000, "the healthy facts");
+    await waitFor(
+      async () =>
+        (await staged(
+          "type = 'poison.test' AND attempts >= 2 AND last_error LIKE '%outbox_test_poison%'",
+        )) === 1,
+      5000,
+      "the failing fact kept, its attempts counted",
+    );
+  } finally {
+    await sequelize.query(`ALTER TABLE webhook_deliveries DROP CONSTRAINT outbox_test_poison`);
+  }
+  await waitFor(() => received("poison.test").length === 1, 5000, "the fact once its consumer recovers");
+
+  // A consumer still working (its insert waits on a lock): the fact is still staged, not yet acknowledged.
+  const locker = new Client({ connectionString: db.url });
+  await locker.connect();
+  try {
+    await locker.query("BEGIN");
+    await locker.query("LOCK TABLE webhook_deliveries IN EXCLUSIVE MODE");
+    await sequelize.transaction((t) =>
+      stageDomainEvents(t, ctx.workspaceId, [{ type: "held.test", data: {} }]),
+    );
+    await new Promise((r) => setTimeout(r, 500));
+    expect(await staged("type = 'held.test'")).toBe(1);
+    await locker.query("COMMIT");
+  } finally {
+    await locker.end();
+  }
+  await waitFor(() => received("held.test").length === 1, 5000, "the held fact");
+  await sentinel("sentinel.c");
+  expect(received("healthy.test")).toHaveLength(5);
+  expect(received("poison.test")).toHaveLength(1);
+  expect(received("held.test")).toHaveLength(1);
   expect(await staged()).toBe(0);
 });
 
