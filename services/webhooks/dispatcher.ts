@@ -200,7 +200,9 @@ interface EndpointLoad {
  * the other slots to healthy ones. Slots no other endpoint waits for are lent
  * beyond the cap to endpoints answering fast, up to all but one cap's worth
  * (kept for endpoints within their cap), and come back as their sends
- * complete: a lone busy endpoint is not held to its cap.
+ * complete, or once a borrowed send outlives `fastMs` (the endpoint has begun
+ * to hang; its request runs on to the timeout without a slot): a lone busy
+ * endpoint is not held to its cap, and one that turns slow keeps its own cap only.
  */
 export class Dispatcher {
   readonly sender: Sender;
@@ -212,7 +214,10 @@ export class Dispatcher {
   private stopped = true;
   private pumping = false;
   private again = false;
+  /** Sends holding a slot: every send in flight but the borrowed ones that lapsed. */
   private inFlight = 0;
+  /** Borrowed sends still in flight after `fastMs`: their slots went back, at most `concurrency` of them. */
+  private lapsed = 0;
   private queue: repo.ClaimedDelivery[] = [];
   private readonly load = new Map<string, EndpointLoad>();
   /** Endpoints whose last answered attempt failed. */
@@ -453,13 +458,23 @@ export class Dispatcher {
         }
       }
       if (pick < 0) break;
-      this.launch(this.queue.splice(pick, 1)[0]);
+      this.launch(this.queue.splice(pick, 1)[0], true);
     }
   }
 
-  private launch(row: repo.ClaimedDelivery): void {
+  private launch(row: repo.ClaimedDelivery, borrowed = false): void {
     this.inFlight += 1;
     this.started(row);
+    let holdsSlot = true;
+    const lapse = borrowed
+      ? setTimeout(() => {
+          if (this.lapsed >= this.opts.concurrency) return;
+          holdsSlot = false;
+          this.lapsed += 1;
+          this.inFlight -= 1;
+          this.drain();
+        }, this.fastMs)
+      : undefined;
     let outcome: repo.AttemptResult | undefined;
     const work = attempt(this.sender, row, this.opts.retryDelaysMs, { scheduleRetries: true })
       .then(async ({ result, aborted }) => {
@@ -474,7 +489,9 @@ export class Dispatcher {
       })
       .catch((err: Error) => this.opts.logger.warn(`webhook dispatcher: delivery ${row.id} failed: ${err.message}`))
       .finally(() => {
-        this.inFlight -= 1;
+        clearTimeout(lapse);
+        if (holdsSlot) this.inFlight -= 1;
+        else this.lapsed -= 1;
         this.finished(row, outcome);
         this.active.delete(work);
         this.drain();

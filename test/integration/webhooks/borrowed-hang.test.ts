@@ -1,0 +1,94 @@
+import { database } from "../../../lib/database";
+import type { Dispatcher } from "../../../services/webhooks/dispatcher";
+import { startApp, type TestApp } from "../../helpers/app";
+import { ownerWithWorkspace } from "../../helpers/http";
+import { startReceiver, waitFor } from "./receiver";
+
+/**
+ * One dispatcher with 6 slots, 2 per endpoint, a 10 s timeout: an endpoint answering fast borrows up to 4
+ * slots; once a borrowed send outlives 500 ms (a 20th of the timeout) its slot goes back, so an endpoint that
+ * turns to hanging while borrowing holds its own cap only, not the lent slots, until its requests time out.
+ */
+let app: TestApp;
+let ctx: Awaited<ReturnType<typeof ownerWithWorkspace>>;
+let receiver: Awaited<ReturnType<typeof startReceiver>>;
+let dispatcher: Dispatcher;
+/** The turncoat answers its first requests in 20 ms, then hangs. */
+const ANSWERED_BEFORE_HANGING = 12;
+let turncoatRequests = 0;
+
+beforeAll(async () => {
+  app = await startApp({
+    services: ["api", "auth", "workspaces", "webhooks"],
+    env: {
+      WEBHOOK_CONCURRENCY: "6",
+      WEBHOOK_ENDPOINT_CONCURRENCY: "2",
+      WEBHOOK_TIMEOUT_MS: "10000",
+      WEBHOOK_POLL_MS: "200",
+    },
+  });
+  receiver = await startReceiver((req) => {
+    if (req.path === "/turncoat")
+      return ++turncoatRequests > ANSWERED_BEFORE_HANGING ? "hang" : { status: 200, afterMs: 20 };
+    return { status: 200, afterMs: 200 };
+  });
+  ctx = await ownerWithWorkspace(app.baseUrl);
+  ({ dispatcher } = app.broker.getLocalService("webhooks") as unknown as { dispatcher: Dispatcher });
+});
+afterAll(async () => {
+  await receiver.close();
+  await app.stop();
+});
+
+async function endpoint(path: string): Promise<string> {
+  const res = await ctx.owner.client.post(`${ctx.ws}/webhooks`, {
+    url: receiver.url(path),
+    events: ["none.test"],
+  });
+  expect(res.status).toBe(201);
+  return res.body.id;
+}
+
+async function queue(endpointId: string, n: number) {
+  await (
+    await database()
+  ).query(
+    `INSERT INTO webhook_deliveries (id, workspace_id, endpoint_id, event, direction, body, next_attempt_at)
+     SELECT gen_random_uuid()::text, :ws, :endpointId, 'hang.test', 'OUTBOUND', '{"event":"hang.test","timestamp":"t","data":{}}',
+            now() - interval '1 minute' + g * interval '1 millisecond'
+       FROM generate_series(1, :n) g`,
+    { replacements: { ws: ctx.workspaceId, endpointId, n } },
+  );
+  dispatcher.wake();
+}
+
+const hits = (...paths: string[]) => receiver.received.filter((r) => paths.includes(r.path));
+
+/** The most requests to `paths` that arrived within any `windowMs` (each is answered `200` ms after it arrives). */
+function mostAtOnce(windowMs: number, ...paths: string[]): number {
+  const at = hits(...paths).map((r) => r.at);
+  return Math.max(...at.map((t) => at.filter((u) => u <= t && u > t - windowMs).length));
+}
+
+test("an endpoint that starts hanging while borrowing gives the borrowed slots back; other endpoints get their full caps", async () => {
+  const turncoat = await endpoint("/turncoat");
+  await queue(turncoat, 40);
+  // Fast answers: it borrows, 4 in flight, and the last 4 it was sent hang.
+  await waitFor(
+    () => hits("/turncoat").length === ANSWERED_BEFORE_HANGING + 4,
+    5000,
+    "the turncoat to hang with 4 in flight",
+  );
+  expect(Math.max(...hits("/turncoat").map((r) => r.concurrent))).toBe(4);
+
+  // Two endpoints answering in 200 ms (fast: they may borrow too); 2 slots are free unless the turncoat's
+  // 2 borrowed ones come back.
+  const [first, second] = [await endpoint("/first"), await endpoint("/second")];
+  await queue(first, 8);
+  await queue(second, 8);
+  await waitFor(() => hits("/first", "/second").length === 16, 10_000, "both endpoints' deliveries");
+  // All 4 slots the turncoat's own cap leaves (without the lapse: 2).
+  expect(mostAtOnce(150, "/first", "/second")).toBe(4);
+  // The hanging endpoint got nothing more: its own cap is still taken by requests waiting for the timeout.
+  expect(hits("/turncoat")).toHaveLength(ANSWERED_BEFORE_HANGING + 4);
+});
