@@ -75,8 +75,10 @@ function pinnedLookup(address: string, family: 4 | 6): LookupFunction {
  * `timeoutMs`, and keeps the first 2 KB of the answer.
  */
 export class Sender {
-  private readonly httpAgent = new http.Agent({ keepAlive: true, maxSockets: 64 });
-  private readonly httpsAgent = new https.Agent({ keepAlive: true, maxSockets: 64 });
+  // No per-host socket cap: the dispatcher bounds its sends (slots, and those that lapsed), and a cap here would
+  // queue a host's healthy endpoints behind its hanging ones (many customers' endpoints share one host).
+  private readonly httpAgent = new http.Agent({ keepAlive: true });
+  private readonly httpsAgent = new https.Agent({ keepAlive: true });
   private readonly inFlight = new Set<http.ClientRequest>();
   private stopping = false;
 
@@ -189,7 +191,20 @@ interface EndpointLoad {
   sends: Map<string, number>;
   /** Its last answer was a 2xx within `fastMs`. */
   fast: boolean;
+  /** Its 2xx answers in a row: its cap grows by one with each (slow start, see `capOf`). */
+  streak: number;
 }
+
+/** An endpoint whose last answered attempt failed: probed one attempt at a time, the probes spaced out. */
+interface Failing {
+  /** Failed answers in a row. */
+  failures: number;
+  /** No probe before this (`performance.now()` time). */
+  probeAt: number;
+}
+
+/** Sends past `fastMs` hold a socket, not a slot; at most this many per slot, so sockets stay bounded. */
+const LAPSED_PER_SLOT = 20;
 
 /**
  * The outbound queue worker of one replica: claims due rows (SKIP LOCKED,
@@ -200,9 +215,12 @@ interface EndpointLoad {
  * the other slots to healthy ones. Slots no other endpoint waits for are lent
  * beyond the cap to endpoints answering fast, up to all but one cap's worth
  * (kept for endpoints within their cap), and come back as their sends
- * complete, or once a borrowed send outlives `fastMs` (the endpoint has begun
- * to hang; its request runs on to the timeout without a slot): a lone busy
- * endpoint is not held to its cap, and one that turns slow keeps its own cap only.
+ * complete: a lone busy endpoint is not held to its cap. A slot is work
+ * starting or finishing, not a socket: a send unanswered after `fastMs` gives
+ * its slot back and runs on to the timeout, counted by its endpoint's cap
+ * only, so endpoints that turn slow or hang hold sockets, not slots. New
+ * endpoints start at one send in flight (slow start) and failing ones are
+ * probed one attempt at a time with a growing gap (`failed`).
  */
 export class Dispatcher {
   readonly sender: Sender;
@@ -214,14 +232,18 @@ export class Dispatcher {
   private stopped = true;
   private pumping = false;
   private again = false;
-  /** Sends holding a slot: every send in flight but the borrowed ones that lapsed. */
+  /** Sends holding a slot: every send in flight but those that lapsed. */
   private inFlight = 0;
-  /** Borrowed sends still in flight after `fastMs`: their slots went back, at most `concurrency` of them. */
+  /** Sends still in flight after `fastMs`: their slots went back. */
   private lapsed = 0;
   private queue: repo.ClaimedDelivery[] = [];
   private readonly load = new Map<string, EndpointLoad>();
   /** Endpoints whose last answered attempt failed. */
-  private readonly failing = new Set<string>();
+  private readonly failing = new Map<string, Failing>();
+  /** The first wait between probes of a failing endpoint (half the first retry delay), doubling per failure. */
+  private readonly probeGapMs: number;
+  /** The longest such wait: the longest retry delay, so a retry goes out at most that late. */
+  private readonly maxProbeGapMs: number;
   private claiming: Promise<unknown> = Promise.resolve();
   private pending: repo.AttemptResult[] = [];
   private flushing: Promise<void> | null = null;
@@ -234,10 +256,12 @@ export class Dispatcher {
     this.endpointConcurrency = opts.endpointConcurrency;
     this.fastMs = opts.timeoutMs / 20;
     this.minRoom = Math.ceil(opts.endpointConcurrency / 2);
+    this.probeGapMs = (opts.retryDelaysMs[0] ?? 2000) / 2;
+    this.maxProbeGapMs = Math.max(this.probeGapMs, ...opts.retryDelaysMs);
   }
 
   /** Endpoints sent one attempt at a time until one succeeds. */
-  get failingEndpoints(): ReadonlySet<string> {
+  get failingEndpoints(): ReadonlyMap<string, Failing> {
     return this.failing;
   }
 
@@ -284,17 +308,22 @@ export class Dispatcher {
     return { sent };
   }
 
-  /** Sends an endpoint may have in flight; a failing one is sent one at a time (a probe) until it answers 2xx. */
+  /**
+   * Sends an endpoint may have in flight: a failing one is sent one at a time (a probe) until it answers 2xx;
+   * another starts at one and gains one per 2xx answer in a row, up to the cap (slow start), so an endpoint that
+   * hangs from its first request holds one send, not a cap's worth, until the timeout says it fails.
+   */
   private capOf(endpointId: string): number {
-    return this.failing.has(endpointId) ? 1 : this.endpointConcurrency;
+    if (this.failing.has(endpointId)) return 1;
+    return Math.min(this.endpointConcurrency, 1 + (this.load.get(endpointId)?.streak ?? 0));
   }
 
   /**
-   * Whether an endpoint may borrow slots beyond its cap: not failing, its last answer a fast 2xx and none of its
-   * sends older than `fastMs`, so borrowed slots come back soon. One that never answered (or hangs) cannot.
+   * Whether an endpoint may borrow slots beyond its cap: at its full cap, its last answer a fast 2xx and none of
+   * its sends older than `fastMs`, so borrowed slots come back soon. One that never answered (or hangs) cannot.
    */
   private mayBorrow(endpointId: string, load: EndpointLoad): boolean {
-    if (!load.fast || this.failing.has(endpointId)) return false;
+    if (!load.fast || this.failing.has(endpointId) || this.capOf(endpointId) < this.endpointConcurrency) return false;
     const oldest = load.sends.values().next();
     return oldest.done === true || performance.now() - oldest.value < this.fastMs;
   }
@@ -314,7 +343,7 @@ export class Dispatcher {
    */
   private async pruneFailing(): Promise<void> {
     if (this.failing.size === 0) return;
-    const ids = [...this.failing];
+    const ids = [...this.failing.keys()];
     try {
       const keep = new Set(await repo.endpointsWithQueue(ids));
       for (const id of ids) if (!keep.has(id)) this.failing.delete(id);
@@ -327,40 +356,61 @@ export class Dispatcher {
    * How many more rows of an endpoint a claim may take: up to `batches` caps claimed or in flight. While it may
    * borrow, up to `batches` times the slots it may use (its cap, or the lendable ones other endpoints leave)
    * claimed ahead of its sends: one endpoint's fast answers outpace a claim, and its slots would wait for the next.
+   * A failing endpoint: one row, once its next probe is due.
    */
   private roomOf(endpointId: string, batches: number): number {
     const load = this.load.get(endpointId);
-    if (!load) return batches * this.capOf(endpointId);
-    if (this.mayBorrow(endpointId, load)) {
+    const held = load ? load.queued + load.sends.size : 0;
+    const failing = this.failing.get(endpointId);
+    if (failing) return performance.now() < failing.probeAt ? 0 : Math.max(0, 1 - held);
+    if (load && this.mayBorrow(endpointId, load)) {
       const lendable = this.opts.concurrency - this.endpointConcurrency - (this.inFlight - load.sends.size);
       return Math.max(0, batches * Math.max(this.endpointConcurrency, lendable) - load.queued);
     }
-    return Math.max(0, batches * this.capOf(endpointId) - load.queued - load.sends.size);
-  }
-
-  /** Whether the pump's next claim would read this endpoint: room for `minRoom` rows, any room while it fails. */
-  private claimable(endpointId: string): boolean {
-    return this.roomOf(endpointId, 2) >= (this.failing.has(endpointId) ? 1 : this.minRoom);
+    return Math.max(0, batches * this.capOf(endpointId) - held);
   }
 
   /**
-   * Claim up to `limit` due rows, at most `roomOf` each endpoint, from
-   * endpoints with room for half a cap (refilled a few rows at a time).
-   * Claims run one at a time (the pump, a cron pass), so each sees what the
-   * last one took.
+   * The room a claim reads an endpoint with: none below half its `batches` caps (refilled a few rows at a time,
+   * not one per claim), any while it probes.
+   */
+  private claimRoom(endpointId: string, batches: number): number {
+    const room = this.roomOf(endpointId, batches);
+    const least = this.failing.has(endpointId) ? 1 : Math.min(this.minRoom, batches * this.capOf(endpointId));
+    return room >= least ? room : 0;
+  }
+
+  /**
+   * Claimed rows that can start once a slot frees: those of endpoints below their cap or that may borrow. Rows
+   * behind a cap that slow or hanging sends fill do not count, or they would stop the claims of every endpoint.
+   */
+  private ready(): number {
+    let rows = 0;
+    for (const [id, load] of this.load) {
+      if (load.queued === 0) continue;
+      rows += this.mayBorrow(id, load) ? load.queued : Math.min(load.queued, Math.max(0, this.capOf(id) - load.sends.size));
+    }
+    return rows;
+  }
+
+  /** Whether the pump's next claim would read this endpoint. */
+  private claimable(endpointId: string): boolean {
+    return this.claimRoom(endpointId, 2) > 0;
+  }
+
+  /**
+   * Claim up to `limit` due rows, at most `claimRoom` each endpoint; an
+   * endpoint this dispatcher holds nothing of starts with room for one send
+   * per batch (slow start). Claims run one at a time (the pump, a cron pass),
+   * so each sees what the last one took.
    */
   private claim(limit: number, batches: number): Promise<repo.ClaimedDelivery[]> {
     const claimed = this.claiming.then(async () => {
       const room: Record<string, number> = {};
-      for (const id of new Set([...this.load.keys(), ...this.failing])) room[id] = this.roomOf(id, batches);
-      const rows = await repo.claimDue(this.opts.nodeId, limit, this.opts.leaseMs, {
-        minRoom: this.minRoom,
-        perEndpoint: batches * this.endpointConcurrency,
-        room,
-        probing: [...this.failing],
-      });
+      for (const id of new Set([...this.load.keys(), ...this.failing.keys()])) room[id] = this.claimRoom(id, batches);
+      const rows = await repo.claimDue(this.opts.nodeId, limit, this.opts.leaseMs, { perEndpoint: batches, room });
       for (const row of rows) {
-        const load = this.load.get(row.endpoint_id) ?? { queued: 0, sends: new Map<string, number>(), fast: false };
+        const load = this.load.get(row.endpoint_id) ?? { queued: 0, sends: new Map<string, number>(), fast: false, streak: 0 };
         load.queued += 1;
         this.load.set(row.endpoint_id, load);
       }
@@ -387,13 +437,27 @@ export class Dispatcher {
     const load = this.load.get(row.endpoint_id);
     if (load) load.sends.delete(row.id);
     if (outcome && outcome.durationMs !== null) {
-      if (load) load.fast = outcome.success && outcome.durationMs < this.fastMs;
-      if (outcome.success) this.failing.delete(row.endpoint_id);
-      else if (!this.failing.has(row.endpoint_id)) {
-        this.failing.add(row.endpoint_id);
-        void this.giveBack((r) => r.endpoint_id === row.endpoint_id);
+      if (load) {
+        load.fast = outcome.success && outcome.durationMs < this.fastMs;
+        load.streak = outcome.success ? load.streak + 1 : 0;
       }
+      if (outcome.success) this.failing.delete(row.endpoint_id);
+      else this.failed(row.endpoint_id);
     }
+  }
+
+  /**
+   * An endpoint answered a failure: its next probe waits half the first retry delay, doubling with each failure in
+   * a row up to the longest retry delay (a circuit breaker: a failing endpoint's backlog does not take turns from
+   * healthy ones, and a retry due meanwhile goes out at most that late).
+   */
+  private failed(endpointId: string): void {
+    const before = this.failing.get(endpointId);
+    const failures = (before?.failures ?? 0) + 1;
+    const gap = Math.min(this.probeGapMs * 2 ** (failures - 1), this.maxProbeGapMs);
+    this.failing.set(endpointId, { failures, probeAt: performance.now() + gap });
+    this.wakeAt(new Date(Date.now() + gap));
+    if (!before) void this.giveBack((r) => r.endpoint_id === endpointId);
   }
 
   /** Take matching rows out of the queue and release their claims (nothing recorded, another claim sends them). */
@@ -414,7 +478,7 @@ export class Dispatcher {
         this.again = false;
         // Keep up to two batches claimed ahead of the sends in flight and claim one when a batch is left: a claim
         // takes about as long as a batch of sends, so the slots never wait for one.
-        const want = this.opts.concurrency * 3 - this.inFlight - this.queue.length;
+        const want = this.opts.concurrency * 3 - this.inFlight - this.ready();
         if (want < this.opts.concurrency || this.stopped) break;
         const rows = await this.claim(want, 2);
         if (this.stopped) {
@@ -458,23 +522,23 @@ export class Dispatcher {
         }
       }
       if (pick < 0) break;
-      this.launch(this.queue.splice(pick, 1)[0], true);
+      this.launch(this.queue.splice(pick, 1)[0]);
     }
   }
 
-  private launch(row: repo.ClaimedDelivery, borrowed = false): void {
+  private launch(row: repo.ClaimedDelivery): void {
     this.inFlight += 1;
     this.started(row);
+    // Unanswered after `fastMs`, the send gives its slot back and waits on its socket alone; its endpoint's cap
+    // still counts it, so a slow or hanging endpoint cannot take the freed slot.
     let holdsSlot = true;
-    const lapse = borrowed
-      ? setTimeout(() => {
-          if (this.lapsed >= this.opts.concurrency) return;
-          holdsSlot = false;
-          this.lapsed += 1;
-          this.inFlight -= 1;
-          this.drain();
-        }, this.fastMs)
-      : undefined;
+    const lapse = setTimeout(() => {
+      if (this.lapsed >= this.opts.concurrency * LAPSED_PER_SLOT) return;
+      holdsSlot = false;
+      this.lapsed += 1;
+      this.inFlight -= 1;
+      this.drain();
+    }, this.fastMs);
     let outcome: repo.AttemptResult | undefined;
     const work = attempt(this.sender, row, this.opts.retryDelaysMs, { scheduleRetries: true })
       .then(async ({ result, aborted }) => {

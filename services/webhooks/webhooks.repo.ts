@@ -247,14 +247,10 @@ const CLAIMED = `u.*, e.url, e.secret_sealed, e.active`;
 
 /** How many more deliveries of each endpoint a dispatcher may claim. */
 export interface EndpointRoom {
-  /** An endpoint is read only with room for this many: refilled a few rows at a time, not one per claim. */
-  minRoom: number;
   /** Room of endpoints not listed in `room`. */
   perEndpoint: number;
-  /** Room of endpoints with rows claimed already, and of failing ones, by id. */
+  /** Room of the endpoints the dispatcher holds rows of, or knows to be failing, by id; 0 = not read at all. */
   room: Record<string, number>;
-  /** Failing endpoints, sent one at a time: read with any room. */
-  probing: string[];
 }
 
 /** Queued OUTBOUND deliveries: the rows of `webhook_deliveries_claim_idx` (endpoint, then due time). */
@@ -265,7 +261,7 @@ const ROOM = `coalesce((CAST(:room AS jsonb) ->> endpoint_id)::int, :perEndpoint
  * Claim due deliveries with FOR UPDATE SKIP LOCKED and a lease: a replica
  * that dies mid-send leaves the row to be claimed again when the lease ends.
  * Fair across endpoints: endpoints take turns (each its oldest rows first),
- * at most their room each, among endpoints with at least `minRoom`; the rest
+ * at most their room each, among endpoints with any room; the rest
  * stay unclaimed for later claims or other replicas. Each endpoint's rows are
  * read apart through the claim index, so one endpoint's backlog (a failing
  * one's, one without room) is never read past, and with many endpoints each
@@ -287,7 +283,7 @@ export async function claimDue(
      ), ready AS (
        SELECT endpoint_id, ${ROOM} AS room FROM queued
         WHERE endpoint_id IS NOT NULL
-          AND ${ROOM} >= CASE WHEN CAST(:probing AS jsonb) ? endpoint_id THEN 1 ELSE :minRoom END
+          AND ${ROOM} > 0
      ), head AS (
        -- The outer LIMIT (a constant: the largest room, at most the claim's limit) gives the planner a row count to
        -- cost; with the per-endpoint expression alone it assumes a tenth of each endpoint's rows, and JIT-compiles
@@ -327,10 +323,8 @@ export async function claimDue(
     {
       limit,
       maxRoom: Math.min(limit, Math.max(caps.perEndpoint, ...Object.values(caps.room))),
-      minRoom: caps.minRoom,
       perEndpoint: caps.perEndpoint,
       room: JSON.stringify(caps.room),
-      probing: JSON.stringify(caps.probing),
       leaseSeconds: leaseMs / 1000,
       token: newId(),
       nodeId,

@@ -35,7 +35,7 @@ beforeEach(async () => {
 });
 
 const claim = (limit: number, caps: Partial<EndpointRoom> = {}) =>
-  claimDue("node-test", limit, 30_000, { minRoom: 2, perEndpoint: 3, room: {}, probing: [], ...caps });
+  claimDue("node-test", limit, 30_000, { perEndpoint: 3, room: {}, ...caps });
 
 test("endpoints take turns from their own oldest rows, at most their room each", async () => {
   // ep-a keeps 4 rows queued, so the second claim finds it with one row left.
@@ -45,7 +45,7 @@ test("endpoints take turns from their own oldest rows, at most their room each",
   expect(new Set(rows.map((r) => r.claim_token)).size).toBe(1);
   expect(rows.every((r) => r.url === "http://127.0.0.1:9/")).toBe(true);
   // Claimed rows are not claimed again; the room given decides what each endpoint takes next.
-  const next = await claim(9, { room: { "ep-a": 1, "ep-b": 2, "ep-c": 2 }, minRoom: 1 });
+  const next = await claim(9, { room: { "ep-a": 1, "ep-b": 2, "ep-c": 2 } });
   expect(next.map((r) => r.id)).toEqual(["ep-a-04", "ep-b-04", "ep-c-04", "ep-b-05", "ep-c-05"]);
 });
 
@@ -55,14 +55,14 @@ test("each endpoint's rows are read apart: a backlog at the head of the queue hi
   expect(rows.map((r) => r.id)).toEqual(["ep-a-01", "ep-b-01", "ep-c-01", "ep-a-02", "ep-b-02", "ep-c-02"]);
 });
 
-test("an endpoint with less room than minRoom is read past, so its backlog does not hide the others", async () => {
-  // ep-a's 20 rows fill the head of the queue; with room for 1 row (less than 2) it is read past.
-  const rows = await claim(6, { room: { "ep-a": 1 } });
+test("an endpoint without room is read past, so its backlog does not hide the others", async () => {
+  // ep-a's 20 rows fill the head of the queue; with no room it is read past.
+  const rows = await claim(6, { room: { "ep-a": 0 } });
   expect(rows.map((r) => r.id)).toEqual(["ep-b-01", "ep-c-01", "ep-b-02", "ep-c-02", "ep-b-03", "ep-c-03"]);
 });
 
-test("a failing endpoint is read apart and takes only its room, without hiding the others", async () => {
-  const rows = await claim(6, { room: { "ep-a": 1 }, probing: ["ep-a"] });
+test("an endpoint with room for one (a failing one's probe) takes only that, without hiding the others", async () => {
+  const rows = await claim(6, { room: { "ep-a": 1 } });
   expect(rows.map((r) => r.id).sort()).toEqual(["ep-a-01", "ep-b-01", "ep-b-02", "ep-b-03", "ep-c-01", "ep-c-02"].sort());
 });
 

@@ -5,9 +5,10 @@ import { ownerWithWorkspace } from "../../helpers/http";
 import { startReceiver, waitFor } from "./receiver";
 
 /**
- * One dispatcher with 6 slots, 2 per endpoint, a 10 s timeout: an endpoint answering fast borrows up to 4
- * slots; once a borrowed send outlives 500 ms (a 20th of the timeout) its slot goes back, so an endpoint that
- * turns to hanging while borrowing holds its own cap only, not the lent slots, until its requests time out.
+ * One dispatcher with 6 slots, 2 per endpoint, a 10 s timeout: a send unanswered after 500 ms (a 20th of the
+ * timeout) gives its slot back and waits on its socket alone, still counted by its endpoint's cap. So endpoints
+ * that hang hold sockets, not the slots other endpoints need: whether they hang from the start (slow start keeps
+ * each at one request) or turn to hanging while borrowing (they keep their own cap's requests, not the lent slots).
  */
 let app: TestApp;
 let ctx: Awaited<ReturnType<typeof ownerWithWorkspace>>;
@@ -30,6 +31,7 @@ beforeAll(async () => {
   receiver = await startReceiver((req) => {
     if (req.path === "/turncoat")
       return ++turncoatRequests > ANSWERED_BEFORE_HANGING ? "hang" : { status: 200, afterMs: 20 };
+    if (req.path.startsWith("/hang/")) return "hang";
     return { status: 200, afterMs: 200 };
   });
   ctx = await ownerWithWorkspace(app.baseUrl);
@@ -81,14 +83,29 @@ test("an endpoint that starts hanging while borrowing gives the borrowed slots b
   );
   expect(Math.max(...hits("/turncoat").map((r) => r.concurrent))).toBe(4);
 
-  // Two endpoints answering in 200 ms (fast: they may borrow too); 2 slots are free unless the turncoat's
-  // 2 borrowed ones come back.
+  // Two endpoints answering in 200 ms (fast: they may borrow too); only 2 slots would be free had the turncoat's
+  // hanging sends kept theirs.
   const [first, second] = [await endpoint("/first"), await endpoint("/second")];
   await queue(first, 8);
   await queue(second, 8);
   await waitFor(() => hits("/first", "/second").length === 16, 10_000, "both endpoints' deliveries");
-  // All 4 slots the turncoat's own cap leaves (without the lapse: 2).
-  expect(mostAtOnce(150, "/first", "/second")).toBe(4);
+  // More than the 2 slots left if the turncoat's sends kept theirs.
+  expect(mostAtOnce(150, "/first", "/second")).toBeGreaterThan(2);
   // The hanging endpoint got nothing more: its own cap is still taken by requests waiting for the timeout.
   expect(hits("/turncoat")).toHaveLength(ANSWERED_BEFORE_HANGING + 4);
+});
+
+test("more endpoints hanging than there are slots: each holds one request, and a healthy endpoint's deliveries all go out", async () => {
+  const hanging = await Promise.all(Array.from({ length: 8 }, (_, i) => endpoint(`/hang/${i}`)));
+  for (const id of hanging) await queue(id, 5);
+  const healthy = await endpoint("/healthy");
+  await queue(healthy, 20);
+  await waitFor(
+    () => hits("/healthy").length === 20,
+    8000,
+    "the healthy endpoint's deliveries, before any hanging request times out",
+  );
+  const hangingHits = receiver.received.filter((r) => r.path.startsWith("/hang/"));
+  expect(hangingHits).toHaveLength(8);
+  expect(new Set(hangingHits.map((r) => r.path)).size).toBe(8);
 });
