@@ -1,9 +1,7 @@
 import { QueryTypes } from "sequelize";
 import { database } from "../../../lib/database";
-import type { Dispatcher } from "../../../services/webhooks/dispatcher";
-import { startApp, type TestApp } from "../../helpers/app";
-import { ownerWithWorkspace } from "../../helpers/http";
-import { startReceiver, waitFor } from "./receiver";
+import { startDispatchHarness, type DispatchHarness } from "./dispatch-harness";
+import { waitFor } from "./receiver";
 
 /**
  * One dispatcher with 6 slots, 2 per endpoint; slots no one else needs are lent to endpoints answering fast
@@ -11,56 +9,27 @@ import { startReceiver, waitFor } from "./receiver";
  * Each test uses its own endpoints; the borrowing one of the second keeps sending (at its cap or less) during
  * the later ones, whose assertions allow for it.
  */
-let app: TestApp;
-let ctx: Awaited<ReturnType<typeof ownerWithWorkspace>>;
-let receiver: Awaited<ReturnType<typeof startReceiver>>;
-let dispatcher: Dispatcher;
+let h: DispatchHarness;
+let dispatcher: DispatchHarness["dispatcher"];
 
-const hits = (path: string) => receiver.received.filter((r) => r.path === path);
+const hits = (path: string) => h.hits(path);
 const maxConcurrent = (path: string) => Math.max(...hits(path).map((r) => r.concurrent));
+const endpoint = (path: string) => h.endpoint(path);
+const queue = (endpointId: string, n: number) => h.queue(endpointId, n);
 
 beforeAll(async () => {
-  app = await startApp({
-    services: ["api", "auth", "workspaces", "webhooks"],
-    env: {
-      WEBHOOK_CONCURRENCY: "6",
-      WEBHOOK_ENDPOINT_CONCURRENCY: "2",
-      WEBHOOK_TIMEOUT_MS: "10000",
-      WEBHOOK_RETRY_DELAYS_MS: "100,100",
-      WEBHOOK_POLL_MS: "200",
+  h = await startDispatchHarness(
+    (req) => {
+      if (req.path === "/held") return "hang";
+      if (req.path === "/slow") return { status: 200, afterMs: 700 };
+      if (req.path.startsWith("/broken")) return { status: 500, afterMs: 100 };
+      return { status: 200, afterMs: req.path === "/busy" ? 100 : 30 };
     },
-  });
-  receiver = await startReceiver((req) => {
-    if (req.path === "/held") return "hang";
-    if (req.path === "/slow") return { status: 200, afterMs: 700 };
-    if (req.path.startsWith("/broken")) return { status: 500, afterMs: 100 };
-    return { status: 200, afterMs: req.path === "/busy" ? 100 : 30 };
-  });
-  ctx = await ownerWithWorkspace(app.baseUrl);
-  ({ dispatcher } = app.broker.getLocalService("webhooks") as unknown as { dispatcher: Dispatcher });
-});
-afterAll(async () => {
-  await receiver.close();
-  await app.stop();
-});
-
-async function endpoint(path: string): Promise<string> {
-  const res = await ctx.owner.client.post(`${ctx.ws}/webhooks`, { url: receiver.url(path), events: ["none.test"] });
-  expect(res.status).toBe(201);
-  return res.body.id;
-}
-
-/** Queue `n` deliveries for an endpoint, due now. */
-async function queue(endpointId: string, n: number) {
-  await (await database()).query(
-    `INSERT INTO webhook_deliveries (id, workspace_id, endpoint_id, event, direction, body, next_attempt_at)
-     SELECT gen_random_uuid()::text, :ws, :endpointId, 'borrow.test', 'OUTBOUND', '{"event":"borrow.test","timestamp":"t","data":{}}',
-            now() - interval '1 minute' + g * interval '1 millisecond'
-       FROM generate_series(1, :n) g`,
-    { replacements: { ws: ctx.workspaceId, endpointId, n } },
+    { WEBHOOK_RETRY_DELAYS_MS: "100,100" },
   );
-  dispatcher.wake();
-}
+  ({ dispatcher } = h);
+});
+afterAll(() => h.stop());
 
 async function counts(endpointId: string) {
   const [row] = await (await database()).query<{ sent: string; queued: string }>(
@@ -107,7 +76,7 @@ test("a failing endpoint leaves the failing set once its deliveries are out of a
   await queue(deleted, 50);
   await waitFor(() => dispatcher.failingEndpoints.has(deleted), 5000, "the endpoint to be failing");
   expect((await counts(deleted)).queued).toBeGreaterThan(0);
-  expect((await ctx.owner.client.delete(`${ctx.ws}/webhooks/${deleted}`)).status).toBe(200);
+  expect((await h.ctx.owner.client.delete(`${h.ctx.ws}/webhooks/${deleted}`)).status).toBe(200);
   await waitFor(() => !dispatcher.failingEndpoints.has(deleted), 2000, "the deleted endpoint to leave the failing set");
   expect(dispatcher.failingEndpoints.size).toBe(0);
 });

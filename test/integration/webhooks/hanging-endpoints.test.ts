@@ -1,8 +1,5 @@
-import { database } from "../../../lib/database";
-import type { Dispatcher } from "../../../services/webhooks/dispatcher";
-import { startApp, type TestApp } from "../../helpers/app";
-import { ownerWithWorkspace } from "../../helpers/http";
-import { startReceiver, waitFor } from "./receiver";
+import { startDispatchHarness, type DispatchHarness } from "./dispatch-harness";
+import { waitFor } from "./receiver";
 
 /**
  * One dispatcher with 6 slots, 2 per endpoint, a 10 s timeout: a send unanswered after 500 ms (a 20th of the
@@ -10,61 +7,24 @@ import { startReceiver, waitFor } from "./receiver";
  * that hang hold sockets, not the slots other endpoints need: whether they hang from the start (slow start keeps
  * each at one request) or turn to hanging while borrowing (they keep their own cap's requests, not the lent slots).
  */
-let app: TestApp;
-let ctx: Awaited<ReturnType<typeof ownerWithWorkspace>>;
-let receiver: Awaited<ReturnType<typeof startReceiver>>;
-let dispatcher: Dispatcher;
+let h: DispatchHarness;
 /** The turncoat answers its first requests in 20 ms, then hangs. */
 const ANSWERED_BEFORE_HANGING = 12;
 let turncoatRequests = 0;
 
 beforeAll(async () => {
-  app = await startApp({
-    services: ["api", "auth", "workspaces", "webhooks"],
-    env: {
-      WEBHOOK_CONCURRENCY: "6",
-      WEBHOOK_ENDPOINT_CONCURRENCY: "2",
-      WEBHOOK_TIMEOUT_MS: "10000",
-      WEBHOOK_POLL_MS: "200",
-    },
-  });
-  receiver = await startReceiver((req) => {
+  h = await startDispatchHarness((req) => {
     if (req.path === "/turncoat")
       return ++turncoatRequests > ANSWERED_BEFORE_HANGING ? "hang" : { status: 200, afterMs: 20 };
     if (req.path.startsWith("/hang/")) return "hang";
     return { status: 200, afterMs: 200 };
   });
-  ctx = await ownerWithWorkspace(app.baseUrl);
-  ({ dispatcher } = app.broker.getLocalService("webhooks") as unknown as { dispatcher: Dispatcher });
 });
-afterAll(async () => {
-  await receiver.close();
-  await app.stop();
-});
+afterAll(() => h.stop());
 
-async function endpoint(path: string): Promise<string> {
-  const res = await ctx.owner.client.post(`${ctx.ws}/webhooks`, {
-    url: receiver.url(path),
-    events: ["none.test"],
-  });
-  expect(res.status).toBe(201);
-  return res.body.id;
-}
-
-async function queue(endpointId: string, n: number) {
-  await (
-    await database()
-  ).query(
-    `INSERT INTO webhook_deliveries (id, workspace_id, endpoint_id, event, direction, body, next_attempt_at)
-     SELECT gen_random_uuid()::text, :ws, :endpointId, 'hang.test', 'OUTBOUND', '{"event":"hang.test","timestamp":"t","data":{}}',
-            now() - interval '1 minute' + g * interval '1 millisecond'
-       FROM generate_series(1, :n) g`,
-    { replacements: { ws: ctx.workspaceId, endpointId, n } },
-  );
-  dispatcher.wake();
-}
-
-const hits = (...paths: string[]) => receiver.received.filter((r) => paths.includes(r.path));
+const endpoint = (path: string) => h.endpoint(path);
+const queue = (endpointId: string, n: number) => h.queue(endpointId, n);
+const hits = (...paths: string[]) => h.receiver.received.filter((r) => paths.includes(r.path));
 
 /** The most requests to `paths` that arrived within any `windowMs` (each is answered `200` ms after it arrives). */
 function mostAtOnce(windowMs: number, ...paths: string[]): number {
@@ -105,7 +65,7 @@ test("more endpoints hanging than there are slots: each holds one request, and a
     8000,
     "the healthy endpoint's deliveries, before any hanging request times out",
   );
-  const hangingHits = receiver.received.filter((r) => r.path.startsWith("/hang/"));
+  const hangingHits = h.receiver.received.filter((r) => r.path.startsWith("/hang/"));
   expect(hangingHits).toHaveLength(8);
   expect(new Set(hangingHits.map((r) => r.path)).size).toBe(8);
 });
