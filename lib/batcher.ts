@@ -5,6 +5,13 @@
  * the next one. An idle batcher runs an item at once, so it adds no latency.
  * When a batch of several fails, each item is retried alone, so one bad item
  * fails only its own caller.
+ *
+ * Lanes: the hot-path stages run one (measured on the events chain, 2 cores:
+ * one lane each gave 1,050–1,300 scored events/s where four gave 740–910).
+ * The stages already share the database's cores, and while a stage's one
+ * statement runs its next batch grows, so more lanes mostly buy more, smaller
+ * statements. A stage whose batch may wait on a lock keeps a second lane, so
+ * one held contact does not stall it.
  */
 export class MicroBatcher<I, O> {
   private pending: Array<{ item: I; resolve: (out: O) => void; reject: (err: unknown) => void }> = [];

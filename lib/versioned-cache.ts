@@ -32,7 +32,7 @@ export class VersionedCache<T> {
         const versions = await probe([...new Set(workspaceIds)]);
         return workspaceIds.map((id) => versions.get(id) ?? "");
       },
-      { maxBatch: 500, lanes: 2 },
+      { maxBatch: 500, lanes: 1 },
     );
   }
 
@@ -91,7 +91,7 @@ const allProbes = new MicroBatcher(
       return versions;
     });
   },
-  { maxBatch: 500, lanes: 2 },
+  { maxBatch: 500, lanes: 1 },
 );
 
 /** Every cached area's version for the workspace, in one statement shared with concurrent callers (none cached here: undefined). */

@@ -115,7 +115,7 @@ async function insertEvents(
   });
 }
 
-const eventWriter = new MicroBatcher(insertEvents, { maxBatch: 200, lanes: 4 });
+const eventWriter = new MicroBatcher(insertEvents, { maxBatch: 200, lanes: 1 });
 
 /** Store one event; null when its contact is not in the workspace. */
 export function insertEvent(workspaceId: string, input: RecordInput): Promise<EventRecord | null> {

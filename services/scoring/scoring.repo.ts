@@ -372,7 +372,7 @@ interface ScoreJob {
 const HELD = Symbol("held");
 
 /** Events scored together share one transaction, so one commit (lib/batcher.ts). */
-const eventScorer = new MicroBatcher(scoreEvents, { maxBatch: 100, lanes: 4 });
+const eventScorer = new MicroBatcher(scoreEvents, { maxBatch: 100, lanes: 1 });
 
 /**
  * Score a batch of events in one transaction, so caps and scores see the

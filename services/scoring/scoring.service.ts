@@ -238,10 +238,12 @@ const ScoringService: ServiceSchema = {
   methods: {
     async scoreChanged(ctx: Ctx, ws: string, contactId: string, eventId?: string) {
       if (!isServiceAvailable(this.broker, "segments")) return;
+      // The event's chain probed the definitions' versions once; the score segments are read at those too.
+      const { configVersions } = ctx.meta;
       await ctx.call(
         "segments.evaluateContact",
         { contactId, eventId, scoreChanged: true },
-        { meta: { principal: SYSTEM, workspaceId: ws } },
+        { meta: { principal: SYSTEM, workspaceId: ws, configVersions } },
       );
     },
 

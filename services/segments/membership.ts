@@ -226,7 +226,7 @@ async function probeMany(items: ProbeItem[]): Promise<LevelResult[]> {
   return answers;
 }
 
-const prober = new MicroBatcher(probeMany, { maxBatch: 100, lanes: 4 });
+const prober = new MicroBatcher(probeMany, { maxBatch: 100, lanes: 1 });
 
 interface ApplyItem {
   workspaceId: string;

@@ -228,7 +228,7 @@ async function fanOutMany(events: DomainEvent[]): Promise<number[]> {
 }
 
 /** Domain events arriving together are fanned out by one statement (one commit), see lib/batcher.ts. */
-const fanOutWriter = new MicroBatcher(fanOutMany, { maxBatch: 200, lanes: 4 });
+const fanOutWriter = new MicroBatcher(fanOutMany, { maxBatch: 200, lanes: 1 });
 
 /** The number of deliveries queued for this event. */
 export function fanOut(event: DomainEvent): Promise<number> {
