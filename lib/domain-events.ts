@@ -3,10 +3,10 @@ import type { ServiceBroker } from "moleculer";
 /**
  * Domain facts (spec 6.2: `contact.created`, `unsubscribe.email`, ...) travel
  * on one durable channel (@moleculer/channels: JetStream with NATS, the
- * in-process adapter of lib/embedded-channel.ts embedded). Consumers (webhooks fan-out, analytics)
- * subscribe with their own group, so each gets every fact once. A write
- * stages its facts in its own transaction (lib/outbox.ts) and the outbox
- * relay sends them here.
+ * in-process adapter of lib/embedded-channel.ts embedded). Consumers
+ * (webhooks fan-out, analytics) subscribe with their own group, so each gets
+ * every fact once. A write stages its facts in its own transaction
+ * (lib/outbox.ts) and the outbox relay sends them here.
  */
 export const DOMAIN_EVENTS_CHANNEL = "cms.domain-events";
 

@@ -4,8 +4,8 @@ import { Sequelize } from "sequelize";
  * A fact whose send or consumer failed stays staged, on its own backoff: the
  * relay counts its attempts and holds it back until `available_at`, so one
  * failing fact is retried without resending the facts relayed beside it and
- * without holding up those staged after it. Both columns stay NULL on the
- * hot path (an insert pays nothing for them).
+ * without holding up those staged after it. A staging insert pays nothing
+ * for them: a constant default and NULLs.
  */
 export async function up(sequelize: Sequelize): Promise<void> {
   await sequelize.query(`
