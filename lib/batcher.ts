@@ -2,7 +2,9 @@
  * Coalesce concurrent single-row writes into multi-row statements: commits are
  * the scarce resource on the hot paths (one fsync each), so under load the
  * items that arrive while `lanes` batches are running wait and go together in
- * the next one. An idle batcher runs an item at once, so it adds no latency.
+ * the next one. An idle batcher runs at the end of the current turn of the
+ * event loop (setImmediate), so items added in one burst (a relay pass, a loop
+ * over contacts) go as one batch, and a lone item waits for nothing else.
  * When a batch of several fails, each item is retried alone, so one bad item
  * fails only its own caller.
  *
@@ -16,6 +18,7 @@
 export class MicroBatcher<I, O> {
   private pending: Array<{ item: I; resolve: (out: O) => void; reject: (err: unknown) => void }> = [];
   private running = 0;
+  private scheduled = false;
 
   constructor(
     private readonly run: (items: I[]) => Promise<O[]>,
@@ -25,7 +28,13 @@ export class MicroBatcher<I, O> {
   add(item: I): Promise<O> {
     return new Promise<O>((resolve, reject) => {
       this.pending.push({ item, resolve, reject });
-      this.drain();
+      // Busy lanes take the pending items as they finish; an idle batcher waits out this turn's burst.
+      if (this.scheduled || this.running >= this.opts.lanes) return;
+      this.scheduled = true;
+      setImmediate(() => {
+        this.scheduled = false;
+        this.drain();
+      });
     });
   }
 

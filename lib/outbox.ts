@@ -22,6 +22,8 @@ export type Fact = Pick<DomainEvent, "type" | "data">;
 
 /** Rows one relay pass takes: sent in parallel, deleted by one commit. */
 const RELAY_BATCH = 500;
+/** The wait before the pass that follows a busy one (see OutboxRelay). */
+const RELAY_GAP_MS = 5;
 
 /** Stage `facts` in the write's transaction (one INSERT); relays of this process wake when it commits. */
 export async function stageDomainEvents(
@@ -149,6 +151,8 @@ export interface RelayOptions {
   pass: () => Promise<number>;
   /** A pass that took this many may have left more: run another at once. */
   batch: number;
+  /** A wake during a pass runs the next pass this long after it ends, so facts staged meanwhile go together. */
+  gapMs: number;
   pollMs: number;
   onError: (err: Error) => void;
 }
@@ -157,12 +161,15 @@ export interface RelayOptions {
  * When to run passes: at once when woken (a fact was staged here), and every
  * `pollMs` for facts staged by a process that died before sending them, and
  * for failed facts whose backoff ended. One pass at a time; a wake during a
- * pass runs one more after it. After a pass that failed as a whole (the
- * database) only the poll retries.
+ * pass runs one more `gapMs` after it (under load, passes take what a few
+ * milliseconds of writes staged, not a fact or two each). After a pass that
+ * failed as a whole (the database) only the poll retries.
  */
 export class OutboxRelay {
   private timer?: NodeJS.Timeout;
   private running?: Promise<void>;
+  /** The pass that follows a busy one, `gapMs` after it. */
+  private next?: NodeJS.Timeout;
   private again = false;
   private failing = false;
 
@@ -180,14 +187,18 @@ export class OutboxRelay {
 
   wake(): void {
     if (!this.timer || this.failing) return;
-    if (this.running) {
+    if (this.running || this.next) {
       this.again = true;
       return;
     }
     this.again = false;
     this.running = this.drain().finally(() => {
       this.running = undefined;
-      if (this.again) this.wake();
+      if (!this.again || !this.timer) return;
+      this.next = setTimeout(() => {
+        this.next = undefined;
+        this.wake();
+      }, this.opts.gapMs);
     });
   }
 
@@ -205,7 +216,9 @@ export class OutboxRelay {
   /** No more passes; the one in flight finishes (if it fails, its rows stay staged for any relay). */
   async stop(): Promise<void> {
     clearInterval(this.timer);
+    clearTimeout(this.next);
     this.timer = undefined;
+    this.next = undefined;
     await this.running;
   }
 }
@@ -245,6 +258,7 @@ export async function holdOutboxRelay(broker: ServiceBroker): Promise<void> {
       return taken;
     },
     batch: RELAY_BATCH,
+    gapMs: RELAY_GAP_MS,
     pollMs: outboxPollMs,
     onError: (err) =>
       logger.warn(`Outbox relay pass failed (${err.message}); its facts stay staged for the next poll`),

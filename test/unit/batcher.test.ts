@@ -1,7 +1,7 @@
 import { MicroBatcher } from "../../lib/batcher";
 
 describe("MicroBatcher", () => {
-  it("runs an idle item at once and groups items that arrive while lanes are busy", async () => {
+  it("groups the items of one burst, and those that arrive while lanes are busy", async () => {
     const batches: number[][] = [];
     const batcher = new MicroBatcher(
       async (items: number[]) => {
@@ -11,9 +11,33 @@ describe("MicroBatcher", () => {
       },
       { maxBatch: 3, lanes: 1 },
     );
-    const out = await Promise.all([1, 2, 3, 4, 5].map((n) => batcher.add(n)));
-    expect(out).toEqual([2, 4, 6, 8, 10]);
-    expect(batches).toEqual([[1], [2, 3, 4], [5]]);
+    const burst = Promise.all([1, 2].map((n) => batcher.add(n)));
+    await new Promise((r) => setImmediate(r));
+    // The lane is busy with [1, 2]: these wait and go in batches of at most 3.
+    const later = Promise.all([3, 4, 5, 6].map((n) => batcher.add(n)));
+    expect(await burst).toEqual([2, 4]);
+    expect(await later).toEqual([6, 8, 10, 12]);
+    expect(batches).toEqual([
+      [1, 2],
+      [3, 4, 5],
+      [6],
+    ]);
+  });
+
+  it("runs a lone item at the end of the turn it was added in, waiting for no timer", async () => {
+    const runs: number[][] = [];
+    const batcher = new MicroBatcher(
+      async (items: number[]) => {
+        runs.push(items);
+        return items;
+      },
+      { maxBatch: 10, lanes: 1 },
+    );
+    const out = batcher.add(7);
+    expect(runs).toEqual([]);
+    await new Promise((r) => setImmediate(r));
+    expect(runs).toEqual([[7]]);
+    expect(await out).toBe(7);
   });
 
   it("fails only the bad item of a failed batch", async () => {

@@ -20,7 +20,7 @@ describe("OutboxRelay", () => {
   it("passes at once when started, again while passes come back full, then only when woken or polled", async () => {
     const sent = [500, 500, 3, 0, 0];
     const pass = jest.fn(async () => sent.shift() ?? 0);
-    const relay = new OutboxRelay({ pass, batch: 500, pollMs: 1000, onError: jest.fn() });
+    const relay = new OutboxRelay({ pass, batch: 500, gapMs: 5, pollMs: 1000, onError: jest.fn() });
     relay.start();
     await flush();
     expect(pass).toHaveBeenCalledTimes(3);
@@ -32,12 +32,13 @@ describe("OutboxRelay", () => {
     await relay.stop();
   });
 
-  it("runs one pass at a time: wakes during a pass run exactly one more after it", async () => {
-    const passes = [deferred(), deferred()];
+  it("runs one pass at a time: wakes during a pass run exactly one more, gapMs after it; an idle wake runs at once", async () => {
+    const passes = [deferred(), deferred(), deferred()];
     let calls = 0;
     const relay = new OutboxRelay({
       pass: () => passes[calls++].promise,
       batch: 500,
+      gapMs: 5,
       pollMs: 1000,
       onError: jest.fn(),
     });
@@ -48,18 +49,25 @@ describe("OutboxRelay", () => {
     await flush();
     expect(calls).toBe(1);
     passes[0].resolve(1);
-    await flush();
+    await jest.advanceTimersByTimeAsync(4);
+    expect(calls).toBe(1);
+    relay.wake();
+    await jest.advanceTimersByTimeAsync(1);
     expect(calls).toBe(2);
     passes[1].resolve(0);
-    await flush();
+    await jest.advanceTimersByTimeAsync(50);
     expect(calls).toBe(2);
+    relay.wake();
+    await flush();
+    expect(calls).toBe(3);
+    passes[2].resolve(0);
     await relay.stop();
   });
 
   it("after a failed pass, leaves the retry to the poll instead of every wake", async () => {
     const onError = jest.fn();
     const pass = jest.fn().mockRejectedValueOnce(new Error("channel down")).mockResolvedValue(0);
-    const relay = new OutboxRelay({ pass, batch: 500, pollMs: 1000, onError });
+    const relay = new OutboxRelay({ pass, batch: 500, gapMs: 5, pollMs: 1000, onError });
     relay.start();
     await flush();
     expect(onError).toHaveBeenCalledWith(expect.objectContaining({ message: "channel down" }));
@@ -77,7 +85,7 @@ describe("OutboxRelay", () => {
   it("stop finishes the pass in flight, starts no other, and polls no more", async () => {
     const first = deferred();
     const pass = jest.fn().mockReturnValueOnce(first.promise).mockResolvedValue(500);
-    const relay = new OutboxRelay({ pass, batch: 500, pollMs: 1000, onError: jest.fn() });
+    const relay = new OutboxRelay({ pass, batch: 500, gapMs: 5, pollMs: 1000, onError: jest.fn() });
     relay.start();
     relay.wake();
     let stopped = false;
