@@ -42,17 +42,31 @@ export async function holdWorkspace(workspaceId: string, transaction: Transactio
   });
 }
 
-/** `holdWorkspace` without waiting, for many workspaces: answers those held (not being recalculated). */
-export async function tryHoldWorkspaces(
-  workspaceIds: string[],
+/**
+ * `holdWorkspace` and `lockContacts` for a batch, in one statement and without
+ * waiting: the workspaces not being recalculated are held, and their contacts
+ * that no other transaction holds are locked in id order (SKIP LOCKED).
+ * Answers the locked contacts with their scores.
+ */
+export async function tryHoldAndLockContacts(
+  contacts: Array<{ workspaceId: string; contactId: string }>,
   transaction: Transaction,
-): Promise<Set<string>> {
-  const rows = await queryPrepared<{ workspace_id: string }>(
-    `SELECT ws AS workspace_id FROM unnest($1::text[]) AS ws WHERE pg_try_advisory_xact_lock_shared(${workspaceLockKey("ws")})`,
-    [workspaceIds],
+): Promise<Array<{ workspace_id: string; id: string; score: number }>> {
+  return queryPrepared<{ workspace_id: string; id: string; score: number }>(
+    `WITH held AS MATERIALIZED (
+       SELECT ws FROM unnest($3::text[]) AS ws WHERE pg_try_advisory_xact_lock_shared(${workspaceLockKey("ws")})
+     )
+     SELECT c.workspace_id, c.id, c.score FROM contacts c
+      WHERE (c.workspace_id, c.id) IN (SELECT * FROM unnest($1::text[], $2::text[]))
+        AND c.workspace_id IN (SELECT ws FROM held)
+      ORDER BY c.id FOR UPDATE OF c SKIP LOCKED`,
+    [
+      contacts.map((c) => c.workspaceId),
+      contacts.map((c) => c.contactId),
+      [...new Set(contacts.map((c) => c.workspaceId))],
+    ],
     transaction,
   );
-  return new Set(rows.map((r) => r.workspace_id));
 }
 
 /** Lock contacts in id order (the order every scoring writer uses); answers those that exist. */

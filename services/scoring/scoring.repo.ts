@@ -11,7 +11,7 @@ import {
   addToScores,
   applyConditionRules,
   holdWorkspace,
-  tryHoldWorkspaces,
+  tryHoldAndLockContacts,
   rebuildConditionRule,
   syncConditionRules,
 } from "./conditions";
@@ -386,13 +386,8 @@ async function scoreEvents(jobs: ScoreJob[]): Promise<Array<ApplyResult | typeof
   const sequelize = await database();
   const results: Array<ApplyResult | typeof HELD> = jobs.map(() => HELD);
   await sequelize.transaction(async (transaction) => {
-    const open = await tryHoldWorkspaces([...new Set(jobs.map((j) => j.workspaceId))], transaction);
-    const mine = jobs.filter((j) => open.has(j.workspaceId));
-    const locked = await queryPrepared<{ workspace_id: string; id: string; score: number }>(
-      `SELECT c.workspace_id, c.id, c.score FROM contacts c
-        WHERE (c.workspace_id, c.id) IN (SELECT * FROM unnest($1::text[], $2::text[]))
-        ORDER BY c.id FOR UPDATE SKIP LOCKED`,
-      [mine.map((j) => j.workspaceId), mine.map((j) => j.event.contactId)],
+    const locked = await tryHoldAndLockContacts(
+      jobs.map((j) => ({ workspaceId: j.workspaceId, contactId: j.event.contactId })),
       transaction,
     );
     const scores = new Map(locked.map((r) => [contactKey(r.workspace_id, r.id), r.score]));
