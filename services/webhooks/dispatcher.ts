@@ -242,7 +242,7 @@ export class Dispatcher {
   private readonly failing = new Map<string, Failing>();
   /** The first wait between probes of a failing endpoint (half the first retry delay), doubling per failure. */
   private readonly probeGapMs: number;
-  /** The longest such wait: the longest retry delay, so a retry goes out at most that late. */
+  /** The longest such wait: the longest retry delay. */
   private readonly maxProbeGapMs: number;
   private claiming: Promise<unknown> = Promise.resolve();
   private pending: repo.AttemptResult[] = [];
@@ -449,7 +449,7 @@ export class Dispatcher {
   /**
    * An endpoint answered a failure: its next probe waits half the first retry delay, doubling with each failure in
    * a row up to the longest retry delay (a circuit breaker: a failing endpoint's backlog does not take turns from
-   * healthy ones, and a retry due meanwhile goes out at most that late).
+   * healthy ones). Its due rows go out oldest first, one per probe, so a retry may go out later than scheduled.
    */
   private failed(endpointId: string): void {
     const before = this.failing.get(endpointId);
