@@ -26,7 +26,9 @@ const SIMPLE_FORMATS: Record<string, JsonSchema> = {
 /** "string|optional|max:100" → { type: "string", optional: true, max: 100 }, parsed as fastest-validator does ("no-x", "true", "string[]"). */
 function expandShorthand(rule: string): Record<string, unknown> {
   const [type, ...flags] = rule.split("|").map((part) => part.trim());
-  const out: Record<string, unknown> = type.endsWith("[]") ? { type: "array", items: type.slice(0, -2) } : { type };
+  const out: Record<string, unknown> = type.endsWith("[]")
+    ? { type: "array", items: type.slice(0, -2) }
+    : { type };
   for (const flag of flags) {
     const index = flag.indexOf(":");
     if (index === -1) {
@@ -41,7 +43,8 @@ function expandShorthand(rule: string): Record<string, unknown> {
   return out;
 }
 
-const expand = (rule: string | Record<string, unknown>) => (typeof rule === "string" ? expandShorthand(rule) : rule);
+const expand = (rule: string | Record<string, unknown>) =>
+  typeof rule === "string" ? expandShorthand(rule) : rule;
 
 export function isOptional(rule: Rule): boolean {
   if (Array.isArray(rule)) return rule.every(isOptional);
@@ -146,7 +149,11 @@ interface RegistryAction {
   auth?: string;
   permission?: string;
   role?: string;
-  openapi?: Record<string, unknown> & { summary?: string; tags?: string[]; responses?: Record<string, unknown> };
+  openapi?: Record<string, unknown> & {
+    summary?: string;
+    tags?: string[];
+    responses?: Record<string, unknown>;
+  };
   [key: string]: unknown;
 }
 
@@ -174,6 +181,19 @@ function joinPath(base: string | undefined, routePath: string): string {
   return joined.replace(/:([A-Za-z0-9_]+)/g, "{$1}");
 }
 
+/** Who may call an action, in words, from the same declarations the Authorize middleware enforces. */
+export function accessSentence(action: Pick<RegistryAction, "auth" | "permission" | "role">): string {
+  const auth = action.auth ?? "any";
+  if (auth === "public") return "Public: no credential needed.";
+  if (auth === "cron") return "Needs `Authorization: Bearer <CRON_SECRET>`.";
+  const who = auth === "session" ? "a signed-in session" : "a signed-in session or an API key";
+  const role = action.role ? ` with the OWNER or ADMIN role` : "";
+  const permission = action.permission
+    ? `; the member's role, or the API key's scopes, must cover \`${action.permission}\``
+    : "";
+  return `Needs ${who}${role}${permission}.`;
+}
+
 function operationFor(action: RegistryAction, method: string, fullPath: string): JsonSchema {
   const pathParams = [...fullPath.matchAll(/\{([^}]+)\}/g)].map((m) => m[1]);
   const params = action.params ?? {};
@@ -199,15 +219,19 @@ function operationFor(action: RegistryAction, method: string, fullPath: string):
         : auth === "cron"
           ? [{ cronSecret: [] }]
           : [{ sessionCookie: [] }, { bearerApiKey: [] }];
-  const { summary, tags, responses, requestBody, ...rest } = action.openapi ?? {};
+  const { summary, description, tags, responses, requestBody, ...rest } = action.openapi ?? {};
   const operation: JsonSchema = {
     operationId: `${action.name}${method === "*" ? "" : `.${method.toLowerCase()}`}`,
     summary: summary ?? action.name,
+    description: [description, accessSentence(action)].filter(Boolean).join("\n\n"),
     tags: tags ?? [action.name.split(".")[0]],
     security,
     parameters,
     responses: responses ?? {
-      [method === "POST" ? "201" : "200"]: { description: "Success", content: { "application/json": { schema: {} } } },
+      [method === "POST" ? "201" : "200"]: {
+        description: "Success",
+        content: { "application/json": { schema: {} } },
+      },
       "4XX": ERROR_RESPONSE,
     },
     ...rest,
@@ -216,7 +240,10 @@ function operationFor(action: RegistryAction, method: string, fullPath: string):
   if (action.role) operation["x-role"] = action.role;
   if (requestBody) operation.requestBody = requestBody;
   else if (hasBody && Object.keys(bodyProps).length) {
-    operation.requestBody = { required: true, content: { "application/json": { schema: objectSchema(bodyProps) } } };
+    operation.requestBody = {
+      required: true,
+      content: { "application/json": { schema: objectSchema(bodyProps) } },
+    };
   }
   return operation;
 }
@@ -260,7 +287,11 @@ export function buildOpenApi(services: unknown[], serverUrl: string): JsonSchema
           name: `${serverUrl.startsWith("https://") ? "__Secure-" : ""}next-auth.session-token`,
         },
         bearerApiKey: { type: "http", scheme: "bearer", bearerFormat: "svc_ API key" },
-        cronSecret: { type: "http", scheme: "bearer", description: "CRON_SECRET, for GET /api/cron/tick only" },
+        cronSecret: {
+          type: "http",
+          scheme: "bearer",
+          description: "CRON_SECRET, for GET /api/cron/tick only",
+        },
       },
       responses: {
         Error: {
@@ -275,7 +306,10 @@ export function buildOpenApi(services: unknown[], serverUrl: string): JsonSchema
                   code: { type: "string" },
                   details: {
                     type: "array",
-                    items: { type: "object", properties: { field: { type: "string" }, message: { type: "string" } } },
+                    items: {
+                      type: "object",
+                      properties: { field: { type: "string" }, message: { type: "string" } },
+                    },
                   },
                 },
               },

@@ -1,6 +1,8 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { ServiceSchema } from "moleculer";
 import ApiGateway from "moleculer-web";
+import serveStatic from "serve-static";
+import swaggerUiDist from "swagger-ui-dist";
 import { parse as parseCookies } from "cookie";
 import { config } from "../../lib/config";
 import { acquireDatabase, releaseDatabase } from "../../lib/database";
@@ -52,6 +54,14 @@ const ApiService: ServiceSchema = {
     assets: { folder: PUBLIC_DIR, options: { index: false } },
     routes: [
       {
+        // Swagger UI's own files, from its npm package: the reference works offline. Before "api", which would claim the path.
+        name: "docs-assets",
+        path: "/api/docs/assets",
+        mappingPolicy: "restrict",
+        bodyParsers: false,
+        use: [serveStatic(swaggerUiDist.getAbsoluteFSPath(), { index: false })],
+      },
+      {
         name: "api",
         path: "/api",
         autoAliases: true,
@@ -82,6 +92,7 @@ const ApiService: ServiceSchema = {
         mappingPolicy: "restrict",
         bodyParsers: false,
         aliases: {
+          "GET /": "api.home",
           "GET auth/signin": "auth.signinPage",
           "GET auth/reset-password": "auth.resetPage",
           "GET api/docs": "api.docs",
@@ -109,7 +120,10 @@ const ApiService: ServiceSchema = {
      */
     httpHandler(req: GatewayRequest, res: ServerResponse, next?: unknown) {
       if (req.method === "HEAD") req.method = "GET";
-      else if (req.method === "OPTIONS" && !(this.settings.cors && req.headers["access-control-request-method"])) {
+      else if (
+        req.method === "OPTIONS" &&
+        !(this.settings.cors && req.headers["access-control-request-method"])
+      ) {
         const answer = toHttpError(null, true);
         sendJson(res, answer.status, answer.body);
         this.logResponse(req, res);
@@ -128,7 +142,11 @@ const ApiService: ServiceSchema = {
     // moleculer-web warns on each one, which costs a synchronous log write per create.
     const warn = this.logger.warn.bind(this.logger);
     this.logger.warn = (...args: unknown[]) => {
-      if (typeof args[0] === "string" && args[0].startsWith("The 'ctx.meta.$location' is missing for status code '201'")) return;
+      if (
+        typeof args[0] === "string" &&
+        args[0].startsWith("The 'ctx.meta.$location' is missing for status code '201'")
+      )
+        return;
       warn(...args);
     };
   },
@@ -167,10 +185,16 @@ const ApiService: ServiceSchema = {
       },
     },
 
-    /** A browsable page of the OpenAPI description. */
+    /** The API reference: Swagger UI over `/api/openapi`, with try-it-out. Public. */
     docs: {
       auth: "public",
       handler: (ctx: AppContext) => servePage(ctx, "docs.html"),
+    },
+
+    /** The landing page after sign-in: links to the reference, the health and the REPL how-to. Public. */
+    home: {
+      auth: "public",
+      handler: (ctx: AppContext) => servePage(ctx, "index.html"),
     },
   },
 };
