@@ -105,6 +105,7 @@ const ContactsService: ServiceSchema = {
     /** Paginated contacts with search, sort and filters. contacts.read. */
     list: {
       rest: `GET ${WS}`,
+      openapi: { tags: ["Contacts"], summary: "List contacts (search, filters, sort; paginated)" },
       ...read,
       params: schemas.list,
       handler: (ctx: Ctx) =>
@@ -114,6 +115,7 @@ const ContactsService: ServiceSchema = {
     /** Create a contact (409 on a taken email or externalId). contacts.write. */
     create: {
       rest: `POST ${WS}`,
+      openapi: { tags: ["Contacts"], summary: "Create a contact" },
       ...write,
       params: schemas.create,
       async handler(ctx: Ctx) {
@@ -127,6 +129,7 @@ const ContactsService: ServiceSchema = {
     /** Attribute keys in use, most used first, with counts and JSON types. contacts.read. */
     attributeKeys: {
       rest: `GET ${WS}/attribute-keys`,
+      openapi: { tags: ["Contacts"], summary: "List the attribute keys used by the workspace's contacts" },
       ...read,
       params: schemas.workspaceOnly,
       handler: (ctx: Ctx) => repo.attributeKeys(workspaceOf(ctx)),
@@ -135,6 +138,7 @@ const ContactsService: ServiceSchema = {
     /** Contact counts by country and city (`?country=` narrows the cities). contacts.read. */
     geo: {
       rest: `GET ${WS}/geo`,
+      openapi: { tags: ["Contacts"], summary: "Count contacts by country and city" },
       ...read,
       params: schemas.geo,
       handler: (ctx: Ctx) => repo.geoCounts(workspaceOf(ctx), ctx.params.country),
@@ -143,6 +147,7 @@ const ContactsService: ServiceSchema = {
     /** The do-not-contact list, newest first. contacts.read. */
     dncList: {
       rest: `GET ${WS}/dnc`,
+      openapi: { tags: ["Contacts"], summary: "List do-not-contact entries" },
       ...read,
       params: schemas.dncList,
       handler: (ctx: Ctx) => listDnc(workspaceOf(ctx), ctx.params.type, pageRequest(ctx.params)),
@@ -151,6 +156,7 @@ const ContactsService: ServiceSchema = {
     /** Add an email or phone to the do-not-contact list (409 when present). contacts.write. */
     dncAdd: {
       rest: `POST ${WS}/dnc`,
+      openapi: { tags: ["Contacts"], summary: "Add a do-not-contact entry (email or phone)" },
       ...write,
       params: schemas.dncCreate,
       async handler(ctx: Ctx) {
@@ -169,6 +175,7 @@ const ContactsService: ServiceSchema = {
     /** Remove `?type=&value=` from the do-not-contact list. contacts.delete. */
     dncRemove: {
       rest: `DELETE ${WS}/dnc`,
+      openapi: { tags: ["Contacts"], summary: "Remove a do-not-contact entry" },
       ...remove,
       params: schemas.dncDelete,
       async handler(ctx: Ctx) {
@@ -275,6 +282,7 @@ const ContactsService: ServiceSchema = {
     /** Tag, untag, delete, set a stage or an attribute on ids or a filter; ≤1,000 ids inline, else a job. contacts.write (+ contacts.delete to delete). */
     bulk: {
       rest: `POST ${WS}/bulk`,
+      openapi: { tags: ["Contacts"], summary: "Tag, untag, delete, set a stage or an attribute on many contacts" },
       ...write,
       params: schemas.bulk,
       async handler(ctx: Ctx) {
@@ -322,6 +330,7 @@ const ContactsService: ServiceSchema = {
     /** Upsert up to 1,000 contacts by email or externalId (emailOptOut supported). contacts.write. */
     ingest: {
       rest: `POST ${WS}/ingest`,
+      openapi: { tags: ["Contacts"], summary: "Create or update up to 1,000 contacts in one call" },
       ...write,
       params: schemas.ingest,
       handler(ctx: Ctx) {
@@ -332,6 +341,7 @@ const ContactsService: ServiceSchema = {
     /** Duplicate groups across the workspace (same email key, phone or full name). contacts.read. */
     duplicates: {
       rest: `GET ${WS}/duplicates`,
+      openapi: { tags: ["Contacts"], summary: "Groups of likely duplicates (same email key, phone or full name)" },
       ...read,
       params: schemas.duplicates,
       handler: (ctx: Ctx) => duplicateGroups(workspaceOf(ctx), pageRequest(ctx.params)),
@@ -340,6 +350,7 @@ const ContactsService: ServiceSchema = {
     /** Merge duplicates into the primary in one transaction; answers the surviving contact. contacts.write + contacts.delete. */
     merge: {
       rest: `POST ${WS}/merge`,
+      openapi: { tags: ["Contacts"], summary: "Merge duplicates into one contact" },
       ...write,
       params: schemas.merge,
       async handler(ctx: Ctx) {
@@ -362,6 +373,7 @@ const ContactsService: ServiceSchema = {
     /** One contact. contacts.read. */
     get: {
       rest: `GET ${WS}/:contactId`,
+      openapi: { tags: ["Contacts"], summary: "Get a contact" },
       ...read,
       params: schemas.get,
       handler: (ctx: Ctx) => repo.getContact(workspaceOf(ctx), ctx.params.contactId),
@@ -370,6 +382,7 @@ const ContactsService: ServiceSchema = {
     /** Change a contact: attributes/customFields merge key by key (null removes), tags replace. contacts.write. */
     update: {
       rest: `PATCH ${WS}/:contactId`,
+      openapi: { tags: ["Contacts"], summary: "Update a contact (attributes and custom fields merge key by key)" },
       ...write,
       params: schemas.update,
       async handler(ctx: Ctx) {
@@ -387,6 +400,7 @@ const ContactsService: ServiceSchema = {
     /** Delete a contact and what hangs off it. contacts.delete. */
     remove: {
       rest: `DELETE ${WS}/:contactId`,
+      openapi: { tags: ["Contacts"], summary: "Delete a contact" },
       ...remove,
       params: schemas.get,
       async handler(ctx: Ctx) {
@@ -399,6 +413,7 @@ const ContactsService: ServiceSchema = {
     /** Consent per channel (every channel present). contacts.read. */
     consentGet: {
       rest: `GET ${WS}/:contactId/consent`,
+      openapi: { tags: ["Contacts"], summary: "A contact's consent per channel" },
       ...read,
       params: schemas.get,
       handler: async (ctx: Ctx) => (await repo.getContact(workspaceOf(ctx), ctx.params.contactId)).consent,
@@ -407,6 +422,7 @@ const ContactsService: ServiceSchema = {
     /** Opt a channel (or `all`) in or out; an opt-out emits `unsubscribe.<channel>`. contacts.write. */
     consentPut: {
       rest: `PUT ${WS}/:contactId/consent`,
+      openapi: { tags: ["Contacts"], summary: "Opt a contact in or out of a channel" },
       ...write,
       params: schemas.consentPut,
       async handler(ctx: Ctx) {
@@ -427,6 +443,7 @@ const ContactsService: ServiceSchema = {
     /** Duplicate candidates of one contact, best first, with the reasons. contacts.read. */
     contactDuplicates: {
       rest: `GET ${WS}/:contactId/duplicates`,
+      openapi: { tags: ["Contacts"], summary: "Likely duplicates of one contact" },
       ...read,
       params: schemas.contactDuplicates,
       handler: (ctx: Ctx) => duplicatesOf(workspaceOf(ctx), ctx.params.contactId),
@@ -435,6 +452,7 @@ const ContactsService: ServiceSchema = {
     /** One contact as a CSV row (same columns as the workspace export). contacts.read. */
     exportOne: {
       rest: `GET ${WS}/:contactId/export`,
+      openapi: { tags: ["Contacts"], summary: "Export one contact as a CSV row" },
       ...read,
       params: schemas.exportOne,
       handler(ctx: Ctx) {
@@ -445,6 +463,7 @@ const ContactsService: ServiceSchema = {
     /** One contact exported as `format` csv (default) or json (profile, notes, stage history). contacts.read. */
     exportOnePost: {
       rest: `POST ${WS}/:contactId/export`,
+      openapi: { tags: ["Contacts"], summary: "Export one contact as CSV or JSON (profile, notes, stage history)" },
       ...read,
       params: schemas.exportOne,
       handler(ctx: Ctx) {
@@ -455,6 +474,7 @@ const ContactsService: ServiceSchema = {
     /** Everything held about the contact as JSON. contacts.read. */
     gdprExport: {
       rest: `GET ${WS}/:contactId/gdpr/export`,
+      openapi: { tags: ["Contacts"], summary: "Everything stored about a contact (GDPR access request)" },
       ...read,
       params: schemas.get,
       async handler(ctx: Ctx) {
@@ -467,6 +487,7 @@ const ContactsService: ServiceSchema = {
     /** Erase the contact and its personal data; emits contact.deleted; audited. contacts.delete. */
     gdprDelete: {
       rest: `DELETE ${WS}/:contactId/gdpr/delete`,
+      openapi: { tags: ["Contacts"], summary: "Erase a contact and its data (GDPR erasure)" },
       ...remove,
       params: schemas.get,
       async handler(ctx: Ctx) {
@@ -480,6 +501,7 @@ const ContactsService: ServiceSchema = {
     /** Notes on the contact, newest first, with their author. contacts.read. */
     notesList: {
       rest: `GET ${WS}/:contactId/notes`,
+      openapi: { tags: ["Contacts"], summary: "List a contact's notes" },
       ...read,
       params: schemas.notesList,
       handler: (ctx: Ctx) => listNotes(workspaceOf(ctx), ctx.params.contactId, pageRequest(ctx.params)),
@@ -488,6 +510,7 @@ const ContactsService: ServiceSchema = {
     /** Add a note; the caller is its author. contacts.write. */
     notesCreate: {
       rest: `POST ${WS}/:contactId/notes`,
+      openapi: { tags: ["Contacts"], summary: "Add a note to a contact" },
       ...write,
       params: schemas.noteCreate,
       async handler(ctx: Ctx) {
@@ -500,6 +523,7 @@ const ContactsService: ServiceSchema = {
     /** Events, notes, stage changes (and messages, form submissions) newest first. contacts.read. */
     timeline: {
       rest: `GET ${WS}/:contactId/timeline`,
+      openapi: { tags: ["Contacts"], summary: "A contact's timeline of events, notes and changes, newest first" },
       ...read,
       params: schemas.timeline,
       handler: (ctx: Ctx) => timeline(workspaceOf(ctx), ctx.params.contactId, pageRequest(ctx.params)),
@@ -508,6 +532,7 @@ const ContactsService: ServiceSchema = {
     /** The contact's lifecycle stage and its history. contacts.read. */
     stagesGet: {
       rest: `GET ${WS}/:contactId/stages`,
+      openapi: { tags: ["Contacts"], summary: "A contact's lifecycle stage and its history" },
       ...read,
       params: schemas.get,
       handler: (ctx: Ctx) => stageHistory(workspaceOf(ctx), ctx.params.contactId),
@@ -516,6 +541,7 @@ const ContactsService: ServiceSchema = {
     /** Move the contact to a stage (null clears it), with an optional reason; 201 with the history. contacts.write. */
     stagesSet: {
       rest: `POST ${WS}/:contactId/stages`,
+      openapi: { tags: ["Contacts"], summary: "Move a contact to a lifecycle stage" },
       ...write,
       params: schemas.stageSet,
       async handler(ctx: Ctx) {
@@ -536,6 +562,7 @@ const ContactsService: ServiceSchema = {
     /** A chatapp1 deep link with a one-time token (24 h) binding the contact to the bot. contacts.write. */
     chatapp1Link: {
       rest: `GET ${WS}/:contactId/chatapp1-link`,
+      openapi: { tags: ["Contacts"], summary: "A link that connects the contact to the chatapp1 bot" },
       ...write,
       params: schemas.get,
       async handler(ctx: Ctx) {

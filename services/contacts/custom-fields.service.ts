@@ -21,6 +21,7 @@ const CustomFieldsService: ServiceSchema = {
     /** Field definitions in order (`?groupId=` narrows). contacts.read. */
     list: {
       rest: `GET ${WS}`,
+      openapi: { tags: ["Custom fields"], summary: "List the workspace's custom fields" },
       auth: "any",
       permission: "contacts.read",
       params: schemas.customFieldList,
@@ -30,6 +31,7 @@ const CustomFieldsService: ServiceSchema = {
     /** Define a field `{key, label, type, options?, groupId?, required?, position?}`; 409 on a taken key. contacts.write. */
     create: {
       rest: `POST ${WS}`,
+      openapi: { tags: ["Custom fields"], summary: "Create a custom field (its key is unique in the workspace)" },
       auth: "any",
       permission: "contacts.write",
       params: schemas.customFieldCreate,
@@ -52,6 +54,7 @@ const CustomFieldsService: ServiceSchema = {
     /** Groups with their field counts. contacts.read. */
     listGroups: {
       rest: `GET ${WS}/groups`,
+      openapi: { tags: ["Custom fields"], summary: "List custom field groups" },
       auth: "any",
       permission: "contacts.read",
       params: schemas.workspaceOnly,
@@ -61,6 +64,7 @@ const CustomFieldsService: ServiceSchema = {
     /** Add a group `{name, position?}`; 409 on a taken name. contacts.write. */
     createGroup: {
       rest: `POST ${WS}/groups`,
+      openapi: { tags: ["Custom fields"], summary: "Create a custom field group" },
       auth: "any",
       permission: "contacts.write",
       params: schemas.customFieldGroupCreate,

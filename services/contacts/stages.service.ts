@@ -21,6 +21,7 @@ const StagesService: ServiceSchema = {
     /** Stages in order, each with its contact count. contacts.read. */
     list: {
       rest: `GET ${WS}`,
+      openapi: { tags: ["Lifecycle stages"], summary: "List lifecycle stages in order" },
       auth: "any",
       permission: "contacts.read",
       params: schemas.workspaceOnly,
@@ -30,6 +31,7 @@ const StagesService: ServiceSchema = {
     /** Add a stage `{key, name, position?, color?}` (409 on a taken key). contacts.write. */
     create: {
       rest: `POST ${WS}`,
+      openapi: { tags: ["Lifecycle stages"], summary: "Create a lifecycle stage" },
       auth: "any",
       permission: "contacts.write",
       params: schemas.stageDefCreate,
@@ -46,6 +48,7 @@ const StagesService: ServiceSchema = {
     /** Rename, reorder or recolour a stage (its key is fixed). contacts.write. */
     update: {
       rest: `PATCH ${WS}/:stageId`,
+      openapi: { tags: ["Lifecycle stages"], summary: "Rename, reorder or recolour a lifecycle stage" },
       auth: "any",
       permission: "contacts.write",
       params: schemas.stageDefUpdate,
@@ -60,6 +63,7 @@ const StagesService: ServiceSchema = {
     /** Delete a stage no contact is in (409 otherwise). contacts.delete. */
     remove: {
       rest: `DELETE ${WS}/:stageId`,
+      openapi: { tags: ["Lifecycle stages"], summary: "Delete a lifecycle stage" },
       auth: "any",
       permission: "contacts.delete",
       params: schemas.stageDefDelete,

@@ -21,6 +21,7 @@ const JobsService: ServiceSchema = {
     /** Jobs of the workspace, newest first; filters id, type, status. Any member or key. */
     list: {
       rest: "GET /workspaces/:workspaceId/jobs",
+      openapi: { tags: ["Jobs"], summary: "List jobs (imports, bulk changes, recomputes) with their progress, newest first" },
       auth: "any",
       params: {
         $$strict: "remove",
