@@ -1,6 +1,8 @@
 import type { BrokerOptions, Middleware } from "moleculer";
 import { Middleware as ChannelsMiddleware } from "@moleculer/channels";
 import { config } from "./lib/config";
+import { DeclaredStatusMiddleware } from "./lib/define-service";
+import { SchemaValidator } from "./lib/validator";
 import { EmbeddedChannelAdapter } from "./lib/embedded-channel";
 import { AuthorizeMiddleware } from "./mixins/authorize.middleware";
 import { OutboxRelayMiddleware } from "./mixins/outbox-relay";
@@ -54,7 +56,7 @@ export function brokerConfig(): BrokerOptions {
     // Off for actions; channel handlers inherit `maxQueueSize: 0` (unbounded), so the
     // in-memory channel adapter never drops a domain event with QUEUE_FULL.
     bulkhead: { enabled: false, concurrency: 10, maxQueueSize: 0 },
-    validator: true,
+    validator: new SchemaValidator(),
     metrics: cfg.metricsPort
       ? {
           enabled: true,
@@ -63,7 +65,12 @@ export function brokerConfig(): BrokerOptions {
       : { enabled: false },
     tracing: { enabled: false },
     // The outbox relay's hooks after the channels' (started in order, stopped in reverse).
-    middlewares: [AuthorizeMiddleware, channelsMiddleware(cfg.natsUrl), OutboxRelayMiddleware],
+    middlewares: [
+      DeclaredStatusMiddleware,
+      AuthorizeMiddleware,
+      channelsMiddleware(cfg.natsUrl),
+      OutboxRelayMiddleware,
+    ],
   };
 }
 

@@ -1,4 +1,5 @@
 import { VERSION } from "./paths";
+import { COMPONENT_KEY, isJsonSchema } from "./schema";
 
 /**
  * OpenAPI 3.1 generated from the registry: every action with a `rest`
@@ -145,7 +146,10 @@ export function objectSchema(props: Record<string, Rule>): JsonSchema {
 interface RegistryAction {
   name: string;
   rest?: string | string[] | { method?: string; path?: string };
-  params?: Record<string, Rule>;
+  params?: Record<string, Rule> | JsonSchema;
+  /** TypeBox actions: the success answer's schema and status (lib/define-service.ts). */
+  result?: JsonSchema;
+  status?: number;
   auth?: string;
   permission?: string;
   role?: string;
@@ -194,9 +198,29 @@ export function accessSentence(action: Pick<RegistryAction, "auth" | "permission
   return `Needs ${who}${role}${permission}.`;
 }
 
-function operationFor(action: RegistryAction, method: string, fullPath: string): JsonSchema {
-  const pathParams = [...fullPath.matchAll(/\{([^}]+)\}/g)].map((m) => m[1]);
-  const params = action.params ?? {};
+/** Path, query and body of an operation from a TypeBox (JSON Schema) params object. */
+function jsonSchemaRequest(params: JsonSchema, pathParams: string[], hasBody: boolean) {
+  const properties = (params.properties ?? {}) as Record<string, JsonSchema>;
+  const required = new Set((params.required as string[] | undefined) ?? []);
+  const parameters: JsonSchema[] = [];
+  const body: Record<string, JsonSchema> = {};
+  for (const [name, schema] of Object.entries(properties)) {
+    if (pathParams.includes(name)) parameters.push({ name, in: "path", required: true, schema });
+    else if (hasBody) body[name] = schema;
+    else parameters.push({ name, in: "query", required: required.has(name), schema });
+  }
+  for (const name of pathParams) {
+    if (!(name in properties))
+      parameters.push({ name, in: "path", required: true, schema: { type: "string" } });
+  }
+  const bodyRequired = [...required].filter((name) => name in body);
+  const bodySchema: JsonSchema = { type: "object", properties: body };
+  if (bodyRequired.length) bodySchema.required = bodyRequired;
+  return { parameters, bodySchema: Object.keys(body).length ? bodySchema : undefined };
+}
+
+/** Path, query and body of an operation from fastest-validator rules (areas not yet on TypeBox). */
+function ruleRequest(params: Record<string, Rule>, pathParams: string[], hasBody: boolean) {
   const parameters: JsonSchema[] = pathParams.map((name) => ({
     name,
     in: "path",
@@ -204,12 +228,35 @@ function operationFor(action: RegistryAction, method: string, fullPath: string):
     schema: { type: "string" },
   }));
   const bodyProps: Record<string, Rule> = {};
-  const hasBody = ["POST", "PUT", "PATCH"].includes(method);
   for (const [name, rule] of Object.entries(params)) {
     if (name.startsWith("$$") || pathParams.includes(name) || isForbidden(rule)) continue;
     if (hasBody) bodyProps[name] = rule;
     else parameters.push({ name, in: "query", required: !isOptional(rule), schema: ruleToSchema(rule) });
   }
+  return { parameters, bodySchema: Object.keys(bodyProps).length ? objectSchema(bodyProps) : undefined };
+}
+
+function successResponses(action: RegistryAction, method: string): JsonSchema {
+  if (action.result) {
+    const status = String(action.status ?? 200);
+    const content = { "application/json": { schema: action.result } };
+    return { [status]: { description: "Success", content }, "4XX": ERROR_RESPONSE };
+  }
+  return {
+    [method === "POST" ? "201" : "200"]: {
+      description: "Success",
+      content: { "application/json": { schema: {} } },
+    },
+    "4XX": ERROR_RESPONSE,
+  };
+}
+
+function operationFor(action: RegistryAction, method: string, fullPath: string): JsonSchema {
+  const pathParams = [...fullPath.matchAll(/\{([^}]+)\}/g)].map((m) => m[1]);
+  const hasBody = ["POST", "PUT", "PATCH"].includes(method);
+  const { parameters, bodySchema } = isJsonSchema(action.params)
+    ? jsonSchemaRequest(action.params, pathParams, hasBody)
+    : ruleRequest((action.params ?? {}) as Record<string, Rule>, pathParams, hasBody);
   const auth = action.auth ?? "any";
   const security =
     auth === "public"
@@ -227,25 +274,33 @@ function operationFor(action: RegistryAction, method: string, fullPath: string):
     tags: tags ?? [action.name.split(".")[0]],
     security,
     parameters,
-    responses: responses ?? {
-      [method === "POST" ? "201" : "200"]: {
-        description: "Success",
-        content: { "application/json": { schema: {} } },
-      },
-      "4XX": ERROR_RESPONSE,
-    },
+    responses: responses ?? successResponses(action, method),
     ...rest,
   };
   if (action.permission) operation["x-permission"] = action.permission;
   if (action.role) operation["x-role"] = action.role;
   if (requestBody) operation.requestBody = requestBody;
-  else if (hasBody && Object.keys(bodyProps).length) {
-    operation.requestBody = {
-      required: true,
-      content: { "application/json": { schema: objectSchema(bodyProps) } },
-    };
+  else if (hasBody && bodySchema) {
+    operation.requestBody = { required: true, content: { "application/json": { schema: bodySchema } } };
   }
   return operation;
+}
+
+/**
+ * Shapes marked as components (lib/schema.ts `Component`) move to
+ * `components.schemas` and are referenced, so a client generator names them once.
+ */
+function hoistComponents(node: unknown, components: Record<string, JsonSchema>): unknown {
+  if (Array.isArray(node)) return node.map((item) => hoistComponents(item, components));
+  if (typeof node !== "object" || node === null) return node;
+  const out: JsonSchema = {};
+  for (const [key, value] of Object.entries(node)) {
+    if (key !== COMPONENT_KEY) out[key] = hoistComponents(value, components);
+  }
+  const name = (node as JsonSchema)[COMPONENT_KEY];
+  if (typeof name !== "string") return out;
+  components[name] ??= out;
+  return { $ref: `#/components/schemas/${name}` };
 }
 
 export function buildOpenApi(services: unknown[], serverUrl: string): JsonSchema {
@@ -273,13 +328,18 @@ export function buildOpenApi(services: unknown[], serverUrl: string): JsonSchema
       }
     }
   }
-  const sorted = Object.fromEntries(Object.entries(paths).sort(([a], [b]) => a.localeCompare(b)));
+  const schemas: Record<string, JsonSchema> = {};
+  const sorted = hoistComponents(
+    Object.fromEntries(Object.entries(paths).sort(([a], [b]) => a.localeCompare(b))),
+    schemas,
+  );
   return {
     openapi: "3.1.0",
     info: { title: "Campaign Messaging Service API", version: VERSION },
     servers: [{ url: serverUrl }],
     paths: sorted,
     components: {
+      schemas,
       securitySchemes: {
         sessionCookie: {
           type: "apiKey",

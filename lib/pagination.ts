@@ -1,4 +1,6 @@
+import { Type, type TSchema } from "@sinclair/typebox";
 import { validationError } from "./errors";
+import { Component, Int32 } from "./schema";
 
 /** The one pagination helper: contract's `page`/`limit` (default 50, max 100, larger clamped). */
 export interface PageRequest {
@@ -18,7 +20,11 @@ export const pageParams = {
   limit: { type: "number", integer: true, positive: true, convert: true, optional: true },
 } as const;
 
-export function pageRequest(params: { page?: number; limit?: number }, maxLimit = 100, defaultLimit = 50): PageRequest {
+export function pageRequest(
+  params: { page?: number; limit?: number },
+  maxLimit = 100,
+  defaultLimit = 50,
+): PageRequest {
   const page = Math.max(1, Math.floor(params.page ?? 1));
   const limit = Math.min(maxLimit, Math.max(1, Math.floor(params.limit ?? defaultLimit)));
   return { page, limit, offset: (page - 1) * limit };
@@ -46,9 +52,39 @@ export function sortOrder(
   const column = allowed[field];
   if (!column) {
     throw validationError(`Cannot sort by '${field}'`, [
-      { field: "sort", message: `must be one of ${Object.keys(allowed).join(", ")} (prefix - for descending)` },
+      {
+        field: "sort",
+        message: `must be one of ${Object.keys(allowed).join(", ")} (prefix - for descending)`,
+      },
     ]);
   }
   const direction = descending ? "DESC" : "ASC";
-  return column === "id" ? [["id", direction]] : [[column, direction], ["id", direction]];
+  return column === "id"
+    ? [["id", direction]]
+    : [
+        [column, direction],
+        ["id", direction],
+      ];
 }
+
+/** `page` and `limit` for TypeBox params (lib/schema.ts): whole numbers that fit the database; a larger `limit` is clamped by `pageRequest`. */
+export const PageQuery = {
+  page: Type.Optional(Int32({ minimum: 1, description: "1-based page number (default 1)" })),
+  limit: Type.Optional(
+    Int32({ minimum: 1, description: "Items per page (default 50; more than 100 is clamped to 100)" }),
+  ),
+};
+
+export const PaginationSchema = Component(
+  "Pagination",
+  Type.Object({
+    page: Type.Integer(),
+    limit: Type.Integer(),
+    total: Type.Integer(),
+    totalPages: Type.Integer(),
+  }),
+);
+
+/** The contract's paginated envelope around `item`. */
+export const Paginated = <T extends TSchema>(item: T) =>
+  Type.Object({ data: Type.Array(item), pagination: PaginationSchema });

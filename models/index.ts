@@ -102,21 +102,6 @@ export class Contact extends Model {
   declare updatedAt: Date;
 }
 
-export class ActivityEvent extends Model {
-  declare id: string;
-  declare workspaceId: string;
-  declare contactId: string | null;
-  declare type: string;
-  declare metadata: Record<string, unknown>;
-  declare sessionId: string | null;
-  declare pageUrl: string | null;
-  declare referrer: string | null;
-  declare utmSource: string | null;
-  declare utmMedium: string | null;
-  declare utmCampaign: string | null;
-  declare timestamp: Date;
-}
-
 export class WebhookEndpoint extends Model {
   declare id: string;
   declare workspaceId: string;
@@ -168,7 +153,10 @@ export function initModels(sequelize: Sequelize): void {
     { id: id(), name: requiredText(), email: requiredText(), passwordHash: requiredText() },
     { sequelize, tableName: "users" },
   );
-  Workspace.init({ id: id(), name: requiredText(), slug: requiredText(), settings: json() }, { sequelize, tableName: "workspaces" });
+  Workspace.init(
+    { id: id(), name: requiredText(), slug: requiredText(), settings: json() },
+    { sequelize, tableName: "workspaces" },
+  );
   Member.init(
     { id: id(), workspaceId: requiredText(), userId: requiredText(), role: requiredText() },
     { sequelize, tableName: "members" },
@@ -203,7 +191,13 @@ export function initModels(sequelize: Sequelize): void {
     { sequelize, tableName: "audit_logs", updatedAt: false },
   );
   PasswordResetToken.init(
-    { id: id(), userId: requiredText(), tokenHash: requiredText(), expiresAt: { type: DataTypes.DATE }, usedAt: { type: DataTypes.DATE } },
+    {
+      id: id(),
+      userId: requiredText(),
+      tokenHash: requiredText(),
+      expiresAt: { type: DataTypes.DATE },
+      usedAt: { type: DataTypes.DATE },
+    },
     { sequelize, tableName: "password_reset_tokens", updatedAt: false },
   );
   Contact.init(
@@ -231,23 +225,6 @@ export function initModels(sequelize: Sequelize): void {
     { sequelize, tableName: "contacts" },
   );
 
-  ActivityEvent.init(
-    {
-      id: id(),
-      workspaceId: requiredText(),
-      contactId: text(),
-      type: requiredText(),
-      metadata: json(),
-      sessionId: text(),
-      pageUrl: text(),
-      referrer: text(),
-      utmSource: text(),
-      utmMedium: text(),
-      utmCampaign: text(),
-      timestamp: { type: DataTypes.DATE, allowNull: false },
-    },
-    { sequelize, tableName: "events", timestamps: false },
-  );
   WebhookEndpoint.init(
     {
       id: id(),
@@ -266,7 +243,14 @@ export function initModels(sequelize: Sequelize): void {
   initCrmModels(sequelize);
 
   Segment.init(
-    { id: id(), workspaceId: requiredText(), name: requiredText(), description: text(), type: requiredText(), filter: { type: DataTypes.JSONB } },
+    {
+      id: id(),
+      workspaceId: requiredText(),
+      name: requiredText(),
+      description: text(),
+      type: requiredText(),
+      filter: { type: DataTypes.JSONB },
+    },
     { sequelize, tableName: "segments" },
   );
   ScoringRule.init(

@@ -1,9 +1,33 @@
 import type { ServiceBroker } from "moleculer";
 import { SYSTEM } from "../../lib/access";
+import { notFound } from "../../lib/errors";
 import type { AppContext } from "../../lib/moleculer-types";
 import { isServiceAvailable } from "../../lib/registry";
-import type { Versions } from "../../lib/versioned-cache";
-import type { EventRecord } from "./events.schemas";
+import { workspaceOf } from "../../lib/tenancy";
+import { probeVersions, type Versions } from "../../lib/versioned-cache";
+import { insertEvent } from "./events.repo";
+import type { EventRecord, RecordInput } from "./events.schemas";
+
+/**
+ * Store an event (with its fact for outbound webhooks, staged by the same
+ * statement), then run the chain in order. An unknown contact is 404.
+ */
+export async function recordEvent(
+  broker: ServiceBroker,
+  ctx: AppContext,
+  input: RecordInput,
+): Promise<EventRecord> {
+  const workspaceId = workspaceOf(ctx);
+  // The chain's definitions are probed beside the insert, not one step after another; its
+  // segment and score steps read them only for an event with a contact.
+  const [event, configVersions] = await Promise.all([
+    insertEvent(workspaceId, input),
+    input.contactId ? probeVersions(workspaceId) : undefined,
+  ]);
+  if (!event) throw notFound("Contact");
+  await runChain(broker, ctx, workspaceId, event, configVersions);
+  return event;
+}
 
 /**
  * The chain of spec 6.3, in order and awaited: segment re-evaluation, then

@@ -104,7 +104,7 @@ async function insertEvents(
       col((it) => it.input.utmSource),
       col((it) => it.input.utmMedium),
       col((it) => it.input.utmCampaign),
-      col((it) => (it.input.timestamp ? it.input.timestamp.toISOString() : null)),
+      col((it) => it.input.timestamp),
     ],
   );
   if (rows.length) wakeOutboxRelays();

@@ -1,87 +1,94 @@
-const wsId = { type: "string", min: 1, max: 64 } as const;
-const optionalText = (max: number) => ({ type: "string", max, optional: true, nullable: true }) as const;
+import { Type, type Static } from "@sinclair/typebox";
+import { Component, Int32, Nullable, Params, Trimmed } from "../../lib/schema";
+
+const Id = Type.String({ minLength: 1, maxLength: 64 });
+const Text = (maxLength: number) => Type.Optional(Nullable(Type.String({ maxLength })));
+const EventType = Trimmed({
+  minLength: 1,
+  maxLength: 200,
+  description: "Event type identifier, e.g. `purchase`",
+});
+const Metadata = Type.Record(Type.String(), Type.Unknown(), { description: "Arbitrary payload" });
 
 /** The optional fields an event carries besides its type (spec 2, Event). */
 const eventFields = {
-  contactId: { type: "string", min: 1, max: 64, optional: true, nullable: true },
-  metadata: { type: "object", optional: true, nullable: true },
-  sessionId: optionalText(200),
-  pageUrl: optionalText(2048),
-  referrer: optionalText(2048),
-  utmSource: optionalText(200),
-  utmMedium: optionalText(200),
-  utmCampaign: optionalText(200),
-} as const;
-
-export const schemas = {
-  create: {
-    $$strict: "remove",
-    workspaceId: wsId,
-    type: { type: "string", min: 1, max: 200, trim: true },
-    ...eventFields,
-  },
-  list: {
-    $$strict: "remove",
-    workspaceId: wsId,
-    contactId: { type: "string", min: 1, max: 64, optional: true },
-    type: { type: "string", min: 1, max: 200, optional: true },
-    limit: { type: "number", integer: true, positive: true, convert: true, optional: true },
-  },
-  /** Internal entry of every origin; `timestamp` lets forms, tracking and channel inbound keep their own time. */
-  record: {
-    $$strict: "remove",
-    type: { type: "string", min: 1, max: 200, trim: true },
-    ...eventFields,
-    timestamp: { type: "date", convert: true, optional: true },
-  },
-  listForContact: {
-    $$strict: "remove",
-    contactId: { type: "string", min: 1, max: 64 },
-    limit: { type: "number", integer: true, positive: true, convert: true, optional: true },
-  },
-} as const;
-
-/** What `events.record` takes. */
-export interface RecordInput {
-  type: string;
-  contactId?: string | null;
-  metadata?: Record<string, unknown> | null;
-  sessionId?: string | null;
-  pageUrl?: string | null;
-  referrer?: string | null;
-  utmSource?: string | null;
-  utmMedium?: string | null;
-  utmCampaign?: string | null;
-  timestamp?: Date;
-}
+  contactId: Type.Optional(Nullable(Id)),
+  metadata: Type.Optional(Nullable(Metadata)),
+  sessionId: Text(200),
+  pageUrl: Text(2048),
+  referrer: Text(2048),
+  utmSource: Text(200),
+  utmMedium: Text(200),
+  utmCampaign: Text(200),
+};
 
 /** The contract's event object (`POST {ws}/events` answer). */
-export interface EventRecord {
-  id: string;
-  type: string;
-  metadata: Record<string, unknown>;
-  timestamp: string;
-  contactId: string | null;
-  sessionId: string | null;
-  pageUrl: string | null;
-  referrer: string | null;
-  utmSource: string | null;
-  utmMedium: string | null;
-  utmCampaign: string | null;
-}
+export const EventSchema = Component(
+  "Event",
+  Type.Object({
+    id: Type.String(),
+    type: Type.String(),
+    metadata: Metadata,
+    timestamp: Type.String({ format: "date-time" }),
+    contactId: Nullable(Type.String()),
+    sessionId: Nullable(Type.String()),
+    pageUrl: Nullable(Type.String()),
+    referrer: Nullable(Type.String()),
+    utmSource: Nullable(Type.String()),
+    utmMedium: Nullable(Type.String()),
+    utmCampaign: Nullable(Type.String()),
+  }),
+);
+export type EventRecord = Static<typeof EventSchema>;
 
-export interface ContactSummary {
-  id: string;
-  email: string | null;
-  firstName: string | null;
-  lastName: string | null;
-}
+export const ContactSummarySchema = Component(
+  "ContactSummary",
+  Type.Object({
+    id: Type.String(),
+    email: Nullable(Type.String()),
+    firstName: Nullable(Type.String()),
+    lastName: Nullable(Type.String()),
+  }),
+);
+export type ContactSummary = Static<typeof ContactSummarySchema>;
 
 /** A list item: the event with its contact's summary (null when the event has no contact). */
-export type EventListItem = EventRecord & { contact: ContactSummary | null };
+export const EventListItemSchema = Component(
+  "EventListItem",
+  Type.Intersect([EventSchema, Type.Object({ contact: Nullable(ContactSummarySchema) })]),
+);
+export type EventListItem = Static<typeof EventListItemSchema>;
 
 /** Events list limit (spec 8): default 50, larger values clamped to 200. */
 export const EVENTS_LIMIT = { default: 50, max: 200 } as const;
+const Limit = Type.Optional(
+  Int32({
+    minimum: 1,
+    description: `Default ${EVENTS_LIMIT.default}; larger than ${EVENTS_LIMIT.max} is clamped`,
+  }),
+);
+
+export const schemas = {
+  create: Params({ workspaceId: Id, type: EventType, ...eventFields }),
+  list: Params({
+    workspaceId: Id,
+    contactId: Type.Optional(Id),
+    type: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
+    limit: Limit,
+  }),
+  /** Internal entry of every origin; `timestamp` lets forms, tracking and channel inbound keep their own time. */
+  record: Params({
+    type: EventType,
+    ...eventFields,
+    timestamp: Type.Optional(Type.String({ format: "date-time" })),
+  }),
+  listForContact: Params({ contactId: Id, limit: Limit }),
+  createResult: EventSchema,
+  listResult: Type.Array(EventListItemSchema),
+};
+
+/** What `events.record` takes. */
+export type RecordInput = Static<typeof schemas.record>;
 
 export function clampEventsLimit(limit: number | undefined): number {
   return Math.min(EVENTS_LIMIT.max, Math.max(1, Math.floor(limit ?? EVENTS_LIMIT.default)));

@@ -1,43 +1,41 @@
-import type { ServiceSchema } from "moleculer";
+import { defineAction, defineService } from "../../lib/define-service";
 import { failAbandonedJobs, listJobs } from "../../lib/jobs";
-import type { AppContext } from "../../lib/moleculer-types";
-import { pageOf, pageParams, pageRequest } from "../../lib/pagination";
+import { pageOf, pageRequest } from "../../lib/pagination";
 import { workspaceOf } from "../../lib/tenancy";
-import { DbMixin } from "../../mixins/db.mixin";
-import { Workspace } from "../../models";
-
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-type Ctx = AppContext<Record<string, any>>;
+import { DatabaseMixin } from "../../mixins/database.mixin";
+import { schemas } from "./jobs.schemas";
 
 const SWEEP_INTERVAL_MS = 60_000;
 
 /** Long-running work (imports, bulk changes, recomputes) and its progress. */
-const JobsService: ServiceSchema = {
+export default defineService({
   name: "jobs",
-  mixins: [DbMixin(Workspace)],
+  mixins: [DatabaseMixin],
   settings: { rest: "/" },
 
   actions: {
     /** Jobs of the workspace, newest first; filters id, type, status. Any member or key. */
-    list: {
+    list: defineAction({
       rest: "GET /workspaces/:workspaceId/jobs",
-      openapi: { tags: ["Jobs"], summary: "List jobs (imports, bulk changes, recomputes) with their progress, newest first" },
       auth: "any",
-      params: {
-        $$strict: "remove",
-        workspaceId: "string",
-        ...pageParams,
-        id: { type: "string", max: 64, optional: true },
-        type: { type: "string", max: 100, optional: true },
-        status: { type: "enum", values: ["queued", "running", "completed", "failed", "cancelled"], optional: true },
+      params: schemas.list,
+      result: schemas.listResult,
+      openapi: {
+        tags: ["Jobs"],
+        summary: "List jobs (imports, bulk changes, recomputes) with their progress, newest first",
       },
-      async handler(ctx: Ctx) {
+      async handler(ctx) {
         const page = pageRequest(ctx.params);
         const { id, type, status } = ctx.params;
-        const { rows, total } = await listJobs(workspaceOf(ctx), { id, type, status }, page.limit, page.offset);
+        const { rows, total } = await listJobs(
+          workspaceOf(ctx),
+          { id, type, status },
+          page.limit,
+          page.offset,
+        );
         return pageOf(rows, total, page);
       },
-    },
+    }),
 
     /** Internal (cron tick): fail jobs whose worker died. */
     sweep: {
@@ -55,6 +53,4 @@ const JobsService: ServiceSchema = {
   stopped() {
     clearInterval(this.sweepTimer);
   },
-};
-
-export default JobsService;
+});

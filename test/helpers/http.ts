@@ -1,4 +1,5 @@
 import { randomHex } from "../../lib/crypto";
+import { checkAnswer } from "./answer-check";
 
 export interface HttpResponse<T = any> {
   status: number;
@@ -60,7 +61,9 @@ export class HttpClient {
     }
     const text = await res.text();
     let parsed: unknown = text;
-    if ((res.headers.get("content-type") ?? "").includes("json") && text) parsed = JSON.parse(text);
+    const contentType = res.headers.get("content-type") ?? "";
+    if (contentType.includes("json") && text) parsed = JSON.parse(text);
+    await checkAnswer(this.baseUrl, method, path, res.status, contentType, parsed);
     return { status: res.status, headers: res.headers, body: parsed as T, text, setCookies };
   }
 

@@ -1,0 +1,117 @@
+import Ajv, { type ErrorObject } from "ajv";
+import addFormats from "ajv-formats";
+import addKeywords from "ajv-keywords";
+import {
+  Kind,
+  Type,
+  type ObjectOptions,
+  type SchemaOptions,
+  type Static,
+  type TObject,
+  type TProperties,
+  type TSchema,
+  type TUnsafe,
+} from "@sinclair/typebox";
+import type { FieldIssue } from "./errors";
+
+/**
+ * TypeBox schemas validated by Ajv: one schema object per action gives the
+ * runtime check, the handler's types (`Static<typeof schema>`) and the
+ * OpenAPI description of params and result.
+ */
+
+/** Params: query strings arrive as text (coerced), defaults filled, `transform: ["trim"]` applied, undeclared fields removed. */
+const paramsAjv = addKeywords(
+  addFormats(
+    new Ajv({ allErrors: true, removeAdditional: true, useDefaults: true, coerceTypes: true, strict: false }),
+  ),
+  ["transform"],
+);
+
+/** Results are checked as they are: no coercion, nothing removed. */
+const resultAjv = addFormats(new Ajv({ allErrors: true, strict: false }));
+
+/** An action's params: a closed object, so `workspaceId`, `id` or `role` that it does not declare never reach a handler. */
+export const Params = <T extends TProperties>(properties: T, options: ObjectOptions = {}): TObject<T> =>
+  Type.Object(properties, { additionalProperties: false, ...options });
+
+/** A shape that recurs (a contact, a page, an event): a named OpenAPI component wherever it appears. */
+export const Component = <T extends TSchema>(name: string, schema: T): T =>
+  ({ ...schema, [COMPONENT_KEY]: name }) as T;
+export const COMPONENT_KEY = "x-component";
+
+/** An integer that fits PostgreSQL's `integer` column. */
+export const Int32 = (options: SchemaOptions & { minimum?: number; maximum?: number } = {}) =>
+  Type.Integer({ minimum: -2_147_483_648, maximum: 2_147_483_647, ...options });
+
+/** A trimmed string (leading and trailing white space removed before the length checks). */
+export const Trimmed = (options: SchemaOptions & { minLength?: number; maxLength?: number } = {}) =>
+  Type.String({ ...options, transform: ["trim"] });
+
+/**
+ * `T | null`, as columns that may be empty answer. Written as a type list
+ * (`["string", "null"]`) rather than `anyOf`: with coercion on, Ajv would
+ * turn a null into "" in a string branch of an `anyOf`.
+ */
+export function Nullable<T extends TSchema>(schema: T): TUnsafe<Static<T> | null> {
+  const { type } = schema as { type?: unknown };
+  if (typeof type === "string") return Type.Unsafe<Static<T> | null>({ ...schema, type: [type, "null"] });
+  return Type.Unsafe<Static<T> | null>({ anyOf: [schema, { type: "null" }] });
+}
+
+/** Whether `schema` is a JSON Schema (TypeBox) rather than a fastest-validator rule set; survives a NATS hop, which drops TypeBox's symbols. */
+export function isJsonSchema(schema: unknown): schema is TSchema {
+  if (typeof schema !== "object" || schema === null) return false;
+  if (Kind in schema) return true;
+  const candidate = schema as Record<string, unknown>;
+  return (
+    candidate.type === "object" && typeof candidate.properties === "object" && !("$$strict" in candidate)
+  );
+}
+
+/** `/attributes/plan` → `attributes.plan`; a missing property names itself. */
+function fieldOf(error: ErrorObject): string {
+  const path = error.instancePath
+    .split("/")
+    .slice(1)
+    .map((part) => part.replace(/~1/g, "/").replace(/~0/g, "~"));
+  if (error.keyword === "required") path.push(String(error.params.missingProperty));
+  return path.join(".");
+}
+
+/** Ajv's errors as the contract's details; a union's failed branches are folded into one line per field. */
+export function fieldIssues(errors: ErrorObject[] | null | undefined): FieldIssue[] {
+  const seen = new Set<string>();
+  const issues: FieldIssue[] = [];
+  for (const error of errors ?? []) {
+    const issue = { field: fieldOf(error), message: error.message ?? "is invalid" };
+    const key = `${issue.field}\u0000${issue.message}`;
+    if (seen.has(key)) continue;
+    seen.add(key);
+    issues.push(issue);
+  }
+  return issues;
+}
+
+/** Moleculer's validator contract: `true`, or the issues (each with the failing keyword as `type`). */
+export type Checker = (value: unknown) => true | Array<FieldIssue & { type: string }>;
+
+export function compileParamsChecker(schema: TSchema): Checker {
+  const validate = paramsAjv.compile(schema);
+  return (value) => {
+    if (validate(value)) return true;
+    return (validate.errors ?? []).map((error) => ({ ...fieldIssues([error])[0], type: error.keyword }));
+  };
+}
+
+const resultValidators = new WeakMap<object, ReturnType<typeof resultAjv.compile>>();
+
+/** What in `value` does not match `schema` (empty when it matches). */
+export function schemaIssues(schema: Record<string, unknown>, value: unknown): FieldIssue[] {
+  let validate = resultValidators.get(schema);
+  if (!validate) {
+    validate = resultAjv.compile(schema);
+    resultValidators.set(schema, validate);
+  }
+  return validate(value) ? [] : fieldIssues(validate.errors);
+}

@@ -1,0 +1,36 @@
+import { Type } from "@sinclair/typebox";
+import { Paginated, PageQuery } from "../../lib/pagination";
+import { Component, Nullable, Params } from "../../lib/schema";
+
+const JobStatus = Type.Union(
+  ["queued", "running", "completed", "failed", "cancelled"].map((status) => Type.Literal(status)),
+);
+
+/** The contract's job (contract.md, Import). */
+export const JobSchema = Component(
+  "Job",
+  Type.Object({
+    id: Type.String(),
+    type: Type.String({ description: "e.g. contacts.import, contacts.bulk, segments.recompute" }),
+    status: JobStatus,
+    progress: Type.Object({ done: Type.Integer(), total: Nullable(Type.Integer()) }),
+    result: Type.Unknown({
+      description: "What the job produced, by type (an import: {created, updated, failed})",
+    }),
+    error: Nullable(Type.String()),
+    createdAt: Type.String({ format: "date-time" }),
+    startedAt: Nullable(Type.String({ format: "date-time" })),
+    finishedAt: Nullable(Type.String({ format: "date-time" })),
+  }),
+);
+
+export const schemas = {
+  list: Params({
+    workspaceId: Type.String({ minLength: 1, maxLength: 64 }),
+    ...PageQuery,
+    id: Type.Optional(Type.String({ maxLength: 64 })),
+    type: Type.Optional(Type.String({ maxLength: 100 })),
+    status: Type.Optional(JobStatus),
+  }),
+  listResult: Paginated(JobSchema),
+};

@@ -1,0 +1,63 @@
+import http from "node:http";
+import type { AddressInfo } from "node:net";
+import { HttpClient } from "../helpers/http";
+
+/** The test suite's check of every answer against `GET /api/openapi` (test/helpers/answer-check.ts) fails on drift. */
+describe("answers checked against their description", () => {
+  const doc = {
+    paths: {
+      "/api/things/{id}": {
+        get: {
+          responses: {
+            "200": { content: { "application/json": { schema: { $ref: "#/components/schemas/Thing" } } } },
+            "4XX": {
+              content: { "application/json": { schema: { type: "object", required: ["error", "code"] } } },
+            },
+          },
+        },
+        post: { responses: { "201": { content: { "application/json": { schema: {} } } } } },
+      },
+      "/api/things/special": {
+        get: { responses: { "202": { content: { "application/json": { schema: { type: "object" } } } } } },
+      },
+    },
+    components: {
+      schemas: { Thing: { type: "object", properties: { id: { type: "string" } }, required: ["id"] } },
+    },
+  };
+  const answers: Record<string, [number, unknown]> = {
+    "GET /api/things/good": [200, { id: "x" }],
+    "GET /api/things/bad": [200, { id: 5 }],
+    "GET /api/things/missing": [404, { message: "no" }],
+    "POST /api/things/legacy": [200, { anything: true }],
+    "GET /api/things/special": [200, {}],
+  };
+  let server: http.Server;
+  let client: HttpClient;
+  beforeAll(async () => {
+    server = http.createServer((req, res) => {
+      const [status, body] = req.url === "/api/openapi" ? [200, doc] : answers[`${req.method} ${req.url}`];
+      res.writeHead(status, { "content-type": "application/json" });
+      res.end(JSON.stringify(body));
+    });
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    client = new HttpClient(`http://127.0.0.1:${(server.address() as AddressInfo).port}`);
+  });
+  afterAll(() => new Promise((resolve) => server.close(resolve)));
+
+  it("passes an answer that matches, through component references", async () => {
+    await expect(client.get("/api/things/good")).resolves.toMatchObject({ status: 200 });
+  });
+
+  it("fails an answer whose body the description does not allow", async () => {
+    await expect(client.get("/api/things/bad")).rejects.toThrow("id must be string");
+    await expect(client.get("/api/things/missing")).rejects.toThrow("must have required property 'error'");
+  });
+
+  it("fails a typed operation answering a status it does not declare, and leaves untyped ones alone", async () => {
+    await expect(client.get("/api/things/special")).rejects.toThrow(
+      "answered 200; the description declares 202",
+    );
+    await expect(client.post("/api/things/legacy", {})).resolves.toMatchObject({ status: 200 });
+  });
+});
