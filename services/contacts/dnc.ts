@@ -3,7 +3,7 @@ import { newId } from "../../lib/crypto";
 import { database } from "../../lib/database";
 import { conflict, fieldError, notFound } from "../../lib/errors";
 import { pageOf, type Page, type PageRequest } from "../../lib/pagination";
-import { normalizeEmail, normalizePhone } from "./normalize";
+import { normalizeEmail, normalizePhone, PHONE_FORMAT_MESSAGE } from "./normalize";
 import { uniqueViolation } from "./sql";
 
 /** Do-not-contact list: emails and phones (stored normalised) that no send may reach. */
@@ -39,10 +39,7 @@ const view = (r: DncRow): DncEntry => ({
 export function normalizeDncValue(type: "email" | "phone", value: string): string {
   const normalized = type === "email" ? normalizeEmail(value) : normalizePhone(value);
   if (!normalized)
-    throw fieldError(
-      "value",
-      type === "email" ? "must be a valid email address" : "must be a valid phone number (E.164)",
-    );
+    throw fieldError("value", type === "email" ? "must be a valid email address" : PHONE_FORMAT_MESSAGE);
   return normalized;
 }
 

@@ -16,12 +16,20 @@ export function normalizeEmail(value: string): string | null {
   return email;
 }
 
-/** E.164, or null when the number cannot be parsed to a valid one (a national number needs `defaultCountry`). */
+/**
+ * E.164, or null when the text cannot be a phone number (a national number
+ * needs `defaultCountry`). Any *possible* number is kept: the numbering-plan
+ * metadata behind "valid" lags new ranges and rejects reserved fictional ones
+ * (`+15550100111`), and an import must not lose real contacts over it.
+ */
 export function normalizePhone(value: string, defaultCountry?: string): string | null {
   const parsed = parsePhoneNumberFromString(value.trim(), defaultCountry as CountryCode | undefined);
-  if (!parsed || !parsed.isValid()) return null;
+  if (!parsed || !parsed.isPossible()) return null;
   return parsed.number;
 }
+
+export const PHONE_FORMAT_MESSAGE =
+  "must be a phone number in international format (E.164, e.g. +14155552671)";
 
 /** The IANA zone as given when the runtime knows it, else null. */
 export function normalizeTimezone(value: string): string | null {
@@ -129,11 +137,7 @@ export function normalizeContactInput(
     else {
       const phone = normalizePhone(input.phone, options.defaultCountry);
       if (phone) write.phone = phone;
-      else
-        issues.push({
-          field: "phone",
-          message: "must be a valid phone number in international format (E.164, e.g. +14155552671)",
-        });
+      else issues.push({ field: "phone", message: PHONE_FORMAT_MESSAGE });
     }
   }
   if (input.timezone !== undefined) {

@@ -1,4 +1,3 @@
-import { parsePhoneNumberFromString } from "libphonenumber-js";
 import type { ServiceBroker } from "moleculer";
 import { SYSTEM } from "../../lib/access";
 import { sha256Hex } from "../../lib/crypto";
@@ -7,6 +6,7 @@ import { fieldError, forbidden, invalidSignature, notFound, conflict } from "../
 import type { AppContext } from "../../lib/moleculer-types";
 import { stageDomainEvents } from "../../lib/outbox";
 import { isServiceAvailable } from "../../lib/registry";
+import { normalizePhone, PHONE_FORMAT_MESSAGE } from "../contacts/normalize";
 import * as repo from "./webhooks.repo";
 import { open } from "./secret-box";
 import { verifyInbound, TOLERANCE_SECONDS } from "./signature";
@@ -30,10 +30,13 @@ function headerOf(ctx: AppContext, name: string): string | undefined {
   return Array.isArray(value) ? value[0] : value;
 }
 
-const e164 = (phone: string | null | undefined) => {
-  const parsed = phone ? parsePhoneNumberFromString(phone.trim()) : undefined;
-  return parsed?.isValid() ? parsed.number : null;
-};
+/** The phone as E.164, null when none is given; a phone that cannot be a number is a 400, never silently dropped. */
+function inboundPhone(phone: string | null | undefined): string | null {
+  if (phone === undefined || phone === null || !phone.trim()) return null;
+  const normalized = normalizePhone(phone);
+  if (!normalized) throw fieldError("phone", PHONE_FORMAT_MESSAGE);
+  return normalized;
+}
 
 /**
  * `POST /api/webhooks/inbound/{endpointId}`: 404 unknown or not INBOUND,
@@ -58,7 +61,9 @@ export async function receiveInbound(
   let digest: string | null = null;
   if (endpoint.secret_sealed) {
     if (!verifyInbound(open(endpoint.secret_sealed), raw, signature)) {
-      throw invalidSignature(signature ? "X-Webhook-Signature does not match the body" : "X-Webhook-Signature is missing");
+      throw invalidSignature(
+        signature ? "X-Webhook-Signature does not match the body" : "X-Webhook-Signature is missing",
+      );
     }
     digest = sha256Hex(`${signature!.trim().toLowerCase()}.${raw}`);
     if (!(await repo.acceptOnce(endpoint.id, digest, REPLAY_WINDOW_SECONDS))) {
@@ -69,7 +74,10 @@ export async function receiveInbound(
   try {
     if (!params.type) throw fieldError("type", "is required");
     const workspaceId = endpoint.workspace_id;
-    const contactId = await resolveContact(broker, ctx, workspaceId, params);
+    const contactId = await resolveContact(broker, ctx, workspaceId, {
+      ...params,
+      phone: inboundPhone(params.phone),
+    });
     const event = (await ctx.call(
       "events.record",
       { type: params.type, contactId, metadata: params.metadata ?? {} },
@@ -77,7 +85,13 @@ export async function receiveInbound(
     )) as { id: string };
     const { type, email, contactId: givenContactId, firstName, lastName, phone, metadata } = params;
     const payload = { type, email, contactId: givenContactId, firstName, lastName, phone, metadata };
-    const deliveryId = await repo.insertInboundDelivery(workspaceId, endpoint.id, params.type, payload, event.id);
+    const deliveryId = await repo.insertInboundDelivery(
+      workspaceId,
+      endpoint.id,
+      params.type,
+      payload,
+      event.id,
+    );
     return { received: true, deliveryId };
   } catch (err) {
     // A request that failed may be sent again with the same signature.
@@ -102,18 +116,29 @@ async function resolveContact(
     email,
     firstName: params.firstName?.trim() || null,
     lastName: params.lastName?.trim() || null,
-    phone: e164(params.phone),
+    phone: params.phone ?? null,
   };
-  const contact = await (await database()).transaction(async (transaction) => {
+  const contact = await (
+    await database()
+  ).transaction(async (transaction) => {
     const found = await repo.upsertContactByEmail(workspaceId, seed, transaction);
     if (found.created) {
-      const data = { contactId: found.id, email: found.email, firstName: found.firstName, lastName: found.lastName };
+      const data = {
+        contactId: found.id,
+        email: found.email,
+        firstName: found.firstName,
+        lastName: found.lastName,
+      };
       await stageDomainEvents(transaction, workspaceId, [{ type: "contact.created", data }]);
     }
     return found;
   });
   if (contact.created && isServiceAvailable(broker, "segments")) {
-    await ctx.call("segments.evaluateContacts", { contactIds: [contact.id] }, { meta: { principal: SYSTEM, workspaceId } });
+    await ctx.call(
+      "segments.evaluateContacts",
+      { contactIds: [contact.id] },
+      { meta: { principal: SYSTEM, workspaceId } },
+    );
   }
   return contact.id;
 }

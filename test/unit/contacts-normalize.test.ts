@@ -27,6 +27,14 @@ describe("normalize", () => {
     expect(normalizePhone("06 12 34 56 78", "FR")).toBe("+33612345678");
     expect(normalizePhone("+1 555")).toBeNull();
   });
+  test("phone: every possible number is kept, even where the numbering-plan metadata says 'not valid'", () => {
+    // +1 555-01xx is the reserved fictional range; +44 7700 900xxx is Ofcom's drama range.
+    expect(normalizePhone("+15550100111")).toBe("+15550100111");
+    expect(normalizePhone("+1 (555) 010-0111")).toBe("+15550100111");
+    expect(normalizePhone("+447700900123")).toBe("+447700900123");
+    for (const bad of ["", "not a phone", "+", "+1", "+12", "+1234567890123456789", "12ab34"])
+      expect(normalizePhone(bad)).toBeNull();
+  });
   test("timezone must be IANA; locale canonicalised", () => {
     expect(normalizeTimezone("America/New_York")).toBe("America/New_York");
     expect(normalizeTimezone("Mars/Base")).toBeNull();

@@ -27,12 +27,18 @@ async function count(sql: string, replacements: Record<string, unknown>) {
 }
 
 beforeAll(async () => {
-  app = await startApp({ services: ["api", "auth", "workspaces", "events", "webhooks"], env: { WEBHOOK_POLL_MS: "200" } });
+  app = await startApp({
+    services: ["api", "auth", "workspaces", "events", "webhooks"],
+    env: { WEBHOOK_POLL_MS: "200" },
+  });
   receiver = await startReceiver();
   ctx = await ownerWithWorkspace(app.baseUrl);
   const res = await ctx.owner.client.post(`${ctx.ws}/webhooks`, { name: "shop", direction: "INBOUND" });
   endpoint = res.body;
-  const out = await ctx.owner.client.post(`${ctx.ws}/webhooks`, { url: receiver.url(), events: ["contact.created", "purchase"] });
+  const out = await ctx.owner.client.post(`${ctx.ws}/webhooks`, {
+    url: receiver.url(),
+    events: ["contact.created", "purchase"],
+  });
   outboundSecret = out.body.secret;
 });
 afterAll(async () => {
@@ -41,7 +47,14 @@ afterAll(async () => {
 });
 
 test("a signed delivery creates the contact, records the event and an INBOUND delivery", async () => {
-  const body = { type: "purchase", email: "  Buyer@Example.TEST ", firstName: "Bo", lastName: "Buyer", phone: "+1 415 555 2671", metadata: { amount: 99 } };
+  const body = {
+    type: "purchase",
+    email: "  Buyer@Example.TEST ",
+    firstName: "Bo",
+    lastName: "Buyer",
+    phone: "+1 415 555 2671",
+    metadata: { amount: 99 },
+  };
   const res = await post(endpoint.id, body);
   expect(res.status).toBe(200);
   expect(res.body).toEqual({ received: true, deliveryId: expect.any(String) });
@@ -53,14 +66,22 @@ test("a signed delivery creates the contact, records the event and an INBOUND de
     metadata: { amount: 99 },
     contact: { email: "buyer@example.test", firstName: "Bo", lastName: "Buyer" },
   });
-  const [contact] = await (await database()).query<{ phone: string }>(`SELECT phone FROM contacts WHERE email = 'buyer@example.test'`, {
+  const [contact] = await (
+    await database()
+  ).query<{ phone: string }>(`SELECT phone FROM contacts WHERE email = 'buyer@example.test'`, {
     type: QueryTypes.SELECT,
   });
   expect(contact.phone).toBe("+14155552671");
 
   const deliveries = await ctx.owner.client.get(`${ctx.ws}/webhooks/deliveries?endpointId=${endpoint.id}`);
   expect(deliveries.body.data).toEqual([
-    expect.objectContaining({ id: res.body.deliveryId, direction: "INBOUND", event: "purchase", success: true, attempt: 1 }),
+    expect.objectContaining({
+      id: res.body.deliveryId,
+      direction: "INBOUND",
+      event: "purchase",
+      success: true,
+      attempt: 1,
+    }),
   ]);
   // The new contact and the event both go out to subscribed outbound endpoints, signed.
   await waitFor(() => receiver.received.length >= 2, 5000, "outbound contact.created and purchase");
@@ -74,7 +95,9 @@ test("a signed delivery creates the contact, records the event and an INBOUND de
     lastName: "Buyer",
   });
   const ts = created.headers["x-webhook-timestamp"];
-  expect(created.headers["x-webhook-signature"]).toBe(crypto.createHmac("sha256", outboundSecret).update(`${ts}.${created.body}`).digest("hex"));
+  expect(created.headers["x-webhook-signature"]).toBe(
+    crypto.createHmac("sha256", outboundSecret).update(`${ts}.${created.body}`).digest("hex"),
+  );
 
   // An INBOUND delivery cannot be retried.
   const retry = await ctx.owner.client.post(`${ctx.ws}/webhooks/deliveries/${res.body.deliveryId}/retry`);
@@ -85,8 +108,12 @@ test("a signed delivery creates the contact, records the event and an INBOUND de
 test("an existing contact is found by email or by contactId; an unknown contactId alone is 404", async () => {
   const first = await post(endpoint.id, { type: "login", email: "buyer@example.test", metadata: { n: 1 } });
   expect(first.status).toBe(200);
-  expect(await count(`SELECT count(*) AS n FROM contacts WHERE workspace_id = :ws`, { ws: ctx.workspaceId })).toBe(1);
-  const [{ id }] = await (await database()).query<{ id: string }>(`SELECT id FROM contacts WHERE workspace_id = :ws`, {
+  expect(
+    await count(`SELECT count(*) AS n FROM contacts WHERE workspace_id = :ws`, { ws: ctx.workspaceId }),
+  ).toBe(1);
+  const [{ id }] = await (
+    await database()
+  ).query<{ id: string }>(`SELECT id FROM contacts WHERE workspace_id = :ws`, {
     type: QueryTypes.SELECT,
     replacements: { ws: ctx.workspaceId },
   });
@@ -103,14 +130,19 @@ test("an existing contact is found by email or by contactId; an unknown contactI
 test("concurrent deliveries with one new email create exactly one contact", async () => {
   const email = `race-${crypto.randomUUID()}@example.test`;
   const results = await Promise.all(
-    Array.from({ length: 12 }, (_, i) => post(endpoint.id, { type: "race", email, firstName: "R", metadata: { i } })),
+    Array.from({ length: 12 }, (_, i) =>
+      post(endpoint.id, { type: "race", email, firstName: "R", metadata: { i } }),
+    ),
   );
   expect(results.map((r) => r.status)).toEqual(Array(12).fill(200));
   expect(await count(`SELECT count(*) AS n FROM contacts WHERE email = :email`, { email })).toBe(1);
   expect(await count(`SELECT count(*) AS n FROM events WHERE type = 'race'`, {})).toBe(12);
   // contact.created went out once for it.
   await waitFor(
-    () => receiver.received.filter((r) => r.headers["x-webhook-event"] === "contact.created" && r.body.includes(email)).length === 1,
+    () =>
+      receiver.received.filter(
+        (r) => r.headers["x-webhook-event"] === "contact.created" && r.body.includes(email),
+      ).length === 1,
     5000,
     "one contact.created",
   );
@@ -127,7 +159,10 @@ test("signatures: missing or wrong is 401 INVALID_SIGNATURE with no side effects
   // Signed with the right secret but over other bytes (re-serialised JSON does not verify).
   const reformatted = await client().request("POST", `/api/webhooks/inbound/${endpoint.id}`, {
     raw: JSON.stringify(body, null, 2),
-    headers: { "content-type": "application/json", "x-webhook-signature": sign(endpoint.secret, JSON.stringify(body)) },
+    headers: {
+      "content-type": "application/json",
+      "x-webhook-signature": sign(endpoint.secret, JSON.stringify(body)),
+    },
   });
   expect(reformatted.status).toBe(401);
   expect(await count(`SELECT count(*) AS n FROM events WHERE type = 'sig.check'`, {})).toBe(0);
@@ -140,7 +175,9 @@ test("signatures: missing or wrong is 401 INVALID_SIGNATURE with no side effects
   expect(replay.body.code).toBe("CONFLICT");
   expect(await count(`SELECT count(*) AS n FROM events WHERE type = 'sig.check'`, {})).toBe(1);
   // Once the window has passed the same body is accepted again.
-  await (await database()).query(`UPDATE webhook_inbound_replays SET received_at = now() - interval '301 seconds'`);
+  await (
+    await database()
+  ).query(`UPDATE webhook_inbound_replays SET received_at = now() - interval '301 seconds'`);
   expect((await post(endpoint.id, body)).status).toBe(200);
 });
 
@@ -158,15 +195,55 @@ test("404 unknown or OUTBOUND endpoint, 403 inactive, checked before the signatu
   expect((await post(outbound.body.id, { type: "x" })).status).toBe(404);
   const inactive = await ctx.owner.client.post(`${ctx.ws}/webhooks`, { direction: "INBOUND" });
   await ctx.owner.client.patch(`${ctx.ws}/webhooks/${inactive.body.id}`, { active: false });
-  const res = await post(inactive.body.id, { type: "x" }, sign(inactive.body.secret, JSON.stringify({ type: "x" })));
+  const res = await post(
+    inactive.body.id,
+    { type: "x" },
+    sign(inactive.body.secret, JSON.stringify({ type: "x" })),
+  );
   expect(res.status).toBe(403);
   expect(res.body.code).toBe("FORBIDDEN");
 });
 
 test("an endpoint without a configured secret accepts unsigned deliveries", async () => {
   const created = await ctx.owner.client.post(`${ctx.ws}/webhooks`, { direction: "INBOUND" });
-  await (await database()).query(`UPDATE webhook_endpoints SET secret_sealed = NULL WHERE id = :id`, { replacements: { id: created.body.id } });
+  await (
+    await database()
+  ).query(`UPDATE webhook_endpoints SET secret_sealed = NULL WHERE id = :id`, {
+    replacements: { id: created.body.id },
+  });
   const res = await post(created.body.id, { type: "unsigned.ok" }, null);
   expect(res.status).toBe(200);
   expect((await post(created.body.id, { type: "unsigned.ok" }, null)).status).toBe(200);
+});
+
+test("a phone that cannot be a number is a 400 naming the field; a possible one is stored as E.164", async () => {
+  const bad = await post(endpoint.id, {
+    type: "signup",
+    email: "badphone@example.test",
+    phone: "call me maybe",
+  });
+  expect(bad.status).toBe(400);
+  expect(bad.body).toMatchObject({
+    code: "VALIDATION_ERROR",
+    details: [{ field: "phone", message: expect.any(String) }],
+  });
+  expect(
+    await count(`SELECT count(*) AS n FROM contacts WHERE email = :email`, {
+      email: "badphone@example.test",
+    }),
+  ).toBe(0);
+
+  // +1 555-01xx is the reserved fictional range: possible, though the numbering plan calls it "not valid".
+  const ok = await post(endpoint.id, {
+    type: "signup",
+    email: "fiction@example.test",
+    phone: "+1 555 010 0111",
+  });
+  expect(ok.status).toBe(200);
+  const [contact] = await (
+    await database()
+  ).query<{ phone: string }>(`SELECT phone FROM contacts WHERE email = 'fiction@example.test'`, {
+    type: QueryTypes.SELECT,
+  });
+  expect(contact.phone).toBe("+15550100111");
 });
