@@ -47,7 +47,9 @@ export const unauthorized = (message = "Authentication required") =>
 export const invalidSignature = (message = "Invalid signature") =>
   clientError(message, 401, ErrorCode.INVALID_SIGNATURE);
 export const forbidden = (message = "Forbidden") => clientError(message, 403, ErrorCode.FORBIDDEN);
-export const notFound = (what = "Resource") => clientError(`${what} not found`, 404, ErrorCode.NOT_FOUND);
+/** `issue` names the field that carried the unknown id, when a body referenced it. */
+export const notFound = (what = "Resource", issue?: FieldIssue) =>
+  clientError(`${what} not found`, 404, ErrorCode.NOT_FOUND, issue ? { details: [issue] } : undefined);
 export const conflict = (message: string) => clientError(message, 409, ErrorCode.CONFLICT);
 export const rateLimited = (retryAfter: number) =>
   clientError("Too many requests", 429, ErrorCode.RATE_LIMITED, { retryAfter });

@@ -1,3 +1,4 @@
+import type { ServiceBroker } from "moleculer";
 import { database } from "../../lib/database";
 import type { FieldIssue } from "../../lib/errors";
 import { stageDomainEvents } from "../../lib/outbox";
@@ -16,6 +17,7 @@ import {
   type ContactView,
 } from "./contacts.repo";
 import { contactFacts } from "./effects";
+import { assertReferences } from "./references";
 import {
   hasIdentity,
   mergeObject,
@@ -77,12 +79,17 @@ export function createIssues(write: ContactWrite, defs: WorkspaceDefs): FieldIss
   return issues;
 }
 
-export async function createContact(workspaceId: string, input: ContactInput): Promise<ContactView> {
+export async function createContact(
+  broker: ServiceBroker,
+  workspaceId: string,
+  input: ContactInput,
+): Promise<ContactView> {
   const defs = await loadDefs(workspaceId);
   const { write, issues } = checkInput(input, defs);
   write.attributes = withoutNulls(write.attributes);
   write.customFields = withoutNulls(write.customFields);
   assertNoIssues([...issues, ...createIssues(write, defs)]);
+  await assertReferences(broker, workspaceId, write);
   const sequelize = await database();
   return sequelize.transaction(async (transaction) => {
     const contact = contactView(await insertContact(workspaceId, write, transaction));
@@ -103,6 +110,7 @@ export interface UpdateResult {
  * a move to the stage the contact is in announces no `contact.updated`.
  */
 export async function updateContact(
+  broker: ServiceBroker,
   workspaceId: string,
   id: string,
   input: ContactInput,
@@ -112,6 +120,7 @@ export async function updateContact(
   const defs = await loadDefs(workspaceId);
   const { write, issues } = checkInput(input, defs);
   assertNoIssues(issues);
+  await assertReferences(broker, workspaceId, write);
   const sequelize = await database();
   return sequelize.transaction(async (transaction) => {
     const before = await getRow(workspaceId, id, transaction, true);

@@ -119,7 +119,7 @@ const ContactsService: ServiceSchema = {
       ...write,
       params: schemas.create,
       async handler(ctx: Ctx) {
-        const contact = await createContact(workspaceOf(ctx), inputOf(ctx.params));
+        const contact = await createContact(this.broker, workspaceOf(ctx), inputOf(ctx.params));
         await evaluateSegments(this.broker, workspaceOf(ctx), [contact.id]);
         ctx.meta.$statusCode = 201;
         return contact;
@@ -387,6 +387,7 @@ const ContactsService: ServiceSchema = {
       params: schemas.update,
       async handler(ctx: Ctx) {
         const { after } = await updateContact(
+          this.broker,
           workspaceOf(ctx),
           ctx.params.contactId,
           inputOf(ctx.params),
@@ -547,6 +548,7 @@ const ContactsService: ServiceSchema = {
       async handler(ctx: Ctx) {
         const ws = workspaceOf(ctx);
         const { after, stageChanged } = await updateContact(
+          this.broker,
           ws,
           ctx.params.contactId,
           { stage: ctx.params.stage },

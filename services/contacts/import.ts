@@ -6,6 +6,7 @@ import { settleContacts } from "./contacts.repo";
 import { readCsv } from "./csv-import";
 import { evaluateSegments } from "./effects";
 import { hasIdentity, type ContactWrite } from "./normalize";
+import { referenceIssues } from "./references";
 import { upsertMany, type ConsentWanted, type UpsertedRow, type UpsertOrigin } from "./upsert";
 
 /** The import job: stream the spooled CSV, validate each row, upsert in batches, report bad rows by line. */
@@ -40,7 +41,19 @@ export async function writeBatch(
   origin: UpsertOrigin,
   consent: Array<ConsentWanted | undefined> = [],
 ): Promise<Array<{ row?: UpsertedRow; error?: string }>> {
-  const results = await upsertMany(workspaceId, writes, origin, consent);
+  // A row naming another workspace's company or a non-member owner fails alone; the others are written.
+  const issues = await referenceIssues(broker, workspaceId, writes);
+  const accepted = writes.flatMap((write, i) => (issues[i] ? [] : [{ write, consent: consent[i] }]));
+  const written = await upsertMany(
+    workspaceId,
+    accepted.map((a) => a.write),
+    origin,
+    accepted.map((a) => a.consent),
+  );
+  let next = 0;
+  const results = issues.map((issue) =>
+    issue ? { error: `${issue.field} ${issue.message}` } : written[next++],
+  );
   await evaluateSegments(
     broker,
     workspaceId,

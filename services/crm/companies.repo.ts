@@ -8,6 +8,12 @@ import { escapeLike, mergeObject, normaliseDomain } from "./crm.rules";
 
 /** Every query on companies; each takes the workspace id first. */
 
+/** Which of these ids are companies of the workspace. */
+export async function existingCompanyIds(workspaceId: string, ids: string[]): Promise<string[]> {
+  const rows = await Company.findAll({ where: { workspaceId, id: ids }, attributes: ["id"] });
+  return rows.map((row) => row.id);
+}
+
 export interface CompanyInput {
   name?: string;
   domain?: string | null;

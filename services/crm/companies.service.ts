@@ -1,4 +1,7 @@
+import { Type } from "@sinclair/typebox";
 import type { ServiceSchema } from "moleculer";
+import { defineAction } from "../../lib/define-service";
+import { Params } from "../../lib/schema";
 import { audit } from "../../lib/audit";
 import type { AppContext } from "../../lib/moleculer-types";
 import { pageRequest } from "../../lib/pagination";
@@ -104,6 +107,13 @@ const CompaniesService: ServiceSchema = {
         return { success: true };
       },
     },
+
+    /** Internal: which of `ids` are companies of the caller's workspace (contacts check their companyId). */
+    existingIds: defineAction({
+      params: Params({ ids: Type.Array(Type.String({ maxLength: 255 }), { maxItems: 1000 }) }),
+      result: Type.Array(Type.String()),
+      handler: (ctx) => repo.existingCompanyIds(workspaceOf(ctx), ctx.params.ids),
+    }),
   },
 };
 

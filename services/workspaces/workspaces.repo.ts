@@ -43,6 +43,12 @@ export async function membershipRole(workspaceId: string, userId: string): Promi
   return member?.role ?? null;
 }
 
+/** Which of these users are members of the workspace. */
+export async function memberUserIds(workspaceId: string, userIds: string[]): Promise<string[]> {
+  const members = await Member.findAll({ where: { workspaceId, userId: userIds }, attributes: ["userId"] });
+  return members.map((m) => m.userId);
+}
+
 /** The role of one member of the workspace, or null when there is no such member. */
 export async function memberRole(workspaceId: string, memberId: string): Promise<Role | null> {
   const member = await Member.findOne({ where: { workspaceId, id: memberId }, attributes: ["role"] });

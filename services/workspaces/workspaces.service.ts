@@ -1,4 +1,7 @@
+import { Type } from "@sinclair/typebox";
 import type { ServiceSchema } from "moleculer";
+import { defineAction } from "../../lib/define-service";
+import { Params } from "../../lib/schema";
 import { audit } from "../../lib/audit";
 import { forbidden } from "../../lib/errors";
 import type { AppContext } from "../../lib/moleculer-types";
@@ -178,6 +181,16 @@ const WorkspacesService: ServiceSchema = {
       cache: { keys: ["workspaceId", "userId"], ttl: 60 },
       handler: (ctx: Ctx) => repo.membershipRole(ctx.params.workspaceId, ctx.params.userId),
     },
+
+    /** Internal: which of `userIds` are members of the workspace (owners and assignees named by other areas). */
+    memberUserIds: defineAction({
+      params: Params({
+        workspaceId: Type.String({ minLength: 1, maxLength: 64 }),
+        userIds: Type.Array(Type.String({ maxLength: 255 }), { maxItems: 1000 }),
+      }),
+      result: Type.Array(Type.String()),
+      handler: (ctx) => repo.memberUserIds(ctx.params.workspaceId, ctx.params.userIds),
+    }),
 
     /** Internal: write one audit entry (see lib/audit.ts). */
     recordAudit: {
