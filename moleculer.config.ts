@@ -2,7 +2,7 @@ import type { BrokerOptions, Middleware } from "moleculer";
 import { Middleware as ChannelsMiddleware } from "@moleculer/channels";
 import { config } from "./lib/config";
 import { DeclaredStatusMiddleware } from "./lib/define-service";
-import { SchemaValidator } from "./lib/validator";
+import { validatorMiddleware } from "./lib/validator";
 import { EmbeddedChannelAdapter } from "./lib/embedded-channel";
 import { AuthorizeMiddleware } from "./mixins/authorize.middleware";
 import { OutboxRelayMiddleware } from "./mixins/outbox-relay";
@@ -56,7 +56,8 @@ export function brokerConfig(): BrokerOptions {
     // Off for actions; channel handlers inherit `maxQueueSize: 0` (unbounded), so the
     // in-memory channel adapter never drops a domain event with QUEUE_FULL.
     bulkhead: { enabled: false, concurrency: 10, maxQueueSize: 0 },
-    validator: new SchemaValidator(),
+    // Validation runs inside authorization (lib/validator.ts validatorMiddleware), not as the built-in outer step.
+    validator: false,
     metrics: cfg.metricsPort
       ? {
           enabled: true,
@@ -65,7 +66,9 @@ export function brokerConfig(): BrokerOptions {
       : { enabled: false },
     tracing: { enabled: false },
     // The outbox relay's hooks after the channels' (started in order, stopped in reverse).
+    // The first is innermost: params are validated after the Authorize middleware has let the call in.
     middlewares: [
+      validatorMiddleware(),
       DeclaredStatusMiddleware,
       AuthorizeMiddleware,
       channelsMiddleware(cfg.natsUrl),

@@ -65,11 +65,11 @@ export interface AccessDeclaration {
   auth?: AuthMode;
   permission?: string;
   role?: "ADMIN";
+  /** A route every member's session may call (no `permission`) still asks an API key for this scope. */
+  keyScope?: string;
 }
 
-export type AccessDecision =
-  | { allow: true }
-  | { allow: false; status: 401 | 403; reason: string };
+export type AccessDecision = { allow: true } | { allow: false; status: 401 | 403; reason: string };
 
 const deny = (status: 401 | 403, reason: string): AccessDecision => ({ allow: false, status, reason });
 
@@ -86,21 +86,24 @@ export function decideAccess(
   if (!principal) return deny(401, "Authentication required");
   if (principal.kind === "system") return { allow: true };
   if (decl.auth === "cron") return deny(401, "This endpoint needs the cron secret");
-  if (decl.auth === "session" && principal.kind !== "user") return deny(401, "This endpoint needs a signed-in session");
+  if (decl.auth === "session" && principal.kind !== "user")
+    return deny(401, "This endpoint needs a signed-in session");
 
   if (principal.kind === "apiKey") {
     if (target.workspaceId && principal.workspaceId !== target.workspaceId) {
       return deny(403, "This API key belongs to another workspace");
     }
     if (decl.role) return deny(403, "This endpoint needs the ADMIN role");
-    if (decl.permission && !scopesAllow(principal.scopes, decl.permission)) {
-      return deny(403, `This API key lacks the ${decl.permission} scope`);
+    const scope = decl.permission ?? decl.keyScope;
+    if (scope && !scopesAllow(principal.scopes, scope)) {
+      return deny(403, `This API key lacks the ${scope} scope`);
     }
     return { allow: true };
   }
 
   if (target.workspaceId && !target.role) return deny(403, "Not a member of this workspace");
-  if (decl.role === "ADMIN" && !isAdminRole(target.role)) return deny(403, "This endpoint needs the ADMIN role");
+  if (decl.role === "ADMIN" && !isAdminRole(target.role))
+    return deny(403, "This endpoint needs the ADMIN role");
   if (decl.permission && target.role && !roleHasPermission(target.role, decl.permission)) {
     return deny(403, `Your role lacks the ${decl.permission} permission`);
   }

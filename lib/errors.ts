@@ -41,7 +41,8 @@ export const validationError = (message: string, details?: FieldIssue[]) =>
 export const fieldError = (field: string, message: string) =>
   validationError(`${field} ${message}`, [{ field, message }]);
 export const notRetryable = (message: string) => clientError(message, 400, ErrorCode.NOT_RETRYABLE);
-export const queryTooExpensive = (message: string) => clientError(message, 400, ErrorCode.QUERY_TOO_EXPENSIVE);
+export const queryTooExpensive = (message: string) =>
+  clientError(message, 400, ErrorCode.QUERY_TOO_EXPENSIVE);
 export const unauthorized = (message = "Authentication required") =>
   clientError(message, 401, ErrorCode.UNAUTHORIZED);
 export const invalidSignature = (message = "Invalid signature") =>
@@ -79,6 +80,31 @@ function validatorDetails(data: unknown): FieldIssue[] | undefined {
   }));
 }
 
+const UNAVAILABLE_RETRY_AFTER_SECONDS = 5;
+
+/**
+ * A dependency out of reach, PostgreSQL above all: Sequelize's connection
+ * errors, pg's own (refused, terminated), the server's "connection exception"
+ * (08xxx), "shutting down" (57P01-57P03) and "too many connections" (53300)
+ * states, and a refused or reset socket. Names and codes survive a NATS hop;
+ * classes do not.
+ */
+export function isDependencyUnavailable(err: unknown): boolean {
+  const e = (err ?? {}) as ErrorLike & { original?: { code?: unknown }; parent?: { code?: unknown } };
+  const name = typeof e.name === "string" ? e.name : "";
+  if (/^Sequelize(Connection|HostNotFound|HostNotReachable|InvalidConnection)/.test(name)) return true;
+  const codes = [e.code, e.original?.code, e.parent?.code].filter((c): c is string => typeof c === "string");
+  if (
+    codes.some((c) =>
+      /^(ECONNREFUSED|ECONNRESET|ETIMEDOUT|EHOSTUNREACH|ENOTFOUND|08...|57P0[123]|53300)$/.test(c),
+    )
+  )
+    return true;
+  return /Connection terminated|connection timeout exceeded|Client has encountered a connection error/i.test(
+    String(e.message ?? ""),
+  );
+}
+
 /**
  * Map any error to the contract's HTTP answer. `routeMissing` marks the
  * gateway's own "no such route" errors so they answer ROUTE_NOT_FOUND.
@@ -101,10 +127,44 @@ export function toHttpError(err: unknown, routeMissing: boolean): HttpErrorRespo
     };
   }
   if (type === "entity.parse.failed" || type === "INVALID_REQUEST_BODY") {
-    return { status: 400, headers, body: { error: "Request body is not valid JSON", code: ErrorCode.VALIDATION_ERROR } };
+    return {
+      status: 400,
+      headers,
+      body: { error: "Request body is not valid JSON", code: ErrorCode.VALIDATION_ERROR },
+    };
+  }
+  // zlib's failure on a body that does not match its Content-Encoding (moleculer-web keeps zlib's string code).
+  if (typeof e.code === "string" && e.code.startsWith("Z_")) {
+    return {
+      status: 400,
+      headers,
+      body: { error: "Request body does not match its Content-Encoding", code: ErrorCode.VALIDATION_ERROR },
+    };
+  }
+  if (type === "request.aborted" || type === "request.size.invalid") {
+    return {
+      status: 400,
+      headers,
+      body: { error: "Request body is incomplete", code: ErrorCode.VALIDATION_ERROR },
+    };
+  }
+  if (isDependencyUnavailable(e)) {
+    headers["Retry-After"] = String(UNAVAILABLE_RETRY_AFTER_SECONDS);
+    return {
+      status: 503,
+      headers,
+      body: {
+        error: "A service this request needs is unreachable; try again shortly",
+        code: ErrorCode.SERVICE_UNAVAILABLE,
+      },
+    };
   }
   if (type === "encoding.unsupported" || type === "charset.unsupported" || status === 415) {
-    return { status: 400, headers, body: { error: "Unsupported request body encoding", code: ErrorCode.VALIDATION_ERROR } };
+    return {
+      status: 400,
+      headers,
+      body: { error: "Unsupported request body encoding", code: ErrorCode.VALIDATION_ERROR },
+    };
   }
   if (e.name === "ValidationError" && type === "VALIDATION_ERROR") {
     const details = validatorDetails(e.data);
@@ -119,10 +179,15 @@ export function toHttpError(err: unknown, routeMissing: boolean): HttpErrorRespo
     if (data.details) body.details = data.details;
     return { status, headers, body };
   }
-  if (status === 401) return { status, headers, body: { error: "Authentication required", code: ErrorCode.UNAUTHORIZED } };
+  if (status === 401)
+    return { status, headers, body: { error: "Authentication required", code: ErrorCode.UNAUTHORIZED } };
   if (status === 403) return { status, headers, body: { error: "Forbidden", code: ErrorCode.FORBIDDEN } };
   if (status === 503 || type === "SERVICE_NOT_AVAILABLE") {
-    return { status: 503, headers, body: { error: "Service unavailable", code: ErrorCode.SERVICE_UNAVAILABLE } };
+    return {
+      status: 503,
+      headers,
+      body: { error: "Service unavailable", code: ErrorCode.SERVICE_UNAVAILABLE },
+    };
   }
   // Other client errors (moleculer's or moleculer-web's own types) keep their status under the contract's code.
   const byStatus: Record<number, ErrorCode> = {
@@ -138,7 +203,11 @@ export function toHttpError(err: unknown, routeMissing: boolean): HttpErrorRespo
     return { status: status === 422 ? 400 : status, headers, body };
   }
   if (status === 408 || type === "REQUEST_TIMEOUT") {
-    return { status: 503, headers, body: { error: "Service unavailable", code: ErrorCode.SERVICE_UNAVAILABLE } };
+    return {
+      status: 503,
+      headers,
+      body: { error: "Service unavailable", code: ErrorCode.SERVICE_UNAVAILABLE },
+    };
   }
   return { status: 500, headers, body: { error: "Internal server error", code: ErrorCode.INTERNAL } };
 }

@@ -134,10 +134,13 @@ export async function listJobs(
   );
   let total = rows.length ? Number(rows[0].total) : 0;
   if (!rows.length && offset > 0) {
-    const counted = await sequelize.query<{ n: string }>(`SELECT count(*) AS n FROM jobs WHERE ${where.join(" AND ")}`, {
-      replacements,
-      type: QueryTypes.SELECT,
-    });
+    const counted = await sequelize.query<{ n: string }>(
+      `SELECT count(*) AS n FROM jobs WHERE ${where.join(" AND ")}`,
+      {
+        replacements,
+        type: QueryTypes.SELECT,
+      },
+    );
     total = Number(counted[0].n);
   }
   return { rows: rows.map(jobView), total };

@@ -26,6 +26,7 @@ export async function sendMail(
   log: { info: (...args: unknown[]) => void },
 ): Promise<void> {
   const info = await mailTransport().sendMail({ from: config().mailFrom, ...message });
-  if (!config().smtpUrl) log.info(`Mail (log transport) to ${message.to}: ${message.subject}\n${message.text}`);
+  if (!config().smtpUrl)
+    log.info(`Mail (log transport) to ${message.to}: ${message.subject}\n${message.text}`);
   else log.info(`Mail sent to ${message.to}: ${message.subject} (${String(info.messageId)})`);
 }

@@ -153,6 +153,7 @@ interface RegistryAction {
   auth?: string;
   permission?: string;
   role?: string;
+  keyScope?: string;
   openapi?: Record<string, unknown> & {
     summary?: string;
     tags?: string[];
@@ -186,7 +187,9 @@ function joinPath(base: string | undefined, routePath: string): string {
 }
 
 /** Who may call an action, in words, from the same declarations the Authorize middleware enforces. */
-export function accessSentence(action: Pick<RegistryAction, "auth" | "permission" | "role">): string {
+export function accessSentence(
+  action: Pick<RegistryAction, "auth" | "permission" | "role" | "keyScope">,
+): string {
   const auth = action.auth ?? "any";
   if (auth === "public") return "Public: no credential needed.";
   if (auth === "cron") return "Needs `Authorization: Bearer <CRON_SECRET>`.";
@@ -194,7 +197,9 @@ export function accessSentence(action: Pick<RegistryAction, "auth" | "permission
   const role = action.role ? ` with the OWNER or ADMIN role` : "";
   const permission = action.permission
     ? `; the member's role, or the API key's scopes, must cover \`${action.permission}\``
-    : "";
+    : action.keyScope
+      ? `; any member's session, or an API key whose scopes cover \`${action.keyScope}\``
+      : "";
   return `Needs ${who}${role}${permission}.`;
 }
 

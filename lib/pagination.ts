@@ -16,7 +16,7 @@ export interface Page<T> {
 
 /** Params schema fragment for paginated lists (query strings arrive as text, hence convert). */
 export const pageParams = {
-  page: { type: "number", integer: true, positive: true, convert: true, optional: true },
+  page: { type: "number", integer: true, positive: true, max: 2_147_483_647, convert: true, optional: true },
   limit: { type: "number", integer: true, positive: true, convert: true, optional: true },
 } as const;
 
@@ -49,7 +49,8 @@ export function sortOrder(
   const value = sort?.trim() || fallback;
   const descending = value.startsWith("-");
   const field = descending ? value.slice(1) : value;
-  const column = allowed[field];
+  // Own keys only: `__proto__` or `constructor` must not find Object.prototype's members.
+  const column = Object.hasOwn(allowed, field) ? allowed[field] : undefined;
   if (!column) {
     throw validationError(`Cannot sort by '${field}'`, [
       {

@@ -18,8 +18,15 @@ const PARALLELISM = 1;
 export async function hashPassword(password: string, cost = config().passwordCost): Promise<string> {
   const salt = crypto.randomBytes(16);
   const N = 2 ** cost;
-  const hash = await scrypt(password, salt, KEY_LENGTH, { N, r: BLOCK_SIZE, p: PARALLELISM, maxmem: 256 * N * BLOCK_SIZE });
-  return ["scrypt", cost, BLOCK_SIZE, PARALLELISM, salt.toString("base64"), hash.toString("base64")].join("$");
+  const hash = await scrypt(password, salt, KEY_LENGTH, {
+    N,
+    r: BLOCK_SIZE,
+    p: PARALLELISM,
+    maxmem: 256 * N * BLOCK_SIZE,
+  });
+  return ["scrypt", cost, BLOCK_SIZE, PARALLELISM, salt.toString("base64"), hash.toString("base64")].join(
+    "$",
+  );
 }
 
 export async function verifyPassword(password: string, stored: string): Promise<boolean> {

@@ -14,4 +14,6 @@ function findRoot(start: string): string {
 
 export const PROJECT_ROOT = findRoot(__dirname);
 export const PUBLIC_DIR = path.join(PROJECT_ROOT, "public");
-export const VERSION: string = JSON.parse(fs.readFileSync(path.join(PROJECT_ROOT, "package.json"), "utf8")).version;
+export const VERSION: string = JSON.parse(
+  fs.readFileSync(path.join(PROJECT_ROOT, "package.json"), "utf8"),
+).version;

@@ -1,4 +1,9 @@
-import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAbstract } from "rate-limiter-flexible";
+import {
+  RateLimiterMemory,
+  RateLimiterRedis,
+  RateLimiterRes,
+  type RateLimiterAbstract,
+} from "rate-limiter-flexible";
 import { rateLimited } from "./errors";
 import { redis } from "./redis";
 
@@ -20,7 +25,9 @@ function limiter(spec: LimitSpec): RateLimiterAbstract {
   if (!found) {
     const client = redis();
     const options = { keyPrefix: `rl:${spec.name}`, points: spec.points, duration: spec.durationSeconds };
-    found = client ? new RateLimiterRedis({ ...options, storeClient: client }) : new RateLimiterMemory(options);
+    found = client
+      ? new RateLimiterRedis({ ...options, storeClient: client })
+      : new RateLimiterMemory(options);
     limiters.set(key, found);
   }
   return found;

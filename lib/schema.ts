@@ -115,3 +115,43 @@ export function schemaIssues(schema: Record<string, unknown>, value: unknown): F
   }
   return validate(value) ? [] : fieldIssues(validate.errors);
 }
+
+/** Deeper than this, a body is refused: no field we store nests so far, and PostgreSQL's jsonb parser has a stack limit. */
+export const MAX_NESTING = 32;
+
+/** PostgreSQL's text refuses NUL, its jsonb an unpaired surrogate's escape. */
+const unstorableText = (text: string) => text.includes("\u0000") || !text.isWellFormed();
+
+/**
+ * The first place in a request's params that PostgreSQL could not store:
+ * a NUL character or an unpaired surrogate in any string or object key (text
+ * and jsonb refuse both), or nesting deeper than MAX_NESTING. Streams and
+ * other non-plain values are not looked into.
+ */
+export function unstorableInput(value: unknown, path: string[] = []): FieldIssue | null {
+  if (typeof value === "string") {
+    return unstorableText(value)
+      ? { field: path.join("."), message: "must not contain NUL characters or unpaired surrogates" }
+      : null;
+  }
+  if (typeof value !== "object" || value === null) return null;
+  const plain =
+    Array.isArray(value) ||
+    Object.getPrototypeOf(value) === Object.prototype ||
+    Object.getPrototypeOf(value) === null;
+  if (!plain) return null;
+  if (path.length >= MAX_NESTING)
+    return { field: path.join("."), message: `must not nest deeper than ${MAX_NESTING} levels` };
+  for (const [key, item] of Object.entries(value)) {
+    const at = [...path, key];
+    if (unstorableText(key)) {
+      return {
+        field: at.join("."),
+        message: "must not have a key with NUL characters or unpaired surrogates",
+      };
+    }
+    const issue = unstorableInput(item, at);
+    if (issue) return issue;
+  }
+  return null;
+}

@@ -17,7 +17,10 @@ let derived: { secret: string; key: Uint8Array } | undefined;
 
 export function deriveEncryptionKey(secret: string): Uint8Array {
   if (derived?.secret !== secret) {
-    derived = { secret, key: new Uint8Array(crypto.hkdfSync("sha256", secret, "", "NextAuth.js Generated Encryption Key", 32)) };
+    derived = {
+      secret,
+      key: new Uint8Array(crypto.hkdfSync("sha256", secret, "", "NextAuth.js Generated Encryption Key", 32)),
+    };
   }
   return derived.key;
 }
@@ -29,7 +32,11 @@ export interface SessionClaims extends JWTPayload {
   sub?: string;
 }
 
-export async function encodeSession(claims: SessionClaims, secret: string, maxAge = SESSION_MAX_AGE): Promise<string> {
+export async function encodeSession(
+  claims: SessionClaims,
+  secret: string,
+  maxAge = SESSION_MAX_AGE,
+): Promise<string> {
   const now = Math.floor(Date.now() / 1000);
   return new EncryptJWT(claims)
     .setProtectedHeader({ alg: "dir", enc: "A256GCM" })

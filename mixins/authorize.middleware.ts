@@ -28,7 +28,12 @@ export const AuthorizeMiddleware = {
       throw new Error(`Action '${action.name}' has a REST route but declares no 'auth'`);
     }
     if (!action.auth) return next;
-    const decl = { auth: action.auth, permission: action.permission, role: action.role };
+    const decl = {
+      auth: action.auth,
+      permission: action.permission,
+      role: action.role,
+      keyScope: action.keyScope,
+    };
     // A REST action takes its workspace from its path only: a `workspaceId` in the body or
     // query of a route without `:workspaceId` must never choose the tenancy scope.
     const workspaceFromParams =

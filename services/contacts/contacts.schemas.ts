@@ -125,7 +125,7 @@ export const schemas = {
       messages: { stringPattern: "must be 1-50 lower-case letters, digits or _ starting with a letter" },
     },
     name: { type: "string", min: 1, max: 100 },
-    position: { type: "number", integer: true, min: 0, optional: true },
+    position: { type: "number", integer: true, min: 0, max: 2_147_483_647, optional: true },
     color: { type: "string", max: 20, optional: true },
   },
   stageDefUpdate: {
@@ -133,7 +133,7 @@ export const schemas = {
     ...ws,
     stageId: { type: "string", max: 64 },
     name: { type: "string", min: 1, max: 100, optional: true },
-    position: { type: "number", integer: true, min: 0, optional: true },
+    position: { type: "number", integer: true, min: 0, max: 2_147_483_647, optional: true },
     color: { type: "string", max: 20, optional: true, nullable: true },
   },
   stageDefDelete: { $$strict: "remove", ...ws, stageId: { type: "string", max: 64 } },
@@ -151,12 +151,12 @@ export const schemas = {
     options: { type: "array", items: { type: "string", min: 1, max: 200 }, max: 500, optional: true },
     groupId: { type: "string", max: 64, optional: true },
     required: { type: "boolean", optional: true },
-    position: { type: "number", integer: true, min: 0, optional: true },
+    position: { type: "number", integer: true, min: 0, max: 2_147_483_647, optional: true },
   },
   customFieldGroupCreate: {
     $$strict: "remove",
     ...ws,
     name: { type: "string", min: 1, max: 100 },
-    position: { type: "number", integer: true, min: 0, optional: true },
+    position: { type: "number", integer: true, min: 0, max: 2_147_483_647, optional: true },
   },
 } as const;

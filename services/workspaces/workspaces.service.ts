@@ -99,18 +99,19 @@ const WorkspacesService: ServiceSchema = {
       },
     },
 
-    /** Members with their user. Any member of the workspace. */
+    /** Members with their user. Any member of the workspace, or an API key with members.manage. */
     listMembers: {
       rest: "GET /workspaces/:workspaceId/members",
-      auth: "session",
+      auth: "any",
+      keyScope: "members.manage",
       params: schemas.get,
       handler: (ctx: Ctx) => repo.listMembers(workspaceOf(ctx)),
     },
 
-    /** Add a registered user by email. Needs members.manage. */
+    /** Add a registered user by email. members.manage (a session's role or an API key's scopes); OWNER only by an OWNER. */
     addMember: {
       rest: "POST /workspaces/:workspaceId/members",
-      auth: "session",
+      auth: "any",
       permission: "members.manage",
       params: schemas.addMember,
       async handler(ctx: Ctx) {
@@ -128,10 +129,10 @@ const WorkspacesService: ServiceSchema = {
       },
     },
 
-    /** Change a member's role (the last OWNER stays). Needs members.manage. */
+    /** Change a member's role (the last OWNER stays). members.manage; OWNER only by an OWNER. */
     updateMember: {
       rest: "PATCH /workspaces/:workspaceId/members/:memberId",
-      auth: "session",
+      auth: "any",
       permission: "members.manage",
       params: schemas.updateMember,
       async handler(ctx: Ctx) {
@@ -148,10 +149,10 @@ const WorkspacesService: ServiceSchema = {
       },
     },
 
-    /** Remove a member (not the last OWNER). Needs members.manage. */
+    /** Remove a member (not the last OWNER). members.manage; an OWNER only by an OWNER. */
     removeMember: {
       rest: "DELETE /workspaces/:workspaceId/members/:memberId",
-      auth: "session",
+      auth: "any",
       permission: "members.manage",
       params: schemas.removeMember,
       async handler(ctx: Ctx) {
@@ -212,7 +213,7 @@ const WorkspacesService: ServiceSchema = {
       this.broker.broadcast(MEMBERSHIP_CACHE_EVENT);
     },
 
-    /** An ADMIN may not promote to, demote or remove an OWNER; only an OWNER may. */
+    /** An ADMIN or an API key may not grant OWNER, nor change or remove an OWNER; only an OWNER's session may. */
     async refuseOwnerChangeByAdmin(ctx: AppContext, memberId: string | null, role: Role | null) {
       if (ctx.meta.role === "OWNER") return;
       const targetRole = memberId === null ? null : await repo.memberRole(workspaceOf(ctx), memberId);

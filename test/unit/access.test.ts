@@ -184,4 +184,13 @@ describe("decideAccess", () => {
       ).toMatchObject({ status: 403 });
     });
   });
+
+  test("keyScope: every member's session is admitted, an API key needs that scope", () => {
+    const decl: AccessDeclaration = { auth: "any", keyScope: "members.manage" };
+    for (const role of ROLES)
+      expect(decideAccess(decl, user, { workspaceId: WS, role })).toEqual({ allow: true });
+    expect(decideAccess(decl, key(["members.manage"]), { workspaceId: WS })).toEqual({ allow: true });
+    expect(decideAccess(decl, key(["*"]), { workspaceId: WS })).toEqual({ allow: true });
+    expect(decideAccess(decl, key(["contacts.read"]), { workspaceId: WS })).toMatchObject({ status: 403 });
+  });
 });

@@ -179,7 +179,7 @@ describe("toHttpError: anything unexpected is a bare 500", () => {
     ["a plain Error", new Error("connection to 10.0.0.3 refused at /srv/app/db.ts:12")],
     ["a TypeError", new TypeError("Cannot read properties of undefined (reading 'id')")],
     ["a server error", new Errors.MoleculerServerError("boom", 500, "BOOM", { secret: "x" })],
-    ["a system error with a string code", Object.assign(new Error("ECONNREFUSED"), { code: "ECONNREFUSED" })],
+    ["a system error with a string code", Object.assign(new Error("EACCES"), { code: "EACCES" })],
     ["a string", "oops"],
     ["null", null],
     ["undefined", undefined],
@@ -190,5 +190,40 @@ describe("toHttpError: anything unexpected is a bare 500", () => {
       headers: {},
       body: { error: "Internal server error", code: "INTERNAL" },
     });
+  });
+});
+
+describe("toHttpError: a dependency out of reach is a 503 with Retry-After", () => {
+  test.each<[string, unknown]>([
+    [
+      "Sequelize refused",
+      Object.assign(new Error("connect ECONNREFUSED 127.0.0.1:5432"), {
+        name: "SequelizeConnectionRefusedError",
+      }),
+    ],
+    [
+      "Sequelize acquire timeout",
+      Object.assign(new Error("Operation timeout"), { name: "SequelizeConnectionAcquireTimeoutError" }),
+    ],
+    ["pg refused", Object.assign(new Error("connect ECONNREFUSED 127.0.0.1:5432"), { code: "ECONNREFUSED" })],
+    ["pg terminated", new Error("Connection terminated unexpectedly")],
+    [
+      "server shutting down",
+      Object.assign(new Error("terminating connection due to administrator command"), {
+        name: "SequelizeDatabaseError",
+        original: { code: "57P01" },
+      }),
+    ],
+    ["too many connections", Object.assign(new Error("sorry, too many clients already"), { code: "53300" })],
+  ])("%s", (_name, err) => {
+    const answer = toHttpError(err, false);
+    expect(answer.status).toBe(503);
+    expect(answer.headers["Retry-After"]).toBe("5");
+    expect(answer.body.code).toBe("SERVICE_UNAVAILABLE");
+  });
+
+  test("a body that does not match its Content-Encoding is a 400", () => {
+    const err = Object.assign(new Error("incorrect header check"), { code: "Z_DATA_ERROR" });
+    expect(toHttpError(err, false)).toMatchObject({ status: 400, body: { code: "VALIDATION_ERROR" } });
   });
 });

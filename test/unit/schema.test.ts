@@ -9,10 +9,12 @@ import {
   Component,
   Int32,
   isJsonSchema,
+  MAX_NESTING,
   Nullable,
   Params,
   schemaIssues,
   Trimmed,
+  unstorableInput,
 } from "../../lib/schema";
 import { SchemaValidator } from "../../lib/validator";
 
@@ -202,5 +204,22 @@ describe("OpenAPI from TypeBox actions", () => {
 
   it("describes who may call each operation", () => {
     expect(list.description).toContain("`contacts.read`");
+  });
+});
+
+describe("unstorableInput", () => {
+  it("finds NUL and unpaired surrogates in strings and keys, with the path", () => {
+    expect(unstorableInput({ a: { b: ["ok", "x\u0000"] } })).toMatchObject({ field: "a.b.1" });
+    expect(unstorableInput({ a: "\ud800" })).toMatchObject({ field: "a" });
+    expect(unstorableInput({ a: "\udc00x" })).toMatchObject({ field: "a" });
+    expect(unstorableInput({ ["k\u0000"]: 1 })).toMatchObject({ field: "k\u0000" });
+    expect(unstorableInput({ emoji: "😀", text: "plain", n: 1, none: null })).toBeNull();
+  });
+
+  it("refuses nesting past MAX_NESTING and does not look into non-plain values", () => {
+    let deep: unknown = "x";
+    for (let i = 0; i < MAX_NESTING + 1; i++) deep = [deep];
+    expect(unstorableInput({ deep })?.message).toContain("nest");
+    expect(unstorableInput({ when: new Date(), buffer: Buffer.from([0]) })).toBeNull();
   });
 });

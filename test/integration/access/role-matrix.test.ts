@@ -58,7 +58,7 @@ const routes: Route[] = [
     roles: ADMINS,
     key: "settings.manage",
   },
-  { name: "members list", method: "GET", path: () => "/members", ok: 200, roles: ALL, key: "session" },
+  { name: "members list", method: "GET", path: () => "/members", ok: 200, roles: ALL, key: "members.manage" },
   {
     name: "members.manage add",
     method: "POST",
@@ -66,7 +66,7 @@ const routes: Route[] = [
     body: () => ({ email: pendingEmails.shift(), role: "VIEWER" }),
     ok: 201,
     roles: ADMINS,
-    key: "session",
+    key: "members.manage",
   },
   {
     name: "members.manage change",
@@ -75,7 +75,7 @@ const routes: Route[] = [
     body: () => ({ role: "MEMBER" }),
     ok: 200,
     roles: ADMINS,
-    key: "session",
+    key: "members.manage",
   },
   {
     name: "members.manage remove",
@@ -83,7 +83,7 @@ const routes: Route[] = [
     path: async (f, fresh) => `/members/${await f.memberId(fresh)}`,
     ok: 200,
     roles: ADMINS,
-    key: "session",
+    key: "members.manage",
   },
   { name: "keys list", method: "GET", path: () => "/keys", ok: 200, roles: ADMINS, key: "session" },
   {

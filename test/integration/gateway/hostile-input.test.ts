@@ -1,0 +1,139 @@
+import crypto from "node:crypto";
+import { startApp, type TestApp } from "../../helpers/app";
+import { ownerWithWorkspace } from "../../helpers/http";
+
+/**
+ * Input PostgreSQL cannot store, or the gateway cannot read, is a 4xx with
+ * the contract's error body naming the field, never a 500: bodies whose
+ * Content-Encoding lies, NUL characters and unpaired surrogates in any
+ * string or key, integers past the column, absurd pages, prototype keys as
+ * sort fields, nesting without end.
+ */
+let app: TestApp;
+let ctx: Awaited<ReturnType<typeof ownerWithWorkspace>>;
+let inbound: { id: string; secret: string };
+
+beforeAll(async () => {
+  app = await startApp();
+  ctx = await ownerWithWorkspace(app.baseUrl);
+  inbound = (await ctx.owner.client.post(`${ctx.ws}/webhooks`, { name: "in", direction: "INBOUND" })).body;
+});
+afterAll(() => app.stop());
+
+const rawJson = (method: string, path: string, raw: string, headers: Record<string, string> = {}) =>
+  ctx.owner.client.request(method, path, {
+    raw,
+    headers: { "content-type": "application/json", ...headers },
+  });
+
+function expectFieldError(res: { status: number; body: any }, field: string) {
+  expect(res.status).toBe(400);
+  expect(res.body).toMatchObject({ code: "VALIDATION_ERROR", error: expect.any(String) });
+  expect(res.body.details).toEqual([expect.objectContaining({ field })]);
+}
+
+test.each(["gzip", "deflate"])(
+  "a plain body sent as Content-Encoding %s is a 400 on any route",
+  async (encoding) => {
+    for (const path of [
+      `${ctx.ws}/contacts`,
+      `${ctx.ws}/events`,
+      "/api/auth/register",
+      `${ctx.ws}/segments/preview`,
+    ]) {
+      const res = await rawJson("POST", path, JSON.stringify({ email: "x@example.test" }), {
+        "content-encoding": encoding,
+      });
+      expect({ path, status: res.status, code: res.body.code }).toEqual({
+        path,
+        status: 400,
+        code: "VALIDATION_ERROR",
+      });
+    }
+  },
+);
+
+test.each([
+  [
+    "a NUL in a contact's name",
+    () => rawJson("POST", `${ctx.ws}/contacts`, '{"email":"n1@example.test","firstName":"a\\u0000b"}'),
+    "firstName",
+  ],
+  [
+    "an unpaired surrogate in a contact's name",
+    () => rawJson("POST", `${ctx.ws}/contacts`, '{"email":"n2@example.test","firstName":"\\ud800"}'),
+    "firstName",
+  ],
+  [
+    "a NUL in an attribute key",
+    () => rawJson("POST", `${ctx.ws}/contacts`, '{"email":"n3@example.test","attributes":{"a\\u0000":1}}'),
+    "attributes.a\u0000",
+  ],
+  [
+    "a low surrogate in an attribute value",
+    () =>
+      rawJson("POST", `${ctx.ws}/contacts`, '{"email":"n4@example.test","attributes":{"plan":["\\udc00"]}}'),
+    "attributes.plan.0",
+  ],
+  ["a NUL in an event type", () => rawJson("POST", `${ctx.ws}/events`, '{"type":"buy\\u0000"}'), "type"],
+  [
+    "a surrogate in event metadata",
+    () => rawJson("POST", `${ctx.ws}/events`, '{"type":"buy","metadata":{"sku":"\\ud83d"}}'),
+    "metadata.sku",
+  ],
+  [
+    "a NUL in workspace settings",
+    () => rawJson("PATCH", ctx.ws, '{"settings":{"timezone":"\\u0000"}}'),
+    "settings.timezone",
+  ],
+  [
+    "a NUL in a segment filter key",
+    () =>
+      rawJson(
+        "POST",
+        `${ctx.ws}/segments/preview`,
+        '{"filter":{"match":"all","conditions":[{"field":"attributes.a\\u0000","operator":"eq","value":"x"}]}}',
+      ),
+    "filter.conditions.0.field",
+  ],
+  ["a NUL in a search", () => ctx.owner.client.get(`${ctx.ws}/contacts?search=a%00b`), "search"],
+  [
+    "a stage position past the integer column",
+    () => ctx.owner.client.post(`${ctx.ws}/stages`, { key: "big", name: "Big", position: 2147483648 }),
+    "position",
+  ],
+  ["a page past any table", () => ctx.owner.client.get(`${ctx.ws}/contacts?page=1e20`), "page"],
+  ["sort=__proto__", () => ctx.owner.client.get(`${ctx.ws}/contacts?sort=__proto__`), "sort"],
+  [
+    "sort=constructor on companies",
+    () => ctx.owner.client.get(`${ctx.ws}/companies?sort=constructor`),
+    "sort",
+  ],
+  [
+    "nesting without end",
+    () =>
+      rawJson(
+        "POST",
+        `${ctx.ws}/contacts`,
+        `{"email":"deep@example.test","attributes":${"[".repeat(5000)}${"]".repeat(5000)}}`,
+      ),
+    "attributes.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0",
+  ],
+])("%s is a 400 naming the field", async (_what, send, field) => {
+  expectFieldError(await send(), field);
+});
+
+test("a signed inbound webhook with a NUL in its payload is a 400 naming the field", async () => {
+  const raw = '{"type":"signup","email":"in@example.test","metadata":{"note":"a\\u0000"}}';
+  const signature = crypto.createHmac("sha256", inbound.secret).update(raw).digest("hex");
+  const res = await app.http().request("POST", `/api/webhooks/inbound/${inbound.id}`, {
+    raw,
+    headers: { "content-type": "application/json", "x-webhook-signature": signature },
+  });
+  expectFieldError(res, "metadata.note");
+});
+
+test("the service is healthy after all of it", async () => {
+  expect((await app.http().get("/api/health")).status).toBe(200);
+  expect((await ctx.owner.client.get(`${ctx.ws}/contacts`)).status).toBe(200);
+});
