@@ -1,6 +1,7 @@
 import type { Readable } from "node:stream";
 import { parse } from "csv-parse";
 import type { FieldIssue } from "../../lib/errors";
+import { unstorableInput } from "../../lib/schema";
 import type { ConsentStatus } from "../../models";
 import { CONSENT_CHANNELS, type ConsentChannel } from "./contacts.repo";
 import type { ContactInput } from "./normalize";
@@ -221,6 +222,7 @@ export async function* readCsv(
   source.on("error", (err) => parser.destroy(err));
   source.pipe(parser);
   let plan: ColumnPlan | null = null;
+  let header: string[] = [];
   for await (const item of parser as AsyncIterable<{
     record: string[];
     info: { lines: number; empty_lines: number };
@@ -231,12 +233,19 @@ export async function* readCsv(
     lastEmpty = info.empty_lines;
     while (skipped.length && skipped[0].line < line) yield { kind: "bad", ...skipped.shift()! };
     if (!plan) {
+      header = record;
       plan = planColumns(record, mapping);
       yield { kind: "header", plan, columns: record };
       continue;
     }
     if (record.length !== plan.targets.length) {
       yield { kind: "bad", line, error: `expected ${plan.targets.length} columns, found ${record.length}` };
+      continue;
+    }
+    // A cell PostgreSQL cannot store (a NUL byte) fails its line alone, before anything of it is written.
+    const unstorable = record.findIndex((cell) => unstorableInput(cell) !== null);
+    if (unstorable !== -1) {
+      yield { kind: "bad", line, error: `column ${header[unstorable]} must not contain NUL characters` };
       continue;
     }
     yield { kind: "row", line, ...decodeRow(record, plan) };

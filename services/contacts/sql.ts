@@ -25,3 +25,17 @@ export function uniqueViolation(err: unknown): string | null {
   if (inner?.code === "23505") return inner.constraint ?? "unique";
   return null;
 }
+
+/** PostgreSQL's "data exception" (SQLSTATE class 22: a value out of range, text it cannot encode): that row's fault alone. */
+export function dataException(err: unknown): string | null {
+  const e = err as {
+    parent?: { code?: string; message?: string };
+    original?: { code?: string };
+    code?: string;
+    message?: string;
+  };
+  const inner = e?.parent ?? e?.original ?? e;
+  return typeof inner?.code === "string" && inner.code.startsWith("22")
+    ? String(e?.message ?? "invalid value")
+    : null;
+}

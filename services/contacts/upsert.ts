@@ -7,7 +7,7 @@ import { applyConsent } from "./consent";
 import type { ConsentChannel } from "./contacts.repo";
 import { contactFacts, optOutFact } from "./effects";
 import type { ContactWrite } from "./normalize";
-import { uniqueViolation } from "./sql";
+import { dataException, uniqueViolation } from "./sql";
 
 /**
  * Update-or-create many contacts in one statement per key: by email when the
@@ -169,10 +169,13 @@ const toRow = (r: Returned, sent: ReturnType<typeof consentEntries>): UpsertedRo
   optOuts: sent.optOuts.filter((channel) => r.previous_consent?.[channel]?.status !== "opted_out"),
 });
 
+/** A row's own failure as its answer; anything else (the database gone) fails the whole call. */
 function errorText(err: unknown): string {
   const constraint = uniqueViolation(err);
   if (constraint === "contacts_email_uq") return "email belongs to another contact";
   if (constraint === "contacts_external_id_uq") return "externalId belongs to another contact";
+  const invalid = dataException(err);
+  if (invalid) return `a value cannot be stored: ${invalid}`;
   throw err;
 }
 

@@ -62,6 +62,25 @@ const consentStatuses = (list: Array<{ email: string | null; externalId: string 
   );
 
 describe("import", () => {
+  test("a line with a NUL byte fails alone, with its line; the lines around it are imported", async () => {
+    const csv = [
+      "email,firstName",
+      "nul-before@example.com,Before",
+      "nul-row@example.com,Ba\u0000d",
+      "nul-after@example.com,After",
+    ].join("\n");
+    const job = await importCsv(client, ctx.ws, csv);
+    expect(job).toMatchObject({
+      status: "completed",
+      result: { created: 2, updated: 0, failed: [{ line: 3, error: expect.stringContaining("NUL") }] },
+    });
+    const found = await client.get(`${ctx.ws}/contacts?search=nul-&limit=10`);
+    expect(found.body.data.map((c: { email: string }) => c.email).sort()).toEqual([
+      "nul-after@example.com",
+      "nul-before@example.com",
+    ]);
+  });
+
   test("a CSV with good and bad rows imports the good ones and reports each bad line", async () => {
     const csv = [
       "email,First Name,last_name,phone,tags,attributes.plan,Favourite colour",
