@@ -37,12 +37,43 @@ async function ensureDatabase(url: string, name: string): Promise<string> {
   return target.toString();
 }
 
+const LOCK_POLL_MS = 250;
+
+/**
+ * Wait for the migration lock by polling `pg_try_advisory_lock`, so a waiting
+ * replica never sits inside a statement: a backend blocked in
+ * `pg_advisory_lock` holds a snapshot, and the lock holder's
+ * `CREATE INDEX CONCURRENTLY` waits for every snapshot to end, a cycle
+ * PostgreSQL cannot see. An aborted wait (the process is stopping) throws.
+ */
+async function takeMigrationLock(lock: Client, signal?: AbortSignal): Promise<void> {
+  for (;;) {
+    if (signal?.aborted)
+      throw new Error("Stopped while waiting for another replica to finish the migrations");
+    const { rows } = await lock.query<{ taken: boolean }>("SELECT pg_try_advisory_lock($1) AS taken", [
+      MIGRATION_LOCK,
+    ]);
+    if (rows[0].taken) return;
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, LOCK_POLL_MS);
+      signal?.addEventListener(
+        "abort",
+        () => {
+          clearTimeout(timer);
+          resolve();
+        },
+        { once: true },
+      );
+    });
+  }
+}
+
 /** Run pending migrations while holding a PostgreSQL advisory lock, so replicas may start together. */
-export async function migrate(sequelize: Sequelize, url: string): Promise<void> {
+export async function migrate(sequelize: Sequelize, url: string, signal?: AbortSignal): Promise<void> {
   const lock = new Client({ connectionString: url });
   await lock.connect();
   try {
-    await lock.query("SELECT pg_advisory_lock($1)", [MIGRATION_LOCK]);
+    await takeMigrationLock(lock, signal);
     const umzug = new Umzug({
       migrations: migrations.map((m) => ({ name: m.name, up: () => m.up(sequelize) })),
       storage: new SequelizeStorage({ sequelize, tableName: "schema_migrations" }),
@@ -50,7 +81,7 @@ export async function migrate(sequelize: Sequelize, url: string): Promise<void> 
     });
     await umzug.up();
   } finally {
-    await lock.query("SELECT pg_advisory_unlock($1)", [MIGRATION_LOCK]).catch(() => undefined);
+    await lock.query("SELECT pg_advisory_unlock_all()").catch(() => undefined);
     await lock.end();
   }
 }
@@ -66,7 +97,7 @@ export function createSequelize(url: string): Sequelize {
   });
 }
 
-async function open(): Promise<Database> {
+async function open(signal: AbortSignal): Promise<Database> {
   let url = config().databaseUrl;
   let embedded: RunningPostgres | undefined;
   if (!url) {
@@ -75,14 +106,26 @@ async function open(): Promise<Database> {
   }
   const sequelize = createSequelize(url);
   initModels(sequelize);
-  await migrate(sequelize, url);
+  try {
+    await migrate(sequelize, url, signal);
+  } catch (err) {
+    await sequelize.close();
+    await embedded?.stop();
+    throw err;
+  }
   return { sequelize, embedded };
 }
+
+/** Aborts a start-up still waiting for the migration lock when its services are stopped (SIGTERM). */
+let openingAbort: AbortController | undefined;
 
 /** Take a reference to the shared database, opening it on first use. */
 export async function acquireDatabase(): Promise<Sequelize> {
   users += 1;
-  opening ??= open();
+  if (!opening) {
+    openingAbort = new AbortController();
+    opening = open(openingAbort.signal);
+  }
   try {
     return (await opening).sequelize;
   } catch (err) {
@@ -96,6 +139,7 @@ export async function acquireDatabase(): Promise<Sequelize> {
 export async function releaseDatabase(): Promise<void> {
   users = Math.max(0, users - 1);
   if (users > 0 || !opening) return;
+  openingAbort?.abort();
   const db = await opening.catch(() => undefined);
   opening = undefined;
   if (!db) return;
