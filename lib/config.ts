@@ -17,7 +17,8 @@ export interface AppConfig {
   mailFrom: string;
   logLevel: string;
   corsOrigins: string[];
-  trustProxy: boolean;
+  /** Which peers' X-Forwarded-For is believed: true, false, a hop count, or addresses/CIDRs/names (proxy-addr). */
+  trustProxy: string;
   metricsPort?: number;
   allowPrivateWebhookTargets: boolean;
   /** Outbound webhook dispatcher: waits before retries 2 and 3, per-attempt timeout, claim lease, poll period, sends in flight. */
@@ -71,7 +72,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
       .split(",")
       .map((o) => o.trim())
       .filter(Boolean),
-    trustProxy: env.TRUST_PROXY !== "false",
+    trustProxy: (env.TRUST_PROXY ?? "").trim() || "loopback, linklocal, uniquelocal",
     metricsPort: env.METRICS_PORT ? int(env.METRICS_PORT, 3030) : undefined,
     allowPrivateWebhookTargets: env.WEBHOOK_ALLOW_PRIVATE_TARGETS === "true",
     webhookRetryDelaysMs: (env.WEBHOOK_RETRY_DELAYS_MS ?? "2000,8000")

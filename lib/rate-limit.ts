@@ -43,6 +43,19 @@ export async function consume(spec: LimitSpec, subject: string): Promise<void> {
   }
 }
 
+/** A 429 when `subject` has used the whole limit, without counting a hit. */
+export async function refuseWhenSpent(spec: LimitSpec, subject: string): Promise<void> {
+  const state = await limiter(spec).get(subject);
+  if (state && state.consumedPoints >= spec.points) {
+    throw rateLimited(Math.max(1, Math.ceil(state.msBeforeNext / 1000)));
+  }
+}
+
+/** Count a hit after the fact (a failure), never refusing it. */
+export async function record(spec: LimitSpec, subject: string): Promise<void> {
+  await limiter(spec).penalty(subject, 1);
+}
+
 /** Forget a subject's hits (a successful sign-in clears its failures). */
 export async function reset(spec: LimitSpec, subject: string): Promise<void> {
   await limiter(spec).delete(subject);

@@ -10,6 +10,9 @@ import { randomHex, safeEqual, sha256Hex } from "./crypto";
  */
 
 export const SESSION_MAX_AGE = 30 * 24 * 60 * 60;
+
+/** Broadcast when sessions end (sign-out, password reset): every gateway forgets them at once. */
+export const SESSIONS_REVOKED_EVENT = "auth.sessions.revoked";
 const CLOCK_TOLERANCE = 15;
 
 /** HKDF runs once per secret, not once per request. */
@@ -30,7 +33,12 @@ export interface SessionClaims extends JWTPayload {
   email?: string | null;
   picture?: string | null;
   sub?: string;
+  /** The session this token belongs to, kept when the token is rolled forward (NextAuth's own tokens have only `jti`). */
+  sid?: string;
 }
+
+/** The id a sign-out revokes: stable across the tokens of one session. */
+export const sessionIdOf = (claims: SessionClaims): string => claims.sid ?? claims.jti!;
 
 export async function encodeSession(
   claims: SessionClaims,
@@ -46,13 +54,18 @@ export async function encodeSession(
     .encrypt(deriveEncryptionKey(secret));
 }
 
-/** The claims of a valid token, or null for anything else (tampered, expired, other algorithm). */
+/**
+ * The claims of a valid token, or null for anything else (tampered, expired,
+ * other algorithm, or without `exp` or `jti`: a token that never expires or
+ * cannot be named cannot be ended).
+ */
 export async function decodeSession(token: string, secret: string): Promise<SessionClaims | null> {
   try {
     const { payload } = await jwtDecrypt(token, deriveEncryptionKey(secret), {
       clockTolerance: CLOCK_TOLERANCE,
       keyManagementAlgorithms: ["dir"],
       contentEncryptionAlgorithms: ["A256GCM"],
+      requiredClaims: ["exp", "jti"],
     });
     return payload as SessionClaims;
   } catch {

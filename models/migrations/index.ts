@@ -18,6 +18,8 @@ import * as domainEventOutbox from "./0032-domain-event-outbox";
 import * as segmentLogCauses from "./0033-segment-log-causes";
 import * as contactsFillfactor from "./0034-contacts-fillfactor";
 import * as outboxRetries from "./0035-outbox-retries";
+import * as sessionRevocation from "./0036-session-revocation";
+import * as webhookClaimByAge from "./0037-webhook-claim-by-age";
 
 export interface Migration {
   name: string;
@@ -45,4 +47,6 @@ export const migrations: Migration[] = [
   { name: "0033-segment-log-causes", up: segmentLogCauses.up },
   { name: "0034-contacts-fillfactor", up: contactsFillfactor.up },
   { name: "0035-outbox-retries", up: outboxRetries.up },
+  { name: "0036-session-revocation", up: sessionRevocation.up },
+  { name: "0037-webhook-claim-by-age", up: webhookClaimByAge.up },
 ];

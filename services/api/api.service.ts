@@ -12,7 +12,8 @@ import { buildOpenApi } from "../../lib/openapi";
 import { PUBLIC_DIR } from "../../lib/paths";
 import { servePage } from "../../lib/pages";
 import { checkHealth } from "./health";
-import { authenticateRequest, clientIp, type GatewayRequest } from "./authenticate";
+import { authenticateRequest, clientIp, forgetSessions, trustFunction, type GatewayRequest } from "./authenticate";
+import { SESSIONS_REVOKED_EVENT } from "../../lib/session-token";
 
 const BODY_LIMIT = "1mb";
 
@@ -132,12 +133,29 @@ const ApiService: ServiceSchema = {
       return ApiGateway.methods!.httpHandler.call(this, req, res, next);
     },
 
+    /**
+     * CORS headers only for the allowed origins. moleculer-web would answer
+     * any other Origin with 403, our own pages' same-origin posts and public
+     * forms included; without the headers a browser keeps the answer from a
+     * foreign page, and cookie-authenticated writes from it are refused by
+     * authentication (refuseCrossSiteWrite). A preflight from such an
+     * origin is still refused.
+     */
+    writeCorsHeaders(route: { cors?: { origin?: unknown } }, req: GatewayRequest, res: ServerResponse, isPreFlight: boolean) {
+      const origin = req.headers.origin;
+      // moleculer-web passes isPreFlight=true on every request; a preflight is an OPTIONS naming its method.
+      const preflight = req.method === "OPTIONS" && Boolean(req.headers["access-control-request-method"]);
+      if (origin && route.cors && !preflight && !this.checkOrigin(origin, route.cors.origin)) return;
+      return ApiGateway.methods!.writeCorsHeaders.call(this, route, req, res, isPreFlight);
+    },
+
     authenticate(ctx: AppContext, _route: unknown, req: GatewayRequest) {
       return authenticateRequest(this.broker, ctx, req);
     },
   },
 
   created() {
+    trustFunction(); // a TRUST_PROXY that cannot be read stops the start, not a request
     // A 201 without Location is valid HTTP (the target URI names the collection);
     // moleculer-web warns on each one, which costs a synchronous log write per create.
     const warn = this.logger.warn.bind(this.logger);
@@ -157,6 +175,12 @@ const ApiService: ServiceSchema = {
 
   async stopped() {
     await releaseDatabase();
+  },
+
+  events: {
+    [SESSIONS_REVOKED_EVENT](ctx: AppContext<{ sessionId?: string; userId?: string }>) {
+      forgetSessions(ctx.params);
+    },
   },
 
   actions: {

@@ -1,13 +1,14 @@
 import type { IncomingMessage } from "node:http";
 import type { ActionSchema, ServiceBroker } from "moleculer";
 import { parse as parseCookies } from "cookie";
+import proxyaddr from "proxy-addr";
 import { SYSTEM, type Principal } from "../../lib/access";
 import { authSecret } from "../../lib/auth-secret";
 import { config } from "../../lib/config";
 import { safeEqual, sha256Hex } from "../../lib/crypto";
-import { unauthorized } from "../../lib/errors";
+import { forbidden, unauthorized } from "../../lib/errors";
 import type { AppContext } from "../../lib/moleculer-types";
-import { decodeSession } from "../../lib/session-token";
+import { decodeSession, sessionIdOf } from "../../lib/session-token";
 import { readSessionCookie } from "../auth/cookies";
 
 export interface GatewayRequest extends IncomingMessage {
@@ -25,16 +26,66 @@ export interface VerifiedApiKey {
   lastUsedAt: string | null;
 }
 
-/** Client IP per the contract: X-Forwarded-For, then X-Real-IP, then the socket (unless TRUST_PROXY=false). */
-export function clientIp(req: IncomingMessage): string {
-  if (config().trustProxy) {
-    const forwarded = req.headers["x-forwarded-for"];
-    const first = (Array.isArray(forwarded) ? forwarded[0] : forwarded)?.split(",")[0]?.trim();
-    if (first) return first;
-    const real = req.headers["x-real-ip"];
-    if (typeof real === "string" && real.trim()) return real.trim();
+/**
+ * Which peers may speak for the client with `X-Forwarded-For` (proxy-addr's
+ * trust): TRUST_PROXY is `true` (every peer: only behind a proxy that
+ * overwrites the header), `false` (none), a hop count, or a list of
+ * addresses, CIDRs and proxy-addr's names (`loopback`, `linklocal`,
+ * `uniquelocal`). The default trusts loopback and private peers: a local
+ * proxy or a cluster's ingress, never a client on the open internet.
+ */
+let trusted: { setting: string; trust: (addr: string, hop: number) => boolean } | undefined;
+export function trustFunction(): (addr: string, hop: number) => boolean {
+  const setting = config().trustProxy;
+  if (trusted?.setting !== setting) {
+    let trust: (addr: string, hop: number) => boolean;
+    if (setting === "true") trust = () => true;
+    else if (setting === "false") trust = () => false;
+    else if (/^\d+$/.test(setting)) trust = (_addr, hop) => hop < Number(setting);
+    else trust = proxyaddr.compile(setting.split(",").map((entry) => entry.trim()).filter(Boolean));
+    trusted = { setting, trust };
   }
-  return req.socket.remoteAddress ?? "unknown";
+  return trusted.trust;
+}
+
+/**
+ * Client IP: the nearest address in `X-Forwarded-For` not added by a trusted
+ * proxy (then `X-Real-IP` from a trusted peer), else the socket's address.
+ */
+export function clientIp(req: IncomingMessage): string {
+  const peer = req.socket.remoteAddress ?? "unknown";
+  const trust = trustFunction();
+  if (req.headers["x-forwarded-for"]) return proxyaddr(req, trust);
+  const real = req.headers["x-real-ip"];
+  if (typeof real === "string" && real.trim() && peer !== "unknown" && trust(peer, 0)) return real.trim();
+  return peer;
+}
+
+const SAFE_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
+
+function allowedOrigin(origin: string, req: IncomingMessage): boolean {
+  if (origin === new URL(config().publicUrl).origin || config().corsOrigins.includes(origin)) return true;
+  try {
+    return new URL(origin).host === req.headers.host;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * A write authenticated by the session cookie must come from our own pages
+ * or an allowed CORS origin (OWASP: Fetch Metadata, then Origin). Clients
+ * that send neither header (curl, apps) cannot be a browser's forged request.
+ */
+function refuseCrossSiteWrite(req: GatewayRequest): void {
+  if (SAFE_METHODS.has(req.method ?? "GET")) return;
+  const origin = typeof req.headers.origin === "string" ? req.headers.origin : undefined;
+  const site = req.headers["sec-fetch-site"];
+  const crossSite =
+    site === "same-site" || site === "cross-site"
+      ? !origin || !allowedOrigin(origin, req)
+      : site === undefined && origin !== undefined && !allowedOrigin(origin, req);
+  if (crossSite) throw forbidden("A cross-site request may not use the session cookie to change anything");
 }
 
 const TOUCH_INTERVAL_MS = 60_000;
@@ -63,20 +114,36 @@ async function principalFromBearer(broker: ServiceBroker, token: string): Promis
   } catch {
     return null;
   }
-  return principalFromSession(decoded);
+  return principalFromSession(broker, decoded);
 }
 
 /**
- * Decrypted session tokens, keyed by the token string: decrypting the JWE on
- * every request costs more than the rest of authentication. An entry lives at
- * most SESSION_CACHE_TTL_MS and never past the token's own `exp`; only valid
- * tokens are kept, and the oldest entry goes when the cache is full.
+ * Live sessions, keyed by the token string: decrypting the JWE and asking
+ * whether the session was ended cost more than the rest of authentication.
+ * An entry lives at most SESSION_CACHE_TTL_MS and never past the token's own
+ * `exp`; a sign-out or password reset clears it on every gateway at once
+ * (`forgetSessions`), and the oldest entry goes when the cache is full.
  */
 const SESSION_CACHE_TTL_MS = 30_000;
 const SESSION_CACHE_MAX = 1_000;
-const sessionCache = new Map<string, { principal: Principal; until: number }>();
+interface CachedSession {
+  principal: Principal;
+  sessionId: string;
+  until: number;
+}
+const sessionCache = new Map<string, CachedSession>();
 
-async function principalFromSession(token: string | undefined): Promise<Principal | null> {
+/** Drop cached sessions that were just ended: one session, or every session of a user. */
+export function forgetSessions(ended: { sessionId?: string; userId?: string }): void {
+  for (const [token, entry] of sessionCache) {
+    const principal = entry.principal as { userId?: string };
+    if (entry.sessionId === ended.sessionId || (ended.userId && principal.userId === ended.userId)) {
+      sessionCache.delete(token);
+    }
+  }
+}
+
+async function principalFromSession(broker: ServiceBroker, token: string | undefined): Promise<Principal | null> {
   if (!token) return null;
   const now = Date.now();
   const cached = sessionCache.get(token);
@@ -86,11 +153,18 @@ async function principalFromSession(token: string | undefined): Promise<Principa
   }
   const claims = await decodeSession(token, authSecret());
   if (!claims?.sub) return null;
+  const sessionId = sessionIdOf(claims);
+  const active = await broker.call("auth.sessionActive", {
+    userId: claims.sub,
+    sessionId,
+    issuedAt: claims.iat ?? 0,
+  });
+  if (!active) return null;
   const principal: Principal = { kind: "user", userId: claims.sub, email: claims.email ?? undefined, name: claims.name ?? undefined };
-  const until = Math.min(now + SESSION_CACHE_TTL_MS, typeof claims.exp === "number" ? claims.exp * 1000 : now);
+  const until = Math.min(now + SESSION_CACHE_TTL_MS, claims.exp! * 1000);
   if (until > now) {
     if (sessionCache.size >= SESSION_CACHE_MAX) sessionCache.delete(sessionCache.keys().next().value as string);
-    sessionCache.set(token, { principal, until });
+    sessionCache.set(token, { principal, sessionId, until });
   }
   return principal;
 }
@@ -116,7 +190,8 @@ export async function authenticateRequest(broker: ServiceBroker, ctx: AppContext
     principal = match ? await principalFromBearer(broker, match[1].trim()) : null;
     if (!principal && !isPublic) throw unauthorized("Invalid or expired credentials");
   } else {
-    principal = await principalFromSession(readSessionCookie(req.cookies));
+    principal = await principalFromSession(broker, readSessionCookie(req.cookies));
+    if (principal && !isPublic) refuseCrossSiteWrite(req);
   }
   if (principal) ctx.meta.principal = principal;
   return null;

@@ -49,11 +49,25 @@ export async function createResetToken(userId: string): Promise<string> {
   return token;
 }
 
+const liveTokenHolder = async (hash: string): Promise<string | undefined> => {
+  const sequelize = await database();
+  const rows = await sequelize.query<{ user_id: string }>(
+    `SELECT user_id FROM password_reset_tokens WHERE token_hash = :hash AND used_at IS NULL AND expires_at > now()`,
+    { replacements: { hash }, type: QueryTypes.SELECT },
+  );
+  return rows[0]?.user_id;
+};
+
 /**
  * Spend a reset token and set the new password, atomically: the UPDATE
  * claims the token only if it is unused and unexpired, so it works once.
+ * The token is looked up before the password is hashed, so a guess costs
+ * one indexed read, not a scrypt. Every session of the user issued before
+ * the reset ends with it (`sessions_valid_after`, checked on each request).
  */
-export async function resetPassword(token: string, password: string): Promise<boolean> {
+export async function resetPassword(token: string, password: string): Promise<string | null> {
+  const hash = sha256Hex(token);
+  if (!(await liveTokenHolder(hash))) return null;
   const sequelize = await database();
   const passwordHash = await hashPassword(password);
   return sequelize.transaction(async (transaction) => {
@@ -61,18 +75,55 @@ export async function resetPassword(token: string, password: string): Promise<bo
       `UPDATE password_reset_tokens SET used_at = now()
         WHERE token_hash = :hash AND used_at IS NULL AND expires_at > now()
         RETURNING user_id`,
-      { replacements: { hash: sha256Hex(token) }, type: QueryTypes.SELECT, transaction },
+      { replacements: { hash }, type: QueryTypes.SELECT, transaction },
     );
     const userId = rows[0]?.user_id;
-    if (!userId) return false;
-    await User.update({ passwordHash }, { where: { id: userId }, transaction });
+    if (!userId) return null;
+    await sequelize.query(
+      `UPDATE users SET password_hash = :passwordHash, sessions_valid_after = date_trunc('second', now()), updated_at = now()
+        WHERE id = :userId`,
+      { replacements: { passwordHash, userId }, transaction },
+    );
     // Any other outstanding link for this user dies with the reset.
     await PasswordResetToken.update(
       { usedAt: new Date() },
       { where: { userId, usedAt: { [Op.is]: null } }, transaction },
     );
-    return true;
+    return userId;
   });
+}
+
+/** A signed-out session stays refused until its token would have expired anyway. */
+export async function revokeSession(sessionId: string, userId: string, expiresAt: Date): Promise<void> {
+  const sequelize = await database();
+  await sequelize.query(
+    `INSERT INTO revoked_sessions (session_id, user_id, expires_at)
+     SELECT :sessionId, id, :expiresAt FROM users WHERE id = :userId
+     ON CONFLICT (session_id) DO NOTHING`,
+    { replacements: { sessionId, userId, expiresAt } },
+  );
+}
+
+/**
+ * Whether a session token still speaks for its user: the user exists, the
+ * session was not signed out, and it was issued after the last password reset
+ * (`issuedAt` in Unix seconds, as the token's `iat`).
+ */
+export async function sessionActive(userId: string, sessionId: string, issuedAt: number): Promise<boolean> {
+  const sequelize = await database();
+  const rows = await sequelize.query<{ active: boolean }>(
+    `SELECT (u.sessions_valid_after IS NULL OR u.sessions_valid_after <= to_timestamp(:issuedAt))
+            AND NOT EXISTS (SELECT 1 FROM revoked_sessions r WHERE r.session_id = :sessionId) AS active
+       FROM users u WHERE u.id = :userId`,
+    { replacements: { userId, sessionId, issuedAt }, type: QueryTypes.SELECT },
+  );
+  return rows[0]?.active === true;
+}
+
+/** Revocations past their token's expiry are no longer needed: the token is refused as expired. */
+export async function pruneRevokedSessions(): Promise<void> {
+  const sequelize = await database();
+  await sequelize.query(`DELETE FROM revoked_sessions WHERE expires_at < now() - interval '1 minute'`);
 }
 
 export interface ApiKeyView {

@@ -26,4 +26,5 @@ export const schemas = {
   revokeKey: { $$strict: "remove", workspaceId: wsId, keyId: { type: "string", max: 64 } },
   verifyApiKey: { keyHash: { type: "string", length: 64 } },
   touchApiKey: { id: "string" },
+  sessionActive: { userId: "string", sessionId: "string", issuedAt: "number" },
 } as const;

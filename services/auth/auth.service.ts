@@ -6,6 +6,7 @@ import { fieldError, validationError } from "../../lib/errors";
 import { sendMail } from "../../lib/mailer";
 import type { AppContext } from "../../lib/moleculer-types";
 import { servePage } from "../../lib/pages";
+import { SESSIONS_REVOKED_EVENT } from "../../lib/session-token";
 import { consume, resetLimiters } from "../../lib/rate-limit";
 import { closeRedis } from "../../lib/redis";
 import { workspaceOf } from "../../lib/tenancy";
@@ -21,7 +22,9 @@ type Ctx = AppContext<Record<string, any>>;
 
 const REGISTRATIONS_PER_IP = { name: "register-ip", points: 10, durationSeconds: 60 * 60 };
 const RESET_MAILS_PER_EMAIL = { name: "reset-email", points: 5, durationSeconds: 60 * 60 };
+const RESETS_PER_IP = { name: "reset-ip", points: 20, durationSeconds: 15 * 60 };
 const API_KEY_CACHE_EVENT = "auth.apiKeys.changed";
+const PRUNE_INTERVAL_MS = 60 * 60 * 1000;
 
 function authRequest(ctx: Ctx): signin.AuthRequest {
   return {
@@ -42,6 +45,13 @@ function send(ctx: Ctx, outcome: signin.AuthOutcome) {
     return null;
   }
   return outcome.body;
+}
+
+/** NextAuth's redirect to the custom sign-in page, with the callback url and any error. */
+function toSigninPage(ctx: Ctx) {
+  const query = new URLSearchParams({ callbackUrl: String(ctx.params.callbackUrl ?? config().publicUrl) });
+  if (typeof ctx.params.error === "string") query.set("error", ctx.params.error);
+  return send(ctx, { status: 302, redirect: `/auth/signin?${query}`, cookies: [] });
 }
 
 function text(ctx: Ctx, status: number, body: string) {
@@ -100,13 +110,18 @@ const AuthService: ServiceSchema = {
       },
     },
 
+    /**
+     * Credentials are only ever posted. NextAuth itself answers this with a
+     * 500; a browser that lands here is sent where NextAuth sends a callback
+     * it cannot complete: the error page, which shows the sign-in page.
+     */
     callbackGet: {
       rest: "GET /auth/callback/:provider",
       auth: "public",
       openapi: { tags: ["Auth"] },
       handler(ctx: Ctx) {
         if (ctx.params.provider !== "credentials") return text(ctx, 400, unsupported("GET"));
-        return text(ctx, 500, "Error: Callback for provider type credentials not supported");
+        return send(ctx, { status: 302, redirect: `${authBase(config().publicUrl)}/error?error=Callback`, cookies: [] });
       },
     },
 
@@ -120,13 +135,36 @@ const AuthService: ServiceSchema = {
       },
     },
 
+    /** The client's `update()`: the session again, once the csrf token checks out (else 400 `{}`). */
+    updateSession: {
+      rest: "POST /auth/session",
+      auth: "public",
+      openapi: { tags: ["Auth"], summary: "Refresh the session (NextAuth update)" },
+      async handler(ctx: Ctx) {
+        return send(ctx, await signin.updateSession(authRequest(ctx)));
+      },
+    },
+
+    /** Ends the session on the server (every replica forgets it at once) and clears its cookie. */
     signout: {
       rest: "POST /auth/signout",
       auth: "public",
       openapi: { tags: ["Auth"] },
-      handler(ctx: Ctx) {
-        return send(ctx, signin.signout(authRequest(ctx)));
+      async handler(ctx: Ctx) {
+        const outcome = await signin.signout(authRequest(ctx));
+        if (outcome.revokedSessionId) {
+          await this.broker.broadcast(SESSIONS_REVOKED_EVENT, { sessionId: outcome.revokedSessionId });
+        }
+        return send(ctx, outcome);
       },
+    },
+
+    /** NextAuth's sign-out page: a form that posts the csrf token. */
+    signoutPage: {
+      rest: "GET /auth/signout",
+      auth: "public",
+      openapi: { tags: ["Auth"], summary: "Sign-out page (HTML)" },
+      handler: (ctx: Ctx) => servePage(ctx, "signout.html"),
     },
 
     /** NextAuth sends sign-in to the custom page. */
@@ -134,11 +172,15 @@ const AuthService: ServiceSchema = {
       rest: "GET /auth/signin",
       auth: "public",
       openapi: { tags: ["Auth"] },
-      handler(ctx: Ctx) {
-        const query = new URLSearchParams({ callbackUrl: String(ctx.params.callbackUrl ?? config().publicUrl) });
-        if (typeof ctx.params.error === "string") query.set("error", ctx.params.error);
-        return send(ctx, { status: 302, redirect: `/auth/signin?${query}`, cookies: [] });
-      },
+      handler: (ctx: Ctx) => toSigninPage(ctx),
+    },
+
+    /** With a provider, too: NextAuth's GET signin ignores it when a custom page is set. */
+    signinProvider: {
+      rest: "GET /auth/signin/:provider",
+      auth: "public",
+      openapi: { tags: ["Auth"], summary: "Sign-in page for a provider (redirect)" },
+      handler: (ctx: Ctx) => toSigninPage(ctx),
     },
 
     error: {
@@ -204,15 +246,20 @@ const AuthService: ServiceSchema = {
       },
     },
 
-    /** Spend a reset token: 200, or 400 for an unknown, expired or used token. */
+    /**
+     * Spend a reset token: 200, or 400 for an unknown, expired or used token;
+     * 20 tries per client IP per 15 minutes. Every session of the user ends.
+     */
     resetPassword: {
       rest: "POST /auth/reset-password",
       auth: "public",
       params: schemas.resetPassword,
       openapi: { tags: ["Auth"] },
       async handler(ctx: Ctx) {
-        const done = await repo.resetPassword(ctx.params.token, ctx.params.password);
-        if (!done) throw fieldError("token", "is unknown, expired or already used");
+        await consume(RESETS_PER_IP, ctx.meta.ip ?? "unknown");
+        const userId = await repo.resetPassword(ctx.params.token, ctx.params.password);
+        if (!userId) throw fieldError("token", "is unknown, expired or already used");
+        await this.broker.broadcast(SESSIONS_REVOKED_EVENT, { userId });
         return { success: true };
       },
     },
@@ -290,6 +337,12 @@ const AuthService: ServiceSchema = {
       handler: (ctx: Ctx) => repo.verifyKeyHash(ctx.params.keyHash),
     },
 
+    /** Internal: whether a session token still speaks for its user (not signed out, issued after the last reset). */
+    sessionActive: {
+      params: schemas.sessionActive,
+      handler: (ctx: Ctx) => repo.sessionActive(ctx.params.userId, ctx.params.sessionId, ctx.params.issuedAt),
+    },
+
     /** Internal: record that a key was used. */
     touchApiKey: {
       params: schemas.touchApiKey,
@@ -302,8 +355,16 @@ const AuthService: ServiceSchema = {
     authSecret();
   },
 
+  started() {
+    this.pruner = setInterval(() => {
+      repo.pruneRevokedSessions().catch((err: Error) => this.logger.warn(`revoked sessions prune failed: ${err.message}`));
+    }, PRUNE_INTERVAL_MS);
+    this.pruner.unref();
+  },
+
   /** Limits live with the Redis client: close it, and forget limiters bound to it. */
   async stopped() {
+    clearInterval(this.pruner);
     resetLimiters();
     await closeRedis();
   },

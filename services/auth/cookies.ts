@@ -11,17 +11,20 @@ export function cookieNames(secure = config().publicUrl.startsWith("https://")) 
   };
 }
 
-/** The session token, joining NextAuth's `.0`, `.1`, ... chunks; either scheme's name is accepted. */
+/**
+ * The session token, joining NextAuth's `.0`, `.1`, ... chunks. Under an
+ * https public URL only the `__Secure-` name counts: a browser only accepts
+ * that one over https, so a plain name there may have been planted by a
+ * sibling host or a plain-http page.
+ */
 export function readSessionCookie(cookies: Record<string, string> | undefined): string | undefined {
   if (!cookies) return undefined;
-  for (const name of ["__Secure-next-auth.session-token", "next-auth.session-token"]) {
-    if (cookies[name]) return cookies[name];
-    const chunks = Object.keys(cookies)
-      .filter((key) => key.startsWith(`${name}.`) && /^\d+$/.test(key.slice(name.length + 1)))
-      .sort((a, b) => Number(a.slice(name.length + 1)) - Number(b.slice(name.length + 1)));
-    if (chunks.length) return chunks.map((key) => cookies[key]).join("");
-  }
-  return undefined;
+  const name = cookieNames().sessionToken;
+  if (cookies[name]) return cookies[name];
+  const chunks = Object.keys(cookies)
+    .filter((key) => key.startsWith(`${name}.`) && /^\d+$/.test(key.slice(name.length + 1)))
+    .sort((a, b) => Number(a.slice(name.length + 1)) - Number(b.slice(name.length + 1)));
+  return chunks.length ? chunks.map((key) => cookies[key]).join("") : undefined;
 }
 
 function baseOptions(secure: boolean): SerializeOptions {

@@ -96,6 +96,24 @@ describe("session JWE (NextAuth v4)", () => {
     });
   });
 
+  test("a token without exp, or without jti, is rejected", async () => {
+    const claims = { name: "Bob", email: "bob@example.com", sub: "user_2" };
+    const header = { alg: "dir", enc: "A256GCM" } as const;
+    const noExp = await new EncryptJWT(claims)
+      .setProtectedHeader(header)
+      .setIssuedAt()
+      .setJti(crypto.randomUUID())
+      .encrypt(deriveEncryptionKey(SECRET));
+    const noJti = await new EncryptJWT(claims)
+      .setProtectedHeader(header)
+      .setIssuedAt()
+      .setExpirationTime(now() + 60)
+      .encrypt(deriveEncryptionKey(SECRET));
+    expect(await decodeSession(noExp, SECRET)).toBeNull();
+    expect(await decodeSession(noJti, SECRET)).toBeNull();
+    expect(await decodeSession(await tokenWithTimes(now(), now() + 60), SECRET)).not.toBeNull();
+  });
+
   test("a JWS (HS256) signed with the derived key or the secret is rejected", async () => {
     const claims = { name: "Eve", email: "eve@example.com", sub: "user_1" };
     const withKey = await new SignJWT(claims)

@@ -2,6 +2,7 @@ import crypto from "node:crypto";
 import { EncryptJWT } from "jose";
 import { startApp, type TestApp } from "../../helpers/app";
 import { HttpClient, uniqueEmail } from "../../helpers/http";
+import { database } from "../../../lib/database";
 import { deriveEncryptionKey } from "../../../lib/session-token";
 
 /** Only the services this suite exercises (other areas are tested on their own). */
@@ -33,6 +34,11 @@ beforeAll(async () => {
     .post("/api/auth/register", { name: user.name, email: user.email, password: user.password });
   expect(res.status).toBe(201);
   user.id = res.body.id;
+  // The fixture token's user, as the service that minted it would have had it.
+  await (await database()).query(
+    `INSERT INTO users (id, name, email, password_hash) VALUES ('user_1', 'Alice Example', :email, 'x')`,
+    { replacements: { email: uniqueEmail("alice") } },
+  );
 });
 afterAll(() => app.stop());
 
@@ -459,11 +465,12 @@ describe("the rest of the NextAuth surface", () => {
     expect(res.setCookies).toEqual([]);
   });
 
-  test("GET /api/auth/callback/credentials is 500 text", async () => {
+  test("GET /api/auth/callback/credentials sends the browser to the error page (NextAuth answers 500 here)", async () => {
     const res = await app.http().get("/api/auth/callback/credentials");
-    expect(res.status).toBe(500);
-    expect(res.headers.get("content-type")).toMatch(/^text\/plain/);
-    expect(res.text).toBe("Error: Callback for provider type credentials not supported");
+    expect(res.status).toBe(302);
+    expect(res.headers.get("location")).toBe(`${BASE}/error?error=Callback`);
+    const error = await app.http().get(`${BASE.slice(ORIGIN.length)}/error?error=Callback`);
+    expect(error.headers.get("location")).toBe(`${BASE}/signin?error=Callback`);
   });
 
   test.each([
@@ -516,30 +523,50 @@ describe("the rest of the NextAuth surface", () => {
 });
 
 describe("sign-in throttling", () => {
-  test("per email: after 10 failures the 11th attempt is 429 with Retry-After, even with the right password", async () => {
+  test("per email and IP: after 10 failures that IP gets 429 even with the right password; another IP signs in", async () => {
     const email = uniqueEmail("throttle");
     const password = "correct horse battery";
     expect((await app.http().post("/api/auth/register", { name: "T", email, password })).status).toBe(201);
+    const attacker = app.http();
     for (let i = 0; i < 10; i++) {
-      // a new client (so a new IP) each time: the limit is per email
-      const res = await app
-        .http()
-        .post("/api/auth/callback/credentials", { email, password: `wrong-${i}`, json: "true" });
+      const res = await attacker.post("/api/auth/callback/credentials", { email, password: `wrong-${i}`, json: "true" });
       expect(res.status).toBe(401);
     }
-    const blocked = await app
-      .http()
-      .post("/api/auth/callback/credentials", { email: email.toUpperCase(), password, json: "true" });
+    const blocked = await attacker.post("/api/auth/callback/credentials", { email: email.toUpperCase(), password });
     expect(blocked.status).toBe(429);
     expect(blocked.body).toEqual({ error: expect.any(String), code: "RATE_LIMITED" });
     expect(Number(blocked.headers.get("retry-after"))).toBeGreaterThan(0);
+    // the owner, from another IP, is not locked out
+    expect((await app.http().post("/api/auth/callback/credentials", { email, password })).status).toBe(200);
+  });
+
+  test("failures for one email from many IPs back off untrusted clients, never a device the owner signed in from", async () => {
+    const email = uniqueEmail("spread");
+    const password = "correct horse battery";
+    await app.http().post("/api/auth/register", { name: "T", email, password });
+    const owner = app.http();
+    expect((await owner.post("/api/auth/callback/credentials", { email, password })).status).toBe(200);
+    expect(owner.cookies.get("svc.trusted-device")).toEqual(expect.any(String));
+    for (let i = 0; i < 20; i++) {
+      // a new client (so a new IP) each time
+      const res = await app.http().post("/api/auth/callback/credentials", { email, password: `wrong-${i}` });
+      expect(res.status).toBe(401);
+    }
+    const stranger = await app.http().post("/api/auth/callback/credentials", { email, password });
+    expect(stranger.status).toBe(429);
+    expect(Number(stranger.headers.get("retry-after"))).toBeGreaterThan(0);
+    // the owner's browser carries its device cookie: no backoff
+    expect((await owner.post("/api/auth/callback/credentials", { email, password })).status).toBe(200);
+    // a device cookie proves one email only
+    const forged = app.http();
+    forged.cookies.set("svc.trusted-device", owner.cookies.get("svc.trusted-device")!);
+    const other = uniqueEmail("other");
+    expect((await forged.post("/api/auth/callback/credentials", { email: other, password })).status).toBe(401);
+    forged.cookies.set("svc.trusted-device", "0123.abcd");
+    expect((await forged.post("/api/auth/callback/credentials", { email, password })).status).toBe(429);
     // other accounts are not affected
     expect(
-      (
-        await app
-          .http()
-          .post("/api/auth/callback/credentials", { email: user.email, password: user.password })
-      ).status,
+      (await app.http().post("/api/auth/callback/credentials", { email: user.email, password: user.password })).status,
     ).toBe(200);
   });
 

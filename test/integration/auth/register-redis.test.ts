@@ -79,7 +79,7 @@ suite("rate limits in Redis", () => {
 
   test("sign-in failures are counted per email in Redis", async () => {
     const email = uniqueEmail("redis-signin");
-    const key = `rl:signin-email:${email}`;
+    const key = `rl:signin-email-failures:${email}`;
     keys.push(key);
     for (let i = 0; i < 3; i++) {
       const res = await app
@@ -88,7 +88,7 @@ suite("rate limits in Redis", () => {
       expect(res.status).toBe(401);
     }
     expect(Number(await redis.get(key))).toBe(3);
-    await redis.set(key, "10", "PX", 900_000);
+    await redis.set(key, "20", "PX", 900_000);
     const blocked = await app
       .http()
       .post("/api/auth/callback/credentials", { email, password: "wrong-password" });

@@ -73,3 +73,19 @@ test("providers and error URLs are built from the https origin", async () => {
     .post("/api/auth/callback/credentials", { email, password: "wrong-password", json: "true" });
   expect(bad.body).toEqual({ url: `${ORIGIN}/api/auth/error?error=CredentialsSignin&provider=credentials` });
 });
+
+test("a session cookie under the plain name is not accepted on https (only __Secure- counts)", async () => {
+  const client = app.http();
+  const csrf = await client.get("/api/auth/csrf");
+  await client.request("POST", "/api/auth/callback/credentials", {
+    form: { csrfToken: csrf.body.csrfToken, email, password, json: "true" },
+  });
+  const token = client.cookies.get("__Secure-next-auth.session-token")!;
+  const planted = app.http();
+  planted.cookies.set("next-auth.session-token", token);
+  expect((await planted.get("/api/workspaces")).status).toBe(401);
+  expect((await planted.get("/api/auth/session")).body).toEqual({});
+  const right = app.http();
+  right.cookies.set("__Secure-next-auth.session-token", token);
+  expect((await right.get("/api/workspaces")).status).toBe(200);
+});
