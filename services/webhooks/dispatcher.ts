@@ -441,8 +441,10 @@ export class Dispatcher {
         load.fast = outcome.success && outcome.durationMs < this.fastMs;
         load.streak = outcome.success ? load.streak + 1 : 0;
       }
-      if (outcome.success) this.failing.delete(row.endpoint_id);
-      else this.failed(row.endpoint_id);
+      if (outcome.success) {
+        // A recovered endpoint drains its backlog at its full cap at once, not through slow start again.
+        if (this.failing.delete(row.endpoint_id) && load) load.streak = Math.max(load.streak, this.endpointConcurrency);
+      } else this.failed(row.endpoint_id);
     }
   }
 

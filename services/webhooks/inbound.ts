@@ -9,7 +9,7 @@ import { isServiceAvailable } from "../../lib/registry";
 import { normalizePhone, PHONE_FORMAT_MESSAGE } from "../contacts/normalize";
 import * as repo from "./webhooks.repo";
 import { open } from "./secret-box";
-import { verifyInbound, TOLERANCE_SECONDS } from "./signature";
+import { verifyInbound } from "./signature";
 
 export interface InboundParams {
   endpointId: string;
@@ -22,8 +22,12 @@ export interface InboundParams {
   metadata?: Record<string, unknown> | null;
 }
 
-/** Replay window for signed inbound bodies: the same signature and body within it is refused. */
-export const REPLAY_WINDOW_SECONDS = TOLERANCE_SECONDS;
+/**
+ * Replay window for signed inbound bodies: the same signature and body within
+ * it is refused. The inbound signature carries no timestamp, so the memory
+ * is what stops a replay: 7 days, in PostgreSQL, pruned past that.
+ */
+export const REPLAY_WINDOW_SECONDS = 7 * 24 * 60 * 60;
 
 function headerOf(ctx: AppContext, name: string): string | undefined {
   const value = ctx.meta.requestHeaders?.[name];
@@ -67,7 +71,7 @@ export async function receiveInbound(
     }
     digest = sha256Hex(`${signature!.trim().toLowerCase()}.${raw}`);
     if (!(await repo.acceptOnce(endpoint.id, digest, REPLAY_WINDOW_SECONDS))) {
-      throw conflict("This signed body was already received in the last 5 minutes (replay)");
+      throw conflict("This signed body was already received in the last 7 days (replay)");
     }
   }
 

@@ -1,41 +1,19 @@
 import dns from "node:dns/promises";
 import net from "node:net";
+import ipaddr from "ipaddr.js";
 import { config } from "../../lib/config";
 
 /**
  * SSRF guard for outbound webhook targets (reference: reliability-security
- * 3.3). In production, unless WEBHOOK_ALLOW_PRIVATE_TARGETS=true, a target
- * that is or resolves to a loopback, private, link-local, CGNAT, multicast or
- * metadata address is refused, at create/update and again before every send
- * (the checked address is then pinned for the connection, so DNS cannot rebind).
+ * 3.3). In production, unless WEBHOOK_ALLOW_PRIVATE_TARGETS=true, only a
+ * public unicast address passes, at create/update and again before every
+ * send (the checked address is then pinned for the connection, so DNS cannot
+ * rebind). ipaddr.js classifies addresses (IANA special-purpose registries:
+ * private, loopback, link-local, CGNAT, documentation, benchmarking,
+ * reserved, multicast...); an IPv6 address that carries an IPv4 one
+ * (mapped, IPv4-compatible, RFC 6145/6052 translation, 6to4) is judged by
+ * the IPv4 address it reaches.
  */
-const DENY = new net.BlockList();
-for (const [network, prefix] of [
-  ["0.0.0.0", 8],
-  ["10.0.0.0", 8],
-  ["100.64.0.0", 10],
-  ["127.0.0.0", 8],
-  ["169.254.0.0", 16],
-  ["172.16.0.0", 12],
-  ["192.0.0.0", 24],
-  ["192.168.0.0", 16],
-  ["198.18.0.0", 15],
-  ["224.0.0.0", 4],
-  ["240.0.0.0", 4],
-] as const) {
-  DENY.addSubnet(network, prefix, "ipv4");
-}
-for (const [network, prefix] of [
-  ["::", 128],
-  ["::1", 128],
-  ["fc00::", 7],
-  ["fe80::", 10],
-  ["ff00::", 8],
-  ["fd00:ec2::", 32],
-] as const) {
-  DENY.addSubnet(network, prefix, "ipv6");
-}
-
 const DENIED_NAMES = new Set(["localhost", "metadata.google.internal", "metadata.amazonaws.com", "metadata"]);
 
 export class TargetRefused extends Error {}
@@ -46,12 +24,27 @@ export function guardEnabled(): boolean {
   return cfg.nodeEnv === "production" && !cfg.allowPrivateWebhookTargets;
 }
 
+/** The IPv4 address an IPv6 address leads to, when it embeds one. */
+function embeddedIpv4(address: ipaddr.IPv6): ipaddr.IPv4 | null {
+  const bytes = address.toByteArray();
+  switch (address.range()) {
+    case "ipv4Mapped":
+    case "rfc6145":
+    case "rfc6052":
+      return ipaddr.fromByteArray(bytes.slice(12)) as ipaddr.IPv4;
+    case "6to4":
+      return ipaddr.fromByteArray(bytes.slice(2, 6)) as ipaddr.IPv4;
+    default:
+      // IPv4-compatible (::a.b.c.d, deprecated): 96 zero bits, then the address.
+      return bytes.slice(0, 12).every((b) => b === 0) ? (ipaddr.fromByteArray(bytes.slice(12)) as ipaddr.IPv4) : null;
+  }
+}
+
 export function isDeniedAddress(address: string): boolean {
-  const family = net.isIP(address);
-  if (family === 0) return true;
-  const mapped = family === 6 ? /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address) : null;
-  if (mapped) return DENY.check(mapped[1], "ipv4");
-  return DENY.check(address, family === 4 ? "ipv4" : "ipv6");
+  if (!net.isIP(address)) return true;
+  let parsed = ipaddr.parse(address);
+  if (parsed.kind() === "ipv6") parsed = embeddedIpv4(parsed as ipaddr.IPv6) ?? parsed;
+  return parsed.range() !== "unicast";
 }
 
 /** A usable outbound target: http or https, no credentials. Returns the reason when not. */

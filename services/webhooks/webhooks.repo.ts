@@ -253,14 +253,15 @@ export interface EndpointRoom {
   room: Record<string, number>;
 }
 
-/** Queued OUTBOUND deliveries: the rows of `webhook_deliveries_claim_idx` (endpoint, then due time). */
+/** Queued OUTBOUND deliveries: the rows of `webhook_deliveries_claim_age_idx` (endpoint, then age). */
 const QUEUED = `next_attempt_at IS NOT NULL AND direction = 'OUTBOUND'`;
 const ROOM = `coalesce((CAST(:room AS jsonb) ->> endpoint_id)::int, :perEndpoint)`;
 
 /**
  * Claim due deliveries with FOR UPDATE SKIP LOCKED and a lease: a replica
  * that dies mid-send leaves the row to be claimed again when the lease ends.
- * Fair across endpoints: endpoints take turns (each its oldest rows first),
+ * Fair across endpoints: endpoints take turns (each its oldest due rows
+ * first, by age: a retry keeps its place ahead of rows queued after it),
  * at most their room each, among endpoints with any room; the rest
  * stay unclaimed for later claims or other replicas. Each endpoint's rows are
  * read apart through the claim index, so one endpoint's backlog (a failing
@@ -288,28 +289,28 @@ export async function claimDue(
        -- The outer LIMIT (a constant: the largest room, at most the claim's limit) gives the planner a row count to
        -- cost; with the per-endpoint expression alone it assumes a tenth of each endpoint's rows, and JIT-compiles
        -- the claim of a long backlog (tens of ms).
-       SELECT h.id, r.endpoint_id, h.next_attempt_at FROM ready r CROSS JOIN LATERAL (
+       SELECT h.id, r.endpoint_id, h.created_at FROM ready r CROSS JOIN LATERAL (
          SELECT * FROM (
-           SELECT id, next_attempt_at FROM webhook_deliveries
+           SELECT id, created_at FROM webhook_deliveries
             WHERE endpoint_id = r.endpoint_id AND ${QUEUED} AND next_attempt_at <= now()
               AND (claimed_until IS NULL OR claimed_until < now())
-            ORDER BY next_attempt_at
+            ORDER BY created_at, id
             LIMIT least(r.room, 2 * :limit / (SELECT count(*) FROM ready) + 1)
          ) mine LIMIT :maxRoom
        ) h
      ), turns AS (
-       -- Numbered after the LIMIT: a window inside it would read all of an endpoint's rows due at the same instant.
+       -- Numbered after the LIMIT: a window inside it would read all of an endpoint's rows of the same age.
        -- "C" collation: the ids are only grouped, and a locale-aware sort would cost most of the claim.
-       SELECT id, next_attempt_at, row_number() OVER (PARTITION BY endpoint_id COLLATE "C" ORDER BY next_attempt_at) AS turn
+       SELECT id, created_at, row_number() OVER (PARTITION BY endpoint_id COLLATE "C" ORDER BY created_at, id) AS turn
          FROM head
      ), due AS (
        -- Rechecked on the locked row: another replica may have claimed or finished it since the head was read.
        -- The first turns only (with room for rows another claim holds): the planner cannot size the per-endpoint
        -- limits above, and would rather scan the table than look each row up.
-       SELECT d.id, t.turn, t.next_attempt_at
-         FROM (SELECT * FROM turns ORDER BY turn, next_attempt_at LIMIT 2 * :limit) t JOIN webhook_deliveries d ON d.id = t.id
+       SELECT d.id, t.turn, t.created_at
+         FROM (SELECT * FROM turns ORDER BY turn, created_at LIMIT 2 * :limit) t JOIN webhook_deliveries d ON d.id = t.id
         WHERE d.next_attempt_at <= now() AND (d.claimed_until IS NULL OR d.claimed_until < now())
-        ORDER BY t.turn, t.next_attempt_at
+        ORDER BY t.turn, t.created_at
         LIMIT :limit
         FOR UPDATE OF d SKIP LOCKED
      ), u AS (
@@ -319,7 +320,7 @@ export async function claimDue(
        RETURNING d.*
      )
      SELECT ${CLAIMED} FROM u JOIN due ON due.id = u.id JOIN webhook_endpoints e ON e.id = u.endpoint_id
-      ORDER BY due.turn, due.next_attempt_at`,
+      ORDER BY due.turn, due.created_at`,
     {
       limit,
       maxRoom: Math.min(limit, Math.max(caps.perEndpoint, ...Object.values(caps.room))),
@@ -426,8 +427,8 @@ export async function endpointsWithQueue(ids: string[]): Promise<string[]> {
 // ---------- inbound ----------
 
 /**
- * Replay window: a signed body already seen by this endpoint in the last 5
- * minutes is refused. One statement: a fresh digest inserts, an old one is
+ * Replay window: a signed body already seen by this endpoint within the
+ * window is refused. One statement: a fresh digest inserts, an old one is
  * renewed, a recent one returns nothing.
  */
 export async function acceptOnce(

@@ -17,12 +17,26 @@ describe("webhook url guard", () => {
     "fd00:ec2::254",
     "::ffff:127.0.0.1",
     "::ffff:7f00:1",
+    "::127.0.0.1",
+    "64:ff9b::7f00:1",
+    "64:ff9b:1::a9fe:a9fe",
+    "2002:a9fe:a9fe::",
+    "::ffff:0:a9fe:a9fe",
+    "2001:0:4136:e378:8000:63bf:3fff:fdd2",
+    "2001:db8::1",
+    "192.0.2.10",
+    "198.51.100.7",
+    "203.0.113.1",
+    "198.18.0.1",
+    "192.0.0.8",
+    "255.255.255.255",
+    "240.0.0.1",
     "not-an-ip",
   ])("denies %s", (address) => {
     expect(isDeniedAddress(address)).toBe(true);
   });
 
-  test.each(["93.184.216.34", "8.8.8.8", "2606:4700:4700::1111"])("allows %s", (address) => {
+  test.each(["93.184.216.34", "8.8.8.8", "2606:4700:4700::1111", "::ffff:8.8.8.8", "64:ff9b::808:808", "2002:808:808::1"])("allows %s", (address) => {
     expect(isDeniedAddress(address)).toBe(false);
   });
 
@@ -40,6 +54,11 @@ describe("webhook url guard", () => {
     "http://127.1/",
     "http://[::1]/",
     "http://[::ffff:127.0.0.1]/",
+    "http://[::127.0.0.1]/",
+    "http://[64:ff9b::7f00:1]/",
+    "http://[2002:a9fe:a9fe::]/",
+    "http://[::ffff:0:a9fe:a9fe]/",
+    "http://192.0.2.1/",
     "http://localhost:3000/",
     "http://foo.localhost/",
     "http://169.254.169.254/latest/meta-data",

@@ -26,8 +26,9 @@ beforeEach(async () => {
   );
   // ep-a has a backlog of 20 rows older than everything else; ep-b and ep-c have 5 rows each.
   await sequelize.query(
-    `INSERT INTO webhook_deliveries (id, workspace_id, endpoint_id, event, direction, body, next_attempt_at)
+    `INSERT INTO webhook_deliveries (id, workspace_id, endpoint_id, event, direction, body, next_attempt_at, created_at)
      SELECT ep || '-' || lpad(g::text, 2, '0'), :workspaceId, ep, 'claim.test', 'OUTBOUND', '{}',
+            now() - interval '1 minute' + n * interval '10 seconds' + g * interval '1 millisecond',
             now() - interval '1 minute' + n * interval '10 seconds' + g * interval '1 millisecond'
        FROM (VALUES ('ep-a', 1, 20), ('ep-b', 2, 5), ('ep-c', 3, 5)) AS e(ep, n, count), generate_series(1, count) g`,
     { replacements: { workspaceId } },

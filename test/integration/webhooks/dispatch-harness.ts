@@ -45,9 +45,10 @@ export async function startDispatchHarness(behaviour: Behaviour, env: Record<str
       await (
         await database()
       ).query(
-        `INSERT INTO webhook_deliveries (id, workspace_id, endpoint_id, event, direction, body, next_attempt_at)
+        `INSERT INTO webhook_deliveries (id, workspace_id, endpoint_id, event, direction, body, next_attempt_at, created_at)
          SELECT gen_random_uuid()::text, :ws, :endpointId, :event, 'OUTBOUND',
                 json_build_object('event', :event, 'timestamp', 't', 'data', '{}'::json)::text,
+                now() - interval '1 minute' + g * interval '1 millisecond',
                 now() - interval '1 minute' + g * interval '1 millisecond'
            FROM generate_series(1, :n) g`,
         { replacements: { ws: ctx.workspaceId, endpointId, n, event } },

@@ -148,7 +148,7 @@ test("concurrent deliveries with one new email create exactly one contact", asyn
   );
 });
 
-test("signatures: missing or wrong is 401 INVALID_SIGNATURE with no side effects; a replay within 5 minutes is 409", async () => {
+test("signatures: missing or wrong is 401 INVALID_SIGNATURE with no side effects; a replay within 7 days is 409", async () => {
   const body = { type: "sig.check", email: "sig@example.test" };
   const missing = await post(endpoint.id, body, null);
   expect(missing.status).toBe(401);
@@ -174,10 +174,11 @@ test("signatures: missing or wrong is 401 INVALID_SIGNATURE with no side effects
   expect(replay.status).toBe(409);
   expect(replay.body.code).toBe("CONFLICT");
   expect(await count(`SELECT count(*) AS n FROM events WHERE type = 'sig.check'`, {})).toBe(1);
-  // Once the window has passed the same body is accepted again.
-  await (
-    await database()
-  ).query(`UPDATE webhook_inbound_replays SET received_at = now() - interval '301 seconds'`);
+  // Six days later it is still a replay; past seven days the same body is accepted again.
+  const sequelize = await database();
+  await sequelize.query(`UPDATE webhook_inbound_replays SET received_at = now() - interval '6 days'`);
+  expect((await post(endpoint.id, body)).status).toBe(409);
+  await sequelize.query(`UPDATE webhook_inbound_replays SET received_at = now() - interval '7 days 1 second'`);
   expect((await post(endpoint.id, body)).status).toBe(200);
 });
 

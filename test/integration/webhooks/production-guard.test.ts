@@ -25,7 +25,18 @@ beforeAll(async () => {
 });
 afterAll(() => app.stop());
 
-test.each(["http://127.0.0.1:8080/hook", "http://localhost/hook", "http://169.254.169.254/latest", "http://10.0.0.7/", "http://[::1]/x"])(
+test.each([
+  "http://127.0.0.1:8080/hook",
+  "http://localhost/hook",
+  "http://169.254.169.254/latest",
+  "http://10.0.0.7/",
+  "http://[::1]/x",
+  "http://[::127.0.0.1]/x",
+  "http://[64:ff9b::7f00:1]/x",
+  "http://[2002:a9fe:a9fe::]/x",
+  "http://[::ffff:0:a9fe:a9fe]/x",
+  "http://192.0.2.1/x",
+])(
   "create refuses %s with 400",
   async (url) => {
     const res = await ctx.owner.client.post(`${ctx.ws}/webhooks`, { url });
