@@ -76,13 +76,22 @@ export async function spoolUpload(
       return { file, lines, cleanup };
     }
     if (type === "multipart/form-data") {
+      // busboy's own errors (no boundary, a body cut short) are the client's malformed body.
+      const malformed = (err: Error) =>
+        validationError(`The multipart body is malformed: ${err.message}`, [{ field: "file", message: "is not a readable multipart body" }]);
       const mapping = await new Promise<string | undefined>((resolve, reject) => {
         let fieldMapping: string | undefined;
         let writing: Promise<void> | null = null;
-        const form = busboy({
-          headers: { "content-type": contentType! },
-          limits: { files: 1, fields: 20, fileSize: limit + 1 },
-        });
+        let form: ReturnType<typeof busboy>;
+        try {
+          form = busboy({
+            headers: { "content-type": contentType! },
+            limits: { files: 1, fields: 20, fileSize: limit + 1 },
+          });
+        } catch (err) {
+          reject(malformed(err as Error));
+          return;
+        }
         form.on("field", (name, value) => {
           if (name === "mapping") fieldMapping = value;
         });
@@ -98,7 +107,7 @@ export async function spoolUpload(
           );
           writing.catch(() => undefined);
         });
-        form.on("error", reject);
+        form.on("error", (err: Error) => reject(malformed(err)));
         form.on("close", () => {
           if (!writing)
             reject(

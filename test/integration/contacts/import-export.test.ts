@@ -129,6 +129,18 @@ describe("import", () => {
     await probe.waitFor((e) => e.type === "contact.updated" && e.data.email === "ann@example.com");
   });
 
+  test.each([
+    ["without a boundary", "multipart/form-data", "--x\r\n"],
+    ["cut short", "multipart/form-data; boundary=x", '--x\r\nContent-Disposition: form-data; name="file"; filename="a.csv"\r\n\r\nemail\n'],
+  ])("a multipart body %s is a 400 naming file", async (_name, type, body) => {
+    const res = await ctx.owner.client.request("POST", `${ctx.ws}/contacts/import`, {
+      raw: body,
+      headers: { "content-type": type },
+    });
+    expect(res.status).toBe(400);
+    expect(res.body).toMatchObject({ code: "VALIDATION_ERROR", details: [{ field: "file", message: expect.any(String) }] });
+  });
+
   test("mapping (query or multipart field) renames columns; a multipart file is accepted", async () => {
     const fresh = await ownerWithWorkspace(app.baseUrl);
     const c = fresh.owner.client;
