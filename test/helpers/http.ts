@@ -1,5 +1,6 @@
 import { randomHex } from "../../lib/crypto";
 import { checkAnswer } from "./answer-check";
+import { waitFor } from "./wait";
 
 export interface HttpResponse<T = any> {
   status: number;
@@ -122,12 +123,13 @@ export async function ownerWithWorkspace(baseUrl: string) {
 }
 
 /** Poll `GET {ws}/jobs?id=` until the job is no longer queued or running; answers the job. */
-export async function finishedJob(client: HttpClient, ws: string, jobId: string, ms = 10_000) {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const job = (await client.get(`${ws}/jobs?id=${jobId}`)).body.data[0];
-    if (job && job.status !== "running" && job.status !== "queued") return job;
-    if (Date.now() > deadline) throw new Error(`job ${jobId} still ${job?.status}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
+export function finishedJob(client: HttpClient, ws: string, jobId: string, ms = 10_000) {
+  return waitFor(
+    async () => {
+      const job = (await client.get(`${ws}/jobs?id=${jobId}`)).body.data?.[0];
+      return job && job.status !== "running" && job.status !== "queued" ? job : undefined;
+    },
+    ms,
+    `job ${jobId} to finish`,
+  );
 }

@@ -1,4 +1,5 @@
 import type { AddressInfo } from "node:net";
+import { waitFor } from "../../helpers/wait";
 import { Client } from "pg";
 import { SMTPServer } from "smtp-server";
 import { startApp, type TestApp } from "../../helpers/app";
@@ -65,21 +66,17 @@ async function newUser() {
 
 /** The one mail sent to `to` (waits for it with a deadline), and the token in its link. */
 async function mailTo(to: string): Promise<{ mail: Mail; token: string }> {
-  const deadline = Date.now() + 5000;
-  for (;;) {
-    const found = mails.filter((m) => m.to.includes(to));
-    if (found.length) {
-      expect(found).toHaveLength(1);
-      // quoted-printable may wrap long lines with "=\r\n"
-      const body = found[0].raw.replace(/=\r?\n/g, "");
-      const match =
-        /\/auth\/reset-password\?token=3D([0-9a-f]+)|\/auth\/reset-password\?token=([0-9a-f]+)/.exec(body);
-      expect(match).not.toBeNull();
-      return { mail: found[0], token: (match![1] ?? match![2])! };
-    }
-    if (Date.now() > deadline) throw new Error(`no mail to ${to}`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
+  const found = await waitFor(() => {
+    const sent = mails.filter((m) => m.to.includes(to));
+    return sent.length ? sent : undefined;
+  }, 5000, `a mail to ${to}`);
+  expect(found).toHaveLength(1);
+  // quoted-printable may wrap long lines with "=\r\n"
+  const body = found[0].raw.replace(/=\r?\n/g, "");
+  const match =
+    /\/auth\/reset-password\?token=3D([0-9a-f]+)|\/auth\/reset-password\?token=([0-9a-f]+)/.exec(body);
+  expect(match).not.toBeNull();
+  return { mail: found[0], token: (match![1] ?? match![2])! };
 }
 
 const signIn = (email: string, password: string) =>

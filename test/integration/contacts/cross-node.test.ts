@@ -1,7 +1,6 @@
 import { randomHex } from "../../../lib/crypto";
 import { startApp, type TestApp } from "../../helpers/app";
-import { ownerWithWorkspace } from "../../helpers/http";
-import { eventually } from "./probe";
+import { finishedJob, ownerWithWorkspace } from "../../helpers/http";
 
 /**
  * The gateway on node A, the contacts service on node B, over Moleculer's
@@ -42,10 +41,7 @@ test("import (streamed request) and export (streamed response) work when the con
     headers: { "content-type": "text/csv" },
   });
   expect(res.status).toBe(202);
-  const job = await eventually(async () => {
-    const j = (await c.get(`${ws}/jobs?id=${res.body.jobId}`)).body.data?.[0];
-    return j && j.status !== "running" ? j : undefined;
-  });
+  const job = await finishedJob(c, ws, res.body.jobId);
   expect(job.result).toMatchObject({ created: 2, updated: 0, failed: [{ line: 4 }] });
 
   const exported = await c.get(`${ws}/contacts/export?attributes[plan]=pro`);

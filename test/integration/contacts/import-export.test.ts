@@ -1,6 +1,6 @@
 import { startApp, type TestApp } from "../../helpers/app";
-import { ownerWithWorkspace, type HttpClient } from "../../helpers/http";
-import { domainEventProbe, eventually } from "./probe";
+import { finishedJob, ownerWithWorkspace, type HttpClient } from "../../helpers/http";
+import { domainEventProbe } from "./probe";
 
 let app: TestApp;
 let ctx: Awaited<ReturnType<typeof ownerWithWorkspace>>;
@@ -15,13 +15,6 @@ beforeAll(async () => {
 });
 afterAll(() => app.stop());
 
-async function finished(c: HttpClient, ws: string, jobId: string) {
-  return eventually(async () => {
-    const res = await c.get(`${ws}/jobs?id=${jobId}`);
-    const job = res.body.data?.[0];
-    return job && job.status !== "running" && job.status !== "queued" ? job : undefined;
-  });
-}
 
 async function importCsv(c: HttpClient, ws: string, csv: string, query = "") {
   const res = await c.request("POST", `${ws}/contacts/import${query}`, {
@@ -29,7 +22,7 @@ async function importCsv(c: HttpClient, ws: string, csv: string, query = "") {
     headers: { "content-type": "text/csv" },
   });
   expect(res.status).toBe(202);
-  return finished(c, ws, res.body.jobId);
+  return finishedJob(c, ws, res.body.jobId);
 }
 
 /**
@@ -169,7 +162,7 @@ describe("import", () => {
       headers: { cookie: [...c.cookies].map(([k, v]) => `${k}=${v}`).join("; ") },
     });
     expect(res.status).toBe(202);
-    const multi = await finished(c, fresh.ws, ((await res.json()) as { jobId: string }).jobId);
+    const multi = await finishedJob(c, fresh.ws, ((await res.json()) as { jobId: string }).jobId);
     expect(multi.result).toMatchObject({ created: 2, updated: 0, failed: [] });
     expect(await emails(c, fresh.ws, "city=Rome")).toEqual(["m2@x.io"]);
   });
@@ -504,7 +497,7 @@ describe("bulk", () => {
       value: "filtered",
     });
     expect(res.status).toBe(202);
-    const job = await finished(c, bulkWs, res.body.jobId);
+    const job = await finishedJob(c, bulkWs, res.body.jobId);
     expect(job).toMatchObject({
       type: "contacts.bulk",
       status: "completed",
@@ -527,7 +520,7 @@ describe("bulk", () => {
     const many = [...ids, ...Array.from({ length: 1200 }, (_, i) => `nope-${i}`)];
     const res = await c.post(`${bulkWs}/contacts/bulk`, { action: "tag", ids: many, value: "big" });
     expect(res.status).toBe(202);
-    const job = await finished(c, bulkWs, res.body.jobId);
+    const job = await finishedJob(c, bulkWs, res.body.jobId);
     expect(job.result).toEqual({ action: "tag", affected: 3 });
   });
 });

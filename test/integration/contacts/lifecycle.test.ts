@@ -2,7 +2,7 @@ import { QueryTypes, type Sequelize } from "sequelize";
 import { randomUUID } from "node:crypto";
 import { database } from "../../../lib/database";
 import { startApp, type TestApp } from "../../helpers/app";
-import { ownerWithWorkspace, type HttpClient } from "../../helpers/http";
+import { finishedJob, ownerWithWorkspace, type HttpClient } from "../../helpers/http";
 import { domainEventProbe } from "./probe";
 
 let app: TestApp;
@@ -472,11 +472,8 @@ describe("custom fields", () => {
       raw: csv,
       headers: { "content-type": "text/csv" },
     });
-    const { eventually } = await import("./probe");
-    const job = await eventually(async () => {
-      const j = (await c.get(`${fresh.ws}/jobs?id=${imp.body.jobId}`)).body.data[0];
-      return j?.status === "completed" ? j : undefined;
-    });
+    const job = await finishedJob(c, fresh.ws, imp.body.jobId);
+    expect(job.status).toBe("completed");
     expect(job.result).toMatchObject({
       created: 1,
       failed: [{ line: 3, error: "customFields.size must be a number" }],

@@ -1,5 +1,6 @@
 import type { ServiceBroker } from "moleculer";
 import { DOMAIN_EVENTS_CHANNEL, type DomainEvent } from "../../../lib/domain-events";
+import { waitFor as poll } from "../../helpers/wait";
 
 /** Collects the domain events published on the durable channel, for assertions. */
 export function domainEventProbe(
@@ -19,33 +20,16 @@ export function domainEventProbe(
       },
     },
   } as never);
-  /** Wait (with a deadline) for events matching `match`. */
-  async function waitFor(
-    match: (e: DomainEvent) => boolean,
-    count = 1,
-    timeoutMs = 5000,
-  ): Promise<DomainEvent[]> {
-    const deadline = Date.now() + timeoutMs;
-    for (;;) {
-      const found = seen.filter(match);
-      if (found.length >= count) return found;
-      if (Date.now() > deadline)
-        throw new Error(
-          `expected ${count} domain events, saw ${found.length}: ${JSON.stringify(seen.map((e) => e.type))}`,
-        );
-      await new Promise((r) => setTimeout(r, 20));
-    }
+  /** Wait (with a deadline) for `count` events matching `match`. */
+  function waitFor(match: (e: DomainEvent) => boolean, count = 1, timeoutMs = 5000): Promise<DomainEvent[]> {
+    return poll(
+      () => {
+        const found = seen.filter(match);
+        return found.length >= count ? found : undefined;
+      },
+      timeoutMs,
+      `${count} matching domain events (seen: ${seen.map((e) => e.type).join(", ")})`,
+    );
   }
   return { seen, waitFor };
-}
-
-/** Poll until `check` returns a value (not undefined), or fail at the deadline. */
-export async function eventually<T>(check: () => Promise<T | undefined>, timeoutMs = 10_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await check();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error("condition not met before the deadline");
-    await new Promise((r) => setTimeout(r, 50));
-  }
 }

@@ -1,4 +1,5 @@
 import { Client } from "pg";
+import { waitFor } from "../../helpers/wait";
 import { newId } from "../../../lib/crypto";
 import { startApp } from "../../helpers/app";
 import { createTestDatabase } from "../../helpers/database";
@@ -35,17 +36,16 @@ test("an event in flight when the broker stops is answered and fully recorded", 
     const posted = ctx.owner.client.post(`${ctx.ws}/events`, { type: "buy", contactId });
     const watcher = new Client({ connectionString: db.url });
     await watcher.connect();
-    const deadline = Date.now() + 10_000;
-    while (
-      (
-        await watcher.query(
-          `SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`,
-        )
-      ).rowCount === 0
-    ) {
-      if (Date.now() > deadline) throw new Error("the score step never waited on the contact");
-      await new Promise((r) => setTimeout(r, 20));
-    }
+    await waitFor(
+      async () =>
+        (
+          await watcher.query(
+            `SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`,
+          )
+        ).rowCount,
+      10_000,
+      "the score step to wait on the contact",
+    );
     await watcher.end();
 
     const stopping = app.broker.stop();

@@ -1,4 +1,5 @@
 import { Client } from "pg";
+import { waitFor } from "../../helpers/wait";
 import { startApp, type TestApp } from "../../helpers/app";
 import { VERSION } from "../../../lib/paths";
 
@@ -19,14 +20,12 @@ afterAll(async () => {
   await app.stop();
 });
 
-async function pollUntil<T>(probe: () => Promise<T>, done: (value: T) => boolean, ms = 10_000): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const value = await probe();
-    if (done(value) || Date.now() > deadline) return value;
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-}
+/** The health answer once it has `status`. */
+const healthWith = (status: number) =>
+  waitFor(async () => {
+    const res = await app.http().get("/api/health");
+    return res.status === status ? res : undefined;
+  }, 10_000, `health ${status}`);
 
 test("200 {status: ok, timestamp, version} with the package version", async () => {
   const before = Date.now();
@@ -50,10 +49,7 @@ test("503 {status: degraded, checks: {database: unreachable}} while the database
   );
   try {
     const started = Date.now();
-    const down = await pollUntil(
-      () => app.http().get("/api/health"),
-      (res) => res.status === 503,
-    );
+    const down = await healthWith(503);
     expect(down.status).toBe(503);
     expect(down.body).toEqual({
       status: "degraded",
@@ -69,10 +65,7 @@ test("503 {status: degraded, checks: {database: unreachable}} while the database
   } finally {
     await admin.query(`ALTER DATABASE "${dbName}" WITH ALLOW_CONNECTIONS true`);
   }
-  const up = await pollUntil(
-    () => app.http().get("/api/health"),
-    (res) => res.status === 200,
-  );
+  const up = await healthWith(200);
   expect(up.status).toBe(200);
   expect(up.body.status).toBe("ok");
 });

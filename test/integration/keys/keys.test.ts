@@ -1,4 +1,5 @@
 import { Client } from "pg";
+import { waitFor } from "../../helpers/wait";
 import { sha256Hex } from "../../../lib/crypto";
 import { startApp, type TestApp } from "../../helpers/app";
 import { ownerWithWorkspace, signUp } from "../../helpers/http";
@@ -15,15 +16,6 @@ afterAll(async () => {
   await app.stop();
 });
 
-/** Poll `check` until it returns true or the deadline passes. */
-async function eventually(check: () => Promise<boolean>, timeoutMs = 5000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    if (await check()) return;
-    if (Date.now() > deadline) throw new Error("condition not met before the deadline");
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
 
 describe("API keys", () => {
   test("create returns the full key once; the DB holds only its SHA-256; lists mask it", async () => {
@@ -124,9 +116,10 @@ describe("API keys", () => {
       expiresAt: new Date(Date.now() + 1500).toISOString(),
     });
     expect((await app.http().get(ws, { bearer: shortLived.body.key })).status).toBe(200);
-    await eventually(
+    await waitFor(
       async () => (await app.http().get(ws, { bearer: shortLived.body.key })).status === 401,
       5000,
+      "the short-lived key to expire",
     );
   });
 
@@ -157,7 +150,7 @@ describe("API keys", () => {
         .last_used_at as Date | null;
     expect(await lastUsed()).toBeNull();
     expect((await app.http().get(ws, { bearer: created.body.key })).status).toBe(200);
-    await eventually(async () => (await lastUsed()) !== null);
+    await waitFor(async () => (await lastUsed()) !== null, 5000, "lastUsedAt to be written");
     const first = (await lastUsed())!.getTime();
     const list = await owner.client.get(`${ws}/keys`);
     expect(Date.parse(list.body[0].lastUsedAt)).toBe(first);

@@ -6,7 +6,7 @@ import { createSequelize, migrate } from "../../../lib/database";
 import { randomHex } from "../../../lib/crypto";
 import { initModels } from "../../../models";
 import { migrations } from "../../../models/migrations";
-import { waitFor } from "../webhooks/receiver";
+import { waitFor } from "../../helpers/wait";
 
 const ROOT = path.resolve(__dirname, "../../..");
 const MIGRATION_LOCK = 724_311_901;

@@ -1,4 +1,5 @@
 import { Client } from "pg";
+import { waitFor } from "../../helpers/wait";
 import { SYSTEM } from "../../../lib/access";
 import { newId } from "../../../lib/crypto";
 import { database } from "../../../lib/database";
@@ -48,13 +49,6 @@ async function whileLocked<T>(contactId: string, body: () => Promise<T>): Promis
   }
 }
 
-async function waitFor(what: string, check: () => Promise<boolean>, ms = 5000) {
-  const deadline = Date.now() + ms;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
 
 test("an event no active rule scores takes no lock and writes nothing", async () => {
   await ctx.owner.client.post(`${ctx.ws}/scoring-rules`, { name: "Buy", eventType: "buy-h", points: 5 });
@@ -73,12 +67,16 @@ test("an event no active rule scores takes no lock and writes nothing", async ()
   await locker.query("BEGIN");
   await locker.query("SELECT 1 FROM contacts WHERE id = $1 FOR UPDATE", [id]);
   const pending = applyEvent(id, "buy-h");
-  await waitFor("the score step to wait on the contact's lock", async () => {
-    const { rows } = await locker.query(
-      `SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`,
-    );
-    return rows[0].n > 0;
-  });
+  await waitFor(
+    async () => {
+      const { rows } = await locker.query(
+        `SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`,
+      );
+      return rows[0].n > 0;
+    },
+    5000,
+    "the score step to wait on the contact's lock",
+  );
   await locker.query("ROLLBACK");
   expect(await pending).toMatchObject({ scoreBefore: 0, score: 5, applied: [{ points: 5 }] });
 });

@@ -1,6 +1,6 @@
 import { database } from "../../../lib/database";
 import { startApp, type TestApp } from "../../helpers/app";
-import { ownerWithWorkspace } from "../../helpers/http";
+import { finishedJob, ownerWithWorkspace } from "../../helpers/http";
 
 /** The time bound of previews and the background path for big workspaces (limits lowered by env). */
 let app: TestApp;
@@ -73,13 +73,7 @@ test("over the sync limit a create answers 202 with memberCount null and finishe
   });
   expect(res.status).toBe(202);
   expect(res.body).toMatchObject({ memberCount: null, jobId: expect.any(String) });
-  const deadline = Date.now() + 10_000;
-  let job;
-  do {
-    job = (await small.owner.client.get(`${small.ws}/jobs?id=${res.body.jobId}`)).body.data[0];
-    if (job.status === "completed") break;
-    await new Promise((r) => setTimeout(r, 50));
-  } while (Date.now() < deadline);
+  const job = await finishedJob(small.owner.client, small.ws, res.body.jobId);
   expect(job).toMatchObject({
     status: "completed",
     result: { segmentId: res.body.id, added: 4, removed: 0, memberCount: 4 },

@@ -1,4 +1,5 @@
 import type { Context } from "moleculer";
+import { waitFor } from "../../helpers/wait";
 import { Client } from "pg";
 import { QueryTypes } from "sequelize";
 import { randomHex } from "../../../lib/crypto";
@@ -262,10 +263,3 @@ test("migration 0022 flags existing time-relative segments and makes their refre
   }
 });
 
-async function waitFor(check: () => Promise<boolean>, ms = 10_000) {
-  const deadline = Date.now() + ms;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error("timed out");
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}

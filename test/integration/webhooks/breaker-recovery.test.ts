@@ -1,7 +1,7 @@
 import { QueryTypes } from "sequelize";
 import { database } from "../../../lib/database";
 import { startDispatchHarness, type DispatchHarness } from "./dispatch-harness";
-import { waitFor } from "./receiver";
+import { waitFor } from "../../helpers/wait";
 
 /**
  * The circuit breaker's probes take the oldest due delivery, retries
@@ -48,7 +48,7 @@ test("a recovered endpoint drains its backlog at its full cap, not one probe at 
   const id = await harness.endpoint("/down");
   await harness.queue(id, 30);
   await waitFor(() => harness.dispatcher.failingEndpoints.has(id), 5000, "the endpoint marked failing");
-  await new Promise((resolve) => setTimeout(resolve, 600)); // a few probes, all refused
+  await waitFor(() => harness.hits("/down").length >= 3, 5000, "a few probes, all refused");
   down = false;
   const recoveredAt = Date.now();
   await waitFor(async () => (await delivered(id)) === 30, 15_000, "the backlog delivered");

@@ -1,7 +1,7 @@
 import { QueryTypes } from "sequelize";
 import { database } from "../../../lib/database";
 import { startDispatchHarness, type DispatchHarness } from "./dispatch-harness";
-import { waitFor } from "./receiver";
+import { waitFor } from "../../helpers/wait";
 
 /**
  * One dispatcher with 6 slots, 2 per endpoint; slots no one else needs are lent to endpoints answering fast

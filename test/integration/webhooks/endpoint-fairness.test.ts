@@ -2,7 +2,8 @@ import { QueryTypes } from "sequelize";
 import { database } from "../../../lib/database";
 import { startApp, type TestApp } from "../../helpers/app";
 import { ownerWithWorkspace } from "../../helpers/http";
-import { startReceiver, waitFor } from "./receiver";
+import { waitFor } from "../../helpers/wait";
+import { startReceiver } from "./receiver";
 
 /**
  * One dispatcher with 6 slots, 2 per endpoint (lent beyond only while fewer than 4 are in flight, see

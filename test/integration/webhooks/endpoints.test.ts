@@ -4,7 +4,8 @@ import { publishDomainEvent } from "../../helpers/facts";
 import { open } from "../../../services/webhooks/secret-box";
 import { startApp, type TestApp } from "../../helpers/app";
 import { HttpClient, ownerWithWorkspace, signUp } from "../../helpers/http";
-import { startReceiver, waitFor } from "./receiver";
+import { waitFor } from "../../helpers/wait";
+import { startReceiver } from "./receiver";
 
 let app: TestApp;
 let ctx: Awaited<ReturnType<typeof ownerWithWorkspace>>;

@@ -4,7 +4,8 @@ import { publishDomainEvent } from "../../helpers/facts";
 import { startApp, type TestApp } from "../../helpers/app";
 import { createTestDatabase } from "../../helpers/database";
 import { ownerWithWorkspace } from "../../helpers/http";
-import { startReceiver, waitFor } from "./receiver";
+import { waitFor } from "../../helpers/wait";
+import { startReceiver } from "./receiver";
 
 /** Two brokers (two replicas of the webhooks service) on one database. */
 let db: Awaited<ReturnType<typeof createTestDatabase>>;

@@ -1,5 +1,5 @@
 import { startDispatchHarness, type DispatchHarness } from "./dispatch-harness";
-import { waitFor } from "./receiver";
+import { waitFor } from "../../helpers/wait";
 
 /**
  * One dispatcher with 6 slots, 2 per endpoint, a 10 s timeout: a send unanswered after 500 ms (a 20th of the

@@ -3,7 +3,8 @@ import { QueryTypes } from "sequelize";
 import { database } from "../../../lib/database";
 import { startApp, type TestApp } from "../../helpers/app";
 import { HttpClient, ownerWithWorkspace } from "../../helpers/http";
-import { startReceiver, waitFor } from "./receiver";
+import { waitFor } from "../../helpers/wait";
+import { startReceiver } from "./receiver";
 
 let app: TestApp;
 let ctx: Awaited<ReturnType<typeof ownerWithWorkspace>>;

@@ -4,7 +4,8 @@ import { publishDomainEvent } from "../../helpers/facts";
 import { startApp, type TestApp } from "../../helpers/app";
 import { createTestDatabase } from "../../helpers/database";
 import { ownerWithWorkspace } from "../../helpers/http";
-import { startReceiver, waitFor } from "./receiver";
+import { waitFor } from "../../helpers/wait";
+import { startReceiver } from "./receiver";
 
 /** Domain events over JetStream: a fact published while the webhooks consumer is down is delivered after it restarts. */
 const NATS_URL = process.env.NATS_URL;

@@ -6,7 +6,8 @@ import { DOMAIN_EVENTS_CHANNEL, type DomainEvent } from "../../../lib/domain-eve
 import { publishDomainEvent } from "../../helpers/facts";
 import { startApp, type TestApp } from "../../helpers/app";
 import { ownerWithWorkspace } from "../../helpers/http";
-import { startReceiver, waitFor, type Received } from "./receiver";
+import { waitFor } from "../../helpers/wait";
+import { startReceiver, type Received } from "./receiver";
 
 // A fast retry schedule here; the real 2 s / 8 s schedule is checked in retry-timing.test.ts.
 let app: TestApp;

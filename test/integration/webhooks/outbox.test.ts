@@ -7,7 +7,8 @@ import { stageDomainEvents } from "../../../lib/outbox";
 import { startApp, type TestApp } from "../../helpers/app";
 import { createTestDatabase } from "../../helpers/database";
 import { ownerWithWorkspace } from "../../helpers/http";
-import { startReceiver, waitFor } from "./receiver";
+import { waitFor } from "../../helpers/wait";
+import { startReceiver } from "./receiver";
 
 /**
  * The transactional outbox between the writes and the domain-events channel,
@@ -231,7 +232,17 @@ test("embedded, a fact leaves the outbox only when its consumer committed: a fai
     await sequelize.transaction((t) =>
       stageDomainEvents(t, ctx.workspaceId, [{ type: "held.test", data: {} }]),
     );
-    await new Promise((r) => setTimeout(r, 500));
+    // The fan-out's insert is waiting on the lock: the consumer has the fact and has not finished.
+    await waitFor(
+      async () =>
+        (
+          await locker.query(
+            `SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%webhook_deliveries%'`,
+          )
+        ).rowCount,
+      5000,
+      "the fan-out to wait on the locked table",
+    );
     expect(await staged("type = 'held.test'")).toBe(1);
     await locker.query("COMMIT");
   } finally {

@@ -4,7 +4,8 @@ import { publishDomainEvent } from "../../helpers/facts";
 import { seal } from "../../../services/webhooks/secret-box";
 import { startApp, type TestApp } from "../../helpers/app";
 import { ownerWithWorkspace } from "../../helpers/http";
-import { startReceiver, waitFor } from "./receiver";
+import { waitFor } from "../../helpers/wait";
+import { startReceiver } from "./receiver";
 
 /** NODE_ENV=production: private targets are refused unless WEBHOOK_ALLOW_PRIVATE_TARGETS=true. */
 let app: TestApp;

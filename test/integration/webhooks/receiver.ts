@@ -62,13 +62,3 @@ export async function startReceiver(initial: Behaviour = () => ({ status: 200, b
   };
 }
 
-/** Poll until `check` returns a truthy value (no fixed sleeps). */
-export async function waitFor<T>(check: () => T | Promise<T>, timeoutMs = 10_000, what = "condition"): Promise<NonNullable<T>> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await check();
-    if (value) return value as NonNullable<T>;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}

@@ -2,7 +2,8 @@ import crypto from "node:crypto";
 import { publishDomainEvent } from "../../helpers/facts";
 import { startApp, type TestApp } from "../../helpers/app";
 import { ownerWithWorkspace } from "../../helpers/http";
-import { startReceiver, waitFor } from "./receiver";
+import { waitFor } from "../../helpers/wait";
+import { startReceiver } from "./receiver";
 
 /** The one real-time check of the production schedule: retries 2 s and 8 s after failures. */
 let app: TestApp;
