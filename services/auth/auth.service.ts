@@ -85,7 +85,7 @@ const AuthService: ServiceSchema = {
     csrf: {
       rest: "GET /auth/csrf",
       auth: "public",
-      openapi: { tags: ["Auth"] },
+      openapi: { tags: ["Auth"], summary: "NextAuth csrf token (sets the csrf cookie)" },
       handler(ctx: Ctx) {
         const result = signin.csrf(ctx.meta.cookies ?? {});
         return send(ctx, { status: 200, body: { csrfToken: result.token }, cookies: result.cookies });
@@ -95,7 +95,7 @@ const AuthService: ServiceSchema = {
     providers: {
       rest: "GET /auth/providers",
       auth: "public",
-      openapi: { tags: ["Auth"] },
+      openapi: { tags: ["Auth"], summary: "Sign-in providers (credentials)" },
       handler: () => signin.providers(),
     },
 
@@ -118,7 +118,7 @@ const AuthService: ServiceSchema = {
     callbackGet: {
       rest: "GET /auth/callback/:provider",
       auth: "public",
-      openapi: { tags: ["Auth"] },
+      openapi: { tags: ["Auth"], summary: "Credentials callback by GET (redirects to the error page)" },
       handler(ctx: Ctx) {
         if (ctx.params.provider !== "credentials") return text(ctx, 400, unsupported("GET"));
         return send(ctx, { status: 302, redirect: `${authBase(config().publicUrl)}/error?error=Callback`, cookies: [] });
@@ -129,7 +129,7 @@ const AuthService: ServiceSchema = {
     session: {
       rest: "GET /auth/session",
       auth: "public",
-      openapi: { tags: ["Auth"] },
+      openapi: { tags: ["Auth"], summary: "The current session (rolls the cookie forward), {} when signed out" },
       async handler(ctx: Ctx) {
         return send(ctx, await signin.session(ctx.meta.cookies ?? {}));
       },
@@ -149,7 +149,7 @@ const AuthService: ServiceSchema = {
     signout: {
       rest: "POST /auth/signout",
       auth: "public",
-      openapi: { tags: ["Auth"] },
+      openapi: { tags: ["Auth"], summary: "Sign out: ends the session and clears its cookie" },
       async handler(ctx: Ctx) {
         const outcome = await signin.signout(authRequest(ctx));
         if (outcome.revokedSessionId) {
@@ -171,7 +171,7 @@ const AuthService: ServiceSchema = {
     signin: {
       rest: "GET /auth/signin",
       auth: "public",
-      openapi: { tags: ["Auth"] },
+      openapi: { tags: ["Auth"], summary: "Sign-in page (redirect)" },
       handler: (ctx: Ctx) => toSigninPage(ctx),
     },
 
@@ -186,7 +186,7 @@ const AuthService: ServiceSchema = {
     error: {
       rest: "GET /auth/error",
       auth: "public",
-      openapi: { tags: ["Auth"] },
+      openapi: { tags: ["Auth"], summary: "Sign-in error (redirect to the sign-in page)" },
       handler(ctx: Ctx) {
         const error = String(ctx.params.error ?? "Default");
         const target = SIGNIN_ERRORS.has(error)
@@ -200,7 +200,7 @@ const AuthService: ServiceSchema = {
     log: {
       rest: "POST /auth/_log",
       auth: "public",
-      openapi: { tags: ["Auth"] },
+      openapi: { tags: ["Auth"], summary: "NextAuth client logger sink" },
       handler: (ctx: Ctx) => text(ctx, 200, ""),
     },
 
@@ -219,7 +219,7 @@ const AuthService: ServiceSchema = {
       rest: "POST /auth/forgot-password",
       auth: "public",
       params: schemas.forgotPassword,
-      openapi: { tags: ["Auth"] },
+      openapi: { tags: ["Auth"], summary: "Mail a password reset link (always 200)" },
       async handler(ctx: Ctx) {
         const email = repo.normalizeEmail(ctx.params.email);
         const user = await repo.findUserByEmail(email);
@@ -254,7 +254,7 @@ const AuthService: ServiceSchema = {
       rest: "POST /auth/reset-password",
       auth: "public",
       params: schemas.resetPassword,
-      openapi: { tags: ["Auth"] },
+      openapi: { tags: ["Auth"], summary: "Set a new password with a reset token; ends every session" },
       async handler(ctx: Ctx) {
         await consume(RESETS_PER_IP, ctx.meta.ip ?? "unknown");
         const userId = await repo.resetPassword(ctx.params.token, ctx.params.password);
@@ -283,7 +283,7 @@ const AuthService: ServiceSchema = {
       role: "ADMIN",
       permission: "api_keys.manage",
       params: schemas.listKeys,
-      openapi: { tags: ["API keys"] },
+      openapi: { tags: ["API keys"], summary: "List the workspace's API keys (masked)" },
       handler: (ctx: Ctx) => repo.listKeys(workspaceOf(ctx)),
     },
 
@@ -294,7 +294,7 @@ const AuthService: ServiceSchema = {
       role: "ADMIN",
       permission: "api_keys.manage",
       params: schemas.createKey,
-      openapi: { tags: ["API keys"] },
+      openapi: { tags: ["API keys"], summary: "Create an API key (its value is shown once)" },
       async handler(ctx: Ctx) {
         const expiresAt: Date | null = ctx.params.expiresAt ?? null;
         if (expiresAt && expiresAt.getTime() <= Date.now()) {
@@ -320,7 +320,7 @@ const AuthService: ServiceSchema = {
       role: "ADMIN",
       permission: "api_keys.manage",
       params: schemas.revokeKey,
-      openapi: { tags: ["API keys"] },
+      openapi: { tags: ["API keys"], summary: "Revoke an API key" },
       async handler(ctx: Ctx) {
         await repo.revokeKey(workspaceOf(ctx), ctx.params.keyId);
         await this.broker.cacher?.clean("auth.verifyApiKey:**");

@@ -30,6 +30,7 @@ const WorkspacesService: ServiceSchema = {
     /** The caller's workspaces, each with the caller's role. Session only. */
     list: {
       rest: "GET /workspaces",
+      openapi: { tags: ["Workspaces"], summary: "List the workspaces you are a member of" },
       auth: "session",
       handler: (ctx: Ctx) => repo.listForUser(userOf(ctx)),
     },
@@ -37,6 +38,7 @@ const WorkspacesService: ServiceSchema = {
     /** Create a workspace; the caller becomes its OWNER. Session only. */
     create: {
       rest: "POST /workspaces",
+      openapi: { tags: ["Workspaces"], summary: "Create a workspace (you become its OWNER)" },
       auth: "session",
       params: schemas.create,
       async handler(ctx: Ctx) {
@@ -56,6 +58,7 @@ const WorkspacesService: ServiceSchema = {
     /** One workspace with the caller's role. Any member or key of it. */
     get: {
       rest: "GET /workspaces/:workspaceId",
+      openapi: { tags: ["Workspaces"], summary: "Get a workspace" },
       auth: "any",
       params: schemas.get,
       handler: (ctx: Ctx) => repo.getWorkspace(workspaceOf(ctx), ctx.meta.role),
@@ -64,6 +67,7 @@ const WorkspacesService: ServiceSchema = {
     /** Rename, change slug or merge settings. Needs settings.manage. */
     update: {
       rest: "PATCH /workspaces/:workspaceId",
+      openapi: { tags: ["Workspaces"], summary: "Update a workspace's name or settings" },
       auth: "any",
       permission: "settings.manage",
       params: schemas.update,
@@ -85,6 +89,7 @@ const WorkspacesService: ServiceSchema = {
     /** Delete the workspace and everything in it. OWNER only. */
     remove: {
       rest: "DELETE /workspaces/:workspaceId",
+      openapi: { tags: ["Workspaces"], summary: "Delete a workspace and everything in it" },
       auth: "session",
       role: "ADMIN",
       params: schemas.get,
@@ -102,6 +107,7 @@ const WorkspacesService: ServiceSchema = {
     /** Members with their user. Any member of the workspace, or an API key with members.manage. */
     listMembers: {
       rest: "GET /workspaces/:workspaceId/members",
+      openapi: { tags: ["Members"], summary: "List the workspace's members" },
       auth: "any",
       keyScope: "members.manage",
       params: schemas.get,
@@ -111,6 +117,7 @@ const WorkspacesService: ServiceSchema = {
     /** Add a registered user by email. members.manage (a session's role or an API key's scopes); OWNER only by an OWNER. */
     addMember: {
       rest: "POST /workspaces/:workspaceId/members",
+      openapi: { tags: ["Members"], summary: "Add a member by email, with a role" },
       auth: "any",
       permission: "members.manage",
       params: schemas.addMember,
@@ -132,6 +139,7 @@ const WorkspacesService: ServiceSchema = {
     /** Change a member's role (the last OWNER stays). members.manage; OWNER only by an OWNER. */
     updateMember: {
       rest: "PATCH /workspaces/:workspaceId/members/:memberId",
+      openapi: { tags: ["Members"], summary: "Change a member's role" },
       auth: "any",
       permission: "members.manage",
       params: schemas.updateMember,
@@ -152,6 +160,7 @@ const WorkspacesService: ServiceSchema = {
     /** Remove a member (not the last OWNER). members.manage; an OWNER only by an OWNER. */
     removeMember: {
       rest: "DELETE /workspaces/:workspaceId/members/:memberId",
+      openapi: { tags: ["Members"], summary: "Remove a member" },
       auth: "any",
       permission: "members.manage",
       params: schemas.removeMember,
@@ -167,6 +176,7 @@ const WorkspacesService: ServiceSchema = {
     /** The audit log, newest first, filtered by action (prefix with `*`), actor and time. Needs settings.manage. */
     auditLogs: {
       rest: "GET /workspaces/:workspaceId/audit-logs",
+      openapi: { tags: ["Audit log"], summary: "Audit log of the workspace (filters action, actorId, from, to)" },
       auth: "session",
       permission: "settings.manage",
       params: schemas.auditLogs,

@@ -174,6 +174,16 @@ test("every operation is well formed: unique operationId, responses, declared pa
   expect(problems).toEqual([]);
 });
 
+test("every operation has a human summary and a description saying who may call it", () => {
+  const missing: string[] = [];
+  for (const { path, method, op } of operations()) {
+    const actionName = String(op.operationId).replace(/\.(get|post|put|patch|delete)$/, "");
+    if (!op.summary || op.summary === actionName) missing.push(`${method.toUpperCase()} ${path} (${actionName})`);
+    if (!op.description) missing.push(`${method.toUpperCase()} ${path}: no description`);
+  }
+  expect(missing).toEqual([]);
+});
+
 test("every $ref resolves", () => {
   const refs = collectRefs(doc);
   expect(refs.length).toBeGreaterThan(0);
