@@ -44,6 +44,13 @@ export const COMPONENT_KEY = "x-component";
 export const Int32 = (options: SchemaOptions & { minimum?: number; maximum?: number } = {}) =>
   Type.Integer({ minimum: -2_147_483_648, maximum: 2_147_483_647, ...options });
 
+/**
+ * A moment, answered as an ISO 8601 string. Typed `Date | string` for the
+ * handler, since repos hand back the driver's Date and JSON makes it a string.
+ */
+export const DateTime = (options: SchemaOptions = {}) =>
+  Type.Unsafe<Date | string>({ type: "string", format: "date-time", ...options });
+
 /** A trimmed string (leading and trailing white space removed before the length checks). */
 export const Trimmed = (options: SchemaOptions & { minLength?: number; maxLength?: number } = {}) =>
   Type.String({ ...options, transform: ["trim"] });
