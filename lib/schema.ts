@@ -20,13 +20,23 @@ import type { FieldIssue } from "./errors";
  * OpenAPI description of params and result.
  */
 
-/** Params: query strings arrive as text (coerced), defaults filled, `transform: ["trim"]` applied, undeclared fields removed. */
+/** Params: defaults filled, `transform: ["trim"]` applied, undeclared fields removed; types as sent. */
 const paramsAjv = addKeywords(
-  addFormats(
-    new Ajv({ allErrors: true, removeAdditional: true, useDefaults: true, coerceTypes: true, strict: false }),
-  ),
+  addFormats(new Ajv({ allErrors: true, removeAdditional: true, useDefaults: true, strict: false })),
   ["transform"],
 );
+
+/** The same, reading text as the numbers and booleans a schema asks for, and (query strings, forms) one value as a list. */
+const coercing = (coerceTypes: true | "array") =>
+  addKeywords(
+    addFormats(new Ajv({ allErrors: true, removeAdditional: true, useDefaults: true, coerceTypes, strict: false })),
+    ["transform"],
+  );
+const scalarAjv = coercing(true);
+const listAjv = coercing("array");
+
+/** Types text may be read as; a number or boolean where text is expected is refused, never turned into text. */
+const READ_FROM_TEXT = new Set(["number", "integer", "boolean", "array", "null"]);
 
 /** Results are checked as they are: no coercion, nothing removed. */
 const resultAjv = addFormats(new Ajv({ allErrors: true, strict: false }));
@@ -50,6 +60,10 @@ export const Int32 = (options: SchemaOptions & { minimum?: number; maximum?: num
  */
 export const DateTime = (options: SchemaOptions = {}) =>
   Type.Unsafe<Date | string>({ type: "string", format: "date-time", ...options });
+
+/** One of a list of strings: a JSON Schema `enum`, so a wrong value is one error naming the field, not one per choice. */
+export const StringEnum = <const T extends readonly string[]>(values: T, options: SchemaOptions = {}) =>
+  Type.Unsafe<T[number]>({ type: "string", enum: [...values], ...options });
 
 /** A trimmed string (leading and trailing white space removed before the length checks). */
 export const Trimmed = (options: SchemaOptions & { minLength?: number; maxLength?: number } = {}) =>
@@ -100,14 +114,32 @@ export function fieldIssues(errors: ErrorObject[] | null | undefined): FieldIssu
   return issues;
 }
 
-/** Moleculer's validator contract: `true`, or the issues (each with the failing keyword as `type`). */
-export type Checker = (value: unknown) => true | Array<FieldIssue & { type: string }>;
+/**
+ * Moleculer's validator contract: `true`, or the issues (each with the failing keyword as `type`).
+ * `typed`: the params came as JSON, where a list must be a list (a query string or a form repeats a key instead).
+ */
+export type Checker = (value: unknown, typed?: boolean) => true | Array<FieldIssue & { type: string }>;
 
+/**
+ * Params as sent first; when the only faults are text where a number,
+ * boolean or list is expected (a query string, a form), read that text as
+ * the schema asks. Ajv's own coercion would also turn `42` into `"42"`.
+ */
 export function compileParamsChecker(schema: TSchema): Checker {
   const validate = paramsAjv.compile(schema);
-  return (value) => {
+  const scalars = scalarAjv.compile(schema);
+  const lists = listAjv.compile(schema);
+  return (value, typed = false) => {
     if (validate(value)) return true;
-    return (validate.errors ?? []).map((error) => ({ ...fieldIssues([error])[0], type: error.keyword }));
+    const readable = (error: ErrorObject) =>
+      error.keyword === "type" && String(error.params.type).split(",").every((t) => READ_FROM_TEXT.has(t));
+    const faults = (validate.errors ?? []).filter((error) => !readable(error));
+    if (faults.length === 0) {
+      const coerce = typed ? scalars : lists;
+      if (coerce(value)) return true;
+      faults.push(...(coerce.errors ?? []));
+    }
+    return faults.map((error) => ({ ...fieldIssues([error])[0], type: error.keyword }));
   };
 }
 

@@ -58,7 +58,7 @@ export function validatorMiddleware() {
         const issue = action.rest ? unstorableInput(ctx.params) : null;
         if (issue)
           return Promise.reject(validationError(`${issue.field || "body"} ${issue.message}`, [issue]));
-        const result = check ? check(ctx.params ?? {}) : true;
+        const result = check ? check(ctx.params ?? {}, (ctx.meta.contentType ?? "").includes("json")) : true;
         if (result !== true) {
           return Promise.reject(
             new Errors.ValidationError("Parameters validation error!", "VALIDATION_ERROR", result),

@@ -1,24 +1,22 @@
-import type { ServiceSchema } from "moleculer";
+import { Type } from "@sinclair/typebox";
+import type { Service } from "moleculer";
 import { audit } from "../../lib/audit";
 import { authSecret } from "../../lib/auth-secret";
 import { config } from "../../lib/config";
+import { defineAction, defineService } from "../../lib/define-service";
 import { fieldError, validationError } from "../../lib/errors";
 import { sendMail } from "../../lib/mailer";
 import type { AppContext } from "../../lib/moleculer-types";
 import { servePage } from "../../lib/pages";
-import { SESSIONS_REVOKED_EVENT } from "../../lib/session-token";
 import { consume, resetLimiters } from "../../lib/rate-limit";
 import { closeRedis } from "../../lib/redis";
+import { SESSIONS_REVOKED_EVENT } from "../../lib/session-token";
 import { workspaceOf } from "../../lib/tenancy";
-import { DbMixin } from "../../mixins/db.mixin";
-import { User } from "../../models";
+import { DatabaseMixin } from "../../mixins/database.mixin";
 import * as repo from "./auth.repo";
-import { schemas } from "./auth.schemas";
+import { ApiKeySchema, responses, schemas, SuccessSchema, UserSchema } from "./auth.schemas";
 import { authBase, SIGNIN_ERRORS, unsupported } from "./nextauth";
 import * as signin from "./signin";
-
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-type Ctx = AppContext<Record<string, any>>;
 
 const REGISTRATIONS_PER_IP = { name: "register-ip", points: 10, durationSeconds: 60 * 60 };
 const RESET_MAILS_PER_EMAIL = { name: "reset-email", points: 5, durationSeconds: 60 * 60 };
@@ -26,9 +24,9 @@ const RESETS_PER_IP = { name: "reset-ip", points: 20, durationSeconds: 15 * 60 }
 const API_KEY_CACHE_EVENT = "auth.apiKeys.changed";
 const PRUNE_INTERVAL_MS = 60 * 60 * 1000;
 
-function authRequest(ctx: Ctx): signin.AuthRequest {
+function authRequest(ctx: AppContext<object>): signin.AuthRequest {
   return {
-    body: ctx.params,
+    body: ctx.params as Record<string, unknown>,
     cookies: ctx.meta.cookies ?? {},
     isJsonBody: (ctx.meta.contentType ?? "").includes("application/json"),
     ip: ctx.meta.ip ?? "unknown",
@@ -36,7 +34,7 @@ function authRequest(ctx: Ctx): signin.AuthRequest {
 }
 
 /** Turn a sign-in outcome into moleculer-web's response meta. */
-function send(ctx: Ctx, outcome: signin.AuthOutcome) {
+function send(ctx: AppContext<object>, outcome: signin.AuthOutcome) {
   ctx.meta.$statusCode = outcome.status;
   ctx.meta.$responseHeaders = { "Cache-Control": "private, no-cache, no-store" };
   if (outcome.cookies.length) ctx.meta.$responseHeaders["Set-Cookie"] = outcome.cookies;
@@ -48,180 +46,208 @@ function send(ctx: Ctx, outcome: signin.AuthOutcome) {
 }
 
 /** NextAuth's redirect to the custom sign-in page, with the callback url and any error. */
-function toSigninPage(ctx: Ctx) {
-  const query = new URLSearchParams({ callbackUrl: String(ctx.params.callbackUrl ?? config().publicUrl) });
-  if (typeof ctx.params.error === "string") query.set("error", ctx.params.error);
+function toSigninPage(ctx: AppContext<{ callbackUrl?: string; error?: string }>) {
+  const query = new URLSearchParams({ callbackUrl: ctx.params.callbackUrl ?? config().publicUrl });
+  if (ctx.params.error !== undefined) query.set("error", ctx.params.error);
   return send(ctx, { status: 302, redirect: `/auth/signin?${query}`, cookies: [] });
 }
 
-function text(ctx: Ctx, status: number, body: string) {
+function text(ctx: AppContext<object>, status: number, body: string) {
   ctx.meta.$statusCode = status;
   ctx.meta.$responseType = "text/plain; charset=utf-8";
   return body;
 }
 
 /** Users, NextAuth-compatible sessions, password reset, and workspace API keys. */
-const AuthService: ServiceSchema = {
+export default defineService({
   name: "auth",
-  mixins: [DbMixin(User)],
+  mixins: [DatabaseMixin],
   settings: { rest: "/" },
 
   actions: {
     /** Create an account. Public; 10 per client IP per hour. */
-    register: {
+    register: defineAction({
       rest: "POST /auth/register",
       auth: "public",
       params: schemas.register,
+      status: 201,
+      result: UserSchema,
       openapi: { tags: ["Auth"], summary: "Register a user" },
-      async handler(ctx: Ctx) {
+      async handler(ctx) {
         await consume(REGISTRATIONS_PER_IP, ctx.meta.ip ?? "unknown");
-        const user = await repo.createUser(ctx.params.name, ctx.params.email, ctx.params.password);
-        ctx.meta.$statusCode = 201;
-        return user;
+        return repo.createUser(ctx.params.name, ctx.params.email, ctx.params.password);
       },
-    },
+    }),
 
     /** NextAuth csrf token; sets the csrf cookie when the request has no valid one. */
-    csrf: {
+    csrf: defineAction({
       rest: "GET /auth/csrf",
       auth: "public",
-      openapi: { tags: ["Auth"], summary: "NextAuth csrf token (sets the csrf cookie)" },
-      handler(ctx: Ctx) {
+      openapi: { tags: ["Auth"], summary: "NextAuth csrf token (sets the csrf cookie)", responses: responses.csrf },
+      handler(ctx) {
         const result = signin.csrf(ctx.meta.cookies ?? {});
         return send(ctx, { status: 200, body: { csrfToken: result.token }, cookies: result.cookies });
       },
-    },
+    }),
 
-    providers: {
+    providers: defineAction({
       rest: "GET /auth/providers",
       auth: "public",
-      openapi: { tags: ["Auth"], summary: "Sign-in providers (credentials)" },
+      openapi: { tags: ["Auth"], summary: "Sign-in providers (credentials)", responses: responses.providers },
       handler: () => signin.providers(),
-    },
+    }),
 
     /** Credentials sign-in: form (with csrf) or JSON; JSON `{url}` or a 302, as NextAuth v4. */
-    callback: {
+    callback: defineAction({
       rest: "POST /auth/callback/:provider",
       auth: "public",
-      openapi: { tags: ["Auth"], summary: "Sign in with email and password (NextAuth credentials)" },
-      async handler(ctx: Ctx) {
+      params: schemas.callback,
+      openapi: {
+        tags: ["Auth"],
+        summary: "Sign in with email and password (NextAuth credentials)",
+        responses: responses.callback,
+      },
+      async handler(ctx) {
         if (ctx.params.provider !== "credentials") return text(ctx, 400, unsupported("POST"));
         return send(ctx, await signin.credentialsCallback(authRequest(ctx)));
       },
-    },
+    }),
 
     /**
      * Credentials are only ever posted. NextAuth itself answers this with a
      * 500; a browser that lands here is sent where NextAuth sends a callback
      * it cannot complete: the error page, which shows the sign-in page.
      */
-    callbackGet: {
+    callbackGet: defineAction({
       rest: "GET /auth/callback/:provider",
       auth: "public",
-      openapi: { tags: ["Auth"], summary: "Credentials callback by GET (redirects to the error page)" },
-      handler(ctx: Ctx) {
+      params: schemas.provider,
+      openapi: {
+        tags: ["Auth"],
+        summary: "Credentials callback by GET (redirects to the error page)",
+        responses: responses.callbackGet,
+      },
+      handler(ctx) {
         if (ctx.params.provider !== "credentials") return text(ctx, 400, unsupported("GET"));
         return send(ctx, { status: 302, redirect: `${authBase(config().publicUrl)}/error?error=Callback`, cookies: [] });
       },
-    },
+    }),
 
     /** The current session, `{}` when signed out. */
-    session: {
+    session: defineAction({
       rest: "GET /auth/session",
       auth: "public",
-      openapi: { tags: ["Auth"], summary: "The current session (rolls the cookie forward), {} when signed out" },
-      async handler(ctx: Ctx) {
+      openapi: {
+        tags: ["Auth"],
+        summary: "The current session (rolls the cookie forward), {} when signed out",
+        responses: responses.session,
+      },
+      async handler(ctx) {
         return send(ctx, await signin.session(ctx.meta.cookies ?? {}));
       },
-    },
+    }),
 
     /** The client's `update()`: the session again, once the csrf token checks out (else 400 `{}`). */
-    updateSession: {
+    updateSession: defineAction({
       rest: "POST /auth/session",
       auth: "public",
-      openapi: { tags: ["Auth"], summary: "Refresh the session (NextAuth update)" },
-      async handler(ctx: Ctx) {
+      params: schemas.updateSession,
+      openapi: { tags: ["Auth"], summary: "Refresh the session (NextAuth update)", responses: responses.updateSession },
+      async handler(ctx) {
         return send(ctx, await signin.updateSession(authRequest(ctx)));
       },
-    },
+    }),
 
     /** Ends the session on the server (every replica forgets it at once) and clears its cookie. */
-    signout: {
+    signout: defineAction({
       rest: "POST /auth/signout",
       auth: "public",
-      openapi: { tags: ["Auth"], summary: "Sign out: ends the session and clears its cookie" },
-      async handler(ctx: Ctx) {
+      params: schemas.signout,
+      openapi: {
+        tags: ["Auth"],
+        summary: "Sign out: ends the session and clears its cookie",
+        responses: responses.signout,
+      },
+      async handler(ctx) {
         const outcome = await signin.signout(authRequest(ctx));
         if (outcome.revokedSessionId) {
           await this.broker.broadcast(SESSIONS_REVOKED_EVENT, { sessionId: outcome.revokedSessionId });
         }
         return send(ctx, outcome);
       },
-    },
+    }),
 
     /** NextAuth's sign-out page: a form that posts the csrf token. */
-    signoutPage: {
+    signoutPage: defineAction({
       rest: "GET /auth/signout",
       auth: "public",
-      openapi: { tags: ["Auth"], summary: "Sign-out page (HTML)" },
-      handler: (ctx: Ctx) => servePage(ctx, "signout.html"),
-    },
+      openapi: { tags: ["Auth"], summary: "Sign-out page (HTML)", responses: responses.signoutPage },
+      handler: (ctx) => servePage(ctx, "signout.html"),
+    }),
 
     /** NextAuth sends sign-in to the custom page. */
-    signin: {
+    signin: defineAction({
       rest: "GET /auth/signin",
       auth: "public",
-      openapi: { tags: ["Auth"], summary: "Sign-in page (redirect)" },
-      handler: (ctx: Ctx) => toSigninPage(ctx),
-    },
+      params: schemas.signin,
+      openapi: { tags: ["Auth"], summary: "Sign-in page (redirect)", responses: responses.signin },
+      handler: (ctx) => toSigninPage(ctx),
+    }),
 
     /** With a provider, too: NextAuth's GET signin ignores it when a custom page is set. */
-    signinProvider: {
+    signinProvider: defineAction({
       rest: "GET /auth/signin/:provider",
       auth: "public",
-      openapi: { tags: ["Auth"], summary: "Sign-in page for a provider (redirect)" },
-      handler: (ctx: Ctx) => toSigninPage(ctx),
-    },
+      params: schemas.signinProvider,
+      openapi: { tags: ["Auth"], summary: "Sign-in page for a provider (redirect)", responses: responses.signin },
+      handler: (ctx) => toSigninPage(ctx),
+    }),
 
-    error: {
+    error: defineAction({
       rest: "GET /auth/error",
       auth: "public",
-      openapi: { tags: ["Auth"], summary: "Sign-in error (redirect to the sign-in page)" },
-      handler(ctx: Ctx) {
-        const error = String(ctx.params.error ?? "Default");
+      params: schemas.error,
+      openapi: { tags: ["Auth"], summary: "Sign-in error (redirect to the sign-in page)", responses: responses.error },
+      handler(ctx) {
+        const error = ctx.params.error ?? "Default";
         const target = SIGNIN_ERRORS.has(error)
           ? `${authBase(config().publicUrl)}/signin?error=${encodeURIComponent(error)}`
           : `/auth/signin?error=${encodeURIComponent(error)}`;
         return send(ctx, { status: 302, redirect: target, cookies: [] });
       },
-    },
+    }),
 
     /** NextAuth's client-side logger sink. */
-    log: {
+    log: defineAction({
       rest: "POST /auth/_log",
       auth: "public",
-      openapi: { tags: ["Auth"], summary: "NextAuth client logger sink" },
-      handler: (ctx: Ctx) => text(ctx, 200, ""),
-    },
+      openapi: { tags: ["Auth"], summary: "NextAuth client logger sink", responses: responses.log },
+      handler: (ctx) => text(ctx, 200, ""),
+    }),
 
     /** Anything else under /api/auth answers as NextAuth's catch-all does. */
-    unsupported: {
+    unsupported: defineAction({
       rest: ["/auth/:action", "/auth/:action/:provider"],
       auth: "public",
-      openapi: { tags: ["Auth"], summary: "NextAuth catch-all (unsupported actions answer 400)" },
-      handler(ctx: Ctx) {
+      openapi: {
+        tags: ["Auth"],
+        summary: "NextAuth catch-all (unsupported actions answer 400)",
+        responses: responses.unsupported,
+      },
+      handler(ctx) {
         return text(ctx, 400, unsupported(ctx.meta.method ?? "GET"));
       },
-    },
+    }),
 
     /** Always 200 (no user enumeration); mails a single-use link valid for an hour. */
-    forgotPassword: {
+    forgotPassword: defineAction({
       rest: "POST /auth/forgot-password",
       auth: "public",
       params: schemas.forgotPassword,
+      result: SuccessSchema,
       openapi: { tags: ["Auth"], summary: "Mail a password reset link (always 200)" },
-      async handler(ctx: Ctx) {
-        const email = repo.normalizeEmail(ctx.params.email);
+      async handler(ctx) {
+        const email = ctx.params.email;
         const user = await repo.findUserByEmail(email);
         if (user) {
           const allowed = await consume(RESET_MAILS_PER_EMAIL, email).then(
@@ -242,61 +268,65 @@ const AuthService: ServiceSchema = {
             ).catch((err: Error) => this.logger.error(`Password reset mail to ${user.email} failed: ${err.message}`));
           }
         }
-        return { success: true };
+        return { success: true as const };
       },
-    },
+    }),
 
     /**
      * Spend a reset token: 200, or 400 for an unknown, expired or used token;
      * 20 tries per client IP per 15 minutes. Every session of the user ends.
      */
-    resetPassword: {
+    resetPassword: defineAction({
       rest: "POST /auth/reset-password",
       auth: "public",
       params: schemas.resetPassword,
+      result: SuccessSchema,
       openapi: { tags: ["Auth"], summary: "Set a new password with a reset token; ends every session" },
-      async handler(ctx: Ctx) {
+      async handler(ctx) {
         await consume(RESETS_PER_IP, ctx.meta.ip ?? "unknown");
         const userId = await repo.resetPassword(ctx.params.token, ctx.params.password);
         if (!userId) throw fieldError("token", "is unknown, expired or already used");
         await this.broker.broadcast(SESSIONS_REVOKED_EVENT, { userId });
-        return { success: true };
+        return { success: true as const };
       },
-    },
+    }),
 
     /** The HTML sign-in page at /auth/signin. */
-    signinPage: {
+    signinPage: defineAction({
       auth: "public",
-      handler: (ctx: Ctx) => servePage(ctx, "signin.html"),
-    },
+      handler: (ctx) => servePage(ctx, "signin.html"),
+    }),
 
     /** The HTML page a reset link opens. */
-    resetPage: {
+    resetPage: defineAction({
       auth: "public",
-      handler: (ctx: Ctx) => servePage(ctx, "reset-password.html"),
-    },
+      handler: (ctx) => servePage(ctx, "reset-password.html"),
+    }),
 
     /** API keys of the workspace, masked. Session + ADMIN. */
-    listKeys: {
+    listKeys: defineAction({
       rest: "GET /workspaces/:workspaceId/keys",
       auth: "session",
       role: "ADMIN",
       permission: "api_keys.manage",
       params: schemas.listKeys,
+      result: Type.Array(ApiKeySchema),
       openapi: { tags: ["API keys"], summary: "List the workspace's API keys (masked)" },
-      handler: (ctx: Ctx) => repo.listKeys(workspaceOf(ctx)),
-    },
+      handler: (ctx) => repo.listKeys(workspaceOf(ctx)),
+    }),
 
     /** Create a key; its full value is in this response only. Session + ADMIN. */
-    createKey: {
+    createKey: defineAction({
       rest: "POST /workspaces/:workspaceId/keys",
       auth: "session",
       role: "ADMIN",
       permission: "api_keys.manage",
       params: schemas.createKey,
+      status: 201,
+      result: ApiKeySchema,
       openapi: { tags: ["API keys"], summary: "Create an API key (its value is shown once)" },
-      async handler(ctx: Ctx) {
-        const expiresAt: Date | null = ctx.params.expiresAt ?? null;
+      async handler(ctx) {
+        const expiresAt = ctx.params.expiresAt ? new Date(ctx.params.expiresAt) : null;
         if (expiresAt && expiresAt.getTime() <= Date.now()) {
           throw validationError("expiresAt must be in the future", [{ field: "expiresAt", message: "must be in the future" }]);
         }
@@ -308,46 +338,47 @@ const AuthService: ServiceSchema = {
           createdBy: principal?.kind === "user" ? principal.userId : null,
         });
         await audit(ctx, "api_key.created", { type: "api_key", id: key.id }, { name: key.name, scopes: key.scopes });
-        ctx.meta.$statusCode = 201;
         return key;
       },
-    },
+    }),
 
     /** Revoke a key; it stops working at once. Session + ADMIN. */
-    revokeKey: {
+    revokeKey: defineAction({
       rest: "DELETE /workspaces/:workspaceId/keys/:keyId",
       auth: "session",
       role: "ADMIN",
       permission: "api_keys.manage",
       params: schemas.revokeKey,
+      result: SuccessSchema,
       openapi: { tags: ["API keys"], summary: "Revoke an API key" },
-      async handler(ctx: Ctx) {
+      async handler(ctx) {
         await repo.revokeKey(workspaceOf(ctx), ctx.params.keyId);
         await this.broker.cacher?.clean("auth.verifyApiKey:**");
         this.broker.broadcast(API_KEY_CACHE_EVENT);
         await audit(ctx, "api_key.revoked", { type: "api_key", id: ctx.params.keyId });
-        return { success: true };
+        return { success: true as const };
       },
-    },
+    }),
 
     /** Internal: the key behind a SHA-256 hash, or null. Cached; cleared on revoke. */
-    verifyApiKey: {
+    verifyApiKey: defineAction({
       params: schemas.verifyApiKey,
       cache: { keys: ["keyHash"], ttl: 60 },
-      handler: (ctx: Ctx) => repo.verifyKeyHash(ctx.params.keyHash),
-    },
+      handler: (ctx) => repo.verifyKeyHash(ctx.params.keyHash),
+    }),
 
     /** Internal: whether a session token still speaks for its user (not signed out, issued after the last reset). */
-    sessionActive: {
+    sessionActive: defineAction({
       params: schemas.sessionActive,
-      handler: (ctx: Ctx) => repo.sessionActive(ctx.params.userId, ctx.params.sessionId, ctx.params.issuedAt),
-    },
+      result: Type.Boolean(),
+      handler: (ctx) => repo.sessionActive(ctx.params.userId, ctx.params.sessionId, ctx.params.issuedAt),
+    }),
 
     /** Internal: record that a key was used. */
-    touchApiKey: {
+    touchApiKey: defineAction({
       params: schemas.touchApiKey,
-      handler: (ctx: Ctx) => repo.touchKey(ctx.params.id),
-    },
+      handler: (ctx) => repo.touchKey(ctx.params.id),
+    }),
   },
 
   /** Fail fast without AUTH_SECRET in production; embedded, generate and keep it now. */
@@ -370,10 +401,8 @@ const AuthService: ServiceSchema = {
   },
 
   events: {
-    [API_KEY_CACHE_EVENT]() {
+    [API_KEY_CACHE_EVENT](this: Service) {
       return this.broker.cacher?.clean("auth.verifyApiKey:**");
     },
   },
-};
-
-export default AuthService;
+});

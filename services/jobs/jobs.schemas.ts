@@ -1,10 +1,8 @@
 import { Type } from "@sinclair/typebox";
 import { Paginated, PageQuery } from "../../lib/pagination";
-import { Component, Nullable, Params } from "../../lib/schema";
+import { Component, Nullable, Params, StringEnum } from "../../lib/schema";
 
-const JobStatus = Type.Union(
-  ["queued", "running", "completed", "failed", "cancelled"].map((status) => Type.Literal(status)),
-);
+const JobStatus = StringEnum(["queued", "running", "completed", "failed", "cancelled"]);
 
 /** The contract's job (contract.md, Import). */
 export const JobSchema = Component(

@@ -1,51 +1,103 @@
-import { pageParams } from "../../lib/pagination";
+import { Type } from "@sinclair/typebox";
+import { Paginated, PageQuery } from "../../lib/pagination";
+import { Component, DateTime, Nullable, Params, StringEnum, Trimmed } from "../../lib/schema";
 
-export const ROLE_RULE = { type: "enum", values: ["OWNER", "ADMIN", "MEMBER", "VIEWER"] } as const;
-const SLUG_RULE = {
-  type: "string",
-  min: 2,
-  max: 64,
-  pattern: /^[a-z0-9]+(?:-[a-z0-9]+)*$/,
-  optional: true,
-} as const;
-const wsId = { type: "string", min: 1, max: 64 } as const;
+export const RoleSchema = StringEnum(["OWNER", "ADMIN", "MEMBER", "VIEWER"], {
+  description: "OWNER > ADMIN > MEMBER > VIEWER",
+});
+const Slug = Type.String({ minLength: 2, maxLength: 64, pattern: "^[a-z0-9]+(?:-[a-z0-9]+)*$" });
+const WorkspaceId = Type.String({ minLength: 1, maxLength: 64 });
+const MemberId = Type.String({ minLength: 1, maxLength: 64 });
+const Settings = Type.Record(Type.String(), Type.Unknown(), {
+  description: "Workspace settings (merged on update); keys are documented by the areas that read them",
+});
+
+/** A workspace, with the caller's role where the answer is for a member. */
+export const WorkspaceSchema = Component(
+  "Workspace",
+  Type.Object({
+    id: Type.String(),
+    name: Type.String(),
+    slug: Type.String(),
+    settings: Settings,
+    createdAt: DateTime(),
+    updatedAt: DateTime(),
+    role: Type.Optional(RoleSchema),
+  }),
+);
+
+export const MemberSchema = Component(
+  "Member",
+  Type.Object({
+    id: Type.String(),
+    userId: Type.String(),
+    role: RoleSchema,
+    createdAt: DateTime(),
+    user: Type.Object({ id: Type.String(), name: Type.String(), email: Type.String() }),
+  }),
+);
+
+export const AuditEntrySchema = Component(
+  "AuditEntry",
+  Type.Object({
+    id: Type.String(),
+    workspaceId: Type.String(),
+    actorType: Type.String({ description: "user, api_key or system" }),
+    actorId: Nullable(Type.String()),
+    action: Type.String({ description: "e.g. workspace.updated, member.added, api_key.revoked" }),
+    targetType: Nullable(Type.String()),
+    targetId: Nullable(Type.String()),
+    ip: Nullable(Type.String()),
+    metadata: Type.Record(Type.String(), Type.Unknown()),
+    createdAt: DateTime(),
+  }),
+);
+
+/** A time filter: a date (midnight UTC) or a date-time. */
+const Moment = Type.Union([Type.String({ format: "date-time" }), Type.String({ format: "date" })]);
+
+export const SuccessSchema = Type.Object({ success: Type.Literal(true) });
 
 export const schemas = {
-  create: { $$strict: "remove", name: { type: "string", min: 1, max: 100, trim: true }, slug: SLUG_RULE },
-  get: { $$strict: "remove", workspaceId: wsId },
-  update: {
-    $$strict: "remove",
-    workspaceId: wsId,
-    name: { type: "string", min: 1, max: 100, trim: true, optional: true },
-    slug: SLUG_RULE,
-    settings: { type: "object", optional: true },
-  },
-  addMember: { $$strict: "remove", workspaceId: wsId, email: { type: "email", max: 254 }, role: ROLE_RULE },
-  updateMember: {
-    $$strict: "remove",
-    workspaceId: wsId,
-    memberId: { type: "string", max: 64 },
-    role: ROLE_RULE,
-  },
-  removeMember: { $$strict: "remove", workspaceId: wsId, memberId: { type: "string", max: 64 } },
-  auditLogs: {
-    $$strict: "remove",
-    workspaceId: wsId,
-    ...pageParams,
-    action: { type: "string", max: 100, optional: true },
-    actorId: { type: "string", max: 64, optional: true },
-    from: { type: "date", convert: true, optional: true },
-    to: { type: "date", convert: true, optional: true },
-  },
-  membership: { workspaceId: "string", userId: "string" },
-  recordAudit: {
-    workspaceId: "string",
-    actorType: "string",
-    actorId: { type: "string", nullable: true, optional: true },
-    action: "string",
-    targetType: { type: "string", nullable: true, optional: true },
-    targetId: { type: "string", nullable: true, optional: true },
-    ip: { type: "string", nullable: true, optional: true },
-    metadata: { type: "object", optional: true },
-  },
-} as const;
+  create: Params({ name: Trimmed({ minLength: 1, maxLength: 100 }), slug: Type.Optional(Slug) }),
+  get: Params({ workspaceId: WorkspaceId }),
+  update: Params({
+    workspaceId: WorkspaceId,
+    name: Type.Optional(Trimmed({ minLength: 1, maxLength: 100 })),
+    slug: Type.Optional(Slug),
+    settings: Type.Optional(Settings),
+  }),
+  addMember: Params({
+    workspaceId: WorkspaceId,
+    email: Type.String({ format: "email", maxLength: 254 }),
+    role: RoleSchema,
+  }),
+  updateMember: Params({ workspaceId: WorkspaceId, memberId: MemberId, role: RoleSchema }),
+  removeMember: Params({ workspaceId: WorkspaceId, memberId: MemberId }),
+  auditLogs: Params({
+    workspaceId: WorkspaceId,
+    ...PageQuery,
+    action: Type.Optional(
+      Type.String({ maxLength: 100, description: "Exact action, or a prefix ending in `*` (`member.*`)" }),
+    ),
+    actorId: Type.Optional(Type.String({ maxLength: 64 })),
+    from: Type.Optional(Moment),
+    to: Type.Optional(Moment),
+  }),
+  auditLogsResult: Paginated(AuditEntrySchema),
+  membership: Params({ workspaceId: Type.String(), userId: Type.String() }),
+  memberUserIds: Params({
+    workspaceId: WorkspaceId,
+    userIds: Type.Array(Type.String({ maxLength: 255 }), { maxItems: 1000 }),
+  }),
+  recordAudit: Params({
+    workspaceId: Type.String(),
+    actorType: Type.String(),
+    actorId: Type.Optional(Nullable(Type.String())),
+    action: Type.String(),
+    targetType: Type.Optional(Nullable(Type.String())),
+    targetId: Type.Optional(Nullable(Type.String())),
+    ip: Type.Optional(Nullable(Type.String())),
+    metadata: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
+  }),
+};

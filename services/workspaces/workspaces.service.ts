@@ -1,49 +1,47 @@
 import { Type } from "@sinclair/typebox";
-import type { ServiceSchema } from "moleculer";
-import { defineAction } from "../../lib/define-service";
-import { Params } from "../../lib/schema";
+import type { Service } from "moleculer";
 import { audit } from "../../lib/audit";
+import { defineAction, defineService } from "../../lib/define-service";
 import { forbidden } from "../../lib/errors";
 import type { AppContext } from "../../lib/moleculer-types";
 import { pageRequest } from "../../lib/pagination";
+import { Nullable } from "../../lib/schema";
 import { userOf, workspaceOf } from "../../lib/tenancy";
-import { DbMixin } from "../../mixins/db.mixin";
-import { Workspace, type Role } from "../../models";
+import { DatabaseMixin } from "../../mixins/database.mixin";
+import type { Role } from "../../models";
 import * as repo from "./workspaces.repo";
-import { schemas } from "./workspaces.schemas";
-
-/** Validated params arrive typed by the schema above; handlers read them through this alias. */
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-type Ctx = AppContext<Record<string, any>>;
+import { MemberSchema, RoleSchema, SuccessSchema, WorkspaceSchema, schemas } from "./workspaces.schemas";
 
 const MEMBERSHIP_CACHE_EVENT = "workspaces.membership.changed";
 /** The auth service's event that clears its API-key verification cache (services/auth/auth.service.ts). */
 const API_KEY_CACHE_EVENT = "auth.apiKeys.changed";
 
 /** Workspaces, members and roles, and the audit log every area writes to. */
-const WorkspacesService: ServiceSchema = {
+export default defineService({
   name: "workspaces",
-  mixins: [DbMixin(Workspace)],
+  mixins: [DatabaseMixin],
   settings: { rest: "/" },
 
   actions: {
     /** The caller's workspaces, each with the caller's role. Session only. */
-    list: {
+    list: defineAction({
       rest: "GET /workspaces",
       openapi: { tags: ["Workspaces"], summary: "List the workspaces you are a member of" },
       auth: "session",
-      handler: (ctx: Ctx) => repo.listForUser(userOf(ctx)),
-    },
+      result: Type.Array(WorkspaceSchema),
+      handler: (ctx) => repo.listForUser(userOf(ctx)),
+    }),
 
     /** Create a workspace; the caller becomes its OWNER. Session only. */
-    create: {
+    create: defineAction({
       rest: "POST /workspaces",
       openapi: { tags: ["Workspaces"], summary: "Create a workspace (you become its OWNER)" },
       auth: "session",
       params: schemas.create,
-      async handler(ctx: Ctx) {
+      status: 201,
+      result: WorkspaceSchema,
+      async handler(ctx) {
         const workspace = await repo.createWorkspace(userOf(ctx), ctx.params.name, ctx.params.slug);
-        ctx.meta.$statusCode = 201;
         ctx.meta.workspaceId = workspace.id;
         await audit(
           ctx,
@@ -53,75 +51,79 @@ const WorkspacesService: ServiceSchema = {
         );
         return workspace;
       },
-    },
+    }),
 
     /** One workspace with the caller's role. Any member or key of it. */
-    get: {
+    get: defineAction({
       rest: "GET /workspaces/:workspaceId",
       openapi: { tags: ["Workspaces"], summary: "Get a workspace" },
       auth: "any",
       params: schemas.get,
-      handler: (ctx: Ctx) => repo.getWorkspace(workspaceOf(ctx), ctx.meta.role),
-    },
+      result: WorkspaceSchema,
+      handler: (ctx) => repo.getWorkspace(workspaceOf(ctx), ctx.meta.role),
+    }),
 
     /** Rename, change slug or merge settings. Needs settings.manage. */
-    update: {
+    update: defineAction({
       rest: "PATCH /workspaces/:workspaceId",
       openapi: { tags: ["Workspaces"], summary: "Update a workspace's name or settings" },
       auth: "any",
       permission: "settings.manage",
       params: schemas.update,
-      async handler(ctx: Ctx) {
-        const { name, slug, settings } = ctx.params;
-        const workspace = await repo.updateWorkspace(workspaceOf(ctx), { name, slug, settings });
+      result: WorkspaceSchema,
+      async handler(ctx) {
+        const { workspaceId: _path, ...changes } = ctx.params; // the workspace comes from ctx.meta
+        const workspace = await repo.updateWorkspace(workspaceOf(ctx), changes);
         await audit(
           ctx,
           "workspace.updated",
           { type: "workspace", id: workspace.id },
-          {
-            fields: Object.keys({ name, slug, settings }).filter((k) => ctx.params[k] !== undefined),
-          },
+          { fields: Object.keys(changes).filter((k) => changes[k as keyof typeof changes] !== undefined) },
         );
         return { ...workspace, role: ctx.meta.role };
       },
-    },
+    }),
 
     /** Delete the workspace and everything in it. OWNER only. */
-    remove: {
+    remove: defineAction({
       rest: "DELETE /workspaces/:workspaceId",
       openapi: { tags: ["Workspaces"], summary: "Delete a workspace and everything in it" },
       auth: "session",
       role: "ADMIN",
       params: schemas.get,
-      async handler(ctx: Ctx) {
+      result: SuccessSchema,
+      async handler(ctx) {
         if (ctx.meta.role !== "OWNER") throw forbidden("Only an OWNER can delete the workspace");
         await repo.deleteWorkspace(workspaceOf(ctx));
         await this.forgetMemberships();
         // Its API keys went with it (ON DELETE CASCADE): drop their cached verifications here and on every node.
         await this.broker.cacher?.clean("auth.verifyApiKey:**");
         this.broker.broadcast(API_KEY_CACHE_EVENT);
-        return { success: true };
+        return { success: true as const };
       },
-    },
+    }),
 
     /** Members with their user. Any member of the workspace, or an API key with members.manage. */
-    listMembers: {
+    listMembers: defineAction({
       rest: "GET /workspaces/:workspaceId/members",
       openapi: { tags: ["Members"], summary: "List the workspace's members" },
       auth: "any",
       keyScope: "members.manage",
       params: schemas.get,
-      handler: (ctx: Ctx) => repo.listMembers(workspaceOf(ctx)),
-    },
+      result: Type.Array(MemberSchema),
+      handler: (ctx) => repo.listMembers(workspaceOf(ctx)),
+    }),
 
     /** Add a registered user by email. members.manage (a session's role or an API key's scopes); OWNER only by an OWNER. */
-    addMember: {
+    addMember: defineAction({
       rest: "POST /workspaces/:workspaceId/members",
       openapi: { tags: ["Members"], summary: "Add a member by email, with a role" },
       auth: "any",
       permission: "members.manage",
       params: schemas.addMember,
-      async handler(ctx: Ctx) {
+      status: 201,
+      result: MemberSchema,
+      async handler(ctx) {
         await this.refuseOwnerChangeByAdmin(ctx, null, ctx.params.role);
         const member = await repo.addMember(workspaceOf(ctx), ctx.params.email, ctx.params.role);
         await audit(
@@ -131,19 +133,19 @@ const WorkspacesService: ServiceSchema = {
           { userId: member.userId, role: member.role },
         );
         await this.forgetMemberships();
-        ctx.meta.$statusCode = 201;
         return member;
       },
-    },
+    }),
 
     /** Change a member's role (the last OWNER stays). members.manage; OWNER only by an OWNER. */
-    updateMember: {
+    updateMember: defineAction({
       rest: "PATCH /workspaces/:workspaceId/members/:memberId",
       openapi: { tags: ["Members"], summary: "Change a member's role" },
       auth: "any",
       permission: "members.manage",
       params: schemas.updateMember,
-      async handler(ctx: Ctx) {
+      result: MemberSchema,
+      async handler(ctx) {
         await this.refuseOwnerChangeByAdmin(ctx, ctx.params.memberId, ctx.params.role);
         const member = await repo.changeMember(workspaceOf(ctx), ctx.params.memberId, ctx.params.role);
         await audit(
@@ -153,65 +155,69 @@ const WorkspacesService: ServiceSchema = {
           { role: ctx.params.role },
         );
         await this.forgetMemberships();
-        return member;
+        return member!;
       },
-    },
+    }),
 
     /** Remove a member (not the last OWNER). members.manage; an OWNER only by an OWNER. */
-    removeMember: {
+    removeMember: defineAction({
       rest: "DELETE /workspaces/:workspaceId/members/:memberId",
       openapi: { tags: ["Members"], summary: "Remove a member" },
       auth: "any",
       permission: "members.manage",
       params: schemas.removeMember,
-      async handler(ctx: Ctx) {
+      result: SuccessSchema,
+      async handler(ctx) {
         await this.refuseOwnerChangeByAdmin(ctx, ctx.params.memberId, null);
         await repo.changeMember(workspaceOf(ctx), ctx.params.memberId, null);
         await audit(ctx, "member.removed", { type: "member", id: ctx.params.memberId });
         await this.forgetMemberships();
-        return { success: true };
+        return { success: true as const };
       },
-    },
+    }),
 
     /** The audit log, newest first, filtered by action (prefix with `*`), actor and time. Needs settings.manage. */
-    auditLogs: {
+    auditLogs: defineAction({
       rest: "GET /workspaces/:workspaceId/audit-logs",
       openapi: { tags: ["Audit log"], summary: "Audit log of the workspace (filters action, actorId, from, to)" },
       auth: "session",
       permission: "settings.manage",
       params: schemas.auditLogs,
-      handler(ctx: Ctx) {
+      result: schemas.auditLogsResult,
+      handler(ctx) {
         const { action, actorId, from, to } = ctx.params;
-        return repo.listAudit(workspaceOf(ctx), { action, actorId, from, to }, pageRequest(ctx.params));
+        return repo.listAudit(
+          workspaceOf(ctx),
+          { action, actorId, from: from ? new Date(from) : undefined, to: to ? new Date(to) : undefined },
+          pageRequest(ctx.params),
+        );
       },
-    },
+    }),
 
     /** Internal: the role of a user in a workspace, or null. Cached; cleared on every member change. */
-    membership: {
+    membership: defineAction({
       params: schemas.membership,
+      result: Nullable(RoleSchema),
       cache: { keys: ["workspaceId", "userId"], ttl: 60 },
-      handler: (ctx: Ctx) => repo.membershipRole(ctx.params.workspaceId, ctx.params.userId),
-    },
+      handler: (ctx) => repo.membershipRole(ctx.params.workspaceId, ctx.params.userId),
+    }),
 
     /** Internal: which of `userIds` are members of the workspace (owners and assignees named by other areas). */
     memberUserIds: defineAction({
-      params: Params({
-        workspaceId: Type.String({ minLength: 1, maxLength: 64 }),
-        userIds: Type.Array(Type.String({ maxLength: 255 }), { maxItems: 1000 }),
-      }),
+      params: schemas.memberUserIds,
       result: Type.Array(Type.String()),
       handler: (ctx) => repo.memberUserIds(ctx.params.workspaceId, ctx.params.userIds),
     }),
 
     /** Internal: write one audit entry (see lib/audit.ts). */
-    recordAudit: {
+    recordAudit: defineAction({
       params: schemas.recordAudit,
-      handler: (ctx: Ctx) => repo.recordAudit(ctx.params as repo.AuditEntry),
-    },
+      handler: (ctx) => repo.recordAudit(ctx.params),
+    }),
   },
 
   events: {
-    [MEMBERSHIP_CACHE_EVENT]() {
+    [MEMBERSHIP_CACHE_EVENT](this: Service) {
       return this.broker.cacher?.clean("workspaces.membership:**");
     },
   },
@@ -232,6 +238,4 @@ const WorkspacesService: ServiceSchema = {
       }
     },
   },
-};
-
-export default WorkspacesService;
+});

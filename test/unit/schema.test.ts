@@ -29,6 +29,27 @@ describe("params schemas (TypeBox through Ajv)", () => {
     }),
   );
 
+  it("reads text as the numbers and booleans a schema asks for, but never turns a number into text", () => {
+    const typed = compileParamsChecker(
+      Params({
+        name: Type.Optional(Type.String()),
+        count: Type.Optional(Int32()),
+        limit: Type.Optional(Nullable(Int32())),
+        on: Type.Optional(Type.Boolean()),
+        ids: Type.Optional(Type.Array(Type.String())),
+      }),
+    );
+    const query: Record<string, unknown> = { count: "5", limit: "7", on: "true", ids: "a" };
+    expect(typed(query)).toBe(true);
+    expect(query).toEqual({ count: 5, limit: 7, on: true, ids: ["a"] });
+    expect(typed({ name: 42 })).toEqual([expect.objectContaining({ field: "name", type: "type" })]);
+    expect(typed({ name: true, count: "5" })).toEqual([expect.objectContaining({ field: "name" })]);
+    expect(typed({ count: "five" })).toEqual([expect.objectContaining({ field: "count" })]);
+    // JSON says what is a list: one value is not read as a list of one there
+    expect(typed({ ids: "a" }, true)).toEqual([expect.objectContaining({ field: "ids" })]);
+    expect(typed({ ids: ["a"], count: "5" }, true)).toBe(true);
+  });
+
   it("removes fields the schema does not declare, at any depth it closes", () => {
     const params: Record<string, unknown> = {
       name: "a",

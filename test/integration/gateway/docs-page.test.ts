@@ -41,7 +41,7 @@ describeWithBrowser("API reference in a browser", () => {
     await page.click("text=API reference");
     await page.waitForURL(`${app.baseUrl}/api/docs`);
     await page
-      .locator(".opblock-tag", { hasText: /^workspaces/ })
+      .locator(".opblock-tag", { hasText: /^Workspaces/ })
       .first()
       .click();
     const operation = page.locator(".opblock-get", { has: page.locator('[data-path="/api/workspaces"]') });
