@@ -1,19 +1,21 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { ServiceSchema } from "moleculer";
 import ApiGateway from "moleculer-web";
+import { Type } from "@sinclair/typebox";
 import serveStatic from "serve-static";
 import swaggerUiDist from "swagger-ui-dist";
 import { parse as parseCookies } from "cookie";
 import { config } from "../../lib/config";
 import { acquireDatabase, releaseDatabase } from "../../lib/database";
+import { defineAction } from "../../lib/define-service";
 import { toHttpError } from "../../lib/errors";
 import type { AppContext } from "../../lib/moleculer-types";
 import { buildOpenApi } from "../../lib/openapi";
 import { PUBLIC_DIR } from "../../lib/paths";
 import { servePage } from "../../lib/pages";
-import { checkHealth } from "./health";
-import { authenticateRequest, clientIp, forgetSessions, trustFunction, type GatewayRequest } from "./authenticate";
+import { checkHealth, HealthSchema } from "./health";
 import { SESSIONS_REVOKED_EVENT } from "../../lib/session-token";
+import { authenticateRequest, clientIp, forgetSessions, trustFunction, type GatewayRequest } from "./authenticate";
 
 const BODY_LIMIT = "1mb";
 
@@ -188,38 +190,46 @@ const ApiService: ServiceSchema = {
     listAliases: false,
 
     /** Liveness and database reachability; 503 when the database cannot be reached. Public. */
-    health: {
+    health: defineAction({
       rest: "GET /health",
       auth: "public",
-      openapi: { tags: ["System"], summary: "Service health" },
-      async handler(ctx: AppContext) {
+      openapi: {
+        tags: ["System"],
+        summary: "Service health",
+        responses: {
+          "200": { description: "Healthy", content: { "application/json": { schema: HealthSchema } } },
+          "503": { description: "The database cannot be reached", content: { "application/json": { schema: HealthSchema } } },
+        },
+      },
+      async handler(ctx) {
         const result = await checkHealth();
         if (result.status !== "ok") ctx.meta.$statusCode = 503;
         return result;
       },
-    },
+    }),
 
     /** OpenAPI 3.1 description generated from every action's declarations. Public. */
-    openapi: {
+    openapi: defineAction({
       rest: "GET /openapi",
       auth: "public",
+      result: Type.Record(Type.String(), Type.Unknown(), { description: "An OpenAPI 3.1.0 document" }),
       openapi: { tags: ["System"], summary: "OpenAPI 3.1 description" },
       handler() {
         return buildOpenApi(this.broker.registry.getServiceList({ withActions: true }), config().publicUrl);
       },
-    },
+    }),
 
     /** The API reference: Swagger UI over `/api/openapi`, with try-it-out. Public. */
-    docs: {
+    docs: defineAction({
       auth: "public",
-      handler: (ctx: AppContext) => servePage(ctx, "docs.html"),
-    },
+      handler: (ctx) => servePage(ctx, "docs.html"),
+    }),
 
     /** The landing page after sign-in: links to the reference, the health and the REPL how-to. Public. */
-    home: {
+    home: defineAction({
       auth: "public",
-      handler: (ctx: AppContext) => servePage(ctx, "index.html"),
-    },
+      handler: (ctx) => servePage(ctx, "index.html"),
+    }),
   },
 };
 

@@ -1,13 +1,19 @@
+import { Type, type Static } from "@sinclair/typebox";
 import { QueryTypes } from "sequelize";
 import { database } from "../../lib/database";
 import { VERSION } from "../../lib/paths";
+import { Component, DateTime, StringEnum } from "../../lib/schema";
 
-export interface HealthReport {
-  status: "ok" | "degraded";
-  timestamp: string;
-  version: string;
-  checks: { database: "ok" | "unreachable" };
-}
+export const HealthSchema = Component(
+  "Health",
+  Type.Object({
+    status: StringEnum(["ok", "degraded"]),
+    timestamp: DateTime(),
+    version: Type.String(),
+    checks: Type.Object({ database: StringEnum(["ok", "unreachable"]) }),
+  }),
+);
+export type HealthReport = Static<typeof HealthSchema>;
 
 const PROBE_TIMEOUT_MS = 2000;
 

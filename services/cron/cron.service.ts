@@ -1,6 +1,7 @@
-import type { ServiceSchema } from "moleculer";
-import type { AppContext } from "../../lib/moleculer-types";
+import { Type } from "@sinclair/typebox";
+import { defineAction, defineService } from "../../lib/define-service";
 import { isServiceAvailable } from "../../lib/registry";
+import { DateTime } from "../../lib/schema";
 
 /**
  * One pass of every due queue, for deployments that prefer an external
@@ -17,17 +18,26 @@ export const TICK_STEPS = [
   "jobs.sweep",
 ] as const;
 
-const CronService: ServiceSchema = {
+const TickResult = Type.Object({
+  ok: Type.Literal(true),
+  ranAt: DateTime(),
+  results: Type.Record(Type.String(), Type.Unknown(), {
+    description: 'What each step did, by step (its own summary, or "not deployed")',
+  }),
+});
+
+export default defineService({
   name: "cron",
   settings: { rest: "/" },
 
   actions: {
     /** Run every due queue once. Bearer CRON_SECRET. */
-    tick: {
+    tick: defineAction({
       rest: "GET /cron/tick",
       auth: "cron",
+      result: TickResult,
       openapi: { tags: ["System"], summary: "Run one pass of every due queue (bearer CRON_SECRET)" },
-      async handler(ctx: AppContext) {
+      async handler(ctx) {
         const results: Record<string, unknown> = {};
         for (const step of TICK_STEPS) {
           const service = step.split(".")[0];
@@ -37,10 +47,8 @@ const CronService: ServiceSchema = {
           }
           results[step] = await ctx.call(step);
         }
-        return { ok: true, ranAt: new Date().toISOString(), results };
+        return { ok: true as const, ranAt: new Date().toISOString(), results };
       },
-    },
+    }),
   },
-};
-
-export default CronService;
+});
