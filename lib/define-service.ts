@@ -13,20 +13,27 @@ export type SuccessStatus = 200 | 201 | 202;
  * typed from `params`, the handler must answer `result`'s type, and both
  * (with `status`) describe the operation in OpenAPI.
  */
-export interface TypedAction<P extends TSchema | undefined, R extends TSchema | undefined> extends Omit<
-  ActionSchema,
-  "params" | "handler"
-> {
+export interface TypedAction<
+  P extends TSchema | undefined,
+  R extends TSchema | undefined,
+  A extends Partial<Record<SuccessStatus, TSchema>>,
+> extends Omit<ActionSchema, "params" | "handler"> {
   params?: P;
   result?: R;
   status?: SuccessStatus;
-  handler(this: Service, ctx: AppContext<ParamsOf<P>>): ResultOf<R> | Promise<ResultOf<R>>;
+  /** Other success answers the handler may choose by setting `ctx.meta.$statusCode` (a 202 job for large work). */
+  alsoAnswers?: A;
+  handler(
+    this: Service,
+    ctx: AppContext<ParamsOf<P>>,
+  ): ResultOf<R> | ResultOf<A[keyof A]> | Promise<ResultOf<R> | ResultOf<A[keyof A]>>;
 }
 
 export function defineAction<
   P extends TSchema | undefined = undefined,
   R extends TSchema | undefined = undefined,
->(action: TypedAction<P, R>): ActionSchema {
+  A extends Partial<Record<SuccessStatus, TSchema>> = Record<never, TSchema>,
+>(action: TypedAction<P, R, A>): ActionSchema {
   return action;
 }
 

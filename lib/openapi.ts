@@ -150,6 +150,8 @@ interface RegistryAction {
   /** TypeBox actions: the success answer's schema and status (lib/define-service.ts). */
   result?: JsonSchema;
   status?: number;
+  /** Other success answers the handler may choose (a 202 job for large work), by status. */
+  alsoAnswers?: Record<string, JsonSchema>;
   auth?: string;
   permission?: string;
   role?: string;
@@ -244,8 +246,13 @@ function ruleRequest(params: Record<string, Rule>, pathParams: string[], hasBody
 function successResponses(action: RegistryAction, method: string): JsonSchema {
   if (action.result) {
     const status = String(action.status ?? 200);
-    const content = { "application/json": { schema: action.result } };
-    return { [status]: { description: "Success", content }, "4XX": ERROR_RESPONSE };
+    const answers: JsonSchema = {
+      [status]: { description: "Success", content: { "application/json": { schema: action.result } } },
+    };
+    for (const [other, schema] of Object.entries(action.alsoAnswers ?? {})) {
+      answers[other] = { description: other === "202" ? "Accepted: the work runs as a job" : "Success", content: { "application/json": { schema } } };
+    }
+    return { ...answers, "4XX": ERROR_RESPONSE };
   }
   return {
     [method === "POST" ? "201" : "200"]: {

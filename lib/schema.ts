@@ -90,14 +90,14 @@ export function isJsonSchema(schema: unknown): schema is TSchema {
   );
 }
 
-/** `/attributes/plan` → `attributes.plan`; a missing property names itself. */
+/** `/attributes/plan` → `attributes.plan`, `/tags/0` → `tags[0]`; a missing property names itself. */
 function fieldOf(error: ErrorObject): string {
   const path = error.instancePath
     .split("/")
     .slice(1)
     .map((part) => part.replace(/~1/g, "/").replace(/~0/g, "~"));
   if (error.keyword === "required") path.push(String(error.params.missingProperty));
-  return path.join(".");
+  return path.reduce((field, part) => (/^\d+$/.test(part) ? `${field}[${part}]` : field ? `${field}.${part}` : part), "");
 }
 
 /** Ajv's errors as the contract's details; a union's failed branches are folded into one line per field. */

@@ -1,10 +1,11 @@
-import type { ServiceBroker } from "moleculer";
+import type { LoggerInstance, ServiceBroker } from "moleculer";
 import { QueryTypes } from "sequelize";
 import { database } from "../../lib/database";
-import { fieldError } from "../../lib/errors";
+import { fieldError, validationError } from "../../lib/errors";
+import { startJob } from "../../lib/jobs";
 import { stageDomainEvents } from "../../lib/outbox";
 import { removeContacts } from "./contact-write";
-import { stageKeys } from "./contacts.repo";
+import { idsMatching, stageKeys, type ContactFilter } from "./contacts.repo";
 import { contactFacts, evaluateSegments } from "./effects";
 
 /**
@@ -143,4 +144,52 @@ export async function applyBulk(
 function bindNext(bind: unknown[], value: unknown): string {
   bind.push(value);
   return `$${bind.length}`;
+}
+
+/** Bulk sets up to this size run in the request; larger ones (and filters) run as a job. */
+export const BULK_INLINE_MAX = 1000;
+
+function* chunks<T>(items: T[], size: number): Generator<T[]> {
+  for (let i = 0; i < items.length; i += size) yield items.slice(i, i + size);
+}
+
+/**
+ * `POST {ws}/contacts/bulk`: exactly one of `ids` and `filter`; up to
+ * BULK_INLINE_MAX ids change in the request (`{affected}`), more ids or a
+ * filter run as a job (`{jobId}`, answered with 202).
+ */
+export async function runBulk(
+  broker: ServiceBroker,
+  logger: LoggerInstance,
+  workspaceId: string,
+  request: { action: BulkAction; ids?: string[]; filter?: ContactFilter; value?: unknown },
+  actor: { actorType: string; actorId: string | null },
+): Promise<{ affected: number } | { jobId: string }> {
+  const { action, ids, filter } = request;
+  if ((ids === undefined) === (filter === undefined)) {
+    throw validationError("Give either ids or filter", [
+      { field: "ids", message: "exactly one of ids and filter is required" },
+    ]);
+  }
+  const value = await checkBulkValue(workspaceId, action, request.value);
+  const unique = ids ? [...new Set<string>(ids)] : undefined;
+  if (unique && unique.length <= BULK_INLINE_MAX) {
+    return { affected: await applyBulk(broker, workspaceId, action, value, unique, actor) };
+  }
+  const { jobId } = await startJob(
+    { workspaceId, type: "contacts.bulk", createdBy: actor.actorId, total: ids?.length },
+    async (progress) => {
+      let affected = 0;
+      let done = 0;
+      const batches = unique ? chunks(unique, BULK_INLINE_MAX) : idsMatching(workspaceId, filter!, BULK_INLINE_MAX);
+      for await (const batch of batches) {
+        affected += await applyBulk(broker, workspaceId, action, value, batch, actor);
+        done += batch.length;
+        await progress(done);
+      }
+      return { action, affected };
+    },
+    (err) => logger.error("Bulk contact change failed", err),
+  );
+  return { jobId };
 }

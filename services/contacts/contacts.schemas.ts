@@ -1,162 +1,388 @@
-import { pageParams } from "../../lib/pagination";
+import { Type } from "@sinclair/typebox";
+import { Paginated, PageQuery } from "../../lib/pagination";
+import { Component, DateTime, Int32, Nullable, Params, StringEnum } from "../../lib/schema";
 import { CONSENT_CHANNELS } from "./contacts.repo";
 import { CUSTOM_FIELD_TYPES } from "./custom-fields";
 
-/** Params schemas of the contacts actions (also the OpenAPI description). Unknown fields are stripped. */
+/** Params and answers of the contacts, custom fields and stages actions (also the OpenAPI description). */
 
-const str = (max: number) => ({ type: "string", max, optional: true, nullable: true }) as const;
+/** Who may call what: reading, writing and deleting contacts. */
+export const ACCESS = {
+  read: { auth: "any", permission: "contacts.read" },
+  write: { auth: "any", permission: "contacts.write" },
+  remove: { auth: "any", permission: "contacts.delete" },
+} as const;
+
+const Text = (maxLength: number) => Type.Optional(Nullable(Type.String({ maxLength })));
+const Json = (description: string) => Type.Record(Type.String(), Type.Unknown(), { description });
+const WorkspaceId = Type.String({ minLength: 1, maxLength: 64 });
+const ContactId = Type.String({ minLength: 1, maxLength: 64 });
+/** A time filter: a date (midnight UTC) or a date-time. */
+const Moment = Type.Union([Type.String({ format: "date-time" }), Type.String({ format: "date" })]);
+const Position = Type.Optional(Int32({ minimum: 0 }));
+const SortParam = Type.Optional(
+  Type.String({ maxLength: 50, description: "A field, `-field` for descending (e.g. `-createdAt`)" }),
+);
 
 /** Writable contact fields; normalisation (E.164, IANA zone, BCP 47, lower-cased email) happens in normalize.ts. */
 export const contactFields = {
-  email: str(254),
-  phone: str(50),
-  firstName: str(255),
-  lastName: str(255),
-  externalId: str(255),
-  locale: str(35),
-  timezone: str(64),
-  country: str(255),
-  city: str(255),
-  tags: { type: "array", items: { type: "string", max: 100 }, max: 200, optional: true, nullable: true },
-  attributes: { type: "object", optional: true, nullable: true },
-  customFields: { type: "object", optional: true, nullable: true },
-  stage: str(100),
-  companyId: str(255),
-  ownerId: str(255),
-} as const;
-
-const ws = { workspaceId: "string" } as const;
-const contactPath = { workspaceId: "string", contactId: { type: "string", max: 64 } } as const;
+  email: Text(254),
+  phone: Text(50),
+  firstName: Text(255),
+  lastName: Text(255),
+  externalId: Text(255),
+  locale: Text(35),
+  timezone: Text(64),
+  country: Text(255),
+  city: Text(255),
+  tags: Type.Optional(Nullable(Type.Array(Type.String({ maxLength: 100 }), { maxItems: 200 }))),
+  attributes: Type.Optional(Nullable(Json("Free-form attributes; on update merged key by key (null removes a key)"))),
+  customFields: Type.Optional(Nullable(Json("Values of the workspace's custom fields, by key"))),
+  stage: Text(100),
+  companyId: Text(255),
+  ownerId: Text(255),
+};
 
 /** List/export filters: `attributes[plan]=pro` and `customFields[key]=value` match a JSON value's text form. */
 export const filterParams = {
-  search: { type: "string", max: 200, optional: true },
-  tag: { type: "string", max: 100, optional: true },
-  stage: { type: "string", max: 100, optional: true },
-  country: { type: "string", max: 255, optional: true },
-  city: { type: "string", max: 255, optional: true },
-  createdFrom: { type: "date", convert: true, optional: true },
-  createdTo: { type: "date", convert: true, optional: true },
-  attributes: { type: "object", optional: true },
-  customFields: { type: "object", optional: true },
-} as const;
+  search: Type.Optional(Type.String({ maxLength: 200 })),
+  tag: Type.Optional(Type.String({ maxLength: 100 })),
+  stage: Type.Optional(Type.String({ maxLength: 100 })),
+  country: Type.Optional(Type.String({ maxLength: 255 })),
+  city: Type.Optional(Type.String({ maxLength: 255 })),
+  createdFrom: Type.Optional(Moment),
+  createdTo: Type.Optional(Moment),
+  attributes: Type.Optional(Json("`attributes[key]=value`")),
+  customFields: Type.Optional(Json("`customFields[key]=value`")),
+};
+
+const ConsentStatus = StringEnum(["opted_in", "opted_out", "unknown"]);
+export const ConsentEntrySchema = Component(
+  "ConsentEntry",
+  Type.Object({ status: ConsentStatus, source: Nullable(Type.String()), updatedAt: Nullable(DateTime()) }),
+);
+export const ConsentSchema = Component(
+  "Consent",
+  Type.Object(Object.fromEntries(CONSENT_CHANNELS.map((channel) => [channel, ConsentEntrySchema]))),
+);
+
+export const ContactSchema = Component(
+  "Contact",
+  Type.Object({
+    id: Type.String(),
+    email: Nullable(Type.String()),
+    phone: Nullable(Type.String({ description: "E.164" })),
+    firstName: Nullable(Type.String()),
+    lastName: Nullable(Type.String()),
+    externalId: Nullable(Type.String()),
+    locale: Nullable(Type.String()),
+    timezone: Nullable(Type.String()),
+    country: Nullable(Type.String()),
+    city: Nullable(Type.String()),
+    tags: Type.Array(Type.String()),
+    attributes: Json("Free-form attributes"),
+    customFields: Json("Custom field values by key"),
+    stage: Nullable(Type.String()),
+    score: Type.Number(),
+    companyId: Nullable(Type.String()),
+    ownerId: Nullable(Type.String()),
+    consent: ConsentSchema,
+    createdAt: DateTime(),
+    updatedAt: DateTime(),
+  }),
+);
+
+const DncType = StringEnum(["email", "phone"]);
+export const DncEntrySchema = Component(
+  "DncEntry",
+  Type.Object({
+    id: Type.String(),
+    type: DncType,
+    value: Type.String(),
+    reason: Nullable(Type.String()),
+    createdBy: Nullable(Type.String()),
+    createdAt: DateTime(),
+  }),
+);
+
+const DuplicateReason = StringEnum(["email", "phone", "name"]);
+const ContactOverview = Component(
+  "ContactOverview",
+  Type.Object({
+    id: Type.String(),
+    email: Nullable(Type.String()),
+    phone: Nullable(Type.String()),
+    firstName: Nullable(Type.String()),
+    lastName: Nullable(Type.String()),
+    createdAt: DateTime(),
+  }),
+);
+
+export const NoteSchema = Component(
+  "Note",
+  Type.Object({
+    id: Type.String(),
+    contactId: Type.String(),
+    body: Type.String(),
+    author: Type.Object({ type: Type.String(), id: Nullable(Type.String()), name: Nullable(Type.String()) }),
+    createdAt: DateTime(),
+  }),
+);
+
+const StageChange = Component(
+  "StageChange",
+  Type.Object({
+    id: Type.String(),
+    from: Nullable(Type.String()),
+    to: Nullable(Type.String()),
+    reason: Nullable(Type.String()),
+    changedBy: Type.Object({ type: Type.String(), id: Nullable(Type.String()) }),
+    createdAt: DateTime(),
+  }),
+);
+export const StageHistorySchema = Type.Object({ stage: Nullable(Type.String()), history: Type.Array(StageChange) });
+
+const TimelineItem = Component(
+  "TimelineItem",
+  Type.Object({
+    kind: StringEnum(["event", "note", "stage_change", "message", "form_submission"]),
+    id: Type.String(),
+    timestamp: DateTime(),
+    data: Json("What happened, by kind"),
+  }),
+);
+
+export const StageDefSchema = Component(
+  "LifecycleStage",
+  Type.Object({
+    id: Type.String(),
+    key: Type.String(),
+    name: Type.String(),
+    position: Type.Integer(),
+    color: Nullable(Type.String()),
+    contactCount: Type.Integer(),
+    createdAt: DateTime(),
+    updatedAt: DateTime(),
+  }),
+);
+
+export const CustomFieldSchema = Component(
+  "CustomField",
+  Type.Object({
+    id: Type.String(),
+    key: Type.String(),
+    label: Type.String(),
+    type: StringEnum(CUSTOM_FIELD_TYPES),
+    options: Type.Array(Type.String()),
+    groupId: Nullable(Type.String()),
+    required: Type.Boolean(),
+    position: Type.Integer(),
+    createdAt: DateTime(),
+    updatedAt: DateTime(),
+  }),
+);
+
+export const CustomFieldGroupSchema = Component(
+  "CustomFieldGroup",
+  Type.Object({
+    id: Type.String(),
+    name: Type.String(),
+    position: Type.Integer(),
+    fields: Type.Integer({ description: "How many fields the group holds" }),
+    createdAt: DateTime(),
+    updatedAt: DateTime(),
+  }),
+);
+
+export const JobAcceptedSchema = Type.Object({ jobId: Type.String({ description: "Follow it at `GET {ws}/jobs?id=`" }) });
+export const SuccessSchema = Type.Object({ success: Type.Literal(true) });
+const Rows = Type.Array(Json("A stored row"));
+
+export const results = {
+  attributeKeys: Type.Array(
+    Type.Object({ key: Type.String(), count: Type.Integer(), types: Type.Array(Type.String()) }),
+  ),
+  geo: Type.Object({
+    countries: Type.Array(Type.Object({ country: Nullable(Type.String()), count: Type.Integer() })),
+    cities: Type.Array(
+      Type.Object({ country: Nullable(Type.String()), city: Type.String(), count: Type.Integer() }),
+    ),
+  }),
+  dncList: Paginated(DncEntrySchema),
+  list: Paginated(ContactSchema),
+  bulk: Type.Object({ affected: Type.Integer() }),
+  ingest: Type.Object({
+    created: Type.Integer(),
+    updated: Type.Integer(),
+    failed: Type.Array(Type.Object({ index: Type.Integer(), error: Type.String() })),
+  }),
+  duplicates: Paginated(
+    Type.Object({ reason: DuplicateReason, value: Type.String(), contacts: Type.Array(ContactOverview) }),
+  ),
+  contactDuplicates: Type.Array(
+    Type.Object({ contact: ContactOverview, reasons: Type.Array(DuplicateReason), score: Type.Number() }),
+  ),
+  gdprExport: Type.Object({
+    contact: ContactSchema,
+    consent: ConsentSchema,
+    events: Rows,
+    messages: Rows,
+    notes: Rows,
+    formSubmissions: Rows,
+    scores: Rows,
+    stageHistory: Rows,
+    deals: Rows,
+    tasks: Rows,
+    segments: Rows,
+  }),
+  notes: Paginated(NoteSchema),
+  timeline: Paginated(TimelineItem),
+  link: Type.Object({ url: Type.String(), token: Type.String(), expiresAt: DateTime() }),
+  exportJson: Type.Object({
+    contact: ContactSchema,
+    notes: Type.Array(NoteSchema),
+    stageHistory: Type.Array(StageChange),
+  }),
+};
+
+const ws = { workspaceId: WorkspaceId };
+const contactPath = { workspaceId: WorkspaceId, contactId: ContactId };
 
 export const schemas = {
-  list: {
-    $$strict: "remove",
-    ...ws,
-    ...pageParams,
-    ...filterParams,
-    sort: { type: "string", max: 50, optional: true },
-  },
-  create: { $$strict: "remove", ...ws, ...contactFields },
-  get: { $$strict: "remove", ...contactPath },
-  update: { $$strict: "remove", ...contactPath, ...contactFields },
-  consentPut: {
-    $$strict: "remove",
+  list: Params({ ...ws, ...PageQuery, ...filterParams, sort: SortParam }),
+  create: Params({ ...ws, ...contactFields }),
+  get: Params(contactPath),
+  update: Params({ ...contactPath, ...contactFields }),
+  consentPut: Params({
     ...contactPath,
-    channel: { type: "enum", values: [...CONSENT_CHANNELS, "all"] },
-    status: { type: "enum", values: ["opted_in", "opted_out"] },
-    source: { type: "string", min: 1, max: 100, optional: true },
-  },
-  dncList: {
-    $$strict: "remove",
+    channel: StringEnum([...CONSENT_CHANNELS, "all"]),
+    status: StringEnum(["opted_in", "opted_out"]),
+    source: Type.Optional(Type.String({ minLength: 1, maxLength: 100 })),
+  }),
+  dncList: Params({ ...ws, ...PageQuery, type: Type.Optional(DncType) }),
+  dncCreate: Params({
     ...ws,
-    ...pageParams,
-    type: { type: "enum", values: ["email", "phone"], optional: true },
-  },
-  dncCreate: {
-    $$strict: "remove",
+    type: DncType,
+    value: Type.String({ minLength: 1, maxLength: 254 }),
+    reason: Type.Optional(Type.String({ maxLength: 500 })),
+  }),
+  dncDelete: Params({ ...ws, type: DncType, value: Type.String({ minLength: 1, maxLength: 254 }) }),
+  workspaceOnly: Params(ws),
+  geo: Params({ ...ws, country: Type.Optional(Type.String({ maxLength: 255 })) }),
+  export: Params({ ...ws, ...filterParams, sort: SortParam }),
+  bulk: Params({
     ...ws,
-    type: { type: "enum", values: ["email", "phone"] },
-    value: { type: "string", min: 1, max: 254 },
-    reason: { type: "string", max: 500, optional: true },
-  },
-  dncDelete: {
-    $$strict: "remove",
+    action: StringEnum(["tag", "untag", "delete", "setStage", "setAttribute"]),
+    ids: Type.Optional(Type.Array(Type.String({ maxLength: 64 }), { maxItems: 1_000_000 })),
+    filter: Type.Optional(Type.Object(filterParams, { additionalProperties: false })),
+    value: Type.Optional(Type.Unknown({ description: "The tag, stage, or `{key, value}` attribute" })),
+  }),
+  ingest: Params({
     ...ws,
-    type: { type: "enum", values: ["email", "phone"] },
-    value: { type: "string", min: 1, max: 254 },
-  },
-  workspaceOnly: { $$strict: "remove", ...ws },
-  geo: { $$strict: "remove", ...ws, country: { type: "string", max: 255, optional: true } },
-  export: { $$strict: "remove", ...ws, ...filterParams, sort: { type: "string", max: 50, optional: true } },
-  bulk: {
-    $$strict: "remove",
+    contacts: Type.Array(Type.Unknown({ description: "A contact's fields, plus `emailOptOut`" }), {
+      minItems: 1,
+      maxItems: 1000,
+    }),
+  }),
+  merge: Params({
     ...ws,
-    action: { type: "enum", values: ["tag", "untag", "delete", "setStage", "setAttribute"] },
-    ids: { type: "array", items: { type: "string", max: 64 }, optional: true, max: 1_000_000 },
-    filter: { type: "object", optional: true, props: { ...filterParams }, strict: "remove" },
-    value: { type: "any", optional: true },
-  },
-  ingest: {
-    $$strict: "remove",
-    ...ws,
-    contacts: { type: "array", min: 1, max: 1000, items: { type: "any" } },
-  },
-  merge: {
-    $$strict: "remove",
-    ...ws,
-    primaryId: { type: "string", max: 64 },
-    duplicateIds: { type: "array", min: 1, max: 50, items: { type: "string", max: 64 } },
-  },
-  duplicates: { $$strict: "remove", ...ws, ...pageParams },
-  contactDuplicates: { $$strict: "remove", ...contactPath },
-  notesList: { $$strict: "remove", ...contactPath, ...pageParams },
-  noteCreate: { $$strict: "remove", ...contactPath, body: { type: "string", min: 1, max: 20_000 } },
-  timeline: { $$strict: "remove", ...contactPath, ...pageParams },
-  stageSet: {
-    $$strict: "remove",
+    primaryId: Type.String({ maxLength: 64 }),
+    duplicateIds: Type.Array(Type.String({ maxLength: 64 }), { minItems: 1, maxItems: 50 }),
+  }),
+  duplicates: Params({ ...ws, ...PageQuery }),
+  notesList: Params({ ...contactPath, ...PageQuery }),
+  noteCreate: Params({ ...contactPath, body: Type.String({ minLength: 1, maxLength: 20_000 }) }),
+  timeline: Params({ ...contactPath, ...PageQuery }),
+  stageSet: Params({
     ...contactPath,
-    stage: { type: "string", max: 100, nullable: true },
-    reason: { type: "string", max: 500, optional: true },
-  },
-  exportOne: {
-    $$strict: "remove",
-    ...contactPath,
-    format: { type: "enum", values: ["csv", "json"], optional: true },
-  },
-  stageDefCreate: {
-    $$strict: "remove",
+    stage: Nullable(Type.String({ maxLength: 100 })),
+    reason: Type.Optional(Type.String({ maxLength: 500 })),
+  }),
+  exportOne: Params({ ...contactPath, format: Type.Optional(StringEnum(["csv", "json"])) }),
+  dncBlocked: Params({
+    emails: Type.Optional(Type.Array(Type.String())),
+    phones: Type.Optional(Type.Array(Type.String())),
+  }),
+  redeemLinkToken: Params({ token: Type.String({ maxLength: 200 }), channel: Type.String({ maxLength: 50 }) }),
+  stageDefCreate: Params({
     ...ws,
-    key: {
-      type: "string",
-      pattern: /^[a-z][a-z0-9_]{0,49}$/,
-      messages: { stringPattern: "must be 1-50 lower-case letters, digits or _ starting with a letter" },
+    key: Type.String({
+      pattern: "^[a-z][a-z0-9_]{0,49}$",
+      description: "1-50 lower-case letters, digits or _ starting with a letter",
+    }),
+    name: Type.String({ minLength: 1, maxLength: 100 }),
+    position: Position,
+    color: Type.Optional(Type.String({ maxLength: 20 })),
+  }),
+  stageDefUpdate: Params({
+    ...ws,
+    stageId: Type.String({ maxLength: 64 }),
+    name: Type.Optional(Type.String({ minLength: 1, maxLength: 100 })),
+    position: Position,
+    color: Type.Optional(Nullable(Type.String({ maxLength: 20 }))),
+  }),
+  stageDefDelete: Params({ ...ws, stageId: Type.String({ maxLength: 64 }) }),
+  customFieldList: Params({ ...ws, groupId: Type.Optional(Type.String({ maxLength: 64 })) }),
+  customFieldCreate: Params({
+    ...ws,
+    key: Type.String({
+      pattern: "^[a-zA-Z][a-zA-Z0-9_]{0,63}$",
+      description: "1-64 letters, digits or _ starting with a letter",
+    }),
+    label: Type.String({ minLength: 1, maxLength: 200 }),
+    type: StringEnum(CUSTOM_FIELD_TYPES),
+    options: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: 200 }), { maxItems: 500 })),
+    groupId: Type.Optional(Type.String({ maxLength: 64 })),
+    required: Type.Optional(Type.Boolean()),
+    position: Position,
+  }),
+  customFieldGroupCreate: Params({
+    ...ws,
+    name: Type.String({ minLength: 1, maxLength: 100 }),
+    position: Position,
+  }),
+};
+
+/** The operations whose bodies or answers are not JSON (CSV in, CSV out). */
+export const openapi = {
+  import: {
+    tags: ["Contacts"],
+    summary: "Import contacts from CSV (update-or-create by email) as a job",
+    description:
+      "Body: raw `text/csv`, or `multipart/form-data` with the field `file` (and optionally `mapping`, sent before `file`). " +
+      "`mapping` (query parameter or multipart field) is JSON: CSV column → contact field (`email`, `firstName`, ..., " +
+      "`attributes.<key>`, `customFields.<key>`, `consent.<channel>`, or null to ignore). Columns named like fields map themselves. " +
+      "A `consent.<channel>` cell is `opted_in` or `opted_out` (stored with source `import`; an opt-out emits `unsubscribe.<channel>`); " +
+      "`unknown` or empty leaves the stored consent as it is. At most 50 MiB. " +
+      "The job's result is `{created, updated, failed: [{line, error}], failedCount, ignoredColumns}` (the header is line 1).",
+    requestBody: {
+      required: true,
+      content: {
+        "text/csv": { schema: { type: "string" } },
+        "multipart/form-data": {
+          schema: {
+            type: "object",
+            properties: { file: { type: "string", format: "binary" }, mapping: { type: "string" } },
+            required: ["file"],
+          },
+        },
+      },
     },
-    name: { type: "string", min: 1, max: 100 },
-    position: { type: "number", integer: true, min: 0, max: 2_147_483_647, optional: true },
-    color: { type: "string", max: 20, optional: true },
   },
-  stageDefUpdate: {
-    $$strict: "remove",
-    ...ws,
-    stageId: { type: "string", max: 64 },
-    name: { type: "string", min: 1, max: 100, optional: true },
-    position: { type: "number", integer: true, min: 0, max: 2_147_483_647, optional: true },
-    color: { type: "string", max: 20, optional: true, nullable: true },
+  exportAll: {
+    tags: ["Contacts"],
+    summary: "Export contacts as CSV",
+    description:
+      "Streams `text/csv` filtered like the list: a header row of field names, then one row per contact; " +
+      "`consent.<channel>` columns hold `opted_in`, `opted_out` or `unknown`, and `attributes` and `customFields` " +
+      "are flattened as `attributes.<key>` and `customFields.<key>`.",
+    responses: { "200": { description: "CSV", content: { "text/csv": { schema: { type: "string" } } } } },
   },
-  stageDefDelete: { $$strict: "remove", ...ws, stageId: { type: "string", max: 64 } },
-  customFieldList: { $$strict: "remove", ...ws, groupId: { type: "string", max: 64, optional: true } },
-  customFieldCreate: {
-    $$strict: "remove",
-    ...ws,
-    key: {
-      type: "string",
-      pattern: /^[a-zA-Z][a-zA-Z0-9_]{0,63}$/,
-      messages: { stringPattern: "must be 1-64 letters, digits or _ starting with a letter" },
+  exportOneResponses: {
+    "200": {
+      description: "The contact as a CSV row under its header (default), or as JSON with `format=json`",
+      content: { "text/csv": { schema: { type: "string" } }, "application/json": { schema: results.exportJson } },
     },
-    label: { type: "string", min: 1, max: 200 },
-    type: { type: "enum", values: [...CUSTOM_FIELD_TYPES] },
-    options: { type: "array", items: { type: "string", min: 1, max: 200 }, max: 500, optional: true },
-    groupId: { type: "string", max: 64, optional: true },
-    required: { type: "boolean", optional: true },
-    position: { type: "number", integer: true, min: 0, max: 2_147_483_647, optional: true },
+    "4XX": { $ref: "#/components/responses/Error" },
   },
-  customFieldGroupCreate: {
-    $$strict: "remove",
-    ...ws,
-    name: { type: "string", min: 1, max: 100 },
-    position: { type: "number", integer: true, min: 0, max: 2_147_483_647, optional: true },
-  },
-} as const;
+};

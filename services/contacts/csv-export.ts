@@ -1,16 +1,21 @@
 import { Readable, pipeline } from "node:stream";
 import { QueryTypes } from "sequelize";
 import { stringify } from "csv-stringify";
+import { stringify as stringifySync } from "csv-stringify/sync";
 import { database } from "../../lib/database";
+import { pageRequest } from "../../lib/pagination";
 import {
   CONSENT_CHANNELS,
   contactView,
   filterWhere,
+  getContact,
   rowsMatching,
   type ContactFilter,
   type ContactView,
 } from "./contacts.repo";
 import { decodeAttributeCell } from "./csv-import";
+import { listNotes, type NoteView } from "./notes";
+import { stageHistory, type StageChange } from "./stages";
 import { Binds } from "./sql";
 
 /**
@@ -120,4 +125,30 @@ export async function exportCsv(workspaceId: string, filter: ContactFilter): Pro
   }
   // pipeline (not pipe): a failing query destroys the response stream instead of leaving it open.
   return pipeline(Readable.from(records()), stringify(), () => undefined);
+}
+
+export type ContactExport =
+  | { format: "json"; body: { contact: ContactView; notes: NoteView[]; stageHistory: StageChange[] } }
+  | { format: "csv"; body: string; filename: string };
+
+/** One contact as a CSV row (the workspace export's columns for its keys) or as JSON with its notes and stage history. */
+export async function exportContact(
+  workspaceId: string,
+  contactId: string,
+  format: "csv" | "json",
+): Promise<ContactExport> {
+  const contact = await getContact(workspaceId, contactId);
+  if (format === "json") {
+    const [notes, stages] = await Promise.all([
+      listNotes(workspaceId, contact.id, pageRequest({ limit: 100 })),
+      stageHistory(workspaceId, contact.id),
+    ]);
+    return { format, body: { contact, notes: notes.data, stageHistory: stages.history } };
+  }
+  const columns = {
+    attributes: Object.keys(contact.attributes).sort(),
+    customFields: Object.keys(contact.customFields).sort(),
+  };
+  const body = stringifySync([headerRow(columns), contactRow(contact, columns)]);
+  return { format, body, filename: `contact-${contact.id}.csv` };
 }

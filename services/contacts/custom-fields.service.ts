@@ -1,83 +1,67 @@
-import type { ServiceSchema } from "moleculer";
-import type { AppContext } from "../../lib/moleculer-types";
+import { Type } from "@sinclair/typebox";
+import { defineAction, defineService } from "../../lib/define-service";
 import { workspaceOf } from "../../lib/tenancy";
-import { DbMixin } from "../../mixins/db.mixin";
-import { Contact } from "../../models";
-import { schemas } from "./contacts.schemas";
+import { DatabaseMixin } from "../../mixins/database.mixin";
+import { CustomFieldGroupSchema, CustomFieldSchema, schemas } from "./contacts.schemas";
 import { createField, createGroup, listFields, listGroups } from "./custom-fields.repo";
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-type Ctx = AppContext<Record<string, any>>;
-
 const WS = "/workspaces/:workspaceId/custom-fields";
+const tags = ["Custom fields"];
 
 /** Typed custom contact fields (checked on every contact write) and their groups. */
-const CustomFieldsService: ServiceSchema = {
+export default defineService({
   name: "customFields",
-  mixins: [DbMixin(Contact)],
+  mixins: [DatabaseMixin],
   settings: { rest: "/" },
 
   actions: {
     /** Field definitions in order (`?groupId=` narrows). contacts.read. */
-    list: {
+    list: defineAction({
       rest: `GET ${WS}`,
-      openapi: { tags: ["Custom fields"], summary: "List the workspace's custom fields" },
+      openapi: { tags, summary: "List the workspace's custom fields" },
       auth: "any",
       permission: "contacts.read",
       params: schemas.customFieldList,
-      handler: (ctx: Ctx) => listFields(workspaceOf(ctx), ctx.params.groupId),
-    },
+      result: Type.Array(CustomFieldSchema),
+      handler: (ctx) => listFields(workspaceOf(ctx), ctx.params.groupId),
+    }),
 
     /** Define a field `{key, label, type, options?, groupId?, required?, position?}`; 409 on a taken key. contacts.write. */
-    create: {
+    create: defineAction({
       rest: `POST ${WS}`,
-      openapi: { tags: ["Custom fields"], summary: "Create a custom field (its key is unique in the workspace)" },
+      openapi: { tags, summary: "Create a custom field (its key is unique in the workspace)" },
       auth: "any",
       permission: "contacts.write",
       params: schemas.customFieldCreate,
-      async handler(ctx: Ctx) {
-        const { key, label, type, options, groupId, required, position } = ctx.params;
-        const field = await createField(workspaceOf(ctx), {
-          key,
-          label,
-          type,
-          options,
-          groupId,
-          required,
-          position,
-        });
-        ctx.meta.$statusCode = 201;
-        return field;
+      status: 201,
+      result: CustomFieldSchema,
+      handler(ctx) {
+        const { workspaceId: _path, ...field } = ctx.params; // the workspace comes from ctx.meta
+        return createField(workspaceOf(ctx), field);
       },
-    },
+    }),
 
     /** Groups with their field counts. contacts.read. */
-    listGroups: {
+    listGroups: defineAction({
       rest: `GET ${WS}/groups`,
-      openapi: { tags: ["Custom fields"], summary: "List custom field groups" },
+      openapi: { tags, summary: "List custom field groups" },
       auth: "any",
       permission: "contacts.read",
       params: schemas.workspaceOnly,
-      handler: (ctx: Ctx) => listGroups(workspaceOf(ctx)),
-    },
+      result: Type.Array(CustomFieldGroupSchema),
+      handler: (ctx) => listGroups(workspaceOf(ctx)),
+    }),
 
     /** Add a group `{name, position?}`; 409 on a taken name. contacts.write. */
-    createGroup: {
+    createGroup: defineAction({
       rest: `POST ${WS}/groups`,
-      openapi: { tags: ["Custom fields"], summary: "Create a custom field group" },
+      openapi: { tags, summary: "Create a custom field group" },
       auth: "any",
       permission: "contacts.write",
       params: schemas.customFieldGroupCreate,
-      async handler(ctx: Ctx) {
-        const group = await createGroup(workspaceOf(ctx), {
-          name: ctx.params.name,
-          position: ctx.params.position,
-        });
-        ctx.meta.$statusCode = 201;
-        return group;
-      },
-    },
+      status: 201,
+      result: CustomFieldGroupSchema,
+      handler: (ctx) => createGroup(workspaceOf(ctx), { name: ctx.params.name, position: ctx.params.position }),
+    }),
   },
-};
-
-export default CustomFieldsService;
+});

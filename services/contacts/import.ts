@@ -1,12 +1,15 @@
 import { createReadStream } from "node:fs";
-import type { ServiceBroker } from "moleculer";
-import type { ProgressFn } from "../../lib/jobs";
+import type { Readable } from "node:stream";
+import type { LoggerInstance, ServiceBroker } from "moleculer";
+import { validationError } from "../../lib/errors";
+import { startJob, type ProgressFn } from "../../lib/jobs";
 import { checkInput, loadDefs } from "./contact-write";
-import { settleContacts } from "./contacts.repo";
-import { readCsv } from "./csv-import";
+import { assertNoIssues, settleContacts } from "./contacts.repo";
+import { checkMapping, readCsv } from "./csv-import";
 import { evaluateSegments } from "./effects";
 import { hasIdentity, type ContactWrite } from "./normalize";
 import { referenceIssues } from "./references";
+import { spoolUpload } from "./upload";
 import { upsertMany, type ConsentWanted, type UpsertedRow, type UpsertOrigin } from "./upsert";
 
 /** The import job: stream the spooled CSV, validate each row, upsert in batches, report bad rows by line. */
@@ -121,4 +124,51 @@ export async function importCsv(
   if (result.created >= ANALYZE_AFTER_ROWS) await settleContacts();
   result.failed.sort((a, b) => a.line - b.line);
   return result;
+}
+
+/** The `mapping` JSON of an import (query or multipart field); 400 naming `mapping` when malformed. */
+export function parseMapping(text: unknown): Record<string, string | null> {
+  if (text === undefined || text === "") return {};
+  let parsed: unknown;
+  try {
+    parsed = typeof text === "string" ? JSON.parse(text) : text;
+  } catch {
+    throw validationError("mapping must be JSON", [
+      { field: "mapping", message: "must be a JSON object of CSV column → contact field" },
+    ]);
+  }
+  const { mapping, issues } = checkMapping(parsed);
+  assertNoIssues(issues);
+  return mapping;
+}
+
+/**
+ * `POST {ws}/contacts/import`: spool the streamed body (raw CSV or a
+ * multipart `file`), read the mapping (multipart field, else query), and run
+ * the import as a job. Answers the job's id.
+ */
+export async function startImport(
+  broker: ServiceBroker,
+  logger: LoggerInstance,
+  workspaceId: string,
+  upload: { body: Readable; contentType?: string; queryMapping?: unknown },
+  actor: { actorType: string; actorId: string | null },
+): Promise<{ jobId: string }> {
+  const queryMapping = parseMapping(upload.queryMapping);
+  const spooled = await spoolUpload(upload.body, upload.contentType);
+  let mapping: Record<string, string | null>;
+  try {
+    mapping = spooled.mapping !== undefined ? parseMapping(spooled.mapping) : queryMapping;
+  } catch (err) {
+    await spooled.cleanup();
+    throw err;
+  }
+  const rows = Math.max(0, spooled.lines - 1);
+  const { jobId } = await startJob(
+    { workspaceId, type: "contacts.import", createdBy: actor.actorId, total: rows },
+    (progress) =>
+      importCsv(broker, workspaceId, spooled.file, mapping, progress, rows, actor).finally(spooled.cleanup),
+    (err) => logger.error("Contact import failed", err),
+  );
+  return { jobId };
 }

@@ -1,6 +1,7 @@
 import { QueryTypes } from "sequelize";
 import { newId, randomBase62, sha256Hex } from "../../lib/crypto";
 import { database } from "../../lib/database";
+import { validationError } from "../../lib/errors";
 import { getRow } from "./contacts.repo";
 
 /**
@@ -48,4 +49,20 @@ export async function redeemLinkToken(
     { bind: [sha256Hex(token), channel], type: QueryTypes.SELECT },
   );
   return rows[0] ? { workspaceId: rows[0].workspace_id, contactId: rows[0].contact_id } : null;
+}
+
+/** The chatapp1 deep link for a contact; 400 naming the setting when the workspace has no bot URL. */
+export async function chatapp1Link(
+  workspaceId: string,
+  contactId: string,
+  settings: { chatapp1?: { botUrl?: unknown } } | undefined,
+): Promise<{ url: string; token: string; expiresAt: string }> {
+  const botUrl = settings?.chatapp1?.botUrl;
+  if (typeof botUrl !== "string" || !/^https?:\/\//.test(botUrl)) {
+    throw validationError("The chatapp1 bot is not configured: set the workspace setting chatapp1.botUrl", [
+      { field: "settings.chatapp1.botUrl", message: "must be the bot's http(s) URL" },
+    ]);
+  }
+  const { token, expiresAt } = await issueLinkToken(workspaceId, contactId, "chatapp1");
+  return { url: deepLink(botUrl, token), token, expiresAt };
 }

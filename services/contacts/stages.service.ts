@@ -1,78 +1,72 @@
-import type { ServiceSchema } from "moleculer";
-import type { AppContext } from "../../lib/moleculer-types";
+import { Type } from "@sinclair/typebox";
+import { defineAction, defineService } from "../../lib/define-service";
 import { workspaceOf } from "../../lib/tenancy";
-import { DbMixin } from "../../mixins/db.mixin";
-import { Contact } from "../../models";
-import { schemas } from "./contacts.schemas";
+import { DatabaseMixin } from "../../mixins/database.mixin";
+import { schemas, StageDefSchema, SuccessSchema } from "./contacts.schemas";
 import { createStage, deleteStage, listStages, updateStage } from "./stages";
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-type Ctx = AppContext<Record<string, any>>;
-
 const WS = "/workspaces/:workspaceId/stages";
+const tags = ["Lifecycle stages"];
 
 /** Lifecycle stage definitions (the ladder contacts climb). A workspace starts with HubSpot-like defaults. */
-const StagesService: ServiceSchema = {
+export default defineService({
   name: "stages",
-  mixins: [DbMixin(Contact)],
+  mixins: [DatabaseMixin],
   settings: { rest: "/" },
 
   actions: {
     /** Stages in order, each with its contact count. contacts.read. */
-    list: {
+    list: defineAction({
       rest: `GET ${WS}`,
-      openapi: { tags: ["Lifecycle stages"], summary: "List lifecycle stages in order" },
+      openapi: { tags, summary: "List lifecycle stages in order" },
       auth: "any",
       permission: "contacts.read",
       params: schemas.workspaceOnly,
-      handler: (ctx: Ctx) => listStages(workspaceOf(ctx)),
-    },
+      result: Type.Array(StageDefSchema),
+      handler: (ctx) => listStages(workspaceOf(ctx)),
+    }),
 
     /** Add a stage `{key, name, position?, color?}` (409 on a taken key). contacts.write. */
-    create: {
+    create: defineAction({
       rest: `POST ${WS}`,
-      openapi: { tags: ["Lifecycle stages"], summary: "Create a lifecycle stage" },
+      openapi: { tags, summary: "Create a lifecycle stage" },
       auth: "any",
       permission: "contacts.write",
       params: schemas.stageDefCreate,
-      async handler(ctx: Ctx) {
-        const stage = await createStage(
-          workspaceOf(ctx),
-          ctx.params as { key: string; name: string; position?: number; color?: string },
-        );
-        ctx.meta.$statusCode = 201;
-        return stage;
+      status: 201,
+      result: StageDefSchema,
+      handler(ctx) {
+        const { workspaceId: _path, ...stage } = ctx.params; // the workspace comes from ctx.meta
+        return createStage(workspaceOf(ctx), stage);
       },
-    },
+    }),
 
     /** Rename, reorder or recolour a stage (its key is fixed). contacts.write. */
-    update: {
+    update: defineAction({
       rest: `PATCH ${WS}/:stageId`,
-      openapi: { tags: ["Lifecycle stages"], summary: "Rename, reorder or recolour a lifecycle stage" },
+      openapi: { tags, summary: "Rename, reorder or recolour a lifecycle stage" },
       auth: "any",
       permission: "contacts.write",
       params: schemas.stageDefUpdate,
-      handler: (ctx: Ctx) =>
-        updateStage(workspaceOf(ctx), ctx.params.stageId, {
-          name: ctx.params.name,
-          position: ctx.params.position,
-          color: ctx.params.color,
-        }),
-    },
+      result: StageDefSchema,
+      handler(ctx) {
+        const { workspaceId: _path, stageId, ...changes } = ctx.params;
+        return updateStage(workspaceOf(ctx), stageId, changes);
+      },
+    }),
 
     /** Delete a stage no contact is in (409 otherwise). contacts.delete. */
-    remove: {
+    remove: defineAction({
       rest: `DELETE ${WS}/:stageId`,
-      openapi: { tags: ["Lifecycle stages"], summary: "Delete a lifecycle stage" },
+      openapi: { tags, summary: "Delete a lifecycle stage" },
       auth: "any",
       permission: "contacts.delete",
       params: schemas.stageDefDelete,
-      async handler(ctx: Ctx) {
+      result: SuccessSchema,
+      async handler(ctx) {
         await deleteStage(workspaceOf(ctx), ctx.params.stageId);
-        return { success: true };
+        return { success: true as const };
       },
-    },
+    }),
   },
-};
-
-export default StagesService;
+});
