@@ -8,19 +8,9 @@ import { stageDomainEvents } from "../../lib/outbox";
 import { isServiceAvailable } from "../../lib/registry";
 import { normalizePhone, PHONE_FORMAT_MESSAGE } from "../contacts/normalize";
 import * as repo from "./webhooks.repo";
+import type { InboundParams } from "./webhooks.schemas";
 import { open } from "./secret-box";
 import { verifyInbound } from "./signature";
-
-export interface InboundParams {
-  endpointId: string;
-  type?: string;
-  email?: string | null;
-  contactId?: string | null;
-  firstName?: string | null;
-  lastName?: string | null;
-  phone?: string | null;
-  metadata?: Record<string, unknown> | null;
-}
 
 /**
  * Replay window for signed inbound bodies: the same signature and body within

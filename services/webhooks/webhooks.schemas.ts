@@ -1,81 +1,106 @@
-import { pageParams } from "../../lib/pagination";
+import { Type, type Static } from "@sinclair/typebox";
+import { Paginated, PageQuery } from "../../lib/pagination";
+import { Component, DateTime, Int32, Nullable, Params, StringEnum, Trimmed } from "../../lib/schema";
 
-const wsId = { type: "string", min: 1, max: 64 } as const;
-const id = { type: "string", min: 1, max: 64 } as const;
-const eventsRule = { type: "array", items: { type: "string", min: 1, max: 200 }, max: 100, optional: true } as const;
-const NAME_MAX = 100;
+const WorkspaceId = Type.String({ minLength: 1, maxLength: 64 });
+const Id = Type.String({ minLength: 1, maxLength: 64 });
+const Events = Type.Optional(
+  Type.Array(Type.String({ minLength: 1, maxLength: 200 }), {
+    maxItems: 100,
+    description: "Event types to send; empty or absent: every event",
+  }),
+);
+const Name = Type.Optional(Nullable(Trimmed({ maxLength: 100 })));
+const Direction = StringEnum(["INBOUND", "OUTBOUND"]);
+
+export const EndpointSchema = Component(
+  "WebhookEndpoint",
+  Type.Object({
+    id: Type.String(),
+    name: Nullable(Type.String()),
+    url: Nullable(Type.String()),
+    events: Type.Array(Type.String()),
+    direction: Direction,
+    active: Type.Boolean(),
+    createdAt: DateTime(),
+    updatedAt: DateTime(),
+    _count: Type.Optional(Type.Object({ deliveries: Type.Integer() })),
+    secret: Type.Optional(Type.String({ description: "`whsec_...`: in the create answer only" })),
+  }),
+);
+
+export const DeliverySchema = Component(
+  "WebhookDelivery",
+  Type.Object({
+    id: Type.String(),
+    endpointId: Type.String(),
+    event: Type.String(),
+    direction: Direction,
+    attempt: Type.Integer(),
+    success: Type.Boolean(),
+    statusCode: Nullable(Type.Integer()),
+    responseBody: Nullable(Type.String({ description: "The first 2 KB of the answer" })),
+    error: Nullable(Type.String()),
+    durationMs: Nullable(Type.Integer()),
+    nextAttemptAt: Nullable(DateTime()),
+    payload: Type.Record(Type.String(), Type.Unknown()),
+    createdAt: DateTime(),
+    deliveredAt: Nullable(DateTime()),
+  }),
+);
+
+export const SuccessSchema = Type.Object({ success: Type.Literal(true) });
+
+export const results = {
+  list: Type.Array(EndpointSchema),
+  deliveries: Paginated(DeliverySchema),
+  inbound: Type.Object({ received: Type.Literal(true), deliveryId: Type.String() }),
+  dispatchDue: Type.Object({ sent: Int32() }),
+};
 
 export const schemas = {
-  list: { $$strict: "remove", workspaceId: wsId },
-  create: {
-    $$strict: "remove",
-    workspaceId: wsId,
-    name: { type: "string", max: NAME_MAX, trim: true, optional: true, nullable: true },
-    url: { type: "string", max: 2048, trim: true, optional: true, nullable: true },
-    events: eventsRule,
-    direction: { type: "enum", values: ["INBOUND", "OUTBOUND"], optional: true },
-  },
-  update: {
-    $$strict: "remove",
-    workspaceId: wsId,
-    webhookId: id,
-    name: { type: "string", max: NAME_MAX, trim: true, optional: true, nullable: true },
-    url: { type: "string", max: 2048, trim: true, optional: true },
-    events: eventsRule,
-    active: { type: "boolean", optional: true },
-  },
-  remove: { $$strict: "remove", workspaceId: wsId, webhookId: id },
-  deliveries: {
-    $$strict: "remove",
-    workspaceId: wsId,
-    ...pageParams,
-    endpointId: { type: "string", max: 64, optional: true },
-    success: { type: "boolean", convert: true, optional: true },
-    event: { type: "string", max: 200, optional: true },
-  },
-  retry: { $$strict: "remove", workspaceId: wsId, deliveryId: id },
+  list: Params({ workspaceId: WorkspaceId }),
+  create: Params({
+    workspaceId: WorkspaceId,
+    name: Name,
+    url: Type.Optional(Nullable(Trimmed({ maxLength: 2048, description: "Required for OUTBOUND" }))),
+    events: Events,
+    direction: Type.Optional(Direction),
+  }),
+  update: Params({
+    workspaceId: WorkspaceId,
+    webhookId: Id,
+    name: Name,
+    url: Type.Optional(Trimmed({ maxLength: 2048 })),
+    events: Events,
+    active: Type.Optional(Type.Boolean()),
+  }),
+  remove: Params({ workspaceId: WorkspaceId, webhookId: Id }),
+  deliveries: Params({
+    workspaceId: WorkspaceId,
+    ...PageQuery,
+    endpointId: Type.Optional(Type.String({ maxLength: 64 })),
+    success: Type.Optional(Type.Boolean()),
+    event: Type.Optional(Type.String({ maxLength: 200 })),
+  }),
+  retry: Params({ workspaceId: WorkspaceId, deliveryId: Id }),
   /** Every field optional here: the signature is checked before `type` is required (400 after 401). */
-  inbound: {
-    $$strict: "remove",
-    endpointId: id,
-    type: { type: "string", max: 200, trim: true, optional: true },
-    email: { type: "email", normalize: true, max: 254, optional: true, nullable: true },
-    contactId: { type: "string", max: 64, optional: true, nullable: true },
-    firstName: { type: "string", max: 200, optional: true, nullable: true },
-    lastName: { type: "string", max: 200, optional: true, nullable: true },
-    phone: { type: "string", max: 50, optional: true, nullable: true },
-    metadata: { type: "object", optional: true, nullable: true },
-  },
-} as const;
+  inbound: Params({
+    endpointId: Id,
+    type: Type.Optional(Trimmed({ maxLength: 200 })),
+    email: Type.Optional(
+      Nullable(Type.String({ format: "email", maxLength: 254, transform: ["trim", "toLowerCase"] })),
+    ),
+    contactId: Type.Optional(Nullable(Type.String({ maxLength: 64 }))),
+    firstName: Type.Optional(Nullable(Type.String({ maxLength: 200 }))),
+    lastName: Type.Optional(Nullable(Type.String({ maxLength: 200 }))),
+    phone: Type.Optional(Nullable(Type.String({ maxLength: 50 }))),
+    metadata: Type.Optional(Nullable(Type.Record(Type.String(), Type.Unknown()))),
+  }),
+};
 
-export interface Endpoint {
-  id: string;
-  name: string | null;
-  url: string | null;
-  events: string[];
-  direction: "INBOUND" | "OUTBOUND";
-  active: boolean;
-  createdAt: string;
-  updatedAt: string;
-  _count?: { deliveries: number };
-  /** Only in the create response. */
-  secret?: string;
-}
+export type InboundParams = Static<typeof schemas.inbound>;
 
+export type Endpoint = Static<typeof EndpointSchema>;
 /** The contract's delivery record. */
-export interface Delivery {
-  id: string;
-  endpointId: string;
-  event: string;
-  direction: "INBOUND" | "OUTBOUND";
-  attempt: number;
-  success: boolean;
-  statusCode: number | null;
-  responseBody: string | null;
-  error: string | null;
-  durationMs: number | null;
-  nextAttemptAt: string | null;
-  payload: Record<string, unknown>;
-  createdAt: string;
-  deliveredAt: string | null;
-}
+export type Delivery = Static<typeof DeliverySchema>;

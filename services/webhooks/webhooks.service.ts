@@ -1,25 +1,20 @@
-import type { ServiceSchema } from "moleculer";
 import { audit } from "../../lib/audit";
 import { config } from "../../lib/config";
 import { DOMAIN_EVENTS_CHANNEL, type DomainEvent } from "../../lib/domain-events";
+import { defineAction, defineService } from "../../lib/define-service";
 import { conflict, fieldError, notFound, notRetryable } from "../../lib/errors";
 import type { AppContext } from "../../lib/moleculer-types";
 import { pageRequest } from "../../lib/pagination";
 import { workspaceOf } from "../../lib/tenancy";
-import { DbMixin } from "../../mixins/db.mixin";
+import { DatabaseMixin } from "../../mixins/database.mixin";
 import { OutboxRelayMixin } from "../../mixins/outbox-relay";
-import { WebhookEndpoint } from "../../models";
 import { attempt, Dispatcher } from "./dispatcher";
-import { receiveInbound, REPLAY_WINDOW_SECONDS, type InboundParams } from "./inbound";
+import { receiveInbound, REPLAY_WINDOW_SECONDS } from "./inbound";
 import { seal } from "./secret-box";
 import { newSecret } from "./signature";
 import { guardEnabled, resolveTarget, TargetRefused } from "./url-guard";
 import * as repo from "./webhooks.repo";
-import { schemas } from "./webhooks.schemas";
-
-/** Validated params arrive typed by the schema above; handlers read them through this alias. */
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-type Ctx = AppContext<Record<string, any>>;
+import { DeliverySchema, EndpointSchema, results, schemas, SuccessSchema } from "./webhooks.schemas";
 
 /** An OUTBOUND url must be http(s) and, in production, not a private target (400 otherwise). */
 async function checkTarget(url: string): Promise<void> {
@@ -31,32 +26,35 @@ async function checkTarget(url: string): Promise<void> {
   }
 }
 
-const actorId = (ctx: Ctx) => (ctx.meta.principal?.kind === "user" ? ctx.meta.principal.userId : null);
+const actorId = (ctx: AppContext<object>) => (ctx.meta.principal?.kind === "user" ? ctx.meta.principal.userId : null);
 
 /** Webhook endpoints, the inbound receiver, the outbound fan-out and its dispatcher, deliveries. */
-const WebhooksService: ServiceSchema = {
+export default defineService({
   name: "webhooks",
-  mixins: [DbMixin(WebhookEndpoint), OutboxRelayMixin],
+  mixins: [DatabaseMixin, OutboxRelayMixin],
   settings: { rest: "/" },
 
   actions: {
     /** Endpoints with `_count.deliveries`; never their secrets. Session. */
-    list: {
+    list: defineAction({
       rest: "GET /workspaces/:workspaceId/webhooks",
       auth: "session",
       params: schemas.list,
+      result: results.list,
       openapi: { tags: ["Webhooks"], summary: "List webhook endpoints" },
-      handler: (ctx: Ctx) => repo.listEndpoints(workspaceOf(ctx)),
-    },
+      handler: (ctx) => repo.listEndpoints(workspaceOf(ctx)),
+    }),
 
     /** Create an endpoint; the answer carries its `secret`, shown only here. Session + ADMIN. */
-    create: {
+    create: defineAction({
       rest: "POST /workspaces/:workspaceId/webhooks",
       auth: "session",
       role: "ADMIN",
       params: schemas.create,
+      status: 201,
+      result: EndpointSchema,
       openapi: { tags: ["Webhooks"], summary: "Create a webhook endpoint (secret returned once)" },
-      async handler(ctx: Ctx) {
+      async handler(ctx) {
         const direction = ctx.params.direction ?? "OUTBOUND";
         const url: string | null = ctx.params.url || null;
         if (direction === "OUTBOUND") {
@@ -78,19 +76,19 @@ const WebhooksService: ServiceSchema = {
           direction,
           events: endpoint.events,
         });
-        ctx.meta.$statusCode = 201;
         return { ...endpoint, _count: { deliveries: 0 }, secret };
       },
-    },
+    }),
 
     /** Change name, url, events or active. Session + ADMIN. */
-    update: {
+    update: defineAction({
       rest: "PATCH /workspaces/:workspaceId/webhooks/:webhookId",
       auth: "session",
       role: "ADMIN",
       params: schemas.update,
+      result: EndpointSchema,
       openapi: { tags: ["Webhooks"], summary: "Update a webhook endpoint" },
-      async handler(ctx: Ctx) {
+      async handler(ctx) {
         const workspaceId = workspaceOf(ctx);
         const existing = await repo.findEndpoint(workspaceId, ctx.params.webhookId);
         if (!existing) throw notFound("Webhook");
@@ -105,42 +103,45 @@ const WebhooksService: ServiceSchema = {
         });
         return endpoint;
       },
-    },
+    }),
 
     /** Delete an endpoint and all its deliveries. Session + ADMIN. */
-    remove: {
+    remove: defineAction({
       rest: "DELETE /workspaces/:workspaceId/webhooks/:webhookId",
       auth: "session",
       role: "ADMIN",
       params: schemas.remove,
+      result: SuccessSchema,
       openapi: { tags: ["Webhooks"], summary: "Delete a webhook endpoint and its deliveries" },
-      async handler(ctx: Ctx) {
+      async handler(ctx) {
         if (!(await repo.deleteEndpoint(workspaceOf(ctx), ctx.params.webhookId))) throw notFound("Webhook");
         await audit(ctx, "webhook.deleted", { type: "webhook", id: ctx.params.webhookId });
-        return { success: true };
+        return { success: true as const };
       },
-    },
+    }),
 
     /** Delivery records, newest first, paginated (limit max 100). Session. */
-    deliveries: {
+    deliveries: defineAction({
       rest: "GET /workspaces/:workspaceId/webhooks/deliveries",
       auth: "session",
       params: schemas.deliveries,
+      result: results.deliveries,
       openapi: { tags: ["Webhooks"], summary: "List webhook deliveries" },
-      handler(ctx: Ctx) {
+      handler(ctx) {
         const { endpointId, success, event } = ctx.params;
         return repo.listDeliveries(workspaceOf(ctx), { endpointId, success, event }, pageRequest(ctx.params));
       },
-    },
+    }),
 
     /** Send an OUTBOUND delivery again now (same id, next attempt number); 400 NOT_RETRYABLE for INBOUND. Session + ADMIN. */
-    retryDelivery: {
+    retryDelivery: defineAction({
       rest: "POST /workspaces/:workspaceId/webhooks/deliveries/:deliveryId/retry",
       auth: "session",
       role: "ADMIN",
       params: schemas.retry,
+      result: DeliverySchema,
       openapi: { tags: ["Webhooks"], summary: "Retry an outbound delivery now" },
-      async handler(ctx: Ctx) {
+      async handler(ctx) {
         const workspaceId = workspaceOf(ctx);
         const found = await repo.findDelivery(workspaceId, ctx.params.deliveryId);
         if (!found) throw notFound("Delivery");
@@ -154,28 +155,30 @@ const WebhooksService: ServiceSchema = {
         await audit(ctx, "webhook.delivery.retried", { type: "webhook_delivery", id: found.id }, { attempt: result.attempt });
         return repo.toDelivery((await repo.findDelivery(workspaceId, found.id))!);
       },
-    },
+    }),
 
     /** Receive an event from a customer system, signed with the endpoint secret. Public (signature). */
-    inbound: {
+    inbound: defineAction({
       rest: "POST /webhooks/inbound/:endpointId",
       auth: "public",
       rawBody: true,
       params: schemas.inbound,
+      result: results.inbound,
       openapi: { tags: ["Webhooks"], summary: "Inbound webhook (X-Webhook-Signature: hex HMAC-SHA256 of the raw body)" },
-      handler(ctx: Ctx) {
-        return receiveInbound(this.broker, ctx, ctx.params as InboundParams);
+      handler(ctx) {
+        return receiveInbound(this.broker, ctx, ctx.params);
       },
-    },
+    }),
 
     /** Internal: one pass of the outbound queue (cron tick). */
-    dispatchDue: {
+    dispatchDue: defineAction({
+      result: results.dispatchDue,
       async handler() {
         const result = await this.dispatcher.runOnce();
         await repo.pruneReplays(REPLAY_WINDOW_SECONDS);
         return result;
       },
-    },
+    }),
   },
 
   channels: {
@@ -218,6 +221,4 @@ const WebhooksService: ServiceSchema = {
     clearInterval(this.pruner);
     await this.dispatcher.stop();
   },
-};
-
-export default WebhooksService;
+});
