@@ -1,5 +1,11 @@
 import type { AppContext } from "./moleculer-types";
 
+/** The signed-in user behind a call, or null (an API key, the system): who created a thing. */
+export function actingUserId(ctx: { meta: AppContext["meta"] }): string | null {
+  const p = ctx.meta.principal;
+  return p?.kind === "user" ? p.userId : null;
+}
+
 /** Who did it, from the caller's principal. */
 export function actorOf(ctx: AppContext): { actorType: string; actorId: string | null } {
   const p = ctx.meta.principal;

@@ -1,6 +1,6 @@
 import { Type } from "@sinclair/typebox";
 import type { Service } from "moleculer";
-import { audit } from "../../lib/audit";
+import { actingUserId, audit } from "../../lib/audit";
 import { authSecret } from "../../lib/auth-secret";
 import { config } from "../../lib/config";
 import { defineAction, defineService } from "../../lib/define-service";
@@ -330,12 +330,11 @@ export default defineService({
         if (expiresAt && expiresAt.getTime() <= Date.now()) {
           throw validationError("expiresAt must be in the future", [{ field: "expiresAt", message: "must be in the future" }]);
         }
-        const principal = ctx.meta.principal;
         const key = await repo.createKey(workspaceOf(ctx), {
           name: ctx.params.name,
           scopes: [...new Set<string>(ctx.params.scopes ?? [])],
           expiresAt,
-          createdBy: principal?.kind === "user" ? principal.userId : null,
+          createdBy: actingUserId(ctx),
         });
         await audit(ctx, "api_key.created", { type: "api_key", id: key.id }, { name: key.name, scopes: key.scopes });
         return key;

@@ -474,3 +474,23 @@ export async function preview(
 }
 
 export const newSegmentId = newId;
+
+/** How many segments' filters use this one (they follow its changes). */
+export async function dependentCount(workspaceId: string, segmentId: string): Promise<number> {
+  const sequelize = await database();
+  const [{ n }] = await sequelize.query<{ n: string }>(
+    `SELECT count(*) AS n FROM segments WHERE workspace_id = $1 AND $2 = ANY(depends_on)`,
+    { bind: [workspaceId, segmentId], type: QueryTypes.SELECT },
+  );
+  return Number(n);
+}
+
+/** The type of a recorded event, or undefined. */
+export async function eventTypeOf(workspaceId: string, eventId: string): Promise<string | undefined> {
+  const sequelize = await database();
+  const [row] = await sequelize.query<{ type: string }>(`SELECT type FROM events WHERE workspace_id = $1 AND id = $2`, {
+    bind: [workspaceId, eventId],
+    type: QueryTypes.SELECT,
+  });
+  return row?.type;
+}

@@ -1,62 +1,135 @@
-import { pageParams } from "../../lib/pagination";
+import { Type } from "@sinclair/typebox";
+import { Paginated, PageQuery } from "../../lib/pagination";
+import { Component, DateTime, Int32, Nullable, Params, StringEnum, Trimmed } from "../../lib/schema";
+import type { FilterGroup } from "./filter-schema";
 
-const wsId = { type: "string", min: 1, max: 64 } as const;
-const segmentId = { type: "string", min: 1, max: 64 } as const;
-const contactIds = { type: "array", items: { type: "string", min: 1, max: 64 }, min: 1, max: 1000 } as const;
+const WorkspaceId = Type.String({ minLength: 1, maxLength: 64 });
+const SegmentId = Type.String({ minLength: 1, maxLength: 64 });
+const ContactIds = Type.Array(Type.String({ minLength: 1, maxLength: 64 }), { minItems: 1, maxItems: 1000 });
+const SegmentType = StringEnum(["dynamic", "static"]);
+/** A time bound: a date (midnight UTC) or a date-time. */
+const Moment = Type.Union([Type.String({ format: "date-time" }), Type.String({ format: "date" })]);
 /** The filter's own language is checked by filter-schema.ts (with the path of the bad node). */
-const filter = { type: "object" } as const;
+const Filter = Type.Unsafe<FilterGroup>({
+  type: "object",
+  description: "A filter group `{match: all|any, conditions: [...]}` (see the segments documentation)",
+});
+const Description = Type.Optional(Nullable(Type.String({ maxLength: 2000 })));
+
+export const SegmentSchema = Component(
+  "Segment",
+  Type.Object({
+    id: Type.String(),
+    name: Type.String(),
+    description: Nullable(Type.String()),
+    type: SegmentType,
+    filter: Nullable(Filter),
+    memberCount: Nullable(Type.Integer({ description: "null while a background computation runs" })),
+    createdAt: DateTime(),
+    updatedAt: DateTime(),
+  }),
+);
+/** A created or changed segment whose membership is computed as a job (a workspace over SEGMENT_SYNC_LIMIT contacts). */
+const ComputingSegment = Type.Intersect([SegmentSchema, Type.Object({ jobId: Type.String() })]);
+
+const MemberSchema = Component(
+  "SegmentMember",
+  Type.Object({
+    id: Type.String(),
+    email: Nullable(Type.String()),
+    firstName: Nullable(Type.String()),
+    lastName: Nullable(Type.String()),
+    enteredAt: DateTime(),
+  }),
+);
+
+const ContactSample = Type.Object({
+  id: Type.String(),
+  email: Nullable(Type.String()),
+  phone: Nullable(Type.String()),
+  firstName: Nullable(Type.String()),
+  lastName: Nullable(Type.String()),
+  externalId: Nullable(Type.String()),
+  tags: Type.Array(Type.String()),
+  attributes: Type.Record(Type.String(), Type.Unknown()),
+  stage: Nullable(Type.String()),
+  score: Type.Number(),
+  createdAt: DateTime(),
+  updatedAt: DateTime(),
+});
+
+export const results = {
+  list: Paginated(SegmentSchema),
+  segment: SegmentSchema,
+  computing: ComputingSegment,
+  preview: Type.Object({ count: Type.Integer(), sample: Type.Array(ContactSample) }),
+  success: Type.Object({ success: Type.Literal(true) }),
+  job: Type.Object({ jobId: Type.String() }),
+  growth: Type.Object({
+    segmentId: Type.String(),
+    memberCount: Nullable(Type.Integer()),
+    series: Type.Array(
+      Type.Object({
+        date: Type.String({ format: "date" }),
+        memberCount: Type.Integer(),
+        entered: Type.Integer(),
+        exited: Type.Integer(),
+      }),
+    ),
+  }),
+  members: Paginated(MemberSchema),
+  added: Type.Object({ added: Type.Integer(), memberCount: Nullable(Type.Integer()) }),
+  removed: Type.Object({
+    success: Type.Literal(true),
+    removed: Type.Integer(),
+    memberCount: Nullable(Type.Integer()),
+  }),
+  evaluateContact: Type.Object({ entered: Type.Array(Type.String()), exited: Type.Array(Type.String()) }),
+  evaluateContacts: Type.Object({ entered: Type.Integer(), exited: Type.Integer() }),
+};
 
 export const schemas = {
-  list: {
-    $$strict: "remove",
-    workspaceId: wsId,
-    ...pageParams,
-    type: { type: "enum", values: ["dynamic", "static"], optional: true },
-  },
-  get: { $$strict: "remove", workspaceId: wsId, segmentId },
-  create: {
-    $$strict: "remove",
-    workspaceId: wsId,
-    name: { type: "string", min: 1, max: 200, trim: true },
-    description: { type: "string", max: 2000, optional: true, nullable: true },
-    type: { type: "enum", values: ["dynamic", "static"], optional: true, default: "dynamic" },
-    filter: { ...filter, optional: true },
-    contactIds: { ...contactIds, optional: true },
-  },
-  update: {
-    $$strict: "remove",
-    workspaceId: wsId,
-    segmentId,
-    name: { type: "string", min: 1, max: 200, trim: true, optional: true },
-    description: { type: "string", max: 2000, optional: true, nullable: true },
-    filter: { ...filter, optional: true },
-  },
-  growth: {
-    $$strict: "remove",
-    workspaceId: wsId,
-    segmentId,
-    from: { type: "date", convert: true, optional: true },
-    to: { type: "date", convert: true, optional: true },
-    days: { type: "number", integer: true, min: 1, max: 366, convert: true, optional: true },
-  },
-  members: { $$strict: "remove", workspaceId: wsId, segmentId, ...pageParams },
-  addMembers: { $$strict: "remove", workspaceId: wsId, segmentId, contactIds },
-  removeMembers: {
-    $$strict: "remove",
-    workspaceId: wsId,
-    segmentId,
+  list: Params({ workspaceId: WorkspaceId, ...PageQuery, type: Type.Optional(SegmentType) }),
+  get: Params({ workspaceId: WorkspaceId, segmentId: SegmentId }),
+  create: Params({
+    workspaceId: WorkspaceId,
+    name: Trimmed({ minLength: 1, maxLength: 200 }),
+    description: Description,
+    type: Type.Optional(StringEnum(["dynamic", "static"], { default: "dynamic" })),
+    filter: Type.Optional(Filter),
+    contactIds: Type.Optional(ContactIds),
+  }),
+  update: Params({
+    workspaceId: WorkspaceId,
+    segmentId: SegmentId,
+    name: Type.Optional(Trimmed({ minLength: 1, maxLength: 200 })),
+    description: Description,
+    filter: Type.Optional(Filter),
+  }),
+  growth: Params({
+    workspaceId: WorkspaceId,
+    segmentId: SegmentId,
+    from: Type.Optional(Moment),
+    to: Type.Optional(Moment),
+    days: Type.Optional(Int32({ minimum: 1, maximum: 366, description: "Days back from `to` (default 30)" })),
+  }),
+  members: Params({ workspaceId: WorkspaceId, segmentId: SegmentId, ...PageQuery }),
+  addMembers: Params({ workspaceId: WorkspaceId, segmentId: SegmentId, contactIds: ContactIds }),
+  removeMembers: Params({
+    workspaceId: WorkspaceId,
+    segmentId: SegmentId,
     // Body `{contactIds: [...]}` or query `?contactIds=a,b`.
-    contactIds: [contactIds, { type: "string", min: 1, max: 65_000 }],
-  },
-  preview: { $$strict: "remove", workspaceId: wsId, filter },
-  evaluateContact: {
-    contactId: { type: "string", min: 1, max: 64 },
-    eventId: { type: "string", max: 64, optional: true },
-    eventType: { type: "string", max: 200, optional: true },
-    scoreChanged: { type: "boolean", optional: true },
-  },
-  evaluateContacts: {
-    contactIds: { type: "array", items: "string", max: 100_000 },
-    scoreChanged: { type: "boolean", optional: true },
-  },
-} as const;
+    contactIds: Type.Union([ContactIds, Type.String({ minLength: 1, maxLength: 65_000 })]),
+  }),
+  preview: Params({ workspaceId: WorkspaceId, filter: Filter }),
+  evaluateContact: Params({
+    contactId: Type.String({ minLength: 1, maxLength: 64 }),
+    eventId: Type.Optional(Type.String({ maxLength: 64 })),
+    eventType: Type.Optional(Type.String({ maxLength: 200 })),
+    scoreChanged: Type.Optional(Type.Boolean()),
+  }),
+  evaluateContacts: Params({
+    contactIds: Type.Array(Type.String(), { maxItems: 100_000 }),
+    scoreChanged: Type.Optional(Type.Boolean()),
+  }),
+};

@@ -1,9 +1,8 @@
-import { audit } from "../../lib/audit";
+import { actingUserId, audit } from "../../lib/audit";
 import { config } from "../../lib/config";
 import { DOMAIN_EVENTS_CHANNEL, type DomainEvent } from "../../lib/domain-events";
 import { defineAction, defineService } from "../../lib/define-service";
 import { conflict, fieldError, notFound, notRetryable } from "../../lib/errors";
-import type { AppContext } from "../../lib/moleculer-types";
 import { pageRequest } from "../../lib/pagination";
 import { workspaceOf } from "../../lib/tenancy";
 import { DatabaseMixin } from "../../mixins/database.mixin";
@@ -26,7 +25,6 @@ async function checkTarget(url: string): Promise<void> {
   }
 }
 
-const actorId = (ctx: AppContext<object>) => (ctx.meta.principal?.kind === "user" ? ctx.meta.principal.userId : null);
 
 /** Webhook endpoints, the inbound receiver, the outbound fan-out and its dispatcher, deliveries. */
 export default defineService({
@@ -68,7 +66,7 @@ export default defineService({
           events: ctx.params.events ?? [],
           direction,
           secretSealed: seal(secret),
-          createdBy: actorId(ctx),
+          createdBy: actingUserId(ctx),
         });
         await audit(ctx, "webhook.created", { type: "webhook", id: endpoint.id }, {
           name: endpoint.name,
