@@ -1,18 +1,18 @@
-import type { ServiceSchema } from "moleculer";
+import type { Context } from "moleculer";
 import { SYSTEM } from "../../lib/access";
+import { actingUserId } from "../../lib/audit";
+import { defineAction, defineService } from "../../lib/define-service";
 import { startJob } from "../../lib/jobs";
-import type { AppContext } from "../../lib/moleculer-types";
+import type { AppMeta } from "../../lib/moleculer-types";
 import { pageRequest } from "../../lib/pagination";
 import { isServiceAvailable } from "../../lib/registry";
 import { workspaceOf } from "../../lib/tenancy";
-import { DbMixin } from "../../mixins/db.mixin";
-import { ScoringRule } from "../../models";
+import { DatabaseMixin } from "../../mixins/database.mixin";
 import { decayDue } from "./decay";
 import * as repo from "./scoring.repo";
-import { schemas } from "./scoring.schemas";
+import { results, schemas } from "./scoring.schemas";
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-type Ctx = AppContext<Record<string, any>>;
+type Ctx = Context<unknown, AppMeta>;
 
 const HISTORY_DEFAULT = 50;
 const HISTORY_MAX = 200;
@@ -23,28 +23,29 @@ const EVALUATE_BATCH = 1000;
 const FULL_RECOMPUTE_ABOVE = 20_000;
 
 /** Lead scoring: rules (segments.* scopes), a contact's score and history (contacts.* scopes), the chain's score step. */
-const ScoringService: ServiceSchema = {
+export default defineService({
   name: "scoring",
-  mixins: [DbMixin(ScoringRule)],
+  mixins: [DatabaseMixin],
   settings: { rest: "/" },
 
   actions: {
     /** Scoring rules, newest first (paginated). segments.read. */
-    list: {
+    list: defineAction({
       rest: "GET /workspaces/:workspaceId/scoring-rules",
       auth: "any",
       openapi: { tags: ["Scoring"], summary: "List scoring rules" },
       permission: "segments.read",
       params: schemas.list,
-      handler: (ctx: Ctx) => repo.listRules(workspaceOf(ctx), pageRequest(ctx.params)),
-    },
+      result: results.list,
+      handler: (ctx) => repo.listRules(workspaceOf(ctx), pageRequest(ctx.params)),
+    }),
 
     /**
      * Create a rule: an event type (optional `where`, caps, `decay: {days}`) or
      * a contact `condition` (its points held while the contact matches; given
      * to matching contacts before the answer), points (may be negative). segments.write.
      */
-    create: {
+    create: defineAction({
       rest: "POST /workspaces/:workspaceId/scoring-rules",
       auth: "any",
       openapi: {
@@ -59,39 +60,30 @@ const ScoringService: ServiceSchema = {
       },
       permission: "segments.write",
       params: schemas.create,
-      async handler(ctx: Ctx) {
+      status: 201,
+      result: results.rule,
+      async handler(ctx) {
         const ws = workspaceOf(ctx);
-        const { name, eventType, condition, where, points, maxPerContact, periodCap, decay, active } =
-          ctx.params;
-        const rule = await repo.createRule(ws, {
-          name,
-          eventType,
-          condition,
-          where,
-          points,
-          maxPerContact,
-          periodCap,
-          decay,
-          active,
-        });
+        const { workspaceId: _path, ...input } = ctx.params; // the workspace comes from ctx.meta
+        const rule = await repo.createRule(ws, input);
         await this.ruleSaved(ctx, ws, rule.id);
-        ctx.meta.$statusCode = 201;
         return rule;
       },
-    },
+    }),
 
     /** Rebuild every rule-given score of the workspace from its events, as a job. segments.write. */
-    recalculate: {
+    recalculate: defineAction({
       rest: "POST /workspaces/:workspaceId/scoring-rules/recalculate",
       auth: "any",
       openapi: { tags: ["Scoring"], summary: "Rebuild all rule scores from events as a job" },
       permission: "segments.write",
       params: schemas.recalculate,
-      async handler(ctx: Ctx) {
+      status: 202,
+      result: results.job,
+      async handler(ctx) {
         const ws = workspaceOf(ctx);
-        const createdBy = ctx.meta.principal?.kind === "user" ? ctx.meta.principal.userId : null;
         const { jobId } = await startJob(
-          { workspaceId: ws, type: "scoring.recalculate", createdBy },
+          { workspaceId: ws, type: "scoring.recalculate", createdBy: actingUserId(ctx) },
           async (progress) => {
             const result = await repo.recalculate(ws, progress);
             if (isServiceAvailable(this.broker, "segments")) {
@@ -104,135 +96,129 @@ const ScoringService: ServiceSchema = {
             return result;
           },
         );
-        ctx.meta.$statusCode = 202;
         return { jobId };
       },
-    },
+    }),
 
     /** One rule. segments.read. */
-    get: {
+    get: defineAction({
       rest: "GET /workspaces/:workspaceId/scoring-rules/:ruleId",
       auth: "any",
       openapi: { tags: ["Scoring"], summary: "Get a scoring rule" },
       permission: "segments.read",
       params: schemas.get,
-      handler: (ctx: Ctx) => repo.getRule(workspaceOf(ctx), ctx.params.ruleId),
-    },
+      result: results.rule,
+      handler: (ctx) => repo.getRule(workspaceOf(ctx), ctx.params.ruleId),
+    }),
 
     /**
      * Change a rule (event rules: applies to events from now on, recalculate to
      * rebuild the past; condition rules: contacts follow the new condition
      * before the answer). A rule's kind does not change. segments.write.
      */
-    update: {
+    update: defineAction({
       rest: "PATCH /workspaces/:workspaceId/scoring-rules/:ruleId",
       auth: "any",
       openapi: { tags: ["Scoring"], summary: "Update a scoring rule" },
       permission: "segments.write",
       params: schemas.update,
-      async handler(ctx: Ctx) {
+      result: results.rule,
+      async handler(ctx) {
         const ws = workspaceOf(ctx);
-        const { ruleId, name, eventType, condition, where, points, maxPerContact, periodCap, decay, active } =
-          ctx.params;
-        await repo.updateRule(ws, ruleId, {
-          name,
-          eventType,
-          condition,
-          where,
-          points,
-          maxPerContact,
-          periodCap,
-          decay,
-          active,
-        });
+        const { workspaceId: _path, ruleId, ...changes } = ctx.params;
+        await repo.updateRule(ws, ruleId, changes);
         await this.ruleSaved(ctx, ws, ruleId);
         return repo.getRule(ws, ruleId);
       },
-    },
+    }),
 
     /** Delete a rule; points it gave stay in the history. segments.delete. */
-    remove: {
+    remove: defineAction({
       rest: "DELETE /workspaces/:workspaceId/scoring-rules/:ruleId",
       auth: "any",
       openapi: { tags: ["Scoring"], summary: "Delete a scoring rule" },
       permission: "segments.delete",
       params: schemas.get,
-      async handler(ctx: Ctx) {
-        const ws = workspaceOf(ctx);
-        await repo.deleteRule(ws, ctx.params.ruleId);
-        return { success: true };
+      result: results.success,
+      async handler(ctx) {
+        await repo.deleteRule(workspaceOf(ctx), ctx.params.ruleId);
+        return { success: true as const };
       },
-    },
+    }),
 
     /** A contact's score and history, newest first (`limit` default 50, max 200). contacts.read. */
-    scores: {
+    scores: defineAction({
       rest: "GET /workspaces/:workspaceId/contacts/:contactId/scores",
       auth: "any",
       openapi: { tags: ["Scoring"], summary: "A contact's score and history" },
       permission: "contacts.read",
       params: schemas.scores,
-      handler(ctx: Ctx) {
+      result: results.score,
+      handler(ctx) {
         const limit = Math.min(HISTORY_MAX, ctx.params.limit ?? HISTORY_DEFAULT);
         return repo.scoreOf(workspaceOf(ctx), ctx.params.contactId, limit);
       },
-    },
+    }),
 
     /** Adjust a score by hand `{points, reason}`; score-based segments follow before the answer. contacts.write. */
-    adjust: {
+    adjust: defineAction({
       rest: "POST /workspaces/:workspaceId/contacts/:contactId/scores",
       auth: "any",
       openapi: { tags: ["Scoring"], summary: "Adjust a contact's score by hand" },
       permission: "contacts.write",
       params: schemas.adjust,
-      async handler(ctx: Ctx) {
+      status: 201,
+      result: results.score,
+      async handler(ctx) {
         const ws = workspaceOf(ctx);
         const { contactId, points, reason } = ctx.params;
         await repo.adjustScore(ws, contactId, points, reason ?? null);
         await this.scoreChanged(ctx, ws, contactId);
-        ctx.meta.$statusCode = 201;
         return repo.scoreOf(ws, contactId, HISTORY_DEFAULT);
       },
-    },
+    }),
 
     /**
      * Internal, the chain's last step: score one event (idempotent per event
      * id). When the score changed, segments that use `score` are evaluated
      * once more before this returns.
      */
-    applyEvent: {
+    applyEvent: defineAction({
       params: schemas.applyEvent,
-      async handler(ctx: Ctx) {
+      result: results.applyEvent,
+      async handler(ctx) {
         const ws = workspaceOf(ctx);
         const { eventId, contactId, type, metadata, timestamp } = ctx.params;
-        const event = { eventId, contactId, type, metadata, timestamp };
+        const event = { eventId, contactId, type, metadata: metadata ?? undefined, timestamp };
         const result = await repo.applyEvent(ws, event, ctx.meta.configVersions);
         if (result && result.score !== result.scoreBefore)
           await this.scoreChanged(ctx, ws, contactId, eventId);
         return result ?? { scoreBefore: null, score: null, applied: [] };
       },
-    },
+    }),
 
     /**
      * Internal (segments, after the contacts service's writes): the contacts'
      * condition rules follow; score segments are evaluated once more for the
      * contacts whose score changed. Answers at once without a condition rule.
      */
-    applyContactRules: {
+    applyContactRules: defineAction({
       params: schemas.applyContactRules,
-      async handler(ctx: Ctx) {
+      result: results.applyContactRules,
+      async handler(ctx) {
         const ws = workspaceOf(ctx);
         const changed = await repo.applyContactRules(ws, ctx.params.contactIds);
         await this.scoresChanged(ws, changed, ctx);
         return { changed: changed.length };
       },
-    },
+    }),
 
     /** Internal (service timer, cron tick): expire decayed points of every workspace; score segments follow. */
-    applyDecay: {
+    applyDecay: defineAction({
       handler() {
         return this.applyDecay();
       },
-    },
+    }),
   },
 
   methods: {
@@ -293,6 +279,4 @@ const ScoringService: ServiceSchema = {
   stopped() {
     clearInterval(this.decayTimer);
   },
-};
-
-export default ScoringService;
+});

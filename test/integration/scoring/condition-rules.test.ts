@@ -253,7 +253,8 @@ test("condition and decay are in the OpenAPI description of the rule routes", as
   expect(Object.keys(body.properties)).toEqual(expect.arrayContaining(["eventType", "condition", "decay"]));
   expect(body.required).toEqual(expect.arrayContaining(["name", "points"]));
   expect(body.required).not.toContain("eventType");
-  expect(body.properties.decay.anyOf[0].properties.days).toMatchObject({ type: "integer", minimum: 1 });
+  expect(body.properties.decay.type).toEqual(["object", "null"]);
+  expect(body.properties.decay.properties.days).toMatchObject({ type: "integer", minimum: 1 });
   expect(path.description).toMatch(/Exactly one of `eventType` and `condition`/);
   const patch = doc.paths["/api/workspaces/{workspaceId}/scoring-rules/{ruleId}"].patch;
   expect(Object.keys(patch.requestBody.content["application/json"].schema.properties)).toEqual(
