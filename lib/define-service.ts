@@ -29,12 +29,28 @@ export interface TypedAction<
   ): ResultOf<R> | ResultOf<A[keyof A]> | Promise<ResultOf<R> | ResultOf<A[keyof A]>>;
 }
 
+/**
+ * A copy of a declaration that shares no object with another one. Moleculer
+ * serialises a node's services for the other nodes dropping every object it
+ * has already met (its circular-reference guard), so a shape used twice (an
+ * id schema in many params, a component in many results, a tags list) would
+ * vanish from the description a gateway on another node builds.
+ */
+const unshared = <T>(value: T): T => (value === undefined ? value : (JSON.parse(JSON.stringify(value)) as T));
+
 export function defineAction<
   P extends TSchema | undefined = undefined,
   R extends TSchema | undefined = undefined,
   A extends Partial<Record<SuccessStatus, TSchema>> = Record<never, TSchema>,
 >(action: TypedAction<P, R, A>): ActionSchema {
-  return action;
+  const { params, result, alsoAnswers, openapi } = action;
+  return {
+    ...action,
+    params: unshared(params),
+    result: unshared(result),
+    alsoAnswers: unshared(alsoAnswers),
+    openapi: unshared(openapi),
+  } as ActionSchema;
 }
 
 /** A service schema whose actions were built with `defineAction` (settings typed by `S`). */
