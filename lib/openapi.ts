@@ -3,150 +3,17 @@ import { COMPONENT_KEY, isJsonSchema } from "./schema";
 
 /**
  * OpenAPI 3.1 generated from the registry: every action with a `rest`
- * route becomes an operation, its fastest-validator params become JSON
- * Schema, its `auth` becomes the security requirement. The description is
+ * route becomes an operation, its TypeBox params and result (JSON Schema)
+ * its request and answers, its `auth` the security requirement. The description is
  * built from the same declarations the gateway routes by, so it cannot drift.
  */
 
 export type JsonSchema = Record<string, unknown>;
-type Rule = string | Record<string, unknown> | Rule[];
-
-const SIMPLE_FORMATS: Record<string, JsonSchema> = {
-  email: { type: "string", format: "email" },
-  url: { type: "string", format: "uri" },
-  uuid: { type: "string", format: "uuid" },
-  date: { type: "string", format: "date-time" },
-  any: {},
-  boolean: { type: "boolean" },
-  string: { type: "string" },
-  number: { type: "number" },
-  object: { type: "object" },
-  array: { type: "array" },
-};
-
-/** "string|optional|max:100" → { type: "string", optional: true, max: 100 }, parsed as fastest-validator does ("no-x", "true", "string[]"). */
-function expandShorthand(rule: string): Record<string, unknown> {
-  const [type, ...flags] = rule.split("|").map((part) => part.trim());
-  const out: Record<string, unknown> = type.endsWith("[]")
-    ? { type: "array", items: type.slice(0, -2) }
-    : { type };
-  for (const flag of flags) {
-    const index = flag.indexOf(":");
-    if (index === -1) {
-      if (flag.startsWith("no-")) out[flag.slice(3)] = false;
-      else out[flag] = true;
-      continue;
-    }
-    const raw = flag.slice(index + 1).trim();
-    out[flag.slice(0, index).trim()] =
-      raw === "true" || raw === "false" ? raw === "true" : Number.isNaN(Number(raw)) ? raw : Number(raw);
-  }
-  return out;
-}
-
-const expand = (rule: string | Record<string, unknown>) =>
-  typeof rule === "string" ? expandShorthand(rule) : rule;
-
-export function isOptional(rule: Rule): boolean {
-  if (Array.isArray(rule)) return rule.every(isOptional);
-  const r = expand(rule);
-  return r.optional === true || r.default !== undefined || r.type === "forbidden";
-}
-
-/** One fastest-validator rule as JSON Schema. */
-export function ruleToSchema(rule: Rule): JsonSchema {
-  if (Array.isArray(rule)) return { anyOf: rule.map(ruleToSchema) };
-  const r = expand(rule);
-  const type = String(r.type ?? "any");
-  let schema: JsonSchema;
-  switch (type) {
-    case "string":
-      schema = { type: "string" };
-      if (r.min !== undefined) schema.minLength = r.min;
-      else if (r.empty === false) schema.minLength = 1;
-      if (r.max !== undefined) schema.maxLength = r.max;
-      if (r.length !== undefined) schema.minLength = schema.maxLength = r.length;
-      if (r.enum) schema.enum = r.enum;
-      if (r.pattern) schema.pattern = String(r.pattern instanceof RegExp ? r.pattern.source : r.pattern);
-      break;
-    case "number":
-      schema = { type: r.integer ? "integer" : "number" };
-      if (r.min !== undefined) schema.minimum = r.min;
-      if (r.max !== undefined) schema.maximum = r.max;
-      if (r.equal !== undefined) schema.const = r.equal;
-      if (r.positive) schema.exclusiveMinimum = 0;
-      if (r.negative) schema.exclusiveMaximum = 0;
-      break;
-    case "enum":
-      schema = { enum: r.values };
-      break;
-    case "array":
-      schema = { type: "array" };
-      if (r.items) schema.items = ruleToSchema(r.items as Rule);
-      if (r.enum) schema.items = { enum: r.enum };
-      if (r.min !== undefined) schema.minItems = r.min;
-      else if (r.empty === false) schema.minItems = 1;
-      if (r.max !== undefined) schema.maxItems = r.max;
-      if (r.length !== undefined) schema.minItems = schema.maxItems = r.length;
-      if (r.unique) schema.uniqueItems = true;
-      break;
-    case "tuple": {
-      const items = ((r.items as Rule[]) ?? []).map(ruleToSchema);
-      schema = { type: "array", prefixItems: items, minItems: items.length, maxItems: items.length };
-      break;
-    }
-    case "record":
-      schema = { type: "object" };
-      if (r.key) schema.propertyNames = ruleToSchema(r.key as Rule);
-      if (r.value) schema.additionalProperties = ruleToSchema(r.value as Rule);
-      break;
-    case "object": {
-      const props = (r.props ?? r.properties) as Record<string, Rule> | undefined;
-      schema = props ? objectSchema(props) : { type: "object" };
-      if (props && (r.strict === true || r.strict === "reject")) schema.additionalProperties = false;
-      break;
-    }
-    case "currency":
-    case "luhn":
-    case "mac":
-    case "objectID":
-      schema = { type: "string" };
-      break;
-    case "multi":
-      schema = { anyOf: ((r.rules as Rule[]) ?? []).map(ruleToSchema) };
-      break;
-    case "equal":
-      schema = { const: r.value };
-      break;
-    default:
-      schema = { ...(SIMPLE_FORMATS[type] ?? {}) };
-      if (schema.type === "string" && r.min !== undefined) schema.minLength = r.min;
-      if (schema.type === "string" && r.max !== undefined) schema.maxLength = r.max;
-  }
-  if (r.nullable) schema = { anyOf: [schema, { type: "null" }] };
-  if (r.default !== undefined && typeof r.default !== "function") schema.default = r.default;
-  if (typeof r.description === "string") schema.description = r.description;
-  return schema;
-}
-
-/** A `forbidden` field must not be sent: it is left out of the description. */
-const isForbidden = (rule: Rule) => !Array.isArray(rule) && expand(rule).type === "forbidden";
-
-export function objectSchema(props: Record<string, Rule>): JsonSchema {
-  const properties: Record<string, JsonSchema> = {};
-  const required: string[] = [];
-  for (const [name, rule] of Object.entries(props)) {
-    if (name.startsWith("$$") || isForbidden(rule)) continue;
-    properties[name] = ruleToSchema(rule);
-    if (!isOptional(rule)) required.push(name);
-  }
-  return required.length ? { type: "object", properties, required } : { type: "object", properties };
-}
 
 interface RegistryAction {
   name: string;
   rest?: string | string[] | { method?: string; path?: string };
-  params?: Record<string, Rule> | JsonSchema;
+  params?: JsonSchema;
   /** TypeBox actions: the success answer's schema and status (lib/define-service.ts). */
   result?: JsonSchema;
   status?: number;
@@ -226,23 +93,6 @@ function jsonSchemaRequest(params: JsonSchema, pathParams: string[], hasBody: bo
   return { parameters, bodySchema: Object.keys(body).length ? bodySchema : undefined };
 }
 
-/** Path, query and body of an operation from fastest-validator rules (areas not yet on TypeBox). */
-function ruleRequest(params: Record<string, Rule>, pathParams: string[], hasBody: boolean) {
-  const parameters: JsonSchema[] = pathParams.map((name) => ({
-    name,
-    in: "path",
-    required: true,
-    schema: { type: "string" },
-  }));
-  const bodyProps: Record<string, Rule> = {};
-  for (const [name, rule] of Object.entries(params)) {
-    if (name.startsWith("$$") || pathParams.includes(name) || isForbidden(rule)) continue;
-    if (hasBody) bodyProps[name] = rule;
-    else parameters.push({ name, in: "query", required: !isOptional(rule), schema: ruleToSchema(rule) });
-  }
-  return { parameters, bodySchema: Object.keys(bodyProps).length ? objectSchema(bodyProps) : undefined };
-}
-
 function successResponses(action: RegistryAction, method: string): JsonSchema {
   if (action.result) {
     const status = String(action.status ?? 200);
@@ -254,11 +104,9 @@ function successResponses(action: RegistryAction, method: string): JsonSchema {
     }
     return { ...answers, "4XX": ERROR_RESPONSE };
   }
+  // Every action with a route declares its result (or its own `openapi.responses`); this is only a floor.
   return {
-    [method === "POST" ? "201" : "200"]: {
-      description: "Success",
-      content: { "application/json": { schema: {} } },
-    },
+    [method === "POST" ? "201" : "200"]: { description: "Success" },
     "4XX": ERROR_RESPONSE,
   };
 }
@@ -266,9 +114,7 @@ function successResponses(action: RegistryAction, method: string): JsonSchema {
 function operationFor(action: RegistryAction, method: string, fullPath: string): JsonSchema {
   const pathParams = [...fullPath.matchAll(/\{([^}]+)\}/g)].map((m) => m[1]);
   const hasBody = ["POST", "PUT", "PATCH"].includes(method);
-  const { parameters, bodySchema } = isJsonSchema(action.params)
-    ? jsonSchemaRequest(action.params, pathParams, hasBody)
-    : ruleRequest((action.params ?? {}) as Record<string, Rule>, pathParams, hasBody);
+  const { parameters, bodySchema } = jsonSchemaRequest(isJsonSchema(action.params) ? action.params : {}, pathParams, hasBody);
   const auth = action.auth ?? "any";
   const security =
     auth === "public"

@@ -1,83 +1,73 @@
 import { Type } from "@sinclair/typebox";
-import type { ServiceSchema } from "moleculer";
-import { defineAction } from "../../lib/define-service";
-import { Params } from "../../lib/schema";
-import { audit } from "../../lib/audit";
-import type { AppContext } from "../../lib/moleculer-types";
+import { actingUserId, audit } from "../../lib/audit";
+import { defineAction, defineService } from "../../lib/define-service";
 import { pageRequest } from "../../lib/pagination";
 import { workspaceOf } from "../../lib/tenancy";
-import { DbMixin } from "../../mixins/db.mixin";
-import { Company } from "../../models";
+import { DatabaseMixin } from "../../mixins/database.mixin";
 import * as repo from "./companies.repo";
-import { answers, CompanySchema, pageOf, SuccessSchema } from "./crm.openapi";
-import { schemas } from "./crm.schemas";
-import { actorUserId, assertMember, sentFields } from "./crm.shared";
+import { CompanySchema, results, schemas, SuccessSchema } from "./crm.schemas";
+import { asDate, assertMember, sentFields } from "./crm.shared";
 
-/** Validated params arrive typed by the schema; handlers read them through this alias. */
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-type Ctx = AppContext<Record<string, any>>;
-
-const openapi = (summary: string, responses: Record<string, unknown>) => ({
-  tags: ["Companies"],
-  summary,
-  responses,
-});
+const openapi = (summary: string) => ({ tags: ["Companies"], summary });
 
 /** Companies (accounts) that contacts and deals belong to. contacts.* scopes. */
-const CompaniesService: ServiceSchema = {
+export default defineService({
   name: "companies",
-  mixins: [DbMixin(Company)],
+  mixins: [DatabaseMixin],
   settings: { rest: "/" },
 
   actions: {
     /** Companies, paginated; search (name, domain), filters and sort. contacts.read. */
-    list: {
+    list: defineAction({
       rest: "GET /workspaces/:workspaceId/companies",
       auth: "any",
       permission: "contacts.read",
       params: schemas.companies.list,
+      result: results.companies,
       openapi: openapi(
         "List companies (search by name or domain; filter by industry, owner, tag, domain, country, created range; sort name, domain, industry, employeeCount, annualRevenue, createdAt, updatedAt)",
-        answers(pageOf(CompanySchema)),
       ),
-      handler: (ctx: Ctx) => repo.listCompanies(workspaceOf(ctx), ctx.params, pageRequest(ctx.params)),
-    },
+      handler(ctx) {
+        const filters = { ...ctx.params, createdFrom: asDate(ctx.params.createdFrom), createdTo: asDate(ctx.params.createdTo) };
+        return repo.listCompanies(workspaceOf(ctx), filters, pageRequest(ctx.params));
+      },
+    }),
 
     /** Create a company; the domain is normalised and unique in the workspace. contacts.write. */
-    create: {
+    create: defineAction({
       rest: "POST /workspaces/:workspaceId/companies",
       auth: "any",
       permission: "contacts.write",
       params: schemas.companies.create,
+      status: 201,
+      result: CompanySchema,
       openapi: openapi(
         "Create a company (domain normalised, unique per workspace: 409)",
-        answers(CompanySchema, 201),
       ),
-      async handler(ctx: Ctx) {
+      async handler(ctx) {
         const workspaceId = workspaceOf(ctx);
         await assertMember(ctx, workspaceId, ctx.params.ownerId, "ownerId");
         const company = await repo.createCompany(
           workspaceId,
-          ctx.params as repo.CompanyInput & { name: string },
-          actorUserId(ctx),
+          ctx.params,
+          actingUserId(ctx),
         );
         await audit(ctx, "company.created", { type: "company", id: company.id }, { name: company.name });
-        ctx.meta.$statusCode = 201;
         return company;
       },
-    },
+    }),
 
     /** Change a company; address and attributes merge key by key, tags are replaced. contacts.write. */
-    update: {
+    update: defineAction({
       rest: "PATCH /workspaces/:workspaceId/companies/:companyId",
       auth: "any",
       permission: "contacts.write",
       params: schemas.companies.update,
+      result: CompanySchema,
       openapi: openapi(
         "Update a company (address and attributes merge key by key, null removes; tags replace)",
-        answers(CompanySchema),
       ),
-      async handler(ctx: Ctx) {
+      async handler(ctx) {
         const workspaceId = workspaceOf(ctx);
         await assertMember(ctx, workspaceId, ctx.params.ownerId, "ownerId");
         const company = await repo.updateCompany(workspaceId, ctx.params.companyId, ctx.params);
@@ -89,32 +79,30 @@ const CompaniesService: ServiceSchema = {
         );
         return company;
       },
-    },
+    }),
 
     /** Delete a company; its contacts, deals and tasks stay, unlinked. contacts.delete. */
-    remove: {
+    remove: defineAction({
       rest: "DELETE /workspaces/:workspaceId/companies/:companyId",
       auth: "any",
       permission: "contacts.delete",
       params: schemas.companies.remove,
+      result: SuccessSchema,
       openapi: openapi(
         "Delete a company (its contacts, deals and tasks are kept and unlinked)",
-        answers(SuccessSchema),
       ),
-      async handler(ctx: Ctx) {
+      async handler(ctx) {
         await repo.deleteCompany(workspaceOf(ctx), ctx.params.companyId);
         await audit(ctx, "company.deleted", { type: "company", id: ctx.params.companyId });
-        return { success: true };
+        return { success: true as const };
       },
-    },
+    }),
 
     /** Internal: which of `ids` are companies of the caller's workspace (contacts check their companyId). */
     existingIds: defineAction({
-      params: Params({ ids: Type.Array(Type.String({ maxLength: 255 }), { maxItems: 1000 }) }),
+      params: schemas.companies.existingIds,
       result: Type.Array(Type.String()),
       handler: (ctx) => repo.existingCompanyIds(workspaceOf(ctx), ctx.params.ids),
     }),
   },
-};
-
-export default CompaniesService;
+});

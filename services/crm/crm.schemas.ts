@@ -1,123 +1,100 @@
-import { pageParams } from "../../lib/pagination";
+import { Type, type TProperties } from "@sinclair/typebox";
+import { Paginated, PageQuery } from "../../lib/pagination";
+import { Component, DateTime, Int32, Nullable, Params, StringEnum, Trimmed } from "../../lib/schema";
 
-/** Params schemas of every CRM action (they also feed the OpenAPI description). */
+/** Params and answers of every CRM action (they are also its OpenAPI description). */
 
-const wsId = { type: "string", min: 1, max: 64 } as const;
-const idRule = { type: "string", min: 1, max: 64 } as const;
-const optionalId = { type: "string", min: 1, max: 64, optional: true } as const;
-const nullableId = { type: "string", min: 1, max: 64, optional: true, nullable: true } as const;
-const optionalText = (max: number) =>
-  ({ type: "string", max, trim: true, optional: true, nullable: true }) as const;
-const currency = {
-  type: "string",
-  trim: true,
-  uppercase: true,
-  pattern: /^[A-Z]{3}$/,
-  optional: true,
-  messages: { stringPattern: "must be an ISO 4217 code such as USD" },
-} as const;
-const calendarDate = {
-  type: "string",
-  pattern: /^\d{4}-\d{2}-\d{2}$/,
-  optional: true,
-  nullable: true,
-  messages: { stringPattern: "must be a date as YYYY-MM-DD" },
-} as const;
-const tags = {
-  type: "array",
-  items: { type: "string", min: 1, max: 100, trim: true },
-  max: 100,
-  optional: true,
-} as const;
-const attributes = { type: "object", optional: true } as const;
-const queryDate = { type: "date", convert: true, optional: true } as const;
-const queryDay = {
-  type: "string",
-  pattern: /^\d{4}-\d{2}-\d{2}$/,
-  optional: true,
-  messages: { stringPattern: "must be a date as YYYY-MM-DD" },
-} as const;
-const queryNumber = { type: "number", convert: true, optional: true } as const;
-const queryBool = { type: "boolean", convert: true, optional: true } as const;
-const search = { type: "string", max: 200, trim: true, optional: true } as const;
-const sort = { type: "string", max: 50, optional: true } as const;
-const list = { $$strict: "remove", workspaceId: wsId, ...pageParams, search, sort } as const;
-const one = (key: string) => ({ $$strict: "remove", workspaceId: wsId, [key]: idRule }) as const;
+const WorkspaceId = Type.String({ minLength: 1, maxLength: 64 });
+const Id = Type.String({ minLength: 1, maxLength: 64 });
+const OptionalId = Type.Optional(Id);
+const NullableId = Type.Optional(Nullable(Id));
+const OptionalText = (maxLength: number) => Type.Optional(Nullable(Trimmed({ maxLength })));
+const Currency = Type.String({
+  pattern: "^[A-Z]{3}$",
+  transform: ["trim", "toUpperCase"],
+  description: "An ISO 4217 code such as USD",
+});
+const CalendarDate = Type.String({ pattern: "^\\d{4}-\\d{2}-\\d{2}$", description: "A date as YYYY-MM-DD" });
+const Tags = Type.Optional(Type.Array(Trimmed({ minLength: 1, maxLength: 100 }), { maxItems: 100 }));
+const Attributes = Type.Optional(Type.Record(Type.String(), Type.Unknown()));
+/** A time bound in a query: a date (midnight UTC) or a date-time. */
+const Moment = Type.Optional(Type.Union([Type.String({ format: "date-time" }), Type.String({ format: "date" })]));
+const Search = Type.Optional(Trimmed({ maxLength: 200 }));
+const Sort = Type.Optional(Type.String({ maxLength: 50, description: "A field, `-field` for descending" }));
+const list = { workspaceId: WorkspaceId, ...PageQuery, search: Search, sort: Sort };
+const one = <K extends string>(key: K) => Params({ workspaceId: WorkspaceId, [key]: Id } as { workspaceId: typeof WorkspaceId } & Record<K, typeof Id>);
 
-const address = {
-  type: "object",
-  optional: true,
-  strict: "remove",
-  props: {
-    street: optionalText(200),
-    city: optionalText(100),
-    region: optionalText(100),
-    postalCode: optionalText(20),
-    country: {
-      type: "string",
-      trim: true,
-      uppercase: true,
-      pattern: /^[A-Z]{2}$/,
-      optional: true,
-      nullable: true,
-      messages: { stringPattern: "must be an ISO 3166-1 alpha-2 code such as DE" },
-    },
+const Address = Type.Object(
+  {
+    street: OptionalText(200),
+    city: OptionalText(100),
+    region: OptionalText(100),
+    postalCode: OptionalText(20),
+    country: Type.Optional(
+      Nullable(
+        Type.String({
+          pattern: "^[A-Z]{2}$",
+          transform: ["trim", "toUpperCase"],
+          description: "An ISO 3166-1 alpha-2 code such as DE",
+        }),
+      ),
+    ),
   },
-} as const;
+  { additionalProperties: false },
+);
 
 const companyFields = {
-  domain: optionalText(255),
-  website: { type: "url", max: 500, optional: true, nullable: true },
-  industry: optionalText(100),
-  employeeCount: { type: "number", integer: true, min: 0, max: 10_000_000, optional: true, nullable: true },
-  annualRevenue: { type: "number", min: 0, max: 1e15, optional: true, nullable: true },
-  currency: { ...currency, nullable: true },
-  phone: optionalText(50),
-  description: optionalText(10_000),
-  address,
-  ownerId: nullableId,
-  tags,
-  attributes,
-} as const;
+  domain: OptionalText(255),
+  website: Type.Optional(Nullable(Type.String({ maxLength: 500, format: "uri", pattern: "^https?://" }))),
+  industry: OptionalText(100),
+  employeeCount: Type.Optional(Nullable(Int32({ minimum: 0, maximum: 10_000_000 }))),
+  annualRevenue: Type.Optional(Nullable(Type.Number({ minimum: 0, maximum: 1e15 }))),
+  currency: Type.Optional(Nullable(Currency)),
+  phone: OptionalText(50),
+  description: OptionalText(10_000),
+  address: Type.Optional(Address),
+  ownerId: NullableId,
+  tags: Tags,
+  attributes: Attributes,
+};
 
-const stage = {
-  type: "object",
-  strict: "remove",
-  props: {
-    id: optionalId,
-    name: { type: "string", min: 1, max: 100, trim: true },
-    probability: { type: "number", integer: true, min: 0, max: 100, optional: true, nullable: true },
-    won: { type: "boolean", optional: true },
-    lost: { type: "boolean", optional: true },
+const StageInput = Type.Object(
+  {
+    id: OptionalId,
+    name: Trimmed({ minLength: 1, maxLength: 100 }),
+    probability: Type.Optional(Nullable(Int32({ minimum: 0, maximum: 100 }))),
+    won: Type.Optional(Type.Boolean()),
+    lost: Type.Optional(Type.Boolean()),
   },
-} as const;
-const stages = { type: "array", items: stage, min: 1, max: 50 } as const;
+  { additionalProperties: false },
+);
+const Stages = Type.Array(StageInput, { minItems: 1, maxItems: 50 });
 
 const dealFields = {
-  value: { type: "number", min: 0, max: 1e13, optional: true },
-  currency,
-  contactId: nullableId,
-  companyId: nullableId,
-  ownerId: nullableId,
-  expectedCloseDate: calendarDate,
-  lostReason: optionalText(500),
-  description: optionalText(10_000),
-  tags,
-  attributes,
-} as const;
+  value: Type.Optional(Type.Number({ minimum: 0, maximum: 1e13 })),
+  currency: Type.Optional(Currency),
+  contactId: NullableId,
+  companyId: NullableId,
+  ownerId: NullableId,
+  expectedCloseDate: Type.Optional(Nullable(CalendarDate)),
+  lostReason: OptionalText(500),
+  description: OptionalText(10_000),
+  tags: Tags,
+  attributes: Attributes,
+};
 
 export const TASK_TYPES = ["todo", "call", "email", "meeting", "follow_up", "deadline"] as const;
 export const TASK_PRIORITIES = ["low", "normal", "high", "urgent"] as const;
 const taskFields = {
-  description: optionalText(10_000),
-  type: { type: "enum", values: TASK_TYPES, optional: true },
-  priority: { type: "enum", values: TASK_PRIORITIES, optional: true },
-  dueAt: { type: "date", convert: true, optional: true, nullable: true },
-  assigneeId: nullableId,
-  contactId: nullableId,
-  companyId: nullableId,
-  dealId: nullableId,
-} as const;
+  description: OptionalText(10_000),
+  type: Type.Optional(StringEnum(TASK_TYPES)),
+  priority: Type.Optional(StringEnum(TASK_PRIORITIES)),
+  dueAt: Type.Optional(Nullable(Type.String({ format: "date-time" }))),
+  assigneeId: NullableId,
+  contactId: NullableId,
+  companyId: NullableId,
+  dealId: NullableId,
+};
 
 export const VIEW_RESOURCES = ["contacts", "companies", "deals", "tasks", "segments", "campaigns"] as const;
 export const WIDGET_TYPES = [
@@ -133,223 +110,410 @@ export const WIDGET_TYPES = [
 ] as const;
 export const SEARCH_TYPES = ["contacts", "companies", "deals"] as const;
 
-const position = {
-  type: "object",
-  optional: true,
-  strict: "remove",
-  props: {
-    x: { type: "number", integer: true, min: 0, max: 100 },
-    y: { type: "number", integer: true, min: 0, max: 1000 },
-    w: { type: "number", integer: true, min: 1, max: 12 },
-    h: { type: "number", integer: true, min: 1, max: 50 },
+const Position = Type.Object(
+  {
+    x: Int32({ minimum: 0, maximum: 100 }),
+    y: Int32({ minimum: 0, maximum: 1000 }),
+    w: Int32({ minimum: 1, maximum: 12 }),
+    h: Int32({ minimum: 1, maximum: 50 }),
   },
-} as const;
+  { additionalProperties: false },
+);
+const viewFields = {
+  filters: Type.Optional(Type.Record(Type.String(), Type.Unknown(), { description: "The list's query parameters" })),
+  sort: Type.Optional(Nullable(Type.String({ maxLength: 50 }))),
+  columns: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: 100 }), { maxItems: 100 })),
+  shared: Type.Optional(Type.Boolean()),
+};
 
 export const schemas = {
   companies: {
-    list: {
+    list: Params({
       ...list,
-      industry: { type: "string", max: 100, optional: true },
-      ownerId: optionalId,
-      tag: { type: "string", max: 100, optional: true },
-      domain: { type: "string", max: 255, optional: true },
-      country: { type: "string", max: 2, optional: true },
-      createdFrom: queryDate,
-      createdTo: queryDate,
-    },
-    create: {
-      $$strict: "remove",
-      workspaceId: wsId,
-      name: { type: "string", min: 1, max: 200, trim: true },
+      industry: Type.Optional(Type.String({ maxLength: 100 })),
+      ownerId: OptionalId,
+      tag: Type.Optional(Type.String({ maxLength: 100 })),
+      domain: Type.Optional(Type.String({ maxLength: 255 })),
+      country: Type.Optional(Type.String({ maxLength: 2 })),
+      createdFrom: Moment,
+      createdTo: Moment,
+    }),
+    create: Params({ workspaceId: WorkspaceId, name: Trimmed({ minLength: 1, maxLength: 200 }), ...companyFields }),
+    update: Params({
+      workspaceId: WorkspaceId,
+      companyId: Id,
+      name: Type.Optional(Trimmed({ minLength: 1, maxLength: 200 })),
       ...companyFields,
-    },
-    update: {
-      $$strict: "remove",
-      workspaceId: wsId,
-      companyId: idRule,
-      name: { type: "string", min: 1, max: 200, trim: true, optional: true },
-      ...companyFields,
-    },
+    }),
     remove: one("companyId"),
+    existingIds: Params({ ids: Type.Array(Type.String({ maxLength: 255 }), { maxItems: 1000 }) }),
   },
   pipelines: {
-    list: { $$strict: "remove", workspaceId: wsId },
+    list: Params({ workspaceId: WorkspaceId }),
     get: one("pipelineId"),
-    create: {
-      $$strict: "remove",
-      workspaceId: wsId,
-      name: { type: "string", min: 1, max: 100, trim: true },
-      stages,
-      isDefault: { type: "boolean", optional: true },
-    },
-    update: {
-      $$strict: "remove",
-      workspaceId: wsId,
-      pipelineId: idRule,
-      name: { type: "string", min: 1, max: 100, trim: true, optional: true },
-      stages: { ...stages, optional: true },
-      isDefault: {
-        type: "enum",
-        values: [true],
-        optional: true,
-        messages: { enumValue: "can only be set to true (make another pipeline the default instead)" },
-      },
-    },
+    create: Params({
+      workspaceId: WorkspaceId,
+      name: Trimmed({ minLength: 1, maxLength: 100 }),
+      stages: Stages,
+      isDefault: Type.Optional(Type.Boolean()),
+    }),
+    update: Params({
+      workspaceId: WorkspaceId,
+      pipelineId: Id,
+      name: Type.Optional(Trimmed({ minLength: 1, maxLength: 100 })),
+      stages: Type.Optional(Stages),
+      isDefault: Type.Optional(
+        Type.Literal(true, { description: "Can only be set to true (make another pipeline the default instead)" }),
+      ),
+    }),
     remove: one("pipelineId"),
   },
   deals: {
-    list: {
+    list: Params({
       ...list,
-      pipelineId: optionalId,
-      stageId: optionalId,
-      status: { type: "enum", values: ["open", "won", "lost"], optional: true },
-      ownerId: optionalId,
-      contactId: optionalId,
-      companyId: optionalId,
-      currency,
-      tag: { type: "string", max: 100, optional: true },
-      minValue: queryNumber,
-      maxValue: queryNumber,
-      expectedCloseFrom: queryDay,
-      expectedCloseTo: queryDay,
-      createdFrom: queryDate,
-      createdTo: queryDate,
-    },
+      pipelineId: OptionalId,
+      stageId: OptionalId,
+      status: Type.Optional(StringEnum(["open", "won", "lost"])),
+      ownerId: OptionalId,
+      contactId: OptionalId,
+      companyId: OptionalId,
+      currency: Type.Optional(Currency),
+      tag: Type.Optional(Type.String({ maxLength: 100 })),
+      minValue: Type.Optional(Type.Number()),
+      maxValue: Type.Optional(Type.Number()),
+      expectedCloseFrom: Type.Optional(CalendarDate),
+      expectedCloseTo: Type.Optional(CalendarDate),
+      createdFrom: Moment,
+      createdTo: Moment,
+    }),
     get: one("dealId"),
-    create: {
-      $$strict: "remove",
-      workspaceId: wsId,
-      title: { type: "string", min: 1, max: 200, trim: true },
-      pipelineId: optionalId,
-      stageId: optionalId,
+    create: Params({
+      workspaceId: WorkspaceId,
+      title: Trimmed({ minLength: 1, maxLength: 200 }),
+      pipelineId: OptionalId,
+      stageId: OptionalId,
       ...dealFields,
-    },
-    update: {
-      $$strict: "remove",
-      workspaceId: wsId,
-      dealId: idRule,
-      title: { type: "string", min: 1, max: 200, trim: true, optional: true },
+    }),
+    update: Params({
+      workspaceId: WorkspaceId,
+      dealId: Id,
+      title: Type.Optional(Trimmed({ minLength: 1, maxLength: 200 })),
       ...dealFields,
-    },
-    moveStage: {
-      $$strict: "remove",
-      workspaceId: wsId,
-      dealId: idRule,
-      stageId: idRule,
-      lostReason: optionalText(500),
-    },
+    }),
+    moveStage: Params({ workspaceId: WorkspaceId, dealId: Id, stageId: Id, lostReason: OptionalText(500) }),
     remove: one("dealId"),
-    stats: {
-      $$strict: "remove",
-      workspaceId: wsId,
-      pipelineId: optionalId,
-      ownerId: optionalId,
-      createdFrom: queryDate,
-      createdTo: queryDate,
-    },
+    stats: Params({
+      workspaceId: WorkspaceId,
+      pipelineId: OptionalId,
+      ownerId: OptionalId,
+      createdFrom: Moment,
+      createdTo: Moment,
+    }),
   },
   tasks: {
-    list: {
+    list: Params({
       ...list,
-      status: { type: "enum", values: ["open", "completed", "overdue"], optional: true },
-      assigneeId: optionalId,
-      contactId: optionalId,
-      companyId: optionalId,
-      dealId: optionalId,
-      type: { type: "enum", values: TASK_TYPES, optional: true },
-      priority: { type: "enum", values: TASK_PRIORITIES, optional: true },
-      dueFrom: queryDate,
-      dueTo: queryDate,
-    },
+      status: Type.Optional(StringEnum(["open", "completed", "overdue"])),
+      assigneeId: OptionalId,
+      contactId: OptionalId,
+      companyId: OptionalId,
+      dealId: OptionalId,
+      type: Type.Optional(StringEnum(TASK_TYPES)),
+      priority: Type.Optional(StringEnum(TASK_PRIORITIES)),
+      dueFrom: Moment,
+      dueTo: Moment,
+    }),
     get: one("taskId"),
-    create: {
-      $$strict: "remove",
-      workspaceId: wsId,
-      title: { type: "string", min: 1, max: 300, trim: true },
+    create: Params({ workspaceId: WorkspaceId, title: Trimmed({ minLength: 1, maxLength: 300 }), ...taskFields }),
+    update: Params({
+      workspaceId: WorkspaceId,
+      taskId: Id,
+      title: Type.Optional(Trimmed({ minLength: 1, maxLength: 300 })),
       ...taskFields,
-    },
-    update: {
-      $$strict: "remove",
-      workspaceId: wsId,
-      taskId: idRule,
-      title: { type: "string", min: 1, max: 300, trim: true, optional: true },
-      ...taskFields,
-    },
-    complete: {
-      $$strict: "remove",
-      workspaceId: wsId,
-      taskId: idRule,
-      completed: { type: "boolean", optional: true },
-    },
+    }),
+    complete: Params({ workspaceId: WorkspaceId, taskId: Id, completed: Type.Optional(Type.Boolean()) }),
     remove: one("taskId"),
   },
   notifications: {
-    list: {
-      $$strict: "remove",
-      workspaceId: wsId,
-      ...pageParams,
-      unread: queryBool,
-      type: { type: "string", max: 100, optional: true },
-    },
-    update: { $$strict: "remove", workspaceId: wsId, notificationId: idRule, read: { type: "boolean" } },
+    list: Params({
+      workspaceId: WorkspaceId,
+      ...PageQuery,
+      unread: Type.Optional(Type.Boolean()),
+      type: Type.Optional(Type.String({ maxLength: 100 })),
+    }),
+    update: Params({ workspaceId: WorkspaceId, notificationId: Id, read: Type.Boolean() }),
     remove: one("notificationId"),
-    markAllRead: { $$strict: "remove", workspaceId: wsId },
+    markAllRead: Params({ workspaceId: WorkspaceId }),
   },
   savedViews: {
-    list: {
-      $$strict: "remove",
-      workspaceId: wsId,
-      resource: { type: "enum", values: VIEW_RESOURCES, optional: true },
-    },
-    create: {
-      $$strict: "remove",
-      workspaceId: wsId,
-      name: { type: "string", min: 1, max: 100, trim: true },
-      resource: { type: "enum", values: VIEW_RESOURCES },
-      filters: { type: "object", optional: true },
-      sort: { type: "string", max: 50, optional: true, nullable: true },
-      columns: { type: "array", items: { type: "string", min: 1, max: 100 }, max: 100, optional: true },
-      shared: { type: "boolean", optional: true },
-    },
-    update: {
-      $$strict: "remove",
-      workspaceId: wsId,
-      viewId: idRule,
-      name: { type: "string", min: 1, max: 100, trim: true, optional: true },
-      filters: { type: "object", optional: true },
-      sort: { type: "string", max: 50, optional: true, nullable: true },
-      columns: { type: "array", items: { type: "string", min: 1, max: 100 }, max: 100, optional: true },
-      shared: { type: "boolean", optional: true },
-    },
+    list: Params({ workspaceId: WorkspaceId, resource: Type.Optional(StringEnum(VIEW_RESOURCES)) }),
+    create: Params({
+      workspaceId: WorkspaceId,
+      name: Trimmed({ minLength: 1, maxLength: 100 }),
+      resource: StringEnum(VIEW_RESOURCES),
+      ...viewFields,
+    }),
+    update: Params({
+      workspaceId: WorkspaceId,
+      viewId: Id,
+      name: Type.Optional(Trimmed({ minLength: 1, maxLength: 100 })),
+      ...viewFields,
+    }),
     remove: one("viewId"),
   },
   widgets: {
-    list: { $$strict: "remove", workspaceId: wsId },
-    create: {
-      $$strict: "remove",
-      workspaceId: wsId,
-      type: { type: "enum", values: WIDGET_TYPES },
-      title: { type: "string", min: 1, max: 100, trim: true, optional: true },
-      config: { type: "object", optional: true },
-      position,
-    },
+    list: Params({ workspaceId: WorkspaceId }),
+    create: Params({
+      workspaceId: WorkspaceId,
+      type: StringEnum(WIDGET_TYPES),
+      title: Type.Optional(Trimmed({ minLength: 1, maxLength: 100 })),
+      config: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
+      position: Type.Optional(Position),
+    }),
   },
-  activity: {
-    $$strict: "remove",
-    workspaceId: wsId,
-    ...pageParams,
-    type: { type: "string", max: 100, optional: true },
-    targetType: { type: "string", max: 50, optional: true },
-    targetId: optionalId,
-    actorId: optionalId,
-    from: queryDate,
-    to: queryDate,
-  },
-  search: {
-    $$strict: "remove",
-    workspaceId: wsId,
-    q: { type: "string", min: 1, max: 200, trim: true },
-    types: { type: "string", max: 200, optional: true },
-    limit: { type: "number", integer: true, positive: true, convert: true, optional: true },
-  },
-} as const;
+  activity: Params({
+    workspaceId: WorkspaceId,
+    ...PageQuery,
+    type: Type.Optional(Type.String({ maxLength: 100 })),
+    targetType: Type.Optional(Type.String({ maxLength: 50 })),
+    targetId: OptionalId,
+    actorId: OptionalId,
+    from: Moment,
+    to: Moment,
+  }),
+  search: Params({
+    workspaceId: WorkspaceId,
+    q: Trimmed({ minLength: 1, maxLength: 200 }),
+    types: Type.Optional(Type.String({ maxLength: 200, description: `Comma separated: ${SEARCH_TYPES.join(", ")}` })),
+    limit: Type.Optional(Int32({ minimum: 1, description: "Per type (default 5, max 20)" })),
+  }),
+  dueTasks: Params({}),
+};
+
+// ---------- answers ----------
+
+const str = Type.String();
+const nstr = Nullable(Type.String());
+const obj = <T extends TProperties>(properties: T) => Type.Object(properties);
+const Amounts = Type.Record(Type.String(), Type.Number(), {
+  description: 'Money per ISO 4217 currency, e.g. {"USD": 1200.5}',
+});
+
+export const CompanySchema = Component(
+  "Company",
+  obj({
+    id: str,
+    name: str,
+    domain: Nullable(Type.String({ description: "Lower-cased host name, unique in the workspace" })),
+    website: nstr,
+    industry: nstr,
+    employeeCount: Nullable(Type.Integer()),
+    annualRevenue: Nullable(Type.Number()),
+    currency: Nullable(Type.String({ description: "ISO 4217" })),
+    phone: nstr,
+    description: nstr,
+    address: Type.Object({
+      street: Type.Optional(str),
+      city: Type.Optional(str),
+      region: Type.Optional(str),
+      postalCode: Type.Optional(str),
+      country: Type.Optional(Type.String({ description: "ISO 3166-1 alpha-2" })),
+    }),
+    ownerId: Nullable(Type.String({ description: "User id of a member" })),
+    tags: Type.Array(str),
+    attributes: Type.Record(Type.String(), Type.Unknown()),
+    createdBy: nstr,
+    createdAt: DateTime(),
+    updatedAt: DateTime(),
+  }),
+);
+
+const StageSchema = obj({
+  id: str,
+  name: str,
+  position: Type.Integer(),
+  probability: Nullable(Type.Integer({ minimum: 0, maximum: 100 })),
+  won: Type.Boolean(),
+  lost: Type.Boolean(),
+});
+export const PipelineSchema = Component(
+  "Pipeline",
+  obj({
+    id: str,
+    name: str,
+    isDefault: Type.Boolean(),
+    stages: Type.Array(StageSchema),
+    createdAt: DateTime(),
+    updatedAt: DateTime(),
+  }),
+);
+
+const dealAnswerFields = {
+  id: str,
+  title: str,
+  value: Type.Number({ minimum: 0 }),
+  currency: Type.String({ description: "ISO 4217" }),
+  pipelineId: str,
+  stageId: str,
+  status: StringEnum(["open", "won", "lost"], { description: "Follows the stage: a won or lost stage closes the deal" }),
+  contactId: nstr,
+  companyId: nstr,
+  ownerId: nstr,
+  expectedCloseDate: Nullable(Type.String({ format: "date" })),
+  closedAt: Nullable(DateTime()),
+  lostReason: nstr,
+  description: nstr,
+  tags: Type.Array(str),
+  attributes: Type.Record(Type.String(), Type.Unknown()),
+  stageChangedAt: DateTime(),
+  createdBy: nstr,
+  createdAt: DateTime(),
+  updatedAt: DateTime(),
+};
+export const DealSchema = Component("Deal", obj(dealAnswerFields));
+export const DealWithHistorySchema = Component(
+  "DealWithHistory",
+  obj({
+    ...dealAnswerFields,
+    stageHistory: Type.Array(
+      obj({
+        id: str,
+        fromStageId: nstr,
+        toStageId: str,
+        fromStatus: nstr,
+        toStatus: str,
+        changedBy: nstr,
+        changedAt: DateTime(),
+      }),
+    ),
+  }),
+);
+const Bucket = obj({ count: Type.Integer(), value: Amounts });
+export const DealStatsSchema = obj({
+  pipelines: Type.Array(
+    obj({
+      id: str,
+      name: str,
+      isDefault: Type.Boolean(),
+      stages: Type.Array(
+        Type.Intersect([StageSchema, obj({ count: Type.Integer(), value: Amounts, weightedValue: Amounts })]),
+      ),
+    }),
+  ),
+  totals: obj({ open: Bucket, won: Bucket, lost: Bucket, all: obj({ count: Type.Integer() }) }),
+  winRate: Nullable(Type.Number({ description: "won / (won + lost)" })),
+});
+
+export const TaskSchema = Component(
+  "Task",
+  obj({
+    id: str,
+    title: str,
+    description: nstr,
+    type: Type.Unsafe<string>(StringEnum(TASK_TYPES)),
+    priority: Type.Unsafe<string>(StringEnum(TASK_PRIORITIES)),
+    status: StringEnum(["open", "completed"]),
+    overdue: Type.Boolean(),
+    dueAt: Nullable(DateTime()),
+    assigneeId: nstr,
+    contactId: nstr,
+    companyId: nstr,
+    dealId: nstr,
+    completedAt: Nullable(DateTime()),
+    completedBy: nstr,
+    createdBy: nstr,
+    createdAt: DateTime(),
+    updatedAt: DateTime(),
+  }),
+);
+
+export const NotificationSchema = Component(
+  "Notification",
+  obj({
+    id: str,
+    type: Type.String({ description: "task.assigned, task.due" }),
+    title: str,
+    body: nstr,
+    resource: Nullable(obj({ type: str, id: nstr })),
+    data: Type.Record(Type.String(), Type.Unknown()),
+    read: Type.Boolean(),
+    readAt: Nullable(DateTime()),
+    createdAt: DateTime(),
+  }),
+);
+
+export const SavedViewSchema = Component(
+  "SavedView",
+  obj({
+    id: str,
+    name: str,
+    resource: str,
+    filters: Type.Record(Type.String(), Type.Unknown(), { description: "The list's query parameters, as the client uses them" }),
+    sort: nstr,
+    columns: Type.Array(str),
+    shared: Type.Boolean(),
+    ownerId: str,
+    mine: Type.Boolean(),
+    createdAt: DateTime(),
+    updatedAt: DateTime(),
+  }),
+);
+
+export const WidgetSchema = Component(
+  "DashboardWidget",
+  obj({
+    id: str,
+    type: str,
+    title: str,
+    config: Type.Record(Type.String(), Type.Unknown()),
+    position: Type.Unsafe<Record<string, number>>(
+      obj({ x: Type.Integer(), y: Type.Integer(), w: Type.Integer(), h: Type.Integer() }),
+    ),
+    createdAt: DateTime(),
+    updatedAt: DateTime(),
+  }),
+);
+
+export const ActivitySchema = Component(
+  "Activity",
+  obj({
+    id: str,
+    type: Type.String({ description: "The audit action, e.g. deal.stage_changed" }),
+    actor: obj({ type: Type.Unsafe<string>(StringEnum(["user", "api_key", "system"])), id: nstr, name: nstr }),
+    target: Nullable(obj({ type: str, id: nstr })),
+    metadata: Type.Record(Type.String(), Type.Unknown()),
+    createdAt: DateTime(),
+  }),
+);
+
+export const SearchResultSchema = obj({
+  query: str,
+  data: Type.Array(
+    obj({
+      type: Type.String({ description: "contacts, companies, deals (campaigns, templates later)" }),
+      id: str,
+      title: str,
+      subtitle: nstr,
+      score: Type.Number(),
+      updatedAt: DateTime(),
+    }),
+  ),
+  totals: Type.Record(Type.String(), Type.Integer(), { description: "Matches per searched type" }),
+});
+
+export const SuccessSchema = Type.Object({ success: Type.Literal(true) });
+
+export const results = {
+  companies: Paginated(CompanySchema),
+  deals: Paginated(DealSchema),
+  tasks: Paginated(TaskSchema),
+  notifications: Type.Intersect([
+    Paginated(NotificationSchema),
+    Type.Object({ unreadCount: Type.Integer({ description: "The caller's unread notifications in all" }) }),
+  ]),
+  activity: Paginated(ActivitySchema),
+  pipelines: Type.Array(PipelineSchema),
+  views: Type.Array(SavedViewSchema),
+  widgets: Type.Array(WidgetSchema),
+  markAllRead: Type.Object({ updated: Type.Integer() }),
+};

@@ -1,47 +1,38 @@
-import type { ServiceSchema } from "moleculer";
+import { Type } from "@sinclair/typebox";
 import { roleHasPermission, scopesAllow } from "../../lib/access";
+import { defineAction, defineService } from "../../lib/define-service";
 import { fieldError } from "../../lib/errors";
 import type { AppContext } from "../../lib/moleculer-types";
 import { pageRequest } from "../../lib/pagination";
 import { userOf, workspaceOf } from "../../lib/tenancy";
-import { DbMixin } from "../../mixins/db.mixin";
-import { Notification } from "../../models";
+import { DatabaseMixin } from "../../mixins/database.mixin";
 import { listActivity } from "./activity.repo";
 import {
-  ActivitySchema,
-  answers,
-  listOf,
   NotificationSchema,
-  pageOf,
+  results,
   SavedViewSchema,
+  schemas,
+  SEARCH_TYPES,
   SearchResultSchema,
   SuccessSchema,
   WidgetSchema,
-} from "./crm.openapi";
-import { schemas, SEARCH_TYPES } from "./crm.schemas";
+} from "./crm.schemas";
+import { asDate } from "./crm.shared";
 import * as notifications from "./notifications.repo";
 import { search } from "./search.repo";
 import { notifyDueTasks } from "./tasks.repo";
 import * as views from "./views.repo";
 
-/** Validated params arrive typed by the schema; handlers read them through this alias. */
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-type Ctx = AppContext<Record<string, any>>;
-
 /** How often each replica runs the due check on its own (the cron tick may run it more often). */
 const DUE_CHECK_INTERVAL_MS = 60_000;
 
-const tagged = (tag: string) => (summary: string, responses: Record<string, unknown>) => ({
-  tags: [tag],
-  summary,
-  responses,
-});
+const tagged = (tag: string) => (summary: string) => ({ tags: [tag], summary });
 const notificationDoc = tagged("Notifications");
 const viewDoc = tagged("Saved views");
 const dashboardDoc = tagged("Dashboard");
 
 /** Whether the caller holds a permission (role for a person, scopes for an API key). */
-function callerMay(ctx: Ctx, permission: string): boolean {
+function callerMay(ctx: AppContext<object>, permission: string): boolean {
   const p = ctx.meta.principal;
   if (p?.kind === "system") return true;
   if (p?.kind === "apiKey") return scopesAllow(p.scopes, permission);
@@ -53,172 +44,174 @@ function callerMay(ctx: Ctx, permission: string): boolean {
  * widgets: session only, each user sees their own), the workspace's activity
  * feed and search, and the due-task check the cron tick runs.
  */
-const CrmService: ServiceSchema = {
+export default defineService({
   name: "crm",
-  mixins: [DbMixin(Notification)],
+  mixins: [DatabaseMixin],
   settings: { rest: "/" },
 
   actions: {
     /** The caller's notifications, newest first, with the unread count. Session. */
-    listNotifications: {
+    listNotifications: defineAction({
       rest: "GET /workspaces/:workspaceId/notifications",
       auth: "session",
       params: schemas.notifications.list,
+      result: results.notifications,
       openapi: notificationDoc(
         "The caller's notifications, newest first (filters unread, type); the envelope adds unreadCount",
-        answers(pageOf(NotificationSchema, { unreadCount: { type: "integer" } })),
       ),
-      handler: (ctx: Ctx) =>
+      handler: (ctx) =>
         notifications.listNotifications(workspaceOf(ctx), userOf(ctx), ctx.params, pageRequest(ctx.params)),
-    },
+    }),
 
     /** Mark every unread notification of the caller read. Session. */
-    markAllNotificationsRead: {
+    markAllNotificationsRead: defineAction({
       rest: "PATCH /workspaces/:workspaceId/notifications/mark-all-read",
       auth: "session",
       params: schemas.notifications.markAllRead,
+      result: results.markAllRead,
       openapi: notificationDoc(
         "Mark all the caller's notifications read; answers {updated}",
-        answers({ type: "object", properties: { updated: { type: "integer" } } }),
       ),
-      handler: (ctx: Ctx) => notifications.markAllRead(workspaceOf(ctx), userOf(ctx)),
-    },
+      handler: (ctx) => notifications.markAllRead(workspaceOf(ctx), userOf(ctx)),
+    }),
 
     /** Mark one of the caller's notifications read or unread. Session. */
-    updateNotification: {
+    updateNotification: defineAction({
       rest: "PATCH /workspaces/:workspaceId/notifications/:notificationId",
       auth: "session",
       params: schemas.notifications.update,
-      openapi: notificationDoc("Mark a notification read or unread ({read})", answers(NotificationSchema)),
-      handler: (ctx: Ctx) =>
+      result: NotificationSchema,
+      openapi: notificationDoc("Mark a notification read or unread ({read})"),
+      handler: (ctx) =>
         notifications.setRead(workspaceOf(ctx), userOf(ctx), ctx.params.notificationId, ctx.params.read),
-    },
+    }),
 
     /** Delete one of the caller's notifications. Session. */
-    removeNotification: {
+    removeNotification: defineAction({
       rest: "DELETE /workspaces/:workspaceId/notifications/:notificationId",
       auth: "session",
       params: schemas.notifications.remove,
-      openapi: notificationDoc("Delete a notification", answers(SuccessSchema)),
-      async handler(ctx: Ctx) {
+      result: SuccessSchema,
+      openapi: notificationDoc("Delete a notification"),
+      async handler(ctx) {
         await notifications.deleteNotification(workspaceOf(ctx), userOf(ctx), ctx.params.notificationId);
-        return { success: true };
+        return { success: true as const };
       },
-    },
+    }),
 
     /** Internal (cron tick, timers): notify assignees of tasks now due, once each. Answers how many were made. */
-    notifyDueTasks: {
+    notifyDueTasks: defineAction({
       handler: () => notifyDueTasks(),
-    },
+    }),
 
     /** The caller's saved views and those others shared. Session. */
-    listSavedViews: {
+    listSavedViews: defineAction({
       rest: "GET /workspaces/:workspaceId/saved-views",
       auth: "session",
       params: schemas.savedViews.list,
+      result: Type.Array(SavedViewSchema),
       openapi: viewDoc(
         "The caller's saved views and the views other members shared (filter by resource)",
-        answers(listOf(SavedViewSchema)),
       ),
-      handler: (ctx: Ctx) => views.listViews(workspaceOf(ctx), userOf(ctx), ctx.params.resource),
-    },
+      handler: (ctx) => views.listViews(workspaceOf(ctx), userOf(ctx), ctx.params.resource),
+    }),
 
     /** Save a named list filter for one resource. Session. */
-    createSavedView: {
+    createSavedView: defineAction({
       rest: "POST /workspaces/:workspaceId/saved-views",
       auth: "session",
       params: schemas.savedViews.create,
+      status: 201,
+      result: SavedViewSchema,
       openapi: viewDoc(
         "Save a named list view {name, resource, filters, sort, columns, shared} (name unique per user and resource: 409)",
-        answers(SavedViewSchema, 201),
       ),
-      async handler(ctx: Ctx) {
+      async handler(ctx) {
         const view = await views.createView(
           workspaceOf(ctx),
           userOf(ctx),
           ctx.params as { name: string; resource: string },
         );
-        ctx.meta.$statusCode = 201;
         return view;
       },
-    },
+    }),
 
     /** Change one of the caller's views. Session. */
-    updateSavedView: {
+    updateSavedView: defineAction({
       rest: "PATCH /workspaces/:workspaceId/saved-views/:viewId",
       auth: "session",
       params: schemas.savedViews.update,
+      result: SavedViewSchema,
       openapi: viewDoc(
         "Update one of the caller's saved views (another user's view: 404)",
-        answers(SavedViewSchema),
       ),
-      handler: (ctx: Ctx) => views.updateView(workspaceOf(ctx), userOf(ctx), ctx.params.viewId, ctx.params),
-    },
+      handler: (ctx) => views.updateView(workspaceOf(ctx), userOf(ctx), ctx.params.viewId, ctx.params),
+    }),
 
     /** Delete one of the caller's views. Session. */
-    removeSavedView: {
+    removeSavedView: defineAction({
       rest: "DELETE /workspaces/:workspaceId/saved-views/:viewId",
       auth: "session",
       params: schemas.savedViews.remove,
-      openapi: viewDoc("Delete one of the caller's saved views", answers(SuccessSchema)),
-      async handler(ctx: Ctx) {
+      result: SuccessSchema,
+      openapi: viewDoc("Delete one of the caller's saved views"),
+      async handler(ctx) {
         await views.deleteView(workspaceOf(ctx), userOf(ctx), ctx.params.viewId);
-        return { success: true };
+        return { success: true as const };
       },
-    },
+    }),
 
     /** The caller's dashboard widgets, top to bottom. Session. */
-    listWidgets: {
+    listWidgets: defineAction({
       rest: "GET /workspaces/:workspaceId/dashboard-widgets",
       auth: "session",
       params: schemas.widgets.list,
-      openapi: dashboardDoc("The caller's dashboard widgets in layout order", answers(listOf(WidgetSchema))),
-      handler: (ctx: Ctx) => views.listWidgets(workspaceOf(ctx), userOf(ctx)),
-    },
+      result: Type.Array(WidgetSchema),
+      openapi: dashboardDoc("The caller's dashboard widgets in layout order"),
+      handler: (ctx) => views.listWidgets(workspaceOf(ctx), userOf(ctx)),
+    }),
 
     /** Add a widget to the caller's dashboard. Session. */
-    createWidget: {
+    createWidget: defineAction({
       rest: "POST /workspaces/:workspaceId/dashboard-widgets",
       auth: "session",
       params: schemas.widgets.create,
+      status: 201,
+      result: WidgetSchema,
       openapi: dashboardDoc(
         "Add a dashboard widget {type, title?, config?, position?: {x, y, w, h}} (saved_view needs config.viewId; config.pipelineId must exist)",
-        answers(WidgetSchema, 201),
       ),
-      async handler(ctx: Ctx) {
-        const widget = await views.createWidget(
-          workspaceOf(ctx),
-          userOf(ctx),
-          ctx.params as { type: string },
-        );
-        ctx.meta.$statusCode = 201;
-        return widget;
+      async handler(ctx) {
+        return views.createWidget(workspaceOf(ctx), userOf(ctx), ctx.params);
       },
-    },
+    }),
 
     /** Recent activity of the workspace (the audit log without access and settings entries). contacts.read. */
-    activity: {
+    activity: defineAction({
       rest: "GET /workspaces/:workspaceId/activity",
       auth: "any",
       permission: "contacts.read",
       params: schemas.activity,
+      result: results.activity,
       openapi: dashboardDoc(
         "Recent activity across the workspace, newest first (filters type (prefix with *), targetType, targetId, actorId, from, to)",
-        answers(pageOf(ActivitySchema)),
       ),
-      handler: (ctx: Ctx) => listActivity(workspaceOf(ctx), ctx.params, pageRequest(ctx.params)),
-    },
+      handler(ctx) {
+        const filters = { ...ctx.params, from: asDate(ctx.params.from), to: asDate(ctx.params.to) };
+        return listActivity(workspaceOf(ctx), filters, pageRequest(ctx.params));
+      },
+    }),
 
     /** One query across contacts, companies and deals the caller may read. Any member or key. */
-    search: {
+    search: defineAction({
       rest: "GET /workspaces/:workspaceId/search",
       auth: "any",
       params: schemas.search,
+      result: SearchResultSchema,
       openapi: dashboardDoc(
         `Search contacts, companies and deals at once: {query, data: [{type, id, title, subtitle, score, updatedAt}], totals: {type: n}}; types=${SEARCH_TYPES.join(",")} (comma separated), limit per type (default 5, max 20)`,
-        answers(SearchResultSchema),
       ),
-      handler(ctx: Ctx) {
+      handler(ctx) {
         const types = ctx.params.types
           ? String(ctx.params.types)
               .split(",")
@@ -231,7 +224,7 @@ const CrmService: ServiceSchema = {
         const limit = Math.min(20, ctx.params.limit ?? 5);
         return search(workspaceOf(ctx), ctx.params.q, { types, limit, may: (p) => callerMay(ctx, p) });
       },
-    },
+    }),
   },
 
   started() {
@@ -244,6 +237,4 @@ const CrmService: ServiceSchema = {
   stopped() {
     clearInterval(this.dueTimer);
   },
-};
-
-export default CrmService;
+});

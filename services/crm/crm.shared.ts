@@ -5,15 +5,13 @@ import type { AppContext } from "../../lib/moleculer-types";
 
 /** Checks every CRM service makes on ids a client sends. */
 
-/** The signed-in user's id, or null for an API key or the system. */
-export function actorUserId(ctx: AppContext): string | null {
-  const p = ctx.meta.principal;
-  return p?.kind === "user" ? p.userId : null;
-}
+/** A date-time param as the repos take it (absent or null stays so). */
+export const asDate = <T extends string | null | undefined>(value: T): Date | Exclude<T, string> =>
+  (typeof value === "string" ? new Date(value) : value) as Date | Exclude<T, string>;
 
 /** Owners and assignees are users who are members of the workspace (400 naming the field otherwise). */
 export async function assertMember(
-  ctx: AppContext,
+  ctx: AppContext<object>,
   workspaceId: string,
   userId: string | null | undefined,
   field: string,

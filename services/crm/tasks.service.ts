@@ -1,36 +1,27 @@
-import type { ServiceSchema } from "moleculer";
-import { audit } from "../../lib/audit";
+import { actingUserId, audit } from "../../lib/audit";
+import { defineAction, defineService } from "../../lib/define-service";
 import type { AppContext } from "../../lib/moleculer-types";
 import { pageRequest } from "../../lib/pagination";
 import { workspaceOf } from "../../lib/tenancy";
-import { DbMixin } from "../../mixins/db.mixin";
-import { Task } from "../../models";
-import { answers, pageOf, SuccessSchema, TaskSchema } from "./crm.openapi";
-import { schemas } from "./crm.schemas";
-import { actorUserId, assertMember, assertReferences, sentFields } from "./crm.shared";
+import { DatabaseMixin } from "../../mixins/database.mixin";
+import { results, schemas, SuccessSchema, TaskSchema } from "./crm.schemas";
+import { asDate, assertMember, assertReferences, sentFields } from "./crm.shared";
 import { notify } from "./notifications.repo";
 import * as repo from "./tasks.repo";
 
-/** Validated params arrive typed by the schema; handlers read them through this alias. */
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-type Ctx = AppContext<Record<string, any>>;
-
-const openapi = (summary: string, responses: Record<string, unknown>) => ({
-  tags: ["Tasks"],
-  summary,
-  responses,
-});
+const openapi = (summary: string) => ({ tags: ["Tasks"], summary });
 
 /** Assignee must be a member; contact, company and deal must be of this workspace (404 otherwise). */
-async function checkLinks(ctx: Ctx, workspaceId: string) {
+type Links = { assigneeId?: string | null; contactId?: string | null; companyId?: string | null; dealId?: string | null };
+async function checkLinks(ctx: AppContext<Links>, workspaceId: string) {
   await assertMember(ctx, workspaceId, ctx.params.assigneeId, "assigneeId");
   const { contactId, companyId, dealId } = ctx.params;
   await assertReferences(workspaceId, { contactId, companyId, dealId });
 }
 
 /** The new assignee hears of the task, unless they assigned it to themselves. */
-async function notifyAssignee(ctx: Ctx, workspaceId: string, task: repo.TaskView) {
-  const actor = actorUserId(ctx);
+async function notifyAssignee(ctx: AppContext<object>, workspaceId: string, task: repo.TaskView) {
+  const actor = actingUserId(ctx);
   if (!task.assigneeId || task.assigneeId === actor) return;
   await notify(workspaceId, task.assigneeId, {
     type: "task.assigned",
@@ -43,57 +34,60 @@ async function notifyAssignee(ctx: Ctx, workspaceId: string, task: repo.TaskView
 }
 
 /** Tasks: due dates, an assignee (a member), links to a contact, company or deal, completion. contacts.* scopes. */
-const TasksService: ServiceSchema = {
+export default defineService({
   name: "tasks",
-  mixins: [DbMixin(Task)],
+  mixins: [DatabaseMixin],
   settings: { rest: "/" },
 
   actions: {
     /** Tasks, paginated, soonest due first; `assigneeId=me` for the caller's own. contacts.read. */
-    list: {
+    list: defineAction({
       rest: "GET /workspaces/:workspaceId/tasks",
       auth: "any",
       permission: "contacts.read",
       params: schemas.tasks.list,
+      result: results.tasks,
       openapi: openapi(
         "List tasks (status open|completed|overdue, assigneeId (or `me`), contactId, companyId, dealId, type, priority, due range, search by title; sort dueAt (default), createdAt, updatedAt, title, completedAt, priority)",
-        answers(pageOf(TaskSchema)),
       ),
-      handler(ctx: Ctx) {
-        const filters = { ...ctx.params };
-        if (filters.assigneeId === "me") filters.assigneeId = actorUserId(ctx) ?? "";
+      handler(ctx) {
+        const { assigneeId, dueFrom, dueTo } = ctx.params;
+        const filters = {
+          ...ctx.params,
+          assigneeId: assigneeId === "me" ? (actingUserId(ctx) ?? "") : assigneeId,
+          dueFrom: asDate(dueFrom),
+          dueTo: asDate(dueTo),
+        };
         return repo.listTasks(workspaceOf(ctx), filters, pageRequest(ctx.params));
       },
-    },
+    }),
 
     /** One task. contacts.read. */
-    get: {
+    get: defineAction({
       rest: "GET /workspaces/:workspaceId/tasks/:taskId",
       auth: "any",
       permission: "contacts.read",
       params: schemas.tasks.get,
-      openapi: openapi("Get a task", answers(TaskSchema)),
-      handler: async (ctx: Ctx) => repo.taskView(await repo.findTask(workspaceOf(ctx), ctx.params.taskId)),
-    },
+      result: TaskSchema,
+      openapi: openapi("Get a task"),
+      handler: async (ctx) => repo.taskView(await repo.findTask(workspaceOf(ctx), ctx.params.taskId)),
+    }),
 
     /** Create a task; its assignee is notified. contacts.write. */
-    create: {
+    create: defineAction({
       rest: "POST /workspaces/:workspaceId/tasks",
       auth: "any",
       permission: "contacts.write",
       params: schemas.tasks.create,
+      status: 201,
+      result: TaskSchema,
       openapi: openapi(
         "Create a task (assigneeId: a member's user id; the assignee gets a task.assigned notification)",
-        answers(TaskSchema, 201),
       ),
-      async handler(ctx: Ctx) {
+      async handler(ctx) {
         const workspaceId = workspaceOf(ctx);
         await checkLinks(ctx, workspaceId);
-        const task = await repo.createTask(
-          workspaceId,
-          ctx.params as repo.TaskInput & { title: string },
-          actorUserId(ctx),
-        );
+        const task = await repo.createTask(workspaceId, { ...ctx.params, dueAt: asDate(ctx.params.dueAt) }, actingUserId(ctx));
         await notifyAssignee(ctx, workspaceId, task);
         await audit(
           ctx,
@@ -101,25 +95,25 @@ const TasksService: ServiceSchema = {
           { type: "task", id: task.id },
           { title: task.title, assigneeId: task.assigneeId },
         );
-        ctx.meta.$statusCode = 201;
         return task;
       },
-    },
+    }),
 
     /** Change a task; a new assignee is notified, a new due date is notified again when due. contacts.write. */
-    update: {
+    update: defineAction({
       rest: "PATCH /workspaces/:workspaceId/tasks/:taskId",
       auth: "any",
       permission: "contacts.write",
       params: schemas.tasks.update,
+      result: TaskSchema,
       openapi: openapi(
         "Update a task (a new assignee gets a task.assigned notification; a changed due date is notified again)",
-        answers(TaskSchema),
       ),
-      async handler(ctx: Ctx) {
+      async handler(ctx) {
         const workspaceId = workspaceOf(ctx);
         await checkLinks(ctx, workspaceId);
-        const { task, previousAssignee } = await repo.updateTask(workspaceId, ctx.params.taskId, ctx.params);
+        const changes = { ...ctx.params, dueAt: asDate(ctx.params.dueAt) };
+        const { task, previousAssignee } = await repo.updateTask(workspaceId, ctx.params.taskId, changes);
         if (task.assigneeId !== previousAssignee) await notifyAssignee(ctx, workspaceId, task);
         await audit(
           ctx,
@@ -129,22 +123,23 @@ const TasksService: ServiceSchema = {
         );
         return task;
       },
-    },
+    }),
 
     /** Mark a task completed (or reopen it with `completed: false`). contacts.write. */
-    complete: {
+    complete: defineAction({
       rest: "PATCH /workspaces/:workspaceId/tasks/:taskId/complete",
       auth: "any",
       permission: "contacts.write",
       params: schemas.tasks.complete,
-      openapi: openapi("Complete a task (body `{completed: false}` reopens it)", answers(TaskSchema)),
-      async handler(ctx: Ctx) {
+      result: TaskSchema,
+      openapi: openapi("Complete a task (body `{completed: false}` reopens it)"),
+      async handler(ctx) {
         const completed = ctx.params.completed !== false;
         const task = await repo.completeTask(
           workspaceOf(ctx),
           ctx.params.taskId,
           completed,
-          actorUserId(ctx),
+          actingUserId(ctx),
         );
         await audit(
           ctx,
@@ -154,22 +149,21 @@ const TasksService: ServiceSchema = {
         );
         return task;
       },
-    },
+    }),
 
     /** Delete a task. contacts.delete. */
-    remove: {
+    remove: defineAction({
       rest: "DELETE /workspaces/:workspaceId/tasks/:taskId",
       auth: "any",
       permission: "contacts.delete",
       params: schemas.tasks.remove,
-      openapi: openapi("Delete a task", answers(SuccessSchema)),
-      async handler(ctx: Ctx) {
+      result: SuccessSchema,
+      openapi: openapi("Delete a task"),
+      async handler(ctx) {
         await repo.deleteTask(workspaceOf(ctx), ctx.params.taskId);
         await audit(ctx, "task.deleted", { type: "task", id: ctx.params.taskId });
-        return { success: true };
+        return { success: true as const };
       },
-    },
+    }),
   },
-};
-
-export default TasksService;
+});
