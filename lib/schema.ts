@@ -29,7 +29,9 @@ const paramsAjv = addKeywords(
 /** The same, reading text as the numbers and booleans a schema asks for, and (query strings, forms) one value as a list. */
 const coercing = (coerceTypes: true | "array") =>
   addKeywords(
-    addFormats(new Ajv({ allErrors: true, removeAdditional: true, useDefaults: true, coerceTypes, strict: false })),
+    addFormats(
+      new Ajv({ allErrors: true, removeAdditional: true, useDefaults: true, coerceTypes, strict: false }),
+    ),
     ["transform"],
   );
 const scalarAjv = coercing(true);
@@ -97,7 +99,10 @@ function fieldOf(error: ErrorObject): string {
     .slice(1)
     .map((part) => part.replace(/~1/g, "/").replace(/~0/g, "~"));
   if (error.keyword === "required") path.push(String(error.params.missingProperty));
-  return path.reduce((field, part) => (/^\d+$/.test(part) ? `${field}[${part}]` : field ? `${field}.${part}` : part), "");
+  return path.reduce(
+    (field, part) => (/^\d+$/.test(part) ? `${field}[${part}]` : field ? `${field}.${part}` : part),
+    "",
+  );
 }
 
 /** Ajv's errors as the contract's details; a union's failed branches are folded into one line per field. */
@@ -132,7 +137,10 @@ export function compileParamsChecker(schema: TSchema): Checker {
   return (value, typed = false) => {
     if (validate(value)) return true;
     const readable = (error: ErrorObject) =>
-      error.keyword === "type" && String(error.params.type).split(",").every((t) => READ_FROM_TEXT.has(t));
+      error.keyword === "type" &&
+      String(error.params.type)
+        .split(",")
+        .every((t) => READ_FROM_TEXT.has(t));
     const faults = (validate.errors ?? []).filter((error) => !readable(error));
     if (faults.length === 0) {
       const coerce = typed ? scalars : lists;

@@ -34,10 +34,13 @@ export function validatorMiddleware() {
       if (!check && !action.rest) return handler;
       return function validateParams(ctx: AppContext) {
         const issue = action.rest ? unstorableInput(ctx.params) : null;
-        if (issue) return Promise.reject(validationError(`${issue.field || "body"} ${issue.message}`, [issue]));
+        if (issue)
+          return Promise.reject(validationError(`${issue.field || "body"} ${issue.message}`, [issue]));
         const result = check ? check(ctx.params ?? {}, (ctx.meta.contentType ?? "").includes("json")) : true;
         if (result !== true) {
-          return Promise.reject(new Errors.ValidationError("Parameters validation error!", "VALIDATION_ERROR", result));
+          return Promise.reject(
+            new Errors.ValidationError("Parameters validation error!", "VALIDATION_ERROR", result),
+          );
         }
         return handler(ctx);
       };

@@ -22,14 +22,18 @@ export default async function globalSetup(): Promise<void> {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), "cms-test-pg-"));
     globalThis.__EMBEDDED_PG__ = await startEmbeddedPostgres(dir, false);
     baseUrl = globalThis.__EMBEDDED_PG__.url;
-    console.log(`\nDATABASE_URL is not set: tests use an embedded PostgreSQL (${baseUrl.replace(/:[^:@]*@/, ":***@")})`);
+    console.log(
+      `\nDATABASE_URL is not set: tests use an embedded PostgreSQL (${baseUrl.replace(/:[^:@]*@/, ":***@")})`,
+    );
   }
   // Suites whose whole file is skipped print nothing under jest; say why here, once.
   if (!process.env.NATS_URL) {
     console.log("NATS_URL is not set: skipping the NATS suites (cluster over NATS, webhooks over JetStream)");
   }
   if (!process.env.REDIS_URL) {
-    console.log("REDIS_URL is not set: skipping the Redis suites (registration limit and API-key cache in Redis)");
+    console.log(
+      "REDIS_URL is not set: skipping the Redis suites (registration limit and API-key cache in Redis)",
+    );
   }
   const template = `cms_template_${randomHex(4)}`;
   const admin = new Client({ connectionString: baseUrl });

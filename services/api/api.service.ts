@@ -15,7 +15,13 @@ import { PUBLIC_DIR } from "../../lib/paths";
 import { servePage } from "../../lib/pages";
 import { checkHealth, HealthSchema } from "./health";
 import { SESSIONS_REVOKED_EVENT } from "../../lib/session-token";
-import { authenticateRequest, clientIp, forgetSessions, trustFunction, type GatewayRequest } from "./authenticate";
+import {
+  authenticateRequest,
+  clientIp,
+  forgetSessions,
+  trustFunction,
+  type GatewayRequest,
+} from "./authenticate";
 
 const BODY_LIMIT = "1mb";
 
@@ -143,7 +149,12 @@ const ApiService: ServiceSchema = {
      * authentication (refuseCrossSiteWrite). A preflight from such an
      * origin is still refused.
      */
-    writeCorsHeaders(route: { cors?: { origin?: unknown } }, req: GatewayRequest, res: ServerResponse, isPreFlight: boolean) {
+    writeCorsHeaders(
+      route: { cors?: { origin?: unknown } },
+      req: GatewayRequest,
+      res: ServerResponse,
+      isPreFlight: boolean,
+    ) {
       const origin = req.headers.origin;
       // moleculer-web passes isPreFlight=true on every request; a preflight is an OPTIONS naming its method.
       const preflight = req.method === "OPTIONS" && Boolean(req.headers["access-control-request-method"]);
@@ -198,7 +209,10 @@ const ApiService: ServiceSchema = {
         summary: "Service health",
         responses: {
           "200": { description: "Healthy", content: { "application/json": { schema: HealthSchema } } },
-          "503": { description: "The database cannot be reached", content: { "application/json": { schema: HealthSchema } } },
+          "503": {
+            description: "The database cannot be reached",
+            content: { "application/json": { schema: HealthSchema } },
+          },
         },
       },
       async handler(ctx) {

@@ -42,7 +42,13 @@ export function trustFunction(): (addr: string, hop: number) => boolean {
     if (setting === "true") trust = () => true;
     else if (setting === "false") trust = () => false;
     else if (/^\d+$/.test(setting)) trust = (_addr, hop) => hop < Number(setting);
-    else trust = proxyaddr.compile(setting.split(",").map((entry) => entry.trim()).filter(Boolean));
+    else
+      trust = proxyaddr.compile(
+        setting
+          .split(",")
+          .map((entry) => entry.trim())
+          .filter(Boolean),
+      );
     trusted = { setting, trust };
   }
   return trusted.trust;
@@ -97,12 +103,16 @@ function touchApiKey(broker: ServiceBroker, key: VerifiedApiKey) {
   const seen = Math.max(lastTouched.get(key.id) ?? 0, key.lastUsedAt ? Date.parse(key.lastUsedAt) : 0);
   if (now - seen < TOUCH_INTERVAL_MS) return;
   lastTouched.set(key.id, now);
-  broker.call("auth.touchApiKey", { id: key.id }).catch((err) => broker.logger.warn("touchApiKey failed", err));
+  broker
+    .call("auth.touchApiKey", { id: key.id })
+    .catch((err) => broker.logger.warn("touchApiKey failed", err));
 }
 
 async function principalFromBearer(broker: ServiceBroker, token: string): Promise<Principal | null> {
   if (token.startsWith("svc_")) {
-    const key = (await broker.call("auth.verifyApiKey", { keyHash: sha256Hex(token) })) as VerifiedApiKey | null;
+    const key = (await broker.call("auth.verifyApiKey", {
+      keyHash: sha256Hex(token),
+    })) as VerifiedApiKey | null;
     if (!key || (key.expiresAt && Date.parse(key.expiresAt) <= Date.now())) return null;
     touchApiKey(broker, key);
     return { kind: "apiKey", apiKeyId: key.id, workspaceId: key.workspaceId, scopes: key.scopes };
@@ -143,7 +153,10 @@ export function forgetSessions(ended: { sessionId?: string; userId?: string }): 
   }
 }
 
-async function principalFromSession(broker: ServiceBroker, token: string | undefined): Promise<Principal | null> {
+async function principalFromSession(
+  broker: ServiceBroker,
+  token: string | undefined,
+): Promise<Principal | null> {
   if (!token) return null;
   const now = Date.now();
   const cached = sessionCache.get(token);
@@ -160,10 +173,16 @@ async function principalFromSession(broker: ServiceBroker, token: string | undef
     issuedAt: claims.iat ?? 0,
   });
   if (!active) return null;
-  const principal: Principal = { kind: "user", userId: claims.sub, email: claims.email ?? undefined, name: claims.name ?? undefined };
+  const principal: Principal = {
+    kind: "user",
+    userId: claims.sub,
+    email: claims.email ?? undefined,
+    name: claims.name ?? undefined,
+  };
   const until = Math.min(now + SESSION_CACHE_TTL_MS, claims.exp! * 1000);
   if (until > now) {
-    if (sessionCache.size >= SESSION_CACHE_MAX) sessionCache.delete(sessionCache.keys().next().value as string);
+    if (sessionCache.size >= SESSION_CACHE_MAX)
+      sessionCache.delete(sessionCache.keys().next().value as string);
     sessionCache.set(token, { principal, sessionId, until });
   }
   return principal;
@@ -173,7 +192,11 @@ async function principalFromSession(broker: ServiceBroker, token: string | undef
  * Resolve the caller into `ctx.meta.principal`. A bad credential is a 401
  * except on public routes, which simply run without a principal.
  */
-export async function authenticateRequest(broker: ServiceBroker, ctx: AppContext, req: GatewayRequest): Promise<null> {
+export async function authenticateRequest(
+  broker: ServiceBroker,
+  ctx: AppContext,
+  req: GatewayRequest,
+): Promise<null> {
   req.cookies ??= parseCookies(req.headers.cookie ?? "");
   const isPublic = req.$action?.auth === "public";
   const header = req.headers.authorization;

@@ -141,7 +141,10 @@ export const maskKey = (lastFour: string) => `svc_****${lastFour}`;
 export async function listKeys(workspaceId: string): Promise<ApiKeyView[]> {
   const keys = await ApiKey.findAll({
     where: { workspaceId, revokedAt: { [Op.is]: null } },
-    order: [["createdAt", "DESC"], ["id", "DESC"]],
+    order: [
+      ["createdAt", "DESC"],
+      ["id", "DESC"],
+    ],
   });
   return keys.map((k) => ({
     id: k.id,

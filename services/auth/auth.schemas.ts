@@ -18,7 +18,9 @@ export const ApiKeySchema = Component(
   Type.Object({
     id: Type.String(),
     name: Type.String(),
-    key: Type.String({ description: "The full key in the create answer only; masked (`svc_****abcd`) in lists" }),
+    key: Type.String({
+      description: "The full key in the create answer only; masked (`svc_****abcd`) in lists",
+    }),
     scopes: Type.Array(Type.String()),
     expiresAt: Nullable(DateTime()),
     lastUsedAt: Type.Optional(Nullable(DateTime())),
@@ -45,38 +47,54 @@ const Provider = Type.Object({
 export const SuccessSchema = Type.Object({ success: Type.Literal(true) });
 
 /** The answers of NextAuth's own routes, which are not the API's error shape (NextAuth v4 wire protocol). */
-const json = (schema: TSchema, description: string) => ({ description, content: { "application/json": { schema } } });
+const json = (schema: TSchema, description: string) => ({
+  description,
+  content: { "application/json": { schema } },
+});
 const redirect = (description: string) => ({
   description,
   headers: { Location: { schema: { type: "string" }, description: "Where the browser goes" } },
 });
-const text = (description: string, type = "text/plain") => ({ description, content: { [type]: { schema: { type: "string" } } } });
+const text = (description: string, type = "text/plain") => ({
+  description,
+  content: { [type]: { schema: { type: "string" } } },
+});
 const UrlAnswer = Type.Object({ url: Type.String({ description: "Where NextAuth would send the browser" }) });
 const Empty = Type.Object({}, { maxProperties: 0, description: "Signed out, or the session ended" });
 const Unsupported = text("The action does not exist for this method or provider (NextAuth's plain-text 400)");
 const Limited = { $ref: "#/components/responses/Error" };
 
 export const responses = {
-  csrf: { "200": json(Type.Object({ csrfToken: Type.String() }), "The token; the csrf cookie is set when missing") },
+  csrf: {
+    "200": json(Type.Object({ csrfToken: Type.String() }), "The token; the csrf cookie is set when missing"),
+  },
   providers: { "200": json(Type.Record(Type.String(), Provider), "The providers by id") },
   callback: {
     "200": json(
       UrlAnswer,
-      "Signed in (`json` is \"true\" or the body is JSON): the session cookie is set; or a form post without a valid csrf token: `{url: .../signin?csrf=true}`",
+      'Signed in (`json` is "true" or the body is JSON): the session cookie is set; or a form post without a valid csrf token: `{url: .../signin?csrf=true}`',
     ),
     "302": redirect("Without `json`: to the callback URL, the error page or the sign-in page"),
-    "401": json(UrlAnswer, "Wrong email or password: `{url: .../error?error=CredentialsSignin&provider=credentials}`"),
+    "401": json(
+      UrlAnswer,
+      "Wrong email or password: `{url: .../error?error=CredentialsSignin&provider=credentials}`",
+    ),
     "400": Unsupported,
     "429": Limited,
   },
   callbackGet: { "302": redirect("To `/api/auth/error?error=Callback`"), "400": Unsupported },
-  session: { "200": json(Type.Union([SessionSchema, Empty]), "The session (its cookie rolled forward) or `{}`") },
+  session: {
+    "200": json(Type.Union([SessionSchema, Empty]), "The session (its cookie rolled forward) or `{}`"),
+  },
   updateSession: {
     "200": json(Type.Union([SessionSchema, Empty]), "The session, as `GET /api/auth/session`"),
     "400": json(Empty, "No valid csrf token: `{}`, as NextAuth"),
   },
   signout: {
-    "200": json(UrlAnswer, "Signed out (or `{url: .../signout?csrf=true}` for a form post without a valid csrf token)"),
+    "200": json(
+      UrlAnswer,
+      "Signed out (or `{url: .../signout?csrf=true}` for a form post without a valid csrf token)",
+    ),
     "302": redirect("Without `json`: to the callback URL"),
   },
   signoutPage: { "200": text("The sign-out page", "text/html") },
@@ -95,12 +113,16 @@ export const schemas = {
     password: Type.Optional(Type.String({ maxLength: 256 })),
     csrfToken: Type.Optional(Type.String({ maxLength: 200, description: "Required for a form post" })),
     callbackUrl: Type.Optional(Type.String({ maxLength: 2048 })),
-    json: Type.Optional(Type.Unknown({ description: "The string \"true\" for a `{url}` answer instead of a redirect" })),
+    json: Type.Optional(
+      Type.Unknown({ description: 'The string "true" for a `{url}` answer instead of a redirect' }),
+    ),
   }),
   provider: Params({ provider: Type.String({ maxLength: 64 }) }),
   updateSession: Params({
     csrfToken: Type.Optional(Type.String({ maxLength: 200 })),
-    data: Type.Optional(Type.Unknown({ description: "Passed to the jwt callback (the default keeps the token)" })),
+    data: Type.Optional(
+      Type.Unknown({ description: "Passed to the jwt callback (the default keeps the token)" }),
+    ),
   }),
   signout: Params({
     csrfToken: Type.Optional(Type.String({ maxLength: 200, description: "Required for a form post" })),

@@ -83,7 +83,11 @@ export default defineService({
     csrf: defineAction({
       rest: "GET /auth/csrf",
       auth: "public",
-      openapi: { tags: ["Auth"], summary: "NextAuth csrf token (sets the csrf cookie)", responses: responses.csrf },
+      openapi: {
+        tags: ["Auth"],
+        summary: "NextAuth csrf token (sets the csrf cookie)",
+        responses: responses.csrf,
+      },
       handler(ctx) {
         const result = signin.csrf(ctx.meta.cookies ?? {});
         return send(ctx, { status: 200, body: { csrfToken: result.token }, cookies: result.cookies });
@@ -129,7 +133,11 @@ export default defineService({
       },
       handler(ctx) {
         if (ctx.params.provider !== "credentials") return text(ctx, 400, unsupported("GET"));
-        return send(ctx, { status: 302, redirect: `${authBase(config().publicUrl)}/error?error=Callback`, cookies: [] });
+        return send(ctx, {
+          status: 302,
+          redirect: `${authBase(config().publicUrl)}/error?error=Callback`,
+          cookies: [],
+        });
       },
     }),
 
@@ -152,7 +160,11 @@ export default defineService({
       rest: "POST /auth/session",
       auth: "public",
       params: schemas.updateSession,
-      openapi: { tags: ["Auth"], summary: "Refresh the session (NextAuth update)", responses: responses.updateSession },
+      openapi: {
+        tags: ["Auth"],
+        summary: "Refresh the session (NextAuth update)",
+        responses: responses.updateSession,
+      },
       async handler(ctx) {
         return send(ctx, await signin.updateSession(authRequest(ctx)));
       },
@@ -199,7 +211,11 @@ export default defineService({
       rest: "GET /auth/signin/:provider",
       auth: "public",
       params: schemas.signinProvider,
-      openapi: { tags: ["Auth"], summary: "Sign-in page for a provider (redirect)", responses: responses.signin },
+      openapi: {
+        tags: ["Auth"],
+        summary: "Sign-in page for a provider (redirect)",
+        responses: responses.signin,
+      },
       handler: (ctx) => toSigninPage(ctx),
     }),
 
@@ -207,7 +223,11 @@ export default defineService({
       rest: "GET /auth/error",
       auth: "public",
       params: schemas.error,
-      openapi: { tags: ["Auth"], summary: "Sign-in error (redirect to the sign-in page)", responses: responses.error },
+      openapi: {
+        tags: ["Auth"],
+        summary: "Sign-in error (redirect to the sign-in page)",
+        responses: responses.error,
+      },
       handler(ctx) {
         const error = ctx.params.error ?? "Default";
         const target = SIGNIN_ERRORS.has(error)
@@ -265,7 +285,9 @@ export default defineService({
                 text: `Someone asked to reset the password of this account.\n\nReset it within an hour: ${link}\n\nIf it was not you, ignore this mail.`,
               },
               this.logger,
-            ).catch((err: Error) => this.logger.error(`Password reset mail to ${user.email} failed: ${err.message}`));
+            ).catch((err: Error) =>
+              this.logger.error(`Password reset mail to ${user.email} failed: ${err.message}`),
+            );
           }
         }
         return { success: true as const };
@@ -328,7 +350,9 @@ export default defineService({
       async handler(ctx) {
         const expiresAt = ctx.params.expiresAt ? new Date(ctx.params.expiresAt) : null;
         if (expiresAt && expiresAt.getTime() <= Date.now()) {
-          throw validationError("expiresAt must be in the future", [{ field: "expiresAt", message: "must be in the future" }]);
+          throw validationError("expiresAt must be in the future", [
+            { field: "expiresAt", message: "must be in the future" },
+          ]);
         }
         const key = await repo.createKey(workspaceOf(ctx), {
           name: ctx.params.name,
@@ -336,7 +360,12 @@ export default defineService({
           expiresAt,
           createdBy: actingUserId(ctx),
         });
-        await audit(ctx, "api_key.created", { type: "api_key", id: key.id }, { name: key.name, scopes: key.scopes });
+        await audit(
+          ctx,
+          "api_key.created",
+          { type: "api_key", id: key.id },
+          { name: key.name, scopes: key.scopes },
+        );
         return key;
       },
     }),
@@ -387,7 +416,9 @@ export default defineService({
 
   started() {
     this.pruner = setInterval(() => {
-      repo.pruneRevokedSessions().catch((err: Error) => this.logger.warn(`revoked sessions prune failed: ${err.message}`));
+      repo
+        .pruneRevokedSessions()
+        .catch((err: Error) => this.logger.warn(`revoked sessions prune failed: ${err.message}`));
     }, PRUNE_INTERVAL_MS);
     this.pruner.unref();
   },

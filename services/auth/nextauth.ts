@@ -35,4 +35,5 @@ export const SIGNIN_ERRORS = new Set([
   "SessionRequired",
 ]);
 
-export const unsupported = (method: string) => `Error: This action with HTTP ${method} is not supported by NextAuth.js`;
+export const unsupported = (method: string) =>
+  `Error: This action with HTTP ${method} is not supported by NextAuth.js`;

@@ -89,11 +89,16 @@ function trustedDevice(req: AuthRequest, email: string): boolean {
   return Boolean(nonce && signature) && safeEqual(signature, deviceSignature(nonce, email));
 }
 
-async function sessionCookie(user: { id: string; name: string; email: string }, sessionId?: string): Promise<string> {
+async function sessionCookie(
+  user: { id: string; name: string; email: string },
+  sessionId?: string,
+): Promise<string> {
   const claims: SessionClaims = { name: user.name, email: user.email, sub: user.id };
   if (sessionId) claims.sid = sessionId;
   const token = await encodeSession(claims, authSecret());
-  return setCookie(cookieNames().sessionToken, token, { expires: new Date(Date.now() + SESSION_MAX_AGE * 1000) });
+  return setCookie(cookieNames().sessionToken, token, {
+    expires: new Date(Date.now() + SESSION_MAX_AGE * 1000),
+  });
 }
 
 /** POST /api/auth/callback/credentials */
@@ -112,7 +117,9 @@ export async function credentialsCallback(req: AuthRequest): Promise<AuthOutcome
   }
 
   const user = email && password ? await findUserByEmail(email) : null;
-  const valid = user ? await verifyPassword(password, user.passwordHash) : (await burnPasswordCheck(password), false);
+  const valid = user
+    ? await verifyPassword(password, user.passwordHash)
+    : (await burnPasswordCheck(password), false);
   if (!user || !valid) {
     if (email) await record(FAILURES_PER_EMAIL, email);
     return respond(req, 401, credentialsErrorUrl(origin()), []);
@@ -173,7 +180,10 @@ export async function signout(req: AuthRequest): Promise<AuthOutcome> {
   }
   const url = resolveCallbackUrl(req.body.callbackUrl, origin());
   return {
-    ...respond(req, 200, url, [setCookie(cookieNames().callbackUrl, url), ...clearSessionCookies(req.cookies)]),
+    ...respond(req, 200, url, [
+      setCookie(cookieNames().callbackUrl, url),
+      ...clearSessionCookies(req.cookies),
+    ]),
     revokedSessionId,
   };
 }

@@ -181,7 +181,9 @@ export async function runBulk(
     async (progress) => {
       let affected = 0;
       let done = 0;
-      const batches = unique ? chunks(unique, BULK_INLINE_MAX) : idsMatching(workspaceId, filter!, BULK_INLINE_MAX);
+      const batches = unique
+        ? chunks(unique, BULK_INLINE_MAX)
+        : idsMatching(workspaceId, filter!, BULK_INLINE_MAX);
       for await (const batch of batches) {
         affected += await applyBulk(broker, workspaceId, action, value, batch, actor);
         done += batch.length;

@@ -3,7 +3,15 @@ import { defineAction } from "../../lib/define-service";
 import { pageRequest } from "../../lib/pagination";
 import { workspaceOf } from "../../lib/tenancy";
 import { updateContact } from "./contact-write";
-import { ACCESS, NoteSchema, openapi, results, schemas, StageHistorySchema, SuccessSchema } from "./contacts.schemas";
+import {
+  ACCESS,
+  NoteSchema,
+  openapi,
+  results,
+  schemas,
+  StageHistorySchema,
+  SuccessSchema,
+} from "./contacts.schemas";
 import { exportContact } from "./csv-export";
 import { evaluateSegments } from "./effects";
 import { gdprDelete, gdprExport } from "./gdpr";
@@ -29,7 +37,11 @@ export const contactDataActions = {
       ...read,
       params: schemas.exportOne,
       async handler(ctx) {
-        const exported = await exportContact(workspaceOf(ctx), ctx.params.contactId, ctx.params.format ?? "csv");
+        const exported = await exportContact(
+          workspaceOf(ctx),
+          ctx.params.contactId,
+          ctx.params.format ?? "csv",
+        );
         if (exported.format === "json") return exported.body;
         ctx.meta.$responseType = "text/csv; charset=utf-8";
         ctx.meta.$responseHeaders = { "Content-Disposition": `attachment; filename="${exported.filename}"` };
@@ -117,9 +129,16 @@ export const contactDataActions = {
       async handler(ctx) {
         const ws = workspaceOf(ctx);
         const { contactId, stage, reason } = ctx.params;
-        const { after, stageChanged } = await updateContact(this.broker, ws, contactId, { stage }, actorOf(ctx), {
-          reason: reason ?? null,
-        });
+        const { after, stageChanged } = await updateContact(
+          this.broker,
+          ws,
+          contactId,
+          { stage },
+          actorOf(ctx),
+          {
+            reason: reason ?? null,
+          },
+        );
         if (stageChanged) await evaluateSegments(this.broker, ws, [after.id]);
         return stageHistory(ws, contactId);
       },

@@ -36,7 +36,9 @@ export const contactFields = {
   country: Text(255),
   city: Text(255),
   tags: Type.Optional(Nullable(Type.Array(Type.String({ maxLength: 100 }), { maxItems: 200 }))),
-  attributes: Type.Optional(Nullable(Json("Free-form attributes; on update merged key by key (null removes a key)"))),
+  attributes: Type.Optional(
+    Nullable(Json("Free-form attributes; on update merged key by key (null removes a key)")),
+  ),
   customFields: Type.Optional(Nullable(Json("Values of the workspace's custom fields, by key"))),
   stage: Text(100),
   companyId: Text(255),
@@ -140,7 +142,10 @@ const StageChange = Component(
     createdAt: DateTime(),
   }),
 );
-export const StageHistorySchema = Type.Object({ stage: Nullable(Type.String()), history: Type.Array(StageChange) });
+export const StageHistorySchema = Type.Object({
+  stage: Nullable(Type.String()),
+  history: Type.Array(StageChange),
+});
 
 const TimelineItem = Component(
   "TimelineItem",
@@ -194,7 +199,9 @@ export const CustomFieldGroupSchema = Component(
   }),
 );
 
-export const JobAcceptedSchema = Type.Object({ jobId: Type.String({ description: "Follow it at `GET {ws}/jobs?id=`" }) });
+export const JobAcceptedSchema = Type.Object({
+  jobId: Type.String({ description: "Follow it at `GET {ws}/jobs?id=`" }),
+});
 export const SuccessSchema = Type.Object({ success: Type.Literal(true) });
 const Rows = Type.Array(Json("A stored row"));
 
@@ -303,7 +310,10 @@ export const schemas = {
     emails: Type.Optional(Type.Array(Type.String())),
     phones: Type.Optional(Type.Array(Type.String())),
   }),
-  redeemLinkToken: Params({ token: Type.String({ maxLength: 200 }), channel: Type.String({ maxLength: 50 }) }),
+  redeemLinkToken: Params({
+    token: Type.String({ maxLength: 200 }),
+    channel: Type.String({ maxLength: 50 }),
+  }),
   stageDefCreate: Params({
     ...ws,
     key: Type.String({
@@ -381,7 +391,10 @@ export const openapi = {
   exportOneResponses: {
     "200": {
       description: "The contact as a CSV row under its header (default), or as JSON with `format=json`",
-      content: { "text/csv": { schema: { type: "string" } }, "application/json": { schema: results.exportJson } },
+      content: {
+        "text/csv": { schema: { type: "string" } },
+        "application/json": { schema: results.exportJson },
+      },
     },
     "4XX": { $ref: "#/components/responses/Error" },
   },

@@ -131,7 +131,8 @@ export default defineService({
       alsoAnswers: { 202: JobAcceptedSchema },
       async handler(ctx) {
         const { action, ids, filter, value } = ctx.params;
-        if (action === "delete") requirePermission(ctx.meta, "contacts.delete", "Bulk delete needs the contacts.delete permission");
+        if (action === "delete")
+          requirePermission(ctx.meta, "contacts.delete", "Bulk delete needs the contacts.delete permission");
         const request = { action, ids, filter: filter && filterOf(filter), value };
         const outcome = await runBulk(this.broker, this.logger, workspaceOf(ctx), request, actorOf(ctx));
         if ("jobId" in outcome) ctx.meta.$statusCode = 202;
@@ -170,10 +171,19 @@ export default defineService({
       result: ContactSchema,
       async handler(ctx) {
         const ws = workspaceOf(ctx);
-        requirePermission(ctx.meta, "contacts.delete", "Merging deletes the duplicates: it needs the contacts.delete permission");
+        requirePermission(
+          ctx.meta,
+          "contacts.delete",
+          "Merging deletes the duplicates: it needs the contacts.delete permission",
+        );
         const { contact, removed } = await mergeContacts(ws, ctx.params.primaryId, ctx.params.duplicateIds);
         await evaluateSegments(this.broker, ws, [contact.id]);
-        await audit(ctx, "contact.merged", { type: "contact", id: contact.id }, { merged: removed.map((r) => r.id) });
+        await audit(
+          ctx,
+          "contact.merged",
+          { type: "contact", id: contact.id },
+          { merged: removed.map((r) => r.id) },
+        );
         return contact;
       },
     }),
@@ -197,7 +207,13 @@ export default defineService({
       result: ContactSchema,
       async handler(ctx) {
         const ws = workspaceOf(ctx);
-        const { after } = await updateContact(this.broker, ws, ctx.params.contactId, inputOf(ctx.params), actorOf(ctx));
+        const { after } = await updateContact(
+          this.broker,
+          ws,
+          ctx.params.contactId,
+          inputOf(ctx.params),
+          actorOf(ctx),
+        );
         await evaluateSegments(this.broker, ws, [after.id]);
         return after;
       },

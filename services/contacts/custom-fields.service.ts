@@ -61,7 +61,8 @@ export default defineService({
       params: schemas.customFieldGroupCreate,
       status: 201,
       result: CustomFieldGroupSchema,
-      handler: (ctx) => createGroup(workspaceOf(ctx), { name: ctx.params.name, position: ctx.params.position }),
+      handler: (ctx) =>
+        createGroup(workspaceOf(ctx), { name: ctx.params.name, position: ctx.params.position }),
     }),
   },
 });

@@ -31,7 +31,13 @@ export const dncActions = {
       status: 201,
       result: DncEntrySchema,
       handler: (ctx) =>
-        addDnc(workspaceOf(ctx), ctx.params.type, ctx.params.value, ctx.params.reason ?? null, actorOf(ctx).actorId),
+        addDnc(
+          workspaceOf(ctx),
+          ctx.params.type,
+          ctx.params.value,
+          ctx.params.reason ?? null,
+          actorOf(ctx).actorId,
+        ),
     }),
 
     /** Remove `?type=&value=` from the do-not-contact list. contacts.delete. */

@@ -78,7 +78,9 @@ export async function spoolUpload(
     if (type === "multipart/form-data") {
       // busboy's own errors (no boundary, a body cut short) are the client's malformed body.
       const malformed = (err: Error) =>
-        validationError(`The multipart body is malformed: ${err.message}`, [{ field: "file", message: "is not a readable multipart body" }]);
+        validationError(`The multipart body is malformed: ${err.message}`, [
+          { field: "file", message: "is not a readable multipart body" },
+        ]);
       const mapping = await new Promise<string | undefined>((resolve, reject) => {
         let fieldMapping: string | undefined;
         let writing: Promise<void> | null = null;

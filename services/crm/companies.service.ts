@@ -28,7 +28,11 @@ export default defineService({
         "List companies (search by name or domain; filter by industry, owner, tag, domain, country, created range; sort name, domain, industry, employeeCount, annualRevenue, createdAt, updatedAt)",
       ),
       handler(ctx) {
-        const filters = { ...ctx.params, createdFrom: asDate(ctx.params.createdFrom), createdTo: asDate(ctx.params.createdTo) };
+        const filters = {
+          ...ctx.params,
+          createdFrom: asDate(ctx.params.createdFrom),
+          createdTo: asDate(ctx.params.createdTo),
+        };
         return repo.listCompanies(workspaceOf(ctx), filters, pageRequest(ctx.params));
       },
     }),
@@ -41,17 +45,11 @@ export default defineService({
       params: schemas.companies.create,
       status: 201,
       result: CompanySchema,
-      openapi: openapi(
-        "Create a company (domain normalised, unique per workspace: 409)",
-      ),
+      openapi: openapi("Create a company (domain normalised, unique per workspace: 409)"),
       async handler(ctx) {
         const workspaceId = workspaceOf(ctx);
         await assertMember(ctx, workspaceId, ctx.params.ownerId, "ownerId");
-        const company = await repo.createCompany(
-          workspaceId,
-          ctx.params,
-          actingUserId(ctx),
-        );
+        const company = await repo.createCompany(workspaceId, ctx.params, actingUserId(ctx));
         await audit(ctx, "company.created", { type: "company", id: company.id }, { name: company.name });
         return company;
       },
@@ -88,9 +86,7 @@ export default defineService({
       permission: "contacts.delete",
       params: schemas.companies.remove,
       result: SuccessSchema,
-      openapi: openapi(
-        "Delete a company (its contacts, deals and tasks are kept and unlinked)",
-      ),
+      openapi: openapi("Delete a company (its contacts, deals and tasks are kept and unlinked)"),
       async handler(ctx) {
         await repo.deleteCompany(workspaceOf(ctx), ctx.params.companyId);
         await audit(ctx, "company.deleted", { type: "company", id: ctx.params.companyId });

@@ -18,11 +18,17 @@ const CalendarDate = Type.String({ pattern: "^\\d{4}-\\d{2}-\\d{2}$", descriptio
 const Tags = Type.Optional(Type.Array(Trimmed({ minLength: 1, maxLength: 100 }), { maxItems: 100 }));
 const Attributes = Type.Optional(Type.Record(Type.String(), Type.Unknown()));
 /** A time bound in a query: a date (midnight UTC) or a date-time. */
-const Moment = Type.Optional(Type.Union([Type.String({ format: "date-time" }), Type.String({ format: "date" })]));
+const Moment = Type.Optional(
+  Type.Union([Type.String({ format: "date-time" }), Type.String({ format: "date" })]),
+);
 const Search = Type.Optional(Trimmed({ maxLength: 200 }));
 const Sort = Type.Optional(Type.String({ maxLength: 50, description: "A field, `-field` for descending" }));
 const list = { workspaceId: WorkspaceId, ...PageQuery, search: Search, sort: Sort };
-const one = <K extends string>(key: K) => Params({ workspaceId: WorkspaceId, [key]: Id } as { workspaceId: typeof WorkspaceId } & Record<K, typeof Id>);
+const one = <K extends string>(key: K) =>
+  Params({ workspaceId: WorkspaceId, [key]: Id } as { workspaceId: typeof WorkspaceId } & Record<
+    K,
+    typeof Id
+  >);
 
 const Address = Type.Object(
   {
@@ -120,7 +126,9 @@ const Position = Type.Object(
   { additionalProperties: false },
 );
 const viewFields = {
-  filters: Type.Optional(Type.Record(Type.String(), Type.Unknown(), { description: "The list's query parameters" })),
+  filters: Type.Optional(
+    Type.Record(Type.String(), Type.Unknown(), { description: "The list's query parameters" }),
+  ),
   sort: Type.Optional(Nullable(Type.String({ maxLength: 50 }))),
   columns: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: 100 }), { maxItems: 100 })),
   shared: Type.Optional(Type.Boolean()),
@@ -138,7 +146,11 @@ export const schemas = {
       createdFrom: Moment,
       createdTo: Moment,
     }),
-    create: Params({ workspaceId: WorkspaceId, name: Trimmed({ minLength: 1, maxLength: 200 }), ...companyFields }),
+    create: Params({
+      workspaceId: WorkspaceId,
+      name: Trimmed({ minLength: 1, maxLength: 200 }),
+      ...companyFields,
+    }),
     update: Params({
       workspaceId: WorkspaceId,
       companyId: Id,
@@ -163,7 +175,9 @@ export const schemas = {
       name: Type.Optional(Trimmed({ minLength: 1, maxLength: 100 })),
       stages: Type.Optional(Stages),
       isDefault: Type.Optional(
-        Type.Literal(true, { description: "Can only be set to true (make another pipeline the default instead)" }),
+        Type.Literal(true, {
+          description: "Can only be set to true (make another pipeline the default instead)",
+        }),
       ),
     }),
     remove: one("pipelineId"),
@@ -224,7 +238,11 @@ export const schemas = {
       dueTo: Moment,
     }),
     get: one("taskId"),
-    create: Params({ workspaceId: WorkspaceId, title: Trimmed({ minLength: 1, maxLength: 300 }), ...taskFields }),
+    create: Params({
+      workspaceId: WorkspaceId,
+      title: Trimmed({ minLength: 1, maxLength: 300 }),
+      ...taskFields,
+    }),
     update: Params({
       workspaceId: WorkspaceId,
       taskId: Id,
@@ -284,7 +302,9 @@ export const schemas = {
   search: Params({
     workspaceId: WorkspaceId,
     q: Trimmed({ minLength: 1, maxLength: 200 }),
-    types: Type.Optional(Type.String({ maxLength: 200, description: `Comma separated: ${SEARCH_TYPES.join(", ")}` })),
+    types: Type.Optional(
+      Type.String({ maxLength: 200, description: `Comma separated: ${SEARCH_TYPES.join(", ")}` }),
+    ),
     limit: Type.Optional(Int32({ minimum: 1, description: "Per type (default 5, max 20)" })),
   }),
   dueTasks: Params({}),
@@ -355,7 +375,9 @@ const dealAnswerFields = {
   currency: Type.String({ description: "ISO 4217" }),
   pipelineId: str,
   stageId: str,
-  status: StringEnum(["open", "won", "lost"], { description: "Follows the stage: a won or lost stage closes the deal" }),
+  status: StringEnum(["open", "won", "lost"], {
+    description: "Follows the stage: a won or lost stage closes the deal",
+  }),
   contactId: nstr,
   companyId: nstr,
   ownerId: nstr,
@@ -448,7 +470,9 @@ export const SavedViewSchema = Component(
     id: str,
     name: str,
     resource: str,
-    filters: Type.Record(Type.String(), Type.Unknown(), { description: "The list's query parameters, as the client uses them" }),
+    filters: Type.Record(Type.String(), Type.Unknown(), {
+      description: "The list's query parameters, as the client uses them",
+    }),
     sort: nstr,
     columns: Type.Array(str),
     shared: Type.Boolean(),
@@ -479,7 +503,11 @@ export const ActivitySchema = Component(
   obj({
     id: str,
     type: Type.String({ description: "The audit action, e.g. deal.stage_changed" }),
-    actor: obj({ type: Type.Unsafe<string>(StringEnum(["user", "api_key", "system"])), id: nstr, name: nstr }),
+    actor: obj({
+      type: Type.Unsafe<string>(StringEnum(["user", "api_key", "system"])),
+      id: nstr,
+      name: nstr,
+    }),
     target: Nullable(obj({ type: str, id: nstr })),
     metadata: Type.Record(Type.String(), Type.Unknown()),
     createdAt: DateTime(),

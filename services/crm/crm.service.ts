@@ -69,9 +69,7 @@ export default defineService({
       auth: "session",
       params: schemas.notifications.markAllRead,
       result: results.markAllRead,
-      openapi: notificationDoc(
-        "Mark all the caller's notifications read; answers {updated}",
-      ),
+      openapi: notificationDoc("Mark all the caller's notifications read; answers {updated}"),
       handler: (ctx) => notifications.markAllRead(workspaceOf(ctx), userOf(ctx)),
     }),
 
@@ -110,9 +108,7 @@ export default defineService({
       auth: "session",
       params: schemas.savedViews.list,
       result: Type.Array(SavedViewSchema),
-      openapi: viewDoc(
-        "The caller's saved views and the views other members shared (filter by resource)",
-      ),
+      openapi: viewDoc("The caller's saved views and the views other members shared (filter by resource)"),
       handler: (ctx) => views.listViews(workspaceOf(ctx), userOf(ctx), ctx.params.resource),
     }),
 
@@ -142,9 +138,7 @@ export default defineService({
       auth: "session",
       params: schemas.savedViews.update,
       result: SavedViewSchema,
-      openapi: viewDoc(
-        "Update one of the caller's saved views (another user's view: 404)",
-      ),
+      openapi: viewDoc("Update one of the caller's saved views (another user's view: 404)"),
       handler: (ctx) => views.updateView(workspaceOf(ctx), userOf(ctx), ctx.params.viewId, ctx.params),
     }),
 

@@ -4,7 +4,14 @@ import type { AppContext } from "../../lib/moleculer-types";
 import { pageRequest } from "../../lib/pagination";
 import { workspaceOf } from "../../lib/tenancy";
 import { DatabaseMixin } from "../../mixins/database.mixin";
-import { DealSchema, DealStatsSchema, DealWithHistorySchema, results, schemas, SuccessSchema } from "./crm.schemas";
+import {
+  DealSchema,
+  DealStatsSchema,
+  DealWithHistorySchema,
+  results,
+  schemas,
+  SuccessSchema,
+} from "./crm.schemas";
 import { asDate, assertMember, assertReferences, sentFields } from "./crm.shared";
 import * as repo from "./deals.repo";
 
@@ -37,7 +44,11 @@ export default defineService({
         "List deals (search by title; filter by pipeline, stage, status, owner, contact, company, currency, tag, value and date ranges; sort title, value, createdAt, updatedAt, expectedCloseDate, closedAt, stageChangedAt)",
       ),
       handler(ctx) {
-        const filters = { ...ctx.params, createdFrom: asDate(ctx.params.createdFrom), createdTo: asDate(ctx.params.createdTo) };
+        const filters = {
+          ...ctx.params,
+          createdFrom: asDate(ctx.params.createdFrom),
+          createdTo: asDate(ctx.params.createdTo),
+        };
         return repo.listDeals(workspaceOf(ctx), filters, pageRequest(ctx.params));
       },
     }),
@@ -53,7 +64,11 @@ export default defineService({
         "Deal statistics: count, value and weighted value per stage of each pipeline (values per currency), open/won/lost totals, win rate",
       ),
       handler(ctx) {
-        const filters = { ...ctx.params, createdFrom: asDate(ctx.params.createdFrom), createdTo: asDate(ctx.params.createdTo) };
+        const filters = {
+          ...ctx.params,
+          createdFrom: asDate(ctx.params.createdFrom),
+          createdTo: asDate(ctx.params.createdTo),
+        };
         return repo.dealStats(workspaceOf(ctx), filters);
       },
     }),

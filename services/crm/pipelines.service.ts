@@ -23,9 +23,7 @@ export default defineService({
       permission: "contacts.read",
       params: schemas.pipelines.list,
       result: Type.Array(PipelineSchema),
-      openapi: openapi(
-        "List pipelines with their ordered stages (default first)",
-      ),
+      openapi: openapi("List pipelines with their ordered stages (default first)"),
       handler: (ctx) => repo.listPipelines(workspaceOf(ctx)),
     }),
 
@@ -49,14 +47,9 @@ export default defineService({
       params: schemas.pipelines.create,
       status: 201,
       result: PipelineSchema,
-      openapi: openapi(
-        "Create a pipeline (stages in order; names unique; a stage is won, lost or open)",
-      ),
+      openapi: openapi("Create a pipeline (stages in order; names unique; a stage is won, lost or open)"),
       async handler(ctx) {
-        const pipeline = await repo.createPipeline(
-          workspaceOf(ctx),
-          ctx.params,
-        );
+        const pipeline = await repo.createPipeline(workspaceOf(ctx), ctx.params);
         await audit(ctx, "pipeline.created", { type: "pipeline", id: pipeline.id }, { name: pipeline.name });
         return pipeline;
       },

@@ -12,7 +12,12 @@ import * as repo from "./tasks.repo";
 const openapi = (summary: string) => ({ tags: ["Tasks"], summary });
 
 /** Assignee must be a member; contact, company and deal must be of this workspace (404 otherwise). */
-type Links = { assigneeId?: string | null; contactId?: string | null; companyId?: string | null; dealId?: string | null };
+type Links = {
+  assigneeId?: string | null;
+  contactId?: string | null;
+  companyId?: string | null;
+  dealId?: string | null;
+};
 async function checkLinks(ctx: AppContext<Links>, workspaceId: string) {
   await assertMember(ctx, workspaceId, ctx.params.assigneeId, "assigneeId");
   const { contactId, companyId, dealId } = ctx.params;
@@ -87,7 +92,11 @@ export default defineService({
       async handler(ctx) {
         const workspaceId = workspaceOf(ctx);
         await checkLinks(ctx, workspaceId);
-        const task = await repo.createTask(workspaceId, { ...ctx.params, dueAt: asDate(ctx.params.dueAt) }, actingUserId(ctx));
+        const task = await repo.createTask(
+          workspaceId,
+          { ...ctx.params, dueAt: asDate(ctx.params.dueAt) },
+          actingUserId(ctx),
+        );
         await notifyAssignee(ctx, workspaceId, task);
         await audit(
           ctx,

@@ -16,7 +16,10 @@ const Where = Type.Unsafe<FieldCondition[] | null>({
   description: "Conditions on the event's fields, in the segments filter language",
 });
 /** A filter group of the segments language, checked by filter-schema.ts (with the path of the bad node). */
-const Condition = Type.Unsafe<FilterGroup>({ type: "object", description: "A segments filter group on the contact" });
+const Condition = Type.Unsafe<FilterGroup>({
+  type: "object",
+  description: "A segments filter group on the contact",
+});
 const Decay = Nullable(Type.Object({ days: Days }, { additionalProperties: false }));
 const PeriodCap = Nullable(Type.Object({ max: Count, days: Days }, { additionalProperties: false }));
 
@@ -83,7 +86,12 @@ const ruleFields = {
 export const schemas = {
   list: Params({ workspaceId: WorkspaceId, ...PageQuery }),
   get: Params({ workspaceId: WorkspaceId, ruleId: RuleId }),
-  create: Params({ workspaceId: WorkspaceId, name: Trimmed({ minLength: 1, maxLength: 200 }), points: Points, ...ruleFields }),
+  create: Params({
+    workspaceId: WorkspaceId,
+    name: Trimmed({ minLength: 1, maxLength: 200 }),
+    points: Points,
+    ...ruleFields,
+  }),
   update: Params({
     workspaceId: WorkspaceId,
     ruleId: RuleId,

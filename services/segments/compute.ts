@@ -19,7 +19,12 @@ export async function prepareFilter(workspaceId: string, filter: FilterGroup, se
 }
 
 /** Recompute a segment and the segments that use it, as a job; its result is `{segmentId, added, removed, memberCount}`. */
-export function recomputeJob(workspaceId: string, segmentId: string, createdBy: string | null, logger: LoggerInstance) {
+export function recomputeJob(
+  workspaceId: string,
+  segmentId: string,
+  createdBy: string | null,
+  logger: LoggerInstance,
+) {
   return startJob(
     { workspaceId, type: "segments.recompute", createdBy, total: 1 },
     async (progress) => {

@@ -488,9 +488,12 @@ export async function dependentCount(workspaceId: string, segmentId: string): Pr
 /** The type of a recorded event, or undefined. */
 export async function eventTypeOf(workspaceId: string, eventId: string): Promise<string | undefined> {
   const sequelize = await database();
-  const [row] = await sequelize.query<{ type: string }>(`SELECT type FROM events WHERE workspace_id = $1 AND id = $2`, {
-    bind: [workspaceId, eventId],
-    type: QueryTypes.SELECT,
-  });
+  const [row] = await sequelize.query<{ type: string }>(
+    `SELECT type FROM events WHERE workspace_id = $1 AND id = $2`,
+    {
+      bind: [workspaceId, eventId],
+      type: QueryTypes.SELECT,
+    },
+  );
   return row?.type;
 }

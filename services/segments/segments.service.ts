@@ -158,7 +158,8 @@ export default defineService({
       async handler(ctx) {
         const ws = workspaceOf(ctx);
         const segment = await repo.getSegment(ws, ctx.params.segmentId);
-        if (segment.type !== "dynamic") throw fieldError("segmentId", "is a static segment; its members are explicit");
+        if (segment.type !== "dynamic")
+          throw fieldError("segmentId", "is a static segment; its members are explicit");
         const { jobId } = await recomputeJob(ws, segment.id, actingUserId(ctx), this.logger);
         return { jobId };
       },
@@ -178,7 +179,8 @@ export default defineService({
           ? new Date(ctx.params.from)
           : new Date(to.getTime() - ((ctx.params.days ?? 30) - 1) * DAY_MS);
         if (from > to) throw fieldError("from", "must not be after to");
-        if (to.getTime() - from.getTime() > 366 * DAY_MS) throw fieldError("from", "the range may span at most 366 days");
+        if (to.getTime() - from.getTime() > 366 * DAY_MS)
+          throw fieldError("from", "the range may span at most 366 days");
         return repo.growth(workspaceOf(ctx), ctx.params.segmentId, { from, to });
       },
     }),
@@ -222,8 +224,14 @@ export default defineService({
       async handler(ctx) {
         const ws = workspaceOf(ctx);
         const raw = ctx.params.contactIds;
-        const ids = Array.isArray(raw) ? raw : raw.split(",").map((s) => s.trim()).filter(Boolean);
-        if (ids.length === 0 || ids.length > 1000) throw fieldError("contactIds", "must name 1 to 1000 contacts");
+        const ids = Array.isArray(raw)
+          ? raw
+          : raw
+              .split(",")
+              .map((s) => s.trim())
+              .filter(Boolean);
+        if (ids.length === 0 || ids.length > 1000)
+          throw fieldError("contactIds", "must name 1 to 1000 contacts");
         const removed = await repo.removeStaticMembers(ws, ctx.params.segmentId, ids);
         await this.followStatic(ws, ctx.params.segmentId, ids);
         const { memberCount } = await repo.getSegment(ws, ctx.params.segmentId);
@@ -244,11 +252,18 @@ export default defineService({
         const { contactId, eventId, scoreChanged } = ctx.params;
         let trigger: Trigger = { kind: "contact" };
         if (scoreChanged) trigger = { kind: "score" };
-        else if (eventId) trigger = { kind: "event", eventType: ctx.params.eventType ?? (await repo.eventTypeOf(ws, eventId)) };
+        else if (eventId)
+          trigger = {
+            kind: "event",
+            eventType: ctx.params.eventType ?? (await repo.eventTypeOf(ws, eventId)),
+          };
         const result = await evaluateContacts(ws, [contactId], trigger, eventId, ctx.meta.configVersions);
         this.announce(ws, result, eventId);
         if (trigger.kind === "contact") await this.scoreContactRules(ctx, ws, [contactId]);
-        return { entered: result.entered.map((e) => e.segmentId), exited: result.exited.map((e) => e.segmentId) };
+        return {
+          entered: result.entered.map((e) => e.segmentId),
+          exited: result.exited.map((e) => e.segmentId),
+        };
       },
     }),
 
@@ -290,7 +305,12 @@ export default defineService({
 
   methods: {
     /** The saved segment, computed now; or with its job's id, answered 202, when it computes in the background. */
-    async computed(ctx: Context<unknown, { $statusCode?: number }>, ws: string, id: string, background: boolean) {
+    async computed(
+      ctx: Context<unknown, { $statusCode?: number }>,
+      ws: string,
+      id: string,
+      background: boolean,
+    ) {
       const { jobId } = await computeMembership(ws, id, background, actingUserId(ctx), this.logger);
       const segment = await repo.getSegment(ws, id);
       if (!jobId) return segment;
@@ -306,7 +326,8 @@ export default defineService({
 
     refreshTimeBased() {
       return refreshTimeRelative(
-        (ws: string, changes: { entered: MembershipChange[]; exited: MembershipChange[] }) => this.announce(ws, changes),
+        (ws: string, changes: { entered: MembershipChange[]; exited: MembershipChange[] }) =>
+          this.announce(ws, changes),
         (id: string, err: unknown) => this.logger.warn(`Time refresh of segment ${id} failed`, err),
       );
     },
@@ -314,10 +335,18 @@ export default defineService({
     /** Contact-condition scoring rules follow a contact change (segments have seen the old score by now). */
     async scoreContactRules(ctx: Context, ws: string, contactIds: string[]) {
       if (!contactIds.length || !isServiceAvailable(this.broker, "scoring")) return;
-      await ctx.call("scoring.applyContactRules", { contactIds }, { meta: { principal: SYSTEM, workspaceId: ws } });
+      await ctx.call(
+        "scoring.applyContactRules",
+        { contactIds },
+        { meta: { principal: SYSTEM, workspaceId: ws } },
+      );
     },
 
-    announce(ws: string, result: { entered: MembershipChange[]; exited: MembershipChange[] }, eventId?: string) {
+    announce(
+      ws: string,
+      result: { entered: MembershipChange[]; exited: MembershipChange[] },
+      eventId?: string,
+    ) {
       const { entered, exited } = result;
       for (let i = 0; i < Math.max(entered.length, exited.length); i += ANNOUNCE_CHUNK) {
         this.broker.emit(MEMBERSHIP_CHANGED_EVENT, {

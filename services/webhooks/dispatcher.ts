@@ -111,7 +111,11 @@ export class Sender {
         settled = true;
         clearTimeout(timer);
         this.inFlight.delete(req);
-        resolve({ ...outcome, durationMs: Date.now() - started, ...(this.stopping ? { aborted: true } : {}) });
+        resolve({
+          ...outcome,
+          durationMs: Date.now() - started,
+          ...(this.stopping ? { aborted: true } : {}),
+        });
       };
       const timer = setTimeout(() => {
         req.destroy(new Error(`timed out after ${this.timeoutMs} ms`));
@@ -133,7 +137,9 @@ export class Sender {
           const ok = status >= 200 && status < 300;
           finish({ statusCode: status, responseBody: text, error: ok ? null : `HTTP ${status}` });
         });
-        res.on("error", (err) => finish({ statusCode: res.statusCode ?? null, responseBody: null, error: err.message }));
+        res.on("error", (err) =>
+          finish({ statusCode: res.statusCode ?? null, responseBody: null, error: err.message }),
+        );
       });
       req.on("error", (err) => finish({ statusCode: null, responseBody: null, error: err.message }));
       req.end(body);
@@ -160,13 +166,28 @@ export async function attempt(
   const base = { id: row.id, token: row.claim_token, attempt: attemptNo };
   const fail = (error: string) => ({
     aborted: false,
-    result: { ...base, attempt: row.attempt, success: false, statusCode: null, responseBody: null, error, durationMs: null, nextAttemptAt: null },
+    result: {
+      ...base,
+      attempt: row.attempt,
+      success: false,
+      statusCode: null,
+      responseBody: null,
+      error,
+      durationMs: null,
+      nextAttemptAt: null,
+    },
   });
   if (!row.active) return fail("Endpoint is inactive");
   if (!row.url || !row.secret_sealed) return fail("Endpoint has no url or secret");
 
   const body = row.body;
-  const headers = deliveryHeaders(open(row.secret_sealed), body, row, attemptNo, Math.floor(Date.now() / 1000));
+  const headers = deliveryHeaders(
+    open(row.secret_sealed),
+    body,
+    row,
+    attemptNo,
+    Math.floor(Date.now() / 1000),
+  );
   const outcome = await sender.post(row.url, body, headers);
   const success = outcome.error === null;
   const delay = success || !options.scheduleRetries ? null : retryDelay(attemptNo, retryDelaysMs);
@@ -295,7 +316,9 @@ export class Dispatcher {
         this.started(row);
         let outcome: repo.AttemptResult | undefined;
         try {
-          const { result, aborted } = await attempt(this.sender, row, this.opts.retryDelaysMs, { scheduleRetries: true });
+          const { result, aborted } = await attempt(this.sender, row, this.opts.retryDelaysMs, {
+            scheduleRetries: true,
+          });
           if (aborted) return await repo.releaseClaims([{ id: row.id, token: row.claim_token }]);
           outcome = result;
           sent += 1;
@@ -323,7 +346,8 @@ export class Dispatcher {
    * its sends older than `fastMs`, so borrowed slots come back soon. One that never answered (or hangs) cannot.
    */
   private mayBorrow(endpointId: string, load: EndpointLoad): boolean {
-    if (!load.fast || this.failing.has(endpointId) || this.capOf(endpointId) < this.endpointConcurrency) return false;
+    if (!load.fast || this.failing.has(endpointId) || this.capOf(endpointId) < this.endpointConcurrency)
+      return false;
     const oldest = load.sends.values().next();
     return oldest.done === true || performance.now() - oldest.value < this.fastMs;
   }
@@ -348,7 +372,9 @@ export class Dispatcher {
       const keep = new Set(await repo.endpointsWithQueue(ids));
       for (const id of ids) if (!keep.has(id)) this.failing.delete(id);
     } catch (err) {
-      this.opts.logger.warn(`webhook dispatcher: checking failing endpoints failed: ${(err as Error).message}`);
+      this.opts.logger.warn(
+        `webhook dispatcher: checking failing endpoints failed: ${(err as Error).message}`,
+      );
     }
   }
 
@@ -388,7 +414,9 @@ export class Dispatcher {
     let rows = 0;
     for (const [id, load] of this.load) {
       if (load.queued === 0) continue;
-      rows += this.mayBorrow(id, load) ? load.queued : Math.min(load.queued, Math.max(0, this.capOf(id) - load.sends.size));
+      rows += this.mayBorrow(id, load)
+        ? load.queued
+        : Math.min(load.queued, Math.max(0, this.capOf(id) - load.sends.size));
     }
     return rows;
   }
@@ -407,10 +435,19 @@ export class Dispatcher {
   private claim(limit: number, batches: number): Promise<repo.ClaimedDelivery[]> {
     const claimed = this.claiming.then(async () => {
       const room: Record<string, number> = {};
-      for (const id of new Set([...this.load.keys(), ...this.failing.keys()])) room[id] = this.claimRoom(id, batches);
-      const rows = await repo.claimDue(this.opts.nodeId, limit, this.opts.leaseMs, { perEndpoint: batches, room });
+      for (const id of new Set([...this.load.keys(), ...this.failing.keys()]))
+        room[id] = this.claimRoom(id, batches);
+      const rows = await repo.claimDue(this.opts.nodeId, limit, this.opts.leaseMs, {
+        perEndpoint: batches,
+        room,
+      });
       for (const row of rows) {
-        const load = this.load.get(row.endpoint_id) ?? { queued: 0, sends: new Map<string, number>(), fast: false, streak: 0 };
+        const load = this.load.get(row.endpoint_id) ?? {
+          queued: 0,
+          sends: new Map<string, number>(),
+          fast: false,
+          streak: 0,
+        };
         load.queued += 1;
         this.load.set(row.endpoint_id, load);
       }
@@ -443,7 +480,8 @@ export class Dispatcher {
       }
       if (outcome.success) {
         // A recovered endpoint drains its backlog at its full cap at once, not through slow start again.
-        if (this.failing.delete(row.endpoint_id) && load) load.streak = Math.max(load.streak, this.endpointConcurrency);
+        if (this.failing.delete(row.endpoint_id) && load)
+          load.streak = Math.max(load.streak, this.endpointConcurrency);
       } else this.failed(row.endpoint_id);
     }
   }
@@ -470,7 +508,9 @@ export class Dispatcher {
     for (const row of back) this.load.get(row.endpoint_id)!.queued -= 1;
     await repo
       .releaseClaims(back.map((r) => ({ id: r.id, token: r.claim_token })))
-      .catch((err: Error) => this.opts.logger.warn(`webhook dispatcher: giving back ${back.length} claims failed: ${err.message}`));
+      .catch((err: Error) =>
+        this.opts.logger.warn(`webhook dispatcher: giving back ${back.length} claims failed: ${err.message}`),
+      );
   }
 
   private async pump(): Promise<void> {
@@ -505,7 +545,7 @@ export class Dispatcher {
    * the next drain serves endpoints below their cap first; other rows wait for their endpoint's own sends.
    */
   private drain(): void {
-    for (let i = 0; i < this.queue.length && this.inFlight < this.opts.concurrency && !this.stopped; ) {
+    for (let i = 0; i < this.queue.length && this.inFlight < this.opts.concurrency && !this.stopped;) {
       const row = this.queue[i];
       if (this.load.get(row.endpoint_id)!.sends.size < this.capOf(row.endpoint_id)) {
         this.queue.splice(i, 1);
@@ -553,7 +593,9 @@ export class Dispatcher {
         this.pending.push(result);
         this.scheduleFlush();
       })
-      .catch((err: Error) => this.opts.logger.warn(`webhook dispatcher: delivery ${row.id} failed: ${err.message}`))
+      .catch((err: Error) =>
+        this.opts.logger.warn(`webhook dispatcher: delivery ${row.id} failed: ${err.message}`),
+      )
       .finally(() => {
         clearTimeout(lapse);
         if (holdsSlot) this.inFlight -= 1;
@@ -582,7 +624,9 @@ export class Dispatcher {
           for (const r of batch) if (r.nextAttemptAt) this.wakeAt(r.nextAttemptAt);
         } catch (err) {
           // The claims stay until their lease ends, then the deliveries are attempted again.
-          this.opts.logger.warn(`webhook dispatcher: recording ${batch.length} attempts failed: ${(err as Error).message}`);
+          this.opts.logger.warn(
+            `webhook dispatcher: recording ${batch.length} attempts failed: ${(err as Error).message}`,
+          );
         }
       }
       this.flushing = null;
@@ -590,10 +634,13 @@ export class Dispatcher {
   }
 
   private wakeAt(at: Date): void {
-    const timer = setTimeout(() => {
-      this.timers.delete(timer);
-      this.wake();
-    }, Math.max(0, at.getTime() - Date.now()) + 5);
+    const timer = setTimeout(
+      () => {
+        this.timers.delete(timer);
+        this.wake();
+      },
+      Math.max(0, at.getTime() - Date.now()) + 5,
+    );
     timer.unref();
     this.timers.add(timer);
   }

@@ -36,7 +36,9 @@ function embeddedIpv4(address: ipaddr.IPv6): ipaddr.IPv4 | null {
       return ipaddr.fromByteArray(bytes.slice(2, 6)) as ipaddr.IPv4;
     default:
       // IPv4-compatible (::a.b.c.d, deprecated): 96 zero bits, then the address.
-      return bytes.slice(0, 12).every((b) => b === 0) ? (ipaddr.fromByteArray(bytes.slice(12)) as ipaddr.IPv4) : null;
+      return bytes.slice(0, 12).every((b) => b === 0)
+        ? (ipaddr.fromByteArray(bytes.slice(12)) as ipaddr.IPv4)
+        : null;
   }
 }
 
@@ -74,7 +76,8 @@ export async function resolveTarget(raw: string, enforce = guardEnabled()): Prom
   const url = new URL(raw);
   if (!enforce) return { url };
   const host = url.hostname.replace(/^\[|\]$/g, "").toLowerCase();
-  const refuse = () => new TargetRefused("url must not point to a private, loopback, link-local or metadata address");
+  const refuse = () =>
+    new TargetRefused("url must not point to a private, loopback, link-local or metadata address");
   if (DENIED_NAMES.has(host) || host.endsWith(".localhost") || host.endsWith(".internal")) throw refuse();
   if (net.isIP(host)) {
     if (isDeniedAddress(host)) throw refuse();

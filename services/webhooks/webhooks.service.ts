@@ -25,7 +25,6 @@ async function checkTarget(url: string): Promise<void> {
   }
 }
 
-
 /** Webhook endpoints, the inbound receiver, the outbound fan-out and its dispatcher, deliveries. */
 export default defineService({
   name: "webhooks",
@@ -68,12 +67,17 @@ export default defineService({
           secretSealed: seal(secret),
           createdBy: actingUserId(ctx),
         });
-        await audit(ctx, "webhook.created", { type: "webhook", id: endpoint.id }, {
-          name: endpoint.name,
-          url: endpoint.url,
-          direction,
-          events: endpoint.events,
-        });
+        await audit(
+          ctx,
+          "webhook.created",
+          { type: "webhook", id: endpoint.id },
+          {
+            name: endpoint.name,
+            url: endpoint.url,
+            direction,
+            events: endpoint.events,
+          },
+        );
         return { ...endpoint, _count: { deliveries: 0 }, secret };
       },
     }),
@@ -95,10 +99,15 @@ export default defineService({
         const endpoint = await repo.updateEndpoint(workspaceId, existing.id, { name, url, events, active });
         if (!endpoint) throw notFound("Webhook");
         const changes = { name, url, events, active };
-        await audit(ctx, "webhook.updated", { type: "webhook", id: endpoint.id }, {
-          fields: Object.keys(changes).filter((k) => changes[k as keyof typeof changes] !== undefined),
-          ...(active !== undefined ? { active } : {}),
-        });
+        await audit(
+          ctx,
+          "webhook.updated",
+          { type: "webhook", id: endpoint.id },
+          {
+            fields: Object.keys(changes).filter((k) => changes[k as keyof typeof changes] !== undefined),
+            ...(active !== undefined ? { active } : {}),
+          },
+        );
         return endpoint;
       },
     }),
@@ -144,13 +153,23 @@ export default defineService({
         const found = await repo.findDelivery(workspaceId, ctx.params.deliveryId);
         if (!found) throw notFound("Delivery");
         if (found.direction !== "OUTBOUND") throw notRetryable("Only OUTBOUND deliveries can be retried");
-        const claimed = await repo.claimOne(workspaceId, found.id, this.broker.nodeID, config().webhookLeaseMs);
+        const claimed = await repo.claimOne(
+          workspaceId,
+          found.id,
+          this.broker.nodeID,
+          config().webhookLeaseMs,
+        );
         if (!claimed) throw conflict("This delivery is being sent right now");
         const { result } = await attempt(this.dispatcher.sender, claimed, config().webhookRetryDelaysMs, {
           scheduleRetries: false,
         });
         await repo.recordAttempts([result]);
-        await audit(ctx, "webhook.delivery.retried", { type: "webhook_delivery", id: found.id }, { attempt: result.attempt });
+        await audit(
+          ctx,
+          "webhook.delivery.retried",
+          { type: "webhook_delivery", id: found.id },
+          { attempt: result.attempt },
+        );
         return repo.toDelivery((await repo.findDelivery(workspaceId, found.id))!);
       },
     }),
@@ -162,7 +181,10 @@ export default defineService({
       rawBody: true,
       params: schemas.inbound,
       result: results.inbound,
-      openapi: { tags: ["Webhooks"], summary: "Inbound webhook (X-Webhook-Signature: hex HMAC-SHA256 of the raw body)" },
+      openapi: {
+        tags: ["Webhooks"],
+        summary: "Inbound webhook (X-Webhook-Signature: hex HMAC-SHA256 of the raw body)",
+      },
       handler(ctx) {
         return receiveInbound(this.broker, ctx, ctx.params);
       },
@@ -210,7 +232,9 @@ export default defineService({
   started() {
     this.dispatcher.start();
     this.pruner = setInterval(() => {
-      repo.pruneReplays(REPLAY_WINDOW_SECONDS).catch((err: Error) => this.logger.warn(`replay prune failed: ${err.message}`));
+      repo
+        .pruneReplays(REPLAY_WINDOW_SECONDS)
+        .catch((err: Error) => this.logger.warn(`replay prune failed: ${err.message}`));
     }, 60_000);
     this.pruner.unref();
   },

@@ -179,7 +179,10 @@ export default defineService({
     /** The audit log, newest first, filtered by action (prefix with `*`), actor and time. Needs settings.manage. */
     auditLogs: defineAction({
       rest: "GET /workspaces/:workspaceId/audit-logs",
-      openapi: { tags: ["Audit log"], summary: "Audit log of the workspace (filters action, actorId, from, to)" },
+      openapi: {
+        tags: ["Audit log"],
+        summary: "Audit log of the workspace (filters action, actorId, from, to)",
+      },
       auth: "session",
       permission: "settings.manage",
       params: schemas.auditLogs,

@@ -17,11 +17,7 @@ describe("MicroBatcher", () => {
     const later = Promise.all([3, 4, 5, 6].map((n) => batcher.add(n)));
     expect(await burst).toEqual([2, 4]);
     expect(await later).toEqual([6, 8, 10, 12]);
-    expect(batches).toEqual([
-      [1, 2],
-      [3, 4, 5],
-      [6],
-    ]);
+    expect(batches).toEqual([[1, 2], [3, 4, 5], [6]]);
   });
 
   it("runs a lone item at the end of the turn it was added in, waiting for no timer", async () => {

@@ -4,7 +4,11 @@ import { clientIp } from "../../services/api/authenticate";
 
 /** Who may speak for the client in X-Forwarded-For (TRUST_PROXY, through proxy-addr). */
 function request(peer: string, headers: Record<string, string> = {}): IncomingMessage {
-  return { socket: { remoteAddress: peer }, connection: { remoteAddress: peer }, headers } as unknown as IncomingMessage;
+  return {
+    socket: { remoteAddress: peer },
+    connection: { remoteAddress: peer },
+    headers,
+  } as unknown as IncomingMessage;
 }
 
 function withTrust(setting: string | undefined, body: () => void) {
@@ -35,7 +39,9 @@ test("by default a loopback or private peer is a proxy; a public peer cannot cho
 
 test("TRUST_PROXY=false ignores the headers; true believes every peer", () => {
   withTrust("false", () => {
-    expect(clientIp(request("127.0.0.1", { "x-forwarded-for": "203.0.113.9", "x-real-ip": "1.1.1.1" }))).toBe("127.0.0.1");
+    expect(clientIp(request("127.0.0.1", { "x-forwarded-for": "203.0.113.9", "x-real-ip": "1.1.1.1" }))).toBe(
+      "127.0.0.1",
+    );
   });
   withTrust("true", () => {
     expect(clientIp(request("198.51.100.20", { "x-forwarded-for": "1.2.3.4, 5.6.7.8" }))).toBe("1.2.3.4");

@@ -9,7 +9,9 @@ import { parseAllDocuments } from "yaml";
 const ROOT = path.resolve(__dirname, "../..");
 const serviceNames = fs
   .readdirSync(path.join(ROOT, "services"), { withFileTypes: true })
-  .filter((d) => d.isDirectory() && fs.existsSync(path.join(ROOT, "services", d.name, `${d.name}.service.ts`)))
+  .filter(
+    (d) => d.isDirectory() && fs.existsSync(path.join(ROOT, "services", d.name, `${d.name}.service.ts`)),
+  )
   .map((d) => d.name);
 
 function load(file: string): Record<string, any>[] {
@@ -51,5 +53,7 @@ test("k8s: kustomization lists existing files and the Deployments cover every se
   });
   expect([...run].sort()).toEqual([...serviceNames].sort());
   const secret = all.find((d) => d.kind === "Secret");
-  expect(Object.keys(secret?.stringData ?? {})).toEqual(expect.arrayContaining(["DATABASE_URL", "AUTH_SECRET", "CRON_SECRET"]));
+  expect(Object.keys(secret?.stringData ?? {})).toEqual(
+    expect.arrayContaining(["DATABASE_URL", "AUTH_SECRET", "CRON_SECRET"]),
+  );
 });

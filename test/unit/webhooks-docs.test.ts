@@ -3,7 +3,12 @@ import path from "node:path";
 import { signOutbound } from "../../services/webhooks/signature";
 
 /** The receiver example in docs/webhooks.md is real code: run it against our own signer. */
-type Verify = (secret: string, raw: string | Buffer, headers: Record<string, string>, tolerance?: number) => boolean;
+type Verify = (
+  secret: string,
+  raw: string | Buffer,
+  headers: Record<string, string>,
+  tolerance?: number,
+) => boolean;
 
 function loadExample(): Verify {
   const doc = fs.readFileSync(path.resolve(__dirname, "../../docs/webhooks.md"), "utf8");
@@ -17,7 +22,10 @@ test("the documented receiver accepts our deliveries and rejects tampered, forei
   const secret = "whsec_" + "ab".repeat(24);
   const body = '{"event":"purchase","timestamp":"2026-11-22T08:00:00.000Z","data":{"amount":1}}';
   const now = Math.floor(Date.now() / 1000);
-  const headers = (ts: number, b = body, s = secret) => ({ "x-webhook-timestamp": String(ts), "x-webhook-signature": signOutbound(s, ts, b) });
+  const headers = (ts: number, b = body, s = secret) => ({
+    "x-webhook-timestamp": String(ts),
+    "x-webhook-signature": signOutbound(s, ts, b),
+  });
   expect(verify(secret, body, headers(now))).toBe(true);
   expect(verify(secret, Buffer.from(body), headers(now))).toBe(true);
   expect(verify(secret, body + " ", headers(now))).toBe(false);

@@ -1,4 +1,10 @@
-import { newSecret, signInbound, signOutbound, verifyInbound, verifyOutbound } from "../../services/webhooks/signature";
+import {
+  newSecret,
+  signInbound,
+  signOutbound,
+  verifyInbound,
+  verifyOutbound,
+} from "../../services/webhooks/signature";
 import { deliveryBody, deliveryHeaders, retryDelay } from "../../services/webhooks/dispatcher";
 import { open, seal } from "../../services/webhooks/secret-box";
 

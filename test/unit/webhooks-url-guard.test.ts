@@ -36,7 +36,14 @@ describe("webhook url guard", () => {
     expect(isDeniedAddress(address)).toBe(true);
   });
 
-  test.each(["93.184.216.34", "8.8.8.8", "2606:4700:4700::1111", "::ffff:8.8.8.8", "64:ff9b::808:808", "2002:808:808::1"])("allows %s", (address) => {
+  test.each([
+    "93.184.216.34",
+    "8.8.8.8",
+    "2606:4700:4700::1111",
+    "::ffff:8.8.8.8",
+    "64:ff9b::808:808",
+    "2002:808:808::1",
+  ])("allows %s", (address) => {
     expect(isDeniedAddress(address)).toBe(false);
   });
 
@@ -69,10 +76,15 @@ describe("webhook url guard", () => {
   });
 
   test("enforced: a public IP literal is allowed and pinned", async () => {
-    await expect(resolveTarget("https://93.184.216.34/hook", true)).resolves.toMatchObject({ address: "93.184.216.34", family: 4 });
+    await expect(resolveTarget("https://93.184.216.34/hook", true)).resolves.toMatchObject({
+      address: "93.184.216.34",
+      family: 4,
+    });
   });
 
   test("not enforced: loopback is allowed (development and tests)", async () => {
-    await expect(resolveTarget("http://127.0.0.1:9/", false)).resolves.toMatchObject({ url: expect.any(URL) });
+    await expect(resolveTarget("http://127.0.0.1:9/", false)).resolves.toMatchObject({
+      url: expect.any(URL),
+    });
   });
 });

@@ -25,7 +25,8 @@ const user = { id: "", name: "Nora Next", email: uniqueEmail("nora"), password: 
 async function fetchWithJar(input: string | URL | Request, init: RequestInit = {}): Promise<Response> {
   const headers = new Headers(init.headers);
   headers.set("x-forwarded-for", clientIp);
-  if (jar.size && !headers.has("cookie")) headers.set("cookie", [...jar].map(([k, v]) => `${k}=${v}`).join("; "));
+  if (jar.size && !headers.has("cookie"))
+    headers.set("cookie", [...jar].map(([k, v]) => `${k}=${v}`).join("; "));
   const res = await realFetch(input, { ...init, headers });
   for (const cookie of res.headers.getSetCookie()) {
     const [pair, ...attributes] = cookie.split(";");
@@ -98,7 +99,12 @@ test('signIn("credentials") with redirect: false, then getSession', async () => 
 });
 
 test("next-auth/jwt decodes the service's session cookie", async () => {
-  await client.signIn("credentials", { email: user.email, password: user.password, redirect: false, callbackUrl: "/" });
+  await client.signIn("credentials", {
+    email: user.email,
+    password: user.password,
+    redirect: false,
+    callbackUrl: "/",
+  });
   const token = jar.get("next-auth.session-token")!;
   const claims = await jwt.decode({ token, secret: SECRET });
   expect(claims).toMatchObject({ sub: user.id, name: user.name, email: user.email });
@@ -107,7 +113,10 @@ test("next-auth/jwt decodes the service's session cookie", async () => {
 });
 
 test("a token minted by next-auth/jwt encode is a session the service accepts", async () => {
-  const token = await jwt.encode({ token: { sub: user.id, name: user.name, email: user.email }, secret: SECRET });
+  const token = await jwt.encode({
+    token: { sub: user.id, name: user.name, email: user.email },
+    secret: SECRET,
+  });
   jar.set("next-auth.session-token", token);
   expect(await client.getSession()).toMatchObject({ user: { id: user.id, email: user.email } });
   expect((await fetchWithJar(`${app.baseUrl}/api/workspaces`)).status).toBe(200);
@@ -117,7 +126,12 @@ test("a token minted by next-auth/jwt encode is a session the service accepts", 
 });
 
 test("the session's update() (useSession inside SessionProvider) posts with the csrf token and gets the session", async () => {
-  await client.signIn("credentials", { email: user.email, password: user.password, redirect: false, callbackUrl: "/" });
+  await client.signIn("credentials", {
+    email: user.email,
+    password: user.password,
+    redirect: false,
+    callbackUrl: "/",
+  });
   const initial = await client.getSession();
   const React = require("react") as typeof import("react");
   const { renderToString } = require("react-dom/server") as typeof import("react-dom/server");
@@ -126,7 +140,9 @@ test("the session's update() (useSession inside SessionProvider) posts with the 
     session = client.useSession();
     return null;
   }
-  renderToString(React.createElement(client.SessionProvider, { session: initial, children: React.createElement(Probe) }));
+  renderToString(
+    React.createElement(client.SessionProvider, { session: initial, children: React.createElement(Probe) }),
+  );
   expect(session!.status).toBe("authenticated");
   const consoleError = jest.spyOn(console, "error").mockImplementation(() => undefined); // setState outside a live render
   try {
@@ -146,7 +162,12 @@ test("the session's update() (useSession inside SessionProvider) posts with the 
 });
 
 test("signOut with redirect: false ends the session", async () => {
-  await client.signIn("credentials", { email: user.email, password: user.password, redirect: false, callbackUrl: "/" });
+  await client.signIn("credentials", {
+    email: user.email,
+    password: user.password,
+    redirect: false,
+    callbackUrl: "/",
+  });
   const stolen = jar.get("next-auth.session-token")!;
   const out = await client.signOut({ redirect: false, callbackUrl: "/bye" });
   expect(out).toEqual({ url: expect.stringMatching(/\/bye$/) });
@@ -164,7 +185,9 @@ test("GET signout serves the sign-out page; GET signin/credentials redirects to 
   const html = await page.text();
   expect(html).toContain('action="/api/auth/signout"');
   expect(html).toContain('name="csrfToken"');
-  const signin = await realFetch(`${app.baseUrl}/api/auth/signin/credentials?callbackUrl=%2Fhome`, { redirect: "manual" });
+  const signin = await realFetch(`${app.baseUrl}/api/auth/signin/credentials?callbackUrl=%2Fhome`, {
+    redirect: "manual",
+  });
   expect(signin.status).toBe(302);
   expect(signin.headers.get("location")).toBe("/auth/signin?callbackUrl=%2Fhome");
 });

@@ -35,7 +35,9 @@ beforeAll(async () => {
   expect(res.status).toBe(201);
   user.id = res.body.id;
   // The fixture token's user, as the service that minted it would have had it.
-  await (await database()).query(
+  await (
+    await database()
+  ).query(
     `INSERT INTO users (id, name, email, password_hash) VALUES ('user_1', 'Alice Example', :email, 'x')`,
     { replacements: { email: uniqueEmail("alice") } },
   );
@@ -175,12 +177,10 @@ describe("POST /api/auth/callback/credentials", () => {
   );
 
   test("the email is matched case-insensitively and trimmed", async () => {
-    const res = await app
-      .http()
-      .post("/api/auth/callback/credentials", {
-        email: `  ${user.email.toUpperCase()} `,
-        password: user.password,
-      });
+    const res = await app.http().post("/api/auth/callback/credentials", {
+      email: `  ${user.email.toUpperCase()} `,
+      password: user.password,
+    });
     expect(res.status).toBe(200);
   });
 
@@ -200,13 +200,11 @@ describe("POST /api/auth/callback/credentials", () => {
     expect(redirected.headers.get("location")).toBe(CREDENTIALS_ERROR);
     expect(cookieNamed(redirected, "next-auth.session-token")).toBeUndefined();
 
-    const json = await app
-      .http()
-      .post("/api/auth/callback/credentials", {
-        email: user.email,
-        password: "wrong password",
-        json: "true",
-      });
+    const json = await app.http().post("/api/auth/callback/credentials", {
+      email: user.email,
+      password: "wrong password",
+      json: "true",
+    });
     expect(json.status).toBe(401);
     expect(json.body).toEqual({ url: CREDENTIALS_ERROR });
   });
@@ -528,10 +526,17 @@ describe("sign-in throttling", () => {
     expect((await app.http().post("/api/auth/register", { name: "T", email, password })).status).toBe(201);
     const attacker = app.http();
     for (let i = 0; i < 10; i++) {
-      const res = await attacker.post("/api/auth/callback/credentials", { email, password: `wrong-${i}`, json: "true" });
+      const res = await attacker.post("/api/auth/callback/credentials", {
+        email,
+        password: `wrong-${i}`,
+        json: "true",
+      });
       expect(res.status).toBe(401);
     }
-    const blocked = await attacker.post("/api/auth/callback/credentials", { email: email.toUpperCase(), password });
+    const blocked = await attacker.post("/api/auth/callback/credentials", {
+      email: email.toUpperCase(),
+      password,
+    });
     expect(blocked.status).toBe(429);
     expect(blocked.body).toEqual({ error: expect.any(String), code: "RATE_LIMITED" });
     expect(Number(blocked.headers.get("retry-after"))).toBeGreaterThan(0);
@@ -560,12 +565,18 @@ describe("sign-in throttling", () => {
     const forged = app.http();
     forged.cookies.set("svc.trusted-device", owner.cookies.get("svc.trusted-device")!);
     const other = uniqueEmail("other");
-    expect((await forged.post("/api/auth/callback/credentials", { email: other, password })).status).toBe(401);
+    expect((await forged.post("/api/auth/callback/credentials", { email: other, password })).status).toBe(
+      401,
+    );
     forged.cookies.set("svc.trusted-device", "0123.abcd");
     expect((await forged.post("/api/auth/callback/credentials", { email, password })).status).toBe(429);
     // other accounts are not affected
     expect(
-      (await app.http().post("/api/auth/callback/credentials", { email: user.email, password: user.password })).status,
+      (
+        await app
+          .http()
+          .post("/api/auth/callback/credentials", { email: user.email, password: user.password })
+      ).status,
     ).toBe(200);
   });
 

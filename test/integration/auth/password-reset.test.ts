@@ -66,15 +66,20 @@ async function newUser() {
 
 /** The one mail sent to `to` (waits for it with a deadline), and the token in its link. */
 async function mailTo(to: string): Promise<{ mail: Mail; token: string }> {
-  const found = await waitFor(() => {
-    const sent = mails.filter((m) => m.to.includes(to));
-    return sent.length ? sent : undefined;
-  }, 5000, `a mail to ${to}`);
+  const found = await waitFor(
+    () => {
+      const sent = mails.filter((m) => m.to.includes(to));
+      return sent.length ? sent : undefined;
+    },
+    5000,
+    `a mail to ${to}`,
+  );
   expect(found).toHaveLength(1);
   // quoted-printable may wrap long lines with "=\r\n"
   const body = found[0].raw.replace(/=\r?\n/g, "");
-  const match =
-    /\/auth\/reset-password\?token=3D([0-9a-f]+)|\/auth\/reset-password\?token=([0-9a-f]+)/.exec(body);
+  const match = /\/auth\/reset-password\?token=3D([0-9a-f]+)|\/auth\/reset-password\?token=([0-9a-f]+)/.exec(
+    body,
+  );
   expect(match).not.toBeNull();
   return { mail: found[0], token: (match![1] ?? match![2])! };
 }

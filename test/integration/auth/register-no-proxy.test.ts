@@ -18,18 +18,16 @@ afterAll(() => app.stop());
 
 test("the limit counts the socket address whatever X-Forwarded-For says", async () => {
   const register = () =>
-    app
-      .http()
-      .post(
-        "/api/auth/register",
-        { name: "No Proxy", email: uniqueEmail("noproxy"), password: "correct horse battery" },
-        {
-          headers: {
-            "x-forwarded-for": `203.0.113.${Math.floor(Math.random() * 250)}, 10.0.0.1`,
-            "x-real-ip": `2001:db8::${randomHex(2)}`,
-          },
+    app.http().post(
+      "/api/auth/register",
+      { name: "No Proxy", email: uniqueEmail("noproxy"), password: "correct horse battery" },
+      {
+        headers: {
+          "x-forwarded-for": `203.0.113.${Math.floor(Math.random() * 250)}, 10.0.0.1`,
+          "x-real-ip": `2001:db8::${randomHex(2)}`,
         },
-      );
+      },
+    );
   for (let i = 0; i < 10; i++) expect((await register()).status).toBe(201);
   const res = await register();
   expect(res.status).toBe(429);

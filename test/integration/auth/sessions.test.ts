@@ -36,7 +36,9 @@ async function signIn(app: TestApp, email: string, password: string): Promise<Ht
 
 async function signOut(client: HttpClient) {
   const csrf = await client.get("/api/auth/csrf");
-  const res = await client.request("POST", "/api/auth/signout", { form: { csrfToken: csrf.body.csrfToken, json: "true" } });
+  const res = await client.request("POST", "/api/auth/signout", {
+    form: { csrfToken: csrf.body.csrfToken, json: "true" },
+  });
   expect(res.status).toBe(200);
 }
 
@@ -51,7 +53,10 @@ describe("one gateway", () => {
   let app: TestApp;
   let db: Client;
   beforeAll(async () => {
-    app = await startApp({ services: ["api", "auth", "workspaces"], env: { AUTH_SECRET: SECRET, PUBLIC_URL: ORIGIN } });
+    app = await startApp({
+      services: ["api", "auth", "workspaces"],
+      env: { AUTH_SECRET: SECRET, PUBLIC_URL: ORIGIN },
+    });
     db = new Client({ connectionString: app.databaseUrl });
     await db.connect();
   });
@@ -67,7 +72,9 @@ describe("one gateway", () => {
     // the session rolls forward (a new token, the same session)
     expect((await client.get("/api/auth/session")).status).toBe(200);
     const rolled = sameCookie(app, client);
-    expect(rolled.cookies.get("next-auth.session-token")).not.toBe(before.cookies.get("next-auth.session-token"));
+    expect(rolled.cookies.get("next-auth.session-token")).not.toBe(
+      before.cookies.get("next-auth.session-token"),
+    );
 
     await signOut(client);
     for (const stale of [before, rolled]) {
@@ -76,7 +83,9 @@ describe("one gateway", () => {
       expect(session.body).toEqual({});
       expect(session.setCookies.some((c) => c.startsWith("next-auth.session-token=;"))).toBe(true);
     }
-    const { rows } = await db.query("SELECT expires_at > now() + interval '29 days' AS far FROM revoked_sessions");
+    const { rows } = await db.query(
+      "SELECT expires_at > now() + interval '29 days' AS far FROM revoked_sessions",
+    );
     expect(rows).toContainEqual({ far: true }); // remembered until the token would have expired
   });
 
@@ -100,7 +109,9 @@ describe("one gateway", () => {
     // the next second, so the reset's second is after the sessions' iat (tokens carry whole seconds)
     const issued = Math.floor(Date.now() / 1000);
     await waitFor(() => Math.floor(Date.now() / 1000) > issued, 2000, "the next second");
-    const reset = await app.http().post("/api/auth/reset-password", { token, password: "a brand new password" });
+    const reset = await app
+      .http()
+      .post("/api/auth/reset-password", { token, password: "a brand new password" });
     expect(reset.status).toBe(200);
     expect((await laptop.get("/api/workspaces")).status).toBe(401);
     expect((await phone.get("/api/auth/session")).body).toEqual({});
@@ -145,7 +156,11 @@ function acrossGateways(transport: "Fake" | "NATS") {
       ...(transport === "NATS" ? { NATS_URL } : {}),
     };
     const transporter = transport === "NATS" ? NATS_URL : "Fake";
-    a = await startApp({ services: ["api", "auth", "workspaces"], env, broker: { nodeID: `a-${run}`, transporter } });
+    a = await startApp({
+      services: ["api", "auth", "workspaces"],
+      env,
+      broker: { nodeID: `a-${run}`, transporter },
+    });
     b = await startApp({
       services: ["api"],
       env,
@@ -166,7 +181,11 @@ function acrossGateways(transport: "Fake" | "NATS") {
     expect((await atB.get("/api/workspaces")).status).toBe(200); // B caches the session now
     await signOut(user.client);
     // the broadcast is asynchronous: give it the time of a hop, far below the cache's 30 s
-    await waitFor(async () => (await atB.get("/api/workspaces")).status === 401, 2000, "gateway B to refuse the session");
+    await waitFor(
+      async () => (await atB.get("/api/workspaces")).status === 401,
+      2000,
+      "gateway B to refuse the session",
+    );
   });
 }
 

@@ -163,15 +163,21 @@ function clusterSuite(transport: "NATS" | "Fake") {
 
   test("the API description A serves for B's actions is whole: no schema lost on the hop", async () => {
     const served = (await a.http().get("/api/openapi")).body;
-    const local = buildOpenApi(b.broker.registry.getServiceList({ withActions: true }), served.servers[0].url) as {
+    const local = buildOpenApi(
+      b.broker.registry.getServiceList({ withActions: true }),
+      served.servers[0].url,
+    ) as {
       paths: Record<string, unknown>;
       components: unknown;
     };
     // B has no gateway, so its own document lacks the gateway's routes; every other path must be identical.
     const paths = Object.keys(local.paths);
     expect(paths.length).toBeGreaterThan(60);
-    for (const path of paths) expect({ path, operations: served.paths[path] }).toEqual({ path, operations: local.paths[path] });
-    expect(served.components.schemas).toEqual(expect.objectContaining((local.components as { schemas: object }).schemas));
+    for (const path of paths)
+      expect({ path, operations: served.paths[path] }).toEqual({ path, operations: local.paths[path] });
+    expect(served.components.schemas).toEqual(
+      expect.objectContaining((local.components as { schemas: object }).schemas),
+    );
   });
 
   test("the caller's ip set on A reaches the audit log written on B", async () => {

@@ -15,7 +15,6 @@ beforeAll(async () => {
 });
 afterAll(() => app.stop());
 
-
 async function importCsv(c: HttpClient, ws: string, csv: string, query = "") {
   const res = await c.request("POST", `${ws}/contacts/import${query}`, {
     raw: csv,
@@ -124,14 +123,21 @@ describe("import", () => {
 
   test.each([
     ["without a boundary", "multipart/form-data", "--x\r\n"],
-    ["cut short", "multipart/form-data; boundary=x", '--x\r\nContent-Disposition: form-data; name="file"; filename="a.csv"\r\n\r\nemail\n'],
+    [
+      "cut short",
+      "multipart/form-data; boundary=x",
+      '--x\r\nContent-Disposition: form-data; name="file"; filename="a.csv"\r\n\r\nemail\n',
+    ],
   ])("a multipart body %s is a 400 naming file", async (_name, type, body) => {
     const res = await ctx.owner.client.request("POST", `${ctx.ws}/contacts/import`, {
       raw: body,
       headers: { "content-type": type },
     });
     expect(res.status).toBe(400);
-    expect(res.body).toMatchObject({ code: "VALIDATION_ERROR", details: [{ field: "file", message: expect.any(String) }] });
+    expect(res.body).toMatchObject({
+      code: "VALIDATION_ERROR",
+      details: [{ field: "file", message: expect.any(String) }],
+    });
   });
 
   test("mapping (query or multipart field) renames columns; a multipart file is accepted", async () => {

@@ -403,7 +403,7 @@ test("every CRM route is in the OpenAPI description with its access rule and res
   const dealBody = doc.paths[`${base}/deals`].post.requestBody.content["application/json"].schema;
   expect(dealBody.properties.currency.pattern).toBe("^[A-Z]{3}$");
   expect(
-    resolve(doc.paths[`${base}/deals/{dealId}`].get.responses["200"].content["application/json"].schema).properties
-      .stageHistory.type,
+    resolve(doc.paths[`${base}/deals/{dealId}`].get.responses["200"].content["application/json"].schema)
+      .properties.stageHistory.type,
   ).toBe("array");
 });

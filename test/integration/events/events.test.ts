@@ -24,12 +24,16 @@ async function insertContact(workspaceId: string, email: string, firstName = "Ad
 beforeAll(async () => {
   app = await startApp({ services: ["api", "auth", "workspaces", "events", "webhooks"] });
   // Chain steps as recorders: each awaits a tick, so an unawaited chain would answer before they finish.
-  const step = (name: string) => async (c: { params: Record<string, unknown>; meta: { workspaceId?: string } }) => {
-    await new Promise((r) => setTimeout(r, 20));
-    calls.push({ step: name, params: c.params, workspaceId: c.meta.workspaceId });
-    return { ok: true };
-  };
-  app.broker.createService({ name: "segments", actions: { evaluateContact: step("segments.evaluateContact") } });
+  const step =
+    (name: string) => async (c: { params: Record<string, unknown>; meta: { workspaceId?: string } }) => {
+      await new Promise((r) => setTimeout(r, 20));
+      calls.push({ step: name, params: c.params, workspaceId: c.meta.workspaceId });
+      return { ok: true };
+    };
+  app.broker.createService({
+    name: "segments",
+    actions: { evaluateContact: step("segments.evaluateContact") },
+  });
   app.broker.createService({ name: "scoring", actions: { applyEvent: step("scoring.applyEvent") } });
   await app.broker.waitForServices(["segments", "scoring"]);
 
@@ -39,7 +43,9 @@ beforeAll(async () => {
   expect(key.status).toBe(201);
   apiKey = key.body.key;
   const v = await signUp(app.baseUrl, "Viewer");
-  expect((await ctx.owner.client.post(`${ctx.ws}/members`, { email: v.email, role: "VIEWER" })).status).toBe(201);
+  expect((await ctx.owner.client.post(`${ctx.ws}/members`, { email: v.email, role: "VIEWER" })).status).toBe(
+    201,
+  );
   viewer = v.client;
 });
 afterAll(() => app.stop());
@@ -76,8 +82,16 @@ test("POST records an event and answers 201 with the contract's fields after the
   });
   expect(res.body.id).not.toBe("forged");
   expect(calls.map((c) => c.step)).toEqual(["segments.evaluateContact", "scoring.applyEvent"]);
-  expect(calls[0]).toMatchObject({ params: { contactId, eventId: res.body.id }, workspaceId: ctx.workspaceId });
-  expect(calls[1].params).toMatchObject({ eventId: res.body.id, contactId, type: "purchase", metadata: { amount: 120, sku: "A-1" } });
+  expect(calls[0]).toMatchObject({
+    params: { contactId, eventId: res.body.id },
+    workspaceId: ctx.workspaceId,
+  });
+  expect(calls[1].params).toMatchObject({
+    eventId: res.body.id,
+    contactId,
+    type: "purchase",
+    metadata: { amount: 120, sku: "A-1" },
+  });
 });
 
 test("campaigns.handleEvent runs between segments and scoring once a campaigns service is registered", async () => {
@@ -95,7 +109,11 @@ test("campaigns.handleEvent runs between segments and scoring once a campaigns s
     calls.length = 0;
     const res = await ctx.owner.client.post(`${ctx.ws}/events`, { type: "signup", contactId });
     expect(res.status).toBe(201);
-    expect(calls.map((c) => c.step)).toEqual(["segments.evaluateContact", "campaigns.handleEvent", "scoring.applyEvent"]);
+    expect(calls.map((c) => c.step)).toEqual([
+      "segments.evaluateContact",
+      "campaigns.handleEvent",
+      "scoring.applyEvent",
+    ]);
     expect(calls[1].params).toMatchObject({ id: res.body.id, type: "signup", contactId });
   } finally {
     await app.broker.destroyService(app.broker.getLocalService("campaigns")!);
@@ -113,7 +131,9 @@ test("an event without a contact skips the contact steps; unknown or foreign con
   expect(missing.status).toBe(404);
   expect(missing.body.code).toBe("NOT_FOUND");
   const foreign = await insertContact(other.workspaceId, "foreign@example.test");
-  expect((await ctx.owner.client.post(`${ctx.ws}/events`, { type: "x", contactId: foreign })).status).toBe(404);
+  expect((await ctx.owner.client.post(`${ctx.ws}/events`, { type: "x", contactId: foreign })).status).toBe(
+    404,
+  );
 
   const noType = await ctx.owner.client.post(`${ctx.ws}/events`, { metadata: {} });
   expect(noType.status).toBe(400);

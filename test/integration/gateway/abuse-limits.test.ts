@@ -33,15 +33,23 @@ afterAll(async () => {
 async function sessionClient(): Promise<HttpClient> {
   const id = crypto.randomUUID();
   const email = uniqueEmail("abuse");
-  await db.query("INSERT INTO users (id, name, email, password_hash) VALUES ($1, 'Abe', $2, 'x')", [id, email]);
+  await db.query("INSERT INTO users (id, name, email, password_hash) VALUES ($1, 'Abe', $2, 'x')", [
+    id,
+    email,
+  ]);
   const client = app.http();
-  client.cookies.set("next-auth.session-token", await encodeSession({ sub: id, name: "Abe", email }, authSecret()));
+  client.cookies.set(
+    "next-auth.session-token",
+    await encodeSession({ sub: id, name: "Abe", email }, authSecret()),
+  );
   return client;
 }
 
 describe("reset-password", () => {
   test("a wrong token is refused before any password hash is computed", async () => {
-    const res = await app.http().post("/api/auth/reset-password", { token: "f".repeat(64), password: "new password" });
+    const res = await app
+      .http()
+      .post("/api/auth/reset-password", { token: "f".repeat(64), password: "new password" });
     expect(res.status).toBe(400);
     expect(res.body.details).toEqual([{ field: "token", message: expect.any(String) }]);
   });
@@ -49,13 +57,21 @@ describe("reset-password", () => {
   test("20 tries per client IP per 15 minutes, then 429 with Retry-After; other IPs go on", async () => {
     const guesser = app.http();
     for (let i = 0; i < 20; i++) {
-      expect((await guesser.post("/api/auth/reset-password", { token: `guess-${i}`, password: "new password" })).status).toBe(400);
+      expect(
+        (await guesser.post("/api/auth/reset-password", { token: `guess-${i}`, password: "new password" }))
+          .status,
+      ).toBe(400);
     }
-    const limited = await guesser.post("/api/auth/reset-password", { token: "guess-21", password: "new password" });
+    const limited = await guesser.post("/api/auth/reset-password", {
+      token: "guess-21",
+      password: "new password",
+    });
     expect(limited.status).toBe(429);
     expect(limited.body.code).toBe("RATE_LIMITED");
     expect(Number(limited.headers.get("retry-after"))).toBeGreaterThan(0);
-    expect((await app.http().post("/api/auth/reset-password", { token: "x", password: "new password" })).status).toBe(400);
+    expect(
+      (await app.http().post("/api/auth/reset-password", { token: "x", password: "new password" })).status,
+    ).toBe(400);
   });
 });
 
@@ -74,7 +90,10 @@ describe("cross-site writes with the session cookie", () => {
 
   test.each([
     ["Sec-Fetch-Site cross-site", { "sec-fetch-site": "cross-site", origin: "https://evil.example" }],
-    ["Sec-Fetch-Site same-site from a sibling host", { "sec-fetch-site": "same-site", origin: "http://other.example.test" }],
+    [
+      "Sec-Fetch-Site same-site from a sibling host",
+      { "sec-fetch-site": "same-site", origin: "http://other.example.test" },
+    ],
     ["a foreign Origin", { origin: "https://evil.example" }],
     ["Origin null", { origin: "null" }],
   ])("%s is refused", async (_name, headers) => {
@@ -101,20 +120,26 @@ describe("cross-site writes with the session cookie", () => {
   test("reads are not refused; API keys are not affected", async () => {
     const owner = await sessionClient();
     const ws = (await owner.post("/api/workspaces", { name: "Keys" })).body.id as string;
-    expect((await owner.get("/api/workspaces", { headers: { origin: "https://evil.example" } })).status).toBe(200);
-    const key = (await owner.post(`/api/workspaces/${ws}/keys`, { name: "k", scopes: ["contacts.read"] })).body.key;
-    const res = await app
-      .http()
-      .get(`/api/workspaces/${ws}`, { bearer: key, headers: { origin: "https://evil.example", "sec-fetch-site": "cross-site" } });
+    expect((await owner.get("/api/workspaces", { headers: { origin: "https://evil.example" } })).status).toBe(
+      200,
+    );
+    const key = (await owner.post(`/api/workspaces/${ws}/keys`, { name: "k", scopes: ["contacts.read"] }))
+      .body.key;
+    const res = await app.http().get(`/api/workspaces/${ws}`, {
+      bearer: key,
+      headers: { origin: "https://evil.example", "sec-fetch-site": "cross-site" },
+    });
     expect(res.status).toBe(200);
   });
 
   test("public routes keep their own rules (NextAuth's csrf token, the registration limit)", async () => {
-    const res = await app.http().post(
-      "/api/auth/callback/credentials",
-      { email: "nobody@example.test", password: "whatever", json: "true" },
-      { headers: { origin: "https://evil.example" } },
-    );
+    const res = await app
+      .http()
+      .post(
+        "/api/auth/callback/credentials",
+        { email: "nobody@example.test", password: "whatever", json: "true" },
+        { headers: { origin: "https://evil.example" } },
+      );
     expect(res.status).not.toBe(403);
   });
 });

@@ -59,12 +59,10 @@ describe("body errors", () => {
   });
 
   test("invalid JSON on a public route is 400 too", async () => {
-    const res = await app
-      .http()
-      .request("POST", "/api/auth/register", {
-        raw: "{oops",
-        headers: { "content-type": "application/json" },
-      });
+    const res = await app.http().request("POST", "/api/auth/register", {
+      raw: "{oops",
+      headers: { "content-type": "application/json" },
+    });
     expect(res.status).toBe(400);
     expect(res.body).toEqual({ error: "Request body is not valid JSON", code: "VALIDATION_ERROR" });
   });
@@ -211,11 +209,9 @@ describe("authentication errors", () => {
   });
 
   test("an Authorization header that is not Bearer: 401", async () => {
-    const res = await app
-      .http()
-      .get("/api/workspaces", {
-        headers: { authorization: `Basic ${Buffer.from("a:b").toString("base64")}` },
-      });
+    const res = await app.http().get("/api/workspaces", {
+      headers: { authorization: `Basic ${Buffer.from("a:b").toString("base64")}` },
+    });
     expect(res.status).toBe(401);
     expect(res.body.code).toBe("UNAUTHORIZED");
   });

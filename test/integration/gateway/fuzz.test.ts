@@ -83,7 +83,10 @@ const HOSTILE_BODIES: Array<{ body: string; type: string; encoding?: string }> =
   { body: `{"name":"${HUGE}"}`, type: "application/json" },
   { body: '{"a":"\\u0000","\\u0000":1}', type: "application/json" },
   { body: "\uFEFF{}", type: "application/json" },
-  { body: "--x\r\nContent-Disposition: form-data; name=\"file\"\r\n\r\n\0\r\n--x--", type: "multipart/form-data; boundary=x" },
+  {
+    body: '--x\r\nContent-Disposition: form-data; name="file"\r\n\r\n\0\r\n--x--',
+    type: "multipart/form-data; boundary=x",
+  },
   { body: "--x\r\n", type: "multipart/form-data" },
 ];
 
@@ -102,11 +105,23 @@ const HOSTILE_QUERIES = [
   "from=9999999999999999&to=-9999999999999999",
 ];
 
-const HOSTILE_SEGMENTS = ["%00", "..%2F..%2Fetc", "%ED%A0%80", "z".repeat(5_000), "%25", "-1", "1e400", "__proto__"];
+const HOSTILE_SEGMENTS = [
+  "%00",
+  "..%2F..%2Fetc",
+  "%ED%A0%80",
+  "z".repeat(5_000),
+  "%25",
+  "-1",
+  "1e400",
+  "__proto__",
+];
 
 async function operations(): Promise<Operation[]> {
   const doc = (await (await fetch(`${app.baseUrl}/api/openapi`)).json()) as {
-    paths: Record<string, Record<string, { parameters?: Array<{ name: string; in: string }>; requestBody?: any }>>;
+    paths: Record<
+      string,
+      Record<string, { parameters?: Array<{ name: string; in: string }>; requestBody?: any }>
+    >;
   };
   const ops: Operation[] = [];
   for (const [path, methods] of Object.entries(doc.paths)) {
@@ -129,7 +144,10 @@ async function operations(): Promise<Operation[]> {
 function pathWith(op: Operation, segment?: string): string {
   let path = op.path;
   for (const name of op.pathParams) {
-    const value = name === "workspaceId" && segment === undefined ? ctx.workspaceId : (segment ?? "00000000-0000-4000-8000-000000000000");
+    const value =
+      name === "workspaceId" && segment === undefined
+        ? ctx.workspaceId
+        : (segment ?? "00000000-0000-4000-8000-000000000000");
     path = path.replace(`{${name}}`, value);
   }
   return path;
@@ -141,7 +159,12 @@ function probes(op: Operation): Probe[] {
   const hasBody = ["POST", "PUT", "PATCH"].includes(op.method);
   if (hasBody) {
     for (const { body, type, encoding } of HOSTILE_BODIES) {
-      out.push({ method: op.method, url: base, body, headers: { "content-type": type, ...(encoding ? { "content-encoding": encoding } : {}) } });
+      out.push({
+        method: op.method,
+        url: base,
+        body,
+        headers: { "content-type": type, ...(encoding ? { "content-encoding": encoding } : {}) },
+      });
     }
     const fields = op.bodyFields.length ? op.bodyFields : ["name", "email"];
     for (const value of HOSTILE_VALUES) {
@@ -156,7 +179,8 @@ function probes(op: Operation): Probe[] {
     }
   }
   if (op.pathParams.length) {
-    for (const segment of HOSTILE_SEGMENTS) out.push({ method: op.method, url: `${app.baseUrl}${pathWith(op, segment)}`, headers: {} });
+    for (const segment of HOSTILE_SEGMENTS)
+      out.push({ method: op.method, url: `${app.baseUrl}${pathWith(op, segment)}`, headers: {} });
   }
   return out;
 }
@@ -186,12 +210,17 @@ test("no hostile request to any documented operation answers 5xx, and the servic
           requests += 1;
           const res = await fetch(probe.url, {
             method: probe.method,
-            headers: { "x-forwarded-for": `198.18.${requests % 250}.${Math.floor(requests / 250) % 250}`, ...who, ...probe.headers },
+            headers: {
+              "x-forwarded-for": `198.18.${requests % 250}.${Math.floor(requests / 250) % 250}`,
+              ...who,
+              ...probe.headers,
+            },
             body: probe.body,
             redirect: "manual",
           });
           const text = await res.text();
-          if (res.status >= 500) failures.push(`${probe.method} ${probe.url.slice(0, 200)} → ${res.status} ${text.slice(0, 200)}`);
+          if (res.status >= 500)
+            failures.push(`${probe.method} ${probe.url.slice(0, 200)} → ${res.status} ${text.slice(0, 200)}`);
         }),
       );
     }

@@ -22,10 +22,14 @@ afterAll(async () => {
 
 /** The health answer once it has `status`. */
 const healthWith = (status: number) =>
-  waitFor(async () => {
-    const res = await app.http().get("/api/health");
-    return res.status === status ? res : undefined;
-  }, 10_000, `health ${status}`);
+  waitFor(
+    async () => {
+      const res = await app.http().get("/api/health");
+      return res.status === status ? res : undefined;
+    },
+    10_000,
+    `health ${status}`,
+  );
 
 test("200 {status: ok, timestamp, version} with the package version", async () => {
   const before = Date.now();

@@ -178,7 +178,8 @@ test("every operation has a human summary and a description saying who may call 
   const missing: string[] = [];
   for (const { path, method, op } of operations()) {
     const actionName = String(op.operationId).replace(/\.(get|post|put|patch|delete)$/, "");
-    if (!op.summary || op.summary === actionName) missing.push(`${method.toUpperCase()} ${path} (${actionName})`);
+    if (!op.summary || op.summary === actionName)
+      missing.push(`${method.toUpperCase()} ${path} (${actionName})`);
     if (!op.description) missing.push(`${method.toUpperCase()} ${path}: no description`);
   }
   expect(missing).toEqual([]);

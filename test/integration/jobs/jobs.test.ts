@@ -15,16 +15,24 @@ afterAll(() => app.stop());
 test("a job runs in the background and ends completed with its result and progress", async () => {
   let release!: () => void;
   const gate = new Promise<void>((resolve) => (release = resolve));
-  const { jobId, done } = await startJob({ workspaceId: ctx.workspaceId, type: "test.work", total: 10 }, async (progress) => {
-    await progress(3, 10);
-    await gate;
-    return { processed: 10 };
-  });
+  const { jobId, done } = await startJob(
+    { workspaceId: ctx.workspaceId, type: "test.work", total: 10 },
+    async (progress) => {
+      await progress(3, 10);
+      await gate;
+      return { processed: 10 };
+    },
+  );
 
   const running = await ctx.owner.client.get(`${ctx.ws}/jobs?id=${jobId}`);
   expect(running.status).toBe(200);
   expect(running.body.data).toEqual([
-    expect.objectContaining({ id: jobId, type: "test.work", status: "running", progress: { done: 3, total: 10 } }),
+    expect.objectContaining({
+      id: jobId,
+      type: "test.work",
+      status: "running",
+      progress: { done: 3, total: 10 },
+    }),
   ]);
 
   release();
@@ -53,7 +61,10 @@ test("a job that throws ends failed with the error message", async () => {
 test("a job whose worker stopped heartbeating is failed by the sweep", async () => {
   let release!: () => void;
   const gate = new Promise<void>((resolve) => (release = resolve));
-  const { jobId, done } = await startJob({ workspaceId: ctx.workspaceId, type: "test.abandoned" }, () => gate);
+  const { jobId, done } = await startJob(
+    { workspaceId: ctx.workspaceId, type: "test.abandoned" },
+    () => gate,
+  );
   const sequelize = await database();
   await sequelize.query(`UPDATE jobs SET heartbeat_at = now() - interval '10 minutes' WHERE id = :id`, {
     replacements: { id: jobId },

@@ -16,7 +16,6 @@ afterAll(async () => {
   await app.stop();
 });
 
-
 describe("API keys", () => {
   test("create returns the full key once; the DB holds only its SHA-256; lists mask it", async () => {
     const { owner, workspaceId, ws } = await ownerWithWorkspace(app.baseUrl);

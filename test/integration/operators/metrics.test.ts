@@ -6,7 +6,10 @@ let metricsPort: number;
 
 beforeAll(async () => {
   metricsPort = await freePort();
-  app = await startApp({ services: ["api", "auth", "workspaces"], env: { METRICS_PORT: String(metricsPort) } });
+  app = await startApp({
+    services: ["api", "auth", "workspaces"],
+    env: { METRICS_PORT: String(metricsPort) },
+  });
 });
 afterAll(() => app.stop());
 

@@ -9,7 +9,8 @@ import { ROOT_RUNTIME_DIR } from "../../../lib/embedded-postgres";
 const run = promisify(execFile);
 const ROOT = path.resolve(__dirname, "../../..");
 const asRoot = process.getuid?.() === 0;
-if (!asRoot) console.log("root-start.test.ts: skipped: the suite does not run as root (the case is a root start)");
+if (!asRoot)
+  console.log("root-start.test.ts: skipped: the suite does not run as root (the case is a root start)");
 
 /**
  * `npm start` as root from a clone inside a 0700 directory (a container's
@@ -26,7 +27,18 @@ if (!asRoot) console.log("root-start.test.ts: skipped: the suite does not run as
     expect(fs.statSync(home).mode & 0o777).toBe(0o700);
     const clone = path.join(home, "clone");
     fs.mkdirSync(clone);
-    for (const entry of ["lib", "services", "models", "mixins", "public", "test", "node_modules", "moleculer.config.ts", "package.json", "tsconfig.json"]) {
+    for (const entry of [
+      "lib",
+      "services",
+      "models",
+      "mixins",
+      "public",
+      "test",
+      "node_modules",
+      "moleculer.config.ts",
+      "package.json",
+      "tsconfig.json",
+    ]) {
       fs.symlinkSync(path.join(ROOT, entry), path.join(clone, entry));
     }
     const env: NodeJS.ProcessEnv = { ...process.env, LOG_LEVEL: "warn" };
@@ -36,14 +48,26 @@ if (!asRoot) console.log("root-start.test.ts: skipped: the suite does not run as
     const start = () =>
       run(
         process.execPath,
-        ["--preserve-symlinks", "--preserve-symlinks-main", "-r", "ts-node/register/transpile-only", "test/fixtures/embedded-start.ts"],
+        [
+          "--preserve-symlinks",
+          "--preserve-symlinks-main",
+          "-r",
+          "ts-node/register/transpile-only",
+          "test/fixtures/embedded-start.ts",
+        ],
         { cwd: clone, env, timeout: 120_000 },
       );
-    const dataDir = path.join(ROOT_RUNTIME_DIR, `data-${sha256Hex(path.join(clone, ".data", "pg")).slice(0, 12)}`);
+    const dataDir = path.join(
+      ROOT_RUNTIME_DIR,
+      `data-${sha256Hex(path.join(clone, ".data", "pg")).slice(0, 12)}`,
+    );
     try {
       const first = await start();
       expect(first.stdout).toContain(`data: ${dataDir}`);
-      expect(JSON.parse(first.stdout.trim().split("\n").pop()!)).toMatchObject({ status: 200, health: { status: "ok" } });
+      expect(JSON.parse(first.stdout.trim().split("\n").pop()!)).toMatchObject({
+        status: 200,
+        health: { status: "ok" },
+      });
       expect(fs.existsSync(path.join(dataDir, "PG_VERSION"))).toBe(true);
       expect(first.stderr).not.toMatch(/\n\s+at /); // no stack trace
       const second = await start();

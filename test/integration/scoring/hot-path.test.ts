@@ -49,7 +49,6 @@ async function whileLocked<T>(contactId: string, body: () => Promise<T>): Promis
   }
 }
 
-
 test("an event no active rule scores takes no lock and writes nothing", async () => {
   await ctx.owner.client.post(`${ctx.ws}/scoring-rules`, { name: "Buy", eventType: "buy-h", points: 5 });
   await ctx.owner.client.post(`${ctx.ws}/scoring-rules`, {

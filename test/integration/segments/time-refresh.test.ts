@@ -262,4 +262,3 @@ test("migration 0022 flags existing time-relative segments and makes their refre
     await admin.end();
   }
 });
-

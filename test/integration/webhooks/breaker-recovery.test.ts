@@ -16,7 +16,8 @@ let down = true;
 beforeAll(async () => {
   harness = await startDispatchHarness(
     (req) => {
-      if (req.path === "/first-fails") return { status: req.headers["x-webhook-attempt"] === "1" ? 500 : 200 };
+      if (req.path === "/first-fails")
+        return { status: req.headers["x-webhook-attempt"] === "1" ? 500 : 200 };
       if (req.path === "/down") return { status: down ? 503 : 200, afterMs: 100 };
       return { status: 200 };
     },
@@ -26,7 +27,9 @@ beforeAll(async () => {
 afterAll(() => harness.stop());
 
 async function delivered(endpointId: string): Promise<number> {
-  const [row] = await (await database()).query<{ n: number }>(
+  const [row] = await (
+    await database()
+  ).query<{ n: number }>(
     `SELECT count(*)::int AS n FROM webhook_deliveries WHERE endpoint_id = :endpointId AND success`,
     { replacements: { endpointId }, type: QueryTypes.SELECT },
   );

@@ -40,9 +40,23 @@ const claim = (limit: number, caps: Partial<EndpointRoom> = {}) =>
 
 test("endpoints take turns from their own oldest rows, at most their room each", async () => {
   // ep-a keeps 4 rows queued, so the second claim finds it with one row left.
-  await (await database()).query(`UPDATE webhook_deliveries SET next_attempt_at = NULL WHERE endpoint_id = 'ep-a' AND id > 'ep-a-04'`);
+  await (
+    await database()
+  ).query(
+    `UPDATE webhook_deliveries SET next_attempt_at = NULL WHERE endpoint_id = 'ep-a' AND id > 'ep-a-04'`,
+  );
   const rows = await claim(9);
-  expect(rows.map((r) => r.id)).toEqual(["ep-a-01", "ep-b-01", "ep-c-01", "ep-a-02", "ep-b-02", "ep-c-02", "ep-a-03", "ep-b-03", "ep-c-03"]);
+  expect(rows.map((r) => r.id)).toEqual([
+    "ep-a-01",
+    "ep-b-01",
+    "ep-c-01",
+    "ep-a-02",
+    "ep-b-02",
+    "ep-c-02",
+    "ep-a-03",
+    "ep-b-03",
+    "ep-c-03",
+  ]);
   expect(new Set(rows.map((r) => r.claim_token)).size).toBe(1);
   expect(rows.every((r) => r.url === "http://127.0.0.1:9/")).toBe(true);
   // Claimed rows are not claimed again; the room given decides what each endpoint takes next.
@@ -64,7 +78,9 @@ test("an endpoint without room is read past, so its backlog does not hide the ot
 
 test("an endpoint with room for one (a failing one's probe) takes only that, without hiding the others", async () => {
   const rows = await claim(6, { room: { "ep-a": 1 } });
-  expect(rows.map((r) => r.id).sort()).toEqual(["ep-a-01", "ep-b-01", "ep-b-02", "ep-b-03", "ep-c-01", "ep-c-02"].sort());
+  expect(rows.map((r) => r.id).sort()).toEqual(
+    ["ep-a-01", "ep-b-01", "ep-b-02", "ep-b-03", "ep-c-01", "ep-c-02"].sort(),
+  );
 });
 
 test("rows locked by another claim in progress are skipped, never waited for", async () => {

@@ -32,7 +32,9 @@ beforeAll(async () => {
 afterAll(() => h.stop());
 
 async function counts(endpointId: string) {
-  const [row] = await (await database()).query<{ sent: string; queued: string }>(
+  const [row] = await (
+    await database()
+  ).query<{ sent: string; queued: string }>(
     `SELECT count(*) FILTER (WHERE success) AS sent, count(*) FILTER (WHERE next_attempt_at IS NOT NULL) AS queued
        FROM webhook_deliveries WHERE endpoint_id = :endpointId`,
     { type: QueryTypes.SELECT, replacements: { endpointId } },
@@ -69,15 +71,27 @@ test("a failing endpoint leaves the failing set once its deliveries are out of a
   await queue(exhausted, 2);
   await waitFor(() => dispatcher.failingEndpoints.has(exhausted), 5000, "the endpoint to be failing");
   // 3 attempts each (100 ms apart), then nothing is queued for it any more.
-  await waitFor(async () => (await counts(exhausted)).queued === 0, 5000, "its deliveries to run out of attempts");
-  await waitFor(() => !dispatcher.failingEndpoints.has(exhausted), 2000, "the endpoint to leave the failing set");
+  await waitFor(
+    async () => (await counts(exhausted)).queued === 0,
+    5000,
+    "its deliveries to run out of attempts",
+  );
+  await waitFor(
+    () => !dispatcher.failingEndpoints.has(exhausted),
+    2000,
+    "the endpoint to leave the failing set",
+  );
 
   const deleted = await endpoint("/broken-b");
   await queue(deleted, 50);
   await waitFor(() => dispatcher.failingEndpoints.has(deleted), 5000, "the endpoint to be failing");
   expect((await counts(deleted)).queued).toBeGreaterThan(0);
   expect((await h.ctx.owner.client.delete(`${h.ctx.ws}/webhooks/${deleted}`)).status).toBe(200);
-  await waitFor(() => !dispatcher.failingEndpoints.has(deleted), 2000, "the deleted endpoint to leave the failing set");
+  await waitFor(
+    () => !dispatcher.failingEndpoints.has(deleted),
+    2000,
+    "the deleted endpoint to leave the failing set",
+  );
   expect(dispatcher.failingEndpoints.size).toBe(0);
 });
 

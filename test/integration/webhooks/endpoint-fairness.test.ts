@@ -43,14 +43,19 @@ afterAll(async () => {
 });
 
 async function endpoint(path: string): Promise<string> {
-  const res = await ctx.owner.client.post(`${ctx.ws}/webhooks`, { url: receiver.url(path), events: ["none.test"] });
+  const res = await ctx.owner.client.post(`${ctx.ws}/webhooks`, {
+    url: receiver.url(path),
+    events: ["none.test"],
+  });
   expect(res.status).toBe(201);
   return res.body.id;
 }
 
 /** Queue `n` deliveries per endpoint in one statement, the first endpoint's the oldest. */
 async function queue(endpointIds: string[], n: number) {
-  await (await database()).query(
+  await (
+    await database()
+  ).query(
     `INSERT INTO webhook_deliveries (id, workspace_id, endpoint_id, event, direction, body, next_attempt_at, created_at)
      SELECT gen_random_uuid()::text, :ws, ep.id, 'fair.test', 'OUTBOUND', '{"event":"fair.test","timestamp":"t","data":{}}',
             now() - interval '1 minute' + ep.n * interval '10 seconds' + g * interval '1 millisecond',
@@ -73,7 +78,11 @@ test("an endpoint that holds its requests open has one of them open (it never an
   // The held endpoint's 12 deliveries are the oldest: without the caps they would fill every slot for 10 s.
   await queue([held, other], 12);
 
-  await waitFor(async () => (await rows(other)).every((r) => r.success), 5000, "the other endpoint's deliveries");
+  await waitFor(
+    async () => (await rows(other)).every((r) => r.success),
+    5000,
+    "the other endpoint's deliveries",
+  );
   expect(hits("/other")).toHaveLength(12);
   expect(hits("/held")).toHaveLength(1);
   // Claimed at most one row beyond the one in flight; the rest stays unclaimed for later claims or other replicas.
@@ -96,7 +105,11 @@ test("a failing endpoint is sent one delivery at a time, ever further apart, unt
   const gaps = whileFailing.slice(1, 4).map((r, i) => r.at - whileFailing[i].at);
   gaps.forEach((gap, i) => expect(gap).toBeGreaterThanOrEqual(500 * 2 ** i));
   gaps.forEach((gap, i) => expect(gap).toBeLessThan(500 * 2 ** i + 1000));
-  await waitFor(async () => (await rows(steady)).every((r) => r.success), 5000, "the steady endpoint's deliveries");
+  await waitFor(
+    async () => (await rows(steady)).every((r) => r.success),
+    5000,
+    "the steady endpoint's deliveries",
+  );
 
   // Probes take the oldest due row, retries included: a row may have spent its three attempts during the outage.
   await waitFor(
@@ -106,5 +119,9 @@ test("a failing endpoint is sent one delivery at a time, ever further apart, unt
   );
   expect((await rows(flaky)).filter((r) => r.success).length).toBeGreaterThanOrEqual(8);
   // The first 2xx lifts the limit: requests overlap again.
-  expect(hits("/flaky").slice(recoveredAt).some((r) => r.concurrent === 2)).toBe(true);
+  expect(
+    hits("/flaky")
+      .slice(recoveredAt)
+      .some((r) => r.concurrent === 2),
+  ).toBe(true);
 });

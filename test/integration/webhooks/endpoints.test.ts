@@ -16,7 +16,10 @@ let member: HttpClient;
 let admin: HttpClient;
 
 beforeAll(async () => {
-  app = await startApp({ services: ["api", "auth", "workspaces", "events", "webhooks"], env: { WEBHOOK_POLL_MS: "600000" } });
+  app = await startApp({
+    services: ["api", "auth", "workspaces", "events", "webhooks"],
+    env: { WEBHOOK_POLL_MS: "600000" },
+  });
   receiver = await startReceiver();
   ctx = await ownerWithWorkspace(app.baseUrl);
   other = await ownerWithWorkspace(app.baseUrl);
@@ -25,8 +28,12 @@ beforeAll(async () => {
   keyClient.bearer = key.body.key;
   const m = await signUp(app.baseUrl, "Member");
   const a = await signUp(app.baseUrl, "Admin");
-  expect((await ctx.owner.client.post(`${ctx.ws}/members`, { email: m.email, role: "MEMBER" })).status).toBe(201);
-  expect((await ctx.owner.client.post(`${ctx.ws}/members`, { email: a.email, role: "ADMIN" })).status).toBe(201);
+  expect((await ctx.owner.client.post(`${ctx.ws}/members`, { email: m.email, role: "MEMBER" })).status).toBe(
+    201,
+  );
+  expect((await ctx.owner.client.post(`${ctx.ws}/members`, { email: a.email, role: "ADMIN" })).status).toBe(
+    201,
+  );
   member = m.client;
   admin = a.client;
 });
@@ -63,36 +70,67 @@ test("create answers 201 with the secret once; list shows _count and never the s
   expect(listed.secret).toBeUndefined();
   expect((await other.owner.client.get(`${other.ws}/webhooks`)).body).toEqual([]);
 
-  const [row] = await (await database()).query<{ secret_sealed: string }>(
-    `SELECT secret_sealed FROM webhook_endpoints WHERE id = :id`,
-    { type: QueryTypes.SELECT, replacements: { id: res.body.id } },
-  );
+  const [row] = await (
+    await database()
+  ).query<{ secret_sealed: string }>(`SELECT secret_sealed FROM webhook_endpoints WHERE id = :id`, {
+    type: QueryTypes.SELECT,
+    replacements: { id: res.body.id },
+  });
   expect(row.secret_sealed).not.toContain(res.body.secret.slice(6));
   expect(open(row.secret_sealed)).toBe(res.body.secret);
 });
 
 test("validation: name max 100, url required and http(s) for OUTBOUND, INBOUND needs no url", async () => {
-  const long = await ctx.owner.client.post(`${ctx.ws}/webhooks`, { name: "x".repeat(101), url: receiver.url() });
+  const long = await ctx.owner.client.post(`${ctx.ws}/webhooks`, {
+    name: "x".repeat(101),
+    url: receiver.url(),
+  });
   expect(long.status).toBe(400);
   expect(long.body.code).toBe("VALIDATION_ERROR");
-  expect((await ctx.owner.client.post(`${ctx.ws}/webhooks`, { name: "x".repeat(100), url: receiver.url() })).status).toBe(201);
+  expect(
+    (await ctx.owner.client.post(`${ctx.ws}/webhooks`, { name: "x".repeat(100), url: receiver.url() }))
+      .status,
+  ).toBe(201);
   const noUrl = await ctx.owner.client.post(`${ctx.ws}/webhooks`, { name: "n" });
   expect(noUrl.status).toBe(400);
   expect(noUrl.body.details).toEqual([{ field: "url", message: expect.stringContaining("required") }]);
-  expect((await ctx.owner.client.post(`${ctx.ws}/webhooks`, { url: "ftp://example.com/x" })).status).toBe(400);
-  expect((await ctx.owner.client.post(`${ctx.ws}/webhooks`, { url: "https://u:p@example.com/x" })).status).toBe(400);
-  expect((await ctx.owner.client.post(`${ctx.ws}/webhooks`, { url: receiver.url(), direction: "SIDEWAYS" })).status).toBe(400);
+  expect((await ctx.owner.client.post(`${ctx.ws}/webhooks`, { url: "ftp://example.com/x" })).status).toBe(
+    400,
+  );
+  expect(
+    (await ctx.owner.client.post(`${ctx.ws}/webhooks`, { url: "https://u:p@example.com/x" })).status,
+  ).toBe(400);
+  expect(
+    (await ctx.owner.client.post(`${ctx.ws}/webhooks`, { url: receiver.url(), direction: "SIDEWAYS" }))
+      .status,
+  ).toBe(400);
   const inbound = await ctx.owner.client.post(`${ctx.ws}/webhooks`, { name: "in", direction: "INBOUND" });
   expect(inbound.status).toBe(201);
-  expect(inbound.body).toMatchObject({ direction: "INBOUND", url: null, events: [], secret: expect.stringMatching(/^whsec_/) });
+  expect(inbound.body).toMatchObject({
+    direction: "INBOUND",
+    url: null,
+    events: [],
+    secret: expect.stringMatching(/^whsec_/),
+  });
 });
 
 test("PATCH changes name, url, events and active; 404 for another workspace's endpoint; url checked", async () => {
   const created = await ctx.owner.client.post(`${ctx.ws}/webhooks`, { name: "p", url: receiver.url() });
   const id = created.body.id;
-  const res = await admin.patch(`${ctx.ws}/webhooks/${id}`, { name: "renamed", events: ["purchase"], active: false, secret: "x" });
+  const res = await admin.patch(`${ctx.ws}/webhooks/${id}`, {
+    name: "renamed",
+    events: ["purchase"],
+    active: false,
+    secret: "x",
+  });
   expect(res.status).toBe(200);
-  expect(res.body).toMatchObject({ id, name: "renamed", events: ["purchase"], active: false, _count: { deliveries: 0 } });
+  expect(res.body).toMatchObject({
+    id,
+    name: "renamed",
+    events: ["purchase"],
+    active: false,
+    _count: { deliveries: 0 },
+  });
   expect(res.body.secret).toBeUndefined();
   expect((await admin.patch(`${ctx.ws}/webhooks/${id}`, { url: "notaurl" })).status).toBe(400);
   expect((await admin.patch(`${ctx.ws}/webhooks/${id}`, { name: "y".repeat(101) })).status).toBe(400);
@@ -101,27 +139,41 @@ test("PATCH changes name, url, events and active; 404 for another workspace's en
 });
 
 test("DELETE answers {success:true} and cascades to deliveries; create/update/delete are audited without the secret", async () => {
-  const created = await ctx.owner.client.post(`${ctx.ws}/webhooks`, { name: "gone", url: receiver.url(), events: ["cascade.test"] });
+  const created = await ctx.owner.client.post(`${ctx.ws}/webhooks`, {
+    name: "gone",
+    url: receiver.url(),
+    events: ["cascade.test"],
+  });
   const id = created.body.id;
   await publishDomainEvent(app.broker, ctx.workspaceId, "cascade.test", { n: 1 });
-  await waitFor(async () => {
-    const list = await ctx.owner.client.get(`${ctx.ws}/webhooks`);
-    return list.body.find((w: { id: string }) => w.id === id)?._count.deliveries === 1;
-  }, 5000, "the delivery to be counted");
+  await waitFor(
+    async () => {
+      const list = await ctx.owner.client.get(`${ctx.ws}/webhooks`);
+      return list.body.find((w: { id: string }) => w.id === id)?._count.deliveries === 1;
+    },
+    5000,
+    "the delivery to be counted",
+  );
   await ctx.owner.client.patch(`${ctx.ws}/webhooks/${id}`, { active: false });
   const del = await ctx.owner.client.delete(`${ctx.ws}/webhooks/${id}`);
   expect(del.status).toBe(200);
   expect(del.body).toEqual({ success: true });
   expect((await ctx.owner.client.delete(`${ctx.ws}/webhooks/${id}`)).status).toBe(404);
-  const [{ n }] = await (await database()).query<{ n: string }>(
-    `SELECT count(*) AS n FROM webhook_deliveries WHERE endpoint_id = :id`,
-    { type: QueryTypes.SELECT, replacements: { id } },
-  );
+  const [{ n }] = await (
+    await database()
+  ).query<{ n: string }>(`SELECT count(*) AS n FROM webhook_deliveries WHERE endpoint_id = :id`, {
+    type: QueryTypes.SELECT,
+    replacements: { id },
+  });
   expect(Number(n)).toBe(0);
 
   const logs = await ctx.owner.client.get(`${ctx.ws}/audit-logs?limit=100`);
   const mine = logs.body.data.filter((l: { targetId: string }) => l.targetId === id);
-  expect(mine.map((l: { action: string }) => l.action).sort()).toEqual(["webhook.created", "webhook.deleted", "webhook.updated"]);
+  expect(mine.map((l: { action: string }) => l.action).sort()).toEqual([
+    "webhook.created",
+    "webhook.deleted",
+    "webhook.updated",
+  ]);
   expect(JSON.stringify(logs.body)).not.toContain(created.body.secret);
 });
 
@@ -152,16 +204,23 @@ test("auth (spec 5 rules 1 and 2): list needs a session; create/update/delete/re
 });
 
 test("webhooks.dispatchDue (the cron tick's step) sends what is due in one pass", async () => {
-  const created = await ctx.owner.client.post(`${ctx.ws}/webhooks`, { url: receiver.url("/tick"), events: ["tick.test"] });
+  const created = await ctx.owner.client.post(`${ctx.ws}/webhooks`, {
+    url: receiver.url("/tick"),
+    events: ["tick.test"],
+  });
   // Written directly, so nothing wakes the dispatcher and its poll is far away: only the tick sends it.
-  await (await database()).query(
+  await (
+    await database()
+  ).query(
     `INSERT INTO webhook_deliveries (id, workspace_id, endpoint_id, event, direction, body, next_attempt_at)
      VALUES ('tick-1', :ws, :ep, 'tick.test', 'OUTBOUND', '{"event":"tick.test","timestamp":"t","data":{}}', now())`,
     { replacements: { ws: ctx.workspaceId, ep: created.body.id } },
   );
   const result = await app.broker.call("webhooks.dispatchDue");
   expect(result).toEqual({ sent: 1 });
-  expect(receiver.received.filter((r) => r.path === "/tick").map((r) => r.headers["x-webhook-delivery"])).toEqual(["tick-1"]);
+  expect(
+    receiver.received.filter((r) => r.path === "/tick").map((r) => r.headers["x-webhook-delivery"]),
+  ).toEqual(["tick-1"]);
   const list = await ctx.owner.client.get(`${ctx.ws}/webhooks/deliveries?endpointId=${created.body.id}`);
   expect(list.body.data[0]).toMatchObject({ id: "tick-1", success: true, attempt: 1 });
   expect(await app.broker.call("webhooks.dispatchDue")).toEqual({ sent: 0 });

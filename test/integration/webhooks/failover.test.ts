@@ -13,10 +13,17 @@ let a: TestApp;
 let b: TestApp;
 let receiver: Awaited<ReturnType<typeof startReceiver>>;
 const stopped = new Set<TestApp>();
-const env = { WEBHOOK_LEASE_MS: "2000", WEBHOOK_POLL_MS: "200", WEBHOOK_RETRY_DELAYS_MS: "200,400", WEBHOOK_TIMEOUT_MS: "10000" };
+const env = {
+  WEBHOOK_LEASE_MS: "2000",
+  WEBHOOK_POLL_MS: "200",
+  WEBHOOK_RETRY_DELAYS_MS: "200,400",
+  WEBHOOK_TIMEOUT_MS: "10000",
+};
 
 async function deliveryRow(event: string) {
-  const rows = await (await database()).query<{ id: string; claimed_by: string | null; success: boolean; attempt: number }>(
+  const rows = await (
+    await database()
+  ).query<{ id: string; claimed_by: string | null; success: boolean; attempt: number }>(
     `SELECT id, claimed_by, success, attempt FROM webhook_deliveries WHERE event = :event`,
     { type: QueryTypes.SELECT, replacements: { event } },
   );
@@ -25,8 +32,19 @@ async function deliveryRow(event: string) {
 
 beforeAll(async () => {
   db = await createTestDatabase();
-  a = await startApp({ databaseUrl: db.url, services: ["api", "auth", "workspaces", "webhooks"], broker: { nodeID: "node-a" }, env });
-  b = await startApp({ databaseUrl: db.url, services: ["webhooks"], withoutGateway: true, broker: { nodeID: "node-b" }, env });
+  a = await startApp({
+    databaseUrl: db.url,
+    services: ["api", "auth", "workspaces", "webhooks"],
+    broker: { nodeID: "node-a" },
+    env,
+  });
+  b = await startApp({
+    databaseUrl: db.url,
+    services: ["webhooks"],
+    withoutGateway: true,
+    broker: { nodeID: "node-b" },
+    env,
+  });
   receiver = await startReceiver();
 });
 afterAll(async () => {
@@ -37,7 +55,10 @@ afterAll(async () => {
 
 test("a broker stopped mid-delivery leaves the delivery to the other broker, which finishes it", async () => {
   const ctx = await ownerWithWorkspace(a.baseUrl);
-  const ep = await ctx.owner.client.post(`${ctx.ws}/webhooks`, { url: receiver.url(), events: ["failover.test"] });
+  const ep = await ctx.owner.client.post(`${ctx.ws}/webhooks`, {
+    url: receiver.url(),
+    events: ["failover.test"],
+  });
   expect(ep.status).toBe(201);
   receiver.setBehaviour((_r, index) => (index === 0 ? "hang" : { status: 200, body: "done" }));
 
@@ -57,10 +78,14 @@ test("a broker stopped mid-delivery leaves the delivery to the other broker, whi
   expect(second.headers["x-webhook-delivery"]).toBe(claimed.id);
   // The interrupted attempt was never recorded, so the survivor makes it again.
   expect(second.headers["x-webhook-attempt"]).toBe("1");
-  const done = await waitFor(async () => {
-    const row = await deliveryRow("failover.test");
-    return row.success ? row : null;
-  }, 5000, "success recorded");
+  const done = await waitFor(
+    async () => {
+      const row = await deliveryRow("failover.test");
+      return row.success ? row : null;
+    },
+    5000,
+    "success recorded",
+  );
   expect(done).toMatchObject({ claimed_by: survivor, success: true, attempt: 1 });
 });
 

@@ -179,7 +179,9 @@ test("signatures: missing or wrong is 401 INVALID_SIGNATURE with no side effects
   const sequelize = await database();
   await sequelize.query(`UPDATE webhook_inbound_replays SET received_at = now() - interval '6 days'`);
   expect((await post(endpoint.id, body)).status).toBe(409);
-  await sequelize.query(`UPDATE webhook_inbound_replays SET received_at = now() - interval '7 days 1 second'`);
+  await sequelize.query(
+    `UPDATE webhook_inbound_replays SET received_at = now() - interval '7 days 1 second'`,
+  );
   expect((await post(endpoint.id, body)).status).toBe(200);
 });
 

@@ -23,7 +23,12 @@ suite("webhooks over NATS JetStream", () => {
 
   beforeAll(async () => {
     db = await createTestDatabase();
-    gateway = await startApp({ databaseUrl: db.url, services: ["api", "auth", "workspaces"], broker: { nodeID: "gw" }, env });
+    gateway = await startApp({
+      databaseUrl: db.url,
+      services: ["api", "auth", "workspaces"],
+      broker: { nodeID: "gw" },
+      env,
+    });
     worker = await startWorker("worker-1");
     await gateway.broker.waitForServices(["webhooks"], 10_000);
     // moleculer-web rebuilds aliases on a debounce when a remote service appears; do it now.
@@ -49,15 +54,28 @@ suite("webhooks over NATS JetStream", () => {
   test("an event published while the consumer is stopped is delivered once it is back", async () => {
     const ctx = await ownerWithWorkspace(gateway.baseUrl);
     // Created through the gateway on another node: the action call crosses NATS.
-    const ep = await ctx.owner.client.post(`${ctx.ws}/webhooks`, { url: receiver.url(), events: ["contact.created"] });
+    const ep = await ctx.owner.client.post(`${ctx.ws}/webhooks`, {
+      url: receiver.url(),
+      events: ["contact.created"],
+    });
     expect(ep.status).toBe(201);
 
-    await publishDomainEvent(gateway.broker, ctx.workspaceId, "contact.created", { contactId: "before", email: null, firstName: null, lastName: null });
+    await publishDomainEvent(gateway.broker, ctx.workspaceId, "contact.created", {
+      contactId: "before",
+      email: null,
+      firstName: null,
+      lastName: null,
+    });
     await waitFor(() => receiver.received.length === 1, 10_000, "delivery while the consumer runs");
 
     await worker!.broker.stop();
     worker = undefined;
-    await publishDomainEvent(gateway.broker, ctx.workspaceId, "contact.created", { contactId: "while-down", email: null, firstName: null, lastName: null });
+    await publishDomainEvent(gateway.broker, ctx.workspaceId, "contact.created", {
+      contactId: "while-down",
+      email: null,
+      firstName: null,
+      lastName: null,
+    });
 
     worker = await startWorker("worker-2");
     await waitFor(() => receiver.received.length === 2, 15_000, "delivery after the restart");

@@ -33,7 +33,13 @@ export async function startReceiver(initial: Behaviour = () => ({ status: 200, b
         open.set(path, open.get(path)! - 1);
         unanswered.delete(res);
       });
-      const entry = { path, headers: req.headers, body: Buffer.concat(chunks).toString("utf8"), at: Date.now(), concurrent: open.get(path)! };
+      const entry = {
+        path,
+        headers: req.headers,
+        body: Buffer.concat(chunks).toString("utf8"),
+        at: Date.now(),
+        concurrent: open.get(path)!,
+      };
       received.push(entry);
       const answer = behaviour(entry, received.length - 1);
       if (answer === "hang") return;
@@ -61,4 +67,3 @@ export async function startReceiver(initial: Behaviour = () => ({ status: 200, b
     },
   };
 }
-

@@ -326,13 +326,11 @@ describe("audit log", () => {
     ]);
     // A change made with an API key names the key as the actor.
     const settingsKey = await c.post(`${ws}/keys`, { name: "settings", scopes: ["settings.manage"] });
-    const byKey = await app
-      .http()
-      .request("PATCH", ws, {
-        body: { name: "By key" },
-        bearer: settingsKey.body.key,
-        headers: { "x-forwarded-for": "198.51.100.9" },
-      });
+    const byKey = await app.http().request("PATCH", ws, {
+      body: { name: "By key" },
+      bearer: settingsKey.body.key,
+      headers: { "x-forwarded-for": "198.51.100.9" },
+    });
     expect(byKey.status).toBe(200);
     const keyEntries = await c.get(`${ws}/audit-logs?actorId=${settingsKey.body.id}`);
     expect(keyEntries.body.data).toEqual([
