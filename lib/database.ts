@@ -176,3 +176,48 @@ export async function queryPrepared<T>(
     manager.releaseConnection(client);
   }
 }
+
+/**
+ * Positional bind parameters for hand-built SQL (the one binding style,
+ * `$n`): `p(value)` appends a value and returns its `$n`, with a cast when
+ * given (`$3::text[]`). Start from values already bound (`new Binds([ws])`).
+ */
+export class Binds {
+  readonly values: unknown[];
+  constructor(initial: unknown[] = []) {
+    this.values = [...initial];
+  }
+  p(value: unknown, cast?: string): string {
+    this.values.push(value);
+    return cast ? `$${this.values.length}::${cast}` : `$${this.values.length}`;
+  }
+}
+
+/** Escape LIKE wildcards so user text matches literally (the default escape character is `\`). */
+export const likeEscape = (text: string): string => text.replace(/[\\%_]/g, (c) => `\\${c}`);
+
+/** PostgreSQL's unique violation (SQLSTATE 23505), from Sequelize or pg: the violated constraint, else null. */
+export function uniqueViolation(err: unknown): string | null {
+  const e = err as {
+    parent?: { code?: string; constraint?: string };
+    original?: { code?: string; constraint?: string };
+    code?: string;
+    constraint?: string;
+  };
+  const inner = e?.parent ?? e?.original ?? e;
+  return inner?.code === "23505" ? (inner.constraint ?? "unique") : null;
+}
+
+/** PostgreSQL's "data exception" (SQLSTATE class 22: a value out of range, text it cannot encode): that row's fault alone. */
+export function dataException(err: unknown): string | null {
+  const e = err as {
+    parent?: { code?: string };
+    original?: { code?: string };
+    code?: string;
+    message?: string;
+  };
+  const inner = e?.parent ?? e?.original ?? e;
+  return typeof inner?.code === "string" && inner.code.startsWith("22")
+    ? String(e?.message ?? "invalid value")
+    : null;
+}

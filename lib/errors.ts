@@ -52,6 +52,7 @@ export const forbidden = (message = "Forbidden") => clientError(message, 403, Er
 export const notFound = (what = "Resource", issue?: FieldIssue) =>
   clientError(`${what} not found`, 404, ErrorCode.NOT_FOUND, issue ? { details: [issue] } : undefined);
 export const conflict = (message: string) => clientError(message, 409, ErrorCode.CONFLICT);
+export const payloadTooLarge = (message: string) => clientError(message, 413, ErrorCode.PAYLOAD_TOO_LARGE);
 export const rateLimited = (retryAfter: number) =>
   clientError("Too many requests", 429, ErrorCode.RATE_LIMITED, { retryAfter });
 

@@ -1,5 +1,5 @@
-import { Op, QueryTypes, UniqueConstraintError } from "sequelize";
-import { database } from "../../lib/database";
+import { Op, QueryTypes } from "sequelize";
+import { database, uniqueViolation } from "../../lib/database";
 import { newId, randomBase62, randomHex, sha256Hex } from "../../lib/crypto";
 import { conflict, notFound } from "../../lib/errors";
 import { hashPassword } from "../../lib/passwords";
@@ -28,7 +28,7 @@ export async function createUser(name: string, email: string, password: string):
     });
     return userView(user);
   } catch (err) {
-    if (err instanceof UniqueConstraintError) throw conflict("An account with this email already exists");
+    if (uniqueViolation(err)) throw conflict("An account with this email already exists");
     throw err;
   }
 }

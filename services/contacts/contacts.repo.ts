@@ -1,12 +1,11 @@
 import { QueryTypes, type Transaction } from "sequelize";
 import { newId } from "../../lib/crypto";
-import { database } from "../../lib/database";
+import { Binds, database, likeEscape, uniqueViolation } from "../../lib/database";
 import { conflict, notFound, validationError } from "../../lib/errors";
 import { pageOf, sortOrder, type Page, type PageRequest } from "../../lib/pagination";
 import type { ConsentEntry } from "../../models";
 import type { CustomFieldDef } from "./custom-fields";
 import type { ContactWrite } from "./normalize";
-import { Binds, likeEscape, uniqueViolation } from "./sql";
 
 /** Every query on `contacts` itself. Each function takes the workspace id first. */
 

@@ -2,7 +2,7 @@ import { Readable, pipeline } from "node:stream";
 import { QueryTypes } from "sequelize";
 import { stringify } from "csv-stringify";
 import { stringify as stringifySync } from "csv-stringify/sync";
-import { database } from "../../lib/database";
+import { Binds, database } from "../../lib/database";
 import { pageRequest } from "../../lib/pagination";
 import {
   CONSENT_CHANNELS,
@@ -16,7 +16,6 @@ import {
 import { decodeAttributeCell } from "./csv-import";
 import { listNotes, type NoteView } from "./notes";
 import { stageHistory, type StageChange } from "./stages";
-import { Binds } from "./sql";
 
 /**
  * Contacts as CSV, streamed: a header of field names, then one row per

@@ -1,9 +1,8 @@
 import { QueryTypes } from "sequelize";
 import { newId } from "../../lib/crypto";
-import { database } from "../../lib/database";
+import { database, uniqueViolation } from "../../lib/database";
 import { conflict, fieldError, validationError } from "../../lib/errors";
 import type { CustomFieldType } from "./custom-fields";
-import { uniqueViolation } from "./sql";
 
 /** Custom field definitions and their groups. */
 

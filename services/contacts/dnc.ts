@@ -1,10 +1,9 @@
 import { QueryTypes } from "sequelize";
 import { newId } from "../../lib/crypto";
-import { database } from "../../lib/database";
+import { database, uniqueViolation } from "../../lib/database";
 import { conflict, fieldError, notFound } from "../../lib/errors";
 import { pageOf, type Page, type PageRequest } from "../../lib/pagination";
 import { normalizeEmail, normalizePhone, PHONE_FORMAT_MESSAGE } from "./normalize";
-import { uniqueViolation } from "./sql";
 
 /** Do-not-contact list: emails and phones (stored normalised) that no send may reach. */
 

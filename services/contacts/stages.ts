@@ -1,9 +1,8 @@
 import { QueryTypes } from "sequelize";
 import { newId } from "../../lib/crypto";
-import { database } from "../../lib/database";
+import { database, uniqueViolation } from "../../lib/database";
 import { conflict, notFound } from "../../lib/errors";
 import { ensureStages, getRow } from "./contacts.repo";
-import { uniqueViolation } from "./sql";
 
 /** Lifecycle stage definitions (`{ws}/stages`) and a contact's stage history. */
 

@@ -5,8 +5,7 @@ import path from "node:path";
 import { Transform, type Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import busboy from "busboy";
-import { Errors } from "moleculer";
-import { ErrorCode, validationError } from "../../lib/errors";
+import { payloadTooLarge, validationError } from "../../lib/errors";
 
 /**
  * Receive an uploaded CSV (raw `text/csv` body or the multipart field `file`)
@@ -25,12 +24,7 @@ export interface Spooled {
   cleanup: () => Promise<void>;
 }
 
-const tooLarge = () =>
-  new Errors.MoleculerClientError(
-    `The CSV is larger than ${IMPORT_LIMIT_BYTES / 1024 / 1024} MiB`,
-    413,
-    ErrorCode.PAYLOAD_TOO_LARGE,
-  );
+const tooLarge = () => payloadTooLarge(`The CSV is larger than ${IMPORT_LIMIT_BYTES / 1024 / 1024} MiB`);
 
 /**
  * Counts bytes and lines. Past the limit it swallows the rest and fails at the

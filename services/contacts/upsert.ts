@@ -1,13 +1,12 @@
 import { QueryTypes } from "sequelize";
 import { newId } from "../../lib/crypto";
-import { database } from "../../lib/database";
+import { database, dataException, uniqueViolation } from "../../lib/database";
 import { stageDomainEvents } from "../../lib/outbox";
 import type { ConsentEntry } from "../../models";
 import { applyConsent } from "./consent";
 import type { ConsentChannel } from "./contacts.repo";
 import { contactFacts, optOutFact } from "./effects";
 import type { ContactWrite } from "./normalize";
-import { dataException, uniqueViolation } from "./sql";
 
 /**
  * Update-or-create many contacts in one statement per key: by email when the

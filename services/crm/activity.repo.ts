@@ -1,7 +1,6 @@
 import { QueryTypes } from "sequelize";
-import { database } from "../../lib/database";
+import { database, likeEscape } from "../../lib/database";
 import { pageOf, type PageRequest } from "../../lib/pagination";
-import { escapeLike } from "./crm.rules";
 
 /**
  * The workspace's recent activity: the audit log, which every area (and every
@@ -55,7 +54,7 @@ export async function listActivity(workspaceId: string, f: ActivityFilters, page
     workspaceId,
     privateTargets: PRIVATE_TARGETS,
     ...f,
-    typePrefix: f.type ? `${escapeLike(f.type.slice(0, -1))}%` : null,
+    typePrefix: f.type ? `${likeEscape(f.type.slice(0, -1))}%` : null,
   };
   const rows = await sequelize.query<Row>(
     `SELECT a.id, a.action, a.actor_type AS "actorType", a.actor_id AS "actorId", u.name AS "actorName",

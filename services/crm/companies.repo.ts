@@ -1,10 +1,10 @@
-import { Op, UniqueConstraintError, literal, type WhereOptions } from "sequelize";
+import { Op, literal, type WhereOptions } from "sequelize";
 import { newId } from "../../lib/crypto";
-import { database } from "../../lib/database";
+import { database, likeEscape, uniqueViolation } from "../../lib/database";
 import { conflict, fieldError, notFound } from "../../lib/errors";
 import { pageOf, sortOrder, type PageRequest } from "../../lib/pagination";
 import { Company } from "../../models";
-import { escapeLike, mergeObject, normaliseDomain } from "./crm.rules";
+import { mergeObject, normaliseDomain } from "./crm.rules";
 
 /** Every query on companies; each takes the workspace id first. */
 
@@ -93,7 +93,7 @@ async function saving<T>(work: () => Promise<T>, domain: string | null | undefin
   try {
     return await work();
   } catch (err) {
-    if (err instanceof UniqueConstraintError) throw conflict(`A company with the domain '${domain}' exists`);
+    if (uniqueViolation(err)) throw conflict(`A company with the domain '${domain}' exists`);
     throw err;
   }
 }
@@ -115,10 +115,10 @@ export async function listCompanies(workspaceId: string, f: CompanyFilters, page
   const and: WhereOptions[] = [{ workspaceId }];
   if (f.search) {
     // The expression matches companies_search_idx, so the trigram index serves it.
-    const pattern = sequelize.escape(`%${escapeLike(f.search.toLowerCase())}%`);
+    const pattern = sequelize.escape(`%${likeEscape(f.search.toLowerCase())}%`);
     and.push(literal(`lower(name || ' ' || coalesce(domain, '')) LIKE ${pattern}`));
   }
-  if (f.industry) and.push({ industry: { [Op.iLike]: escapeLike(f.industry) } });
+  if (f.industry) and.push({ industry: { [Op.iLike]: likeEscape(f.industry) } });
   if (f.ownerId) and.push({ ownerId: f.ownerId });
   if (f.tag) and.push({ tags: { [Op.contains]: [f.tag] } });
   if (f.domain) and.push({ domain: normaliseDomain(f.domain) ?? f.domain.toLowerCase() });

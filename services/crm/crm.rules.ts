@@ -18,9 +18,6 @@ export function normaliseDomain(input: string): string | null {
   return HOSTNAME.test(value) ? value : null;
 }
 
-/** `%`, `_` and `\` are literal in a user's search text. */
-export const escapeLike = (text: string) => text.replace(/[\\%_]/g, (c) => `\\${c}`);
-
 export interface StageInput {
   id?: string;
   name: string;

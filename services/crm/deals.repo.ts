@@ -1,12 +1,11 @@
 import { Op, QueryTypes, literal, type Transaction, type WhereOptions } from "sequelize";
 import { newId } from "../../lib/crypto";
-import { database } from "../../lib/database";
+import { database, likeEscape } from "../../lib/database";
 import { fieldError, notFound } from "../../lib/errors";
 import { pageOf, sortOrder, type PageRequest } from "../../lib/pagination";
 import { Deal, DealStageHistory, Pipeline } from "../../models";
 import {
   closedAtAfterMove,
-  escapeLike,
   mergeObject,
   statusOfStage,
   summariseDeals,
@@ -122,7 +121,7 @@ export async function listDeals(workspaceId: string, f: DealFilters, page: PageR
   const and: WhereOptions[] = [{ workspaceId }];
   if (f.search) {
     // The expression matches deals_search_idx, so the trigram index serves it.
-    and.push(literal(`lower(title) LIKE ${sequelize.escape(`%${escapeLike(f.search.toLowerCase())}%`)}`));
+    and.push(literal(`lower(title) LIKE ${sequelize.escape(`%${likeEscape(f.search.toLowerCase())}%`)}`));
   }
   for (const key of [
     "pipelineId",

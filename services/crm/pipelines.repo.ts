@@ -1,6 +1,6 @@
-import { QueryTypes, UniqueConstraintError, type Transaction } from "sequelize";
+import { QueryTypes, type Transaction } from "sequelize";
 import { newId } from "../../lib/crypto";
-import { database } from "../../lib/database";
+import { database, uniqueViolation } from "../../lib/database";
 import { conflict, notFound } from "../../lib/errors";
 import { Pipeline, type PipelineStage } from "../../models";
 import { buildStages, DEFAULT_STAGES, statusOfStage, type StageInput } from "./crm.rules";
@@ -21,7 +21,7 @@ async function saving<T>(work: () => Promise<T>, name: string | undefined): Prom
   try {
     return await work();
   } catch (err) {
-    if (err instanceof UniqueConstraintError) throw conflict(`A pipeline named '${name}' exists`);
+    if (uniqueViolation(err)) throw conflict(`A pipeline named '${name}' exists`);
     throw err;
   }
 }

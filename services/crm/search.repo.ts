@@ -1,6 +1,5 @@
 import { QueryTypes, type Sequelize } from "sequelize";
-import { database } from "../../lib/database";
-import { escapeLike } from "./crm.rules";
+import { database, likeEscape } from "../../lib/database";
 
 /**
  * One query across the workspace's records. Each kind of record is a source
@@ -58,7 +57,7 @@ function source(
           ORDER BY score DESC, updated_at DESC, id
           LIMIT :limit`,
         {
-          replacements: { workspaceId, q: q.toLowerCase(), pattern: `%${escapeLike(q)}%`, limit },
+          replacements: { workspaceId, q: q.toLowerCase(), pattern: `%${likeEscape(q)}%`, limit },
           type: QueryTypes.SELECT,
         },
       );

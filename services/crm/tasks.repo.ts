@@ -1,10 +1,10 @@
 import { Op, QueryTypes, literal, type WhereOptions } from "sequelize";
 import { newId } from "../../lib/crypto";
-import { database } from "../../lib/database";
+import { database, likeEscape } from "../../lib/database";
 import { notFound } from "../../lib/errors";
 import { pageOf, sortOrder, type PageRequest } from "../../lib/pagination";
 import { Task } from "../../models";
-import { dueNotificationKey, escapeLike } from "./crm.rules";
+import { dueNotificationKey } from "./crm.rules";
 import { notify } from "./notifications.repo";
 
 /** Every query on tasks; each takes the workspace id first (the due check spans workspaces on purpose). */
@@ -80,7 +80,7 @@ export interface TaskFilters {
 export async function listTasks(workspaceId: string, f: TaskFilters, page: PageRequest) {
   const sequelize = await database();
   const and: WhereOptions[] = [{ workspaceId }];
-  if (f.search) and.push(literal(`title ILIKE ${sequelize.escape(`%${escapeLike(f.search)}%`)}`));
+  if (f.search) and.push(literal(`title ILIKE ${sequelize.escape(`%${likeEscape(f.search)}%`)}`));
   if (f.status === "open") and.push({ completedAt: null });
   if (f.status === "completed") and.push({ completedAt: { [Op.ne]: null } });
   if (f.status === "overdue") and.push({ completedAt: null, dueAt: { [Op.lt]: new Date() } });

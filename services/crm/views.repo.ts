@@ -1,4 +1,5 @@
-import { Op, UniqueConstraintError } from "sequelize";
+import { Op } from "sequelize";
+import { uniqueViolation } from "../../lib/database";
 import { newId } from "../../lib/crypto";
 import { conflict, fieldError, notFound } from "../../lib/errors";
 import { DashboardWidget, SavedView } from "../../models";
@@ -33,8 +34,7 @@ async function saving<T>(work: () => Promise<T>, name: string | undefined): Prom
   try {
     return await work();
   } catch (err) {
-    if (err instanceof UniqueConstraintError)
-      throw conflict(`You already have a view named '${name}' for this list`);
+    if (uniqueViolation(err)) throw conflict(`You already have a view named '${name}' for this list`);
     throw err;
   }
 }

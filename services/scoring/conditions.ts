@@ -1,6 +1,7 @@
 import { QueryTypes, type Transaction } from "sequelize";
 import { database, queryPrepared } from "../../lib/database";
-import { Binds, compileFilter, type CompileMode } from "../segments/filter-compiler";
+import { Binds } from "../../lib/database";
+import { compileFilter, type CompileMode } from "../segments/filter-compiler";
 import type { RuleDefinition } from "./rules";
 
 /**
@@ -96,10 +97,10 @@ export async function pendingContacts(
   const conditional = rules.filter((r) => r.condition);
   if (conditional.length === 0 || contactIds?.length === 0) return [];
   const binds = new Binds([workspaceId]);
-  const ids = contactIds ? binds.add(contactIds, "text[]") : null;
+  const ids = contactIds ? binds.p(contactIds, "text[]") : null;
   const mode = modeFor(contactIds);
   const parts = conditional.map((rule) => {
-    const ruleId = binds.add(rule.id, "text");
+    const ruleId = binds.p(rule.id, "text");
     const predicate = compileFilter(rule.condition!, binds, { mode, workspaceParam: "$1" });
     return `SELECT COALESCE(m.id, h.contact_id) AS id
               FROM (SELECT c.id FROM contacts c

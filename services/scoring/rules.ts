@@ -1,4 +1,5 @@
-import { Binds, compileField } from "../segments/filter-compiler";
+import { Binds } from "../../lib/database";
+import { compileField } from "../segments/filter-compiler";
 import {
   validateFilter,
   type Condition,

@@ -1,11 +1,10 @@
 import { QueryTypes, type Transaction } from "sequelize";
 import { MicroBatcher } from "../../lib/batcher";
 import { newId } from "../../lib/crypto";
-import { database, queryPrepared } from "../../lib/database";
+import { Binds, database, queryPrepared } from "../../lib/database";
 import { notFound, validationError } from "../../lib/errors";
 import { pageOf, type Page, type PageRequest } from "../../lib/pagination";
 import { sqlProbe, VersionedCache, type Versions } from "../../lib/versioned-cache";
-import { Binds } from "../segments/filter-compiler";
 import type { FieldCondition, FilterGroup } from "../segments/filter-schema";
 import {
   addToScores,

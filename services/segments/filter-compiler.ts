@@ -1,3 +1,4 @@
+import { Binds, likeEscape } from "../../lib/database";
 import {
   resolveField,
   type Condition,
@@ -21,26 +22,11 @@ import {
  */
 export type CompileMode = "row" | "set";
 
-/** Collects bind values; `add` answers the placeholder. Shared when several predicates go into one query. */
-export class Binds {
-  readonly values: unknown[] = [];
-  constructor(offset: unknown[] = []) {
-    this.values.push(...offset);
-  }
-  add(value: unknown, cast?: string): string {
-    this.values.push(value);
-    return cast ? `$${this.values.length}::${cast}` : `$${this.values.length}`;
-  }
-}
-
 export interface CompileOptions {
   mode: CompileMode;
   /** Placeholder of the workspace id (set mode scopes the event scan by it). */
   workspaceParam: string;
 }
-
-/** Escape LIKE wildcards so a value is matched literally (the default escape character is `\`). */
-export const escapeLike = (s: string) => s.replace(/[\\%_]/g, (ch) => `\\${ch}`);
 
 const jsonText = (v: unknown) => JSON.stringify(v);
 
@@ -67,7 +53,7 @@ function compileCondition(c: Condition, binds: Binds, options: CompileOptions): 
 }
 
 function compileSegment(c: SegmentCondition, binds: Binds, options: CompileOptions): string {
-  const id = binds.add(c.segment, "text");
+  const id = binds.p(c.segment, "text");
   const member =
     options.mode === "row"
       ? `EXISTS (SELECT 1 FROM segment_members sm WHERE sm.segment_id = ${id} AND sm.contact_id = c.id)`
@@ -87,9 +73,9 @@ function compileEvent(c: EventCondition, binds: Binds, options: CompileOptions):
   // "At least 0 times" always holds; bind nothing (every bound value must be referenced).
   if (op === ">=" && n === 0) return c.operator === "performed" ? "true" : "false";
 
-  const filters = [`e.type = ${binds.add(c.event, "text")}`];
+  const filters = [`e.type = ${binds.p(c.event, "text")}`];
   if (c.within) {
-    filters.push(`e.timestamp >= now() - make_interval(days => ${binds.add(c.within.days, "int")})`);
+    filters.push(`e.timestamp >= now() - make_interval(days => ${binds.p(c.within.days, "int")})`);
   }
   for (const w of c.where ?? []) filters.push(compileField(w, binds, "event"));
 
@@ -99,16 +85,16 @@ function compileEvent(c: EventCondition, binds: Binds, options: CompileOptions):
     performed =
       op === ">=" && n === 1
         ? `EXISTS (SELECT 1 FROM events e WHERE ${where})`
-        : `(SELECT count(*) FROM events e WHERE ${where}) ${op} ${binds.add(n, "int")}`;
+        : `(SELECT count(*) FROM events e WHERE ${where}) ${op} ${binds.p(n, "int")}`;
   } else {
     const scan = `SELECT e.contact_id FROM events e WHERE e.workspace_id = ${options.workspaceParam} AND e.contact_id IS NOT NULL AND ${filters.join(" AND ")}`;
     if (op === ">=" && n === 1) performed = `c.id IN (${scan})`;
     else if (op === ">=")
-      performed = `c.id IN (${scan} GROUP BY e.contact_id HAVING count(*) >= ${binds.add(n, "int")})`;
+      performed = `c.id IN (${scan} GROUP BY e.contact_id HAVING count(*) >= ${binds.p(n, "int")})`;
     else if (op === "<=")
-      performed = `NOT (c.id IN (${scan} GROUP BY e.contact_id HAVING count(*) > ${binds.add(n, "int")}))`;
+      performed = `NOT (c.id IN (${scan} GROUP BY e.contact_id HAVING count(*) > ${binds.p(n, "int")}))`;
     else if (n === 0) performed = `NOT (c.id IN (${scan}))`;
-    else performed = `c.id IN (${scan} GROUP BY e.contact_id HAVING count(*) = ${binds.add(n, "int")})`;
+    else performed = `c.id IN (${scan} GROUP BY e.contact_id HAVING count(*) = ${binds.p(n, "int")})`;
   }
   return c.operator === "performed" ? performed : `NOT (${performed})`;
 }
@@ -122,7 +108,7 @@ export function compileField(c: FieldCondition, binds: Binds, scope: FieldScope)
       return consentPredicate(
         c,
         binds,
-        `COALESCE(c.consent -> ${binds.add(field.channel, "text")} ->> 'status', 'unknown')`,
+        `COALESCE(c.consent -> ${binds.p(field.channel, "text")} ->> 'status', 'unknown')`,
       );
     case "json":
       return jsonPredicate(c, binds, field);
@@ -138,21 +124,21 @@ function textPredicate(c: FieldCondition, binds: Binds, x: string, lowerValue: b
   const v = (value: unknown) => (lowerValue && typeof value === "string" ? value.toLowerCase() : value);
   switch (c.operator) {
     case "eq":
-      return `${x} = ${binds.add(v(c.value), "text")}`;
+      return `${x} = ${binds.p(v(c.value), "text")}`;
     case "neq":
-      return `${x} IS DISTINCT FROM ${binds.add(v(c.value), "text")}`;
+      return `${x} IS DISTINCT FROM ${binds.p(v(c.value), "text")}`;
     case "contains":
-      return `${x} ILIKE ${binds.add(`%${escapeLike(String(c.value))}%`, "text")}`;
+      return `${x} ILIKE ${binds.p(`%${likeEscape(String(c.value))}%`, "text")}`;
     case "not_contains":
-      return `(${x} IS NULL OR ${x} NOT ILIKE ${binds.add(`%${escapeLike(String(c.value))}%`, "text")})`;
+      return `(${x} IS NULL OR ${x} NOT ILIKE ${binds.p(`%${likeEscape(String(c.value))}%`, "text")})`;
     case "starts_with":
-      return `${x} ILIKE ${binds.add(`${escapeLike(String(c.value))}%`, "text")}`;
+      return `${x} ILIKE ${binds.p(`${likeEscape(String(c.value))}%`, "text")}`;
     case "ends_with":
-      return `${x} ILIKE ${binds.add(`%${escapeLike(String(c.value))}`, "text")}`;
+      return `${x} ILIKE ${binds.p(`%${likeEscape(String(c.value))}`, "text")}`;
     case "in":
-      return `${x} = ANY(${binds.add((c.value as unknown[]).map(v), "text[]")})`;
+      return `${x} = ANY(${binds.p((c.value as unknown[]).map(v), "text[]")})`;
     case "not_in":
-      return `(${x} IS NULL OR NOT (${x} = ANY(${binds.add((c.value as unknown[]).map(v), "text[]")})))`;
+      return `(${x} IS NULL OR NOT (${x} = ANY(${binds.p((c.value as unknown[]).map(v), "text[]")})))`;
     case "is_set":
       return `(${x} IS NOT NULL AND ${x} <> '')`;
     case "is_not_set":
@@ -164,18 +150,18 @@ function textPredicate(c: FieldCondition, binds: Binds, x: string, lowerValue: b
 
 function numberPredicate(c: FieldCondition, binds: Binds, x: string): string {
   const comparisons: Record<string, string> = { eq: "=", gt: ">", gte: ">=", lt: "<", lte: "<=" };
-  if (comparisons[c.operator]) return `${x} ${comparisons[c.operator]} ${binds.add(c.value, "numeric")}`;
+  if (comparisons[c.operator]) return `${x} ${comparisons[c.operator]} ${binds.p(c.value, "numeric")}`;
   switch (c.operator) {
     case "neq":
-      return `${x} IS DISTINCT FROM ${binds.add(c.value, "numeric")}`;
+      return `${x} IS DISTINCT FROM ${binds.p(c.value, "numeric")}`;
     case "between": {
       const [a, b] = c.value as number[];
-      return `${x} BETWEEN ${binds.add(a, "numeric")} AND ${binds.add(b, "numeric")}`;
+      return `${x} BETWEEN ${binds.p(a, "numeric")} AND ${binds.p(b, "numeric")}`;
     }
     case "in":
-      return `${x} = ANY(${binds.add(c.value, "numeric[]")})`;
+      return `${x} = ANY(${binds.p(c.value, "numeric[]")})`;
     case "not_in":
-      return `(${x} IS NULL OR NOT (${x} = ANY(${binds.add(c.value, "numeric[]")})))`;
+      return `(${x} IS NULL OR NOT (${x} = ANY(${binds.p(c.value, "numeric[]")})))`;
     case "is_set":
       return `${x} IS NOT NULL`;
     case "is_not_set":
@@ -188,16 +174,16 @@ function numberPredicate(c: FieldCondition, binds: Binds, x: string): string {
 function datePredicate(c: FieldCondition, binds: Binds, x: string, cast: string): string {
   switch (c.operator) {
     case "before":
-      return `${x} < ${binds.add(c.value, cast)}`;
+      return `${x} < ${binds.p(c.value, cast)}`;
     case "after":
-      return `${x} > ${binds.add(c.value, cast)}`;
+      return `${x} > ${binds.p(c.value, cast)}`;
     case "between": {
       const [a, b] = c.value as string[];
-      return `${x} BETWEEN ${binds.add(a, cast)} AND ${binds.add(b, cast)}`;
+      return `${x} BETWEEN ${binds.p(a, cast)} AND ${binds.p(b, cast)}`;
     }
     case "within_last": {
       const days = (c.value as { days: number }).days;
-      return `(${x} >= now() - make_interval(days => ${binds.add(days, "int")}) AND ${x} <= now())`;
+      return `(${x} >= now() - make_interval(days => ${binds.p(days, "int")}) AND ${x} <= now())`;
     }
     case "is_set":
       return `${x} IS NOT NULL`;
@@ -211,13 +197,13 @@ function datePredicate(c: FieldCondition, binds: Binds, x: string, cast: string)
 function tagsPredicate(c: FieldCondition, binds: Binds, x: string): string {
   switch (c.operator) {
     case "contains":
-      return `${x} @> ARRAY[${binds.add(c.value, "text")}]`;
+      return `${x} @> ARRAY[${binds.p(c.value, "text")}]`;
     case "not_contains":
-      return `NOT (${x} @> ARRAY[${binds.add(c.value, "text")}])`;
+      return `NOT (${x} @> ARRAY[${binds.p(c.value, "text")}])`;
     case "in":
-      return `${x} && ${binds.add(c.value, "text[]")}`;
+      return `${x} && ${binds.p(c.value, "text[]")}`;
     case "not_in":
-      return `NOT (${x} && ${binds.add(c.value, "text[]")})`;
+      return `NOT (${x} && ${binds.p(c.value, "text[]")})`;
     case "is_set":
       return `cardinality(${x}) > 0`;
     case "is_not_set":
@@ -230,13 +216,13 @@ function tagsPredicate(c: FieldCondition, binds: Binds, x: string): string {
 function consentPredicate(c: FieldCondition, binds: Binds, x: string): string {
   switch (c.operator) {
     case "eq":
-      return `${x} = ${binds.add(c.value, "text")}`;
+      return `${x} = ${binds.p(c.value, "text")}`;
     case "neq":
-      return `${x} <> ${binds.add(c.value, "text")}`;
+      return `${x} <> ${binds.p(c.value, "text")}`;
     case "in":
-      return `${x} = ANY(${binds.add(c.value, "text[]")})`;
+      return `${x} = ANY(${binds.p(c.value, "text[]")})`;
     case "not_in":
-      return `NOT (${x} = ANY(${binds.add(c.value, "text[]")}))`;
+      return `NOT (${x} = ANY(${binds.p(c.value, "text[]")}))`;
     default:
       throw new Error(`Operator ${c.operator} reached the compiler for consent`);
   }
@@ -253,32 +239,32 @@ function jsonPredicate(
   binds: Binds,
   field: Extract<ResolvedField, { kind: "json" }>,
 ): string {
-  const path = binds.add(field.path, "text[]");
+  const path = binds.p(field.path, "text[]");
   const j = `(${field.column} #> ${path})`;
   const t = `(${field.column} #>> ${path})`;
   const num = `segments_num(${j})`;
   const ts = `segments_ts(${j})`;
   switch (c.operator) {
     case "eq":
-      return `${j} = ${binds.add(jsonText(c.value), "jsonb")}`;
+      return `${j} = ${binds.p(jsonText(c.value), "jsonb")}`;
     case "neq":
-      return `${j} IS DISTINCT FROM ${binds.add(jsonText(c.value), "jsonb")}`;
+      return `${j} IS DISTINCT FROM ${binds.p(jsonText(c.value), "jsonb")}`;
     case "contains":
     case "not_contains": {
       // A JSON array contains an element; a string contains a substring.
-      const element = binds.add(jsonText([c.value]), "jsonb");
-      const pattern = binds.add(`%${escapeLike(String(c.value))}%`, "text");
+      const element = binds.p(jsonText([c.value]), "jsonb");
+      const pattern = binds.p(`%${likeEscape(String(c.value))}%`, "text");
       const has = `(CASE jsonb_typeof(${j}) WHEN 'array' THEN ${j} @> ${element} WHEN 'string' THEN ${t} ILIKE ${pattern} ELSE false END)`;
       return c.operator === "contains" ? has : `NOT COALESCE(${has}, false)`;
     }
     case "starts_with":
-      return `(jsonb_typeof(${j}) = 'string' AND ${t} ILIKE ${binds.add(`${escapeLike(String(c.value))}%`, "text")})`;
+      return `(jsonb_typeof(${j}) = 'string' AND ${t} ILIKE ${binds.p(`${likeEscape(String(c.value))}%`, "text")})`;
     case "ends_with":
-      return `(jsonb_typeof(${j}) = 'string' AND ${t} ILIKE ${binds.add(`%${escapeLike(String(c.value))}`, "text")})`;
+      return `(jsonb_typeof(${j}) = 'string' AND ${t} ILIKE ${binds.p(`%${likeEscape(String(c.value))}`, "text")})`;
     case "in":
-      return `${j} = ANY(${binds.add((c.value as unknown[]).map(jsonText), "jsonb[]")})`;
+      return `${j} = ANY(${binds.p((c.value as unknown[]).map(jsonText), "jsonb[]")})`;
     case "not_in":
-      return `(${j} IS NULL OR NOT (${j} = ANY(${binds.add((c.value as unknown[]).map(jsonText), "jsonb[]")})))`;
+      return `(${j} IS NULL OR NOT (${j} = ANY(${binds.p((c.value as unknown[]).map(jsonText), "jsonb[]")})))`;
     case "gt":
     case "gte":
     case "lt":

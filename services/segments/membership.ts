@@ -1,9 +1,9 @@
 import { QueryTypes, type Transaction } from "sequelize";
 import { MicroBatcher } from "../../lib/batcher";
-import { database, queryPrepared } from "../../lib/database";
+import { Binds, database, queryPrepared } from "../../lib/database";
 import { sqlProbe, VersionedCache, type Versions } from "../../lib/versioned-cache";
 import { config } from "../../lib/config";
-import { Binds, compileFilter } from "./filter-compiler";
+import { compileFilter } from "./filter-compiler";
 import type { FilterGroup } from "./filter-schema";
 import { claimTimeRefresh } from "./segments.repo";
 

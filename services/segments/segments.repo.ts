@@ -1,10 +1,10 @@
 import { QueryTypes, type Transaction } from "sequelize";
 import { config } from "../../lib/config";
 import { newId } from "../../lib/crypto";
-import { database } from "../../lib/database";
+import { Binds, database } from "../../lib/database";
 import { conflict, notFound, queryTooExpensive, validationError } from "../../lib/errors";
 import { pageOf, type Page, type PageRequest } from "../../lib/pagination";
-import { Binds, compileFilter } from "./filter-compiler";
+import { compileFilter } from "./filter-compiler";
 import { findCycle, validateFilter, type FilterFacts, type FilterGroup } from "./filter-schema";
 
 /** Every query of the segments area except membership evaluation (membership.ts). Workspace id first. */

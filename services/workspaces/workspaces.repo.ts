@@ -1,5 +1,5 @@
-import { Op, UniqueConstraintError, type Transaction } from "sequelize";
-import { database } from "../../lib/database";
+import { Op, type Transaction } from "sequelize";
+import { database, uniqueViolation } from "../../lib/database";
 import { newId } from "../../lib/crypto";
 import { conflict, notFound, validationError } from "../../lib/errors";
 import { pageOf, type PageRequest } from "../../lib/pagination";
@@ -83,7 +83,7 @@ export async function createWorkspace(userId: string, name: string, slug?: strin
         return view(workspace, "OWNER");
       });
     } catch (err) {
-      if (!(err instanceof UniqueConstraintError)) throw err;
+      if (!uniqueViolation(err)) throw err;
       if (explicit) throw conflict(`The slug '${slug}' is taken`);
       candidate = `${slugify(name).slice(0, 40)}-${newId().slice(0, 6)}`;
     }
@@ -109,7 +109,7 @@ export async function updateWorkspace(
   try {
     await workspace.save();
   } catch (err) {
-    if (err instanceof UniqueConstraintError) throw conflict(`The slug '${changes.slug}' is taken`);
+    if (uniqueViolation(err)) throw conflict(`The slug '${changes.slug}' is taken`);
     throw err;
   }
   return view(workspace);
@@ -156,7 +156,7 @@ export async function addMember(workspaceId: string, email: string, role: Role):
     member.user = user;
     return memberView(member);
   } catch (err) {
-    if (err instanceof UniqueConstraintError) throw conflict("This user is already a member");
+    if (uniqueViolation(err)) throw conflict("This user is already a member");
     throw err;
   }
 }

@@ -1,10 +1,10 @@
 import type { PipelineStage } from "../../models";
+import { likeEscape } from "../../lib/database";
 import {
   buildStages,
   closedAtAfterMove,
   DEFAULT_STAGES,
   dueNotificationKey,
-  escapeLike,
   mergeObject,
   normaliseDomain,
   statusOfStage,
@@ -30,8 +30,8 @@ describe("normaliseDomain", () => {
   });
 });
 
-test("escapeLike makes %, _ and \\ literal", () => {
-  expect(escapeLike("50%_off\\")).toBe("50\\%\\_off\\\\");
+test("likeEscape makes %, _ and \\ literal", () => {
+  expect(likeEscape("50%_off\\")).toBe("50\\%\\_off\\\\");
 });
 
 describe("buildStages", () => {

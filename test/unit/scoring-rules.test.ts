@@ -1,4 +1,4 @@
-import { Binds } from "../../services/segments/filter-compiler";
+import { Binds } from "../../lib/database";
 import {
   compileWhere,
   decaysAtSql,

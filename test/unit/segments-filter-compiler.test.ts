@@ -1,4 +1,5 @@
-import { Binds, compileField, compileFilter, escapeLike } from "../../services/segments/filter-compiler";
+import { Binds, likeEscape } from "../../lib/database";
+import { compileField, compileFilter } from "../../services/segments/filter-compiler";
 import { OPERATORS, type FieldOperator, type FilterGroup } from "../../services/segments/filter-schema";
 
 const compile = (filter: FilterGroup, mode: "row" | "set" = "row") => {
@@ -198,7 +199,7 @@ describe("compileFilter", () => {
     ).toThrow(/Unknown field/);
   });
 
-  test("escapeLike", () => {
-    expect(escapeLike("a%b_c\\d")).toBe("a\\%b\\_c\\\\d");
+  test("likeEscape", () => {
+    expect(likeEscape("a%b_c\\d")).toBe("a\\%b\\_c\\\\d");
   });
 });
