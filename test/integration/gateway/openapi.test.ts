@@ -185,6 +185,27 @@ test("every operation has a human summary and a description saying who may call 
   expect(missing).toEqual([]);
 });
 
+test("every operation declares a typed success answer (a JSON schema, another content type, or a redirect)", () => {
+  const untyped: string[] = [];
+  for (const { path, method, op } of operations()) {
+    const successes = Object.entries<any>(op.responses ?? {}).filter(([code]) => /^[23]/.test(code));
+    const typed = successes.some(([code, response]) => {
+      if (code.startsWith("3")) return Boolean(response.headers?.Location);
+      const content = response.content ?? {};
+      const json = content["application/json"]?.schema;
+      return (
+        Object.keys(content).some((type) => type !== "application/json") ||
+        (json && Object.keys(json).length > 0)
+      );
+    });
+    // NextAuth's catch-all exists to refuse: it declares its 400 and nothing else.
+    const onlyRefuses =
+      successes.length === 0 && Object.keys(op.responses ?? {}).every((code) => code.startsWith("4"));
+    if (!typed && !onlyRefuses) untyped.push(`${method.toUpperCase()} ${path}`);
+  }
+  expect(untyped).toEqual([]);
+});
+
 test("every $ref resolves", () => {
   const refs = collectRefs(doc);
   expect(refs.length).toBeGreaterThan(0);
