@@ -5,6 +5,8 @@ import { workspaceOf } from "../../lib/tenancy";
 import { updateContact } from "./contact-write";
 import {
   ACCESS,
+  CONTACTS_PATH,
+  CONTACTS_TAGS,
   NoteSchema,
   openapi,
   results,
@@ -20,8 +22,8 @@ import { addNote, listNotes } from "./notes";
 import { stageHistory } from "./stages";
 import { timeline } from "./timeline";
 
-const WS = "/workspaces/:workspaceId/contacts";
-const tags = ["Contacts"];
+const WS = CONTACTS_PATH;
+const tags = CONTACTS_TAGS;
 const { read, write, remove } = ACCESS;
 
 /**

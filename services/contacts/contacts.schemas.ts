@@ -6,6 +6,10 @@ import { CUSTOM_FIELD_TYPES } from "./custom-fields";
 
 /** Params and answers of the contacts, custom fields and stages actions (also the OpenAPI description). */
 
+/** The contacts routes' base path and OpenAPI tag (the service and its action mixins share them). */
+export const CONTACTS_PATH = "/workspaces/:workspaceId/contacts";
+export const CONTACTS_TAGS = ["Contacts"];
+
 /** Who may call what: reading, writing and deleting contacts. */
 export const ACCESS = {
   read: { auth: "any", permission: "contacts.read" },

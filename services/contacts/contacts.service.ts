@@ -15,6 +15,8 @@ import { createContact, removeContacts, updateContact } from "./contact-write";
 import * as repo from "./contacts.repo";
 import {
   ACCESS,
+  CONTACTS_PATH,
+  CONTACTS_TAGS,
   ConsentSchema,
   ContactSchema,
   JobAcceptedSchema,
@@ -33,9 +35,9 @@ import { ingestContacts } from "./ingest";
 import { redeemLinkToken } from "./link";
 import { mergeContacts } from "./merge";
 
-const WS = "/workspaces/:workspaceId/contacts";
+const WS = CONTACTS_PATH;
 const { read, write, remove } = ACCESS;
-const tags = ["Contacts"];
+const tags = CONTACTS_TAGS;
 
 /** Contacts: profiles, consent, do-not-contact, and the insights over them. */
 export default defineService({

@@ -2,11 +2,19 @@ import { defineAction } from "../../lib/define-service";
 import { actorOf } from "../../lib/audit";
 import { pageRequest } from "../../lib/pagination";
 import { workspaceOf } from "../../lib/tenancy";
-import { ACCESS, DncEntrySchema, results, schemas, SuccessSchema } from "./contacts.schemas";
+import {
+  ACCESS,
+  CONTACTS_PATH,
+  CONTACTS_TAGS,
+  DncEntrySchema,
+  results,
+  schemas,
+  SuccessSchema,
+} from "./contacts.schemas";
 import { addDnc, blockedValues, listDnc, removeDnc } from "./dnc";
 
-const WS = "/workspaces/:workspaceId/contacts";
-const tags = ["Contacts"];
+const WS = CONTACTS_PATH;
+const tags = CONTACTS_TAGS;
 const { read, write, remove } = ACCESS;
 
 /** The contacts service's do-not-contact actions (mixed into `contacts`, so they are `contacts.dnc*`). */
