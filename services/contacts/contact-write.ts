@@ -18,13 +18,8 @@ import {
 } from "./contacts.repo";
 import { contactFacts } from "./effects";
 import { assertReferences } from "./references";
-import {
-  hasIdentity,
-  mergeObject,
-  normalizeContactInput,
-  type ContactInput,
-  type ContactWrite,
-} from "./normalize";
+import type { ContactInput, ContactWrite } from "./fields";
+import { hasIdentity, mergeObject, normalizeContactInput } from "./normalize";
 
 /**
  * Validation against the workspace's definitions (custom fields, stages), then

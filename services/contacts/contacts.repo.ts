@@ -5,59 +5,31 @@ import { conflict, notFound, validationError } from "../../lib/errors";
 import { pageOf, sortOrder, type Page, type PageRequest } from "../../lib/pagination";
 import type { ConsentEntry } from "../../models";
 import type { CustomFieldDef } from "./custom-fields";
-import type { ContactWrite } from "./normalize";
+import {
+  COLUMNS,
+  fieldsOfKind,
+  valuesOf,
+  type ContactColumns,
+  type ContactValues,
+  type ContactWrite,
+} from "./fields";
 
 /** Every query on `contacts` itself. Each function takes the workspace id first. */
 
 export const CONSENT_CHANNELS = ["email", "sms", "push", "chatapp1", "chatapp2"] as const;
 export type ConsentChannel = (typeof CONSENT_CHANNELS)[number];
 
-export interface ContactView {
-  id: string;
-  email: string | null;
-  phone: string | null;
-  firstName: string | null;
-  lastName: string | null;
-  externalId: string | null;
-  locale: string | null;
-  timezone: string | null;
-  country: string | null;
-  city: string | null;
-  tags: string[];
-  attributes: Record<string, unknown>;
-  customFields: Record<string, unknown>;
-  stage: string | null;
-  score: number;
-  companyId: string | null;
-  ownerId: string | null;
-  consent: Record<ConsentChannel, ConsentEntry>;
-  createdAt: string;
-  updatedAt: string;
-}
+export type ContactView = { id: string } & ContactValues & {
+    consent: Record<ConsentChannel, ConsentEntry>;
+    createdAt: string;
+    updatedAt: string;
+  };
 
-export interface ContactRow {
-  id: string;
-  workspace_id: string;
-  email: string | null;
-  phone: string | null;
-  first_name: string | null;
-  last_name: string | null;
-  external_id: string | null;
-  locale: string | null;
-  timezone: string | null;
-  country: string | null;
-  city: string | null;
-  tags: string[];
-  attributes: Record<string, unknown>;
-  custom_fields: Record<string, unknown>;
-  stage: string | null;
-  score: number;
-  company_id: string | null;
-  owner_id: string | null;
-  consent: Record<string, ConsentEntry>;
-  created_at: Date;
-  updated_at: Date;
-}
+export type ContactRow = { id: string; workspace_id: string } & ContactColumns & {
+    consent: Record<string, ConsentEntry>;
+    created_at: Date;
+    updated_at: Date;
+  };
 
 /** Every channel present; channels never set read `unknown`. */
 export function fullConsent(
@@ -73,48 +45,14 @@ export function fullConsent(
 export function contactView(row: ContactRow): ContactView {
   return {
     id: row.id,
-    email: row.email,
-    phone: row.phone,
-    firstName: row.first_name,
-    lastName: row.last_name,
-    externalId: row.external_id,
-    locale: row.locale,
-    timezone: row.timezone,
-    country: row.country,
-    city: row.city,
-    tags: row.tags ?? [],
-    attributes: row.attributes ?? {},
-    customFields: row.custom_fields ?? {},
-    stage: row.stage,
-    score: row.score,
-    companyId: row.company_id,
-    ownerId: row.owner_id,
+    ...valuesOf(row),
     consent: fullConsent(row.consent),
     createdAt: new Date(row.created_at).toISOString(),
     updatedAt: new Date(row.updated_at).toISOString(),
   };
 }
 
-/** Column of each writable field. */
-export const COLUMNS: Record<keyof ContactWrite, string> = {
-  email: "email",
-  phone: "phone",
-  firstName: "first_name",
-  lastName: "last_name",
-  externalId: "external_id",
-  locale: "locale",
-  timezone: "timezone",
-  country: "country",
-  city: "city",
-  tags: "tags",
-  attributes: "attributes",
-  customFields: "custom_fields",
-  stage: "stage",
-  companyId: "company_id",
-  ownerId: "owner_id",
-};
-
-const JSON_FIELDS = new Set(["attributes", "customFields"]);
+const JSON_FIELDS = new Set<string>(fieldsOfKind("json"));
 
 /** Map a unique violation to the contract's 409 naming the field. */
 export function rethrowUnique(err: unknown): never {

@@ -1,4 +1,5 @@
 import { Type } from "@sinclair/typebox";
+import { answerFieldSchemas, writableFieldSchemas } from "./fields";
 import { Paginated, PageQuery } from "../../lib/pagination";
 import { Component, DateTime, Int32, Nullable, Params, StringEnum } from "../../lib/schema";
 import { CONSENT_CHANNELS } from "./contacts.repo";
@@ -17,7 +18,6 @@ export const ACCESS = {
   remove: { auth: "any", permission: "contacts.delete" },
 } as const;
 
-const Text = (maxLength: number) => Type.Optional(Nullable(Type.String({ maxLength })));
 const Json = (description: string) => Type.Record(Type.String(), Type.Unknown(), { description });
 const WorkspaceId = Type.String({ minLength: 1, maxLength: 64 });
 const ContactId = Type.String({ minLength: 1, maxLength: 64 });
@@ -28,26 +28,8 @@ const SortParam = Type.Optional(
   Type.String({ maxLength: 50, description: "A field, `-field` for descending (e.g. `-createdAt`)" }),
 );
 
-/** Writable contact fields; normalisation (E.164, IANA zone, BCP 47, lower-cased email) happens in normalize.ts. */
-export const contactFields = {
-  email: Text(254),
-  phone: Text(50),
-  firstName: Text(255),
-  lastName: Text(255),
-  externalId: Text(255),
-  locale: Text(35),
-  timezone: Text(64),
-  country: Text(255),
-  city: Text(255),
-  tags: Type.Optional(Nullable(Type.Array(Type.String({ maxLength: 100 }), { maxItems: 200 }))),
-  attributes: Type.Optional(
-    Nullable(Json("Free-form attributes; on update merged key by key (null removes a key)")),
-  ),
-  customFields: Type.Optional(Nullable(Json("Values of the workspace's custom fields, by key"))),
-  stage: Text(100),
-  companyId: Text(255),
-  ownerId: Text(255),
-};
+/** Writable contact fields (contacts/fields.ts); normalisation (E.164, IANA zone, BCP 47, lower-cased email) happens in normalize.ts. */
+export const contactFields = writableFieldSchemas;
 
 /** List/export filters: `attributes[plan]=pro` and `customFields[key]=value` match a JSON value's text form. */
 export const filterParams = {
@@ -76,22 +58,7 @@ export const ContactSchema = Component(
   "Contact",
   Type.Object({
     id: Type.String(),
-    email: Nullable(Type.String()),
-    phone: Nullable(Type.String({ description: "E.164" })),
-    firstName: Nullable(Type.String()),
-    lastName: Nullable(Type.String()),
-    externalId: Nullable(Type.String()),
-    locale: Nullable(Type.String()),
-    timezone: Nullable(Type.String()),
-    country: Nullable(Type.String()),
-    city: Nullable(Type.String()),
-    tags: Type.Array(Type.String()),
-    attributes: Json("Free-form attributes"),
-    customFields: Json("Custom field values by key"),
-    stage: Nullable(Type.String()),
-    score: Type.Number(),
-    companyId: Nullable(Type.String()),
-    ownerId: Nullable(Type.String()),
+    ...answerFieldSchemas,
     consent: ConsentSchema,
     createdAt: DateTime(),
     updatedAt: DateTime(),

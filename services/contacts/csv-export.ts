@@ -1,4 +1,5 @@
 import { Readable, pipeline } from "node:stream";
+import { CSV_FIELDS } from "./fields";
 import { QueryTypes } from "sequelize";
 import { stringify } from "csv-stringify";
 import { stringify as stringifySync } from "csv-stringify/sync";
@@ -26,25 +27,7 @@ import { stageHistory, type StageChange } from "./stages";
  * written so that an import of the file gives the same contacts back.
  */
 
-export const BASE_COLUMNS = [
-  "id",
-  "email",
-  "phone",
-  "firstName",
-  "lastName",
-  "externalId",
-  "locale",
-  "timezone",
-  "country",
-  "city",
-  "tags",
-  "stage",
-  "score",
-  "companyId",
-  "ownerId",
-  "createdAt",
-  "updatedAt",
-] as const;
+export const BASE_COLUMNS = ["id", ...CSV_FIELDS, "createdAt", "updatedAt"] as const;
 
 /** Non-strings as JSON; a string that would read back as JSON is written as a JSON string. */
 export function encodeAttributeCell(value: unknown): string {

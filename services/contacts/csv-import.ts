@@ -1,10 +1,11 @@
 import type { Readable } from "node:stream";
+import { CSV_WRITABLE_FIELDS } from "./fields";
 import { parse } from "csv-parse";
 import type { FieldIssue } from "../../lib/errors";
 import { unstorableInput } from "../../lib/schema";
 import type { ConsentStatus } from "../../models";
 import { CONSENT_CHANNELS, type ConsentChannel } from "./contacts.repo";
-import type { ContactInput } from "./normalize";
+import type { ContactInput } from "./fields";
 import type { ConsentWanted } from "./upsert";
 
 /**
@@ -15,34 +16,18 @@ import type { ConsentWanted } from "./upsert";
  * ignored and reported.
  */
 
-export const SCALAR_FIELDS = [
-  "email",
-  "phone",
-  "firstName",
-  "lastName",
-  "externalId",
-  "locale",
-  "timezone",
-  "country",
-  "city",
-  "tags",
-  "stage",
-  "companyId",
-  "ownerId",
-] as const;
-
 /** Export-only columns an import skips silently (ids and timestamps are the service's own). */
 const READ_ONLY = new Set(["id", "score", "createdat", "updatedat", "workspaceid", "consent"]);
 
 export type Target =
-  | { kind: "field"; field: (typeof SCALAR_FIELDS)[number] }
+  | { kind: "field"; field: (typeof CSV_WRITABLE_FIELDS)[number] }
   | { kind: "attributes"; key: string }
   | { kind: "customFields"; key: string }
   | { kind: "consent"; channel: ConsentChannel };
 
 const squash = (s: string) => s.toLowerCase().replace(/[\s_-]+/g, "");
-const FIELD_BY_SQUASHED = new Map<string, (typeof SCALAR_FIELDS)[number]>(
-  SCALAR_FIELDS.map((f) => [squash(f), f]),
+const FIELD_BY_SQUASHED = new Map<string, (typeof CSV_WRITABLE_FIELDS)[number]>(
+  CSV_WRITABLE_FIELDS.map((f) => [squash(f), f]),
 );
 
 /** A mapping target (`email`, `attributes.plan`, `customFields.size`, `consent.sms`) or null when it names nothing. */

@@ -1,7 +1,7 @@
 import type { Static, TObject } from "@sinclair/typebox";
 import type { ContactFilter } from "./contacts.repo";
 import { contactFields, type filterParams } from "./contacts.schemas";
-import type { ContactInput } from "./normalize";
+import type { ContactInput } from "./fields";
 
 type FilterParams = Static<TObject<typeof filterParams>>;
 

@@ -3,7 +3,7 @@ import type { FieldIssue } from "../../lib/errors";
 import { checkInput, loadDefs } from "./contact-write";
 import { contactFields } from "./contacts.schemas";
 import { writeBatch } from "./import";
-import type { ContactInput, ContactWrite } from "./normalize";
+import type { ContactInput, ContactWrite } from "./fields";
 
 /**
  * Ingest: up to 1,000 contacts upserted by email (else externalId) in one call.

@@ -1,4 +1,5 @@
 import { parsePhoneNumberFromString, type CountryCode } from "libphonenumber-js";
+import { CONTACT_FIELDS, fieldsOfKind, type ContactInput, type ContactWrite } from "./fields";
 import type { FieldIssue } from "../../lib/errors";
 
 /**
@@ -58,54 +59,8 @@ export function normalizeTags(tags: string[]): string[] {
   return [...new Set(tags.map((t) => t.trim()).filter(Boolean))];
 }
 
-export interface ContactInput {
-  email?: string | null;
-  phone?: string | null;
-  firstName?: string | null;
-  lastName?: string | null;
-  externalId?: string | null;
-  locale?: string | null;
-  timezone?: string | null;
-  country?: string | null;
-  city?: string | null;
-  tags?: unknown;
-  attributes?: unknown;
-  customFields?: unknown;
-  stage?: string | null;
-  companyId?: string | null;
-  ownerId?: string | null;
-}
-
-/** Writable columns of a contact, in stored form. Absent keys are left untouched by an update. */
-export interface ContactWrite {
-  email?: string | null;
-  phone?: string | null;
-  firstName?: string | null;
-  lastName?: string | null;
-  externalId?: string | null;
-  locale?: string | null;
-  timezone?: string | null;
-  country?: string | null;
-  city?: string | null;
-  tags?: string[];
-  attributes?: Record<string, unknown>;
-  customFields?: Record<string, unknown>;
-  stage?: string | null;
-  companyId?: string | null;
-  ownerId?: string | null;
-}
-
-const TEXT_FIELDS = [
-  "firstName",
-  "lastName",
-  "externalId",
-  "country",
-  "city",
-  "companyId",
-  "ownerId",
-  "stage",
-] as const;
-const MAX_TEXT = 255;
+/** The text fields with nothing more than a length to check, and each one's longest length. */
+const TEXT_FIELDS = fieldsOfKind("text");
 
 const isPlainObject = (v: unknown): v is Record<string, unknown> =>
   typeof v === "object" && v !== null && !Array.isArray(v);
@@ -158,11 +113,11 @@ export function normalizeContactInput(
   }
   for (const field of TEXT_FIELDS) {
     const value = input[field];
+    const max = CONTACT_FIELDS[field].maxLength;
     if (value === undefined) continue;
     if (blank(value)) write[field] = null;
     else if (typeof value !== "string") issues.push({ field, message: "must be a string" });
-    else if (value.trim().length > MAX_TEXT)
-      issues.push({ field, message: `must be at most ${MAX_TEXT} characters` });
+    else if (value.trim().length > max) issues.push({ field, message: `must be at most ${max} characters` });
     else write[field] = value.trim();
   }
   if (input.tags !== undefined) {
@@ -175,7 +130,7 @@ export function normalizeContactInput(
       issues.push({ field: "tags", message: "must hold at most 200 tags" });
     } else write.tags = normalizeTags(input.tags);
   }
-  for (const field of ["attributes", "customFields"] as const) {
+  for (const field of fieldsOfKind("json")) {
     const value = input[field];
     if (value === undefined) continue;
     if (value === null) write[field] = {};

@@ -2,7 +2,7 @@ import type { ServiceBroker } from "moleculer";
 import { SYSTEM } from "../../lib/access";
 import { notFound, type FieldIssue } from "../../lib/errors";
 import { isServiceAvailable } from "../../lib/registry";
-import type { ContactWrite } from "./normalize";
+import type { ContactWrite } from "./fields";
 
 type References = Pick<ContactWrite, "companyId" | "ownerId">;
 

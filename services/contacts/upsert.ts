@@ -6,7 +6,7 @@ import type { ConsentEntry } from "../../models";
 import { applyConsent } from "./consent";
 import type { ConsentChannel } from "./contacts.repo";
 import { contactFacts, optOutFact } from "./effects";
-import type { ContactWrite } from "./normalize";
+import { RECORD_COLUMN_TYPES, recordOf, SCALAR_COLUMNS, type ContactWrite } from "./fields";
 
 /**
  * Update-or-create many contacts in one statement per key: by email when the
@@ -38,24 +38,8 @@ export interface UpsertedRow {
 
 export type UpsertResult = { row: UpsertedRow; error?: undefined } | { row?: undefined; error: string };
 
-const RECORD_COLUMNS = `id text, email text, phone text, first_name text, last_name text, external_id text, locale text,
-  timezone text, country text, city text, tags text[], attributes jsonb, custom_fields jsonb, stage text,
-  company_id text, owner_id text, consent jsonb`;
-
-const SCALARS = [
-  "email",
-  "phone",
-  "first_name",
-  "last_name",
-  "external_id",
-  "locale",
-  "timezone",
-  "country",
-  "city",
-  "stage",
-  "company_id",
-  "owner_id",
-];
+const RECORD_COLUMNS = `id text, ${RECORD_COLUMN_TYPES}, consent jsonb`;
+const SCALARS = SCALAR_COLUMNS;
 
 function statement(conflict: "email" | "external_id" | null): string {
   const target =
@@ -118,25 +102,7 @@ function consentEntries(wanted: ConsentWanted | undefined, source: string, now: 
 }
 
 function record(write: ContactWrite, consent: Record<string, ConsentEntry>) {
-  return {
-    id: newId(),
-    email: write.email ?? null,
-    phone: write.phone ?? null,
-    first_name: write.firstName ?? null,
-    last_name: write.lastName ?? null,
-    external_id: write.externalId ?? null,
-    locale: write.locale ?? null,
-    timezone: write.timezone ?? null,
-    country: write.country ?? null,
-    city: write.city ?? null,
-    tags: write.tags ?? [],
-    attributes: stripNulls(write.attributes),
-    custom_fields: stripNulls(write.customFields),
-    stage: write.stage ?? null,
-    company_id: write.companyId ?? null,
-    owner_id: write.ownerId ?? null,
-    consent,
-  };
+  return { id: newId(), ...recordOf(write, stripNulls), consent };
 }
 
 function stripNulls(obj: Record<string, unknown> | undefined): Record<string, unknown> {

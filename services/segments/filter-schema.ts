@@ -1,4 +1,5 @@
 import type { FieldIssue } from "../../lib/errors";
+import { CONTACT_FIELDS as CONTACT_FIELD_DEFS, FILTER_TYPES } from "../contacts/fields";
 
 /**
  * The segment filter language (contract "Segments and scoring"): types,
@@ -64,22 +65,14 @@ const MAX_TEXT = 1000;
 /** Whitelisted contact columns; nothing else ever reaches the SQL as an identifier. */
 export const CONTACT_FIELDS: Record<string, { column: string; type: FieldType }> = {
   id: { column: "c.id", type: "text" },
-  email: { column: "c.email", type: "email" },
-  phone: { column: "c.phone", type: "text" },
-  firstName: { column: "c.first_name", type: "text" },
-  lastName: { column: "c.last_name", type: "text" },
-  externalId: { column: "c.external_id", type: "text" },
-  locale: { column: "c.locale", type: "text" },
-  timezone: { column: "c.timezone", type: "text" },
-  country: { column: "c.country", type: "text" },
-  city: { column: "c.city", type: "text" },
-  stage: { column: "c.stage", type: "text" },
-  companyId: { column: "c.company_id", type: "text" },
-  ownerId: { column: "c.owner_id", type: "text" },
-  score: { column: "c.score", type: "number" },
+  // Every contact field but the JSON objects (read by path below), as contacts/fields.ts defines them.
+  ...Object.fromEntries(
+    Object.entries(CONTACT_FIELD_DEFS)
+      .filter(([, f]) => f.kind !== "json")
+      .map(([name, f]) => [name, { column: `c.${f.column}`, type: FILTER_TYPES[f.kind] as FieldType }]),
+  ),
   createdAt: { column: "c.created_at", type: "date" },
   updatedAt: { column: "c.updated_at", type: "date" },
-  tags: { column: "c.tags", type: "tags" },
 };
 
 /** `company.<field>`: the contact's company (CRM table `companies`), read through a scalar subquery. */
@@ -111,10 +104,11 @@ export const EVENT_FIELDS: Record<string, { column: string; type: FieldType }> =
 };
 
 /** JSON documents addressable by a dotted path: `attributes.plan`, `customFields.size`, `metadata.amount`. */
-export const CONTACT_JSON: Record<string, string> = {
-  attributes: "c.attributes",
-  customFields: "c.custom_fields",
-};
+export const CONTACT_JSON: Record<string, string> = Object.fromEntries(
+  Object.entries(CONTACT_FIELD_DEFS)
+    .filter(([, f]) => f.kind === "json")
+    .map(([name, f]) => [name, `c.${f.column}`]),
+);
 export const EVENT_JSON: Record<string, string> = { metadata: "e.metadata" };
 
 export const CONSENT_CHANNELS = ["email", "sms", "push", "chatapp1", "chatapp2"] as const;
