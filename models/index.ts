@@ -78,44 +78,6 @@ export interface ConsentEntry {
   updatedAt: string | null;
 }
 
-export class Contact extends Model {
-  declare id: string;
-  declare workspaceId: string;
-  declare email: string | null;
-  declare phone: string | null;
-  declare firstName: string | null;
-  declare lastName: string | null;
-  declare externalId: string | null;
-  declare locale: string | null;
-  declare timezone: string | null;
-  declare country: string | null;
-  declare city: string | null;
-  declare tags: string[];
-  declare attributes: Record<string, unknown>;
-  declare customFields: Record<string, unknown>;
-  declare stage: string | null;
-  declare score: number;
-  declare companyId: string | null;
-  declare ownerId: string | null;
-  declare consent: Record<string, ConsentEntry>;
-  declare createdAt: Date;
-  declare updatedAt: Date;
-}
-
-export class WebhookEndpoint extends Model {
-  declare id: string;
-  declare workspaceId: string;
-  declare name: string | null;
-  declare url: string | null;
-  declare events: string[];
-  declare direction: "INBOUND" | "OUTBOUND";
-  declare active: boolean;
-  declare secretSealed: string | null;
-  declare createdBy: string | null;
-  declare createdAt: Date;
-  declare updatedAt: Date;
-}
-
 // Factories, not shared objects: Sequelize writes into each attribute definition it is given.
 const id = () => ({ type: DataTypes.TEXT, primaryKey: true });
 const text = () => ({ type: DataTypes.TEXT });
@@ -123,31 +85,6 @@ const requiredText = () => ({ type: DataTypes.TEXT, allowNull: false });
 const json = () => ({ type: DataTypes.JSONB, allowNull: false, defaultValue: {} });
 
 /** Bind every model to the process's one Sequelize instance. */
-/** A segment (migration 0020); membership lives in `segment_members`. */
-export class Segment extends Model {
-  declare id: string;
-  declare workspaceId: string;
-  declare name: string;
-  declare description: string | null;
-  declare type: "dynamic" | "static";
-  declare filter: Record<string, unknown> | null;
-  declare createdAt: Date;
-  declare updatedAt: Date;
-}
-
-/** A lead-scoring rule (migrations 0021, 0022): an event rule has `eventType`, a condition rule `condition`. */
-export class ScoringRule extends Model {
-  declare id: string;
-  declare workspaceId: string;
-  declare name: string;
-  declare eventType: string | null;
-  declare condition: object | null;
-  declare points: number;
-  declare active: boolean;
-  declare createdAt: Date;
-  declare updatedAt: Date;
-}
-
 export function initModels(sequelize: Sequelize): void {
   User.init(
     { id: id(), name: requiredText(), email: requiredText(), passwordHash: requiredText() },
@@ -200,72 +137,7 @@ export function initModels(sequelize: Sequelize): void {
     },
     { sequelize, tableName: "password_reset_tokens", updatedAt: false },
   );
-  Contact.init(
-    {
-      id: id(),
-      workspaceId: requiredText(),
-      email: text(),
-      phone: text(),
-      firstName: text(),
-      lastName: text(),
-      externalId: text(),
-      locale: text(),
-      timezone: text(),
-      country: text(),
-      city: text(),
-      tags: { type: DataTypes.ARRAY(DataTypes.TEXT), allowNull: false, defaultValue: [] },
-      attributes: json(),
-      customFields: json(),
-      stage: text(),
-      score: { type: DataTypes.INTEGER, allowNull: false, defaultValue: 0 },
-      companyId: text(),
-      ownerId: text(),
-      consent: json(),
-    },
-    { sequelize, tableName: "contacts" },
-  );
-
-  WebhookEndpoint.init(
-    {
-      id: id(),
-      workspaceId: requiredText(),
-      name: text(),
-      url: text(),
-      events: { type: DataTypes.JSONB, allowNull: false, defaultValue: [] },
-      direction: requiredText(),
-      active: { type: DataTypes.BOOLEAN, allowNull: false, defaultValue: true },
-      secretSealed: text(),
-      createdBy: text(),
-    },
-    { sequelize, tableName: "webhook_endpoints" },
-  );
-
   initCrmModels(sequelize);
-
-  Segment.init(
-    {
-      id: id(),
-      workspaceId: requiredText(),
-      name: requiredText(),
-      description: text(),
-      type: requiredText(),
-      filter: { type: DataTypes.JSONB },
-    },
-    { sequelize, tableName: "segments" },
-  );
-  ScoringRule.init(
-    {
-      id: id(),
-      workspaceId: requiredText(),
-      name: requiredText(),
-      eventType: text(),
-      condition: { type: DataTypes.JSONB },
-      points: { type: DataTypes.INTEGER, allowNull: false },
-      active: { type: DataTypes.BOOLEAN, allowNull: false, defaultValue: true },
-    },
-    { sequelize, tableName: "scoring_rules" },
-  );
-
   Member.belongsTo(User, { foreignKey: "userId", as: "user" });
   Member.belongsTo(Workspace, { foreignKey: "workspaceId", as: "workspace" });
 }

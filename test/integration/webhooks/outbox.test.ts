@@ -237,11 +237,12 @@ test("embedded, a fact leaves the outbox only when its consumer committed: a fai
       async () =>
         (
           await locker.query(
-            `SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%webhook_deliveries%'`,
+            `SELECT 1 FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
+              WHERE NOT l.granted AND l.relation = 'webhook_deliveries'::regclass AND a.query ILIKE '%INSERT INTO webhook_deliveries%'`,
           )
         ).rowCount,
-      5000,
-      "the fan-out to wait on the locked table",
+      15_000,
+      "the fan-out's insert to wait on the locked table",
     );
     expect(await staged("type = 'held.test'")).toBe(1);
     await locker.query("COMMIT");
