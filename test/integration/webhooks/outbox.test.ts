@@ -232,17 +232,17 @@ test("embedded, a fact leaves the outbox only when its consumer committed: a fai
     await sequelize.transaction((t) =>
       stageDomainEvents(t, ctx.workspaceId, [{ type: "held.test", data: {} }]),
     );
-    // The fan-out's insert is waiting on the lock: the consumer has the fact and has not finished.
+    // The relay has sent it (it holds the row until the consumer commits) and the consumer waits on the lock.
     await waitFor(
       async () =>
         (
-          await locker.query(
-            `SELECT 1 FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
-              WHERE NOT l.granted AND l.relation = 'webhook_deliveries'::regclass AND a.query ILIKE '%INSERT INTO webhook_deliveries%'`,
+          await sequelize.query(
+            `SELECT id FROM domain_event_outbox WHERE type = 'held.test' FOR UPDATE SKIP LOCKED`,
+            { type: QueryTypes.SELECT },
           )
-        ).rowCount,
+        ).length === 0,
       15_000,
-      "the fan-out's insert to wait on the locked table",
+      "the relay to hold the fact while its consumer waits",
     );
     expect(await staged("type = 'held.test'")).toBe(1);
     await locker.query("COMMIT");
