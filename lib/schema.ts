@@ -1,4 +1,5 @@
 import Ajv, { type ErrorObject } from "ajv";
+import addErrors from "ajv-errors";
 import addFormats from "ajv-formats";
 import addKeywords from "ajv-keywords";
 import {
@@ -20,19 +21,27 @@ import type { FieldIssue } from "./errors";
  * OpenAPI description of params and result.
  */
 
-/** Params: defaults filled, `transform: ["trim"]` applied, undeclared fields removed; types as sent. */
-const paramsAjv = addKeywords(
-  addFormats(new Ajv({ allErrors: true, removeAdditional: true, useDefaults: true, strict: false })),
-  ["transform"],
+/**
+ * Params: defaults filled, `transform: ["trim"]` applied, undeclared fields
+ * removed; types as sent. A schema's `errorMessage` (ajv-errors) says in
+ * words what a pattern means ("must be an ISO 4217 code such as USD").
+ */
+const paramsAjv = addErrors(
+  addKeywords(
+    addFormats(new Ajv({ allErrors: true, removeAdditional: true, useDefaults: true, strict: false })),
+    ["transform"],
+  ),
 );
 
 /** The same, reading text as the numbers and booleans a schema asks for, and (query strings, forms) one value as a list. */
 const coercing = (coerceTypes: true | "array") =>
-  addKeywords(
-    addFormats(
-      new Ajv({ allErrors: true, removeAdditional: true, useDefaults: true, coerceTypes, strict: false }),
+  addErrors(
+    addKeywords(
+      addFormats(
+        new Ajv({ allErrors: true, removeAdditional: true, useDefaults: true, coerceTypes, strict: false }),
+      ),
+      ["transform"],
     ),
-    ["transform"],
   );
 const scalarAjv = coercing(true);
 const listAjv = coercing("array");

@@ -290,6 +290,7 @@ export const schemas = {
     key: Type.String({
       pattern: "^[a-z][a-z0-9_]{0,49}$",
       description: "1-50 lower-case letters, digits or _ starting with a letter",
+      errorMessage: { pattern: "must be 1-50 lower-case letters, digits or _ starting with a letter" },
     }),
     name: Type.String({ minLength: 1, maxLength: 100 }),
     position: Position,
@@ -309,6 +310,7 @@ export const schemas = {
     key: Type.String({
       pattern: "^[a-zA-Z][a-zA-Z0-9_]{0,63}$",
       description: "1-64 letters, digits or _ starting with a letter",
+      errorMessage: { pattern: "must be 1-64 letters, digits or _ starting with a letter" },
     }),
     label: Type.String({ minLength: 1, maxLength: 200 }),
     type: StringEnum(CUSTOM_FIELD_TYPES),

@@ -13,8 +13,13 @@ const Currency = Type.String({
   pattern: "^[A-Z]{3}$",
   transform: ["trim", "toUpperCase"],
   description: "An ISO 4217 code such as USD",
+  errorMessage: { pattern: "must be an ISO 4217 code such as USD" },
 });
-const CalendarDate = Type.String({ pattern: "^\\d{4}-\\d{2}-\\d{2}$", description: "A date as YYYY-MM-DD" });
+const CalendarDate = Type.String({
+  pattern: "^\\d{4}-\\d{2}-\\d{2}$",
+  description: "A date as YYYY-MM-DD",
+  errorMessage: { pattern: "must be a date as YYYY-MM-DD" },
+});
 const Tags = Type.Optional(Type.Array(Trimmed({ minLength: 1, maxLength: 100 }), { maxItems: 100 }));
 const Attributes = Type.Optional(Type.Record(Type.String(), Type.Unknown()));
 /** A time bound in a query: a date (midnight UTC) or a date-time. */
@@ -42,6 +47,7 @@ const Address = Type.Object(
           pattern: "^[A-Z]{2}$",
           transform: ["trim", "toUpperCase"],
           description: "An ISO 3166-1 alpha-2 code such as DE",
+          errorMessage: { pattern: "must be an ISO 3166-1 alpha-2 code such as DE" },
         }),
       ),
     ),
@@ -51,7 +57,16 @@ const Address = Type.Object(
 
 const companyFields = {
   domain: OptionalText(255),
-  website: Type.Optional(Nullable(Type.String({ maxLength: 500, format: "uri", pattern: "^https?://" }))),
+  website: Type.Optional(
+    Nullable(
+      Type.String({
+        maxLength: 500,
+        format: "uri",
+        pattern: "^https?://",
+        errorMessage: { format: "must be an http(s) URL", pattern: "must be an http(s) URL" },
+      }),
+    ),
+  ),
   industry: OptionalText(100),
   employeeCount: Type.Optional(Nullable(Int32({ minimum: 0, maximum: 10_000_000 }))),
   annualRevenue: Type.Optional(Nullable(Type.Number({ minimum: 0, maximum: 1e15 }))),
@@ -177,6 +192,7 @@ export const schemas = {
       isDefault: Type.Optional(
         Type.Literal(true, {
           description: "Can only be set to true (make another pipeline the default instead)",
+          errorMessage: "can only be set to true (make another pipeline the default instead)",
         }),
       ),
     }),

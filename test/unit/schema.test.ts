@@ -50,6 +50,21 @@ describe("params schemas (TypeBox through Ajv)", () => {
     expect(typed({ ids: ["a"], count: "5" }, true)).toBe(true);
   });
 
+  it("says what a pattern means when the schema gives an errorMessage (ajv-errors)", () => {
+    const coded = compileParamsChecker(
+      Params({
+        currency: Type.String({
+          pattern: "^[A-Z]{3}$",
+          errorMessage: { pattern: "must be an ISO 4217 code such as USD" },
+        }),
+      }),
+    );
+    expect(coded({ currency: "dollars" })).toEqual([
+      expect.objectContaining({ field: "currency", message: "must be an ISO 4217 code such as USD" }),
+    ]);
+    expect(coded({ currency: "USD" })).toBe(true);
+  });
+
   it("removes fields the schema does not declare, at any depth it closes", () => {
     const params: Record<string, unknown> = {
       name: "a",

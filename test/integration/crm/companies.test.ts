@@ -79,6 +79,11 @@ test("invalid fields are 400 naming the field", async () => {
     });
     expect(res.body.details.map((d: { field: string }) => d.field)).toContain(field);
   }
+  // A pattern's message says what it means.
+  const coded = await w.owner.client.post(`${w.ws}/companies`, { name: "X", currency: "EURO" });
+  expect(coded.body.details).toEqual([
+    { field: "currency", message: "must be an ISO 4217 code such as USD" },
+  ]);
 });
 
 test("list paginates, searches, filters and sorts", async () => {
