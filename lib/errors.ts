@@ -51,6 +51,11 @@ export const forbidden = (message = "Forbidden") => clientError(message, 403, Er
 /** `issue` names the field that carried the unknown id, when a body referenced it. */
 export const notFound = (what = "Resource", issue?: FieldIssue) =>
   clientError(`${what} not found`, 404, ErrorCode.NOT_FOUND, issue ? { details: [issue] } : undefined);
+/** The action's side of the not-found rule: repos answer null for a missing row, the action turns it into the 404. */
+export function found<T>(row: T | null | undefined, what: string): T {
+  if (row === null || row === undefined) throw notFound(what);
+  return row;
+}
 export const conflict = (message: string) => clientError(message, 409, ErrorCode.CONFLICT);
 export const payloadTooLarge = (message: string) => clientError(message, 413, ErrorCode.PAYLOAD_TOO_LARGE);
 export const rateLimited = (retryAfter: number) =>

@@ -1,6 +1,6 @@
 import { QueryTypes } from "sequelize";
 import { newId } from "./crypto";
-import { database } from "./database";
+import { Binds, database } from "./database";
 
 /**
  * Long work as a job with progress. The row is written first and the caller
@@ -42,16 +42,8 @@ export async function startJob(
   const jobId = newId();
   await sequelize.query(
     `INSERT INTO jobs (id, workspace_id, type, status, progress_total, created_by, created_at, started_at, heartbeat_at)
-     VALUES (:id, :workspaceId, :type, 'running', :total, :createdBy, now(), now(), now())`,
-    {
-      replacements: {
-        id: jobId,
-        workspaceId: spec.workspaceId,
-        type: spec.type,
-        total: spec.total ?? null,
-        createdBy: spec.createdBy ?? null,
-      },
-    },
+     VALUES ($1, $2, $3, 'running', $4, $5, now(), now(), now())`,
+    { bind: [jobId, spec.workspaceId, spec.type, spec.total ?? null, spec.createdBy ?? null] },
   );
 
   let lastWrite = 0;
@@ -60,9 +52,9 @@ export async function startJob(
     if (now - lastWrite < PROGRESS_INTERVAL_MS) return;
     lastWrite = now;
     await sequelize.query(
-      `UPDATE jobs SET progress_done = :done, progress_total = COALESCE(:total, progress_total), heartbeat_at = now()
-        WHERE id = :id`,
-      { replacements: { id: jobId, done, total: total ?? null } },
+      `UPDATE jobs SET progress_done = $2, progress_total = COALESCE($3::int, progress_total), heartbeat_at = now()
+        WHERE id = $1`,
+      { bind: [jobId, done, total ?? null] },
     );
   };
 
@@ -70,17 +62,17 @@ export async function startJob(
     try {
       const result = await work(progress);
       await sequelize.query(
-        `UPDATE jobs SET status = 'completed', result = :result::jsonb, finished_at = now(), heartbeat_at = now(),
+        `UPDATE jobs SET status = 'completed', result = $2::jsonb, finished_at = now(), heartbeat_at = now(),
                 progress_done = COALESCE(progress_total, progress_done)
-          WHERE id = :id`,
-        { replacements: { id: jobId, result: JSON.stringify(result ?? null) } },
+          WHERE id = $1`,
+        { bind: [jobId, JSON.stringify(result ?? null)] },
       );
     } catch (err) {
       onError?.(err);
       const message = err instanceof Error ? err.message : String(err);
       await sequelize
-        .query(`UPDATE jobs SET status = 'failed', error = :error, finished_at = now() WHERE id = :id`, {
-          replacements: { id: jobId, error: message.slice(0, 2000) },
+        .query(`UPDATE jobs SET status = 'failed', error = $2, finished_at = now() WHERE id = $1`, {
+          bind: [jobId, message.slice(0, 2000)],
         })
         .catch(() => undefined);
     }
@@ -122,24 +114,22 @@ export async function listJobs(
   offset: number,
 ): Promise<{ rows: JobView[]; total: number }> {
   const sequelize = await database();
-  const where = ["workspace_id = :workspaceId"];
-  if (filters.id) where.push("id = :id");
-  if (filters.type) where.push("type = :type");
-  if (filters.status) where.push("status = :status");
-  const replacements = { workspaceId, limit, offset, ...filters };
+  const binds = new Binds([workspaceId]);
+  const where = ["workspace_id = $1"];
+  if (filters.id) where.push(`id = ${binds.p(filters.id)}`);
+  if (filters.type) where.push(`type = ${binds.p(filters.type)}`);
+  if (filters.status) where.push(`status = ${binds.p(filters.status)}`);
+  const filterValues = [...binds.values];
   const rows = await sequelize.query<JobRow & { total: string }>(
     `SELECT *, count(*) OVER () AS total FROM jobs WHERE ${where.join(" AND ")}
-      ORDER BY created_at DESC, id DESC LIMIT :limit OFFSET :offset`,
-    { replacements, type: QueryTypes.SELECT },
+      ORDER BY created_at DESC, id DESC LIMIT ${binds.p(limit)} OFFSET ${binds.p(offset)}`,
+    { bind: binds.values, type: QueryTypes.SELECT },
   );
   let total = rows.length ? Number(rows[0].total) : 0;
   if (!rows.length && offset > 0) {
     const counted = await sequelize.query<{ n: string }>(
       `SELECT count(*) AS n FROM jobs WHERE ${where.join(" AND ")}`,
-      {
-        replacements,
-        type: QueryTypes.SELECT,
-      },
+      { bind: filterValues, type: QueryTypes.SELECT },
     );
     total = Number(counted[0].n);
   }
@@ -151,9 +141,9 @@ export async function failAbandonedJobs(): Promise<number> {
   const sequelize = await database();
   const rows = await sequelize.query(
     `UPDATE jobs SET status = 'failed', error = 'The worker running this job stopped', finished_at = now()
-      WHERE status = 'running' AND heartbeat_at < now() - make_interval(secs => :seconds)
+      WHERE status = 'running' AND heartbeat_at < now() - make_interval(secs => $1)
       RETURNING id`,
-    { replacements: { seconds: ABANDONED_AFTER_MS / 1000 }, type: QueryTypes.SELECT },
+    { bind: [ABANDONED_AFTER_MS / 1000], type: QueryTypes.SELECT },
   );
   return rows.length;
 }

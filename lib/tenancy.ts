@@ -16,3 +16,6 @@ export function userOf(ctx: AppContext): string {
   if (p?.kind !== "user") throw new Error(`${ctx.action?.name ?? "call"} needs a user principal`);
   return p.userId;
 }
+
+/** Broadcast once a workspace and everything in it is gone; services drop what they cached for it. */
+export const WORKSPACE_DELETED_EVENT = "workspaces.workspace.deleted";

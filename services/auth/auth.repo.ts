@@ -1,7 +1,7 @@
 import { Op, QueryTypes } from "sequelize";
 import { database, uniqueViolation } from "../../lib/database";
 import { newId, randomBase62, randomHex, sha256Hex } from "../../lib/crypto";
-import { conflict, notFound } from "../../lib/errors";
+import { conflict } from "../../lib/errors";
 import { hashPassword } from "../../lib/passwords";
 import { ApiKey, PasswordResetToken, User } from "../../models";
 
@@ -52,8 +52,8 @@ export async function createResetToken(userId: string): Promise<string> {
 const liveTokenHolder = async (hash: string): Promise<string | undefined> => {
   const sequelize = await database();
   const rows = await sequelize.query<{ user_id: string }>(
-    `SELECT user_id FROM password_reset_tokens WHERE token_hash = :hash AND used_at IS NULL AND expires_at > now()`,
-    { replacements: { hash }, type: QueryTypes.SELECT },
+    `SELECT user_id FROM password_reset_tokens WHERE token_hash = $1 AND used_at IS NULL AND expires_at > now()`,
+    { bind: [hash], type: QueryTypes.SELECT },
   );
   return rows[0]?.user_id;
 };
@@ -73,16 +73,16 @@ export async function resetPassword(token: string, password: string): Promise<st
   return sequelize.transaction(async (transaction) => {
     const rows = await sequelize.query<{ user_id: string }>(
       `UPDATE password_reset_tokens SET used_at = now()
-        WHERE token_hash = :hash AND used_at IS NULL AND expires_at > now()
+        WHERE token_hash = $1 AND used_at IS NULL AND expires_at > now()
         RETURNING user_id`,
-      { replacements: { hash }, type: QueryTypes.SELECT, transaction },
+      { bind: [hash], type: QueryTypes.SELECT, transaction },
     );
     const userId = rows[0]?.user_id;
     if (!userId) return null;
     await sequelize.query(
-      `UPDATE users SET password_hash = :passwordHash, sessions_valid_after = date_trunc('second', now()), updated_at = now()
-        WHERE id = :userId`,
-      { replacements: { passwordHash, userId }, transaction },
+      `UPDATE users SET password_hash = $2, sessions_valid_after = date_trunc('second', now()), updated_at = now()
+        WHERE id = $1`,
+      { bind: [userId, passwordHash], transaction },
     );
     // Any other outstanding link for this user dies with the reset.
     await PasswordResetToken.update(
@@ -98,9 +98,9 @@ export async function revokeSession(sessionId: string, userId: string, expiresAt
   const sequelize = await database();
   await sequelize.query(
     `INSERT INTO revoked_sessions (session_id, user_id, expires_at)
-     SELECT :sessionId, id, :expiresAt FROM users WHERE id = :userId
+     SELECT $1, id, $3 FROM users WHERE id = $2
      ON CONFLICT (session_id) DO NOTHING`,
-    { replacements: { sessionId, userId, expiresAt } },
+    { bind: [sessionId, userId, expiresAt] },
   );
 }
 
@@ -112,10 +112,10 @@ export async function revokeSession(sessionId: string, userId: string, expiresAt
 export async function sessionActive(userId: string, sessionId: string, issuedAt: number): Promise<boolean> {
   const sequelize = await database();
   const rows = await sequelize.query<{ active: boolean }>(
-    `SELECT (u.sessions_valid_after IS NULL OR u.sessions_valid_after <= to_timestamp(:issuedAt))
-            AND NOT EXISTS (SELECT 1 FROM revoked_sessions r WHERE r.session_id = :sessionId) AS active
-       FROM users u WHERE u.id = :userId`,
-    { replacements: { userId, sessionId, issuedAt }, type: QueryTypes.SELECT },
+    `SELECT (u.sessions_valid_after IS NULL OR u.sessions_valid_after <= to_timestamp($3))
+            AND NOT EXISTS (SELECT 1 FROM revoked_sessions r WHERE r.session_id = $2) AS active
+       FROM users u WHERE u.id = $1`,
+    { bind: [userId, sessionId, issuedAt], type: QueryTypes.SELECT },
   );
   return rows[0]?.active === true;
 }
@@ -176,12 +176,13 @@ export async function createKey(
   return { id: row.id, name: row.name, key, scopes: row.scopes, expiresAt: row.expiresAt };
 }
 
-export async function revokeKey(workspaceId: string, keyId: string): Promise<void> {
+/** Whether a live key was revoked (false: none such in this workspace). */
+export async function revokeKey(workspaceId: string, keyId: string): Promise<boolean> {
   const [count] = await ApiKey.update(
     { revokedAt: new Date() },
     { where: { id: keyId, workspaceId, revokedAt: { [Op.is]: null } } },
   );
-  if (!count) throw notFound("API key");
+  return count > 0;
 }
 
 export async function verifyKeyHash(keyHash: string) {

@@ -1,27 +1,21 @@
 import { Type } from "@sinclair/typebox";
-import type { Service } from "moleculer";
-import { actingUserId, audit } from "../../lib/audit";
 import { authSecret } from "../../lib/auth-secret";
 import { config } from "../../lib/config";
 import { defineAction, defineService } from "../../lib/define-service";
-import { fieldError, validationError } from "../../lib/errors";
-import { sendMail } from "../../lib/mailer";
 import type { AppContext } from "../../lib/moleculer-types";
 import { servePage } from "../../lib/pages";
 import { consume, resetLimiters } from "../../lib/rate-limit";
 import { closeRedis } from "../../lib/redis";
 import { SESSIONS_REVOKED_EVENT } from "../../lib/session-token";
-import { workspaceOf } from "../../lib/tenancy";
 import { DatabaseMixin } from "../../mixins/database.mixin";
+import { apiKeyActions } from "./api-keys.actions";
 import * as repo from "./auth.repo";
-import { ApiKeySchema, responses, schemas, SuccessSchema, UserSchema } from "./auth.schemas";
+import { responses, schemas, UserSchema } from "./auth.schemas";
 import { authBase, SIGNIN_ERRORS, unsupported } from "./nextauth";
+import { passwordResetActions } from "./password-reset.actions";
 import * as signin from "./signin";
 
 const REGISTRATIONS_PER_IP = { name: "register-ip", points: 10, durationSeconds: 60 * 60 };
-const RESET_MAILS_PER_EMAIL = { name: "reset-email", points: 5, durationSeconds: 60 * 60 };
-const RESETS_PER_IP = { name: "reset-ip", points: 20, durationSeconds: 15 * 60 };
-const API_KEY_CACHE_EVENT = "auth.apiKeys.changed";
 const PRUNE_INTERVAL_MS = 60 * 60 * 1000;
 
 function authRequest(ctx: AppContext<object>): signin.AuthRequest {
@@ -61,7 +55,7 @@ function text(ctx: AppContext<object>, status: number, body: string) {
 /** Users, NextAuth-compatible sessions, password reset, and workspace API keys. */
 export default defineService({
   name: "auth",
-  mixins: [DatabaseMixin],
+  mixins: [DatabaseMixin, passwordResetActions, apiKeyActions],
   settings: { rest: "/" },
 
   actions: {
@@ -259,140 +253,10 @@ export default defineService({
       },
     }),
 
-    /** Always 200 (no user enumeration); mails a single-use link valid for an hour. */
-    forgotPassword: defineAction({
-      rest: "POST /auth/forgot-password",
-      auth: "public",
-      params: schemas.forgotPassword,
-      result: SuccessSchema,
-      openapi: { tags: ["Auth"], summary: "Mail a password reset link (always 200)" },
-      async handler(ctx) {
-        const email = ctx.params.email;
-        const user = await repo.findUserByEmail(email);
-        if (user) {
-          const allowed = await consume(RESET_MAILS_PER_EMAIL, email).then(
-            () => true,
-            () => false,
-          );
-          if (allowed) {
-            const token = await repo.createResetToken(user.id);
-            const link = `${config().publicUrl}/auth/reset-password?token=${token}`;
-            // Not awaited: the answer must not reveal, by its timing or a mail failure, that the account exists.
-            sendMail(
-              {
-                to: user.email,
-                subject: "Reset your password",
-                text: `Someone asked to reset the password of this account.\n\nReset it within an hour: ${link}\n\nIf it was not you, ignore this mail.`,
-              },
-              this.logger,
-            ).catch((err: Error) =>
-              this.logger.error(`Password reset mail to ${user.email} failed: ${err.message}`),
-            );
-          }
-        }
-        return { success: true as const };
-      },
-    }),
-
-    /**
-     * Spend a reset token: 200, or 400 for an unknown, expired or used token;
-     * 20 tries per client IP per 15 minutes. Every session of the user ends.
-     */
-    resetPassword: defineAction({
-      rest: "POST /auth/reset-password",
-      auth: "public",
-      params: schemas.resetPassword,
-      result: SuccessSchema,
-      openapi: { tags: ["Auth"], summary: "Set a new password with a reset token; ends every session" },
-      async handler(ctx) {
-        await consume(RESETS_PER_IP, ctx.meta.ip ?? "unknown");
-        const userId = await repo.resetPassword(ctx.params.token, ctx.params.password);
-        if (!userId) throw fieldError("token", "is unknown, expired or already used");
-        await this.broker.broadcast(SESSIONS_REVOKED_EVENT, { userId });
-        return { success: true as const };
-      },
-    }),
-
     /** The HTML sign-in page at /auth/signin. */
     signinPage: defineAction({
       auth: "public",
       handler: (ctx) => servePage(ctx, "signin.html"),
-    }),
-
-    /** The HTML page a reset link opens. */
-    resetPage: defineAction({
-      auth: "public",
-      handler: (ctx) => servePage(ctx, "reset-password.html"),
-    }),
-
-    /** API keys of the workspace, masked. Session + ADMIN. */
-    listKeys: defineAction({
-      rest: "GET /workspaces/:workspaceId/keys",
-      auth: "session",
-      role: "ADMIN",
-      permission: "api_keys.manage",
-      params: schemas.listKeys,
-      result: Type.Array(ApiKeySchema),
-      openapi: { tags: ["API keys"], summary: "List the workspace's API keys (masked)" },
-      handler: (ctx) => repo.listKeys(workspaceOf(ctx)),
-    }),
-
-    /** Create a key; its full value is in this response only. Session + ADMIN. */
-    createKey: defineAction({
-      rest: "POST /workspaces/:workspaceId/keys",
-      auth: "session",
-      role: "ADMIN",
-      permission: "api_keys.manage",
-      params: schemas.createKey,
-      status: 201,
-      result: ApiKeySchema,
-      openapi: { tags: ["API keys"], summary: "Create an API key (its value is shown once)" },
-      async handler(ctx) {
-        const expiresAt = ctx.params.expiresAt ? new Date(ctx.params.expiresAt) : null;
-        if (expiresAt && expiresAt.getTime() <= Date.now()) {
-          throw validationError("expiresAt must be in the future", [
-            { field: "expiresAt", message: "must be in the future" },
-          ]);
-        }
-        const key = await repo.createKey(workspaceOf(ctx), {
-          name: ctx.params.name,
-          scopes: [...new Set<string>(ctx.params.scopes ?? [])],
-          expiresAt,
-          createdBy: actingUserId(ctx),
-        });
-        await audit(
-          ctx,
-          "api_key.created",
-          { type: "api_key", id: key.id },
-          { name: key.name, scopes: key.scopes },
-        );
-        return key;
-      },
-    }),
-
-    /** Revoke a key; it stops working at once. Session + ADMIN. */
-    revokeKey: defineAction({
-      rest: "DELETE /workspaces/:workspaceId/keys/:keyId",
-      auth: "session",
-      role: "ADMIN",
-      permission: "api_keys.manage",
-      params: schemas.revokeKey,
-      result: SuccessSchema,
-      openapi: { tags: ["API keys"], summary: "Revoke an API key" },
-      async handler(ctx) {
-        await repo.revokeKey(workspaceOf(ctx), ctx.params.keyId);
-        await this.broker.cacher?.clean("auth.verifyApiKey:**");
-        this.broker.broadcast(API_KEY_CACHE_EVENT);
-        await audit(ctx, "api_key.revoked", { type: "api_key", id: ctx.params.keyId });
-        return { success: true as const };
-      },
-    }),
-
-    /** Internal: the key behind a SHA-256 hash, or null. Cached; cleared on revoke. */
-    verifyApiKey: defineAction({
-      params: schemas.verifyApiKey,
-      cache: { keys: ["keyHash"], ttl: 60 },
-      handler: (ctx) => repo.verifyKeyHash(ctx.params.keyHash),
     }),
 
     /** Internal: whether a session token still speaks for its user (not signed out, issued after the last reset). */
@@ -400,12 +264,6 @@ export default defineService({
       params: schemas.sessionActive,
       result: Type.Boolean(),
       handler: (ctx) => repo.sessionActive(ctx.params.userId, ctx.params.sessionId, ctx.params.issuedAt),
-    }),
-
-    /** Internal: record that a key was used. */
-    touchApiKey: defineAction({
-      params: schemas.touchApiKey,
-      handler: (ctx) => repo.touchKey(ctx.params.id),
     }),
   },
 
@@ -428,11 +286,5 @@ export default defineService({
     clearInterval(this.pruner);
     resetLimiters();
     await closeRedis();
-  },
-
-  events: {
-    [API_KEY_CACHE_EVENT](this: Service) {
-      return this.broker.cacher?.clean("auth.verifyApiKey:**");
-    },
   },
 });

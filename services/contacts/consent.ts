@@ -1,6 +1,7 @@
 import { QueryTypes } from "sequelize";
 import { database } from "../../lib/database";
 import { stageDomainEvents } from "../../lib/outbox";
+import { found } from "../../lib/errors";
 import type { ConsentEntry } from "../../models";
 import {
   CONSENT_CHANNELS,
@@ -42,7 +43,7 @@ export async function setConsent(
 ): Promise<ContactView> {
   const sequelize = await database();
   return sequelize.transaction(async (transaction) => {
-    const row = await getRow(workspaceId, contactId, transaction, true);
+    const row = found(await getRow(workspaceId, contactId, transaction, true), "Contact");
     const { consent, optOuts } = applyConsent(row.consent ?? {}, channel, status, source, new Date());
     const rows = await sequelize.query<ContactRow>(
       `UPDATE contacts SET consent = $1::jsonb, updated_at = now() WHERE workspace_id = $2 AND id = $3 RETURNING *`,

@@ -2,6 +2,7 @@ import type { ServiceBroker } from "moleculer";
 import { database } from "../../lib/database";
 import type { FieldIssue } from "../../lib/errors";
 import { stageDomainEvents } from "../../lib/outbox";
+import { found } from "../../lib/errors";
 import { checkCustomFields, missingRequired, type CustomFieldDef } from "./custom-fields";
 import {
   assertNoIssues,
@@ -118,7 +119,7 @@ export async function updateContact(
   await assertReferences(broker, workspaceId, write);
   const sequelize = await database();
   return sequelize.transaction(async (transaction) => {
-    const before = await getRow(workspaceId, id, transaction, true);
+    const before = found(await getRow(workspaceId, id, transaction, true), "Contact");
     if (write.attributes) write.attributes = mergeObject(before.attributes ?? {}, write.attributes);
     if (write.customFields) write.customFields = mergeObject(before.custom_fields ?? {}, write.customFields);
     const identity = {
@@ -131,7 +132,7 @@ export async function updateContact(
       more.push({ field: "email", message: "a contact needs at least one of email, phone, externalId" });
     if (write.customFields) more.push(...missingRequired(defs.customFields, write.customFields));
     assertNoIssues(more);
-    const row = await updateColumns(workspaceId, id, write, transaction);
+    const row = found(await updateColumns(workspaceId, id, write, transaction), "Contact");
     const stageChanged = write.stage !== undefined && write.stage !== before.stage;
     if (stageChanged)
       await recordStageChange(

@@ -1,7 +1,7 @@
 import { QueryTypes, type Transaction } from "sequelize";
 import { newId } from "../../lib/crypto";
 import { Binds, database, likeEscape, uniqueViolation } from "../../lib/database";
-import { conflict, notFound, validationError } from "../../lib/errors";
+import { conflict, validationError } from "../../lib/errors";
 import { pageOf, sortOrder, type Page, type PageRequest } from "../../lib/pagination";
 import type { ConsentEntry } from "../../models";
 import type { CustomFieldDef } from "./custom-fields";
@@ -68,18 +68,18 @@ export async function getRow(
   id: string,
   transaction?: Transaction,
   lock = false,
-): Promise<ContactRow> {
+): Promise<ContactRow | null> {
   const sequelize = await database();
   const rows = await sequelize.query<ContactRow>(
     `SELECT * FROM contacts WHERE workspace_id = $1 AND id = $2${lock ? " FOR UPDATE" : ""}`,
     { bind: [workspaceId, id], type: QueryTypes.SELECT, transaction },
   );
-  if (!rows[0]) throw notFound("Contact");
-  return rows[0];
+  return rows[0] ?? null;
 }
 
-export async function getContact(workspaceId: string, id: string): Promise<ContactView> {
-  return contactView(await getRow(workspaceId, id));
+export async function getContact(workspaceId: string, id: string): Promise<ContactView | null> {
+  const row = await getRow(workspaceId, id);
+  return row ? contactView(row) : null;
 }
 
 export async function insertContact(
@@ -113,7 +113,7 @@ export async function updateColumns(
   id: string,
   write: ContactWrite,
   transaction?: Transaction,
-): Promise<ContactRow> {
+): Promise<ContactRow | null> {
   const sequelize = await database();
   const b = new Binds();
   const sets = ["updated_at = now()"];
@@ -128,8 +128,7 @@ export async function updateColumns(
       `UPDATE contacts SET ${sets.join(", ")} WHERE workspace_id = ${b.p(workspaceId)} AND id = ${b.p(id)} RETURNING *`,
       { bind: b.values, type: QueryTypes.SELECT, transaction },
     );
-    if (!rows[0]) throw notFound("Contact");
-    return rows[0];
+    return rows[0] ?? null;
   } catch (err) {
     rethrowUnique(err);
   }
@@ -409,8 +408,6 @@ export async function geoCounts(
     cities: cities.map((r) => ({ country: r.country, city: r.city, count: Number(r.count) })),
   };
 }
-
-export const contactNotFound = () => notFound("Contact");
 
 /**
  * After a large load: VACUUM moves the search index's pending entries into the

@@ -3,6 +3,7 @@ import { Type } from "@sinclair/typebox";
 import { requirePermission } from "../../lib/access";
 import { actorOf, audit } from "../../lib/audit";
 import { defineAction, defineService } from "../../lib/define-service";
+import { found, notFound } from "../../lib/errors";
 import { pageRequest } from "../../lib/pagination";
 import { Nullable } from "../../lib/schema";
 import { workspaceOf } from "../../lib/tenancy";
@@ -197,7 +198,7 @@ export default defineService({
       ...read,
       params: schemas.get,
       result: ContactSchema,
-      handler: (ctx) => repo.getContact(workspaceOf(ctx), ctx.params.contactId),
+      handler: async (ctx) => found(await repo.getContact(workspaceOf(ctx), ctx.params.contactId), "Contact"),
     }),
 
     /** Change a contact: attributes/customFields merge key by key (null removes), tags replace. contacts.write. */
@@ -230,7 +231,7 @@ export default defineService({
       result: SuccessSchema,
       async handler(ctx) {
         const deleted = await removeContacts(workspaceOf(ctx), [ctx.params.contactId]);
-        if (!deleted.length) throw repo.contactNotFound();
+        if (!deleted.length) throw notFound("Contact");
         return { success: true as const };
       },
     }),
@@ -242,7 +243,8 @@ export default defineService({
       ...read,
       params: schemas.get,
       result: ConsentSchema,
-      handler: async (ctx) => (await repo.getContact(workspaceOf(ctx), ctx.params.contactId)).consent,
+      handler: async (ctx) =>
+        found(await repo.getContact(workspaceOf(ctx), ctx.params.contactId), "Contact").consent,
     }),
 
     /** Opt a channel (or `all`) in or out; an opt-out emits `unsubscribe.<channel>`. contacts.write. */

@@ -5,6 +5,7 @@ import { stringify } from "csv-stringify";
 import { stringify as stringifySync } from "csv-stringify/sync";
 import { Binds, database } from "../../lib/database";
 import { pageRequest } from "../../lib/pagination";
+import { found } from "../../lib/errors";
 import {
   CONSENT_CHANNELS,
   contactView,
@@ -119,7 +120,7 @@ export async function exportContact(
   contactId: string,
   format: "csv" | "json",
 ): Promise<ContactExport> {
-  const contact = await getContact(workspaceId, contactId);
+  const contact = found(await getContact(workspaceId, contactId), "Contact");
   if (format === "json") {
     const [notes, stages] = await Promise.all([
       listNotes(workspaceId, contact.id, pageRequest({ limit: 100 })),

@@ -1,6 +1,7 @@
 import { QueryTypes } from "sequelize";
 import { database } from "../../lib/database";
 import { pageOf, type Page, type PageRequest } from "../../lib/pagination";
+import { found } from "../../lib/errors";
 import { getRow } from "./contacts.repo";
 
 /**
@@ -57,7 +58,7 @@ export function emailKey(email: string): string {
 }
 
 export async function duplicatesOf(workspaceId: string, contactId: string): Promise<Candidate[]> {
-  const me = await getRow(workspaceId, contactId);
+  const me = found(await getRow(workspaceId, contactId), "Contact");
   const sequelize = await database();
   const name = `${me.first_name ?? ""} ${me.last_name ?? ""}`.trim().toLowerCase();
   const rows = await sequelize.query<SummaryRow & { by_email: boolean; by_phone: boolean; name_sim: number }>(

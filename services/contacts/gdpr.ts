@@ -1,6 +1,6 @@
 import { QueryTypes } from "sequelize";
 import { database } from "../../lib/database";
-import { notFound } from "../../lib/errors";
+import { found, notFound } from "../../lib/errors";
 import { stageDomainEvents } from "../../lib/outbox";
 import { contactView, getRow, type ContactView } from "./contacts.repo";
 import { contactFacts } from "./effects";
@@ -43,7 +43,7 @@ export function camelRow(row: Record<string, unknown>): Record<string, unknown> 
 }
 
 export async function gdprExport(workspaceId: string, contactId: string): Promise<GdprExport> {
-  const contact = contactView(await getRow(workspaceId, contactId));
+  const contact = contactView(found(await getRow(workspaceId, contactId), "Contact"));
   const present = await existingTables(OPTIONAL);
   const [events, messages, notes, formSubmissions, scores, stageHistory, deals, tasks, segments] =
     await Promise.all([

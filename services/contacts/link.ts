@@ -1,7 +1,7 @@
 import { QueryTypes } from "sequelize";
 import { newId, randomBase62, sha256Hex } from "../../lib/crypto";
 import { database } from "../../lib/database";
-import { validationError } from "../../lib/errors";
+import { found, validationError } from "../../lib/errors";
 import { getRow } from "./contacts.repo";
 
 /**
@@ -25,7 +25,7 @@ export async function issueLinkToken(
   channel: string,
   now = new Date(),
 ): Promise<{ token: string; expiresAt: string }> {
-  await getRow(workspaceId, contactId);
+  found(await getRow(workspaceId, contactId), "Contact");
   const token = randomBase62(32);
   const expiresAt = new Date(now.getTime() + LINK_TTL_MS);
   const sequelize = await database();

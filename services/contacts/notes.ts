@@ -2,6 +2,7 @@ import { QueryTypes } from "sequelize";
 import { newId } from "../../lib/crypto";
 import { database } from "../../lib/database";
 import { pageOf, type Page, type PageRequest } from "../../lib/pagination";
+import { found } from "../../lib/errors";
 import { getRow } from "./contacts.repo";
 
 /** Notes on a contact, with their author (a user, an API key or the system). */
@@ -41,7 +42,7 @@ export async function listNotes(
   contactId: string,
   page: PageRequest,
 ): Promise<Page<NoteView>> {
-  await getRow(workspaceId, contactId);
+  found(await getRow(workspaceId, contactId), "Contact");
   const sequelize = await database();
   const [rows, counted] = await Promise.all([
     sequelize.query<NoteRow>(
@@ -65,7 +66,7 @@ export async function addNote(
   body: string,
   author: { actorType: string; actorId: string | null },
 ): Promise<NoteView> {
-  await getRow(workspaceId, contactId);
+  found(await getRow(workspaceId, contactId), "Contact");
   const sequelize = await database();
   const id = newId();
   await sequelize.query(

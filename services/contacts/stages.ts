@@ -1,7 +1,7 @@
 import { QueryTypes } from "sequelize";
 import { newId } from "../../lib/crypto";
 import { database, uniqueViolation } from "../../lib/database";
-import { conflict, notFound } from "../../lib/errors";
+import { conflict, found, notFound } from "../../lib/errors";
 import { ensureStages, getRow } from "./contacts.repo";
 
 /** Lifecycle stage definitions (`{ws}/stages`) and a contact's stage history. */
@@ -135,7 +135,7 @@ export async function stageHistory(
   workspaceId: string,
   contactId: string,
 ): Promise<{ stage: string | null; history: StageChange[] }> {
-  const row = await getRow(workspaceId, contactId);
+  const row = found(await getRow(workspaceId, contactId), "Contact");
   const sequelize = await database();
   const rows = await sequelize.query<{
     id: string;

@@ -1,6 +1,7 @@
 import { QueryTypes } from "sequelize";
 import { database } from "../../lib/database";
 import { pageOf, type Page, type PageRequest } from "../../lib/pagination";
+import { found } from "../../lib/errors";
 import { getRow } from "./contacts.repo";
 import { existingTables } from "./related";
 
@@ -21,7 +22,7 @@ export async function timeline(
   contactId: string,
   page: PageRequest,
 ): Promise<Page<TimelineItem>> {
-  await getRow(workspaceId, contactId);
+  found(await getRow(workspaceId, contactId), "Contact");
   const present = await existingTables(["events", "messages", "form_submissions"]);
   const parts = [
     `SELECT 'note' AS kind, id, created_at AS at,

@@ -1,5 +1,5 @@
 import { QueryTypes } from "sequelize";
-import { database, likeEscape } from "../../lib/database";
+import { Binds, database, likeEscape } from "../../lib/database";
 import { pageOf, type PageRequest } from "../../lib/pagination";
 
 /**
@@ -43,19 +43,20 @@ interface Row {
 
 export async function listActivity(workspaceId: string, f: ActivityFilters, page: PageRequest) {
   const sequelize = await database();
-  const where = ["a.workspace_id = :workspaceId", "coalesce(a.target_type, '') NOT IN (:privateTargets)"];
-  if (f.type) where.push(f.type.endsWith("*") ? "a.action LIKE :typePrefix" : "a.action = :type");
-  if (f.targetType) where.push("a.target_type = :targetType");
-  if (f.targetId) where.push("a.target_id = :targetId");
-  if (f.actorId) where.push("a.actor_id = :actorId");
-  if (f.from) where.push("a.created_at >= :from");
-  if (f.to) where.push("a.created_at <= :to");
-  const replacements = {
-    workspaceId,
-    privateTargets: PRIVATE_TARGETS,
-    ...f,
-    typePrefix: f.type ? `${likeEscape(f.type.slice(0, -1))}%` : null,
-  };
+  const binds = new Binds([workspaceId, PRIVATE_TARGETS]);
+  const where = ["a.workspace_id = $1", "coalesce(a.target_type, '') <> ALL($2::text[])"];
+  if (f.type)
+    where.push(
+      f.type.endsWith("*")
+        ? `a.action LIKE ${binds.p(`${likeEscape(f.type.slice(0, -1))}%`)}`
+        : `a.action = ${binds.p(f.type)}`,
+    );
+  if (f.targetType) where.push(`a.target_type = ${binds.p(f.targetType)}`);
+  if (f.targetId) where.push(`a.target_id = ${binds.p(f.targetId)}`);
+  if (f.actorId) where.push(`a.actor_id = ${binds.p(f.actorId)}`);
+  if (f.from) where.push(`a.created_at >= ${binds.p(f.from)}`);
+  if (f.to) where.push(`a.created_at <= ${binds.p(f.to)}`);
+  const filterValues = [...binds.values];
   const rows = await sequelize.query<Row>(
     `SELECT a.id, a.action, a.actor_type AS "actorType", a.actor_id AS "actorId", u.name AS "actorName",
             a.target_type AS "targetType", a.target_id AS "targetId", a.metadata, a.created_at AS "createdAt",
@@ -64,17 +65,14 @@ export async function listActivity(workspaceId: string, f: ActivityFilters, page
        LEFT JOIN users u ON a.actor_type = 'user' AND u.id = a.actor_id
       WHERE ${where.join(" AND ")}
       ORDER BY a.created_at DESC, a.id DESC
-      LIMIT :limit OFFSET :offset`,
-    {
-      replacements: { ...replacements, limit: page.limit, offset: page.offset },
-      type: QueryTypes.SELECT,
-    },
+      LIMIT ${binds.p(page.limit)} OFFSET ${binds.p(page.offset)}`,
+    { bind: binds.values, type: QueryTypes.SELECT },
   );
   let total = rows.length ? Number(rows[0].total) : 0;
   if (!rows.length && page.offset > 0) {
     const [{ n }] = await sequelize.query<{ n: string }>(
       `SELECT count(*) AS n FROM audit_logs a WHERE ${where.join(" AND ")}`,
-      { replacements, type: QueryTypes.SELECT },
+      { bind: filterValues, type: QueryTypes.SELECT },
     );
     total = Number(n);
   }

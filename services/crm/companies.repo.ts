@@ -1,7 +1,7 @@
 import { Op, literal, type WhereOptions } from "sequelize";
 import { newId } from "../../lib/crypto";
 import { database, likeEscape, uniqueViolation } from "../../lib/database";
-import { conflict, fieldError, notFound } from "../../lib/errors";
+import { conflict, fieldError } from "../../lib/errors";
 import { pageOf, sortOrder, type PageRequest } from "../../lib/pagination";
 import { Company } from "../../models";
 import { mergeObject, normaliseDomain } from "./crm.rules";
@@ -155,15 +155,13 @@ export async function createCompany(
   }, domain);
 }
 
-export async function findCompany(workspaceId: string, companyId: string): Promise<Company> {
-  const company = await Company.findOne({ where: { id: companyId, workspaceId } });
-  if (!company) throw notFound("Company");
-  return company;
-}
+const findCompany = (workspaceId: string, companyId: string): Promise<Company | null> =>
+  Company.findOne({ where: { id: companyId, workspaceId } });
 
-/** Merge `address` and `attributes` key by key (null removes a key); replace `tags`. */
+/** Merge `address` and `attributes` key by key (null removes a key); replace `tags`. Null: no such company. */
 export async function updateCompany(workspaceId: string, companyId: string, input: CompanyInput) {
   const company = await findCompany(workspaceId, companyId);
+  if (!company) return null;
   const domain = domainOf(input.domain);
   const { address, attributes, tags, ...plain } = input;
   for (const [key, value] of Object.entries(plain)) if (value !== undefined) company.set(key, value);
@@ -176,18 +174,16 @@ export async function updateCompany(workspaceId: string, companyId: string, inpu
 }
 
 /** Deals and tasks keep their rows (the reference is cleared by the foreign key); so do contacts. */
-export async function deleteCompany(workspaceId: string, companyId: string): Promise<void> {
+export async function deleteCompany(workspaceId: string, companyId: string): Promise<boolean> {
   const sequelize = await database();
-  await sequelize.transaction(async (transaction) => {
+  return sequelize.transaction(async (transaction) => {
     const deleted = await Company.destroy({ where: { id: companyId, workspaceId }, transaction });
-    if (!deleted) throw notFound("Company");
+    if (!deleted) return false;
     // contacts.company_id carries no foreign key (contacts came first), so clear it here.
     await sequelize.query(
-      `UPDATE contacts SET company_id = NULL, updated_at = now() WHERE workspace_id = :workspaceId AND company_id = :companyId`,
-      {
-        replacements: { workspaceId, companyId },
-        transaction,
-      },
+      `UPDATE contacts SET company_id = NULL, updated_at = now() WHERE workspace_id = $1 AND company_id = $2`,
+      { bind: [workspaceId, companyId], transaction },
     );
+    return true;
   });
 }

@@ -1,6 +1,7 @@
 import { Type } from "@sinclair/typebox";
 import { actingUserId, audit } from "../../lib/audit";
 import { defineAction, defineService } from "../../lib/define-service";
+import { found, notFound } from "../../lib/errors";
 import { pageRequest } from "../../lib/pagination";
 import { workspaceOf } from "../../lib/tenancy";
 import { DatabaseMixin } from "../../mixins/database.mixin";
@@ -68,7 +69,10 @@ export default defineService({
       async handler(ctx) {
         const workspaceId = workspaceOf(ctx);
         await assertMember(ctx, workspaceId, ctx.params.ownerId, "ownerId");
-        const company = await repo.updateCompany(workspaceId, ctx.params.companyId, ctx.params);
+        const company = found(
+          await repo.updateCompany(workspaceId, ctx.params.companyId, ctx.params),
+          "Company",
+        );
         await audit(
           ctx,
           "company.updated",
@@ -88,7 +92,7 @@ export default defineService({
       result: SuccessSchema,
       openapi: openapi("Delete a company (its contacts, deals and tasks are kept and unlinked)"),
       async handler(ctx) {
-        await repo.deleteCompany(workspaceOf(ctx), ctx.params.companyId);
+        if (!(await repo.deleteCompany(workspaceOf(ctx), ctx.params.companyId))) throw notFound("Company");
         await audit(ctx, "company.deleted", { type: "company", id: ctx.params.companyId });
         return { success: true as const };
       },

@@ -1,7 +1,7 @@
 import { Type } from "@sinclair/typebox";
 import { roleHasPermission, scopesAllow } from "../../lib/access";
 import { defineAction, defineService } from "../../lib/define-service";
-import { fieldError } from "../../lib/errors";
+import { fieldError, found, notFound } from "../../lib/errors";
 import type { AppContext } from "../../lib/moleculer-types";
 import { pageRequest } from "../../lib/pagination";
 import { userOf, workspaceOf } from "../../lib/tenancy";
@@ -80,8 +80,16 @@ export default defineService({
       params: schemas.notifications.update,
       result: NotificationSchema,
       openapi: notificationDoc("Mark a notification read or unread ({read})"),
-      handler: (ctx) =>
-        notifications.setRead(workspaceOf(ctx), userOf(ctx), ctx.params.notificationId, ctx.params.read),
+      handler: async (ctx) =>
+        found(
+          await notifications.setRead(
+            workspaceOf(ctx),
+            userOf(ctx),
+            ctx.params.notificationId,
+            ctx.params.read,
+          ),
+          "Notification",
+        ),
     }),
 
     /** Delete one of the caller's notifications. Session. */
@@ -92,7 +100,10 @@ export default defineService({
       result: SuccessSchema,
       openapi: notificationDoc("Delete a notification"),
       async handler(ctx) {
-        await notifications.deleteNotification(workspaceOf(ctx), userOf(ctx), ctx.params.notificationId);
+        if (
+          !(await notifications.deleteNotification(workspaceOf(ctx), userOf(ctx), ctx.params.notificationId))
+        )
+          throw notFound("Notification");
         return { success: true as const };
       },
     }),
@@ -139,7 +150,11 @@ export default defineService({
       params: schemas.savedViews.update,
       result: SavedViewSchema,
       openapi: viewDoc("Update one of the caller's saved views (another user's view: 404)"),
-      handler: (ctx) => views.updateView(workspaceOf(ctx), userOf(ctx), ctx.params.viewId, ctx.params),
+      handler: async (ctx) =>
+        found(
+          await views.updateView(workspaceOf(ctx), userOf(ctx), ctx.params.viewId, ctx.params),
+          "Saved view",
+        ),
     }),
 
     /** Delete one of the caller's views. Session. */
@@ -150,7 +165,8 @@ export default defineService({
       result: SuccessSchema,
       openapi: viewDoc("Delete one of the caller's saved views"),
       async handler(ctx) {
-        await views.deleteView(workspaceOf(ctx), userOf(ctx), ctx.params.viewId);
+        if (!(await views.deleteView(workspaceOf(ctx), userOf(ctx), ctx.params.viewId)))
+          throw notFound("Saved view");
         return { success: true as const };
       },
     }),
@@ -176,7 +192,15 @@ export default defineService({
         "Add a dashboard widget {type, title?, config?, position?: {x, y, w, h}} (saved_view needs config.viewId; config.pipelineId must exist)",
       ),
       async handler(ctx) {
-        return views.createWidget(workspaceOf(ctx), userOf(ctx), ctx.params);
+        const [workspaceId, userId] = [workspaceOf(ctx), userOf(ctx)];
+        const missing = await views.missingWidgetTarget(
+          workspaceId,
+          userId,
+          ctx.params.type,
+          ctx.params.config ?? {},
+        );
+        if (missing) throw notFound(missing);
+        return views.createWidget(workspaceId, userId, ctx.params);
       },
     }),
 

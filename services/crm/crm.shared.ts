@@ -41,13 +41,10 @@ export async function assertReferences(
   for (const [field, id] of Object.entries(refs) as Array<[ReferenceField, string | null | undefined]>) {
     if (id === null || id === undefined) continue;
     const [table, what] = REFERENCES[field];
-    const rows = await sequelize.query(
-      `SELECT 1 FROM ${table} WHERE id = :id AND workspace_id = :workspaceId`,
-      {
-        replacements: { id, workspaceId },
-        type: QueryTypes.SELECT,
-      },
-    );
+    const rows = await sequelize.query(`SELECT 1 FROM ${table} WHERE workspace_id = $1 AND id = $2`, {
+      bind: [workspaceId, id],
+      type: QueryTypes.SELECT,
+    });
     if (!rows.length) throw notFound(what);
   }
 }

@@ -1,7 +1,7 @@
 import { Op, QueryTypes, literal, type Transaction, type WhereOptions } from "sequelize";
 import { newId } from "../../lib/crypto";
-import { database, likeEscape } from "../../lib/database";
-import { fieldError, notFound } from "../../lib/errors";
+import { Binds, database, likeEscape } from "../../lib/database";
+import { fieldError } from "../../lib/errors";
 import { pageOf, sortOrder, type PageRequest } from "../../lib/pagination";
 import { Deal, DealStageHistory, Pipeline } from "../../models";
 import {
@@ -157,19 +157,18 @@ export async function findDeal(
   dealId: string,
   transaction?: Transaction,
   lock = false,
-): Promise<Deal> {
-  const deal = await Deal.findOne({
+): Promise<Deal | null> {
+  return Deal.findOne({
     where: { id: dealId, workspaceId },
     transaction,
     ...(lock && transaction ? { lock: transaction.LOCK.UPDATE } : {}),
   });
-  if (!deal) throw notFound("Deal");
-  return deal;
 }
 
-/** The deal with its stage history, oldest move first. */
+/** The deal with its stage history, oldest move first; null when there is no such deal. */
 export async function getDeal(workspaceId: string, dealId: string) {
   const deal = await findDeal(workspaceId, dealId);
+  if (!deal) return null;
   const history = await DealStageHistory.findAll({
     where: { dealId, workspaceId },
     order: [
@@ -186,7 +185,10 @@ function stageOf(pipeline: Pipeline, stageId: string) {
   return stage;
 }
 
-/** A deal starts in the given stage of the given pipeline, else in the first stage of the default pipeline. */
+/**
+ * A deal starts in the given stage of the given pipeline, else in the first
+ * stage of the default pipeline. Null when the given pipeline does not exist.
+ */
 export async function createDeal(
   workspaceId: string,
   input: DealInput & { title: string; pipelineId?: string; stageId?: string },
@@ -198,6 +200,7 @@ export async function createDeal(
     const pipeline = input.pipelineId
       ? await findPipeline(workspaceId, input.pipelineId, transaction)
       : await defaultPipeline(workspaceId, transaction);
+    if (!pipeline) return null;
     const stage = input.stageId ? stageOf(pipeline, input.stageId) : pipeline.stages[0];
     const status = statusOfStage(stage);
     const now = new Date();
@@ -238,10 +241,14 @@ export async function createDeal(
   });
 }
 
-/** Change a deal's fields; attributes merge key by key, tags are replaced. The stage moves through `moveDeal`. */
+/**
+ * Change a deal's fields; attributes merge key by key, tags are replaced.
+ * The stage moves through `moveDeal`. Null: no such deal.
+ */
 export async function updateDeal(workspaceId: string, dealId: string, input: DealInput) {
   assertCalendarDate("expectedCloseDate", input.expectedCloseDate);
   const deal = await findDeal(workspaceId, dealId);
+  if (!deal) return null;
   const { attributes, tags, ...plain } = input;
   for (const [key, value] of Object.entries(plain)) if (value !== undefined) deal.set(key, value);
   if (attributes) deal.attributes = mergeObject(deal.attributes, attributes);
@@ -253,6 +260,7 @@ export async function updateDeal(workspaceId: string, dealId: string, input: Dea
 /**
  * Move a deal to another stage of its own pipeline, recording the move. The
  * row is locked so two concurrent moves are recorded one after the other.
+ * Null: no such deal.
  */
 export async function moveDeal(
   workspaceId: string,
@@ -264,7 +272,10 @@ export async function moveDeal(
   const sequelize = await database();
   return sequelize.transaction(async (transaction) => {
     const deal = await findDeal(workspaceId, dealId, transaction, true);
+    if (!deal) return null;
+    // A pipeline holding deals cannot be deleted, so the deal's own pipeline is there.
     const pipeline = await findPipeline(workspaceId, deal.pipelineId, transaction);
+    if (!pipeline) throw new Error(`Deal ${dealId} points at a missing pipeline`);
     const stage = stageOf(pipeline, stageId);
     if (lostReason !== undefined) deal.lostReason = lostReason;
     const moved = deal.stageId !== stage.id;
@@ -296,12 +307,14 @@ export async function moveDeal(
   });
 }
 
-export async function deleteDeal(workspaceId: string, dealId: string): Promise<void> {
-  const deleted = await Deal.destroy({ where: { id: dealId, workspaceId } });
-  if (!deleted) throw notFound("Deal");
+export async function deleteDeal(workspaceId: string, dealId: string): Promise<boolean> {
+  return (await Deal.destroy({ where: { id: dealId, workspaceId } })) > 0;
 }
 
-/** Count and value per stage of each pipeline, and open/won/lost totals; values are summed per currency. */
+/**
+ * Count and value per stage of each pipeline, and open/won/lost totals;
+ * values are summed per currency. Null when the given pipeline does not exist.
+ */
 export async function dealStats(
   workspaceId: string,
   f: { pipelineId?: string; ownerId?: string; createdFrom?: Date; createdTo?: Date },
@@ -310,19 +323,26 @@ export async function dealStats(
   const pipelines = f.pipelineId
     ? [await findPipeline(workspaceId, f.pipelineId)]
     : await listAllPipelines(workspaceId);
-  const conditions = ["workspace_id = :workspaceId"];
-  if (f.pipelineId) conditions.push("pipeline_id = :pipelineId");
-  if (f.ownerId) conditions.push("owner_id = :ownerId");
-  if (f.createdFrom) conditions.push("created_at >= :createdFrom");
-  if (f.createdTo) conditions.push("created_at <= :createdTo");
+  if (pipelines.some((p) => p === null)) return null;
+  const binds = new Binds([workspaceId]);
+  const conditions = ["workspace_id = $1"];
+  if (f.pipelineId) conditions.push(`pipeline_id = ${binds.p(f.pipelineId)}`);
+  if (f.ownerId) conditions.push(`owner_id = ${binds.p(f.ownerId)}`);
+  if (f.createdFrom) conditions.push(`created_at >= ${binds.p(f.createdFrom)}`);
+  if (f.createdTo) conditions.push(`created_at <= ${binds.p(f.createdTo)}`);
   const rows = await sequelize.query<DealGroupRow>(
     `SELECT pipeline_id AS "pipelineId", stage_id AS "stageId", status, currency, count(*)::int AS count, sum(value)::text AS value
        FROM deals WHERE ${conditions.join(" AND ")}
       GROUP BY pipeline_id, stage_id, status, currency`,
-    { replacements: { workspaceId, ...f }, type: QueryTypes.SELECT },
+    { bind: binds.values, type: QueryTypes.SELECT },
   );
   return summariseDeals(
-    pipelines.map((p) => ({ id: p.id, name: p.name, isDefault: p.isDefault, stages: p.stages })),
+    (pipelines as Pipeline[]).map((p) => ({
+      id: p.id,
+      name: p.name,
+      isDefault: p.isDefault,
+      stages: p.stages,
+    })),
     rows,
   );
 }

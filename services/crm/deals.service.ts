@@ -1,5 +1,6 @@
 import { actingUserId, audit } from "../../lib/audit";
 import { defineAction, defineService } from "../../lib/define-service";
+import { found, notFound } from "../../lib/errors";
 import type { AppContext } from "../../lib/moleculer-types";
 import { pageRequest } from "../../lib/pagination";
 import { workspaceOf } from "../../lib/tenancy";
@@ -43,7 +44,7 @@ export default defineService({
       openapi: openapi(
         "List deals (search by title; filter by pipeline, stage, status, owner, contact, company, currency, tag, value and date ranges; sort title, value, createdAt, updatedAt, expectedCloseDate, closedAt, stageChangedAt)",
       ),
-      handler(ctx) {
+      async handler(ctx) {
         const filters = {
           ...ctx.params,
           createdFrom: asDate(ctx.params.createdFrom),
@@ -63,13 +64,13 @@ export default defineService({
       openapi: openapi(
         "Deal statistics: count, value and weighted value per stage of each pipeline (values per currency), open/won/lost totals, win rate",
       ),
-      handler(ctx) {
+      async handler(ctx) {
         const filters = {
           ...ctx.params,
           createdFrom: asDate(ctx.params.createdFrom),
           createdTo: asDate(ctx.params.createdTo),
         };
-        return repo.dealStats(workspaceOf(ctx), filters);
+        return found(await repo.dealStats(workspaceOf(ctx), filters), "Pipeline");
       },
     }),
 
@@ -81,7 +82,7 @@ export default defineService({
       params: schemas.deals.get,
       result: DealWithHistorySchema,
       openapi: openapi("Get a deal with its stage history"),
-      handler: (ctx) => repo.getDeal(workspaceOf(ctx), ctx.params.dealId),
+      handler: async (ctx) => found(await repo.getDeal(workspaceOf(ctx), ctx.params.dealId), "Deal"),
     }),
 
     /** Create a deal (default pipeline and its first stage unless given; owner defaults to the caller). contacts.write. */
@@ -98,10 +99,13 @@ export default defineService({
       async handler(ctx) {
         const workspaceId = workspaceOf(ctx);
         await checkLinks(ctx, workspaceId);
-        const deal = await repo.createDeal(
-          workspaceId,
-          ctx.params as repo.DealInput & { title: string },
-          actingUserId(ctx),
+        const deal = found(
+          await repo.createDeal(
+            workspaceId,
+            ctx.params as repo.DealInput & { title: string },
+            actingUserId(ctx),
+          ),
+          "Pipeline",
         );
         await audit(
           ctx,
@@ -126,7 +130,7 @@ export default defineService({
       async handler(ctx) {
         const workspaceId = workspaceOf(ctx);
         await checkLinks(ctx, workspaceId);
-        const deal = await repo.updateDeal(workspaceId, ctx.params.dealId, ctx.params);
+        const deal = found(await repo.updateDeal(workspaceId, ctx.params.dealId, ctx.params), "Deal");
         await audit(
           ctx,
           "deal.updated",
@@ -149,12 +153,15 @@ export default defineService({
       ),
       async handler(ctx) {
         const workspaceId = workspaceOf(ctx);
-        const { moved, deal } = await repo.moveDeal(
-          workspaceId,
-          ctx.params.dealId,
-          ctx.params.stageId,
-          ctx.params.lostReason,
-          actingUserId(ctx),
+        const { moved, deal } = found(
+          await repo.moveDeal(
+            workspaceId,
+            ctx.params.dealId,
+            ctx.params.stageId,
+            ctx.params.lostReason,
+            actingUserId(ctx),
+          ),
+          "Deal",
         );
         if (moved)
           await audit(
@@ -163,7 +170,7 @@ export default defineService({
             { type: "deal", id: deal.id },
             { stageId: deal.stageId, status: deal.status },
           );
-        return repo.getDeal(workspaceId, deal.id);
+        return found(await repo.getDeal(workspaceId, deal.id), "Deal");
       },
     }),
 
@@ -176,7 +183,7 @@ export default defineService({
       result: SuccessSchema,
       openapi: openapi("Delete a deal"),
       async handler(ctx) {
-        await repo.deleteDeal(workspaceOf(ctx), ctx.params.dealId);
+        if (!(await repo.deleteDeal(workspaceOf(ctx), ctx.params.dealId))) throw notFound("Deal");
         await audit(ctx, "deal.deleted", { type: "deal", id: ctx.params.dealId });
         return { success: true as const };
       },

@@ -1,6 +1,5 @@
 import { Op, type Transaction } from "sequelize";
 import { newId } from "../../lib/crypto";
-import { notFound } from "../../lib/errors";
 import { pageOf, type PageRequest } from "../../lib/pagination";
 import { Notification } from "../../models";
 
@@ -73,23 +72,17 @@ export async function listNotifications(
   return { ...pageOf(rows.map(notificationView), count, page), unreadCount };
 }
 
-async function findOwn(workspaceId: string, userId: string, id: string): Promise<Notification> {
-  const notification = await Notification.findOne({ where: { id, workspaceId, userId } });
-  if (!notification) throw notFound("Notification");
-  return notification;
-}
-
-/** Mark read or unread; keeps the first time it was read. */
+/** Mark read or unread; keeps the first time it was read. Null: the user has no such notification. */
 export async function setRead(workspaceId: string, userId: string, id: string, read: boolean) {
-  const notification = await findOwn(workspaceId, userId, id);
+  const notification = await Notification.findOne({ where: { id, workspaceId, userId } });
+  if (!notification) return null;
   if (read && !notification.readAt) notification.readAt = new Date();
   if (!read) notification.readAt = null;
   return notificationView(await notification.save());
 }
 
-export async function deleteNotification(workspaceId: string, userId: string, id: string): Promise<void> {
-  const deleted = await Notification.destroy({ where: { id, workspaceId, userId } });
-  if (!deleted) throw notFound("Notification");
+export async function deleteNotification(workspaceId: string, userId: string, id: string): Promise<boolean> {
+  return (await Notification.destroy({ where: { id, workspaceId, userId } })) > 0;
 }
 
 export async function markAllRead(workspaceId: string, userId: string): Promise<{ updated: number }> {

@@ -1,7 +1,7 @@
 import { QueryTypes, type Transaction } from "sequelize";
 import { newId } from "../../lib/crypto";
 import { database, uniqueViolation } from "../../lib/database";
-import { conflict, notFound } from "../../lib/errors";
+import { conflict } from "../../lib/errors";
 import { Pipeline, type PipelineStage } from "../../models";
 import { buildStages, DEFAULT_STAGES, statusOfStage, type StageInput } from "./crm.rules";
 
@@ -43,10 +43,8 @@ export async function findPipeline(
   workspaceId: string,
   pipelineId: string,
   transaction?: Transaction,
-): Promise<Pipeline> {
-  const pipeline = await Pipeline.findOne({ where: { id: pipelineId, workspaceId }, transaction });
-  if (!pipeline) throw notFound("Pipeline");
-  return pipeline;
+): Promise<Pipeline | null> {
+  return Pipeline.findOne({ where: { id: pipelineId, workspaceId }, transaction });
 }
 
 /**
@@ -61,10 +59,10 @@ export async function defaultPipeline(workspaceId: string, transaction?: Transac
   const { stages } = buildStages(DEFAULT_STAGES, [], newId);
   await sequelize.query(
     `INSERT INTO pipelines (id, workspace_id, name, stages, is_default)
-     SELECT :id, :workspaceId, 'Sales pipeline', CAST(:stages AS jsonb), true
-      WHERE NOT EXISTS (SELECT 1 FROM pipelines WHERE workspace_id = :workspaceId AND lower(name) = 'sales pipeline')
+     SELECT $2, $1, 'Sales pipeline', CAST($3 AS jsonb), true
+      WHERE NOT EXISTS (SELECT 1 FROM pipelines WHERE workspace_id = $1 AND lower(name) = 'sales pipeline')
      ON CONFLICT DO NOTHING`,
-    { replacements: { id: newId(), workspaceId, stages: JSON.stringify(stages) }, transaction },
+    { bind: [workspaceId, newId(), JSON.stringify(stages)], transaction },
   );
   const made = await Pipeline.findOne({ where: { workspaceId, isDefault: true }, transaction });
   if (made) return made;
@@ -77,7 +75,7 @@ export async function defaultPipeline(workspaceId: string, transaction?: Transac
     ],
     transaction,
   });
-  if (!oldest) throw notFound("Pipeline");
+  if (!oldest) throw new Error("No pipeline to make the default, though one is named like it");
   oldest.isDefault = true;
   return oldest.save({ transaction });
 }
@@ -111,7 +109,7 @@ export async function createPipeline(
 /**
  * Rename, make default, or replace the ordered stages. A stage that still
  * holds deals cannot be removed (409); deals in a stage whose won/lost flag
- * changed take the stage's new status at once.
+ * changed take the stage's new status at once. Null: no such pipeline.
  */
 export async function updatePipeline(
   workspaceId: string,
@@ -127,7 +125,7 @@ export async function updatePipeline(
           transaction,
           lock: transaction.LOCK.UPDATE,
         });
-        if (!pipeline) throw notFound("Pipeline");
+        if (!pipeline) return null;
         if (input.name !== undefined) pipeline.name = input.name;
         if (input.isDefault && !pipeline.isDefault) {
           await Pipeline.update(
@@ -158,10 +156,10 @@ async function refuseStagesWithDeals(
 ) {
   const sequelize = await database();
   const rows = await sequelize.query<{ stage_id: string; n: string }>(
-    `SELECT stage_id, count(*) AS n FROM deals WHERE workspace_id = :workspaceId AND pipeline_id = :pipelineId
-        AND stage_id IN (:stageIds) GROUP BY stage_id`,
+    `SELECT stage_id, count(*) AS n FROM deals WHERE workspace_id = $1 AND pipeline_id = $2
+        AND stage_id = ANY($3::text[]) GROUP BY stage_id`,
     {
-      replacements: { workspaceId, pipelineId: pipeline.id, stageIds },
+      bind: [workspaceId, pipeline.id, stageIds],
       type: QueryTypes.SELECT,
       transaction,
     },
@@ -186,33 +184,36 @@ async function syncDealStatuses(
         SET status = s.status,
             closed_at = CASE WHEN s.status = 'open' THEN NULL ELSE coalesce(d.closed_at, now()) END,
             updated_at = now()
-       FROM jsonb_to_recordset(CAST(:stages AS jsonb)) AS s(id text, status text)
-      WHERE d.workspace_id = :workspaceId AND d.pipeline_id = :pipelineId AND d.stage_id = s.id AND d.status <> s.status`,
+       FROM jsonb_to_recordset(CAST($3 AS jsonb)) AS s(id text, status text)
+      WHERE d.workspace_id = $1 AND d.pipeline_id = $2 AND d.stage_id = s.id AND d.status <> s.status`,
     {
-      replacements: {
+      bind: [
         workspaceId,
         pipelineId,
-        stages: JSON.stringify(stages.map((s) => ({ id: s.id, status: statusOfStage(s) }))),
-      },
+        JSON.stringify(stages.map((s) => ({ id: s.id, status: statusOfStage(s) }))),
+      ],
       transaction,
     },
   );
 }
 
-/** A pipeline that still holds deals cannot be deleted (409). The oldest other pipeline becomes the default. */
-export async function deletePipeline(workspaceId: string, pipelineId: string): Promise<void> {
+/**
+ * A pipeline that still holds deals cannot be deleted (409). The oldest other
+ * pipeline becomes the default. False: no such pipeline.
+ */
+export async function deletePipeline(workspaceId: string, pipelineId: string): Promise<boolean> {
   const sequelize = await database();
-  await sequelize.transaction(async (transaction) => {
+  return sequelize.transaction(async (transaction) => {
     const pipeline = await Pipeline.findOne({
       where: { id: pipelineId, workspaceId },
       transaction,
       lock: transaction.LOCK.UPDATE,
     });
-    if (!pipeline) throw notFound("Pipeline");
+    if (!pipeline) return false;
     const [{ n }] = await sequelize.query<{ n: string }>(
-      `SELECT count(*) AS n FROM deals WHERE pipeline_id = :pipelineId`,
+      `SELECT count(*) AS n FROM deals WHERE workspace_id = $1 AND pipeline_id = $2`,
       {
-        replacements: { pipelineId },
+        bind: [workspaceId, pipelineId],
         type: QueryTypes.SELECT,
         transaction,
       },
@@ -230,5 +231,6 @@ export async function deletePipeline(workspaceId: string, pipelineId: string): P
       });
       if (next) await next.update({ isDefault: true }, { transaction });
     }
+    return true;
   });
 }

@@ -1,6 +1,7 @@
 import { Type } from "@sinclair/typebox";
 import { defineAction, defineService } from "../../lib/define-service";
 import { audit } from "../../lib/audit";
+import { found, notFound } from "../../lib/errors";
 import { workspaceOf } from "../../lib/tenancy";
 import { DatabaseMixin } from "../../mixins/database.mixin";
 import { PipelineSchema, schemas, SuccessSchema } from "./crm.schemas";
@@ -36,7 +37,9 @@ export default defineService({
       result: PipelineSchema,
       openapi: openapi("Get a pipeline"),
       handler: async (ctx) =>
-        repo.pipelineView(await repo.findPipeline(workspaceOf(ctx), ctx.params.pipelineId)),
+        repo.pipelineView(
+          found(await repo.findPipeline(workspaceOf(ctx), ctx.params.pipelineId), "Pipeline"),
+        ),
     }),
 
     /** Create a pipeline from ordered stages `{name, probability?, won?, lost?}`. contacts.write. */
@@ -67,11 +70,10 @@ export default defineService({
       ),
       async handler(ctx) {
         const { name, stages, isDefault } = ctx.params;
-        const pipeline = await repo.updatePipeline(workspaceOf(ctx), ctx.params.pipelineId, {
-          name,
-          stages,
-          isDefault,
-        });
+        const pipeline = found(
+          await repo.updatePipeline(workspaceOf(ctx), ctx.params.pipelineId, { name, stages, isDefault }),
+          "Pipeline",
+        );
         await audit(
           ctx,
           "pipeline.updated",
@@ -93,7 +95,7 @@ export default defineService({
       result: SuccessSchema,
       openapi: openapi("Delete a pipeline that holds no deals (409 otherwise)"),
       async handler(ctx) {
-        await repo.deletePipeline(workspaceOf(ctx), ctx.params.pipelineId);
+        if (!(await repo.deletePipeline(workspaceOf(ctx), ctx.params.pipelineId))) throw notFound("Pipeline");
         await audit(ctx, "pipeline.deleted", { type: "pipeline", id: ctx.params.pipelineId });
         return { success: true as const };
       },

@@ -50,14 +50,14 @@ function source(
     permission,
     async run(sequelize, workspaceId, q, limit) {
       const rows = await sequelize.query<Row>(
-        `SELECT id, ${title} AS title, ${subtitle} AS subtitle, similarity(lower(${expression}), :q)::float AS score,
+        `SELECT id, ${title} AS title, ${subtitle} AS subtitle, similarity(lower(${expression}), $2)::float AS score,
                 updated_at AS "updatedAt", count(*) OVER () AS total
            FROM ${table}
-          WHERE workspace_id = :workspaceId AND ${expression} ILIKE :pattern
+          WHERE workspace_id = $1 AND ${expression} ILIKE $3
           ORDER BY score DESC, updated_at DESC, id
-          LIMIT :limit`,
+          LIMIT $4`,
         {
-          replacements: { workspaceId, q: q.toLowerCase(), pattern: `%${likeEscape(q)}%`, limit },
+          bind: [workspaceId, q.toLowerCase(), `%${likeEscape(q)}%`, limit],
           type: QueryTypes.SELECT,
         },
       );

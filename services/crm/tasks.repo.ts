@@ -1,7 +1,6 @@
 import { Op, QueryTypes, literal, type WhereOptions } from "sequelize";
 import { newId } from "../../lib/crypto";
 import { database, likeEscape } from "../../lib/database";
-import { notFound } from "../../lib/errors";
 import { pageOf, sortOrder, type PageRequest } from "../../lib/pagination";
 import { Task } from "../../models";
 import { dueNotificationKey } from "./crm.rules";
@@ -103,11 +102,8 @@ export async function listTasks(workspaceId: string, f: TaskFilters, page: PageR
   );
 }
 
-export async function findTask(workspaceId: string, taskId: string): Promise<Task> {
-  const task = await Task.findOne({ where: { id: taskId, workspaceId } });
-  if (!task) throw notFound("Task");
-  return task;
-}
+export const findTask = (workspaceId: string, taskId: string): Promise<Task | null> =>
+  Task.findOne({ where: { id: taskId, workspaceId } });
 
 export async function createTask(
   workspaceId: string,
@@ -125,9 +121,13 @@ export async function createTask(
   return taskView(task);
 }
 
-/** Change a task; a new due date is notified again when it comes. Answers the assignee before the change too. */
+/**
+ * Change a task; a new due date is notified again when it comes. Answers the
+ * assignee before the change too; null when there is no such task.
+ */
 export async function updateTask(workspaceId: string, taskId: string, input: TaskInput) {
   const task = await findTask(workspaceId, taskId);
+  if (!task) return null;
   const previousAssignee = task.assigneeId;
   const previousDue = task.dueAt?.getTime() ?? null;
   for (const [key, value] of Object.entries(input)) if (value !== undefined) task.set(key, value);
@@ -137,7 +137,7 @@ export async function updateTask(workspaceId: string, taskId: string, input: Tas
   return { task: taskView(task), previousAssignee };
 }
 
-/** Complete (or, with `completed: false`, reopen) a task. */
+/** Complete (or, with `completed: false`, reopen) a task. Null: no such task. */
 export async function completeTask(
   workspaceId: string,
   taskId: string,
@@ -145,6 +145,7 @@ export async function completeTask(
   by: string | null,
 ) {
   const task = await findTask(workspaceId, taskId);
+  if (!task) return null;
   if (completed && !task.completedAt) {
     task.completedAt = new Date();
     task.completedBy = by;
@@ -155,9 +156,8 @@ export async function completeTask(
   return taskView(await task.save());
 }
 
-export async function deleteTask(workspaceId: string, taskId: string): Promise<void> {
-  const deleted = await Task.destroy({ where: { id: taskId, workspaceId } });
-  if (!deleted) throw notFound("Task");
+export async function deleteTask(workspaceId: string, taskId: string): Promise<boolean> {
+  return (await Task.destroy({ where: { id: taskId, workspaceId } })) > 0;
 }
 
 interface DueRow {
@@ -184,11 +184,11 @@ export async function notifyDueTasks(now = new Date(), batchSize = 200, maxBatch
         `SELECT id, workspace_id AS "workspaceId", title, due_at AS "dueAt", assignee_id AS "assigneeId"
            FROM tasks
           WHERE completed_at IS NULL AND due_notified_at IS NULL AND assignee_id IS NOT NULL
-            AND due_at IS NOT NULL AND due_at <= :now
+            AND due_at IS NOT NULL AND due_at <= $1
           ORDER BY due_at
-          LIMIT :batchSize
+          LIMIT $2
           FOR UPDATE SKIP LOCKED`,
-        { replacements: { now, batchSize }, type: QueryTypes.SELECT, transaction },
+        { bind: [now, batchSize], type: QueryTypes.SELECT, transaction },
       );
       for (const row of rows) {
         const dueAt = new Date(row.dueAt);
@@ -209,8 +209,8 @@ export async function notifyDueTasks(now = new Date(), batchSize = 200, maxBatch
         if (created) made += 1;
       }
       if (rows.length) {
-        await sequelize.query(`UPDATE tasks SET due_notified_at = :now WHERE id IN (:ids)`, {
-          replacements: { now, ids: rows.map((r) => r.id) },
+        await sequelize.query(`UPDATE tasks SET due_notified_at = $1 WHERE id = ANY($2::text[])`, {
+          bind: [now, rows.map((r) => r.id)],
           transaction,
         });
       }

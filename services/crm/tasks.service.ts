@@ -1,5 +1,6 @@
 import { actingUserId, audit } from "../../lib/audit";
 import { defineAction, defineService } from "../../lib/define-service";
+import { found, notFound } from "../../lib/errors";
 import type { AppContext } from "../../lib/moleculer-types";
 import { pageRequest } from "../../lib/pagination";
 import { workspaceOf } from "../../lib/tenancy";
@@ -75,7 +76,8 @@ export default defineService({
       params: schemas.tasks.get,
       result: TaskSchema,
       openapi: openapi("Get a task"),
-      handler: async (ctx) => repo.taskView(await repo.findTask(workspaceOf(ctx), ctx.params.taskId)),
+      handler: async (ctx) =>
+        repo.taskView(found(await repo.findTask(workspaceOf(ctx), ctx.params.taskId), "Task")),
     }),
 
     /** Create a task; its assignee is notified. contacts.write. */
@@ -122,7 +124,10 @@ export default defineService({
         const workspaceId = workspaceOf(ctx);
         await checkLinks(ctx, workspaceId);
         const changes = { ...ctx.params, dueAt: asDate(ctx.params.dueAt) };
-        const { task, previousAssignee } = await repo.updateTask(workspaceId, ctx.params.taskId, changes);
+        const { task, previousAssignee } = found(
+          await repo.updateTask(workspaceId, ctx.params.taskId, changes),
+          "Task",
+        );
         if (task.assigneeId !== previousAssignee) await notifyAssignee(ctx, workspaceId, task);
         await audit(
           ctx,
@@ -144,11 +149,9 @@ export default defineService({
       openapi: openapi("Complete a task (body `{completed: false}` reopens it)"),
       async handler(ctx) {
         const completed = ctx.params.completed !== false;
-        const task = await repo.completeTask(
-          workspaceOf(ctx),
-          ctx.params.taskId,
-          completed,
-          actingUserId(ctx),
+        const task = found(
+          await repo.completeTask(workspaceOf(ctx), ctx.params.taskId, completed, actingUserId(ctx)),
+          "Task",
         );
         await audit(
           ctx,
@@ -169,7 +172,7 @@ export default defineService({
       result: SuccessSchema,
       openapi: openapi("Delete a task"),
       async handler(ctx) {
-        await repo.deleteTask(workspaceOf(ctx), ctx.params.taskId);
+        if (!(await repo.deleteTask(workspaceOf(ctx), ctx.params.taskId))) throw notFound("Task");
         await audit(ctx, "task.deleted", { type: "task", id: ctx.params.taskId });
         return { success: true as const };
       },

@@ -1,7 +1,7 @@
 import { Op } from "sequelize";
 import { uniqueViolation } from "../../lib/database";
 import { newId } from "../../lib/crypto";
-import { conflict, fieldError, notFound } from "../../lib/errors";
+import { conflict, fieldError } from "../../lib/errors";
 import { DashboardWidget, SavedView } from "../../models";
 import { findPipeline } from "./pipelines.repo";
 
@@ -70,23 +70,20 @@ export async function createView(
   }, input.name);
 }
 
-/** Only the owner changes or deletes a view; another user's view is not found. */
-async function findOwnView(workspaceId: string, userId: string, viewId: string) {
-  const view = await SavedView.findOne({ where: { id: viewId, workspaceId, userId } });
-  if (!view) throw notFound("Saved view");
-  return view;
-}
+/** Only the owner changes or deletes a view; another user's view is not found (null). */
+const findOwnView = (workspaceId: string, userId: string, viewId: string) =>
+  SavedView.findOne({ where: { id: viewId, workspaceId, userId } });
 
 export async function updateView(workspaceId: string, userId: string, viewId: string, input: ViewInput) {
   const view = await findOwnView(workspaceId, userId, viewId);
+  if (!view) return null;
   for (const [key, value] of Object.entries(input)) if (value !== undefined) view.set(key, value);
   view.changed("updatedAt", true);
   return saving(async () => viewView(await view.save(), userId), input.name);
 }
 
-export async function deleteView(workspaceId: string, userId: string, viewId: string) {
-  const view = await findOwnView(workspaceId, userId, viewId);
-  await view.destroy();
+export async function deleteView(workspaceId: string, userId: string, viewId: string): Promise<boolean> {
+  return (await SavedView.destroy({ where: { id: viewId, workspaceId, userId } })) > 0;
 }
 
 export const widgetView = (w: DashboardWidget) => ({
@@ -125,10 +122,31 @@ export async function listWidgets(workspaceId: string, userId: string) {
 }
 
 /**
- * Add a widget. What it points at must exist: a saved view visible to the
- * caller, a pipeline of the workspace. Without a position it goes below the
- * others, full width.
+ * What a widget's config points at and cannot be found: a saved view visible
+ * to the caller, a pipeline of the workspace. Null when everything is there.
  */
+export async function missingWidgetTarget(
+  workspaceId: string,
+  userId: string,
+  type: string,
+  config: Record<string, unknown>,
+): Promise<"Saved view" | "Pipeline" | null> {
+  if (type === "saved_view") {
+    if (typeof config.viewId !== "string")
+      throw fieldError("config.viewId", "is required for a saved_view widget");
+    const visible = await SavedView.count({
+      where: { id: config.viewId, workspaceId, [Op.or]: [{ userId }, { shared: true }] },
+    });
+    if (!visible) return "Saved view";
+  }
+  if (config.pipelineId !== undefined) {
+    if (typeof config.pipelineId !== "string") throw fieldError("config.pipelineId", "must be a pipeline id");
+    if (!(await findPipeline(workspaceId, config.pipelineId))) return "Pipeline";
+  }
+  return null;
+}
+
+/** Add a widget (its targets checked by `missingWidgetTarget`); without a position it goes below the others, full width. */
 export async function createWidget(
   workspaceId: string,
   userId: string,
@@ -139,19 +157,6 @@ export async function createWidget(
     position?: Record<string, number>;
   },
 ) {
-  const config = input.config ?? {};
-  if (input.type === "saved_view") {
-    if (typeof config.viewId !== "string")
-      throw fieldError("config.viewId", "is required for a saved_view widget");
-    const visible = await SavedView.count({
-      where: { id: config.viewId, workspaceId, [Op.or]: [{ userId }, { shared: true }] },
-    });
-    if (!visible) throw notFound("Saved view");
-  }
-  if (config.pipelineId !== undefined) {
-    if (typeof config.pipelineId !== "string") throw fieldError("config.pipelineId", "must be a pipeline id");
-    await findPipeline(workspaceId, config.pipelineId);
-  }
   let position = input.position;
   if (!position) {
     const existing = await listWidgets(workspaceId, userId);
@@ -164,7 +169,7 @@ export async function createWidget(
     userId,
     type: input.type,
     title: input.title ?? DEFAULT_TITLES[input.type] ?? input.type,
-    config,
+    config: input.config ?? {},
     position,
   });
   return widgetView(widget);

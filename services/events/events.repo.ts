@@ -1,7 +1,7 @@
 import { QueryTypes } from "sequelize";
 import { MicroBatcher } from "../../lib/batcher";
 import { newId } from "../../lib/crypto";
-import { database, queryPrepared } from "../../lib/database";
+import { Binds, database, queryPrepared } from "../../lib/database";
 import { wakeOutboxRelays } from "../../lib/outbox";
 import type { EventListItem, EventRecord, RecordInput } from "./events.schemas";
 
@@ -129,9 +129,10 @@ export async function listEvents(
   limit: number,
 ): Promise<EventListItem[]> {
   const sequelize = await database();
-  const where = ["e.workspace_id = :workspaceId"];
-  if (filter.contactId) where.push("e.contact_id = :contactId");
-  if (filter.type) where.push("e.type = :type");
+  const binds = new Binds([workspaceId]);
+  const where = ["e.workspace_id = $1"];
+  if (filter.contactId) where.push(`e.contact_id = ${binds.p(filter.contactId)}`);
+  if (filter.type) where.push(`e.type = ${binds.p(filter.type)}`);
   const rows = await sequelize.query<EventListRow>(
     `SELECT e.id, e.type, e.metadata, e.timestamp, e.contact_id, e.session_id, e.page_url, e.referrer,
             e.utm_source, e.utm_medium, e.utm_campaign,
@@ -140,11 +141,8 @@ export async function listEvents(
        LEFT JOIN contacts c ON c.id = e.contact_id
       WHERE ${where.join(" AND ")}
       ORDER BY e.timestamp DESC, e.id DESC
-      LIMIT :limit`,
-    {
-      type: QueryTypes.SELECT,
-      replacements: { workspaceId, contactId: filter.contactId ?? null, type: filter.type ?? null, limit },
-    },
+      LIMIT ${binds.p(limit)}`,
+    { type: QueryTypes.SELECT, bind: binds.values },
   );
   return rows.map(toListItem);
 }

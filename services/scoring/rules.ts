@@ -6,7 +6,7 @@ import {
   type FieldCondition,
   type FilterGroup,
 } from "../segments/filter-schema";
-import type { FieldIssue } from "../../lib/errors";
+import { validationError, type FieldIssue } from "../../lib/errors";
 
 /**
  * The scoring rules engine's pure parts: validating a rule (its `where`, its
@@ -110,6 +110,64 @@ export function ruleShapeIssues(rule: RuleShape, given: Set<string>): FieldIssue
   return (["where", "maxPerContact", "periodCap", "decay"] as const)
     .filter((f) => present(rule[f]))
     .map((field) => ({ field, message: "applies only to event rules" }));
+}
+
+/** A rule as the API writes it (create, or the fields a PATCH sends). */
+export interface RuleInput {
+  name?: string;
+  eventType?: string;
+  where?: FieldCondition[] | null;
+  condition?: FilterGroup;
+  points?: number;
+  maxPerContact?: number | null;
+  periodCap?: { max: number; days: number } | null;
+  decay?: { days: number } | null;
+  active?: boolean;
+}
+
+/** The stored rule's fields a PATCH merges into. */
+export interface StoredRuleShape {
+  eventType: string | null;
+  condition: FilterGroup | null;
+  where: FieldCondition[] | null;
+  maxPerContact: number | null;
+  periodCap: { max: number; days: number } | null;
+  decay: { days: number } | null;
+}
+
+function refuse(subject: string, issues: FieldIssue[]) {
+  if (issues.length)
+    throw validationError(`Invalid ${subject}: ${issues[0].field} ${issues[0].message}`, issues);
+}
+
+/**
+ * Check a rule being created (no `stored`) or changed (the PATCH's fields over
+ * `stored`): 400 naming the field otherwise. Answers the event types its
+ * condition reads (empty when the input sets no condition).
+ */
+export function checkRule(input: RuleInput, stored?: StoredRuleShape): string[] {
+  const given = new Set(Object.keys(input).filter((k) => input[k as keyof RuleInput] !== undefined));
+  const pick = <K extends keyof StoredRuleShape & keyof RuleInput>(key: K) =>
+    input[key] !== undefined ? input[key] : (stored?.[key] ?? null);
+  refuse(
+    "rule",
+    ruleShapeIssues(
+      {
+        eventType: (pick("eventType") as string | null) ?? null,
+        condition: pick("condition"),
+        where: pick("where"),
+        maxPerContact: (pick("maxPerContact") as number | null) ?? null,
+        periodCap: pick("periodCap"),
+        decay: pick("decay"),
+      },
+      given,
+    ),
+  );
+  if (input.where !== undefined && input.where !== null) refuse("where", validateWhere(input.where));
+  if (input.condition === undefined || input.condition === null) return [];
+  const { issues, eventTypes } = validateCondition(input.condition);
+  refuse("condition", issues);
+  return eventTypes;
 }
 
 /** The rule's `where` as one predicate over `e` (true when it has none). */

@@ -2,6 +2,7 @@ import type { Context } from "moleculer";
 import { SYSTEM } from "../../lib/access";
 import { actingUserId } from "../../lib/audit";
 import { defineAction, defineService } from "../../lib/define-service";
+import { found, notFound } from "../../lib/errors";
 import { startJob } from "../../lib/jobs";
 import type { AppMeta } from "../../lib/moleculer-types";
 import { pageRequest } from "../../lib/pagination";
@@ -9,6 +10,8 @@ import { isServiceAvailable } from "../../lib/registry";
 import { workspaceOf } from "../../lib/tenancy";
 import { DatabaseMixin } from "../../mixins/database.mixin";
 import { decayDue } from "./decay";
+import * as engine from "./engine";
+import { checkRule } from "./rules";
 import * as repo from "./scoring.repo";
 import { results, schemas } from "./scoring.schemas";
 
@@ -65,9 +68,9 @@ export default defineService({
       async handler(ctx) {
         const ws = workspaceOf(ctx);
         const { workspaceId: _path, ...input } = ctx.params; // the workspace comes from ctx.meta
-        const rule = await repo.createRule(ws, input);
-        await this.ruleSaved(ctx, ws, rule.id);
-        return rule;
+        const id = await repo.insertRule(ws, input, checkRule(input));
+        await this.ruleSaved(ctx, ws, id);
+        return found(await repo.findRule(ws, id), "Scoring rule");
       },
     }),
 
@@ -85,7 +88,7 @@ export default defineService({
         const { jobId } = await startJob(
           { workspaceId: ws, type: "scoring.recalculate", createdBy: actingUserId(ctx) },
           async (progress) => {
-            const result = await repo.recalculate(ws, progress);
+            const result = await engine.recalculate(ws, progress);
             if (isServiceAvailable(this.broker, "segments")) {
               await this.broker.call(
                 "segments.recomputeScoreSegments",
@@ -108,7 +111,7 @@ export default defineService({
       permission: "segments.read",
       params: schemas.get,
       result: results.rule,
-      handler: (ctx) => repo.getRule(workspaceOf(ctx), ctx.params.ruleId),
+      handler: async (ctx) => found(await repo.findRule(workspaceOf(ctx), ctx.params.ruleId), "Scoring rule"),
     }),
 
     /**
@@ -126,9 +129,11 @@ export default defineService({
       async handler(ctx) {
         const ws = workspaceOf(ctx);
         const { workspaceId: _path, ruleId, ...changes } = ctx.params;
-        await repo.updateRule(ws, ruleId, changes);
+        const stored = found(await repo.findRule(ws, ruleId), "Scoring rule");
+        if (!(await repo.updateRule(ws, ruleId, changes, checkRule(changes, stored))))
+          throw notFound("Scoring rule");
         await this.ruleSaved(ctx, ws, ruleId);
-        return repo.getRule(ws, ruleId);
+        return found(await repo.findRule(ws, ruleId), "Scoring rule");
       },
     }),
 
@@ -141,7 +146,7 @@ export default defineService({
       params: schemas.get,
       result: results.success,
       async handler(ctx) {
-        await repo.deleteRule(workspaceOf(ctx), ctx.params.ruleId);
+        if (!(await repo.deleteRule(workspaceOf(ctx), ctx.params.ruleId))) throw notFound("Scoring rule");
         return { success: true as const };
       },
     }),
@@ -154,9 +159,9 @@ export default defineService({
       permission: "contacts.read",
       params: schemas.scores,
       result: results.score,
-      handler(ctx) {
+      async handler(ctx) {
         const limit = Math.min(HISTORY_MAX, ctx.params.limit ?? HISTORY_DEFAULT);
-        return repo.scoreOf(workspaceOf(ctx), ctx.params.contactId, limit);
+        return found(await repo.scoreOf(workspaceOf(ctx), ctx.params.contactId, limit), "Contact");
       },
     }),
 
@@ -172,9 +177,9 @@ export default defineService({
       async handler(ctx) {
         const ws = workspaceOf(ctx);
         const { contactId, points, reason } = ctx.params;
-        await repo.adjustScore(ws, contactId, points, reason ?? null);
+        found(await engine.adjustScore(ws, contactId, points, reason ?? null), "Contact");
         await this.scoreChanged(ctx, ws, contactId);
-        return repo.scoreOf(ws, contactId, HISTORY_DEFAULT);
+        return found(await repo.scoreOf(ws, contactId, HISTORY_DEFAULT), "Contact");
       },
     }),
 
@@ -190,7 +195,7 @@ export default defineService({
         const ws = workspaceOf(ctx);
         const { eventId, contactId, type, metadata, timestamp } = ctx.params;
         const event = { eventId, contactId, type, metadata: metadata ?? undefined, timestamp };
-        const result = await repo.applyEvent(ws, event, ctx.meta.configVersions);
+        const result = await engine.applyEvent(ws, event, ctx.meta.configVersions);
         if (result && result.score !== result.scoreBefore)
           await this.scoreChanged(ctx, ws, contactId, eventId);
         return result ?? { scoreBefore: null, score: null, applied: [] };
@@ -207,7 +212,7 @@ export default defineService({
       result: results.applyContactRules,
       async handler(ctx) {
         const ws = workspaceOf(ctx);
-        const changed = await repo.applyContactRules(ws, ctx.params.contactIds);
+        const changed = await engine.applyContactRules(ws, ctx.params.contactIds);
         await this.scoresChanged(ws, changed, ctx);
         return { changed: changed.length };
       },
@@ -253,7 +258,7 @@ export default defineService({
 
     /** After a rule write: a condition rule scores the workspace now. */
     async ruleSaved(ctx: Ctx, ws: string, ruleId: string) {
-      await this.scoresChanged(ws, await repo.syncRule(ws, ruleId), ctx);
+      await this.scoresChanged(ws, await engine.syncRule(ws, ruleId), ctx);
     },
 
     async applyDecay() {

@@ -2,7 +2,7 @@ import { QueryTypes, type Transaction } from "sequelize";
 import { config } from "../../lib/config";
 import { newId } from "../../lib/crypto";
 import { Binds, database } from "../../lib/database";
-import { conflict, notFound, queryTooExpensive, validationError } from "../../lib/errors";
+import { conflict, queryTooExpensive, validationError } from "../../lib/errors";
 import { pageOf, type Page, type PageRequest } from "../../lib/pagination";
 import { compileFilter } from "./filter-compiler";
 import { findCycle, validateFilter, type FilterFacts, type FilterGroup } from "./filter-schema";
@@ -72,7 +72,7 @@ export async function getSegment(
   workspaceId: string,
   id: string,
   transaction?: Transaction,
-): Promise<SegmentView> {
+): Promise<SegmentView | null> {
   const sequelize = await database();
   const [row] = await sequelize.query<SegmentRow>(
     `${SELECT_SEGMENT} WHERE s.workspace_id = $1 AND s.id = $2`,
@@ -82,8 +82,7 @@ export async function getSegment(
       transaction,
     },
   );
-  if (!row) throw notFound("Segment");
-  return view(row);
+  return row ? view(row) : null;
 }
 
 /**
@@ -230,9 +229,8 @@ export async function claimTimeRefresh(
   );
 }
 
-/** Delete a segment; refused while another segment's filter references it. */
-export async function deleteSegment(workspaceId: string, id: string): Promise<void> {
-  await getSegment(workspaceId, id);
+/** Delete a segment; refused while another segment's filter references it. False: no such segment. */
+export async function deleteSegment(workspaceId: string, id: string): Promise<boolean> {
   const sequelize = await database();
   const users = await sequelize.query<{ id: string; name: string }>(
     `SELECT id, name FROM segments WHERE workspace_id = $1 AND $2 = ANY(depends_on) AND id <> $2`,
@@ -241,9 +239,14 @@ export async function deleteSegment(workspaceId: string, id: string): Promise<vo
   if (users.length)
     throw conflict(`The segment is used by the filter of segment '${users[0].name}' (${users[0].id})`);
   // Its members and log go with it (trigger segments_drop_members, migration 0020).
-  await sequelize.query(`DELETE FROM segments WHERE workspace_id = $1 AND id = $2`, {
-    bind: [workspaceId, id],
-  });
+  const deleted = await sequelize.query(
+    `DELETE FROM segments WHERE workspace_id = $1 AND id = $2 RETURNING id`,
+    {
+      bind: [workspaceId, id],
+      type: QueryTypes.SELECT,
+    },
+  );
+  return deleted.length > 0;
 }
 
 export interface MemberSummary {
@@ -259,7 +262,6 @@ export async function listMembers(
   segmentId: string,
   page: PageRequest,
 ): Promise<Page<MemberSummary>> {
-  await getSegment(workspaceId, segmentId);
   const sequelize = await database();
   const rows = await sequelize.query<{
     id: string;
@@ -311,17 +313,12 @@ export async function assertContacts(workspaceId: string, contactIds: string[]):
   }
 }
 
-/** Static segments: add contacts (all must exist in this workspace). Answers how many were new. */
+/** A static segment's explicit members: add contacts (all must exist in this workspace). Answers how many were new. */
 export async function addStaticMembers(
   workspaceId: string,
   segmentId: string,
   contactIds: string[],
 ): Promise<number> {
-  const segment = await getSegment(workspaceId, segmentId);
-  if (segment.type !== "static")
-    throw validationError("Members of a dynamic segment follow its filter", [
-      { field: "contactIds", message: "only static segments take explicit members" },
-    ]);
   await assertContacts(workspaceId, contactIds);
   const sequelize = await database();
   const inserted = await sequelize.query(
@@ -332,16 +329,8 @@ export async function addStaticMembers(
   return inserted.length;
 }
 
-export async function removeStaticMembers(
-  workspaceId: string,
-  segmentId: string,
-  contactIds: string[],
-): Promise<number> {
-  const segment = await getSegment(workspaceId, segmentId);
-  if (segment.type !== "static")
-    throw validationError("Members of a dynamic segment follow its filter", [
-      { field: "contactIds", message: "only static segments take explicit members" },
-    ]);
+/** The segment is one of the workspace's (the caller found it); answers how many were members. */
+export async function removeStaticMembers(segmentId: string, contactIds: string[]): Promise<number> {
   const sequelize = await database();
   const removed = await sequelize.query(
     `DELETE FROM segment_members WHERE segment_id = $1 AND contact_id = ANY($2::text[]) RETURNING contact_id`,
@@ -363,11 +352,10 @@ export interface GrowthPoint {
  * Days are UTC.
  */
 export async function growth(
-  workspaceId: string,
-  segmentId: string,
+  segment: SegmentView,
   range: { from: Date; to: Date },
 ): Promise<{ segmentId: string; memberCount: number | null; series: GrowthPoint[] }> {
-  const segment = await getSegment(workspaceId, segmentId);
+  const segmentId = segment.id;
   const sequelize = await database();
   const rows = await sequelize.query<{ day: string; entered: string; exited: string; member_count: string }>(
     `WITH days AS (

@@ -3,7 +3,7 @@ import { SYSTEM } from "../../lib/access";
 import { actingUserId } from "../../lib/audit";
 import { config } from "../../lib/config";
 import { defineAction, defineService } from "../../lib/define-service";
-import { fieldError } from "../../lib/errors";
+import { fieldError, found, notFound } from "../../lib/errors";
 import { pageRequest } from "../../lib/pagination";
 import { isServiceAvailable } from "../../lib/registry";
 import { workspaceOf } from "../../lib/tenancy";
@@ -16,6 +16,7 @@ import {
   type MembershipChange,
   type Trigger,
 } from "./membership";
+import { memberActions } from "./members.actions";
 import * as repo from "./segments.repo";
 import { results, schemas } from "./segments.schemas";
 
@@ -33,7 +34,7 @@ const ANNOUNCE_CHUNK = 1000;
 /** Segments: definitions, exact incremental membership, recompute jobs, members, growth and preview. */
 export default defineService({
   name: "segments",
-  mixins: [DatabaseMixin],
+  mixins: [DatabaseMixin, memberActions],
   settings: { rest: "/" },
 
   actions: {
@@ -71,7 +72,7 @@ export default defineService({
           if (contactIds) await repo.assertContacts(ws, contactIds);
           await repo.insertSegment(ws, id, { name, description, type }, null, false);
           if (contactIds) await repo.addStaticMembers(ws, id, contactIds);
-          return repo.getSegment(ws, id);
+          return found(await repo.getSegment(ws, id), "Segment");
         }
         if (filter === undefined) throw fieldError("filter", "is required for a dynamic segment");
         if (contactIds !== undefined) throw fieldError("contactIds", "apply only to static segments");
@@ -104,7 +105,7 @@ export default defineService({
       permission: "segments.read",
       params: schemas.get,
       result: results.segment,
-      handler: (ctx) => repo.getSegment(workspaceOf(ctx), ctx.params.segmentId),
+      handler: async (ctx) => found(await repo.getSegment(workspaceOf(ctx), ctx.params.segmentId), "Segment"),
     }),
 
     /** Rename, describe or change the filter (membership recomputed before the answer). segments.write. */
@@ -119,10 +120,10 @@ export default defineService({
       async handler(ctx) {
         const ws = workspaceOf(ctx);
         const { segmentId, name, description, filter } = ctx.params;
-        const current = await repo.getSegment(ws, segmentId);
+        const current = found(await repo.getSegment(ws, segmentId), "Segment");
         if (filter === undefined) {
           await repo.updateSegmentRow(ws, segmentId, { name, description });
-          return repo.getSegment(ws, segmentId);
+          return found(await repo.getSegment(ws, segmentId), "Segment");
         }
         if (current.type === "static") throw fieldError("filter", "applies only to dynamic segments");
         const { facts, background } = await prepareFilter(ws, filter, segmentId);
@@ -141,7 +142,7 @@ export default defineService({
       params: schemas.get,
       result: results.success,
       async handler(ctx) {
-        await repo.deleteSegment(workspaceOf(ctx), ctx.params.segmentId);
+        if (!(await repo.deleteSegment(workspaceOf(ctx), ctx.params.segmentId))) throw notFound("Segment");
         return { success: true as const };
       },
     }),
@@ -157,7 +158,7 @@ export default defineService({
       result: results.job,
       async handler(ctx) {
         const ws = workspaceOf(ctx);
-        const segment = await repo.getSegment(ws, ctx.params.segmentId);
+        const segment = found(await repo.getSegment(ws, ctx.params.segmentId), "Segment");
         if (segment.type !== "dynamic")
           throw fieldError("segmentId", "is a static segment; its members are explicit");
         const { jobId } = await recomputeJob(ws, segment.id, actingUserId(ctx), this.logger);
@@ -173,7 +174,7 @@ export default defineService({
       permission: "segments.read",
       params: schemas.growth,
       result: results.growth,
-      handler(ctx) {
+      async handler(ctx) {
         const to = ctx.params.to ? new Date(ctx.params.to) : new Date();
         const from = ctx.params.from
           ? new Date(ctx.params.from)
@@ -181,61 +182,8 @@ export default defineService({
         if (from > to) throw fieldError("from", "must not be after to");
         if (to.getTime() - from.getTime() > 366 * DAY_MS)
           throw fieldError("from", "the range may span at most 366 days");
-        return repo.growth(workspaceOf(ctx), ctx.params.segmentId, { from, to });
-      },
-    }),
-
-    /** Members with contact summaries, newest entry first (paginated). segments.read. */
-    members: defineAction({
-      rest: `GET ${WS}/:segmentId/members`,
-      auth: "any",
-      openapi: { tags, summary: "List members with contact summaries" },
-      permission: "segments.read",
-      params: schemas.members,
-      result: results.members,
-      handler: (ctx) => repo.listMembers(workspaceOf(ctx), ctx.params.segmentId, pageRequest(ctx.params)),
-    }),
-
-    /** Add contacts to a static segment. segments.write. */
-    addMembers: defineAction({
-      rest: `POST ${WS}/:segmentId/members`,
-      auth: "any",
-      openapi: { tags, summary: "Add contacts to a static segment" },
-      permission: "segments.write",
-      params: schemas.addMembers,
-      result: results.added,
-      async handler(ctx) {
-        const ws = workspaceOf(ctx);
-        const added = await repo.addStaticMembers(ws, ctx.params.segmentId, ctx.params.contactIds);
-        await this.followStatic(ws, ctx.params.segmentId, ctx.params.contactIds);
-        const { memberCount } = await repo.getSegment(ws, ctx.params.segmentId);
-        return { added, memberCount };
-      },
-    }),
-
-    /** Remove contacts from a static segment (body `{contactIds}` or `?contactIds=a,b`). segments.write. */
-    removeMembers: defineAction({
-      rest: `DELETE ${WS}/:segmentId/members`,
-      auth: "any",
-      openapi: { tags, summary: "Remove contacts from a static segment" },
-      permission: "segments.write",
-      params: schemas.removeMembers,
-      result: results.removed,
-      async handler(ctx) {
-        const ws = workspaceOf(ctx);
-        const raw = ctx.params.contactIds;
-        const ids = Array.isArray(raw)
-          ? raw
-          : raw
-              .split(",")
-              .map((s) => s.trim())
-              .filter(Boolean);
-        if (ids.length === 0 || ids.length > 1000)
-          throw fieldError("contactIds", "must name 1 to 1000 contacts");
-        const removed = await repo.removeStaticMembers(ws, ctx.params.segmentId, ids);
-        await this.followStatic(ws, ctx.params.segmentId, ids);
-        const { memberCount } = await repo.getSegment(ws, ctx.params.segmentId);
-        return { success: true as const, removed, memberCount };
+        const segment = found(await repo.getSegment(workspaceOf(ctx), ctx.params.segmentId), "Segment");
+        return repo.growth(segment, { from, to });
       },
     }),
 
@@ -312,7 +260,7 @@ export default defineService({
       background: boolean,
     ) {
       const { jobId } = await computeMembership(ws, id, background, actingUserId(ctx), this.logger);
-      const segment = await repo.getSegment(ws, id);
+      const segment = found(await repo.getSegment(ws, id), "Segment");
       if (!jobId) return segment;
       ctx.meta.$statusCode = 202;
       return { ...segment, jobId };

@@ -1,14 +1,14 @@
 import { QueryTypes, type Sequelize, type Transaction } from "sequelize";
 import { MicroBatcher } from "../../lib/batcher";
 import { newId } from "../../lib/crypto";
-import { database, queryPrepared } from "../../lib/database";
+import { Binds, database, queryPrepared } from "../../lib/database";
 import type { DomainEvent } from "../../lib/domain-events";
 import { pageOf, type Page, type PageRequest } from "../../lib/pagination";
 import { deliveryBody } from "./signature";
 import type { Delivery, Endpoint } from "./webhooks.schemas";
 
-const select = async <T extends object>(sql: string, replacements: Record<string, unknown>): Promise<T[]> =>
-  (await database()).query<T>(sql, { type: QueryTypes.SELECT, replacements });
+const select = async <T extends object>(sql: string, bind: unknown[]): Promise<T[]> =>
+  (await database()).query<T>(sql, { type: QueryTypes.SELECT, bind });
 
 // ---------- endpoints ----------
 
@@ -44,9 +44,9 @@ function toEndpoint(row: EndpointRow): Endpoint {
 export async function listEndpoints(workspaceId: string): Promise<Endpoint[]> {
   const rows = await select<EndpointRow>(
     `SELECT e.*, (SELECT count(*) FROM webhook_deliveries d WHERE d.endpoint_id = e.id) AS deliveries
-       FROM webhook_endpoints e WHERE e.workspace_id = :workspaceId
+       FROM webhook_endpoints e WHERE e.workspace_id = $1
       ORDER BY e.created_at DESC, e.id DESC`,
-    { workspaceId },
+    [workspaceId],
   );
   return rows.map(toEndpoint);
 }
@@ -64,28 +64,34 @@ export async function insertEndpoint(
 ): Promise<Endpoint> {
   const [row] = await select<EndpointRow>(
     `INSERT INTO webhook_endpoints (id, workspace_id, name, url, events, direction, secret_sealed, created_by)
-     VALUES (:id, :workspaceId, :name, :url, CAST(:events AS jsonb), :direction, :secretSealed, :createdBy)
+     VALUES ($1, $2, $3, $4, CAST($5 AS jsonb), $6, $7, $8)
      RETURNING *`,
-    { id: newId(), workspaceId, ...input, events: JSON.stringify(input.events) },
+    [
+      newId(),
+      workspaceId,
+      input.name,
+      input.url,
+      JSON.stringify(input.events),
+      input.direction,
+      input.secretSealed,
+      input.createdBy,
+    ],
   );
   return toEndpoint(row);
 }
 
-export async function findEndpoint(workspaceId: string, id: string): Promise<EndpointRow | undefined> {
+export async function findEndpoint(workspaceId: string, id: string): Promise<EndpointRow | null> {
   const [row] = await select<EndpointRow>(
-    `SELECT * FROM webhook_endpoints WHERE id = :id AND workspace_id = :workspaceId`,
-    {
-      id,
-      workspaceId,
-    },
+    `SELECT * FROM webhook_endpoints WHERE workspace_id = $1 AND id = $2`,
+    [workspaceId, id],
   );
-  return row;
+  return row ?? null;
 }
 
 /** The inbound receiver looks an endpoint up by id alone (its workspace comes from the row). */
-export async function findEndpointById(id: string): Promise<EndpointRow | undefined> {
-  const [row] = await select<EndpointRow>(`SELECT * FROM webhook_endpoints WHERE id = :id`, { id });
-  return row;
+export async function findEndpointById(id: string): Promise<EndpointRow | null> {
+  const [row] = await select<EndpointRow>(`SELECT * FROM webhook_endpoints WHERE id = $1`, [id]);
+  return row ?? null;
 }
 
 export async function updateEndpoint(
@@ -99,15 +105,15 @@ export async function updateEndpoint(
     events: changes.events === undefined ? undefined : JSON.stringify(changes.events),
     active: changes.active,
   };
-  const given = Object.keys(values).filter((k) => values[k] !== undefined);
-  const sets = given.map((k) => (k === "events" ? "events = CAST(:events AS jsonb)" : `${k} = :${k}`));
+  const binds = new Binds([workspaceId, id]);
+  const sets = Object.keys(values)
+    .filter((k) => values[k] !== undefined)
+    .map((k) => `${k} = ${binds.p(values[k], k === "events" ? "jsonb" : undefined)}`);
   sets.push("updated_at = now()");
-  const replacements: Record<string, unknown> = { id, workspaceId };
-  for (const k of given) replacements[k] = values[k];
   const [row] = await select<EndpointRow>(
-    `UPDATE webhook_endpoints e SET ${sets.join(", ")} WHERE id = :id AND workspace_id = :workspaceId
+    `UPDATE webhook_endpoints e SET ${sets.join(", ")} WHERE workspace_id = $1 AND id = $2
      RETURNING e.*, (SELECT count(*) FROM webhook_deliveries d WHERE d.endpoint_id = e.id) AS deliveries`,
-    replacements,
+    binds.values,
   );
   return row ? toEndpoint(row) : null;
 }
@@ -115,8 +121,8 @@ export async function updateEndpoint(
 /** Deliveries go with it (ON DELETE CASCADE). */
 export async function deleteEndpoint(workspaceId: string, id: string): Promise<boolean> {
   const rows = await select<{ id: string }>(
-    `DELETE FROM webhook_endpoints WHERE id = :id AND workspace_id = :workspaceId RETURNING id`,
-    { id, workspaceId },
+    `DELETE FROM webhook_endpoints WHERE workspace_id = $1 AND id = $2 RETURNING id`,
+    [workspaceId, id],
   );
   return rows.length > 0;
 }
@@ -171,31 +177,32 @@ export async function listDeliveries(
   filter: { endpointId?: string; success?: boolean; event?: string },
   page: PageRequest,
 ): Promise<Page<Delivery>> {
-  const where = ["workspace_id = :workspaceId"];
-  if (filter.endpointId) where.push("endpoint_id = :endpointId");
-  if (filter.success !== undefined) where.push("success = :success");
-  if (filter.event) where.push("event = :event");
-  const replacements = { workspaceId, ...filter, limit: page.limit, offset: page.offset };
+  const binds = new Binds([workspaceId]);
+  const where = ["workspace_id = $1"];
+  if (filter.endpointId) where.push(`endpoint_id = ${binds.p(filter.endpointId)}`);
+  if (filter.success !== undefined) where.push(`success = ${binds.p(filter.success)}`);
+  if (filter.event) where.push(`event = ${binds.p(filter.event)}`);
+  const filterValues = [...binds.values];
   const [rows, [{ total }]] = await Promise.all([
     select<DeliveryRow>(
       `SELECT ${DELIVERY_COLUMNS} FROM webhook_deliveries WHERE ${where.join(" AND ")}
-        ORDER BY created_at DESC, id DESC LIMIT :limit OFFSET :offset`,
-      replacements,
+        ORDER BY created_at DESC, id DESC LIMIT ${binds.p(page.limit)} OFFSET ${binds.p(page.offset)}`,
+      binds.values,
     ),
     select<{ total: string }>(
       `SELECT count(*) AS total FROM webhook_deliveries WHERE ${where.join(" AND ")}`,
-      replacements,
+      filterValues,
     ),
   ]);
   return pageOf(rows.map(toDelivery), Number(total), page);
 }
 
-export async function findDelivery(workspaceId: string, id: string): Promise<DeliveryRow | undefined> {
+export async function findDelivery(workspaceId: string, id: string): Promise<DeliveryRow | null> {
   const [row] = await select<DeliveryRow>(
-    `SELECT ${DELIVERY_COLUMNS} FROM webhook_deliveries WHERE id = :id AND workspace_id = :workspaceId`,
-    { id, workspaceId },
+    `SELECT ${DELIVERY_COLUMNS} FROM webhook_deliveries WHERE workspace_id = $1 AND id = $2`,
+    [workspaceId, id],
   );
-  return row;
+  return row ?? null;
 }
 
 /**
@@ -255,7 +262,8 @@ export interface EndpointRoom {
 
 /** Queued OUTBOUND deliveries: the rows of `webhook_deliveries_claim_age_idx` (endpoint, then age). */
 const QUEUED = `next_attempt_at IS NOT NULL AND direction = 'OUTBOUND'`;
-const ROOM = `coalesce((CAST(:room AS jsonb) ->> endpoint_id)::int, :perEndpoint)`;
+/** `$1`: each endpoint's room by id (jsonb), `$2`: the room of an endpoint not named. */
+const ROOM = `coalesce((CAST($1 AS jsonb) ->> endpoint_id)::int, $2::int)`;
 
 /**
  * Claim due deliveries with FOR UPDATE SKIP LOCKED and a lease: a replica
@@ -274,6 +282,10 @@ export async function claimDue(
   leaseMs: number,
   caps: EndpointRoom,
 ): Promise<ClaimedDelivery[]> {
+  // The limits are written into the text as integers, not bound: the planner sizes the per-endpoint reads
+  // from them (a bound LIMIT is costed as a tenth of the rows, and a long backlog's claim gets JIT-compiled).
+  const claimLimit = Math.trunc(limit);
+  const maxRoom = Math.trunc(Math.min(limit, Math.max(caps.perEndpoint, ...Object.values(caps.room))));
   return select<ClaimedDelivery>(
     `WITH RECURSIVE queued AS (
        -- The endpoints with queued rows, one index probe each (a loose scan of the claim index).
@@ -295,8 +307,8 @@ export async function claimDue(
             WHERE endpoint_id = r.endpoint_id AND ${QUEUED} AND next_attempt_at <= now()
               AND (claimed_until IS NULL OR claimed_until < now())
             ORDER BY created_at, id
-            LIMIT least(r.room, 2 * :limit / (SELECT count(*) FROM ready) + 1)
-         ) mine LIMIT :maxRoom
+            LIMIT least(r.room, 2 * ${claimLimit} / (SELECT count(*) FROM ready) + 1)
+         ) mine LIMIT ${maxRoom}
        ) h
      ), turns AS (
        -- Numbered after the LIMIT: a window inside it would read all of an endpoint's rows of the same age.
@@ -308,28 +320,20 @@ export async function claimDue(
        -- The first turns only (with room for rows another claim holds): the planner cannot size the per-endpoint
        -- limits above, and would rather scan the table than look each row up.
        SELECT d.id, t.turn, t.created_at
-         FROM (SELECT * FROM turns ORDER BY turn, created_at LIMIT 2 * :limit) t JOIN webhook_deliveries d ON d.id = t.id
+         FROM (SELECT * FROM turns ORDER BY turn, created_at LIMIT ${2 * claimLimit}) t JOIN webhook_deliveries d ON d.id = t.id
         WHERE d.next_attempt_at <= now() AND (d.claimed_until IS NULL OR d.claimed_until < now())
         ORDER BY t.turn, t.created_at
-        LIMIT :limit
+        LIMIT ${claimLimit}
         FOR UPDATE OF d SKIP LOCKED
      ), u AS (
        UPDATE webhook_deliveries d
-          SET claimed_until = now() + make_interval(secs => :leaseSeconds), claim_token = :token, claimed_by = :nodeId
+          SET claimed_until = now() + make_interval(secs => $3), claim_token = $4, claimed_by = $5
          FROM due WHERE d.id = due.id
        RETURNING d.*
      )
      SELECT ${CLAIMED} FROM u JOIN due ON due.id = u.id JOIN webhook_endpoints e ON e.id = u.endpoint_id
       ORDER BY due.turn, due.created_at`,
-    {
-      limit,
-      maxRoom: Math.min(limit, Math.max(caps.perEndpoint, ...Object.values(caps.room))),
-      perEndpoint: caps.perEndpoint,
-      room: JSON.stringify(caps.room),
-      leaseSeconds: leaseMs / 1000,
-      token: newId(),
-      nodeId,
-    },
+    [JSON.stringify(caps.room), caps.perEndpoint, leaseMs / 1000, newId(), nodeId],
   );
 }
 
@@ -343,13 +347,13 @@ export async function claimOne(
   const rows = await select<ClaimedDelivery>(
     `WITH u AS (
        UPDATE webhook_deliveries d
-          SET claimed_until = now() + make_interval(secs => :leaseSeconds), claim_token = :token, claimed_by = :nodeId
-        WHERE d.id = :id AND d.workspace_id = :workspaceId AND d.direction = 'OUTBOUND'
+          SET claimed_until = now() + make_interval(secs => $3), claim_token = $4, claimed_by = $5
+        WHERE d.workspace_id = $1 AND d.id = $2 AND d.direction = 'OUTBOUND'
           AND (d.claimed_until IS NULL OR d.claimed_until < now())
        RETURNING d.*
      )
      SELECT ${CLAIMED} FROM u JOIN webhook_endpoints e ON e.id = u.endpoint_id`,
-    { id, workspaceId, leaseSeconds: leaseMs / 1000, token: newId(), nodeId },
+    [workspaceId, id, leaseMs / 1000, newId(), nodeId],
   );
   return rows[0] ?? null;
 }
@@ -391,11 +395,11 @@ export async function recordAttempts(results: AttemptResult[], sequelize?: Seque
             error = r.error, duration_ms = r.duration_ms, next_attempt_at = r.next_attempt_at,
             delivered_at = CASE WHEN r.success THEN now() ELSE d.delivered_at END,
             claimed_until = NULL, claim_token = NULL
-       FROM jsonb_to_recordset(CAST(:rows AS jsonb)) AS r(id text, token text, attempt int, success boolean,
+       FROM jsonb_to_recordset(CAST($1 AS jsonb)) AS r(id text, token text, attempt int, success boolean,
             status_code int, response_body text, error text, duration_ms int, next_attempt_at timestamptz)
       WHERE d.id = r.id AND d.claim_token = r.token
      RETURNING d.id`,
-    { type: QueryTypes.SELECT, replacements: { rows: JSON.stringify(rows) } },
+    { type: QueryTypes.SELECT, bind: [JSON.stringify(rows)] },
   );
   return updated.map((u) => u.id);
 }
@@ -405,9 +409,9 @@ export async function releaseClaims(claims: Array<{ id: string; token: string }>
   if (claims.length === 0) return;
   await select(
     `UPDATE webhook_deliveries d SET claimed_until = NULL, claim_token = NULL
-       FROM jsonb_to_recordset(CAST(:rows AS jsonb)) AS r(id text, token text)
+       FROM jsonb_to_recordset(CAST($1 AS jsonb)) AS r(id text, token text)
       WHERE d.id = r.id AND d.claim_token = r.token RETURNING d.id`,
-    { rows: JSON.stringify(claims) },
+    [JSON.stringify(claims)],
   );
 }
 
@@ -416,10 +420,10 @@ export async function endpointsWithQueue(ids: string[]): Promise<string[]> {
   if (ids.length === 0) return [];
   const rows = await select<{ id: string }>(
     `SELECT e.id FROM webhook_endpoints e
-      WHERE e.id IN (:ids) AND e.active
+      WHERE e.id = ANY($1::text[]) AND e.active
         AND EXISTS (SELECT 1 FROM webhook_deliveries d
                      WHERE d.endpoint_id = e.id AND d.next_attempt_at IS NOT NULL AND d.direction = 'OUTBOUND')`,
-    { ids },
+    [ids],
   );
   return rows.map((r) => r.id);
 }
@@ -437,37 +441,31 @@ export async function acceptOnce(
   windowSeconds: number,
 ): Promise<boolean> {
   const rows = await select<{ digest: string }>(
-    `INSERT INTO webhook_inbound_replays (endpoint_id, digest) VALUES (:endpointId, :digest)
+    `INSERT INTO webhook_inbound_replays (endpoint_id, digest) VALUES ($1, $2)
      ON CONFLICT (endpoint_id, digest) DO UPDATE SET received_at = now()
-       WHERE webhook_inbound_replays.received_at < now() - make_interval(secs => :windowSeconds)
+       WHERE webhook_inbound_replays.received_at < now() - make_interval(secs => $3)
      RETURNING digest`,
-    { endpointId, digest, windowSeconds },
+    [endpointId, digest, windowSeconds],
   );
   return rows.length === 1;
 }
 
 export async function forgetReplay(endpointId: string, digest: string): Promise<void> {
   await select(
-    `DELETE FROM webhook_inbound_replays WHERE endpoint_id = :endpointId AND digest = :digest RETURNING digest`,
-    {
-      endpointId,
-      digest,
-    },
+    `DELETE FROM webhook_inbound_replays WHERE endpoint_id = $1 AND digest = $2 RETURNING digest`,
+    [endpointId, digest],
   );
 }
 
 export async function pruneReplays(windowSeconds: number): Promise<void> {
   await select(
-    `DELETE FROM webhook_inbound_replays WHERE received_at < now() - make_interval(secs => :windowSeconds) RETURNING digest`,
-    { windowSeconds },
+    `DELETE FROM webhook_inbound_replays WHERE received_at < now() - make_interval(secs => $1) RETURNING digest`,
+    [windowSeconds],
   );
 }
 
 export async function contactExists(workspaceId: string, id: string): Promise<boolean> {
-  const rows = await select(`SELECT 1 FROM contacts WHERE id = :id AND workspace_id = :workspaceId`, {
-    id,
-    workspaceId,
-  });
+  const rows = await select(`SELECT 1 FROM contacts WHERE workspace_id = $1 AND id = $2`, [workspaceId, id]);
   return rows.length > 0;
 }
 
@@ -498,17 +496,21 @@ export async function upsertContactByEmail(
   const sequelize = await database();
   const inserted = await sequelize.query<Row>(
     `INSERT INTO contacts (id, workspace_id, email, first_name, last_name, phone)
-     VALUES (:id, :workspaceId, :email, :firstName, :lastName, :phone)
+     VALUES ($1, $2, $3, $4, $5, $6)
      ON CONFLICT (workspace_id, email) WHERE email IS NOT NULL DO NOTHING
      RETURNING id, email, first_name, last_name`,
-    { type: QueryTypes.SELECT, replacements: { id: newId(), workspaceId, ...seed }, transaction },
+    {
+      type: QueryTypes.SELECT,
+      bind: [newId(), workspaceId, seed.email, seed.firstName, seed.lastName, seed.phone],
+      transaction,
+    },
   );
   const row =
     inserted[0] ??
     (
       await sequelize.query<Row>(
-        `SELECT id, email, first_name, last_name FROM contacts WHERE workspace_id = :workspaceId AND email = :email`,
-        { type: QueryTypes.SELECT, replacements: { workspaceId, email: seed.email }, transaction },
+        `SELECT id, email, first_name, last_name FROM contacts WHERE workspace_id = $1 AND email = $2`,
+        { type: QueryTypes.SELECT, bind: [workspaceId, seed.email], transaction },
       )
     )[0];
   return {
@@ -531,9 +533,9 @@ export async function insertInboundDelivery(
   await select(
     `INSERT INTO webhook_deliveries (id, workspace_id, endpoint_id, event, direction, source_event_id, body,
                                      attempt, success, status_code, delivered_at)
-     VALUES (:id, :workspaceId, :endpointId, :event, 'INBOUND', :sourceEventId, :body, 1, true, 200, now())
+     VALUES ($1, $2, $3, $4, 'INBOUND', $5, $6, 1, true, 200, now())
      RETURNING id`,
-    { id, workspaceId, endpointId, event, sourceEventId, body: JSON.stringify(payload) },
+    [id, workspaceId, endpointId, event, sourceEventId, JSON.stringify(payload)],
   );
   return id;
 }

@@ -2,7 +2,7 @@ import { actingUserId, audit } from "../../lib/audit";
 import { config } from "../../lib/config";
 import { DOMAIN_EVENTS_CHANNEL, type DomainEvent } from "../../lib/domain-events";
 import { defineAction, defineService } from "../../lib/define-service";
-import { conflict, fieldError, notFound, notRetryable } from "../../lib/errors";
+import { conflict, fieldError, found, notFound, notRetryable } from "../../lib/errors";
 import { pageRequest } from "../../lib/pagination";
 import { workspaceOf } from "../../lib/tenancy";
 import { DatabaseMixin } from "../../mixins/database.mixin";
@@ -92,12 +92,13 @@ export default defineService({
       openapi: { tags: ["Webhooks"], summary: "Update a webhook endpoint" },
       async handler(ctx) {
         const workspaceId = workspaceOf(ctx);
-        const existing = await repo.findEndpoint(workspaceId, ctx.params.webhookId);
-        if (!existing) throw notFound("Webhook");
+        const existing = found(await repo.findEndpoint(workspaceId, ctx.params.webhookId), "Webhook");
         const { name, url, events, active } = ctx.params;
         if (url !== undefined && existing.direction === "OUTBOUND") await checkTarget(url);
-        const endpoint = await repo.updateEndpoint(workspaceId, existing.id, { name, url, events, active });
-        if (!endpoint) throw notFound("Webhook");
+        const endpoint = found(
+          await repo.updateEndpoint(workspaceId, existing.id, { name, url, events, active }),
+          "Webhook",
+        );
         const changes = { name, url, events, active };
         await audit(
           ctx,
@@ -150,12 +151,11 @@ export default defineService({
       openapi: { tags: ["Webhooks"], summary: "Retry an outbound delivery now" },
       async handler(ctx) {
         const workspaceId = workspaceOf(ctx);
-        const found = await repo.findDelivery(workspaceId, ctx.params.deliveryId);
-        if (!found) throw notFound("Delivery");
-        if (found.direction !== "OUTBOUND") throw notRetryable("Only OUTBOUND deliveries can be retried");
+        const delivery = found(await repo.findDelivery(workspaceId, ctx.params.deliveryId), "Delivery");
+        if (delivery.direction !== "OUTBOUND") throw notRetryable("Only OUTBOUND deliveries can be retried");
         const claimed = await repo.claimOne(
           workspaceId,
-          found.id,
+          delivery.id,
           this.broker.nodeID,
           config().webhookLeaseMs,
         );
@@ -167,10 +167,10 @@ export default defineService({
         await audit(
           ctx,
           "webhook.delivery.retried",
-          { type: "webhook_delivery", id: found.id },
+          { type: "webhook_delivery", id: delivery.id },
           { attempt: result.attempt },
         );
-        return repo.toDelivery((await repo.findDelivery(workspaceId, found.id))!);
+        return repo.toDelivery(found(await repo.findDelivery(workspaceId, delivery.id), "Delivery"));
       },
     }),
 

@@ -1,7 +1,7 @@
 import { Op, type Transaction } from "sequelize";
 import { database, uniqueViolation } from "../../lib/database";
 import { newId } from "../../lib/crypto";
-import { conflict, notFound, validationError } from "../../lib/errors";
+import { conflict, validationError } from "../../lib/errors";
 import { pageOf, type PageRequest } from "../../lib/pagination";
 import { AuditLog, Member, User, Workspace, type Role } from "../../models";
 
@@ -91,18 +91,17 @@ export async function createWorkspace(userId: string, name: string, slug?: strin
   throw conflict("Could not find a free slug; pass one explicitly");
 }
 
-export async function getWorkspace(workspaceId: string, role?: Role): Promise<WorkspaceView> {
+export async function getWorkspace(workspaceId: string, role?: Role): Promise<WorkspaceView | null> {
   const workspace = await Workspace.findByPk(workspaceId);
-  if (!workspace) throw notFound("Workspace");
-  return view(workspace, role);
+  return workspace ? view(workspace, role) : null;
 }
 
 export async function updateWorkspace(
   workspaceId: string,
   changes: { name?: string; slug?: string; settings?: Record<string, unknown> },
-): Promise<WorkspaceView> {
+): Promise<WorkspaceView | null> {
   const workspace = await Workspace.findByPk(workspaceId);
-  if (!workspace) throw notFound("Workspace");
+  if (!workspace) return null;
   if (changes.name !== undefined) workspace.name = changes.name;
   if (changes.slug !== undefined) workspace.slug = changes.slug;
   if (changes.settings !== undefined) workspace.settings = { ...workspace.settings, ...changes.settings };
@@ -115,9 +114,8 @@ export async function updateWorkspace(
   return view(workspace);
 }
 
-export async function deleteWorkspace(workspaceId: string): Promise<void> {
-  const deleted = await Workspace.destroy({ where: { id: workspaceId } });
-  if (!deleted) throw notFound("Workspace");
+export async function deleteWorkspace(workspaceId: string): Promise<boolean> {
+  return (await Workspace.destroy({ where: { id: workspaceId } })) > 0;
 }
 
 export interface MemberView {
@@ -148,9 +146,10 @@ export async function listMembers(workspaceId: string): Promise<MemberView[]> {
   return members.map(memberView);
 }
 
-export async function addMember(workspaceId: string, email: string, role: Role): Promise<MemberView> {
+/** Add a registered user; null when no user has this email. */
+export async function addMember(workspaceId: string, email: string, role: Role): Promise<MemberView | null> {
   const user = await User.findOne({ where: { email: email.trim().toLowerCase() } });
-  if (!user) throw notFound("User");
+  if (!user) return null;
   try {
     const member = await Member.create({ id: newId(), workspaceId, userId: user.id, role });
     member.user = user;
@@ -161,39 +160,57 @@ export async function addMember(workspaceId: string, email: string, role: Role):
   }
 }
 
-/** Change a role or remove a member, refusing to leave the workspace without an OWNER. */
-export async function changeMember(
+/**
+ * Lock the workspace's owners (two concurrent demotions cannot both pass) and
+ * find the member, refusing a change that would leave no OWNER. Null: no such member.
+ */
+async function memberForChange(
   workspaceId: string,
   memberId: string,
   role: Role | null,
+  transaction: Transaction,
+): Promise<Member | null> {
+  const owners = await Member.findAll({
+    where: { workspaceId, role: "OWNER" },
+    transaction,
+    lock: transaction.LOCK.UPDATE,
+  });
+  const member = await Member.findOne({
+    where: { id: memberId, workspaceId },
+    include: [{ model: User, as: "user", required: true }],
+    transaction,
+  });
+  if (member && member.role === "OWNER" && role !== "OWNER" && owners.length <= 1) {
+    throw validationError("The last OWNER cannot be removed or demoted", [
+      { field: "role", message: "a workspace needs at least one OWNER" },
+    ]);
+  }
+  return member;
+}
+
+/** Change a member's role (the last OWNER stays one). Null: no such member. */
+export async function changeRole(
+  workspaceId: string,
+  memberId: string,
+  role: Role,
 ): Promise<MemberView | null> {
   const sequelize = await database();
   return sequelize.transaction(async (transaction) => {
-    // Lock the workspace's owners so two concurrent demotions cannot both pass the check.
-    const owners = await Member.findAll({
-      where: { workspaceId, role: "OWNER" },
-      transaction,
-      lock: transaction.LOCK.UPDATE,
-    });
-    const member = await Member.findOne({
-      where: { id: memberId, workspaceId },
-      include: [{ model: User, as: "user", required: true }],
-      transaction,
-    });
-    if (!member) throw notFound("Member");
-    const losesOwner = member.role === "OWNER" && role !== "OWNER";
-    if (losesOwner && owners.length <= 1) {
-      throw validationError("The last OWNER cannot be removed or demoted", [
-        { field: "role", message: "a workspace needs at least one OWNER" },
-      ]);
-    }
-    if (role === null) {
-      await member.destroy({ transaction });
-      return null;
-    }
+    const member = await memberForChange(workspaceId, memberId, role, transaction);
+    if (!member) return null;
     member.role = role;
     await member.save({ transaction });
     return memberView(member);
+  });
+}
+
+/** Remove a member (not the last OWNER). False: no such member. */
+export async function removeMember(workspaceId: string, memberId: string): Promise<boolean> {
+  const sequelize = await database();
+  return sequelize.transaction(async (transaction) => {
+    const member = await memberForChange(workspaceId, memberId, null, transaction);
+    await member?.destroy({ transaction });
+    return member !== null;
   });
 }
 

@@ -2,19 +2,17 @@ import { Type } from "@sinclair/typebox";
 import type { Service } from "moleculer";
 import { audit } from "../../lib/audit";
 import { defineAction, defineService } from "../../lib/define-service";
-import { forbidden } from "../../lib/errors";
+import { forbidden, found, notFound } from "../../lib/errors";
 import type { AppContext } from "../../lib/moleculer-types";
 import { pageRequest } from "../../lib/pagination";
 import { Nullable } from "../../lib/schema";
-import { userOf, workspaceOf } from "../../lib/tenancy";
+import { userOf, WORKSPACE_DELETED_EVENT, workspaceOf } from "../../lib/tenancy";
 import { DatabaseMixin } from "../../mixins/database.mixin";
 import type { Role } from "../../models";
 import * as repo from "./workspaces.repo";
 import { MemberSchema, RoleSchema, SuccessSchema, WorkspaceSchema, schemas } from "./workspaces.schemas";
 
 const MEMBERSHIP_CACHE_EVENT = "workspaces.membership.changed";
-/** The auth service's event that clears its API-key verification cache (services/auth/auth.service.ts). */
-const API_KEY_CACHE_EVENT = "auth.apiKeys.changed";
 
 /** Workspaces, members and roles, and the audit log every area writes to. */
 export default defineService({
@@ -60,7 +58,7 @@ export default defineService({
       auth: "any",
       params: schemas.get,
       result: WorkspaceSchema,
-      handler: (ctx) => repo.getWorkspace(workspaceOf(ctx), ctx.meta.role),
+      handler: async (ctx) => found(await repo.getWorkspace(workspaceOf(ctx), ctx.meta.role), "Workspace"),
     }),
 
     /** Rename, change slug or merge settings. Needs settings.manage. */
@@ -73,7 +71,7 @@ export default defineService({
       result: WorkspaceSchema,
       async handler(ctx) {
         const { workspaceId: _path, ...changes } = ctx.params; // the workspace comes from ctx.meta
-        const workspace = await repo.updateWorkspace(workspaceOf(ctx), changes);
+        const workspace = found(await repo.updateWorkspace(workspaceOf(ctx), changes), "Workspace");
         await audit(
           ctx,
           "workspace.updated",
@@ -94,11 +92,11 @@ export default defineService({
       result: SuccessSchema,
       async handler(ctx) {
         if (ctx.meta.role !== "OWNER") throw forbidden("Only an OWNER can delete the workspace");
-        await repo.deleteWorkspace(workspaceOf(ctx));
+        const workspaceId = workspaceOf(ctx);
+        if (!(await repo.deleteWorkspace(workspaceId))) throw notFound("Workspace");
         await this.forgetMemberships();
-        // Its API keys went with it (ON DELETE CASCADE): drop their cached verifications here and on every node.
-        await this.broker.cacher?.clean("auth.verifyApiKey:**");
-        this.broker.broadcast(API_KEY_CACHE_EVENT);
+        // Its API keys went with it (ON DELETE CASCADE); the auth service forgets their cached verifications.
+        await this.broker.broadcast(WORKSPACE_DELETED_EVENT, { workspaceId });
         return { success: true as const };
       },
     }),
@@ -125,7 +123,10 @@ export default defineService({
       result: MemberSchema,
       async handler(ctx) {
         await this.refuseOwnerChangeByAdmin(ctx, null, ctx.params.role);
-        const member = await repo.addMember(workspaceOf(ctx), ctx.params.email, ctx.params.role);
+        const member = found(
+          await repo.addMember(workspaceOf(ctx), ctx.params.email, ctx.params.role),
+          "User",
+        );
         await audit(
           ctx,
           "member.added",
@@ -147,7 +148,10 @@ export default defineService({
       result: MemberSchema,
       async handler(ctx) {
         await this.refuseOwnerChangeByAdmin(ctx, ctx.params.memberId, ctx.params.role);
-        const member = await repo.changeMember(workspaceOf(ctx), ctx.params.memberId, ctx.params.role);
+        const member = found(
+          await repo.changeRole(workspaceOf(ctx), ctx.params.memberId, ctx.params.role),
+          "Member",
+        );
         await audit(
           ctx,
           "member.updated",
@@ -155,7 +159,7 @@ export default defineService({
           { role: ctx.params.role },
         );
         await this.forgetMemberships();
-        return member!;
+        return member;
       },
     }),
 
@@ -169,7 +173,7 @@ export default defineService({
       result: SuccessSchema,
       async handler(ctx) {
         await this.refuseOwnerChangeByAdmin(ctx, ctx.params.memberId, null);
-        await repo.changeMember(workspaceOf(ctx), ctx.params.memberId, null);
+        if (!(await repo.removeMember(workspaceOf(ctx), ctx.params.memberId))) throw notFound("Member");
         await audit(ctx, "member.removed", { type: "member", id: ctx.params.memberId });
         await this.forgetMemberships();
         return { success: true as const };

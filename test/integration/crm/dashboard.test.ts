@@ -309,7 +309,7 @@ describe("search", () => {
             if (prop !== "query") return Reflect.get(target, prop, receiver);
             return async (sql: string, options: Record<string, unknown>) => {
               const [rows] = await target.query(
-                `EXPLAIN ${sql.replace("workspace_id = :workspaceId AND ", "")}`,
+                `EXPLAIN ${sql.replace("workspace_id = $1 AND ", "$1::text IS NOT NULL AND ")}`,
                 {
                   ...options,
                   type: undefined,

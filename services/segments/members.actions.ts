@@ -1,0 +1,84 @@
+import { defineAction } from "../../lib/define-service";
+import { fieldError, found, validationError } from "../../lib/errors";
+import { pageRequest } from "../../lib/pagination";
+import { workspaceOf } from "../../lib/tenancy";
+import * as repo from "./segments.repo";
+import { results, schemas } from "./segments.schemas";
+
+const WS = "/workspaces/:workspaceId/segments";
+const tags = ["Segments"];
+
+/** The workspace's static segment: 404 when there is none, 400 when it is dynamic (its members follow its filter). */
+async function staticSegment(ws: string, segmentId: string) {
+  const segment = found(await repo.getSegment(ws, segmentId), "Segment");
+  if (segment.type !== "static")
+    throw validationError("Members of a dynamic segment follow its filter", [
+      { field: "contactIds", message: "only static segments take explicit members" },
+    ]);
+  return segment;
+}
+
+/** The segments service's member actions (mixed into `segments`); dynamic segments follow through `followStatic`. */
+export const memberActions = {
+  actions: {
+    /** Members with contact summaries, newest entry first (paginated). segments.read. */
+    members: defineAction({
+      rest: `GET ${WS}/:segmentId/members`,
+      auth: "any",
+      openapi: { tags, summary: "List members with contact summaries" },
+      permission: "segments.read",
+      params: schemas.members,
+      result: results.members,
+      async handler(ctx) {
+        const ws = workspaceOf(ctx);
+        found(await repo.getSegment(ws, ctx.params.segmentId), "Segment");
+        return repo.listMembers(ws, ctx.params.segmentId, pageRequest(ctx.params));
+      },
+    }),
+
+    /** Add contacts to a static segment. segments.write. */
+    addMembers: defineAction({
+      rest: `POST ${WS}/:segmentId/members`,
+      auth: "any",
+      openapi: { tags, summary: "Add contacts to a static segment" },
+      permission: "segments.write",
+      params: schemas.addMembers,
+      result: results.added,
+      async handler(ctx) {
+        const ws = workspaceOf(ctx);
+        await staticSegment(ws, ctx.params.segmentId);
+        const added = await repo.addStaticMembers(ws, ctx.params.segmentId, ctx.params.contactIds);
+        await this.followStatic(ws, ctx.params.segmentId, ctx.params.contactIds);
+        const { memberCount } = found(await repo.getSegment(ws, ctx.params.segmentId), "Segment");
+        return { added, memberCount };
+      },
+    }),
+
+    /** Remove contacts from a static segment (body `{contactIds}` or `?contactIds=a,b`). segments.write. */
+    removeMembers: defineAction({
+      rest: `DELETE ${WS}/:segmentId/members`,
+      auth: "any",
+      openapi: { tags, summary: "Remove contacts from a static segment" },
+      permission: "segments.write",
+      params: schemas.removeMembers,
+      result: results.removed,
+      async handler(ctx) {
+        const ws = workspaceOf(ctx);
+        const raw = ctx.params.contactIds;
+        const ids = Array.isArray(raw)
+          ? raw
+          : raw
+              .split(",")
+              .map((s) => s.trim())
+              .filter(Boolean);
+        if (ids.length === 0 || ids.length > 1000)
+          throw fieldError("contactIds", "must name 1 to 1000 contacts");
+        await staticSegment(ws, ctx.params.segmentId);
+        const removed = await repo.removeStaticMembers(ctx.params.segmentId, ids);
+        await this.followStatic(ws, ctx.params.segmentId, ids);
+        const { memberCount } = found(await repo.getSegment(ws, ctx.params.segmentId), "Segment");
+        return { success: true as const, removed, memberCount };
+      },
+    }),
+  },
+};
