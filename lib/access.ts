@@ -111,6 +111,14 @@ export function decideAccess(
   return { allow: true };
 }
 
+/** Whether the caller holds `permission` in the workspace of `meta` (its role, or its API key's scopes). */
+export function holdsPermission(
+  meta: { principal?: Principal; workspaceId?: string; role?: Role },
+  permission: string,
+): boolean {
+  return decideAccess({ auth: "any", permission }, meta.principal, meta).allow;
+}
+
 /**
  * The one permission check inside a handler, for an action that needs more
  * for some inputs than its declaration says (a bulk delete, a merge): 403
@@ -121,6 +129,5 @@ export function requirePermission(
   permission: Scope,
   message: string,
 ): void {
-  const decision = decideAccess({ auth: "any", permission }, meta.principal, meta);
-  if (!decision.allow) throw forbidden(message);
+  if (!holdsPermission(meta, permission)) throw forbidden(message);
 }

@@ -1,7 +1,7 @@
-import { validationError, type FieldIssue } from "../../lib/errors";
+import { fieldError, validationError, type FieldIssue } from "../../lib/errors";
 import type { DealStatus, PipelineStage } from "../../models";
 
-/** Pure rules of the CRM area: domain normalisation, pipeline stages, deal status transitions. */
+/** Pure rules of the CRM area: domain normalisation, pipeline stages, deal status transitions, widget targets. */
 
 const HOSTNAME =
   /^(?=.{1,253}$)(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)+(?:[a-z]{2,63}|xn--[a-z0-9-]{1,59})$/;
@@ -177,4 +177,25 @@ export function summariseDeals(
     totals: { ...totals, all: { count: totals.open.count + closed } },
     winRate: closed === 0 ? null : round2(totals.won.count / closed),
   };
+}
+
+/**
+ * What a widget's config points at, which must exist: a saved view (required
+ * for a `saved_view` widget), a pipeline. 400 naming the field when malformed.
+ */
+export function widgetTargets(
+  type: string,
+  config: Record<string, unknown>,
+): { viewId?: string; pipelineId?: string } {
+  const targets: { viewId?: string; pipelineId?: string } = {};
+  if (type === "saved_view") {
+    if (typeof config.viewId !== "string")
+      throw fieldError("config.viewId", "is required for a saved_view widget");
+    targets.viewId = config.viewId;
+  }
+  if (config.pipelineId !== undefined) {
+    if (typeof config.pipelineId !== "string") throw fieldError("config.pipelineId", "must be a pipeline id");
+    targets.pipelineId = config.pipelineId;
+  }
+  return targets;
 }

@@ -1,8 +1,7 @@
 import { Type } from "@sinclair/typebox";
-import { roleHasPermission, scopesAllow } from "../../lib/access";
+import { holdsPermission } from "../../lib/access";
 import { defineAction, defineService } from "../../lib/define-service";
 import { fieldError, found, notFound } from "../../lib/errors";
-import type { AppContext } from "../../lib/moleculer-types";
 import { pageRequest } from "../../lib/pagination";
 import { userOf, workspaceOf } from "../../lib/tenancy";
 import { DatabaseMixin } from "../../mixins/database.mixin";
@@ -10,37 +9,29 @@ import { listActivity } from "./activity.repo";
 import {
   NotificationSchema,
   results,
-  SavedViewSchema,
   schemas,
   SEARCH_TYPES,
   SearchResultSchema,
   SuccessSchema,
   WidgetSchema,
 } from "./crm.schemas";
+import { widgetTargets } from "./crm.rules";
 import { asDate } from "./crm.shared";
 import * as notifications from "./notifications.repo";
+import { findPipeline } from "./pipelines.repo";
 import { search } from "./search.repo";
 import { notifyDueTasks } from "./tasks.repo";
-import * as views from "./views.repo";
+import * as widgets from "./widgets.repo";
 
 /** How often each replica runs the due check on its own (the cron tick may run it more often). */
 const DUE_CHECK_INTERVAL_MS = 60_000;
 
 const tagged = (tag: string) => (summary: string) => ({ tags: [tag], summary });
 const notificationDoc = tagged("Notifications");
-const viewDoc = tagged("Saved views");
 const dashboardDoc = tagged("Dashboard");
 
-/** Whether the caller holds a permission (role for a person, scopes for an API key). */
-function callerMay(ctx: AppContext<object>, permission: string): boolean {
-  const p = ctx.meta.principal;
-  if (p?.kind === "system") return true;
-  if (p?.kind === "apiKey") return scopesAllow(p.scopes, permission);
-  return ctx.meta.role !== undefined && roleHasPermission(ctx.meta.role, permission);
-}
-
 /**
- * The signed-in user's CRM surface (notifications, saved views, dashboard
+ * The signed-in user's CRM surface (notifications and dashboard
  * widgets: session only, each user sees their own), the workspace's activity
  * feed and search, and the due-task check the cron tick runs.
  */
@@ -113,64 +104,6 @@ export default defineService({
       handler: () => notifyDueTasks(),
     }),
 
-    /** The caller's saved views and those others shared. Session. */
-    listSavedViews: defineAction({
-      rest: "GET /workspaces/:workspaceId/saved-views",
-      auth: "session",
-      params: schemas.savedViews.list,
-      result: Type.Array(SavedViewSchema),
-      openapi: viewDoc("The caller's saved views and the views other members shared (filter by resource)"),
-      handler: (ctx) => views.listViews(workspaceOf(ctx), userOf(ctx), ctx.params.resource),
-    }),
-
-    /** Save a named list filter for one resource. Session. */
-    createSavedView: defineAction({
-      rest: "POST /workspaces/:workspaceId/saved-views",
-      auth: "session",
-      params: schemas.savedViews.create,
-      status: 201,
-      result: SavedViewSchema,
-      openapi: viewDoc(
-        "Save a named list view {name, resource, filters, sort, columns, shared} (name unique per user and resource: 409)",
-      ),
-      async handler(ctx) {
-        const view = await views.createView(
-          workspaceOf(ctx),
-          userOf(ctx),
-          ctx.params as { name: string; resource: string },
-        );
-        return view;
-      },
-    }),
-
-    /** Change one of the caller's views. Session. */
-    updateSavedView: defineAction({
-      rest: "PATCH /workspaces/:workspaceId/saved-views/:viewId",
-      auth: "session",
-      params: schemas.savedViews.update,
-      result: SavedViewSchema,
-      openapi: viewDoc("Update one of the caller's saved views (another user's view: 404)"),
-      handler: async (ctx) =>
-        found(
-          await views.updateView(workspaceOf(ctx), userOf(ctx), ctx.params.viewId, ctx.params),
-          "Saved view",
-        ),
-    }),
-
-    /** Delete one of the caller's views. Session. */
-    removeSavedView: defineAction({
-      rest: "DELETE /workspaces/:workspaceId/saved-views/:viewId",
-      auth: "session",
-      params: schemas.savedViews.remove,
-      result: SuccessSchema,
-      openapi: viewDoc("Delete one of the caller's saved views"),
-      async handler(ctx) {
-        if (!(await views.deleteView(workspaceOf(ctx), userOf(ctx), ctx.params.viewId)))
-          throw notFound("Saved view");
-        return { success: true as const };
-      },
-    }),
-
     /** The caller's dashboard widgets, top to bottom. Session. */
     listWidgets: defineAction({
       rest: "GET /workspaces/:workspaceId/dashboard-widgets",
@@ -178,7 +111,7 @@ export default defineService({
       params: schemas.widgets.list,
       result: Type.Array(WidgetSchema),
       openapi: dashboardDoc("The caller's dashboard widgets in layout order"),
-      handler: (ctx) => views.listWidgets(workspaceOf(ctx), userOf(ctx)),
+      handler: (ctx) => widgets.listWidgets(workspaceOf(ctx), userOf(ctx)),
     }),
 
     /** Add a widget to the caller's dashboard. Session. */
@@ -192,15 +125,13 @@ export default defineService({
         "Add a dashboard widget {type, title?, config?, position?: {x, y, w, h}} (saved_view needs config.viewId; config.pipelineId must exist)",
       ),
       async handler(ctx) {
-        const [workspaceId, userId] = [workspaceOf(ctx), userOf(ctx)];
-        const missing = await views.missingWidgetTarget(
-          workspaceId,
-          userId,
-          ctx.params.type,
-          ctx.params.config ?? {},
-        );
-        if (missing) throw notFound(missing);
-        return views.createWidget(workspaceId, userId, ctx.params);
+        const workspaceId = workspaceOf(ctx);
+        const { viewId, pipelineId } = widgetTargets(ctx.params.type, ctx.params.config ?? {});
+        if (viewId !== undefined && !(await ctx.call("savedViews.visible", { viewId })))
+          throw notFound("Saved view");
+        if (pipelineId !== undefined && !(await findPipeline(workspaceId, pipelineId)))
+          throw notFound("Pipeline");
+        return widgets.createWidget(workspaceId, userOf(ctx), ctx.params);
       },
     }),
 
@@ -240,7 +171,11 @@ export default defineService({
         if (unknown)
           throw fieldError("types", `must be a comma-separated list of ${SEARCH_TYPES.join(", ")}`);
         const limit = Math.min(20, ctx.params.limit ?? 5);
-        return search(workspaceOf(ctx), ctx.params.q, { types, limit, may: (p) => callerMay(ctx, p) });
+        return search(workspaceOf(ctx), ctx.params.q, {
+          types,
+          limit,
+          may: (p) => holdsPermission(ctx.meta, p),
+        });
       },
     }),
   },

@@ -115,6 +115,39 @@ describe("saved views", () => {
   });
 });
 
+describe("saved views through moleculer-db's adapter", () => {
+  test("moleculer-db's generated actions are off, and the workspace scope keeps workspaces apart", async () => {
+    const names = w.app.broker.registry.getActionList({}).map((a: { name: string }) => a.name);
+    expect(names.filter((n: string) => n.startsWith("savedViews.")).sort()).toEqual([
+      "savedViews.create",
+      "savedViews.list",
+      "savedViews.remove",
+      "savedViews.update",
+      "savedViews.visible",
+    ]);
+    const shared = await w.owner.client.post(`${w.ws}/saved-views`, {
+      name: "Everyone's",
+      resource: "segments",
+      shared: true,
+    });
+    expect(shared.status).toBe(201);
+    const elsewhere = await w.other.owner.client.post(`${w.other.ws}/saved-views`, {
+      name: "Everyone's",
+      resource: "segments",
+      shared: true,
+    });
+    expect(elsewhere.status).toBe(201);
+    const otherList = (await w.other.owner.client.get(`${w.other.ws}/saved-views?resource=segments`)).body;
+    expect(otherList.map((v: { id: string }) => v.id)).toEqual([elsewhere.body.id]);
+    expect((await w.other.owner.client.delete(`${w.other.ws}/saved-views/${shared.body.id}`)).status).toBe(
+      404,
+    );
+    expect((await w.owner.client.get(`${w.ws}/saved-views?resource=segments`)).body).toEqual([
+      expect.objectContaining({ id: shared.body.id, mine: true, ownerId: expect.any(String) }),
+    ]);
+  });
+});
+
 describe("dashboard widgets", () => {
   test("create and list the caller's widgets in layout order", async () => {
     const first = await w.member.client.post(`${w.ws}/dashboard-widgets`, { type: "deals_by_stage" });
