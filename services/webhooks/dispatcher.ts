@@ -63,10 +63,10 @@ export function deliveryHeaders(
 
 /** Pin the connection to the address the guard checked, so a second DNS answer cannot rebind it. */
 function pinnedLookup(address: string, family: 4 | 6): LookupFunction {
-  return ((_host: string, options: { all?: boolean }, callback: (...args: unknown[]) => void) => {
+  return (_host, options, callback) => {
     if (options?.all) callback(null, [{ address, family }]);
     else callback(null, address, family);
-  }) as unknown as LookupFunction;
+  };
 }
 
 /**
