@@ -1,3 +1,8 @@
+import { execFile } from "node:child_process";
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { promisify } from "node:util";
 import { startApp, type TestApp } from "../../helpers/app";
 
 /**
@@ -108,6 +113,17 @@ test("is an OpenAPI 3.1.0 document with info, servers and paths", () => {
     expect(path).not.toMatch(/:[A-Za-z]/); // {param} syntax, not :param
     expect(path).not.toMatch(/\/$/);
   }
+});
+
+test("validates against the official OpenAPI 3.1 schema (@seriousme/openapi-schema-validator)", async () => {
+  const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), "openapi-")), "openapi.json");
+  fs.writeFileSync(file, JSON.stringify(doc));
+  // Its command line: the package is ESM only, which jest's CommonJS runtime cannot import.
+  const cli = require.resolve("@seriousme/openapi-schema-validator/bin/validate-api-cli.js");
+  const { stdout } = await promisify(execFile)(process.execPath, [cli, file]).catch(
+    (err: { stdout: string }) => err,
+  );
+  expect(JSON.parse(stdout)).toEqual({ valid: true });
 });
 
 test("security schemes: the NextAuth session cookie and bearer API keys", () => {
