@@ -39,6 +39,12 @@ export interface AppConfig {
   segmentTimeRefreshMs: number;
   /** scrypt cost (log2 N); lowered only by tests to keep them fast. */
   passwordCost: number;
+  /** The send path: worker batch, claim lease, poll period, transient retry waits, and sends per second by provider type (none: unlimited). */
+  messageBatch: number;
+  messageLeaseMs: number;
+  messagePollMs: number;
+  messageRetryDelaysMs: number[];
+  providerRateLimits: Record<string, number>;
 }
 
 function int(value: string | undefined, fallback: number): number {
@@ -89,6 +95,20 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     segmentSyncLimit: int(env.SEGMENT_SYNC_LIMIT, 100_000),
     segmentTimeRefreshMs: int(env.SEGMENT_TIME_REFRESH_MS, 3_600_000),
     passwordCost: int(env.PASSWORD_HASH_COST, 15),
+    messageBatch: int(env.MESSAGE_BATCH, 200),
+    messageLeaseMs: int(env.MESSAGE_LEASE_MS, 60_000),
+    messagePollMs: int(env.MESSAGE_POLL_MS, 1_000),
+    messageRetryDelaysMs: (env.MESSAGE_RETRY_DELAYS_MS ?? "30000,120000,600000,3600000")
+      .split(",")
+      .map((v) => Number.parseInt(v.trim(), 10))
+      .filter((n) => Number.isFinite(n) && n >= 0),
+    providerRateLimits: Object.fromEntries(
+      (env.PROVIDER_RATE_LIMITS ?? "")
+        .split(",")
+        .map((pair) => pair.split("=").map((p) => p.trim()))
+        .filter(([type, rate]) => type && Number.parseInt(rate, 10) > 0)
+        .map(([type, rate]) => [type, Number.parseInt(rate, 10)]),
+    ),
   };
 }
 

@@ -15,6 +15,10 @@ export const ErrorCode = {
   NOT_FOUND: "NOT_FOUND",
   ROUTE_NOT_FOUND: "ROUTE_NOT_FOUND",
   CONFLICT: "CONFLICT",
+  TEMPLATE_ERROR: "TEMPLATE_ERROR",
+  INVALID_TOKEN: "INVALID_TOKEN",
+  IDEMPOTENCY_CONFLICT: "IDEMPOTENCY_CONFLICT",
+  INVALID_STATE: "INVALID_STATE",
   PAYLOAD_TOO_LARGE: "PAYLOAD_TOO_LARGE",
   RATE_LIMITED: "RATE_LIMITED",
   SERVICE_UNAVAILABLE: "SERVICE_UNAVAILABLE",
@@ -25,6 +29,8 @@ export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
 export interface FieldIssue {
   field: string;
   message: string;
+  /** A template's line, for TEMPLATE_ERROR. */
+  line?: number;
 }
 
 export interface ErrorData {
@@ -57,6 +63,20 @@ export function found<T>(row: T | null | undefined, what: string): T {
   return row;
 }
 export const conflict = (message: string) => clientError(message, 409, ErrorCode.CONFLICT);
+/** A Liquid or MJML fault at save, naming the field and line. */
+export const templateError = (details: FieldIssue[]) =>
+  clientError(
+    `Template error: ${details.map((d) => `${d.field}${d.line ? ` (line ${d.line})` : ""}: ${d.message}`).join("; ")}`,
+    400,
+    ErrorCode.TEMPLATE_ERROR,
+    { details },
+  );
+/** A public link's token or signature that does not verify (or has expired). */
+export const invalidToken = (message = "The link is invalid or has expired") =>
+  clientError(message, 400, ErrorCode.INVALID_TOKEN);
+export const idempotencyConflict = (message: string) =>
+  clientError(message, 409, ErrorCode.IDEMPOTENCY_CONFLICT);
+export const invalidState = (message: string) => clientError(message, 409, ErrorCode.INVALID_STATE);
 export const payloadTooLarge = (message: string) => clientError(message, 413, ErrorCode.PAYLOAD_TOO_LARGE);
 export const rateLimited = (retryAfter: number) =>
   clientError("Too many requests", 429, ErrorCode.RATE_LIMITED, { retryAfter });

@@ -32,6 +32,10 @@ export interface AppMeta {
   cookies?: Record<string, string>;
   method?: string;
   contentType?: string;
+  /** The `Idempotency-Key` request header (lib/idempotency.ts). */
+  idempotencyKey?: string;
+  /** The `Accept` request header: public pages answer HTML when a browser prefers it. */
+  accept?: string;
   $statusCode?: number;
   $statusMessage?: string;
   $responseType?: string;

@@ -131,14 +131,22 @@ function operationFor(action: RegistryAction, method: string, fullPath: string):
         : auth === "cron"
           ? [{ cronSecret: [] }]
           : [{ sessionCookie: [] }, { bearerApiKey: [] }];
-  const { summary, description, tags, responses, requestBody, ...rest } = action.openapi ?? {};
+  const {
+    summary,
+    description,
+    tags,
+    responses,
+    requestBody,
+    parameters: headers,
+    ...rest
+  } = action.openapi ?? {};
   const operation: JsonSchema = {
     operationId: `${action.name}${method === "*" ? "" : `.${method.toLowerCase()}`}`,
     summary: summary ?? action.name,
     description: [description, accessSentence(action)].filter(Boolean).join("\n\n"),
     tags: tags ?? [action.name.split(".")[0]],
     security,
-    parameters,
+    parameters: [...parameters, ...((headers as JsonSchema[] | undefined) ?? [])],
     responses: responses ?? successResponses(action, method),
     ...rest,
   };
@@ -233,7 +241,11 @@ export function buildOpenApi(services: unknown[], serverUrl: string): JsonSchema
                     type: "array",
                     items: {
                       type: "object",
-                      properties: { field: { type: "string" }, message: { type: "string" } },
+                      properties: {
+                        field: { type: "string" },
+                        message: { type: "string" },
+                        line: { type: "integer", description: "TEMPLATE_ERROR: the template's line" },
+                      },
                     },
                   },
                 },

@@ -1,5 +1,6 @@
 import fs from "node:fs";
 import path from "node:path";
+import { Liquid } from "liquidjs";
 import type { AppContext } from "./moleculer-types";
 import { PUBLIC_DIR } from "./paths";
 
@@ -7,4 +8,38 @@ import { PUBLIC_DIR } from "./paths";
 export function servePage(ctx: AppContext, file: string): fs.ReadStream {
   ctx.meta.$responseType = "text/html; charset=utf-8";
   return fs.createReadStream(path.join(PUBLIC_DIR, file));
+}
+
+/**
+ * Pages drawn from data (unsubscribe, preference centre): Liquid templates
+ * under public/pages with every output HTML-escaped, so nothing a contact or
+ * a workspace wrote can inject markup. They share public/pages.css with the
+ * sign-in page.
+ */
+const pageEngine = new Liquid({
+  root: path.join(PUBLIC_DIR, "pages"),
+  extname: ".liquid",
+  outputEscape: "escape",
+  strictFilters: true,
+  ownPropertyOnly: true,
+  cache: true,
+});
+
+export async function renderPage(
+  ctx: AppContext,
+  name: string,
+  data: Record<string, unknown>,
+  status = 200,
+): Promise<string> {
+  ctx.meta.$responseType = "text/html; charset=utf-8";
+  if (status !== 200) ctx.meta.$statusCode = status;
+  return pageEngine.renderFile(name, data) as Promise<string>;
+}
+
+/** Whether the client would rather read HTML than JSON (a browser's Accept lists text/html first or alone). */
+export function prefersHtml(accept: string | undefined): boolean {
+  if (!accept) return false;
+  const html = accept.indexOf("text/html");
+  const json = accept.indexOf("application/json");
+  return html >= 0 && (json < 0 || html < json);
 }

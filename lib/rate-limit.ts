@@ -43,6 +43,17 @@ export async function consume(spec: LimitSpec, subject: string): Promise<void> {
   }
 }
 
+/** Take one hit when the limit allows: 0, else how many milliseconds until it would (nothing counted). Throttles work, not requests. */
+export async function takeTurn(spec: LimitSpec, subject: string): Promise<number> {
+  try {
+    await limiter(spec).consume(subject, 1);
+    return 0;
+  } catch (err) {
+    if (err instanceof RateLimiterRes) return Math.max(1, err.msBeforeNext);
+    throw err;
+  }
+}
+
 /** A 429 when `subject` has used the whole limit, without counting a hit. */
 export async function refuseWhenSpent(spec: LimitSpec, subject: string): Promise<void> {
   const state = await limiter(spec).get(subject);

@@ -20,6 +20,7 @@ import * as contactsFillfactor from "./0034-contacts-fillfactor";
 import * as outboxRetries from "./0035-outbox-retries";
 import * as sessionRevocation from "./0036-session-revocation";
 import * as webhookClaimByAge from "./0037-webhook-claim-by-age";
+import * as templatesMessages from "./0040-templates-messages";
 
 export interface Migration {
   name: string;
@@ -49,4 +50,5 @@ export const migrations: Migration[] = [
   { name: "0035-outbox-retries", up: outboxRetries.up },
   { name: "0036-session-revocation", up: sessionRevocation.up },
   { name: "0037-webhook-claim-by-age", up: webhookClaimByAge.up },
+  { name: "0040-templates-messages", up: templatesMessages.up },
 ];

@@ -54,8 +54,8 @@ const ApiService: ServiceSchema = {
       ? {
           origin: config().corsOrigins,
           methods: ["GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"],
-          allowedHeaders: ["Content-Type", "Authorization", "X-Webhook-Signature"],
-          exposedHeaders: ["Retry-After"],
+          allowedHeaders: ["Content-Type", "Authorization", "X-Webhook-Signature", "Idempotency-Key"],
+          exposedHeaders: ["Retry-After", "Idempotent-Replayed"],
           credentials: true,
           maxAge: 3600,
         }
@@ -86,6 +86,9 @@ const ApiService: ServiceSchema = {
           ctx.meta.method = req.method;
           ctx.meta.contentType = req.headers["content-type"];
           ctx.meta.userAgent = req.headers["user-agent"];
+          ctx.meta.accept = req.headers.accept;
+          const idempotencyKey = req.headers["idempotency-key"];
+          if (typeof idempotencyKey === "string") ctx.meta.idempotencyKey = idempotencyKey;
           // onBeforeCall runs before authenticate: parse the cookies here, for both.
           req.cookies ??= parseCookies(req.headers.cookie ?? "");
           ctx.meta.cookies = req.cookies;

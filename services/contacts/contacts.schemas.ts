@@ -372,3 +372,53 @@ export const openapi = {
     "4XX": { $ref: "#/components/responses/Error" },
   },
 };
+
+const Ids = Type.Array(Type.String({ minLength: 1, maxLength: 64 }), { maxItems: 1000 });
+
+/** Internal actions of the send path (services/contacts/sending.actions.ts). */
+export const sendingSchemas = {
+  forSend: Params({ contactIds: Ids }),
+  byAddress: Params({
+    type: StringEnum(["email", "phone"]),
+    value: Type.String({ minLength: 1, maxLength: 254 }),
+  }),
+  dncReasons: Params({
+    addresses: Type.Array(
+      Type.Object({ type: StringEnum(["email", "phone"]), value: Type.String({ maxLength: 254 }) }),
+      { maxItems: 1000 },
+    ),
+  }),
+  applyPreferences: Params({
+    contactId: Type.String({ minLength: 1, maxLength: 64 }),
+    channels: Type.Optional(
+      Type.Partial(
+        Type.Object(
+          Object.fromEntries(
+            CONSENT_CHANNELS.map((c) => [c, StringEnum(["opted_in", "opted_out"])]),
+          ) as Record<
+            (typeof CONSENT_CHANNELS)[number],
+            ReturnType<typeof StringEnum<["opted_in", "opted_out"]>>
+          >,
+          { additionalProperties: false },
+        ),
+      ),
+    ),
+    topics: Type.Optional(Type.Record(Type.String({ maxLength: 100 }), Type.Boolean())),
+    all: Type.Optional(Type.Literal("opted_out")),
+    source: Type.String({ minLength: 1, maxLength: 50 }),
+    messageId: Type.Optional(Nullable(Type.String({ maxLength: 64 }))),
+  }),
+};
+
+export const sendingResults = {
+  forSend: Type.Array(ContactSchema),
+  byAddress: Nullable(ContactSchema),
+  dncReasons: Type.Array(
+    Type.Object({
+      type: StringEnum(["email", "phone"]),
+      value: Type.String(),
+      reason: Nullable(Type.String()),
+    }),
+  ),
+  applyPreferences: Type.Object({ contact: ContactSchema, optedOut: Type.Array(Type.String()) }),
+};

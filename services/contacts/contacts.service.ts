@@ -28,6 +28,7 @@ import {
 } from "./contacts.schemas";
 import { exportCsv } from "./csv-export";
 import { dncActions } from "./dnc.actions";
+import { sendingActions } from "./sending.actions";
 import { duplicateGroups, duplicatesOf } from "./duplicates";
 import { evaluateSegments } from "./effects";
 import { filterOf, inputOf } from "./filters";
@@ -44,7 +45,7 @@ const tags = CONTACTS_TAGS;
 export default defineService({
   name: "contacts",
   // Do-not-contact and one contact's data (notes, timeline, stages, export, GDPR, link) are actions of this service too.
-  mixins: [DatabaseMixin, OutboxRelayMixin, dncActions, contactDataActions],
+  mixins: [DatabaseMixin, OutboxRelayMixin, dncActions, contactDataActions, sendingActions],
   settings: { rest: "/" },
 
   actions: {

@@ -79,7 +79,7 @@ export async function gdprExport(workspaceId: string, contactId: string): Promis
 }
 
 /** Tables whose rows about the contact are removed outright (others cascade or lose the link with the contact). */
-const ERASE = ["events", "messages", "form_submissions"];
+const ERASE = ["events", "messages", "short_link_clicks", "form_submissions"];
 /** Cleared after the contact row: its cascade to segment_members writes exits into this log. */
 const ERASE_AFTER = ["segment_membership_log"];
 

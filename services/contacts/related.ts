@@ -15,6 +15,7 @@ export const MOVABLE_TABLES = [
   "tasks",
   "contact_stage_history",
   "messages",
+  "short_link_clicks",
   "form_submissions",
 ];
 

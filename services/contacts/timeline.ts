@@ -38,11 +38,13 @@ export async function timeline(
                                'utmSource', utm_source, 'utmMedium', utm_medium, 'utmCampaign', utm_campaign)
        FROM events WHERE contact_id = $1`);
   }
-  // Tables of areas still to come are read generically (every column but the workspace).
   if (present.has("messages"))
-    parts.push(
-      `SELECT 'message', m.id, m.created_at, to_jsonb(m) - 'workspace_id' - 'contact_id' FROM messages m WHERE m.contact_id = $1`,
-    );
+    parts.push(`SELECT 'message', m.id, m.created_at,
+            jsonb_build_object('messageId', m.id, 'channel', m.channel, 'status', m.status, 'reason', m.reason, 'to', m.to_address,
+                               'templateId', m.template_id, 'campaignId', m.campaign_id, 'variant', m.variant,
+                               'sentAt', m.sent_at, 'openedAt', m.opened_at, 'clickedAt', m.clicked_at)
+       FROM messages m WHERE m.contact_id = $1`);
+  // Tables of areas still to come are read generically (every column but the workspace).
   if (present.has("form_submissions")) {
     parts.push(
       `SELECT 'form_submission', f.id, f.created_at, to_jsonb(f) - 'workspace_id' - 'contact_id' FROM form_submissions f WHERE f.contact_id = $1`,

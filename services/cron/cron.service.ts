@@ -11,6 +11,7 @@ import { DateTime } from "../../lib/schema";
  */
 export const TICK_STEPS = [
   "webhooks.dispatchDue",
+  "messages.processDue",
   "crm.notifyDueTasks",
   // Decay first: the score segments it moves are current before time-relative segments refresh.
   "scoring.applyDecay",

@@ -1,0 +1,44 @@
+import { defineAction } from "../../lib/define-service";
+import { workspaceOf } from "../../lib/tenancy";
+import { sendingResults, sendingSchemas } from "./contacts.schemas";
+import { evaluateSegments } from "./effects";
+import { applyPreferences, contactByAddress, contactsByIds, dncReasons } from "./sending";
+
+/** Internal actions of the send path (mixed into `contacts`): no routes, called by messages with the workspace in meta. */
+export const sendingActions = {
+  actions: {
+    /** Contacts by id, for a batch of sends (missing ids are left out). */
+    forSend: defineAction({
+      params: sendingSchemas.forSend,
+      result: sendingResults.forSend,
+      handler: (ctx) => contactsByIds(workspaceOf(ctx), ctx.params.contactIds),
+    }),
+
+    /** The contact an email or phone belongs to, or null. */
+    byAddress: defineAction({
+      params: sendingSchemas.byAddress,
+      result: sendingResults.byAddress,
+      handler: (ctx) => contactByAddress(workspaceOf(ctx), ctx.params.type, ctx.params.value),
+    }),
+
+    /** Which addresses are on the do-not-contact list, with the entry's reason. */
+    dncReasons: defineAction({
+      params: sendingSchemas.dncReasons,
+      result: sendingResults.dncReasons,
+      handler: (ctx) => dncReasons(workspaceOf(ctx), ctx.params.addresses),
+    }),
+
+    /** A contact's own choices (unsubscribe, preference centre, double opt-in); only real changes emit. */
+    applyPreferences: defineAction({
+      params: sendingSchemas.applyPreferences,
+      result: sendingResults.applyPreferences,
+      async handler(ctx) {
+        const ws = workspaceOf(ctx);
+        const { contactId, ...changes } = ctx.params;
+        const result = await applyPreferences(ws, contactId, changes);
+        await evaluateSegments(this.broker, ws, [contactId]);
+        return result;
+      },
+    }),
+  },
+};

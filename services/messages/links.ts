@@ -1,0 +1,96 @@
+import crypto from "node:crypto";
+import jwt from "jsonwebtoken";
+import { authSecret } from "../../lib/auth-secret";
+import { config } from "../../lib/config";
+import { safeEqual } from "../../lib/crypto";
+import { invalidToken } from "../../lib/errors";
+
+/**
+ * Signed public links (contract 6): JWT HS256 tokens for unsubscribe,
+ * preferences and confirm, and the tracking signature `s` of opens and
+ * clicks. Each key is HKDF-SHA256 of AUTH_SECRET with its own `info`, so a
+ * leaked link key reveals nothing about sessions or the other key.
+ */
+
+export type LinkType = "unsubscribe" | "preferences" | "confirm" | "visitor" | "asset";
+
+export interface LinkClaims {
+  typ: LinkType;
+  ws: string;
+  sub: string;
+  ch?: string;
+  mid?: string;
+  src?: string;
+}
+
+const DAY_SECONDS = 86_400;
+const keys = new Map<string, { secret: string; key: Buffer }>();
+
+function derivedKey(info: string): Buffer {
+  const secret = authSecret();
+  const cached = keys.get(info);
+  if (cached?.secret === secret) return cached.key;
+  const key = Buffer.from(crypto.hkdfSync("sha256", secret, Buffer.alloc(0), info, 32));
+  keys.set(info, { secret, key });
+  return key;
+}
+
+const linkKey = () => derivedKey("cms link token v1");
+const trackingKey = () => derivedKey("cms tracking v1");
+
+/** A link token: 365 days, `confirm` 7. */
+export function signLinkToken(claims: LinkClaims): string {
+  const days = claims.typ === "confirm" ? 7 : 365;
+  return jwt.sign(claims, linkKey(), { algorithm: "HS256", expiresIn: days * DAY_SECONDS });
+}
+
+/** The token's claims when it verifies as `typ` (one of `types`); else 400 INVALID_TOKEN. */
+export function verifyLinkToken(
+  token: string | undefined,
+  types: LinkType[],
+): LinkClaims & { iat: number; exp: number } {
+  if (!token) throw invalidToken("The link has no token");
+  let claims: jwt.JwtPayload | string;
+  try {
+    claims = jwt.verify(token, linkKey(), { algorithms: ["HS256"] });
+  } catch {
+    throw invalidToken();
+  }
+  if (
+    typeof claims !== "object" ||
+    !types.includes(claims.typ) ||
+    typeof claims.ws !== "string" ||
+    typeof claims.sub !== "string"
+  )
+    throw invalidToken();
+  return claims as LinkClaims & { iat: number; exp: number };
+}
+
+/** base64url of the first 16 bytes of HMAC-SHA256(`<messageId>:<u>`); `u` is empty for the open pixel. */
+export function trackingSignature(messageId: string, code = ""): string {
+  return crypto
+    .createHmac("sha256", trackingKey())
+    .update(`${messageId}:${code}`)
+    .digest()
+    .subarray(0, 16)
+    .toString("base64url");
+}
+
+export const trackingSignatureValid = (messageId: string, code: string, s: string | undefined) =>
+  typeof s === "string" && safeEqual(s, trackingSignature(messageId, code));
+
+const base = () => config().publicUrl;
+
+export function trackingUrl(messageId: string, code?: string): string {
+  const query = code
+    ? `u=${encodeURIComponent(code)}&s=${trackingSignature(messageId, code)}`
+    : `s=${trackingSignature(messageId)}`;
+  return `${base()}/api/messages/${encodeURIComponent(messageId)}/track?${query}`;
+}
+
+export const unsubscribeUrl = (token: string) =>
+  `${base()}/api/unsubscribe?token=${encodeURIComponent(token)}`;
+export const preferencesUrl = (token: string) =>
+  `${base()}/api/preferences?token=${encodeURIComponent(token)}`;
+export const confirmUrl = (token: string) =>
+  `${base()}/api/preferences/confirm?token=${encodeURIComponent(token)}`;

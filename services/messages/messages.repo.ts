@@ -1,0 +1,496 @@
+import { QueryTypes, type Transaction } from "sequelize";
+import { randomBase62 } from "../../lib/crypto";
+import { Binds, database } from "../../lib/database";
+import { stageDomainEvents } from "../../lib/outbox";
+import { pageOf, type Page, type PageRequest } from "../../lib/pagination";
+import type { Channel, Content } from "../templates/render";
+import type { MessageDetail, MessageView, ShortLinkView } from "./messages.schemas";
+
+/** Every query of the messages area: the message queue and record, short links and their clicks. */
+
+export interface MessageRow {
+  id: string;
+  workspace_id: string;
+  contact_id: string | null;
+  channel: Channel;
+  status: string;
+  reason: string | null;
+  to_address: string;
+  template_id: string | null;
+  variant: string | null;
+  locale: string | null;
+  campaign_id: string | null;
+  enrollment_id: string | null;
+  topic: string | null;
+  transactional: boolean;
+  provider_id: string | null;
+  provider_type: string | null;
+  provider_message_id: string | null;
+  content: Content | null;
+  variables: Record<string, unknown>;
+  send_at: Date;
+  sent_at: Date | null;
+  delivered_at: Date | null;
+  opened_at: Date | null;
+  clicked_at: Date | null;
+  opens: number;
+  clicks: number;
+  error: string | null;
+  attempts: number;
+  history: Array<{ status: string; at: string; reason: string | null }>;
+  created_at: Date;
+  updated_at: Date;
+}
+
+export function messageView(r: MessageRow): MessageView {
+  return {
+    id: r.id,
+    channel: r.channel,
+    status: r.status as MessageView["status"],
+    reason: r.reason,
+    contactId: r.contact_id,
+    to: r.to_address,
+    templateId: r.template_id,
+    variant: r.variant,
+    locale: r.locale,
+    campaignId: r.campaign_id,
+    enrollmentId: r.enrollment_id,
+    topic: r.topic,
+    transactional: r.transactional,
+    providerId: r.provider_id,
+    providerType: r.provider_type,
+    providerMessageId: r.provider_message_id,
+    sendAt: r.send_at,
+    sentAt: r.sent_at,
+    deliveredAt: r.delivered_at,
+    openedAt: r.opened_at,
+    clickedAt: r.clicked_at,
+    opens: r.opens,
+    clicks: r.clicks,
+    error: r.error,
+    createdAt: r.created_at,
+    updatedAt: r.updated_at,
+  };
+}
+
+const detailView = (r: MessageRow): MessageDetail => ({
+  ...messageView(r),
+  content: r.content,
+  history: r.history,
+});
+
+/** A history entry appended in SQL (`$n` is the reason). */
+const historyEntry = (status: string, reasonParam = "NULL") =>
+  `history || jsonb_build_array(jsonb_build_object('status', '${status}', 'at', now(), 'reason', ${reasonParam}))`;
+
+export interface NewMessage {
+  id: string;
+  contactId: string | null;
+  channel: Channel;
+  status: "queued" | "suppressed";
+  reason: string | null;
+  to: string;
+  templateId: string | null;
+  locale: string | null;
+  campaignId: string | null;
+  enrollmentId: string | null;
+  topic: string | null;
+  transactional: boolean;
+  providerId: string | null;
+  content: Content | null;
+  variables: Record<string, unknown>;
+  sendAt: Date;
+  /** Why the send waits (quiet hours), noted in its history. */
+  deferred: string | null;
+}
+
+export async function insertMessage(workspaceId: string, m: NewMessage): Promise<MessageView> {
+  const sequelize = await database();
+  const history = [{ status: m.status, at: new Date().toISOString(), reason: m.reason ?? m.deferred }];
+  const [row] = await sequelize.query<MessageRow>(
+    `INSERT INTO messages (id, workspace_id, contact_id, channel, status, reason, to_address, template_id, locale,
+                           campaign_id, enrollment_id, topic, transactional, provider_id, content, variables, send_at, history)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15::jsonb, $16::jsonb, $17, $18::jsonb)
+     RETURNING *`,
+    {
+      bind: [
+        m.id,
+        workspaceId,
+        m.contactId,
+        m.channel,
+        m.status,
+        m.reason,
+        m.to,
+        m.templateId,
+        m.locale,
+        m.campaignId,
+        m.enrollmentId,
+        m.topic,
+        m.transactional,
+        m.providerId,
+        m.content ? JSON.stringify(m.content) : null,
+        JSON.stringify(m.variables),
+        m.sendAt,
+        JSON.stringify(history),
+      ],
+      type: QueryTypes.SELECT,
+    },
+  );
+  return messageView(row);
+}
+
+export async function getMessage(workspaceId: string, id: string): Promise<MessageDetail | null> {
+  const sequelize = await database();
+  const [row] = await sequelize.query<MessageRow>(
+    `SELECT * FROM messages WHERE workspace_id = $1 AND id = $2`,
+    {
+      bind: [workspaceId, id],
+      type: QueryTypes.SELECT,
+    },
+  );
+  return row ? detailView(row) : null;
+}
+
+/** A message by id alone: public tracking links name no workspace (their signature vouches for the id). */
+export async function getMessageById(id: string): Promise<MessageRow | null> {
+  const sequelize = await database();
+  const [row] = await sequelize.query<MessageRow>(`SELECT * FROM messages WHERE id = $1`, {
+    bind: [id],
+    type: QueryTypes.SELECT,
+  });
+  return row ?? null;
+}
+
+export interface MessageFilter {
+  status?: string;
+  channel?: string;
+  contactId?: string;
+  campaignId?: string;
+  templateId?: string;
+  from?: string;
+  to?: string;
+}
+
+export async function listMessages(
+  workspaceId: string,
+  page: PageRequest,
+  filter: MessageFilter,
+): Promise<Page<MessageView>> {
+  const sequelize = await database();
+  const binds = new Binds([workspaceId]);
+  const where = ["workspace_id = $1"];
+  const equal: Array<[keyof MessageFilter, string]> = [
+    ["status", "status"],
+    ["channel", "channel"],
+    ["contactId", "contact_id"],
+    ["campaignId", "campaign_id"],
+    ["templateId", "template_id"],
+  ];
+  for (const [key, column] of equal) if (filter[key]) where.push(`${column} = ${binds.p(filter[key])}`);
+  if (filter.from) where.push(`created_at >= ${binds.p(filter.from)}`);
+  if (filter.to) where.push(`created_at <= ${binds.p(filter.to)}`);
+  const clause = where.join(" AND ");
+  const [rows, [{ n }]] = await Promise.all([
+    sequelize.query<MessageRow>(
+      `SELECT * FROM messages WHERE ${clause} ORDER BY created_at DESC, id DESC LIMIT ${page.limit} OFFSET ${page.offset}`,
+      { bind: binds.values, type: QueryTypes.SELECT },
+    ),
+    sequelize.query<{ n: string }>(`SELECT count(*) AS n FROM messages WHERE ${clause}`, {
+      bind: binds.values,
+      type: QueryTypes.SELECT,
+    }),
+  ]);
+  return pageOf(rows.map(messageView), Number(n), page);
+}
+
+/** Non-transactional sends to a contact on `channels` since `since` that count against the frequency cap. */
+export async function recentSendCount(
+  workspaceId: string,
+  contactId: string,
+  channels: string[] | null,
+  since: Date,
+): Promise<number> {
+  const sequelize = await database();
+  const [{ n }] = await sequelize.query<{ n: string }>(
+    `SELECT count(*) AS n FROM messages
+      WHERE contact_id = $2 AND workspace_id = $1 AND NOT transactional AND created_at >= $3
+        AND status NOT IN ('suppressed', 'failed') AND ($4::text[] IS NULL OR channel = ANY ($4::text[]))`,
+    { bind: [workspaceId, contactId, since, channels], type: QueryTypes.SELECT },
+  );
+  return Number(n);
+}
+
+/**
+ * Take up to `limit` due sends that no other worker holds (`FOR UPDATE SKIP
+ * LOCKED`): queued ones whose `sendAt` has come, and sending ones whose
+ * worker's lease ran out (it crashed). Each claim counts an attempt, which
+ * the worker then quotes to record the outcome, so a worker whose lease was
+ * taken over cannot overwrite the newer claim's result.
+ */
+export async function claimDue(limit: number, leaseMs: number): Promise<MessageRow[]> {
+  const sequelize = await database();
+  return sequelize.query<MessageRow>(
+    `UPDATE messages m SET status = 'sending', attempts = m.attempts + 1, lease_until = now() + $1 * interval '1 millisecond',
+            updated_at = now(),
+            history = CASE WHEN m.status = 'sending' THEN m.history ELSE m.${historyEntry("sending")} END
+      WHERE m.id IN (SELECT id FROM messages
+                      WHERE status IN ('queued', 'sending') AND send_at <= now()
+                        AND (status = 'queued' OR lease_until < now())
+                      ORDER BY send_at LIMIT ${Math.max(1, Math.floor(limit))} FOR UPDATE SKIP LOCKED)
+      RETURNING m.*`,
+    { bind: [leaseMs], type: QueryTypes.SELECT },
+  );
+}
+
+/**
+ * The provider accepted the send: record it and stage `message.sent` in the
+ * same transaction, so the fact reaches webhooks once per message.
+ */
+export async function markSent(
+  row: MessageRow,
+  sent: {
+    providerType: string;
+    providerId: string | null;
+    providerMessageId: string;
+    content: Content;
+    locale: string | null;
+    variant: string | null;
+  },
+): Promise<boolean> {
+  const sequelize = await database();
+  return sequelize.transaction(async (transaction: Transaction) => {
+    const updated = await sequelize.query<{ id: string }>(
+      `UPDATE messages SET status = 'sent', sent_at = now(), lease_until = NULL, provider_type = $3, provider_id = $4,
+              provider_message_id = $5, content = $6::jsonb, locale = $7, variant = $8, error = NULL, updated_at = now(),
+              history = ${historyEntry("sent")}
+        WHERE id = $1 AND attempts = $2 AND status = 'sending' RETURNING id`,
+      {
+        bind: [
+          row.id,
+          row.attempts,
+          sent.providerType,
+          sent.providerId,
+          sent.providerMessageId,
+          JSON.stringify(sent.content),
+          sent.locale,
+          sent.variant,
+        ],
+        type: QueryTypes.SELECT,
+        transaction,
+      },
+    );
+    if (!updated.length) return false;
+    await stageDomainEvents(transaction, row.workspace_id, [
+      {
+        type: "message.sent",
+        data: {
+          contactId: row.contact_id,
+          channel: row.channel,
+          messageId: row.id,
+          status: "sent",
+          campaignId: row.campaign_id,
+        },
+      },
+    ]);
+    return true;
+  });
+}
+
+/** A permanent failure (or retries spent): the message fails with the reason. */
+export async function markFailed(row: MessageRow, error: string): Promise<void> {
+  const sequelize = await database();
+  await sequelize.query(
+    `UPDATE messages SET status = 'failed', error = $3, lease_until = NULL, updated_at = now(), history = ${historyEntry("failed", "$3::text")}
+      WHERE id = $1 AND attempts = $2 AND status = 'sending'`,
+    { bind: [row.id, row.attempts, error.slice(0, 2000)] },
+  );
+}
+
+/** A transient failure: back to the queue, due at `at`. */
+export async function retryAt(row: MessageRow, at: Date, error: string): Promise<void> {
+  const sequelize = await database();
+  await sequelize.query(
+    `UPDATE messages SET status = 'queued', send_at = $3, error = $4, lease_until = NULL, updated_at = now()
+      WHERE id = $1 AND attempts = $2 AND status = 'sending'`,
+    { bind: [row.id, row.attempts, at, error.slice(0, 2000)] },
+  );
+}
+
+/** Hand a claimed send back untouched (the provider's rate limit is spent; the claim does not count). */
+export async function release(row: MessageRow, at: Date): Promise<void> {
+  const sequelize = await database();
+  await sequelize.query(
+    `UPDATE messages SET status = 'queued', send_at = $3, attempts = attempts - 1, lease_until = NULL, updated_at = now()
+      WHERE id = $1 AND attempts = $2 AND status = 'sending'`,
+    { bind: [row.id, row.attempts, at] },
+  );
+}
+
+/**
+ * Count an open. A human one moves the status forward (sent or delivered →
+ * opened) and sets `openedAt` once; a machine one is only counted as an
+ * event. Null when the message does not exist.
+ */
+export async function recordOpen(id: string, machine: boolean): Promise<MessageRow | null> {
+  const sequelize = await database();
+  const [row] = await sequelize.query<MessageRow>(
+    machine
+      ? `SELECT * FROM messages WHERE id = $1`
+      : `UPDATE messages SET opens = opens + 1, opened_at = coalesce(opened_at, now()), updated_at = now(),
+                status = CASE WHEN status IN ('sent', 'delivered') THEN 'opened' ELSE status END,
+                history = CASE WHEN status IN ('sent', 'delivered') THEN ${historyEntry("opened")} ELSE history END
+          WHERE id = $1 RETURNING *`,
+    { bind: [id], type: QueryTypes.SELECT },
+  );
+  return row ?? null;
+}
+
+/** Count a click (a click is also an open); machine clicks leave the message as it was. */
+export async function recordClick(id: string, machine: boolean): Promise<MessageRow | null> {
+  const sequelize = await database();
+  const [row] = await sequelize.query<MessageRow>(
+    machine
+      ? `SELECT * FROM messages WHERE id = $1`
+      : `UPDATE messages SET clicks = clicks + 1, clicked_at = coalesce(clicked_at, now()),
+                opened_at = coalesce(opened_at, now()), updated_at = now(),
+                status = CASE WHEN status IN ('sent', 'delivered', 'opened') THEN 'clicked' ELSE status END,
+                history = CASE WHEN status IN ('sent', 'delivered', 'opened') THEN ${historyEntry("clicked")} ELSE history END
+          WHERE id = $1 RETURNING *`,
+    { bind: [id], type: QueryTypes.SELECT },
+  );
+  return row ?? null;
+}
+
+/** Per-variant figures of a template's sends (A/B statistics). */
+export async function variantStats(
+  workspaceId: string,
+  templateId: string,
+): Promise<Array<{ variant: string; sent: number; opened: number; clicked: number }>> {
+  const sequelize = await database();
+  const rows = await sequelize.query<{ variant: string; sent: string; opened: string; clicked: string }>(
+    `SELECT variant, count(*) FILTER (WHERE sent_at IS NOT NULL) AS sent,
+            count(*) FILTER (WHERE opened_at IS NOT NULL) AS opened, count(*) FILTER (WHERE clicked_at IS NOT NULL) AS clicked
+       FROM messages WHERE workspace_id = $1 AND template_id = $2 AND variant IS NOT NULL GROUP BY variant`,
+    { bind: [workspaceId, templateId], type: QueryTypes.SELECT },
+  );
+  return rows.map((r) => ({
+    variant: r.variant,
+    sent: Number(r.sent),
+    opened: Number(r.opened),
+    clicked: Number(r.clicked),
+  }));
+}
+
+/** The short-link code of each URL for (template, campaign), created when missing (8 base62 characters). */
+export async function shortLinkCodes(
+  workspaceId: string,
+  templateId: string | null,
+  campaignId: string | null,
+  urls: string[],
+): Promise<Map<string, string>> {
+  const codes = new Map<string, string>();
+  if (!urls.length) return codes;
+  const sequelize = await database();
+  const unique = [...new Set(urls)];
+  await sequelize.query(
+    `INSERT INTO short_links (code, workspace_id, template_id, campaign_id, url)
+     SELECT v.code, $1, $2, $3, v.url FROM unnest($4::text[], $5::text[]) AS v(url, code)
+     ON CONFLICT DO NOTHING`,
+    { bind: [workspaceId, templateId, campaignId, unique, unique.map(() => randomBase62(8))] },
+  );
+  const rows = await sequelize.query<{ url: string; code: string }>(
+    `SELECT url, code FROM short_links
+      WHERE workspace_id = $1 AND coalesce(template_id, '') = coalesce($2, '') AND coalesce(campaign_id, '') = coalesce($3, '')
+        AND url = ANY ($4::text[])`,
+    { bind: [workspaceId, templateId, campaignId, unique], type: QueryTypes.SELECT },
+  );
+  for (const r of rows) codes.set(r.url, r.code);
+  return codes;
+}
+
+/**
+ * Count a click on a short link from a message, and whether it looks like a
+ * link scanner's: other links of the same message first clicked within
+ * `burstMs` (a person opens one link; a scanner follows them all at once).
+ */
+export async function recordLinkClick(
+  workspaceId: string,
+  code: string,
+  messageId: string,
+  contactId: string | null,
+  burstMs: number,
+  machine: boolean,
+): Promise<{ url: string; burst: boolean } | null> {
+  const sequelize = await database();
+  return sequelize.transaction(async (transaction) => {
+    const [link] = await sequelize.query<{ url: string }>(
+      `SELECT url FROM short_links WHERE code = $1 AND workspace_id = $2`,
+      { bind: [code, workspaceId], type: QueryTypes.SELECT, transaction },
+    );
+    if (!link) return null;
+    const [{ burst }] = await sequelize.query<{ burst: boolean }>(
+      `SELECT count(*) >= 2 AS burst FROM short_link_clicks
+        WHERE message_id = $1 AND code <> $2 AND first_at > now() - $3 * interval '1 millisecond'`,
+      { bind: [messageId, code, burstMs], type: QueryTypes.SELECT, transaction },
+    );
+    const [{ first }] = await sequelize.query<{ first: boolean }>(
+      `INSERT INTO short_link_clicks (code, message_id, workspace_id, contact_id) VALUES ($1, $2, $3, $4)
+       ON CONFLICT (code, message_id) DO UPDATE SET clicks = short_link_clicks.clicks + 1, last_at = now()
+       RETURNING (xmax = 0) AS first`,
+      { bind: [code, messageId, workspaceId, contactId], type: QueryTypes.SELECT, transaction },
+    );
+    if (!machine && !burst)
+      await sequelize.query(
+        `UPDATE short_links SET clicks = clicks + 1, unique_clicks = unique_clicks + $2, updated_at = now() WHERE code = $1`,
+        { bind: [code, first ? 1 : 0], transaction },
+      );
+    return { url: link.url, burst };
+  });
+}
+
+export async function listShortLinks(
+  workspaceId: string,
+  page: PageRequest,
+  filter: { campaignId?: string; templateId?: string },
+): Promise<Page<ShortLinkView>> {
+  const sequelize = await database();
+  const binds = new Binds([workspaceId]);
+  const where = ["workspace_id = $1"];
+  if (filter.campaignId) where.push(`campaign_id = ${binds.p(filter.campaignId)}`);
+  if (filter.templateId) where.push(`template_id = ${binds.p(filter.templateId)}`);
+  const clause = where.join(" AND ");
+  const [rows, [{ n }]] = await Promise.all([
+    sequelize.query<{
+      code: string;
+      url: string;
+      template_id: string | null;
+      campaign_id: string | null;
+      clicks: number;
+      unique_clicks: number;
+      created_at: Date;
+      updated_at: Date;
+    }>(
+      `SELECT * FROM short_links WHERE ${clause} ORDER BY created_at DESC, code LIMIT ${page.limit} OFFSET ${page.offset}`,
+      { bind: binds.values, type: QueryTypes.SELECT },
+    ),
+    sequelize.query<{ n: string }>(`SELECT count(*) AS n FROM short_links WHERE ${clause}`, {
+      bind: binds.values,
+      type: QueryTypes.SELECT,
+    }),
+  ]);
+  return pageOf(
+    rows.map((r) => ({
+      id: r.code,
+      code: r.code,
+      url: r.url,
+      templateId: r.template_id,
+      campaignId: r.campaign_id,
+      clicks: r.clicks,
+      uniqueClicks: r.unique_clicks,
+      createdAt: r.created_at,
+      updatedAt: r.updated_at,
+    })),
+    Number(n),
+    page,
+  );
+}

@@ -1,0 +1,179 @@
+import { Type, type Static } from "@sinclair/typebox";
+import { Paginated, PageQuery } from "../../lib/pagination";
+import { Component, DateTime, Int32, Nullable, Params, StringEnum, Trimmed } from "../../lib/schema";
+import { CHANNELS } from "../templates/render";
+import { SUPPRESSION_REASONS } from "./checks";
+
+const WorkspaceId = Type.String({ minLength: 1, maxLength: 64 });
+const Id = Type.String({ minLength: 1, maxLength: 64 });
+const Channel = StringEnum(CHANNELS);
+export const MESSAGE_STATUSES = [
+  "queued",
+  "sending",
+  "sent",
+  "delivered",
+  "opened",
+  "clicked",
+  "failed",
+  "bounced",
+  "complained",
+  "suppressed",
+] as const;
+const Status = StringEnum(MESSAGE_STATUSES);
+
+export const MessageSchema = Component(
+  "Message",
+  Type.Object({
+    id: Type.String(),
+    channel: Channel,
+    status: Status,
+    reason: Nullable(
+      Type.String({
+        description: `Suppressed: ${SUPPRESSION_REASONS.join(", ")}; bounced: hard_bounce, soft_bounce`,
+      }),
+    ),
+    contactId: Nullable(Type.String()),
+    to: Type.String(),
+    templateId: Nullable(Type.String()),
+    variant: Nullable(Type.String()),
+    locale: Nullable(Type.String()),
+    campaignId: Nullable(Type.String()),
+    enrollmentId: Nullable(Type.String()),
+    topic: Nullable(Type.String()),
+    transactional: Type.Boolean(),
+    providerId: Nullable(Type.String()),
+    providerType: Nullable(Type.String({ description: "`log` when no provider is configured" })),
+    providerMessageId: Nullable(Type.String()),
+    sendAt: DateTime(),
+    sentAt: Nullable(DateTime()),
+    deliveredAt: Nullable(DateTime()),
+    openedAt: Nullable(DateTime()),
+    clickedAt: Nullable(DateTime()),
+    opens: Type.Integer(),
+    clicks: Type.Integer(),
+    error: Nullable(Type.String()),
+    createdAt: DateTime(),
+    updatedAt: DateTime(),
+  }),
+);
+export type MessageView = Static<typeof MessageSchema>;
+
+export const MessageDetailSchema = Component(
+  "MessageDetail",
+  Type.Intersect([
+    MessageSchema,
+    Type.Object({
+      content: Nullable(
+        Type.Record(Type.String(), Type.Unknown(), { description: "What was sent (rendered)" }),
+      ),
+      history: Type.Array(
+        Type.Object({ status: Type.String(), at: Type.String(), reason: Nullable(Type.String()) }),
+      ),
+    }),
+  ]),
+);
+export type MessageDetail = Static<typeof MessageDetailSchema>;
+
+export const ShortLinkSchema = Component(
+  "ShortLink",
+  Type.Object({
+    id: Type.String({ description: "The code" }),
+    code: Type.String({ description: "8 base62 characters" }),
+    url: Type.String(),
+    templateId: Nullable(Type.String()),
+    campaignId: Nullable(Type.String()),
+    clicks: Type.Integer(),
+    uniqueClicks: Type.Integer({
+      description: "Messages that clicked it at least once (machine clicks left out)",
+    }),
+    createdAt: DateTime(),
+    updatedAt: DateTime(),
+  }),
+);
+export type ShortLinkView = Static<typeof ShortLinkSchema>;
+
+export const schemas = {
+  create: Params({
+    workspaceId: WorkspaceId,
+    contactId: Type.Optional(Id),
+    to: Type.Optional(
+      Trimmed({ minLength: 1, maxLength: 254, description: "Wins over the contact's address" }),
+    ),
+    channel: Channel,
+    templateId: Type.Optional(Id),
+    content: Type.Optional(
+      Type.Record(Type.String(), Type.Unknown(), {
+        description: "Inline content of the channel (as a template's)",
+      }),
+    ),
+    locale: Type.Optional(Type.String({ minLength: 2, maxLength: 35 })),
+    variables: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
+    campaignId: Type.Optional(Id),
+    sendAt: Type.Optional(Type.String({ format: "date-time" })),
+    transactional: Type.Optional(Type.Boolean({ default: false })),
+    topic: Type.Optional(Type.String({ minLength: 1, maxLength: 100 })),
+    providerId: Type.Optional(Id),
+  }),
+  list: Params({
+    workspaceId: WorkspaceId,
+    ...PageQuery,
+    status: Type.Optional(Status),
+    channel: Type.Optional(Channel),
+    contactId: Type.Optional(Id),
+    campaignId: Type.Optional(Id),
+    templateId: Type.Optional(Id),
+    from: Type.Optional(Type.String({ format: "date-time" })),
+    to: Type.Optional(Type.String({ format: "date-time" })),
+  }),
+  get: Params({ workspaceId: WorkspaceId, messageId: Id }),
+  track: Params({
+    messageId: Type.String({ minLength: 1, maxLength: 64 }),
+    u: Type.Optional(Type.String({ maxLength: 64 })),
+    s: Type.Optional(Type.String({ maxLength: 64 })),
+  }),
+  shortLinks: Params({
+    workspaceId: WorkspaceId,
+    ...PageQuery,
+    campaignId: Type.Optional(Id),
+    templateId: Type.Optional(Id),
+  }),
+  sendTest: Params({
+    channel: Channel,
+    to: Type.Array(Type.String({ maxLength: 254 }), { maxItems: 5 }),
+    content: Type.Record(Type.String(), Type.Unknown()),
+  }),
+  variantStats: Params({ templateId: Id }),
+  processDue: Params({ limit: Type.Optional(Int32({ minimum: 1, maximum: 5000 })) }),
+};
+
+export const results = {
+  message: MessageSchema,
+  detail: MessageDetailSchema,
+  list: Paginated(MessageSchema),
+  shortLinks: Paginated(ShortLinkSchema),
+  sendTest: Type.Object({
+    results: Type.Array(
+      Type.Object({
+        to: Type.String(),
+        status: StringEnum(["sent", "failed"]),
+        error: Nullable(Type.String()),
+      }),
+    ),
+  }),
+  variantStats: Type.Array(
+    Type.Object({
+      variant: Type.String(),
+      sent: Type.Integer(),
+      opened: Type.Integer(),
+      clicked: Type.Integer(),
+    }),
+  ),
+  processDue: Type.Object({ sent: Type.Integer(), failed: Type.Integer(), retried: Type.Integer() }),
+  pixel: {
+    "200": {
+      description: "A 43-byte transparent GIF",
+      content: { "image/gif": { schema: { type: "string", format: "binary" } } },
+    },
+    "302": { description: "Click: to the short link's URL" },
+  },
+};

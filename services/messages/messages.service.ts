@@ -1,0 +1,266 @@
+import { SYSTEM } from "../../lib/access";
+import { config } from "../../lib/config";
+import { defineAction, defineService } from "../../lib/define-service";
+import { found, invalidToken } from "../../lib/errors";
+import { idempotent } from "../../lib/idempotency";
+import type { AppContext } from "../../lib/moleculer-types";
+import { pageRequest } from "../../lib/pagination";
+import { isServiceAvailable } from "../../lib/registry";
+import { workspaceOf } from "../../lib/tenancy";
+import { DatabaseMixin } from "../../mixins/database.mixin";
+import { trackingSignatureValid } from "./links";
+import * as repo from "./messages.repo";
+import type { MessageRow } from "./messages.repo";
+import { results, schemas } from "./messages.schemas";
+import { preferenceActions } from "./preferences.actions";
+import { logProvider } from "./providers";
+import { createMessage } from "./send";
+import { Sender } from "./sender";
+import { isMachine, PIXEL, SCANNER_BURST_MS } from "./tracking";
+
+const WS = "/workspaces/:workspaceId";
+const tags = ["Messages"];
+const read = { auth: "any", permission: "campaigns.read" } as const;
+const write = { auth: "any", permission: "campaigns.write" } as const;
+
+/** Messages: the one send path (checks, durable queue, provider), tracking and short links. */
+export default defineService({
+  name: "messages",
+  mixins: [DatabaseMixin, preferenceActions],
+  settings: { rest: "/" },
+
+  actions: {
+    /**
+     * Send a message: 202 with it, `queued` (its send follows, after `sendAt`)
+     * or `suppressed` with the reason. `Idempotency-Key` replays the first
+     * answer for 24 hours. campaigns.write.
+     */
+    create: defineAction({
+      rest: `POST ${WS}/messages`,
+      openapi: {
+        tags,
+        summary: "Send a message (checked, queued; the send follows)",
+        parameters: [
+          {
+            name: "Idempotency-Key",
+            in: "header",
+            required: false,
+            schema: { type: "string", minLength: 1, maxLength: 255 },
+            description:
+              "Retries with the same key and body get the first answer (`Idempotent-Replayed: true`) for 24 h",
+          },
+        ],
+      },
+      ...write,
+      params: schemas.create,
+      status: 202,
+      result: results.message,
+      async handler(ctx) {
+        const message = await idempotent(ctx, "messages.create", 202, () => createMessage(ctx, this.now()));
+        if (message.status === "queued") this.wake();
+        return message;
+      },
+    }),
+
+    /** Messages, newest first; filters `status, channel, contactId, campaignId, templateId, from, to`. campaigns.read. */
+    list: defineAction({
+      rest: `GET ${WS}/messages`,
+      openapi: { tags, summary: "List messages" },
+      ...read,
+      params: schemas.list,
+      result: results.list,
+      handler: (ctx) => {
+        const { page: _p, limit: _l, workspaceId: _w, ...filter } = ctx.params;
+        return repo.listMessages(workspaceOf(ctx), pageRequest(ctx.params), filter);
+      },
+    }),
+
+    /** One message with what was sent and its status history. campaigns.read. */
+    get: defineAction({
+      rest: `GET ${WS}/messages/:messageId`,
+      openapi: { tags, summary: "Get a message with its content and history" },
+      ...read,
+      params: schemas.get,
+      result: results.detail,
+      handler: async (ctx) => found(await repo.getMessage(workspaceOf(ctx), ctx.params.messageId), "Message"),
+    }),
+
+    /**
+     * Open pixel (`?s=`): always the 43-byte GIF, counted when `s` verifies.
+     * Click (`?u={code}&s=`): 302 to the link's URL when `s` verifies, else
+     * 400 INVALID_TOKEN (never an open redirect). Both recorded through
+     * `events.record`; machine opens and clicks carry `metadata.machine: true`.
+     */
+    track: defineAction({
+      rest: "GET /messages/:messageId/track",
+      auth: "public",
+      openapi: { tags, summary: "Open pixel and click redirect (signed)", responses: results.pixel },
+      params: schemas.track,
+      async handler(ctx) {
+        const { messageId, u, s } = ctx.params;
+        if (u !== undefined) {
+          if (!trackingSignatureValid(messageId, u, s))
+            throw invalidToken("The link's signature does not verify");
+          const url = await this.click(ctx, messageId, u);
+          ctx.meta.$statusCode = 302;
+          ctx.meta.$location = url;
+          return null;
+        }
+        ctx.meta.$responseType = "image/gif";
+        ctx.meta.$responseHeaders = { "Cache-Control": "no-store" };
+        if (trackingSignatureValid(messageId, "", s)) await this.open(ctx, messageId);
+        return PIXEL;
+      },
+    }),
+
+    /** Short links with their clicks and unique clicks; filters `campaignId`, `templateId`. campaigns.read. */
+    shortLinks: defineAction({
+      rest: `GET ${WS}/short-links`,
+      openapi: { tags, summary: "List short links with clicks" },
+      ...read,
+      params: schemas.shortLinks,
+      result: results.shortLinks,
+      handler: (ctx) => {
+        const { campaignId, templateId } = ctx.params;
+        return repo.listShortLinks(workspaceOf(ctx), pageRequest(ctx.params), { campaignId, templateId });
+      },
+    }),
+
+    /** Internal (templates.sendTest): send rendered content now, unchecked and unrecorded. */
+    sendTest: defineAction({
+      params: schemas.sendTest,
+      result: results.sendTest,
+      async handler(ctx) {
+        const provider = logProvider(this.logger);
+        const { channel, to, content } = ctx.params;
+        return {
+          results: await Promise.all(
+            to.map(async (address, i) => {
+              try {
+                await provider.send({
+                  messageId: `test-${Date.now()}-${i}`,
+                  channel,
+                  to: address,
+                  content,
+                  headers: {},
+                });
+                return { to: address, status: "sent" as const, error: null };
+              } catch (err) {
+                return { to: address, status: "failed" as const, error: (err as Error).message };
+              }
+            }),
+          ),
+        };
+      },
+    }),
+
+    /** Internal (templates' A/B figures): sent, opened and clicked per variant. */
+    variantStats: defineAction({
+      params: schemas.variantStats,
+      result: results.variantStats,
+      handler: (ctx) => repo.variantStats(workspaceOf(ctx), ctx.params.templateId),
+    }),
+
+    /** Internal (timer, cron tick): one pass of the send queue. */
+    processDue: defineAction({
+      params: schemas.processDue,
+      result: results.processDue,
+      handler(ctx) {
+        return this.sender.pass(ctx.params.limit);
+      },
+    }),
+  },
+
+  methods: {
+    /** The clock of the send checks (quiet hours, the cap's period); tests replace it. */
+    now(): Date {
+      return new Date();
+    },
+
+    /** Run passes until the queue has nothing due (one loop at a time per process). */
+    wake() {
+      if (this.draining) {
+        this.wakeAgain = true;
+        return;
+      }
+      this.draining = (async () => {
+        try {
+          for (;;) {
+            this.wakeAgain = false;
+            const pass = await this.sender.pass();
+            if (pass.sent + pass.failed + pass.retried === 0 && !this.wakeAgain) break;
+          }
+        } catch (err) {
+          this.logger.warn("Send pass failed", err);
+        } finally {
+          this.draining = null;
+        }
+      })();
+    },
+
+    async open(ctx: AppContext, messageId: string) {
+      const message = await repo.getMessageById(messageId);
+      if (!message) return;
+      const machine = isMachine(ctx.meta.userAgent, message.sent_at, new Date());
+      const row = await repo.recordOpen(messageId, machine);
+      if (row) await this.recordActivity(row, "message.open", { machine });
+    },
+
+    async click(ctx: AppContext, messageId: string, code: string): Promise<string> {
+      const message = found(await repo.getMessageById(messageId), "Message");
+      const agentMachine = isMachine(ctx.meta.userAgent, message.sent_at, new Date());
+      const link = found(
+        await repo.recordLinkClick(
+          message.workspace_id,
+          code,
+          messageId,
+          message.contact_id,
+          SCANNER_BURST_MS,
+          agentMachine,
+        ),
+        "Link",
+      );
+      const machine = agentMachine || link.burst;
+      const row = await repo.recordClick(messageId, machine);
+      if (row) await this.recordActivity(row, "message.click", { machine, url: link.url });
+      return link.url;
+    },
+
+    /** Opens and clicks enter the activity chain, so segments, campaign triggers and scoring see them. */
+    async recordActivity(row: MessageRow, type: string, extra: Record<string, unknown>) {
+      if (!row.contact_id || !isServiceAvailable(this.broker, "events")) return;
+      await this.broker.call(
+        "events.record",
+        {
+          type,
+          contactId: row.contact_id,
+          metadata: {
+            messageId: row.id,
+            campaignId: row.campaign_id,
+            channel: row.channel,
+            templateId: row.template_id,
+            variant: row.variant,
+            ...extra,
+          },
+        },
+        { meta: { principal: SYSTEM, workspaceId: row.workspace_id } },
+      );
+    },
+  },
+
+  created() {
+    this.sender = new Sender(this.broker, this.logger);
+    this.draining = null;
+    this.wakeAgain = false;
+  },
+
+  started() {
+    this.pollTimer = setInterval(() => this.wake(), config().messagePollMs);
+    this.pollTimer.unref();
+  },
+
+  async stopped() {
+    clearInterval(this.pollTimer);
+    await this.draining;
+  },
+});

@@ -1,0 +1,279 @@
+import crypto from "node:crypto";
+import { convert as htmlToText } from "html-to-text";
+import juice from "juice";
+import {
+  Liquid,
+  type Context as LiquidContext,
+  type Emitter,
+  Tag,
+  type TagToken,
+  type Template,
+  type TopLevelToken,
+} from "liquidjs";
+import mjml2html from "mjml";
+import type { FieldIssue } from "../../lib/errors";
+
+/**
+ * Rendering, pure: Liquid over the contract's variable namespace (sandboxed:
+ * no files, bounded memory and time), MJML compiled at save, email HTML with
+ * its CSS inlined and a text part derived when none is given; the locale and
+ * A/B variant a contact gets.
+ */
+
+export const CHANNELS = ["email", "sms", "push", "chatapp1", "chatapp2"] as const;
+export type Channel = (typeof CHANNELS)[number];
+export type Content = Record<string, unknown>;
+
+/** Wall-clock budget of one render (liquidjs `renderLimit`); a runaway template fails instead of holding a worker. */
+const RENDER_LIMIT_MS = 250;
+/** Allocation budget of one render or parse (liquidjs `memoryLimit`): bounds loops over huge ranges. */
+const MEMORY_LIMIT = 10_000_000;
+/** Parsed templates kept per process; a send renders the same few texts thousands of times. */
+const PARSE_CACHE_SIZE = 2000;
+
+/** Liquid may read no file: `include`, `render` and `layout` find nothing. */
+const NO_FILES = {
+  exists: async () => false,
+  existsSync: () => false,
+  readFile: async (file: string) => {
+    throw new Error(`templates cannot read files (${file})`);
+  },
+  readFileSync: (file: string) => {
+    throw new Error(`templates cannot read files (${file})`);
+  },
+  resolve: (_root: string, file: string) => file,
+  contains: async () => false,
+};
+
+/** `{% dynamic "slot" %}`: the slot's content chosen for the contact (`dynamic.<slot>` in the scope), else nothing. */
+class DynamicTag extends Tag {
+  private readonly slot: string;
+  constructor(token: TagToken, remain: TopLevelToken[], liquid: Liquid) {
+    super(token, remain, liquid);
+    this.slot = token.args.trim().replace(/^["']|["']$/g, "");
+  }
+  *render(ctx: LiquidContext, emitter: Emitter): Generator<unknown, void, unknown> {
+    const slots = (yield ctx.get(["dynamic"])) as Record<string, unknown> | undefined;
+    const value = slots && Object.hasOwn(slots, this.slot) ? slots[this.slot] : "";
+    emitter.write(typeof value === "string" ? value : "");
+  }
+}
+
+function newEngine(): Liquid {
+  const engine = new Liquid({
+    strictFilters: true,
+    ownPropertyOnly: true,
+    renderLimit: RENDER_LIMIT_MS,
+    memoryLimit: MEMORY_LIMIT,
+    parseLimit: MEMORY_LIMIT,
+    fs: NO_FILES,
+    root: [],
+    partials: [],
+    layouts: [],
+    relativeReference: false,
+    dynamicPartials: false,
+    cache: false,
+  });
+  engine.registerTag("dynamic", DynamicTag);
+  return engine;
+}
+
+const engine = newEngine();
+const parsed = new Map<string, Template[]>();
+
+function parse(text: string): Template[] {
+  let templates = parsed.get(text);
+  if (!templates) {
+    templates = engine.parse(text);
+    if (parsed.size >= PARSE_CACHE_SIZE) parsed.delete(parsed.keys().next().value as string);
+    parsed.set(text, templates);
+  }
+  return templates;
+}
+
+/** A render or parse fault, with the field and line it names (400 `TEMPLATE_ERROR` at save, a failed message at send). */
+export class TemplateFault extends Error {
+  constructor(readonly details: Array<FieldIssue & { line?: number }>) {
+    super(details.map((d) => `${d.field}: ${d.message}`).join("; "));
+  }
+}
+
+function liquidIssue(field: string, err: unknown): FieldIssue & { line?: number } {
+  const e = err as { message?: string; token?: { getPosition?: () => [number, number] } };
+  const position = e.token?.getPosition?.();
+  const message = String(e.message ?? err).replace(/, line:\d+, col:\d+$/, "");
+  return position ? { field, message, line: position[0] } : { field, message };
+}
+
+/** Every text of a content object that is Liquid, with its dotted field name. */
+export function liquidFields(content: Content, prefix = "content"): Array<[string, string]> {
+  const fields: Array<[string, string]> = [];
+  const walk = (value: unknown, path: string) => {
+    if (typeof value === "string") fields.push([path, value]);
+    else if (Array.isArray(value)) value.forEach((item, i) => walk(item, `${path}[${i}]`));
+    else if (value && typeof value === "object")
+      for (const [key, inner] of Object.entries(value)) {
+        // The MJML source is compiled into `html`, which is checked instead.
+        if (key !== "mjml") walk(inner, `${path}.${key}`);
+      }
+  };
+  walk(content, prefix);
+  return fields;
+}
+
+/** Parse every Liquid field; all faults at once. */
+export function checkLiquid(content: Content, prefix = "content"): void {
+  const issues: Array<FieldIssue & { line?: number }> = [];
+  for (const [field, text] of liquidFields(content, prefix)) {
+    try {
+      parse(text);
+    } catch (err) {
+      issues.push(liquidIssue(field, err));
+    }
+  }
+  if (issues.length) throw new TemplateFault(issues);
+}
+
+/** Compile an email's MJML source (`content.mjml`) into its `html`; MJML's own faults name their line. */
+export async function compileMjml(content: Content, prefix = "content"): Promise<Content> {
+  if (typeof content.mjml !== "string") return content;
+  try {
+    const result = await mjml2html(content.mjml, { validationLevel: "strict", keepComments: false });
+    return { ...content, html: result.html };
+  } catch (err) {
+    const errors = (err as { errors?: Array<{ line: number; message: string }> }).errors;
+    if (!errors?.length) throw new TemplateFault([{ field: `${prefix}.mjml`, message: String(err) }]);
+    throw new TemplateFault(
+      errors.map((e) => ({ field: `${prefix}.mjml`, message: e.message, line: e.line })),
+    );
+  }
+}
+
+/** Render every Liquid text of `content` over `scope`; missing variables render empty. */
+export async function renderContent(content: Content, scope: Record<string, unknown>): Promise<Content> {
+  const render = async (value: unknown, path: string): Promise<unknown> => {
+    if (typeof value === "string") {
+      if (!value.includes("{")) return value;
+      try {
+        return await engine.render(parse(value), scope);
+      } catch (err) {
+        throw new TemplateFault([liquidIssue(path, err)]);
+      }
+    }
+    if (Array.isArray(value)) return Promise.all(value.map((item, i) => render(item, `${path}[${i}]`)));
+    if (value && typeof value === "object") {
+      const out: Content = {};
+      for (const [key, inner] of Object.entries(value)) {
+        out[key] = key === "mjml" ? inner : await render(inner, `${path}.${key}`);
+      }
+      return out;
+    }
+    return value;
+  };
+  return (await render(content, "content")) as Content;
+}
+
+/**
+ * The variable namespace of a render: reserved names (`contact`, `event`,
+ * `workspace`, `campaign`, `unsubscribeUrl`, `preferencesUrl`, `dynamic`)
+ * win over the caller's `variables`, which sit at the top level.
+ */
+export function renderScope(
+  reserved: {
+    contact: Record<string, unknown>;
+    workspace: { name: string; slug: string };
+    event?: Record<string, unknown> | null;
+    campaign?: { id: string; name: string } | null;
+    unsubscribeUrl?: string;
+    preferencesUrl?: string;
+    dynamic?: Record<string, string>;
+  },
+  variables: Record<string, unknown> = {},
+): Record<string, unknown> {
+  return {
+    ...variables,
+    event: null,
+    campaign: null,
+    unsubscribeUrl: "",
+    preferencesUrl: "",
+    dynamic: {},
+    ...reserved,
+  };
+}
+
+/** A rendered email as mail clients want it: CSS inlined, the preheader first, a text part. */
+export function finishEmail(content: Content): Content {
+  const html = typeof content.html === "string" && content.html ? content.html : null;
+  if (!html) return { ...content, html: null, text: typeof content.text === "string" ? content.text : "" };
+  let inlined = juice(html, { removeStyleTags: false, preserveMediaQueries: true });
+  const preheader = typeof content.preheader === "string" ? content.preheader.trim() : "";
+  if (preheader) {
+    const hidden = `<div style="display:none;max-height:0;overflow:hidden;mso-hide:all">${escapeHtml(preheader)}</div>`;
+    inlined = /<body[^>]*>/i.test(inlined)
+      ? inlined.replace(/<body[^>]*>/i, (tag) => `${tag}${hidden}`)
+      : `${hidden}${inlined}`;
+  }
+  const text =
+    typeof content.text === "string" && content.text.length
+      ? content.text
+      : htmlToText(inlined, { wordwrap: 78, selectors: [{ selector: "img", format: "skip" }] });
+  return { ...content, html: inlined, text };
+}
+
+export function escapeHtml(text: string): string {
+  return text.replace(
+    /[&<>"']/g,
+    (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c] as string,
+  );
+}
+
+/** Contract 2: a partial content over a base, key by key. */
+export const overlay = (base: Content, partial: Content | undefined | null): Content =>
+  partial ? { ...base, ...partial } : base;
+
+/** The translation a contact reads: its locale, its language, the workspace default, else the base. */
+export function pickLocale(
+  baseLocale: string,
+  available: string[],
+  contactLocale: string | null | undefined,
+  defaultLocale: string,
+): string {
+  const candidates = [contactLocale, contactLocale?.split(/[-_]/)[0], defaultLocale].filter(
+    (c): c is string => typeof c === "string" && c.length > 0,
+  );
+  for (const candidate of candidates) {
+    if (candidate.toLowerCase() === baseLocale.toLowerCase()) return baseLocale;
+    const match = available.find((l) => l.toLowerCase() === candidate.toLowerCase());
+    if (match) return match;
+  }
+  return baseLocale;
+}
+
+export interface Variant {
+  id: string;
+  weight: number;
+  content?: Content;
+}
+
+/**
+ * The variant a contact gets (contract 2): SHA-256 of `<templateId>:<contactId>`,
+ * its first 4 bytes as an unsigned integer mod 100, placed on the cumulative
+ * weights. The same contact always gets the same variant; a fixed winner wins.
+ */
+export function pickVariant(
+  templateId: string,
+  contactId: string,
+  variants: Variant[],
+  winner?: string | null,
+): string | null {
+  if (!variants.length) return null;
+  if (winner && variants.some((v) => v.id === winner)) return winner;
+  const bucket =
+    crypto.createHash("sha256").update(`${templateId}:${contactId}`).digest().readUInt32BE(0) % 100;
+  let cumulative = 0;
+  for (const variant of variants) {
+    cumulative += variant.weight;
+    if (bucket < cumulative) return variant.id;
+  }
+  return variants[variants.length - 1].id;
+}

@@ -1,0 +1,268 @@
+import { QueryTypes, type Transaction } from "sequelize";
+import { Binds, database, likeEscape, uniqueViolation } from "../../lib/database";
+import { pageOf, type Page, type PageRequest } from "../../lib/pagination";
+import type { Channel, Content, Variant } from "./render";
+import type { TemplateView, TranslationView } from "./templates.schemas";
+
+/** Every query of the templates area. Workspace id first. */
+
+export interface AbState {
+  variants: Array<Variant & { content: Content }>;
+  metric: "open" | "click";
+  winner: string | null;
+}
+
+interface TemplateRow {
+  id: string;
+  name: string;
+  channel: Channel;
+  locale: string;
+  content: Content;
+  tags: string[];
+  translations: string[] | null;
+  created_at: Date;
+  updated_at: Date;
+}
+
+const view = (r: TemplateRow): TemplateView => ({
+  id: r.id,
+  name: r.name,
+  channel: r.channel,
+  locale: r.locale,
+  content: r.content as TemplateView["content"],
+  tags: r.tags,
+  translations: r.translations ?? [],
+  createdAt: r.created_at,
+  updatedAt: r.updated_at,
+});
+
+const SELECT_TEMPLATE = `
+  SELECT t.id, t.name, t.channel, t.locale, t.content, t.tags, t.created_at, t.updated_at,
+         (SELECT array_agg(tr.locale ORDER BY tr.locale) FROM template_translations tr WHERE tr.template_id = t.id) AS translations
+    FROM templates t`;
+
+export async function listTemplates(
+  workspaceId: string,
+  page: PageRequest,
+  filter: { channel?: string; tag?: string; search?: string },
+): Promise<Page<TemplateView>> {
+  const sequelize = await database();
+  const binds = new Binds([workspaceId]);
+  const where = ["t.workspace_id = $1"];
+  if (filter.channel) where.push(`t.channel = ${binds.p(filter.channel)}`);
+  if (filter.tag) where.push(`${binds.p(filter.tag)} = ANY (t.tags)`);
+  if (filter.search) where.push(`t.name ILIKE ${binds.p(`%${likeEscape(filter.search)}%`)}`);
+  const clause = where.join(" AND ");
+  const [rows, [{ n }]] = await Promise.all([
+    sequelize.query<TemplateRow>(
+      `${SELECT_TEMPLATE} WHERE ${clause} ORDER BY t.created_at DESC, t.id DESC LIMIT ${page.limit} OFFSET ${page.offset}`,
+      { bind: binds.values, type: QueryTypes.SELECT },
+    ),
+    sequelize.query<{ n: string }>(`SELECT count(*) AS n FROM templates t WHERE ${clause}`, {
+      bind: binds.values,
+      type: QueryTypes.SELECT,
+    }),
+  ]);
+  return pageOf(rows.map(view), Number(n), page);
+}
+
+export async function getTemplate(
+  workspaceId: string,
+  id: string,
+  transaction?: Transaction,
+): Promise<TemplateView | null> {
+  const sequelize = await database();
+  const [row] = await sequelize.query<TemplateRow>(
+    `${SELECT_TEMPLATE} WHERE t.workspace_id = $1 AND t.id = $2`,
+    {
+      bind: [workspaceId, id],
+      type: QueryTypes.SELECT,
+      transaction,
+    },
+  );
+  return row ? view(row) : null;
+}
+
+export async function insertTemplate(
+  workspaceId: string,
+  id: string,
+  t: { name: string; channel: Channel; locale: string; content: Content; tags: string[] },
+): Promise<void> {
+  const sequelize = await database();
+  await sequelize.query(
+    `INSERT INTO templates (id, workspace_id, name, channel, locale, content, tags)
+     VALUES ($1, $2, $3, $4, $5, $6::jsonb, $7::text[])`,
+    { bind: [id, workspaceId, t.name, t.channel, t.locale, JSON.stringify(t.content), t.tags] },
+  );
+}
+
+/** Set the given fields; false when the template does not exist. */
+export async function updateTemplate(
+  workspaceId: string,
+  id: string,
+  changes: { name?: string; locale?: string; content?: Content; tags?: string[] },
+): Promise<boolean> {
+  const sequelize = await database();
+  const binds = new Binds([workspaceId, id]);
+  const sets = ["updated_at = now()"];
+  if (changes.name !== undefined) sets.push(`name = ${binds.p(changes.name)}`);
+  if (changes.locale !== undefined) sets.push(`locale = ${binds.p(changes.locale)}`);
+  if (changes.content !== undefined)
+    sets.push(`content = ${binds.p(JSON.stringify(changes.content), "jsonb")}`);
+  if (changes.tags !== undefined) sets.push(`tags = ${binds.p(changes.tags, "text[]")}`);
+  const rows = await sequelize.query(
+    `UPDATE templates SET ${sets.join(", ")} WHERE workspace_id = $1 AND id = $2 RETURNING id`,
+    { bind: binds.values, type: QueryTypes.SELECT },
+  );
+  return rows.length > 0;
+}
+
+export async function deleteTemplate(workspaceId: string, id: string): Promise<boolean> {
+  const sequelize = await database();
+  const rows = await sequelize.query(
+    `DELETE FROM templates WHERE workspace_id = $1 AND id = $2 RETURNING id`,
+    {
+      bind: [workspaceId, id],
+      type: QueryTypes.SELECT,
+    },
+  );
+  return rows.length > 0;
+}
+
+interface TranslationRow {
+  locale: string;
+  content: Content;
+  created_at: Date;
+  updated_at: Date;
+}
+
+const translationView = (r: TranslationRow): TranslationView => ({
+  locale: r.locale,
+  content: r.content,
+  createdAt: r.created_at,
+  updatedAt: r.updated_at,
+});
+
+export async function listTranslations(workspaceId: string, templateId: string): Promise<TranslationView[]> {
+  const sequelize = await database();
+  const rows = await sequelize.query<TranslationRow>(
+    `SELECT locale, content, created_at, updated_at FROM template_translations
+      WHERE workspace_id = $1 AND template_id = $2 ORDER BY locale`,
+    { bind: [workspaceId, templateId], type: QueryTypes.SELECT },
+  );
+  return rows.map(translationView);
+}
+
+export async function getTranslation(
+  workspaceId: string,
+  templateId: string,
+  locale: string,
+): Promise<TranslationView | null> {
+  const sequelize = await database();
+  const [row] = await sequelize.query<TranslationRow>(
+    `SELECT locale, content, created_at, updated_at FROM template_translations
+      WHERE workspace_id = $1 AND template_id = $2 AND lower(locale) = lower($3)`,
+    { bind: [workspaceId, templateId, locale], type: QueryTypes.SELECT },
+  );
+  return row ? translationView(row) : null;
+}
+
+/** Insert a translation; false when the locale already has one. */
+export async function insertTranslation(
+  workspaceId: string,
+  templateId: string,
+  locale: string,
+  content: Content,
+): Promise<boolean> {
+  const sequelize = await database();
+  try {
+    await sequelize.query(
+      `INSERT INTO template_translations (template_id, workspace_id, locale, content) VALUES ($1, $2, $3, $4::jsonb)`,
+      { bind: [templateId, workspaceId, locale, JSON.stringify(content)] },
+    );
+    return true;
+  } catch (err) {
+    if (uniqueViolation(err)) return false;
+    throw err;
+  }
+}
+
+/** Insert or replace a translation (machine translation with `overwrite`). */
+export async function upsertTranslation(
+  workspaceId: string,
+  templateId: string,
+  locale: string,
+  content: Content,
+): Promise<void> {
+  const sequelize = await database();
+  await sequelize.query(
+    `INSERT INTO template_translations (template_id, workspace_id, locale, content) VALUES ($1, $2, $3, $4::jsonb)
+     ON CONFLICT (template_id, locale) DO UPDATE SET content = EXCLUDED.content, updated_at = now()`,
+    { bind: [templateId, workspaceId, locale, JSON.stringify(content)] },
+  );
+}
+
+export async function updateTranslation(
+  workspaceId: string,
+  templateId: string,
+  locale: string,
+  content: Content,
+): Promise<boolean> {
+  const sequelize = await database();
+  const rows = await sequelize.query(
+    `UPDATE template_translations SET content = $4::jsonb, updated_at = now()
+      WHERE workspace_id = $1 AND template_id = $2 AND lower(locale) = lower($3) RETURNING locale`,
+    { bind: [workspaceId, templateId, locale, JSON.stringify(content)], type: QueryTypes.SELECT },
+  );
+  return rows.length > 0;
+}
+
+export async function deleteTranslation(
+  workspaceId: string,
+  templateId: string,
+  locale: string,
+): Promise<boolean> {
+  const sequelize = await database();
+  const rows = await sequelize.query(
+    `DELETE FROM template_translations WHERE workspace_id = $1 AND template_id = $2 AND lower(locale) = lower($3) RETURNING locale`,
+    { bind: [workspaceId, templateId, locale], type: QueryTypes.SELECT },
+  );
+  return rows.length > 0;
+}
+
+/** The template's A/B test; null when it has none (undefined when the template does not exist). */
+export async function getAb(workspaceId: string, templateId: string): Promise<AbState | null | undefined> {
+  const sequelize = await database();
+  const [row] = await sequelize.query<{ ab: AbState | null }>(
+    `SELECT ab FROM templates WHERE workspace_id = $1 AND id = $2`,
+    { bind: [workspaceId, templateId], type: QueryTypes.SELECT },
+  );
+  return row ? row.ab : undefined;
+}
+
+export async function setAb(workspaceId: string, templateId: string, ab: AbState | null): Promise<boolean> {
+  const sequelize = await database();
+  const rows = await sequelize.query(
+    `UPDATE templates SET ab = $3::jsonb, updated_at = now() WHERE workspace_id = $1 AND id = $2 RETURNING id`,
+    { bind: [workspaceId, templateId, ab ? JSON.stringify(ab) : null], type: QueryTypes.SELECT },
+  );
+  return rows.length > 0;
+}
+
+/** Everything a send renders from: the template, its translations by locale, its A/B test. */
+export async function resolveTemplate(
+  workspaceId: string,
+  templateId: string,
+): Promise<{ template: TemplateView; translations: Record<string, Content>; ab: AbState | null } | null> {
+  const [template, ab, translations] = await Promise.all([
+    getTemplate(workspaceId, templateId),
+    getAb(workspaceId, templateId),
+    listTranslations(workspaceId, templateId),
+  ]);
+  if (!template) return null;
+  return {
+    template,
+    translations: Object.fromEntries(translations.map((t) => [t.locale, t.content])),
+    ab: ab ?? null,
+  };
+}

@@ -1,0 +1,57 @@
+import { SYSTEM } from "../../lib/access";
+import { found } from "../../lib/errors";
+import type { AppContext } from "../../lib/moleculer-types";
+import { isServiceAvailable } from "../../lib/registry";
+import { workspaceOf } from "../../lib/tenancy";
+import { SAMPLE_CONTACT, type Renderable } from "./compose";
+import type { Content } from "./render";
+import * as repo from "./templates.repo";
+
+/** What the templates service and its action mixins share: routes, access, and the render's inputs. */
+
+export const WS = "/workspaces/:workspaceId/templates";
+export const tags = ["Templates"];
+export const ACCESS = {
+  read: { auth: "any", permission: "templates.read" },
+  write: { auth: "any", permission: "templates.write" },
+  remove: { auth: "any", permission: "templates.delete" },
+} as const;
+
+interface WorkspaceInfo {
+  name: string;
+  slug: string;
+  settings?: { defaultLocale?: unknown };
+}
+
+/** What a render needs from other areas: the workspace and the contact (or the sample one). */
+export async function renderContext(ctx: AppContext, contactId?: string) {
+  const ws = workspaceOf(ctx);
+  const meta = { meta: { principal: SYSTEM, workspaceId: ws } };
+  const [workspace, contact] = await Promise.all([
+    ctx.call("workspaces.get", { workspaceId: ws }, meta) as Promise<WorkspaceInfo>,
+    contactId
+      ? (ctx.call("contacts.get", { workspaceId: ws, contactId }, meta) as Promise<
+          Record<string, unknown> & { id: string }
+        >)
+      : Promise.resolve(SAMPLE_CONTACT),
+  ]);
+  const defaultLocale =
+    typeof workspace.settings?.defaultLocale === "string" ? workspace.settings.defaultLocale : "en";
+  return { workspace: { name: workspace.name, slug: workspace.slug }, contact, defaultLocale };
+}
+
+/** A stored template as the renderer takes it. */
+export async function renderable(ws: string, templateId: string): Promise<Renderable> {
+  const resolved = found(await repo.resolveTemplate(ws, templateId), "Template");
+  return {
+    id: resolved.template.id,
+    channel: resolved.template.channel,
+    locale: resolved.template.locale,
+    content: resolved.template.content as Content,
+    translations: resolved.translations,
+    ab: resolved.ab,
+  };
+}
+
+/** Whether the messages service answers here (A/B statistics read its records). */
+export const messagesAvailable = (ctx: AppContext) => isServiceAvailable(ctx.broker, "messages");

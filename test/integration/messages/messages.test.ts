@@ -1,0 +1,418 @@
+import { QueryTypes } from "sequelize";
+import { database } from "../../../lib/database";
+import * as repo from "../../../services/messages/messages.repo";
+import { startApp, type TestApp } from "../../helpers/app";
+import { ownerWithWorkspace } from "../../helpers/http";
+import { waitFor } from "../../helpers/wait";
+import { startReceiver } from "../webhooks/receiver";
+
+/** `{ws}/messages`, tracking, short links, unsubscribe and preferences: the one send path through the log provider. */
+
+let app: TestApp;
+let ctx: Awaited<ReturnType<typeof ownerWithWorkspace>>;
+let receiver: Awaited<ReturnType<typeof startReceiver>>;
+
+const sentTo = (messageId: string) =>
+  waitFor(
+    async () => {
+      const m = (await ctx.owner.client.get(`${ctx.ws}/messages/${messageId}`)).body;
+      return m.status === "sent" ? m : undefined;
+    },
+    10_000,
+    `message ${messageId} sent`,
+  );
+
+async function contact(body: Record<string, unknown>) {
+  const res = await ctx.owner.client.post(`${ctx.ws}/contacts`, body);
+  expect(res.status).toBe(201);
+  return res.body.id as string;
+}
+
+beforeAll(async () => {
+  receiver = await startReceiver();
+  app = await startApp({
+    services: ["api", "auth", "workspaces", "contacts", "events", "webhooks", "templates", "messages"],
+    env: { MESSAGE_POLL_MS: "100", WEBHOOK_POLL_MS: "100", WEBHOOK_ALLOW_PRIVATE_TARGETS: "true" },
+  });
+  ctx = await ownerWithWorkspace(app.baseUrl);
+});
+
+afterAll(async () => {
+  await app?.stop();
+  await receiver?.close();
+});
+
+test("a template send is queued (202), sent through the log provider, and message.sent reaches a webhook once", async () => {
+  const c = ctx.owner.client;
+  const hook = await c.post(`${ctx.ws}/webhooks`, {
+    name: "sent",
+    url: receiver.url("/sent"),
+    events: ["message.sent"],
+  });
+  expect(hook.status).toBe(201);
+  const contactId = await contact({ email: "mia@example.com", firstName: "Mia" });
+  const t = await c.post(`${ctx.ws}/templates`, {
+    name: "Hello",
+    channel: "email",
+    content: {
+      subject: "Hi {{ contact.firstName }}",
+      html: '<p>Hi {{ contact.firstName }} <a href="https://example.com/a?x=1&amp;y=2">go</a> <a href="{{ unsubscribeUrl }}">unsubscribe</a></p>',
+    },
+  });
+  const res = await c.post(`${ctx.ws}/messages`, { contactId, channel: "email", templateId: t.body.id });
+  expect(res.status).toBe(202);
+  expect(res.body).toMatchObject({
+    status: "queued",
+    to: "mia@example.com",
+    contactId,
+    templateId: t.body.id,
+  });
+
+  const sent = await sentTo(res.body.id);
+  expect(sent).toMatchObject({ providerType: "log", providerMessageId: `log-${res.body.id}`, locale: "en" });
+  expect(sent.content.subject).toBe("Hi Mia");
+  expect(sent.content.html).toContain("/api/messages/");
+  expect(sent.content.html).toContain("/api/unsubscribe?token=");
+  expect(sent.history.map((h: { status: string }) => h.status)).toEqual(["queued", "sending", "sent"]);
+
+  const delivered = await waitFor(
+    () => receiver.received.filter((r) => r.path === "/sent"),
+    10_000,
+    "message.sent delivery",
+  );
+  const body = JSON.parse(delivered[0].body);
+  expect(body).toMatchObject({
+    event: "message.sent",
+    data: { contactId, channel: "email", messageId: res.body.id, status: "sent", campaignId: null },
+  });
+  await new Promise((r) => setTimeout(r, 300));
+  expect(receiver.received.filter((r) => r.path === "/sent")).toHaveLength(1);
+
+  const links = await c.get(`${ctx.ws}/short-links?templateId=${t.body.id}`);
+  expect(links.body.data).toEqual([
+    expect.objectContaining({ url: "https://example.com/a?x=1&y=2", clicks: 0, uniqueClicks: 0 }),
+  ]);
+});
+
+test("checks in order: invalid address, dnc, bounced before, unsubscribed, topic, no consent; 400s and 404s", async () => {
+  const c = ctx.owner.client;
+  const content = { subject: "s", html: "<p>x</p>" };
+  const send = (body: Record<string, unknown>) =>
+    c.post(`${ctx.ws}/messages`, { channel: "email", content, ...body });
+  expect((await send({ to: "not an address" })).body).toMatchObject({
+    status: "suppressed",
+    reason: "invalid_address",
+  });
+  await c.post(`${ctx.ws}/contacts/dnc`, { type: "email", value: "blocked@example.com" });
+  expect((await send({ to: "blocked@example.com" })).body.reason).toBe("dnc");
+  await c.post(`${ctx.ws}/contacts/dnc`, { type: "email", value: "gone@example.com", reason: "bounce" });
+  expect((await send({ to: "gone@example.com" })).body.reason).toBe("bounced_before");
+  expect((await send({ to: "gone@example.com", transactional: true })).body.reason).toBe("bounced_before");
+  const out = await contact({ email: "out@example.com" });
+  await c.put(`${ctx.ws}/contacts/${out}/consent`, { channel: "email", status: "opted_out" });
+  expect((await send({ contactId: out })).body.reason).toBe("unsubscribed");
+  expect((await send({ contactId: out, transactional: true })).body.status).toBe("queued");
+  const topical = await contact({ email: "topic@example.com", attributes: { topics: { news: false } } });
+  expect((await send({ contactId: topical, topic: "news" })).body.reason).toBe("unsubscribed");
+  const phone = await contact({ phone: "+14155550123" });
+  const sms = await c.post(`${ctx.ws}/messages`, {
+    channel: "sms",
+    contactId: phone,
+    content: { body: "hi" },
+  });
+  expect(sms.body).toMatchObject({ status: "suppressed", reason: "no_consent", to: "+14155550123" });
+
+  expect((await send({})).status).toBe(400);
+  expect((await c.post(`${ctx.ws}/messages`, { channel: "email", to: "a@example.com" })).status).toBe(400);
+  const missing = await send({ contactId: "nope" });
+  expect(missing.status).toBe(404);
+  expect(missing.body.details[0].field).toBe("contactId");
+  const noEmail = await contact({ phone: "+14155550124" });
+  expect((await send({ contactId: noEmail })).status).toBe(400);
+});
+
+test("frequency cap counts earlier non-transactional sends", async () => {
+  const c = ctx.owner.client;
+  await c.patch(ctx.ws, { settings: { frequencyCap: { count: 1, periodHours: 24, channels: ["email"] } } });
+  try {
+    const id = await contact({ email: "capped@example.com" });
+    const content = { subject: "s", html: "<p>x</p>" };
+    expect(
+      (await c.post(`${ctx.ws}/messages`, { contactId: id, channel: "email", content })).body.status,
+    ).toBe("queued");
+    expect(
+      (await c.post(`${ctx.ws}/messages`, { contactId: id, channel: "email", content })).body.reason,
+    ).toBe("frequency_cap");
+    expect(
+      (await c.post(`${ctx.ws}/messages`, { contactId: id, channel: "email", content, transactional: true }))
+        .body.status,
+    ).toBe("queued");
+  } finally {
+    await c.patch(ctx.ws, { settings: { frequencyCap: null } });
+  }
+});
+
+test("quiet hours in the contact's zone defer the send to the window's end (injected clock)", async () => {
+  const c = ctx.owner.client;
+  const service = app.broker.getLocalService("messages") as unknown as { now: () => Date };
+  const real = service.now;
+  service.now = () => new Date("2030-01-15T22:30:00Z"); // 23:30 in Berlin
+  await c.patch(ctx.ws, { settings: { quietHours: { start: "21:00", end: "08:00" } } });
+  try {
+    const id = await contact({ email: "night@example.com", timezone: "Europe/Berlin" });
+    const res = await c.post(`${ctx.ws}/messages`, {
+      contactId: id,
+      channel: "email",
+      content: { subject: "s", html: "<p>x</p>" },
+    });
+    expect(res.body).toMatchObject({ status: "queued", sendAt: "2030-01-16T07:00:00.000Z" });
+    const detail = await c.get(`${ctx.ws}/messages/${res.body.id}`);
+    expect(detail.body.history[0]).toMatchObject({ status: "queued", reason: "quiet_hours" });
+    const urgent = await c.post(`${ctx.ws}/messages`, {
+      contactId: id,
+      channel: "email",
+      content: { subject: "s", html: "<p>x</p>" },
+      transactional: true,
+    });
+    expect(new Date(urgent.body.sendAt).getTime()).toBe(new Date("2030-01-15T22:30:00Z").getTime());
+  } finally {
+    service.now = real;
+    await c.patch(ctx.ws, { settings: { quietHours: null } });
+  }
+});
+
+test("Idempotency-Key: the same body replays the first answer; another body is 409", async () => {
+  const c = ctx.owner.client;
+  const body = { to: "idem@example.com", channel: "email", content: { subject: "s", html: "<p>x</p>" } };
+  const headers = { "Idempotency-Key": "order-42" };
+  const first = await c.post(`${ctx.ws}/messages`, body, { headers });
+  expect(first.status).toBe(202);
+  const again = await c.post(`${ctx.ws}/messages`, body, { headers });
+  expect(again.status).toBe(202);
+  expect(again.headers.get("idempotent-replayed")).toBe("true");
+  expect(again.body.id).toBe(first.body.id);
+  const other = await c.post(`${ctx.ws}/messages`, { ...body, to: "other@example.com" }, { headers });
+  expect(other.status).toBe(409);
+  expect(other.body.code).toBe("IDEMPOTENCY_CONFLICT");
+});
+
+test("a send claimed by a worker that crashed is claimed again after its lease and sent once", async () => {
+  const c = ctx.owner.client;
+  const service = app.broker.getLocalService("messages") as unknown as { wake: () => void };
+  const wake = service.wake;
+  service.wake = () => undefined; // hold the local worker while the crash is staged
+  try {
+    const res = await c.post(`${ctx.ws}/messages`, {
+      to: "crash@example.com",
+      channel: "email",
+      content: { subject: "s", html: "<p>x</p>" },
+      sendAt: new Date(Date.now() + 60_000).toISOString(),
+    });
+    const sequelize = await database();
+    await sequelize.query(`UPDATE messages SET send_at = now() WHERE id = $1`, { bind: [res.body.id] });
+    // The crashed worker: it claimed the send with a short lease and never finished.
+    const claimed = await repo.claimDue(1000, 50);
+    expect(claimed.map((r) => r.id)).toContain(res.body.id);
+    await new Promise((r) => setTimeout(r, 100));
+  } finally {
+    service.wake = wake;
+  }
+  const sent = await waitFor(async () => {
+    const rows = await (
+      await database()
+    ).query<{ status: string; attempts: number }>(
+      `SELECT status, attempts FROM messages WHERE to_address = 'crash@example.com'`,
+      { type: QueryTypes.SELECT },
+    );
+    return rows[0]?.status === "sent" ? rows[0] : undefined;
+  });
+  expect(sent.attempts).toBe(2);
+});
+
+test("tracking: the pixel counts a signed open, a click redirects only when signed, tampered links are 400", async () => {
+  const c = ctx.owner.client;
+  const contactId = await contact({ email: "track@example.com" });
+  const res = await c.post(`${ctx.ws}/messages`, {
+    contactId,
+    channel: "email",
+    content: { subject: "s", html: '<p><a href="https://example.org/page">page</a></p>' },
+  });
+  const sent = await sentTo(res.body.id);
+  const [, pixelPath] = /src="https?:\/\/[^/]+(\/api\/messages\/[^"]+)"/.exec(
+    sent.content.html,
+  ) as RegExpExecArray;
+  const [, clickPath] = /href="https?:\/\/[^/]+(\/api\/messages\/[^"]+u=[^"]+)"/.exec(
+    sent.content.html,
+  ) as RegExpExecArray;
+  await new Promise((r) => setTimeout(r, 1100)); // opens sooner than a second after the send count as machines
+  const browser = { "user-agent": "Mozilla/5.0 (X11; Linux x86_64) Firefox/128.0" };
+
+  const pixel = await c.get(pixelPath.replace(/&amp;/g, "&"), { headers: browser });
+  expect(pixel.status).toBe(200);
+  expect(pixel.headers.get("content-type")).toBe("image/gif");
+  expect(pixel.headers.get("cache-control")).toBe("no-store");
+  const unsigned = await c.get(`/api/messages/${res.body.id}/track?s=bad`, { headers: browser });
+  expect(unsigned.status).toBe(200);
+
+  const click = await c.get(clickPath.replace(/&amp;/g, "&"), { headers: browser });
+  expect(click.status).toBe(302);
+  expect(click.headers.get("location")).toBe("https://example.org/page");
+  const tampered = await c.get(
+    clickPath.replace(/&amp;/g, "&").replace(/s=[^&]+/, "s=AAAAAAAAAAAAAAAAAAAAAA"),
+  );
+  expect(tampered.status).toBe(400);
+  expect(tampered.body.code).toBe("INVALID_TOKEN");
+
+  const after = (await c.get(`${ctx.ws}/messages/${res.body.id}`)).body;
+  expect(after).toMatchObject({ status: "clicked", opens: 1, clicks: 1 });
+  const events = (await c.get(`${ctx.ws}/events?contactId=${contactId}`)).body as Array<{
+    type: string;
+    metadata: Record<string, unknown>;
+  }>;
+  expect(events.map((e) => e.type).sort()).toEqual(["message.click", "message.open"]);
+  expect(events.find((e) => e.type === "message.click")?.metadata).toMatchObject({
+    messageId: res.body.id,
+    channel: "email",
+    machine: false,
+    url: "https://example.org/page",
+  });
+
+  const scanner = await c.get(pixelPath.replace(/&amp;/g, "&"), {
+    headers: { "user-agent": "Mozilla/5.0 (via ggpht.com GoogleImageProxy)" },
+  });
+  expect(scanner.status).toBe(200);
+  expect((await c.get(`${ctx.ws}/messages/${res.body.id}`)).body.opens).toBe(1);
+});
+
+test("unsubscribe: GET shows a page and changes nothing, one-click POST opts out once with the message id", async () => {
+  const c = ctx.owner.client;
+  const hook = await c.post(`${ctx.ws}/webhooks`, {
+    name: "unsub",
+    url: receiver.url("/unsub"),
+    events: ["unsubscribe.email"],
+  });
+  expect(hook.status).toBe(201);
+  const contactId = await contact({ email: "leave@example.com", firstName: "Lee" });
+  const res = await c.post(`${ctx.ws}/messages`, {
+    contactId,
+    channel: "email",
+    content: { subject: "s", html: '<a href="{{ unsubscribeUrl }}">u</a>' },
+  });
+  const sent = await sentTo(res.body.id);
+  const [, token] = /unsubscribe\?token=([^"&]+)/.exec(sent.content.html) as RegExpExecArray;
+
+  const page = await c.get(`/api/unsubscribe?token=${token}`);
+  expect(page.status).toBe(200);
+  expect(page.headers.get("content-type")).toContain("text/html");
+  expect(page.text).toContain("leave@example.com");
+  expect((await c.get(`${ctx.ws}/contacts/${contactId}/consent`)).body.email.status).not.toBe("opted_out");
+
+  const oneClick = await c.request("POST", `/api/unsubscribe?token=${token}`, {
+    form: { "List-Unsubscribe": "One-Click" },
+  });
+  expect(oneClick.body).toEqual({ success: true, channel: "email" });
+  expect(oneClick.body).toEqual({ success: true, channel: "email" });
+  expect((await c.get(`${ctx.ws}/contacts/${contactId}/consent`)).body.email).toMatchObject({
+    status: "opted_out",
+    source: "one_click",
+  });
+  expect(
+    (
+      await c.request("POST", `/api/unsubscribe?token=${token}`, {
+        form: { "List-Unsubscribe": "One-Click" },
+      })
+    ).status,
+  ).toBe(200);
+
+  const delivered = await waitFor(
+    () => receiver.received.filter((r) => r.path === "/unsub"),
+    10_000,
+    "unsubscribe.email delivery",
+  );
+  expect(JSON.parse(delivered[0].body).data).toMatchObject({
+    contactId,
+    channel: "email",
+    source: "one_click",
+    messageId: res.body.id,
+  });
+  await new Promise((r) => setTimeout(r, 300));
+  expect(receiver.received.filter((r) => r.path === "/unsub")).toHaveLength(1);
+
+  const bad = await c.get(`/api/unsubscribe?token=${token.slice(0, -3)}abc`);
+  expect(bad.status).toBe(400);
+  const badJson = await c.request("POST", `/api/unsubscribe?token=nope`, {
+    headers: { accept: "application/json" },
+    form: {},
+  });
+  expect(badJson.body.code).toBe("INVALID_TOKEN");
+});
+
+test("preferences: JSON with channels and topics; PUT applies with source preference_centre; HTML for a browser", async () => {
+  const c = ctx.owner.client;
+  await c.patch(ctx.ws, {
+    settings: {
+      topics: [
+        { key: "news", name: "News" },
+        { key: "offers", name: "Offers" },
+      ],
+    },
+  });
+  const contactId = await contact({ email: "prefs@example.com", firstName: "Pat" });
+  const res = await c.post(`${ctx.ws}/messages`, {
+    contactId,
+    channel: "email",
+    content: { subject: "s", html: '<a href="{{ preferencesUrl }}">p</a>' },
+  });
+  const sent = await sentTo(res.body.id);
+  const [, token] = /preferences\?token=([^"&]+)/.exec(sent.content.html) as RegExpExecArray;
+  const json = await c.get(`/api/preferences?token=${token}`, { headers: { accept: "application/json" } });
+  expect(json.body).toMatchObject({
+    contact: { email: "prefs@example.com", firstName: "Pat" },
+    topics: [
+      { key: "news", subscribed: true },
+      { key: "offers", subscribed: true },
+    ],
+  });
+  const put = await c.put(`/api/preferences?token=${token}`, {
+    channels: { email: "opted_out" },
+    topics: { offers: false, unknown: false },
+  });
+  expect(put.status).toBe(200);
+  expect(put.body.channels.email).toBe("opted_out");
+  expect(put.body.topics).toEqual([
+    { key: "news", name: "News", subscribed: true },
+    { key: "offers", name: "Offers", subscribed: false },
+  ]);
+  expect((await c.get(`${ctx.ws}/contacts/${contactId}/consent`)).body.email.source).toBe(
+    "preference_centre",
+  );
+  const page = await c.get(`/api/preferences?token=${token}`, { headers: { accept: "text/html" } });
+  expect(page.headers.get("content-type")).toContain("text/html");
+  expect(page.text).toContain("Offers");
+});
+
+test("lists filter by status, channel and contact, newest first; the contact's timeline shows messages camelCased", async () => {
+  const c = ctx.owner.client;
+  const suppressed = await c.get(`${ctx.ws}/messages?status=suppressed&channel=email`);
+  expect(suppressed.body.data.length).toBeGreaterThan(0);
+  expect(suppressed.body.data.every((m: { status: string }) => m.status === "suppressed")).toBe(true);
+  const contactId = await contact({ email: "timeline@example.com" });
+  const res = await c.post(`${ctx.ws}/messages`, {
+    contactId,
+    channel: "email",
+    content: { subject: "s", html: "<p>x</p>" },
+  });
+  await sentTo(res.body.id);
+  expect(
+    (await c.get(`${ctx.ws}/messages?contactId=${contactId}`)).body.data.map((m: { id: string }) => m.id),
+  ).toEqual([res.body.id]);
+  const timeline = await c.get(`${ctx.ws}/contacts/${contactId}/timeline`);
+  const item = timeline.body.data.find((i: { kind: string }) => i.kind === "message");
+  expect(item.data).toMatchObject({
+    messageId: res.body.id,
+    channel: "email",
+    status: "sent",
+    to: "timeline@example.com",
+  });
+  expect(item.data).not.toHaveProperty("to_address");
+});
