@@ -327,16 +327,14 @@ export async function release(row: MessageRow, at: Date): Promise<void> {
 }
 
 /**
- * Count an open. A human one moves the status forward (sent or delivered →
- * opened) and sets `openedAt` once; a machine one is only counted as an
- * event. Null when the message does not exist.
+ * Count a person's open: the status moves forward (sent or delivered →
+ * opened) and `openedAt` is set once. (A machine's open is only recorded as
+ * an event.) Null when the message does not exist.
  */
-export async function recordOpen(id: string, machine: boolean): Promise<MessageRow | null> {
+export async function recordOpen(id: string): Promise<MessageRow | null> {
   const sequelize = await database();
   const [row] = await sequelize.query<MessageRow>(
-    machine
-      ? `SELECT * FROM messages WHERE id = $1`
-      : `UPDATE messages SET opens = opens + 1, opened_at = coalesce(opened_at, now()), updated_at = now(),
+    `UPDATE messages SET opens = opens + 1, opened_at = coalesce(opened_at, now()), updated_at = now(),
                 status = CASE WHEN status IN ('sent', 'delivered') THEN 'opened' ELSE status END,
                 history = CASE WHEN status IN ('sent', 'delivered') THEN ${historyEntry("opened")} ELSE history END
           WHERE id = $1 RETURNING *`,
@@ -345,13 +343,11 @@ export async function recordOpen(id: string, machine: boolean): Promise<MessageR
   return row ?? null;
 }
 
-/** Count a click (a click is also an open); machine clicks leave the message as it was. */
-export async function recordClick(id: string, machine: boolean): Promise<MessageRow | null> {
+/** Count a person's click (a click is also an open); a machine's click leaves the message as it was. */
+export async function recordClick(id: string): Promise<MessageRow | null> {
   const sequelize = await database();
   const [row] = await sequelize.query<MessageRow>(
-    machine
-      ? `SELECT * FROM messages WHERE id = $1`
-      : `UPDATE messages SET clicks = clicks + 1, clicked_at = coalesce(clicked_at, now()),
+    `UPDATE messages SET clicks = clicks + 1, clicked_at = coalesce(clicked_at, now()),
                 opened_at = coalesce(opened_at, now()), updated_at = now(),
                 status = CASE WHEN status IN ('sent', 'delivered', 'opened') THEN 'clicked' ELSE status END,
                 history = CASE WHEN status IN ('sent', 'delivered', 'opened') THEN ${historyEntry("clicked")} ELSE history END

@@ -92,6 +92,18 @@ export const ShortLinkSchema = Component(
 );
 export type ShortLinkView = Static<typeof ShortLinkSchema>;
 
+/** What a test send answers, per address (templates' send-test hands it on). */
+export const SendTestResultSchema = Type.Object({
+  results: Type.Array(
+    Type.Object({
+      to: Type.String(),
+      status: StringEnum(["sent", "failed"]),
+      error: Nullable(Type.String()),
+    }),
+  ),
+});
+export type SendTestResult = Static<typeof SendTestResultSchema>;
+
 export const schemas = {
   create: Params({
     workspaceId: WorkspaceId,
@@ -151,15 +163,7 @@ export const results = {
   detail: MessageDetailSchema,
   list: Paginated(MessageSchema),
   shortLinks: Paginated(ShortLinkSchema),
-  sendTest: Type.Object({
-    results: Type.Array(
-      Type.Object({
-        to: Type.String(),
-        status: StringEnum(["sent", "failed"]),
-        error: Nullable(Type.String()),
-      }),
-    ),
-  }),
+  sendTest: SendTestResultSchema,
   variantStats: Type.Array(
     Type.Object({
       variant: Type.String(),

@@ -202,7 +202,7 @@ export default defineService({
       const message = await repo.getMessageById(messageId);
       if (!message) return;
       const machine = isMachine(ctx.meta.userAgent, message.sent_at, new Date());
-      const row = await repo.recordOpen(messageId, machine);
+      const row = machine ? message : await repo.recordOpen(messageId);
       if (row) await this.recordActivity(row, "message.open", { machine });
     },
 
@@ -221,7 +221,7 @@ export default defineService({
         "Link",
       );
       const machine = agentMachine || link.burst;
-      const row = await repo.recordClick(messageId, machine);
+      const row = machine ? message : await repo.recordClick(messageId);
       if (row) await this.recordActivity(row, "message.click", { machine, url: link.url });
       return link.url;
     },

@@ -1,7 +1,7 @@
 import type { LoggerInstance, ServiceBroker } from "moleculer";
 import { SYSTEM } from "../../lib/access";
 import { config } from "../../lib/config";
-import { compose, type Renderable } from "../templates/compose";
+import { compose, renderableOf, type Renderable } from "../templates/compose";
 import { TemplateFault, type Content } from "../templates/render";
 import type { ResolvedTemplate } from "../templates/templates.schemas";
 import { preferencesUrl, signLinkToken, unsubscribeUrl } from "./links";
@@ -151,15 +151,7 @@ export class Sender {
         ab: null,
       };
     const resolved = templateById.get(row.template_id);
-    if (!resolved) return null;
-    return {
-      id: resolved.template.id,
-      channel: resolved.template.channel,
-      locale: resolved.template.locale,
-      content: resolved.template.content as Content,
-      translations: resolved.translations,
-      ab: resolved.ab,
-    };
+    return resolved ? renderableOf(resolved) : null;
   }
 
   /** The contact's unsubscribe and preference links (contract 6), signed for this message. */

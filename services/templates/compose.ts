@@ -1,3 +1,4 @@
+import type { ResolvedTemplate } from "./templates.schemas";
 import {
   finishEmail,
   overlay,
@@ -24,6 +25,16 @@ export interface Renderable {
   translations: Record<string, Content>;
   ab: { variants: Array<{ id: string; weight: number; content?: Content }>; winner: string | null } | null;
 }
+
+/** A stored template (with its translations and A/B test) as the renderer takes it. */
+export const renderableOf = (resolved: ResolvedTemplate): Renderable => ({
+  id: resolved.template.id,
+  channel: resolved.template.channel,
+  locale: resolved.template.locale,
+  content: resolved.template.content as Content,
+  translations: resolved.translations,
+  ab: resolved.ab,
+});
 
 export interface ComposeOptions {
   /** Forces a locale (preview, send-test); else the contact's pick. */

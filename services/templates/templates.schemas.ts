@@ -1,6 +1,7 @@
 import { Type, type Static, type TSchema } from "@sinclair/typebox";
 import { Paginated, PageQuery } from "../../lib/pagination";
 import { Component, DateTime, Int32, Nullable, Params, StringEnum, Trimmed } from "../../lib/schema";
+import { SendTestResultSchema } from "../messages/messages.schemas";
 import { CHANNELS } from "./render";
 
 const WorkspaceId = Type.String({ minLength: 1, maxLength: 64 });
@@ -252,15 +253,7 @@ export const results = {
   translation: TranslationSchema,
   ab: AbSchema,
   preview: PreviewSchema,
-  sendTest: Type.Object({
-    results: Type.Array(
-      Type.Object({
-        to: Type.String(),
-        status: StringEnum(["sent", "failed"]),
-        error: Nullable(Type.String()),
-      }),
-    ),
-  }),
+  sendTest: SendTestResultSchema,
   translate: Type.Object({ translations: Type.Array(TranslationSchema) }),
   success: Type.Object({ success: Type.Literal(true) }),
   resolve: ResolvedTemplateSchema,

@@ -6,6 +6,7 @@ import { workspaceOf } from "../../lib/tenancy";
 import { DatabaseMixin } from "../../mixins/database.mixin";
 import { abActions } from "./ab.actions";
 import { prepareContent } from "./authoring";
+import type { SendTestResult } from "../messages/messages.schemas";
 import { compose, type Renderable } from "./compose";
 import type { Content } from "./render";
 import { ACCESS, renderable, renderContext, tags, WS } from "./templates.shared";
@@ -156,9 +157,11 @@ export default defineService({
         const context = await renderContext(ctx, contactId);
         const { content } = await compose(template, { ...context, locale, variant, variables });
         if (template.channel === "email") content.subject = `[TEST] ${String(content.subject ?? "")}`;
-        return ctx.call("messages.sendTest", { channel: template.channel, to, content }) as Promise<{
-          results: Array<{ to: string; status: "sent" | "failed"; error: string | null }>;
-        }>;
+        return ctx.call("messages.sendTest", {
+          channel: template.channel,
+          to,
+          content,
+        }) as Promise<SendTestResult>;
       },
     }),
 

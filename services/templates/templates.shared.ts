@@ -3,8 +3,7 @@ import { found } from "../../lib/errors";
 import type { AppContext } from "../../lib/moleculer-types";
 import { isServiceAvailable } from "../../lib/registry";
 import { workspaceOf } from "../../lib/tenancy";
-import { SAMPLE_CONTACT, type Renderable } from "./compose";
-import type { Content } from "./render";
+import { renderableOf, SAMPLE_CONTACT, type Renderable } from "./compose";
 import * as repo from "./templates.repo";
 
 /** What the templates service and its action mixins share: routes, access, and the render's inputs. */
@@ -42,15 +41,7 @@ export async function renderContext(ctx: AppContext, contactId?: string) {
 
 /** A stored template as the renderer takes it. */
 export async function renderable(ws: string, templateId: string): Promise<Renderable> {
-  const resolved = found(await repo.resolveTemplate(ws, templateId), "Template");
-  return {
-    id: resolved.template.id,
-    channel: resolved.template.channel,
-    locale: resolved.template.locale,
-    content: resolved.template.content as Content,
-    translations: resolved.translations,
-    ab: resolved.ab,
-  };
+  return renderableOf(found(await repo.resolveTemplate(ws, templateId), "Template"));
 }
 
 /** Whether the messages service answers here (A/B statistics read its records). */
