@@ -32,13 +32,12 @@ export function normalizePhone(value: string, defaultCountry?: string): string |
 export const PHONE_FORMAT_MESSAGE =
   "must be a phone number in international format (E.164, e.g. +14155552671)";
 
-/** The IANA zone as given when the runtime knows it, else null. */
+/** The IANA zone in its canonical case (`europe/paris` → `Europe/Paris`) when the runtime knows it, else null. */
 export function normalizeTimezone(value: string): string | null {
   const zone = value.trim();
   if (!zone) return null;
   try {
-    new Intl.DateTimeFormat("en-US", { timeZone: zone });
-    return zone;
+    return new Intl.DateTimeFormat("en-US", { timeZone: zone }).resolvedOptions().timeZone;
   } catch {
     return null;
   }

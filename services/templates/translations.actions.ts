@@ -111,10 +111,9 @@ export const translationActions = {
         const ws = workspaceOf(ctx);
         const { templateId, targetLocales, overwrite } = ctx.params;
         const template = found(await repo.getTemplate(ws, templateId), "Template");
-        const workspace = (await ctx.call("workspaces.get", { workspaceId: ws })) as {
-          settings?: { translation?: Partial<TranslationSettings> | null };
-        };
-        const settings = workspace.settings?.translation;
+        const { translation: settings } = (await ctx.call("workspaces.settingsWithSecrets", {
+          workspaceId: ws,
+        })) as { translation?: Partial<TranslationSettings> | null };
         if (!settings?.baseUrl)
           throw fieldError(
             "settings.translation",

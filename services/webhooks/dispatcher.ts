@@ -3,7 +3,7 @@ import https from "node:https";
 import type { LookupFunction } from "node:net";
 import type { LoggerInstance } from "moleculer";
 import * as repo from "./webhooks.repo";
-import { open } from "./secret-box";
+import { open } from "../../lib/secret-box";
 import { signOutbound } from "./signature";
 
 export { deliveryBody } from "./signature";

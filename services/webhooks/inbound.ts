@@ -9,7 +9,7 @@ import { isServiceAvailable } from "../../lib/registry";
 import { normalizePhone, PHONE_FORMAT_MESSAGE } from "../contacts/normalize";
 import * as repo from "./webhooks.repo";
 import type { InboundParams } from "./webhooks.schemas";
-import { open } from "./secret-box";
+import { open } from "../../lib/secret-box";
 import { verifyInbound } from "./signature";
 
 /**

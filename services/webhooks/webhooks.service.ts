@@ -9,7 +9,7 @@ import { DatabaseMixin } from "../../mixins/database.mixin";
 import { OutboxRelayMixin } from "../../mixins/outbox-relay";
 import { attempt, Dispatcher } from "./dispatcher";
 import { receiveInbound, REPLAY_WINDOW_SECONDS } from "./inbound";
-import { seal } from "./secret-box";
+import { seal } from "../../lib/secret-box";
 import { newSecret } from "./signature";
 import { guardEnabled, resolveTarget, TargetRefused } from "./url-guard";
 import * as repo from "./webhooks.repo";

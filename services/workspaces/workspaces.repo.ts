@@ -4,6 +4,7 @@ import { newId } from "../../lib/crypto";
 import { conflict, validationError } from "../../lib/errors";
 import { pageOf, type PageRequest } from "../../lib/pagination";
 import { AuditLog, Member, User, Workspace, type Role } from "../../models";
+import { maskSecrets, openSecrets, sealSecrets } from "./settings";
 
 /** Every query of the workspaces area. Workspace-scoped functions take the workspace id first. */
 
@@ -21,7 +22,7 @@ const view = (w: Workspace, role?: Role): WorkspaceView => ({
   id: w.id,
   name: w.name,
   slug: w.slug,
-  settings: w.settings,
+  settings: maskSecrets(w.settings),
   createdAt: w.createdAt,
   updatedAt: w.updatedAt,
   ...(role ? { role } : {}),
@@ -96,6 +97,12 @@ export async function getWorkspace(workspaceId: string, role?: Role): Promise<Wo
   return workspace ? view(workspace, role) : null;
 }
 
+/** The settings with their secrets opened, for the service that uses one (never answered to a caller). */
+export async function settingsWithSecrets(workspaceId: string): Promise<Record<string, unknown> | null> {
+  const workspace = await Workspace.findByPk(workspaceId, { attributes: ["settings"] });
+  return workspace ? openSecrets(workspace.settings) : null;
+}
+
 export async function updateWorkspace(
   workspaceId: string,
   changes: { name?: string; slug?: string; settings?: Record<string, unknown> },
@@ -104,7 +111,8 @@ export async function updateWorkspace(
   if (!workspace) return null;
   if (changes.name !== undefined) workspace.name = changes.name;
   if (changes.slug !== undefined) workspace.slug = changes.slug;
-  if (changes.settings !== undefined) workspace.settings = { ...workspace.settings, ...changes.settings };
+  if (changes.settings !== undefined)
+    workspace.settings = { ...workspace.settings, ...sealSecrets(changes.settings, workspace.settings) };
   try {
     await workspace.save();
   } catch (err) {

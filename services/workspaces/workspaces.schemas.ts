@@ -1,6 +1,7 @@
 import { Type } from "@sinclair/typebox";
 import { Paginated, PageQuery } from "../../lib/pagination";
 import { Component, DateTime, Nullable, Params, StringEnum, Trimmed } from "../../lib/schema";
+import { SettingsSchema as Settings } from "./settings";
 
 export const RoleSchema = StringEnum(["OWNER", "ADMIN", "MEMBER", "VIEWER"], {
   description: "OWNER > ADMIN > MEMBER > VIEWER",
@@ -8,9 +9,6 @@ export const RoleSchema = StringEnum(["OWNER", "ADMIN", "MEMBER", "VIEWER"], {
 const Slug = Type.String({ minLength: 2, maxLength: 64, pattern: "^[a-z0-9]+(?:-[a-z0-9]+)*$" });
 const WorkspaceId = Type.String({ minLength: 1, maxLength: 64 });
 const MemberId = Type.String({ minLength: 1, maxLength: 64 });
-const Settings = Type.Record(Type.String(), Type.Unknown(), {
-  description: "Workspace settings (merged on update); keys are documented by the areas that read them",
-});
 
 /** A workspace, with the caller's role where the answer is for a member. */
 export const WorkspaceSchema = Component(
@@ -86,6 +84,7 @@ export const schemas = {
   }),
   auditLogsResult: Paginated(AuditEntrySchema),
   membership: Params({ workspaceId: Type.String(), userId: Type.String() }),
+  settingsWithSecrets: Params({ workspaceId: WorkspaceId }),
   memberUserIds: Params({
     workspaceId: WorkspaceId,
     userIds: Type.Array(Type.String({ maxLength: 255 }), { maxItems: 1000 }),

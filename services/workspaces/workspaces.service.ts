@@ -9,6 +9,7 @@ import { Nullable } from "../../lib/schema";
 import { userOf, WORKSPACE_DELETED_EVENT, workspaceOf } from "../../lib/tenancy";
 import { DatabaseMixin } from "../../mixins/database.mixin";
 import type { Role } from "../../models";
+import { checkSettings } from "./settings";
 import * as repo from "./workspaces.repo";
 import { MemberSchema, RoleSchema, SuccessSchema, WorkspaceSchema, schemas } from "./workspaces.schemas";
 
@@ -71,6 +72,7 @@ export default defineService({
       result: WorkspaceSchema,
       async handler(ctx) {
         const { workspaceId: _path, ...changes } = ctx.params; // the workspace comes from ctx.meta
+        if (changes.settings) changes.settings = checkSettings(changes.settings);
         const workspace = found(await repo.updateWorkspace(workspaceOf(ctx), changes), "Workspace");
         await audit(
           ctx,
@@ -214,6 +216,13 @@ export default defineService({
       params: schemas.memberUserIds,
       result: Type.Array(Type.String()),
       handler: (ctx) => repo.memberUserIds(ctx.params.workspaceId, ctx.params.userIds),
+    }),
+
+    /** Internal: the settings with secrets opened, for the area that uses one (the translation API key). */
+    settingsWithSecrets: defineAction({
+      params: schemas.settingsWithSecrets,
+      result: Type.Record(Type.String(), Type.Unknown()),
+      handler: async (ctx) => found(await repo.settingsWithSecrets(ctx.params.workspaceId), "Workspace"),
     }),
 
     /** Internal: write one audit entry (see lib/audit.ts). */

@@ -6,7 +6,7 @@ import {
   verifyOutbound,
 } from "../../services/webhooks/signature";
 import { deliveryBody, deliveryHeaders, retryDelay } from "../../services/webhooks/dispatcher";
-import { open, seal } from "../../services/webhooks/secret-box";
+import { open, seal } from "../../lib/secret-box";
 
 describe("webhook signatures", () => {
   test("outbound: hex HMAC-SHA256 of `<timestamp>.<raw body>` (reference vector)", () => {

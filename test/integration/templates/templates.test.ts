@@ -262,7 +262,11 @@ test("translate: 400 naming settings.translation when unset; through the configu
   expect(unset.status).toBe(400);
   expect(unset.body.details[0].field).toBe("settings.translation");
 
-  await c.patch(ctx.ws, { settings: { translation: { baseUrl: translatorUrl } } });
+  // The API key is sealed at rest and masked in reads; the translator receives the real one.
+  const saved = await c.patch(ctx.ws, {
+    settings: { translation: { baseUrl: translatorUrl, apiKey: "lt-secret-key-1234" } },
+  });
+  expect(saved.body.settings.translation).toEqual({ baseUrl: translatorUrl, apiKey: "••••1234" });
   const done = await c.post(`${ctx.ws}/templates/${t.body.id}/translate`, { targetLocales: ["de", "en"] });
   expect(done.status).toBe(200);
   expect(done.body.translations).toHaveLength(1);
@@ -270,7 +274,12 @@ test("translate: 400 naming settings.translation when unset; through the configu
     locale: "de",
     content: { subject: "HI {{ contact.firstName }}", html: "<p>HELLO {{ contact.firstName }}</p>" },
   });
-  expect(translateRequests.at(-1)).toMatchObject({ source: "en", target: "de", format: "html" });
+  expect(translateRequests.at(-1)).toMatchObject({
+    source: "en",
+    target: "de",
+    format: "html",
+    api_key: "lt-secret-key-1234",
+  });
   expect(JSON.stringify(translateRequests.at(-1))).not.toContain("contact.firstName");
 });
 

@@ -1,7 +1,7 @@
 import { QueryTypes } from "sequelize";
 import { database } from "../../../lib/database";
 import { publishDomainEvent } from "../../helpers/facts";
-import { open } from "../../../services/webhooks/secret-box";
+import { open } from "../../../lib/secret-box";
 import { startApp, type TestApp } from "../../helpers/app";
 import { HttpClient, ownerWithWorkspace, signUp } from "../../helpers/http";
 import { waitFor } from "../../helpers/wait";

@@ -1,7 +1,7 @@
 import { QueryTypes } from "sequelize";
 import { database } from "../../../lib/database";
 import { publishDomainEvent } from "../../helpers/facts";
-import { seal } from "../../../services/webhooks/secret-box";
+import { seal } from "../../../lib/secret-box";
 import { startApp, type TestApp } from "../../helpers/app";
 import { ownerWithWorkspace } from "../../helpers/http";
 import { waitFor } from "../../helpers/wait";

@@ -1,4 +1,5 @@
 import { Client } from "pg";
+import { open } from "../../../lib/secret-box";
 import { startApp, type TestApp } from "../../helpers/app";
 import { ownerWithWorkspace, signUp, type SignedInUser } from "../../helpers/http";
 
@@ -75,6 +76,80 @@ describe("workspaces", () => {
   test("workspaces need a session", async () => {
     expect((await app.http().get("/api/workspaces")).status).toBe(401);
     expect((await app.http().post("/api/workspaces", { name: "X" })).status).toBe(401);
+  });
+
+  test("settings: bad values are 400 naming settings.<key>, zones and locales normalised, null turns a key off", async () => {
+    const { owner, ws } = await ownerWithWorkspace(app.baseUrl);
+    const refused = async (settings: Record<string, unknown>, field: string) => {
+      const res = await owner.client.patch(ws, { settings });
+      expect(res.status).toBe(400);
+      expect(res.body.code).toBe("VALIDATION_ERROR");
+      expect(res.body.details.map((d: { field: string }) => d.field)).toContain(field);
+    };
+    await refused({ timezone: "Mars/Olympus" }, "settings.timezone");
+    await refused({ defaultLocale: "not a locale!" }, "settings.defaultLocale");
+    await refused({ quietHours: { start: "25:00", end: "08:00" } }, "settings.quietHours.start");
+    await refused({ frequencyCap: { count: 0, periodHours: 24 } }, "settings.frequencyCap.count");
+    await refused(
+      { frequencyCap: { count: 1, periodHours: 24, channels: ["fax"] } },
+      "settings.frequencyCap.channels[0]",
+    );
+    await refused({ topics: [{ key: "has space", name: "x" }] }, "settings.topics[0].key");
+    await refused({ tracking: { opens: "yes" } }, "settings.tracking.opens");
+    await refused({ translation: { apiKey: "k" } }, "settings.translation.baseUrl");
+    await refused({ sender: { fromEmail: "nobody" } }, "settings.sender.fromEmail");
+    await refused({ allowedOrigins: ["https://example.com/path"] }, "settings.allowedOrigins[0]");
+    // Nothing of a refused update was stored.
+    expect((await owner.client.get(ws)).body.settings).toEqual({});
+
+    const saved = await owner.client.patch(ws, {
+      settings: {
+        timezone: "europe/paris",
+        defaultLocale: "pt-br",
+        quietHours: { start: "21:00", end: "08:00" },
+        tracking: { opens: false },
+        custom: { anything: 1 },
+      },
+    });
+    expect(saved.status).toBe(200);
+    expect(saved.body.settings).toEqual({
+      timezone: "Europe/Paris",
+      defaultLocale: "pt-BR",
+      quietHours: { start: "21:00", end: "08:00" },
+      tracking: { opens: false },
+      custom: { anything: 1 },
+    });
+    const off = await owner.client.patch(ws, { settings: { quietHours: null } });
+    expect(off.body.settings.quietHours).toBeNull();
+  });
+
+  test("settings: the translation API key is sealed, masked in every read, kept when the mask comes back", async () => {
+    const { owner, ws, workspaceId } = await ownerWithWorkspace(app.baseUrl);
+    const translation = { baseUrl: "https://translate.example.com", apiKey: "secret-api-key-9876" };
+    const saved = await owner.client.patch(ws, { settings: { translation } });
+    expect(saved.body.settings.translation.apiKey).toBe("••••9876");
+    expect((await owner.client.get(ws)).body.settings.translation.apiKey).toBe("••••9876");
+    const listed = await owner.client.get("/api/workspaces");
+    expect(listed.body.find((w: { id: string }) => w.id === workspaceId).settings.translation.apiKey).toBe(
+      "••••9876",
+    );
+    const storedKey = async () =>
+      (
+        await db.query<{ key: string }>(
+          `SELECT settings->'translation'->>'apiKey' AS key FROM workspaces WHERE id = $1`,
+          [workspaceId],
+        )
+      ).rows[0].key;
+    const sealed = await storedKey();
+    expect(sealed).not.toContain("secret-api-key");
+    expect(open(sealed)).toBe(translation.apiKey);
+
+    await owner.client.patch(ws, { settings: { translation: { ...translation, apiKey: "••••9876" } } });
+    expect(await storedKey()).toBe(sealed);
+    const short = await owner.client.patch(ws, {
+      settings: { translation: { ...translation, apiKey: "abc" } },
+    });
+    expect(short.body.settings.translation.apiKey).toBe("••••");
   });
 
   test("GET, PATCH and DELETE one workspace", async () => {

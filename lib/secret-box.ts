@@ -1,10 +1,12 @@
 import crypto from "node:crypto";
-import { authSecret } from "../../lib/auth-secret";
+import { authSecret } from "./auth-secret";
 
 /**
- * Endpoint secrets must be usable to sign, so they are encrypted at rest
- * (AES-256-GCM), not hashed. The key is derived from AUTH_SECRET with HKDF,
- * so a database dump alone does not reveal them.
+ * Secrets we must use again (webhook signing secrets, provider credentials,
+ * the translation API key) are encrypted at rest (AES-256-GCM), not hashed.
+ * The key is derived from AUTH_SECRET with HKDF, so a database dump alone
+ * does not reveal them. The HKDF info keeps the name it was first given
+ * (webhook endpoints), so secrets sealed since then still open.
  */
 const INFO = "cms webhook endpoint secret v1";
 let cachedKey: { secret: string; key: Buffer } | undefined;
@@ -36,4 +38,19 @@ export function open(sealed: string): string {
   const decipher = crypto.createDecipheriv("aes-256-gcm", key(), Buffer.from(iv, "base64url"));
   decipher.setAuthTag(Buffer.from(tag, "base64url"));
   return Buffer.concat([decipher.update(Buffer.from(data, "base64url")), decipher.final()]).toString("utf8");
+}
+
+/** Is this a value `seal` produced? */
+export const isSealed = (value: unknown): value is string =>
+  typeof value === "string" && /^v1\.[\w-]+\.[\w-]+\.[\w-]*$/.test(value);
+
+const MASK = "••••";
+
+/** How a secret is shown (contract-messaging 1): `••••` and its last 4 characters, or `••••` alone when shorter than 8. */
+export const maskSecret = (plain: string): string => (plain.length >= 8 ? MASK + plain.slice(-4) : MASK);
+
+/** A write of a secret: the mask sent back keeps the stored one (`current`, sealed); anything else is sealed anew. */
+export function sealUnlessMask(incoming: string, current: string | null | undefined): string {
+  if (current && incoming.startsWith(MASK) && incoming === maskSecret(open(current))) return current;
+  return seal(incoming);
 }
