@@ -1,4 +1,5 @@
-// The preference centre's form: sends the checked channels and topics with PUT /api/preferences.
+// The preference centre's form: sends the channels the person changed (an untouched
+// unknown channel stays unknown, not opted out) and every topic with PUT /api/preferences.
 (function () {
   var form = document.getElementById("preferences");
   var status = document.getElementById("status");
@@ -7,7 +8,7 @@
     var channels = {};
     var topics = {};
     form.querySelectorAll("input[name=channel]").forEach(function (box) {
-      channels[box.value] = box.checked ? "opted_in" : "opted_out";
+      if (box.checked !== box.defaultChecked) channels[box.value] = box.checked ? "opted_in" : "opted_out";
     });
     form.querySelectorAll("input[name=topic]").forEach(function (box) {
       topics[box.value] = box.checked;
@@ -19,6 +20,10 @@
       body: JSON.stringify({ channels: channels, topics: topics }),
     }).then(
       function (res) {
+        if (res.ok)
+          form.querySelectorAll("input").forEach(function (box) {
+            box.defaultChecked = box.checked;
+          });
         status.textContent = res.ok ? "Saved." : "Could not save; please try again.";
       },
       function () {

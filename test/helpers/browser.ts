@@ -1,7 +1,7 @@
 import fs from "node:fs";
 import net from "node:net";
 import path from "node:path";
-import { chromium, type Browser } from "playwright-core";
+import { chromium, type Browser, type Page } from "playwright-core";
 import { PROJECT_ROOT } from "../../lib/paths";
 
 /** Debian's chromium (`.ci/run` installs it); CHROMIUM_PATH names another build. */
@@ -12,7 +12,13 @@ export const chromiumPath = [
 ].find((candidate): candidate is string => !!candidate && fs.existsSync(candidate));
 
 /** Screenshots of the pages the browser tests load, kept for a person to look at. */
-export const ARTIFACTS_DIR = path.join(PROJECT_ROOT, "test-artifacts");
+const ARTIFACTS_DIR = path.join(PROJECT_ROOT, "test-artifacts");
+
+/** The whole page as `test-artifacts/<name>.png`. */
+export async function screenshot(page: Page, name: string): Promise<void> {
+  fs.mkdirSync(ARTIFACTS_DIR, { recursive: true });
+  await page.screenshot({ path: path.join(ARTIFACTS_DIR, `${name}.png`), fullPage: true });
+}
 
 /** `describe` when a browser is installed; otherwise the suite is skipped and says why, once. */
 export function describeWithBrowser(name: string, body: () => void): void {

@@ -1,8 +1,6 @@
-import fs from "node:fs";
-import path from "node:path";
 import type { Browser } from "playwright-core";
 import { startApp, type TestApp } from "../../helpers/app";
-import { ARTIFACTS_DIR, describeWithBrowser, freePort, launchBrowser } from "../../helpers/browser";
+import { describeWithBrowser, freePort, launchBrowser, screenshot } from "../../helpers/browser";
 import { ownerWithWorkspace, type SignedInUser } from "../../helpers/http";
 
 /**
@@ -21,7 +19,6 @@ describeWithBrowser("API reference in a browser", () => {
     app = await startApp({ env: { PORT: String(port), PUBLIC_URL: `http://127.0.0.1:${port}` } });
     ({ owner } = await ownerWithWorkspace(app.baseUrl));
     browser = await launchBrowser();
-    fs.mkdirSync(ARTIFACTS_DIR, { recursive: true });
   }, 60_000);
   afterAll(async () => {
     await browser?.close();
@@ -31,12 +28,17 @@ describeWithBrowser("API reference in a browser", () => {
   it("signs in, lands on the home page, and sends a request from the reference", async () => {
     const page = await browser.newPage();
     await page.goto(`${app.baseUrl}/auth/signin`);
+    // The sign-in page wears the one stylesheet our own pages share.
+    await expect(
+      page.evaluate<string>("getComputedStyle(document.querySelector('form.card')).backgroundColor"),
+    ).resolves.toBe("rgb(255, 255, 255)");
+    await screenshot(page, "signin");
     await page.fill("#email", owner.email);
     await page.fill("#password", owner.password);
     await page.click("button[type=submit]");
     await page.waitForURL(`${app.baseUrl}/`);
     await page.getByText(`Signed in as ${owner.email}.`).waitFor();
-    await page.screenshot({ path: path.join(ARTIFACTS_DIR, "home.png"), fullPage: true });
+    await screenshot(page, "home");
 
     await page.click("text=API reference");
     await page.waitForURL(`${app.baseUrl}/api/docs`);
@@ -53,7 +55,7 @@ describeWithBrowser("API reference in a browser", () => {
     await expect(
       operation.locator(".live-responses-table tbody .response-col_description").first().textContent(),
     ).resolves.toContain('"name": "Acme"');
-    await page.screenshot({ path: path.join(ARTIFACTS_DIR, "api-reference.png"), fullPage: true });
+    await screenshot(page, "api-reference");
     await page.close();
   }, 60_000);
 
