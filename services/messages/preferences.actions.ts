@@ -17,9 +17,9 @@ const tags = ["Preferences"];
 const Token = Type.String({ minLength: 1, maxLength: 4096, description: "The signed link token" });
 const ConsentStatus = StringEnum(["opted_in", "opted_out", "unknown"]);
 const CHANNEL_NAMES: Record<string, string> = {
-  email: "email",
+  email: "Email",
   sms: "SMS",
-  push: "push",
+  push: "Push",
   chatapp1: "chatapp1",
   chatapp2: "chatapp2",
 };
