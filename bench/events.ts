@@ -165,7 +165,7 @@ export async function bootApp(areas: string[], env: Record<string, string> = {})
   for (const area of areas) {
     const dir = path.resolve(__dirname, "../services", area);
     if (!fs.existsSync(dir)) continue;
-    for (const file of fs.readdirSync(dir).filter((f) => f.endsWith(".service.ts"))) {
+    for (const file of fs.readdirSync(dir).filter((f) => /\.service\.[jt]s$/.test(f))) {
       broker.createService(require(path.join(dir, file)).default);
       loaded.push(area);
     }

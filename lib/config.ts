@@ -43,6 +43,7 @@ export interface AppConfig {
   messageBatch: number;
   messageLeaseMs: number;
   messagePollMs: number;
+  messageWorkers: number;
   messageRetryDelaysMs: number[];
   providerRateLimits: Record<string, number>;
 }
@@ -98,6 +99,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     messageBatch: int(env.MESSAGE_BATCH, 200),
     messageLeaseMs: int(env.MESSAGE_LEASE_MS, 60_000),
     messagePollMs: int(env.MESSAGE_POLL_MS, 1_000),
+    messageWorkers: int(env.MESSAGE_WORKERS, 2),
     messageRetryDelaysMs: (env.MESSAGE_RETRY_DELAYS_MS ?? "30000,120000,600000,3600000")
       .split(",")
       .map((v) => Number.parseInt(v.trim(), 10))

@@ -205,6 +205,7 @@ export const results = {
     consent: ConsentSchema,
     events: Rows,
     messages: Rows,
+    linkClicks: Rows,
     notes: Rows,
     formSubmissions: Rows,
     scores: Rows,

@@ -13,6 +13,7 @@ export interface GdprExport {
   consent: ContactView["consent"];
   events: Array<Record<string, unknown>>;
   messages: Array<Record<string, unknown>>;
+  linkClicks: Array<Record<string, unknown>>;
   notes: Array<Record<string, unknown>>;
   formSubmissions: Array<Record<string, unknown>>;
   scores: Array<Record<string, unknown>>;
@@ -25,6 +26,7 @@ export interface GdprExport {
 const OPTIONAL = [
   "events",
   "messages",
+  "short_link_clicks",
   "form_submissions",
   "score_history",
   "deals",
@@ -45,10 +47,11 @@ export function camelRow(row: Record<string, unknown>): Record<string, unknown> 
 export async function gdprExport(workspaceId: string, contactId: string): Promise<GdprExport> {
   const contact = contactView(found(await getRow(workspaceId, contactId), "Contact"));
   const present = await existingTables(OPTIONAL);
-  const [events, messages, notes, formSubmissions, scores, stageHistory, deals, tasks, segments] =
+  const [events, messages, linkClicks, notes, formSubmissions, scores, stageHistory, deals, tasks, segments] =
     await Promise.all([
       rowsOf("events", contactId, "t.timestamp DESC, t.id DESC", present),
       rowsOf("messages", contactId, "t.created_at DESC, t.id DESC", present),
+      rowsOf("short_link_clicks", contactId, "t.last_at DESC", present),
       rowsOf("contact_notes", contactId, "t.created_at DESC, t.id DESC", present),
       rowsOf("form_submissions", contactId, "t.created_at DESC, t.id DESC", present),
       rowsOf("score_history", contactId, "t.created_at DESC, t.id DESC", present),
@@ -68,6 +71,7 @@ export async function gdprExport(workspaceId: string, contactId: string): Promis
     consent: contact.consent,
     events: strip(events),
     messages: strip(messages),
+    linkClicks: strip(linkClicks),
     notes: strip(notes),
     formSubmissions: strip(formSubmissions),
     scores: strip(scores),

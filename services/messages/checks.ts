@@ -104,20 +104,26 @@ const minutesOf = (hhmm: string): number | null => {
   return match ? Number(match[1]) * 60 + Number(match[2]) : null;
 };
 
+/** Clock formatters by zone (IANA zones, validated on write: a few hundred at most): building one costs far more than using it. */
+const clocks = new Map<string, Intl.DateTimeFormat>();
+
+function clockIn(timeZone: string): Intl.DateTimeFormat {
+  let clock = clocks.get(timeZone);
+  if (!clock) {
+    const options = { hour: "2-digit", minute: "2-digit", hourCycle: "h23" } as const;
+    try {
+      clock = new Intl.DateTimeFormat("en-GB", { ...options, timeZone });
+    } catch {
+      clock = new Intl.DateTimeFormat("en-GB", { ...options, timeZone: "UTC" });
+    }
+    clocks.set(timeZone, clock);
+  }
+  return clock;
+}
+
 /** Minutes past midnight at `now` in `timeZone` (UTC when the zone is unknown). */
 function localMinutes(now: Date, timeZone: string): number {
-  let zone = timeZone;
-  try {
-    new Intl.DateTimeFormat("en-GB", { timeZone: zone });
-  } catch {
-    zone = "UTC";
-  }
-  const parts = new Intl.DateTimeFormat("en-GB", {
-    timeZone: zone,
-    hour: "2-digit",
-    minute: "2-digit",
-    hourCycle: "h23",
-  }).formatToParts(now);
+  const parts = clockIn(timeZone).formatToParts(now);
   const hour = Number(parts.find((p) => p.type === "hour")?.value ?? 0);
   const minute = Number(parts.find((p) => p.type === "minute")?.value ?? 0);
   return hour * 60 + minute;

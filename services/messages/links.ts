@@ -24,13 +24,16 @@ export interface LinkClaims {
 }
 
 const DAY_SECONDS = 86_400;
-const keys = new Map<string, { secret: string; key: Buffer }>();
+/** Keys are KeyObjects made once: jsonwebtoken turns a Buffer into one on every sign, which costs more than the signature. */
+const keys = new Map<string, { secret: string; key: crypto.KeyObject }>();
 
-function derivedKey(info: string): Buffer {
+function derivedKey(info: string): crypto.KeyObject {
   const secret = authSecret();
   const cached = keys.get(info);
   if (cached?.secret === secret) return cached.key;
-  const key = Buffer.from(crypto.hkdfSync("sha256", secret, Buffer.alloc(0), info, 32));
+  const key = crypto.createSecretKey(
+    Buffer.from(crypto.hkdfSync("sha256", secret, Buffer.alloc(0), info, 32)),
+  );
   keys.set(info, { secret, key });
   return key;
 }

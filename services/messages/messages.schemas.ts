@@ -154,6 +154,18 @@ export const schemas = {
     to: Type.Array(Type.String({ maxLength: 254 }), { maxItems: 5 }),
     content: Type.Record(Type.String(), Type.Unknown()),
   }),
+  enqueue: Params({
+    channel: Channel,
+    templateId: Id,
+    contactIds: Type.Array(Id, { minItems: 1, maxItems: 1000 }),
+    campaignId: Type.Optional(Id),
+    enrollmentId: Type.Optional(Id),
+    variables: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
+    sendAt: Type.Optional(Type.String({ format: "date-time" })),
+    transactional: Type.Optional(Type.Boolean({ default: false })),
+    topic: Type.Optional(Type.String({ minLength: 1, maxLength: 100 })),
+    providerId: Type.Optional(Id),
+  }),
   variantStats: Params({ templateId: Id }),
   processDue: Params({ limit: Type.Optional(Int32({ minimum: 1, maximum: 5000 })) }),
 };
@@ -164,6 +176,14 @@ export const results = {
   list: Paginated(MessageSchema),
   shortLinks: Paginated(ShortLinkSchema),
   sendTest: SendTestResultSchema,
+  enqueue: Type.Object({
+    queued: Type.Integer(),
+    suppressed: Type.Integer(),
+    skipped: Type.Array(
+      Type.Object({ contactId: Type.String(), reason: StringEnum(["not_found", "no_address"]) }),
+    ),
+    messageIds: Type.Array(Type.String()),
+  }),
   variantStats: Type.Array(
     Type.Object({
       variant: Type.String(),

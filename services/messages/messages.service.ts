@@ -14,7 +14,7 @@ import type { MessageRow } from "./messages.repo";
 import { results, schemas } from "./messages.schemas";
 import { preferenceActions } from "./preferences.actions";
 import { logProvider } from "./providers";
-import { createMessage } from "./send";
+import { createMessage, enqueueMessages } from "./send";
 import { Sender } from "./sender";
 import { isMachine, PIXEL, SCANNER_BURST_MS } from "./tracking";
 
@@ -154,6 +154,22 @@ export default defineService({
       },
     }),
 
+    /**
+     * Internal (broadcasts, journeys): a template to up to 1,000 contacts of
+     * the workspace in meta, each checked as `POST {ws}/messages` would,
+     * with one query per check. Unknown contacts and ones without an
+     * address on the channel are skipped, with the reason.
+     */
+    enqueue: defineAction({
+      params: schemas.enqueue,
+      result: results.enqueue,
+      async handler(ctx) {
+        const result = await enqueueMessages(ctx, this.now());
+        if (result.queued) this.wake();
+        return result;
+      },
+    }),
+
     /** Internal (templates' A/B figures): sent, opened and clicked per variant. */
     variantStats: defineAction({
       params: schemas.variantStats,
@@ -177,25 +193,32 @@ export default defineService({
       return new Date();
     },
 
-    /** Run passes until the queue has nothing due (one loop at a time per process). */
+    /**
+     * Run MESSAGE_WORKERS loops of passes until the queue has nothing due: one
+     * renders while another waits on the database (each claims its own rows).
+     */
     wake() {
       if (this.draining) {
         this.wakeAgain = true;
         return;
       }
-      this.draining = (async () => {
-        try {
-          for (;;) {
-            this.wakeAgain = false;
-            const pass = await this.sender.pass();
-            if (pass.sent + pass.failed + pass.retried === 0 && !this.wakeAgain) break;
-          }
-        } catch (err) {
-          this.logger.warn("Send pass failed", err);
-        } finally {
+      this.draining = Promise.all(Array.from({ length: config().messageWorkers }, () => this.drain())).then(
+        () => {
           this.draining = null;
+        },
+      );
+    },
+
+    async drain() {
+      try {
+        for (;;) {
+          this.wakeAgain = false;
+          const pass = await this.sender.pass();
+          if (pass.sent + pass.failed + pass.retried === 0 && !this.wakeAgain) break;
         }
-      })();
+      } catch (err) {
+        this.logger.warn("Send pass failed", err);
+      }
     },
 
     async open(ctx: AppContext, messageId: string) {

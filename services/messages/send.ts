@@ -5,6 +5,7 @@ import { fieldError, notFound } from "../../lib/errors";
 import type { AppContext } from "../../lib/moleculer-types";
 import { workspaceOf } from "../../lib/tenancy";
 import { prepareContent } from "../templates/authoring";
+import type { Channel } from "../templates/render";
 import type { ResolvedTemplate } from "../templates/templates.schemas";
 import {
   addressOf,
@@ -18,20 +19,35 @@ import {
   type SendContact,
 } from "./checks";
 import * as repo from "./messages.repo";
+import type { NewMessage } from "./messages.repo";
 import type { MessageView, schemas } from "./messages.schemas";
 
 /**
- * `POST {ws}/messages`: resolve the recipient and content, run the checks in
- * the contract's order, and queue the message (or record it suppressed). The
+ * The send path's front half: resolve recipients and content, run the checks
+ * in the contract's order, and queue each message (or record it suppressed).
+ * `POST {ws}/messages` is a batch of one; `messages.enqueue` (broadcasts,
+ * journeys) checks up to a thousand contacts with one query per check. The
  * send itself follows in the worker (sender.ts).
  */
 
 type CreateParams = Static<typeof schemas.create>;
+type EnqueueParams = Static<typeof schemas.enqueue>;
 
 interface SendSettings {
   timezone?: string;
   quietHours?: QuietHours | null;
   frequencyCap?: FrequencyCap | null;
+}
+
+/** What every message of one queueing shares: a new message without its recipient, status and time. */
+type SendSpec = Omit<NewMessage, "id" | "contactId" | "status" | "reason" | "to" | "sendAt" | "deferred"> & {
+  sendAt: Date | null;
+};
+
+/** One recipient: its contact (when known) and the raw address to reach. */
+interface Recipient {
+  contact: SendContact | null;
+  to: string;
 }
 
 const HOUR_MS = 3_600_000;
@@ -53,6 +69,23 @@ async function known<T>(promise: Promise<T>, what: string, field: string, id: st
   }
 }
 
+/** The template must exist and be of the send's channel. */
+async function checkTemplate(ctx: AppContext, templateId: string, channel: Channel): Promise<void> {
+  const resolved = await known(
+    call<ResolvedTemplate>(ctx, "templates.resolve", { templateId }),
+    "Template",
+    "templateId",
+    templateId,
+  );
+  if (resolved.template.channel !== channel)
+    throw fieldError("templateId", `is a ${resolved.template.channel} template, not ${channel}`);
+}
+
+/** Providers per workspace arrive with the providers area; until then none exists to name. */
+function checkProvider(providerId: string | null | undefined): void {
+  if (providerId) throw notFound("Provider", { field: "providerId", message: `no provider ${providerId}` });
+}
+
 export async function createMessage(ctx: AppContext<CreateParams>, now: Date): Promise<MessageView> {
   const ws = workspaceOf(ctx);
   const p = ctx.params;
@@ -60,23 +93,11 @@ export async function createMessage(ctx: AppContext<CreateParams>, now: Date): P
   if (p.templateId && p.content) throw fieldError("content", "must not be given with templateId");
   if (!p.templateId && !p.content) throw fieldError("templateId", "or `content` is required");
   if (p.channel === "push" && !p.contactId) throw fieldError("contactId", "is required for push");
-  // Providers per workspace arrive with the providers area; until then none exists to name.
-  if (p.providerId)
-    throw notFound("Provider", { field: "providerId", message: `no provider ${p.providerId}` });
+  checkProvider(p.providerId);
 
   let content = null;
-  if (p.templateId) {
-    const resolved = await known(
-      call<ResolvedTemplate>(ctx, "templates.resolve", { templateId: p.templateId }),
-      "Template",
-      "templateId",
-      p.templateId,
-    );
-    if (resolved.template.channel !== p.channel)
-      throw fieldError("templateId", `is a ${resolved.template.channel} template, not ${p.channel}`);
-  } else {
-    content = await prepareContent(p.channel, p.content ?? {});
-  }
+  if (p.templateId) await checkTemplate(ctx, p.templateId, p.channel);
+  else content = await prepareContent(p.channel, p.content ?? {});
 
   let contact: SendContact | null = null;
   if (p.contactId) {
@@ -93,68 +114,157 @@ export async function createMessage(ctx: AppContext<CreateParams>, now: Date): P
     });
   }
 
-  const raw = p.to ?? (contact ? addressOf(p.channel, contact) : null);
-  if (!raw) throw fieldError("to", `is required: the contact has no ${p.channel} address`);
-  const address = normalizeAddress(p.channel, raw);
-  const transactional = p.transactional ?? false;
+  const to = p.to ?? (contact ? addressOf(p.channel, contact) : null);
+  if (!to) throw fieldError("to", `is required: the contact has no ${p.channel} address`);
+  const [message] = await queueMessages(
+    ctx,
+    {
+      channel: p.channel,
+      templateId: p.templateId ?? null,
+      content,
+      locale: p.locale ?? null,
+      campaignId: p.campaignId ?? null,
+      enrollmentId: null,
+      topic: p.topic ?? null,
+      transactional: p.transactional ?? false,
+      providerId: null,
+      variables: p.variables ?? {},
+      sendAt: p.sendAt ? new Date(p.sendAt) : null,
+    },
+    [{ contact, to }],
+    now,
+  );
+  return message;
+}
 
+export interface EnqueueResult {
+  queued: number;
+  suppressed: number;
+  skipped: Array<{ contactId: string; reason: "not_found" | "no_address" }>;
+  messageIds: string[];
+}
+
+/** A template to many contacts (broadcasts, journeys): each checked as `POST {ws}/messages` would. */
+export async function enqueueMessages(ctx: AppContext<EnqueueParams>, now: Date): Promise<EnqueueResult> {
+  const p = ctx.params;
+  checkProvider(p.providerId);
+  await checkTemplate(ctx, p.templateId, p.channel);
+  const contacts = await call<SendContact[]>(ctx, "contacts.forSend", { contactIds: p.contactIds });
+  const byId = new Map(contacts.map((c) => [c.id, c]));
+  const recipients: Recipient[] = [];
+  const skipped: EnqueueResult["skipped"] = [];
+  for (const contactId of new Set(p.contactIds)) {
+    const contact = byId.get(contactId);
+    const to = contact ? addressOf(p.channel, contact) : null;
+    if (!contact) skipped.push({ contactId, reason: "not_found" });
+    else if (!to) skipped.push({ contactId, reason: "no_address" });
+    else recipients.push({ contact, to });
+  }
+  const messages = await queueMessages(
+    ctx,
+    {
+      channel: p.channel,
+      templateId: p.templateId,
+      content: null,
+      locale: null,
+      campaignId: p.campaignId ?? null,
+      enrollmentId: p.enrollmentId ?? null,
+      topic: p.topic ?? null,
+      transactional: p.transactional ?? false,
+      providerId: null,
+      variables: p.variables ?? {},
+      sendAt: p.sendAt ? new Date(p.sendAt) : null,
+    },
+    recipients,
+    now,
+  );
+  return {
+    queued: messages.filter((m) => m.status === "queued").length,
+    suppressed: messages.filter((m) => m.status === "suppressed").length,
+    skipped,
+    messageIds: messages.map((m) => m.id),
+  };
+}
+
+/**
+ * The checks for every recipient, with one query each (do-not-contact, the
+ * frequency cap's counts), then one insert. Quiet hours defer a send to the
+ * window's end in the contact's zone (else the workspace's).
+ */
+async function queueMessages(
+  ctx: AppContext,
+  spec: SendSpec,
+  recipients: Recipient[],
+  now: Date,
+): Promise<MessageView[]> {
+  if (!recipients.length) return [];
+  const ws = workspaceOf(ctx);
   const workspace = await call<{ settings?: SendSettings }>(ctx, "workspaces.get", { workspaceId: ws });
   const settings = workspace.settings ?? {};
-  const dncType = dncTypeOf(p.channel);
+  const cap = settings.frequencyCap;
+  const dncType = dncTypeOf(spec.channel);
+  const addresses = recipients.map((r) => normalizeAddress(spec.channel, r.to));
+  const contactIds = recipients.flatMap((r) => (r.contact ? [r.contact.id] : []));
   const [dnc, recentSends] = await Promise.all([
-    address && dncType
-      ? call<Array<{ reason: string | null }>>(ctx, "contacts.dncReasons", {
-          addresses: [{ type: dncType, value: address }],
+    dncType && addresses.some((a) => a)
+      ? call<Array<{ value: string; reason: string | null }>>(ctx, "contacts.dncReasons", {
+          addresses: addresses.flatMap((value) => (value ? [{ type: dncType, value }] : [])),
         })
       : Promise.resolve([]),
-    contact && !transactional && capApplies(settings.frequencyCap, p.channel)
-      ? repo.recentSendCount(
+    !spec.transactional && capApplies(cap, spec.channel)
+      ? repo.recentSendCounts(
           ws,
-          contact.id,
-          settings.frequencyCap.channels?.length ? settings.frequencyCap.channels : null,
-          new Date(now.getTime() - settings.frequencyCap.periodHours * HOUR_MS),
+          contactIds,
+          cap.channels?.length ? cap.channels : null,
+          new Date(now.getTime() - cap.periodHours * HOUR_MS),
         )
-      : Promise.resolve(0),
+      : Promise.resolve(new Map<string, number>()),
   ]);
-  const reason = suppressionReason({
-    channel: p.channel,
-    address,
-    transactional,
-    topic: p.topic,
-    contact,
-    dncReason: dnc.length ? dnc[0].reason : undefined,
-    recentSends,
-    cap: settings.frequencyCap,
-  });
+  const dncByAddress = new Map(dnc.map((d) => [d.value, d.reason]));
+  const requested = spec.sendAt && spec.sendAt > now ? spec.sendAt : now;
 
-  let sendAt = p.sendAt ? new Date(p.sendAt) : now;
-  let deferred: string | null = null;
-  if (!reason && !transactional) {
-    const zone = (typeof contact?.timezone === "string" && contact.timezone) || settings.timezone || "UTC";
-    const end = quietHoursEnd(sendAt < now ? now : sendAt, zone, settings.quietHours);
-    if (end) {
-      sendAt = end;
-      deferred = "quiet_hours";
+  const messages: NewMessage[] = recipients.map((recipient, i) => {
+    const address = addresses[i];
+    const { contact } = recipient;
+    const reason = suppressionReason({
+      channel: spec.channel,
+      address,
+      transactional: spec.transactional,
+      topic: spec.topic,
+      contact,
+      dncReason: address && dncByAddress.has(address) ? dncByAddress.get(address) : undefined,
+      recentSends: contact ? (recentSends.get(contact.id) ?? 0) : 0,
+      cap,
+    });
+    let sendAt = spec.sendAt ?? now;
+    let deferred: string | null = null;
+    if (!reason && !spec.transactional) {
+      const zone = (typeof contact?.timezone === "string" && contact.timezone) || settings.timezone || "UTC";
+      const end = quietHoursEnd(requested, zone, settings.quietHours);
+      if (end) {
+        sendAt = end;
+        deferred = "quiet_hours";
+      }
     }
-  }
-
-  return repo.insertMessage(ws, {
-    id: newId(),
-    contactId: contact?.id ?? null,
-    channel: p.channel,
-    status: reason ? "suppressed" : "queued",
-    reason,
-    to: address ?? raw,
-    templateId: p.templateId ?? null,
-    locale: p.locale ?? null,
-    campaignId: p.campaignId ?? null,
-    enrollmentId: null,
-    topic: p.topic ?? null,
-    transactional,
-    providerId: null,
-    content,
-    variables: p.variables ?? {},
-    sendAt,
-    deferred,
+    return {
+      id: newId(),
+      contactId: contact?.id ?? null,
+      channel: spec.channel,
+      status: reason ? "suppressed" : "queued",
+      reason,
+      to: address ?? recipient.to,
+      templateId: spec.templateId,
+      locale: spec.locale,
+      campaignId: spec.campaignId,
+      enrollmentId: spec.enrollmentId,
+      topic: spec.topic,
+      transactional: spec.transactional,
+      providerId: spec.providerId,
+      content: spec.content,
+      variables: spec.variables,
+      sendAt,
+      deferred,
+    };
   });
+  return repo.insertMessages(ws, messages);
 }

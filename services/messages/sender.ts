@@ -6,16 +6,17 @@ import { TemplateFault, type Content } from "../templates/render";
 import type { ResolvedTemplate } from "../templates/templates.schemas";
 import { preferencesUrl, signLinkToken, unsubscribeUrl } from "./links";
 import * as repo from "./messages.repo";
-import type { MessageRow } from "./messages.repo";
+import type { MessageRow, SentRecord } from "./messages.repo";
 import { logProvider, ProviderError, providerTurn, type Provider } from "./providers";
 import { addOpenPixel, rewriteLinks, trackableLinks } from "./tracking";
 
 /**
  * The send worker: claims due messages (any replica, SKIP LOCKED, with a
  * lease), renders each for its contact, sends it through the provider and
- * records the outcome. The message id is the provider's idempotency key, so
- * a send re-claimed after a crash is not delivered twice by providers that
- * honour one; `markSent` only records for the claim that holds the message.
+ * records the outcomes of a batch in one transaction. The message id is the
+ * provider's idempotency key, so a send re-claimed after a crash (before its
+ * batch was recorded) is not delivered twice by providers that honour one;
+ * `markSent` only records for the claim that holds the message.
  */
 
 /** Sends in flight per batch. */
@@ -31,6 +32,27 @@ interface WorkspaceInfo {
     tracking?: { opens?: boolean; clicks?: boolean } | null;
   };
 }
+
+/** What the sends of one workspace's batch share: its settings, contacts and templates, and the sends to record. */
+interface Batch {
+  workspace: WorkspaceInfo;
+  contactById: Map<string, Record<string, unknown> & { id: string }>;
+  templateById: Map<string, ResolvedTemplate>;
+  sent: SentRecord[];
+}
+
+/** A message rendered for its contact, ready for its provider. */
+interface Draft {
+  row: MessageRow;
+  content: Content;
+  /** Email headers (RFC 8058 one-click unsubscribe). */
+  headers: Record<string, string>;
+  locale: string | null;
+  variant: string | null;
+}
+
+/** Short links belong to a template and campaign (their clicks are counted per both). */
+const linkGroup = (row: MessageRow) => `${row.template_id}\n${row.campaign_id}`;
 
 export interface PassResult {
   sent: number;
@@ -64,6 +86,11 @@ export class Sender {
     return this.broker.call(action, params, { meta: { principal: SYSTEM, workspaceId: ws } }) as Promise<T>;
   }
 
+  /**
+   * A workspace's claimed sends in phases, so that what they share costs one
+   * query each: their context, rendering, the short links of all their
+   * emails, the sends (CONCURRENCY at once), and one record of the accepted.
+   */
   private async sendBatch(ws: string, rows: MessageRow[], result: PassResult): Promise<void> {
     const contactIds = [...new Set(rows.map((r) => r.contact_id).filter((id): id is string => !!id))];
     const templateIds = [...new Set(rows.map((r) => r.template_id).filter((id): id is string => !!id))];
@@ -76,44 +103,65 @@ export class Sender {
         ),
       ),
     ]);
-    const contactById = new Map(contacts.map((c) => [c.id, c]));
-    const templateById = new Map(
-      templates.filter((t): t is ResolvedTemplate => !!t).map((t) => [t.template.id, t] as const),
-    );
+    const batch: Batch = {
+      workspace,
+      contactById: new Map(contacts.map((c) => [c.id, c])),
+      templateById: new Map(
+        templates.filter((t): t is ResolvedTemplate => !!t).map((t) => [t.template.id, t] as const),
+      ),
+      sent: [],
+    };
+    const drafts: Draft[] = [];
+    for (const row of rows) {
+      const draft = await this.render(row, batch).catch((err: unknown) => this.failed(row, err));
+      if (typeof draft === "string") result[draft] += 1;
+      else drafts.push(draft);
+    }
+    await this.track(drafts, workspace).catch(async (err: unknown) => {
+      // Without their short links no email of the batch can go: all wait for a retry.
+      for (const draft of drafts.splice(0)) result[await this.failed(draft.row, err)] += 1;
+    });
     let next = 0;
     const worker = async () => {
-      while (next < rows.length) {
-        const row = rows[next++];
-        const outcome = await this.sendOne(row, workspace, contactById, templateById);
-        result[outcome] += 1;
+      while (next < drafts.length) {
+        const outcome = await this.sendOne(drafts[next++], batch);
+        if (outcome !== "sent") result[outcome] += 1;
       }
     };
-    await Promise.all(Array.from({ length: Math.min(CONCURRENCY, rows.length) }, worker));
+    await Promise.all(Array.from({ length: Math.min(CONCURRENCY, drafts.length) }, worker));
+    result.sent += await repo.markSent(batch.sent);
   }
 
-  private async sendOne(
-    row: MessageRow,
-    workspace: WorkspaceInfo,
-    contactById: Map<string, Record<string, unknown> & { id: string }>,
-    templateById: Map<string, ResolvedTemplate>,
-  ): Promise<keyof PassResult> {
+  /** The message rendered for its contact; a template that no longer exists fails it. */
+  private async render(row: MessageRow, batch: Batch): Promise<Draft | keyof PassResult> {
+    const template = this.renderableOf(row, batch.templateById);
+    if (!template) {
+      await repo.markFailed(row, "The template no longer exists");
+      return "failed";
+    }
+    const contact = row.contact_id ? (batch.contactById.get(row.contact_id) ?? null) : null;
+    const links = this.links(row);
+    const composed = await compose(template, {
+      locale: row.template_id ? undefined : (row.locale ?? undefined),
+      contact: contact ?? { id: null, email: row.channel === "email" ? row.to_address : null },
+      defaultLocale: batch.workspace.settings?.defaultLocale ?? "en",
+      workspace: { name: batch.workspace.name, slug: batch.workspace.slug },
+      variables: row.variables,
+      ...links,
+    });
+    return {
+      row,
+      content: composed.content,
+      headers: this.headers(row, links.unsubscribeUrl),
+      locale: composed.locale,
+      variant: composed.variant,
+    };
+  }
+
+  /** Send one draft; a send the provider accepted joins the batch's records. */
+  private async sendOne(draft: Draft, batch: Batch): Promise<keyof PassResult> {
+    const { row, content } = draft;
     try {
-      const template = this.renderableOf(row, templateById);
-      if (!template) {
-        await repo.markFailed(row, "The template no longer exists");
-        return "failed";
-      }
-      const contact = row.contact_id ? (contactById.get(row.contact_id) ?? null) : null;
-      const composed = await compose(template, {
-        locale: row.template_id ? undefined : (row.locale ?? undefined),
-        contact: contact ?? { id: null, email: row.channel === "email" ? row.to_address : null },
-        defaultLocale: workspace.settings?.defaultLocale ?? "en",
-        workspace: { name: workspace.name, slug: workspace.slug },
-        variables: row.variables,
-        ...this.links(row),
-      });
-      const content =
-        row.channel === "email" ? await this.tracked(row, composed.content, workspace) : composed.content;
       const wait = await providerTurn(this.provider.type, MAX_RATE_WAIT_MS);
       if (wait > 0) {
         await repo.release(row, new Date(Date.now() + wait));
@@ -124,15 +172,16 @@ export class Sender {
         channel: row.channel,
         to: row.to_address,
         content,
-        headers: this.headers(row),
+        headers: draft.headers,
       });
-      await repo.markSent(row, {
+      batch.sent.push({
+        row,
         providerType: this.provider.type,
         providerId: this.provider.id,
         providerMessageId,
         content,
-        locale: composed.locale,
-        variant: composed.variant,
+        locale: draft.locale,
+        variant: draft.variant,
       });
       return "sent";
     } catch (err) {
@@ -167,25 +216,46 @@ export class Sender {
   }
 
   /** RFC 8058 one-click unsubscribe on every non-transactional email to a contact. */
-  private headers(row: MessageRow): Record<string, string> {
-    if (row.channel !== "email" || row.transactional || !row.contact_id) return {};
-    const url = this.links(row).unsubscribeUrl as string;
+  private headers(row: MessageRow, url: string | undefined): Record<string, string> {
+    if (row.channel !== "email" || row.transactional || !url) return {};
     return { "List-Unsubscribe": `<${url}>`, "List-Unsubscribe-Post": "List-Unsubscribe=One-Click" };
   }
 
-  /** Email HTML with its links through short links and an open pixel, as `settings.tracking` allows (both on by default). */
-  private async tracked(row: MessageRow, content: Content, workspace: WorkspaceInfo): Promise<Content> {
-    const html = typeof content.html === "string" ? content.html : null;
-    if (!html) return content;
+  /**
+   * Email HTML with its links through short links and an open pixel, as
+   * `settings.tracking` allows (both on by default). The links of all the
+   * drafts of one template and campaign are coded in one query.
+   */
+  private async track(drafts: Draft[], workspace: WorkspaceInfo): Promise<void> {
     const tracking = workspace.settings?.tracking ?? {};
-    let out = html;
+    const emails = drafts.filter((d) => d.row.channel === "email" && typeof d.content.html === "string");
     if (tracking.clicks !== false) {
-      const urls = trackableLinks(out, config().publicUrl);
-      const codes = await repo.shortLinkCodes(row.workspace_id, row.template_id, row.campaign_id, urls);
-      out = rewriteLinks(out, row.id, codes);
+      const groups = new Map<string, { row: MessageRow; urls: Set<string> }>();
+      for (const draft of emails) {
+        const urls = trackableLinks(draft.content.html as string, config().publicUrl);
+        const key = linkGroup(draft.row);
+        const group = groups.get(key) ?? { row: draft.row, urls: new Set<string>() };
+        for (const url of urls) group.urls.add(url);
+        groups.set(key, group);
+      }
+      const codes = new Map<string, Map<string, string>>();
+      for (const [key, { row, urls }] of groups)
+        codes.set(
+          key,
+          await repo.shortLinkCodes(row.workspace_id, row.template_id, row.campaign_id, [...urls]),
+        );
+      for (const draft of emails) {
+        const html = rewriteLinks(
+          draft.content.html as string,
+          draft.row.id,
+          codes.get(linkGroup(draft.row))!,
+        );
+        draft.content = { ...draft.content, html };
+      }
     }
-    if (tracking.opens !== false) out = addOpenPixel(out, row.id);
-    return { ...content, html: out };
+    if (tracking.opens !== false)
+      for (const draft of emails)
+        draft.content = { ...draft.content, html: addOpenPixel(draft.content.html as string, draft.row.id) };
   }
 
   private async failed(row: MessageRow, err: unknown): Promise<keyof PassResult> {

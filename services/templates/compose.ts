@@ -2,6 +2,7 @@ import type { ResolvedTemplate } from "./templates.schemas";
 import {
   finishEmail,
   overlay,
+  prepareEmail,
   pickLocale,
   pickVariant,
   renderContent,
@@ -13,7 +14,8 @@ import {
 /**
  * From a stored template to what one contact receives: the locale it reads
  * (contract 2's pick order), its A/B variant, the content they overlay, the
- * Liquid render, and for email the finishing (CSS inlined, text part). The
+ * Liquid render, and for email its preparation (CSS inlined and a text part,
+ * once per template text) and finishing (the preheader). The
  * same steps serve previews, test sends and real sends, so they cannot disagree.
  */
 
@@ -92,9 +94,10 @@ export async function compose(template: Renderable, options: ComposeOptions): Pr
     },
     options.variables,
   );
-  const rendered = await renderContent(content, scope);
+  const email = template.channel === "email";
+  const rendered = await renderContent(email ? prepareEmail(content) : content, scope);
   delete rendered.mjml;
-  return { locale, variant, content: template.channel === "email" ? finishEmail(rendered) : rendered };
+  return { locale, variant, content: email ? finishEmail(rendered) : rendered };
 }
 
 /** The contact a preview renders for when none is named. */

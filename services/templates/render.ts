@@ -149,28 +149,33 @@ export async function compileMjml(content: Content, prefix = "content"): Promise
   }
 }
 
-/** Render every Liquid text of `content` over `scope`; missing variables render empty. */
+/**
+ * Render every Liquid text of `content` over `scope`; missing variables
+ * render empty. Rendering is synchronous (liquidjs `renderSync`): no tag or
+ * filter waits on anything, and the promise per token of the async renderer
+ * cost more than the rendering itself.
+ */
 export async function renderContent(content: Content, scope: Record<string, unknown>): Promise<Content> {
-  const render = async (value: unknown, path: string): Promise<unknown> => {
+  const render = (value: unknown, path: string): unknown => {
     if (typeof value === "string") {
       if (!value.includes("{")) return value;
       try {
-        return await engine.render(parse(value), scope);
+        return engine.renderSync(parse(value), scope);
       } catch (err) {
         throw new TemplateFault([liquidIssue(path, err)]);
       }
     }
-    if (Array.isArray(value)) return Promise.all(value.map((item, i) => render(item, `${path}[${i}]`)));
+    if (Array.isArray(value)) return value.map((item, i) => render(item, `${path}[${i}]`));
     if (value && typeof value === "object") {
       const out: Content = {};
       for (const [key, inner] of Object.entries(value)) {
-        out[key] = key === "mjml" ? inner : await render(inner, `${path}.${key}`);
+        out[key] = key === "mjml" ? inner : render(inner, `${path}.${key}`);
       }
       return out;
     }
     return value;
   };
-  return (await render(content, "content")) as Content;
+  return render(content, "content") as Content;
 }
 
 /**
@@ -201,23 +206,65 @@ export function renderScope(
   };
 }
 
-/** A rendered email as mail clients want it: CSS inlined, the preheader first, a text part. */
-export function finishEmail(content: Content): Content {
+const LIQUID_TOKEN = /\{\{[\s\S]*?\}\}|\{%[\s\S]*?%\}/g;
+/** A Liquid token's stand-in while the HTML is processed: private-use characters no parser splits or changes. */
+const standIn = (n: number) => `\u{E000}${n}\u{E001}`;
+const STAND_IN = /\u{E000}(\d+)\u{E001}/gu;
+
+/** Email sources already prepared, by their html and text: a send renders the same template thousands of times. */
+const preparedEmails = new Map<string, { html: string | null; text: string }>();
+
+/**
+ * An email's source as mail clients want it, prepared once per template
+ * text rather than once per message: CSS inlined (juice) and a text part
+ * derived (html-to-text) when none is given, both still Liquid. Each Liquid
+ * token travels through the HTML tools as an opaque stand-in and is put back
+ * after, so neither tool can split or alter it.
+ */
+export function prepareEmail(content: Content): Content {
   const html = typeof content.html === "string" && content.html ? content.html : null;
-  if (!html) return { ...content, html: null, text: typeof content.text === "string" ? content.text : "" };
-  let inlined = juice(html, { removeStyleTags: false, preserveMediaQueries: true });
-  const preheader = typeof content.preheader === "string" ? content.preheader.trim() : "";
-  if (preheader) {
-    const hidden = `<div style="display:none;max-height:0;overflow:hidden;mso-hide:all">${escapeHtml(preheader)}</div>`;
-    inlined = /<body[^>]*>/i.test(inlined)
-      ? inlined.replace(/<body[^>]*>/i, (tag) => `${tag}${hidden}`)
-      : `${hidden}${inlined}`;
+  const given = typeof content.text === "string" && content.text.length ? content.text : null;
+  const key = `${given ?? ""}\u{0}${html ?? ""}`;
+  let prepared = preparedEmails.get(key);
+  if (!prepared) {
+    if (!html) prepared = { html: null, text: given ?? "" };
+    else {
+      const tokens: string[] = [];
+      const masked = html.replace(LIQUID_TOKEN, (token) => standIn(tokens.push(token) - 1));
+      const restore = (text: string) => text.replace(STAND_IN, (_, n: string) => tokens[Number(n)] ?? "");
+      const inlined = juice(masked, { removeStyleTags: false, preserveMediaQueries: true });
+      prepared = {
+        html: restore(inlined),
+        text:
+          given ??
+          restore(htmlToText(inlined, { wordwrap: 78, selectors: [{ selector: "img", format: "skip" }] })),
+      };
+    }
+    if (preparedEmails.size >= PARSE_CACHE_SIZE)
+      preparedEmails.delete(preparedEmails.keys().next().value as string);
+    preparedEmails.set(key, prepared);
   }
+  return { ...content, ...prepared };
+}
+
+/**
+ * A rendered email's last step: the text part without the blanks an empty variable leaves at a
+ * line's end, and the preheader, escaped and hidden, first in the body.
+ */
+export function finishEmail(rendered: Content): Content {
   const text =
-    typeof content.text === "string" && content.text.length
-      ? content.text
-      : htmlToText(inlined, { wordwrap: 78, selectors: [{ selector: "img", format: "skip" }] });
-  return { ...content, html: inlined, text };
+    typeof rendered.text === "string" ? rendered.text.replace(/[ \t]+$/gm, "").trim() : rendered.text;
+  const html = typeof rendered.html === "string" && rendered.html ? rendered.html : null;
+  const preheader = typeof rendered.preheader === "string" ? rendered.preheader.trim() : "";
+  if (!html || !preheader) return { ...rendered, text };
+  const hidden = `<div style="display:none;max-height:0;overflow:hidden;mso-hide:all">${escapeHtml(preheader)}</div>`;
+  return {
+    ...rendered,
+    text,
+    html: /<body[^>]*>/i.test(html)
+      ? html.replace(/<body[^>]*>/i, (tag) => `${tag}${hidden}`)
+      : `${hidden}${html}`,
+  };
 }
 
 export function escapeHtml(text: string): string {

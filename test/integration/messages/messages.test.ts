@@ -1,4 +1,5 @@
 import { QueryTypes } from "sequelize";
+import { SYSTEM } from "../../../lib/access";
 import { database } from "../../../lib/database";
 import * as repo from "../../../services/messages/messages.repo";
 import { startApp, type TestApp } from "../../helpers/app";
@@ -285,6 +286,22 @@ test("tracking: the pixel counts a signed open, a click redirects only when sign
   });
   expect(scanner.status).toBe(200);
   expect((await c.get(`${ctx.ws}/messages/${res.body.id}`)).body.opens).toBe(1);
+
+  // The contact's data export holds its messages and link clicks; erasure removes them.
+  const exported = (await c.get(`${ctx.ws}/contacts/${contactId}/gdpr/export`)).body;
+  expect(exported.messages.map((m: { id: string }) => m.id)).toEqual([res.body.id]);
+  expect(exported.linkClicks).toEqual([
+    expect.objectContaining({ messageId: res.body.id, contactId, clicks: 1, code: expect.any(String) }),
+  ]);
+  expect((await c.delete(`${ctx.ws}/contacts/${contactId}/gdpr/delete`)).status).toBe(200);
+  const left = await (
+    await database()
+  ).query<{ n: number }>(
+    `SELECT (SELECT count(*) FROM short_link_clicks WHERE contact_id = $1)::int
+          + (SELECT count(*) FROM messages WHERE contact_id = $1)::int AS n`,
+    { bind: [contactId], type: QueryTypes.SELECT },
+  );
+  expect(left[0].n).toBe(0);
 });
 
 test("unsubscribe: GET shows a page and changes nothing, one-click POST opts out once with the message id", async () => {
@@ -421,4 +438,50 @@ test("lists filter by status, channel and contact, newest first; the contact's t
     to: "timeline@example.com",
   });
   expect(item.data).not.toHaveProperty("to_address");
+});
+
+test("enqueue (broadcasts, journeys): a template to many contacts, each checked, unknown and address-less ones skipped", async () => {
+  const c = ctx.owner.client;
+  const t = await c.post(`${ctx.ws}/templates`, {
+    name: "Batch",
+    channel: "email",
+    content: { subject: "Hi {{ contact.firstName }} {{ promo }}", html: "<p>{{ promo }}</p>" },
+  });
+  const ok = await contact({ email: "batch-ok@example.com", firstName: "Ok" });
+  const out = await contact({ email: "batch-out@example.com" });
+  await c.put(`${ctx.ws}/contacts/${out}/consent`, { channel: "email", status: "opted_out" });
+  const phoneOnly = await contact({ phone: "+15555550123" });
+  const result = await app.broker.call(
+    "messages.enqueue",
+    {
+      channel: "email",
+      templateId: t.body.id,
+      contactIds: [ok, out, phoneOnly, "no-such-contact", ok],
+      variables: { promo: "SAVE" },
+    },
+    { meta: { principal: SYSTEM, workspaceId: ctx.workspaceId } },
+  );
+  expect(result).toMatchObject({
+    queued: 1,
+    suppressed: 1,
+    skipped: [
+      { contactId: phoneOnly, reason: "no_address" },
+      { contactId: "no-such-contact", reason: "not_found" },
+    ],
+  });
+  const [queuedId, suppressedId] = (result as { messageIds: string[] }).messageIds;
+  expect((await c.get(`${ctx.ws}/messages/${suppressedId}`)).body).toMatchObject({
+    status: "suppressed",
+    reason: "unsubscribed",
+    contactId: out,
+  });
+  const sent = await sentTo(queuedId);
+  expect(sent.content.subject).toBe("Hi Ok SAVE");
+
+  const wrongChannel = app.broker.call(
+    "messages.enqueue",
+    { channel: "sms", templateId: t.body.id, contactIds: [ok] },
+    { meta: { principal: SYSTEM, workspaceId: ctx.workspaceId } },
+  );
+  await expect(wrongChannel).rejects.toMatchObject({ code: 400 });
 });
