@@ -46,6 +46,8 @@ export interface AppConfig {
   messageWorkers: number;
   messageRetryDelaysMs: number[];
   providerRateLimits: Record<string, number>;
+  providerTimeoutMs: number;
+  providerHttpConnections: number;
 }
 
 function int(value: string | undefined, fallback: number): number {
@@ -111,6 +113,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
         .filter(([type, rate]) => type && Number.parseInt(rate, 10) > 0)
         .map(([type, rate]) => [type, Number.parseInt(rate, 10)]),
     ),
+    providerTimeoutMs: int(env.PROVIDER_TIMEOUT_MS, 10_000),
+    providerHttpConnections: int(env.PROVIDER_HTTP_CONNECTIONS, 50),
   };
 }
 

@@ -21,6 +21,7 @@ import * as outboxRetries from "./0035-outbox-retries";
 import * as sessionRevocation from "./0036-session-revocation";
 import * as webhookClaimByAge from "./0037-webhook-claim-by-age";
 import * as templatesMessages from "./0040-templates-messages";
+import * as providers from "./0041-providers";
 
 export interface Migration {
   name: string;
@@ -51,4 +52,5 @@ export const migrations: Migration[] = [
   { name: "0036-session-revocation", up: sessionRevocation.up },
   { name: "0037-webhook-claim-by-age", up: webhookClaimByAge.up },
   { name: "0040-templates-messages", up: templatesMessages.up },
+  { name: "0041-providers", up: providers.up },
 ];

@@ -26,6 +26,7 @@ export interface MessageRow {
   provider_id: string | null;
   provider_type: string | null;
   provider_message_id: string | null;
+  segments: number | null;
   content: Content | null;
   variables: Record<string, unknown>;
   send_at: Date;
@@ -60,6 +61,7 @@ export function messageView(r: MessageRow): MessageView {
     providerId: r.provider_id,
     providerType: r.provider_type,
     providerMessageId: r.provider_message_id,
+    segments: r.segments,
     sendAt: r.send_at,
     sentAt: r.sent_at,
     deliveredAt: r.delivered_at,
@@ -264,6 +266,7 @@ export interface SentRecord {
   providerType: string;
   providerId: string | null;
   providerMessageId: string;
+  segments: number | null;
   content: Content;
   locale: string | null;
   variant: string | null;
@@ -284,6 +287,7 @@ export async function markSent(records: SentRecord[]): Promise<number> {
     provider_type: r.providerType,
     provider_id: r.providerId,
     provider_message_id: r.providerMessageId,
+    segments: r.segments,
     content: r.content,
     locale: r.locale,
     variant: r.variant,
@@ -291,10 +295,10 @@ export async function markSent(records: SentRecord[]): Promise<number> {
   return sequelize.transaction(async (transaction: Transaction) => {
     const updated = await sequelize.query<{ id: string }>(
       `UPDATE messages m SET status = 'sent', sent_at = now(), lease_until = NULL, provider_type = u.provider_type,
-              provider_id = u.provider_id, provider_message_id = u.provider_message_id, content = u.content,
+              provider_id = u.provider_id, provider_message_id = u.provider_message_id, segments = u.segments, content = u.content,
               locale = u.locale, variant = u.variant, error = NULL, updated_at = now(), history = m.${historyEntry("sent")}
          FROM jsonb_to_recordset($1::jsonb) AS u(id text, attempts integer, provider_type text, provider_id text,
-                provider_message_id text, content jsonb, locale text, variant text)
+                provider_message_id text, segments integer, content jsonb, locale text, variant text)
         WHERE m.id = u.id AND m.attempts = u.attempts AND m.status = 'sending'
         RETURNING m.id`,
       { bind: [JSON.stringify(updates)], type: QueryTypes.SELECT, transaction },

@@ -44,6 +44,7 @@ export const MessageSchema = Component(
     providerId: Nullable(Type.String()),
     providerType: Nullable(Type.String({ description: "`log` when no provider is configured" })),
     providerMessageId: Nullable(Type.String()),
+    segments: Nullable(Type.Integer({ description: "SMS: the parts the provider sent, as it reports them" })),
     sendAt: DateTime(),
     sentAt: Nullable(DateTime()),
     deliveredAt: Nullable(DateTime()),

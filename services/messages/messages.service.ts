@@ -13,9 +13,9 @@ import * as repo from "./messages.repo";
 import type { MessageRow } from "./messages.repo";
 import { results, schemas } from "./messages.schemas";
 import { preferenceActions } from "./preferences.actions";
-import { logProvider } from "./providers";
 import { createMessage, enqueueMessages } from "./send";
-import { Sender } from "./sender";
+import { closeHttp } from "../providers/clients";
+import { Sender, senderOf, type WorkspaceInfo } from "./sender";
 import { isMachine, PIXEL, SCANNER_BURST_MS } from "./tracking";
 
 const WS = "/workspaces/:workspaceId";
@@ -131,17 +131,21 @@ export default defineService({
       params: schemas.sendTest,
       result: results.sendTest,
       async handler(ctx) {
-        const provider = logProvider(this.logger);
+        const ws = workspaceOf(ctx);
         const { channel, to, content } = ctx.params;
+        const workspace = (await ctx.call("workspaces.get", { workspaceId: ws })) as WorkspaceInfo;
+        const sender = senderOf(content, workspace);
+        const client = await this.sender.providers.clientFor(ws, channel, null);
         return {
           results: await Promise.all(
             to.map(async (address, i) => {
               try {
-                await provider.send({
+                await client.send({
                   messageId: `test-${Date.now()}-${i}`,
                   channel,
                   to: address,
                   content,
+                  ...sender,
                   headers: {},
                 });
                 return { to: address, status: "sent" as const, error: null };
@@ -285,5 +289,7 @@ export default defineService({
   async stopped() {
     clearInterval(this.pollTimer);
     await this.draining;
+    await this.sender.providers.close();
+    await closeHttp();
   },
 });

@@ -1,56 +1,67 @@
-import type { LoggerInstance } from "moleculer";
+import type { LoggerInstance, ServiceBroker } from "moleculer";
+import { SYSTEM } from "../../lib/access";
 import { config } from "../../lib/config";
 import { takeTurn } from "../../lib/rate-limit";
-import type { Channel, Content } from "../templates/render";
+import { isServiceAvailable } from "../../lib/registry";
+import { clientFor, logClient, ProviderError, type ProviderClient } from "../providers/clients";
+import type { OpenedProvider } from "../providers/providers.schemas";
+import type { Channel } from "../templates/render";
 
 /**
- * The providers a send goes through. With none configured a workspace sends
- * through `log`, which writes the message to the log and accepts it, so the
- * whole path works on a fresh `npm start`. Real clients (SMTP, the HTTP
- * APIs) plug in here with the same contract.
+ * Which client a send goes through: the message's provider, else its
+ * channel's default, else `log` (none configured, or a channel whose
+ * providers arrive later). Clients are kept per provider and replaced when
+ * the provider changes, so SMTP pools and keep-alive connections live
+ * across batches.
  */
+export class ProviderDirectory {
+  private readonly clients = new Map<string, { updatedAt: string; client: ProviderClient }>();
+  private readonly log: ProviderClient;
 
-export interface Outgoing {
-  /** Also the idempotency key for providers that take one: a send retried after a crash is not sent twice. */
-  messageId: string;
-  channel: Channel;
-  to: string;
-  content: Content;
-  /** Email headers (List-Unsubscribe, List-Unsubscribe-Post). */
-  headers: Record<string, string>;
-}
-
-/** A provider's refusal: `transient` ones are retried with backoff, the others fail the message with `message`. */
-export class ProviderError extends Error {
   constructor(
-    message: string,
-    readonly transient: boolean,
+    private readonly broker: ServiceBroker,
+    logger: LoggerInstance,
   ) {
-    super(message);
+    this.log = logClient(logger);
   }
-}
 
-export interface Provider {
-  id: string | null;
-  type: string;
-  send(message: Outgoing): Promise<{ providerMessageId: string }>;
-}
+  /** The client for a workspace's send on `channel`; a named provider that is gone fails the send. */
+  async clientFor(workspaceId: string, channel: Channel, providerId: string | null): Promise<ProviderClient> {
+    if (channel !== "email" && channel !== "sms") return this.log;
+    if (!isServiceAvailable(this.broker, "providers")) {
+      if (providerId) throw new ProviderError("The providers service is not reachable", true);
+      return this.log;
+    }
+    let providers: OpenedProvider[];
+    try {
+      providers = (await this.broker.call(
+        "providers.forSend",
+        { channel, providerId },
+        { meta: { principal: SYSTEM, workspaceId } },
+      )) as OpenedProvider[];
+    } catch (err) {
+      if ((err as { code?: number }).code === 404)
+        throw new ProviderError(`Provider ${providerId} no longer exists`, false);
+      throw new ProviderError(`Providers could not be read: ${(err as Error).message}`, true);
+    }
+    const [chosen] = providers;
+    return chosen ? this.cached(chosen) : this.log;
+  }
 
-export function logProvider(logger: LoggerInstance): Provider {
-  return {
-    id: null,
-    type: "log",
-    async send(message) {
-      const summary =
-        message.channel === "email"
-          ? `subject ${JSON.stringify(message.content.subject ?? "")}`
-          : `${JSON.stringify(message.content).length} bytes`;
-      logger.info(
-        `[log provider] ${message.channel} message ${message.messageId} to ${message.to}: ${summary}`,
-      );
-      return { providerMessageId: `log-${message.messageId}` };
-    },
-  };
+  private cached(provider: OpenedProvider): ProviderClient {
+    const updatedAt = new Date(provider.updatedAt).toISOString();
+    const known = this.clients.get(provider.id);
+    if (known?.updatedAt === updatedAt) return known.client;
+    void known?.client.close?.();
+    const client = clientFor(provider);
+    this.clients.set(provider.id, { updatedAt, client });
+    return client;
+  }
+
+  async close(): Promise<void> {
+    await Promise.all([...this.clients.values()].map(({ client }) => client.close?.()));
+    this.clients.clear();
+  }
 }
 
 /**

@@ -81,9 +81,19 @@ async function checkTemplate(ctx: AppContext, templateId: string, channel: Chann
     throw fieldError("templateId", `is a ${resolved.template.channel} template, not ${channel}`);
 }
 
-/** Providers per workspace arrive with the providers area; until then none exists to name. */
-function checkProvider(providerId: string | null | undefined): void {
-  if (providerId) throw notFound("Provider", { field: "providerId", message: `no provider ${providerId}` });
+/** A named provider must be one of the workspace's for the channel (404 naming `providerId`). */
+async function checkProvider(
+  ctx: AppContext,
+  providerId: string | undefined,
+  channel: Channel,
+): Promise<void> {
+  if (!providerId) return;
+  if (channel !== "email" && channel !== "sms")
+    throw fieldError(
+      "providerId",
+      `is for email and sms sends; ${channel} goes through its channel's provider`,
+    );
+  await known(call(ctx, "providers.forSend", { channel, providerId }), "Provider", "providerId", providerId);
 }
 
 export async function createMessage(ctx: AppContext<CreateParams>, now: Date): Promise<MessageView> {
@@ -93,7 +103,7 @@ export async function createMessage(ctx: AppContext<CreateParams>, now: Date): P
   if (p.templateId && p.content) throw fieldError("content", "must not be given with templateId");
   if (!p.templateId && !p.content) throw fieldError("templateId", "or `content` is required");
   if (p.channel === "push" && !p.contactId) throw fieldError("contactId", "is required for push");
-  checkProvider(p.providerId);
+  await checkProvider(ctx, p.providerId, p.channel);
 
   let content = null;
   if (p.templateId) await checkTemplate(ctx, p.templateId, p.channel);
@@ -127,7 +137,7 @@ export async function createMessage(ctx: AppContext<CreateParams>, now: Date): P
       enrollmentId: null,
       topic: p.topic ?? null,
       transactional: p.transactional ?? false,
-      providerId: null,
+      providerId: p.providerId ?? null,
       variables: p.variables ?? {},
       sendAt: p.sendAt ? new Date(p.sendAt) : null,
     },
@@ -147,7 +157,7 @@ export interface EnqueueResult {
 /** A template to many contacts (broadcasts, journeys): each checked as `POST {ws}/messages` would. */
 export async function enqueueMessages(ctx: AppContext<EnqueueParams>, now: Date): Promise<EnqueueResult> {
   const p = ctx.params;
-  checkProvider(p.providerId);
+  await checkProvider(ctx, p.providerId, p.channel);
   await checkTemplate(ctx, p.templateId, p.channel);
   const contacts = await call<SendContact[]>(ctx, "contacts.forSend", { contactIds: p.contactIds });
   const byId = new Map(contacts.map((c) => [c.id, c]));
@@ -171,7 +181,7 @@ export async function enqueueMessages(ctx: AppContext<EnqueueParams>, now: Date)
       enrollmentId: p.enrollmentId ?? null,
       topic: p.topic ?? null,
       transactional: p.transactional ?? false,
-      providerId: null,
+      providerId: p.providerId ?? null,
       variables: p.variables ?? {},
       sendAt: p.sendAt ? new Date(p.sendAt) : null,
     },

@@ -7,7 +7,8 @@ import type { ResolvedTemplate } from "../templates/templates.schemas";
 import { preferencesUrl, signLinkToken, unsubscribeUrl } from "./links";
 import * as repo from "./messages.repo";
 import type { MessageRow, SentRecord } from "./messages.repo";
-import { logProvider, ProviderError, providerTurn, type Provider } from "./providers";
+import { ProviderError, type Outgoing, type ProviderClient } from "../providers/clients";
+import { ProviderDirectory, providerTurn } from "./providers";
 import { addOpenPixel, rewriteLinks, trackableLinks } from "./tracking";
 
 /**
@@ -24,12 +25,13 @@ const CONCURRENCY = 20;
 /** How long a send waits for its provider's rate limit before handing the message back to the queue. */
 const MAX_RATE_WAIT_MS = 2000;
 
-interface WorkspaceInfo {
+export interface WorkspaceInfo {
   name: string;
   slug: string;
   settings?: {
     defaultLocale?: string;
     tracking?: { opens?: boolean; clicks?: boolean } | null;
+    sender?: { fromName?: string | null; fromEmail?: string | null; replyTo?: string | null } | null;
   };
 }
 
@@ -38,6 +40,8 @@ interface Batch {
   workspace: WorkspaceInfo;
   contactById: Map<string, Record<string, unknown> & { id: string }>;
   templateById: Map<string, ResolvedTemplate>;
+  /** Clients by channel and named provider: asked for once per batch. */
+  clients: Map<string, Promise<ProviderClient>>;
   sent: SentRecord[];
 }
 
@@ -47,8 +51,24 @@ interface Draft {
   content: Content;
   /** Email headers (RFC 8058 one-click unsubscribe). */
   headers: Record<string, string>;
+  from: Outgoing["from"];
+  replyTo: string | null;
   locale: string | null;
   variant: string | null;
+}
+
+/** An email's sender and reply address: the template's, else the workspace's `settings.sender`. */
+export function senderOf(
+  content: Content,
+  workspace: WorkspaceInfo,
+): { from: Outgoing["from"]; replyTo: string | null } {
+  const defaults = workspace.settings?.sender ?? {};
+  const text = (value: unknown) => (typeof value === "string" && value.trim() ? value.trim() : null);
+  const email = text(content.fromEmail) ?? text(defaults.fromEmail);
+  return {
+    from: email ? { email, name: text(content.fromName) ?? text(defaults.fromName) } : null,
+    replyTo: text(content.replyTo) ?? text(defaults.replyTo),
+  };
 }
 
 /** Short links belong to a template and campaign (their clicks are counted per both). */
@@ -61,13 +81,13 @@ export interface PassResult {
 }
 
 export class Sender {
-  private readonly provider: Provider;
+  readonly providers: ProviderDirectory;
 
   constructor(
     private readonly broker: ServiceBroker,
     private readonly logger: LoggerInstance,
   ) {
-    this.provider = logProvider(logger);
+    this.providers = new ProviderDirectory(broker, logger);
   }
 
   /** One pass: claim up to `limit` due sends and send them. */
@@ -109,6 +129,7 @@ export class Sender {
       templateById: new Map(
         templates.filter((t): t is ResolvedTemplate => !!t).map((t) => [t.template.id, t] as const),
       ),
+      clients: new Map(),
       sent: [],
     };
     const drafts: Draft[] = [];
@@ -153,6 +174,7 @@ export class Sender {
       row,
       content: composed.content,
       headers: this.headers(row, links.unsubscribeUrl),
+      ...senderOf(composed.content, batch.workspace),
       locale: composed.locale,
       variant: composed.variant,
     };
@@ -162,23 +184,27 @@ export class Sender {
   private async sendOne(draft: Draft, batch: Batch): Promise<keyof PassResult> {
     const { row, content } = draft;
     try {
-      const wait = await providerTurn(this.provider.type, MAX_RATE_WAIT_MS);
+      const client = await this.clientOf(row, batch);
+      const wait = await providerTurn(client.type, MAX_RATE_WAIT_MS);
       if (wait > 0) {
         await repo.release(row, new Date(Date.now() + wait));
         return "retried";
       }
-      const { providerMessageId } = await this.provider.send({
+      const { providerMessageId, segments } = await client.send({
         messageId: row.id,
         channel: row.channel,
         to: row.to_address,
         content,
+        from: draft.from,
+        replyTo: draft.replyTo,
         headers: draft.headers,
       });
       batch.sent.push({
         row,
-        providerType: this.provider.type,
-        providerId: this.provider.id,
+        providerType: client.type,
+        providerId: client.id,
         providerMessageId,
+        segments: segments ?? null,
         content,
         locale: draft.locale,
         variant: draft.variant,
@@ -187,6 +213,19 @@ export class Sender {
     } catch (err) {
       return this.failed(row, err);
     }
+  }
+
+  /** The message's provider, else its channel's default, else `log`; asked for once per batch. */
+  private clientOf(row: MessageRow, batch: Batch): Promise<ProviderClient> {
+    const key = `${row.channel}\n${row.provider_id ?? ""}`;
+    let client = batch.clients.get(key);
+    if (!client) {
+      client = this.providers.clientFor(row.workspace_id, row.channel, row.provider_id);
+      // Each send that waits on it sees the failure; the batch must not see it unhandled.
+      client.catch(() => undefined);
+      batch.clients.set(key, client);
+    }
+    return client;
   }
 
   private renderableOf(row: MessageRow, templateById: Map<string, ResolvedTemplate>): Renderable | null {

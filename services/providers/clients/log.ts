@@ -1,0 +1,24 @@
+import type { LoggerInstance } from "moleculer";
+import type { ProviderClient } from "./types";
+
+/**
+ * With no provider configured a workspace sends through `log`, which writes
+ * the message to the log and accepts it, so the whole path works on a fresh
+ * `npm start`.
+ */
+export function logClient(logger: LoggerInstance): ProviderClient {
+  return {
+    id: null,
+    type: "log",
+    async send(message) {
+      const summary =
+        message.channel === "email"
+          ? `subject ${JSON.stringify(message.content.subject ?? "")}`
+          : `${JSON.stringify(message.content).length} bytes`;
+      logger.info(
+        `[log provider] ${message.channel} message ${message.messageId} to ${message.to}: ${summary}`,
+      );
+      return { providerMessageId: `log-${message.messageId}` };
+    },
+  };
+}

@@ -1,0 +1,66 @@
+import type { Channel, Content } from "../../templates/render";
+
+/**
+ * What every provider client takes and answers. The send path (messages'
+ * sender) renders, checks and records; a client only speaks its provider's
+ * wire.
+ */
+
+export interface Outgoing {
+  /** Also the idempotency key for providers that take one: a send retried after a crash is not sent twice. */
+  messageId: string;
+  channel: Channel;
+  to: string;
+  content: Content;
+  /** Email: the sender (the template's, else `settings.sender`); null when neither names one. */
+  from?: { email: string; name: string | null } | null;
+  replyTo?: string | null;
+  /** Email headers (List-Unsubscribe, List-Unsubscribe-Post). */
+  headers: Record<string, string>;
+}
+
+export interface Accepted {
+  providerMessageId: string;
+  /** SMS: the parts the provider split the text into, as it reports them. */
+  segments?: number | null;
+}
+
+/**
+ * A provider's refusal: `transient` ones (429, 5xx, the network) are retried
+ * with backoff, the others fail the message. `message` carries the
+ * provider's own code and text, never a credential.
+ */
+export class ProviderError extends Error {
+  constructor(
+    message: string,
+    readonly transient: boolean,
+  ) {
+    super(message);
+  }
+}
+
+export interface ProviderClient {
+  /** The provider's id; null for `log`. */
+  id: string | null;
+  type: string;
+  send(message: Outgoing): Promise<Accepted>;
+  /** Ends pooled connections (SMTP). */
+  close?(): Promise<void>;
+}
+
+/** What every email client sends: the sender (else a permanent error saying where to set one) and the parts. */
+export function emailParts(message: Outgoing): {
+  from: { email: string; name: string | null };
+  subject: string;
+  text: string | null;
+  html: string | null;
+} {
+  if (!message.from)
+    throw new ProviderError(
+      "No sender address: set the template's fromEmail or the workspace's settings.sender.fromEmail",
+      false,
+    );
+  const part = (value: unknown) => (typeof value === "string" && value ? value : null);
+  const { subject, text, html } = message.content;
+  return { from: message.from, subject: part(subject) ?? "", text: part(text), html: part(html) };
+}

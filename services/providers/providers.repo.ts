@@ -1,0 +1,184 @@
+import { QueryTypes, type Transaction } from "sequelize";
+import { database } from "../../lib/database";
+import { maskedConfig, openedConfig } from "./credentials";
+import type { OpenedProvider, ProviderChannel, ProviderType, ProviderView } from "./providers.schemas";
+
+/** Every query of the providers area. Workspace id first. */
+
+export interface ProviderRow {
+  id: string;
+  channel: ProviderChannel;
+  type: ProviderType;
+  name: string;
+  is_default: boolean;
+  priority: number;
+  /** Secrets sealed. */
+  config: Record<string, unknown>;
+  created_at: Date;
+  updated_at: Date;
+}
+
+export const view = (r: ProviderRow): ProviderView => ({
+  id: r.id,
+  channel: r.channel,
+  type: r.type,
+  name: r.name,
+  isDefault: r.is_default,
+  priority: r.priority,
+  config: maskedConfig(r.type, r.config),
+  createdAt: r.created_at,
+  updatedAt: r.updated_at,
+});
+
+export const opened = (r: ProviderRow): OpenedProvider => ({
+  id: r.id,
+  type: r.type,
+  name: r.name,
+  isDefault: r.is_default,
+  priority: r.priority,
+  config: openedConfig(r.type, r.config),
+  updatedAt: r.updated_at,
+});
+
+/** A channel's providers: the default first, then by priority and age (the failover order). */
+export async function listProviders(workspaceId: string, channel: ProviderChannel): Promise<ProviderRow[]> {
+  const sequelize = await database();
+  return sequelize.query<ProviderRow>(
+    `SELECT * FROM providers WHERE workspace_id = $1 AND channel = $2
+      ORDER BY is_default DESC, priority, created_at, id`,
+    { bind: [workspaceId, channel], type: QueryTypes.SELECT },
+  );
+}
+
+export async function getProvider(
+  workspaceId: string,
+  id: string,
+  transaction?: Transaction,
+): Promise<ProviderRow | null> {
+  const sequelize = await database();
+  const [row] = await sequelize.query<ProviderRow>(
+    `SELECT * FROM providers WHERE workspace_id = $1 AND id = $2${transaction ? " FOR UPDATE" : ""}`,
+    { bind: [workspaceId, id], type: QueryTypes.SELECT, transaction },
+  );
+  return row ?? null;
+}
+
+export interface ProviderWrite {
+  name: string;
+  isDefault: boolean;
+  priority: number;
+  config: Record<string, unknown>;
+}
+
+/**
+ * Writes of a channel's providers hold the workspace's channel (an advisory
+ * transaction lock), so "the first is the default" and "a new default clears
+ * the others" hold under concurrent writes.
+ */
+export async function inChannel<T>(
+  workspaceId: string,
+  channel: ProviderChannel,
+  work: (transaction: Transaction) => Promise<T>,
+): Promise<T> {
+  const sequelize = await database();
+  return sequelize.transaction(async (transaction) => {
+    await sequelize.query(`SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, {
+      bind: [`providers:${workspaceId}:${channel}`],
+      transaction,
+    });
+    return work(transaction);
+  });
+}
+
+export async function hasDefault(
+  transaction: Transaction,
+  workspaceId: string,
+  channel: ProviderChannel,
+): Promise<boolean> {
+  const sequelize = await database();
+  const rows = await sequelize.query(
+    `SELECT 1 FROM providers WHERE workspace_id = $1 AND channel = $2 AND is_default`,
+    { bind: [workspaceId, channel], type: QueryTypes.SELECT, transaction },
+  );
+  return rows.length > 0;
+}
+
+export async function clearDefault(
+  transaction: Transaction,
+  workspaceId: string,
+  channel: ProviderChannel,
+): Promise<void> {
+  const sequelize = await database();
+  await sequelize.query(
+    `UPDATE providers SET is_default = false, updated_at = now() WHERE workspace_id = $1 AND channel = $2 AND is_default`,
+    { bind: [workspaceId, channel], transaction },
+  );
+}
+
+export async function insertProvider(
+  transaction: Transaction,
+  workspaceId: string,
+  row: { id: string; channel: ProviderChannel; type: ProviderType } & ProviderWrite,
+): Promise<void> {
+  const sequelize = await database();
+  await sequelize.query(
+    `INSERT INTO providers (id, workspace_id, channel, type, name, is_default, priority, config)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8::jsonb)`,
+    {
+      bind: [
+        row.id,
+        workspaceId,
+        row.channel,
+        row.type,
+        row.name,
+        row.isDefault,
+        row.priority,
+        JSON.stringify(row.config),
+      ],
+      transaction,
+    },
+  );
+}
+
+export async function updateProvider(
+  transaction: Transaction,
+  workspaceId: string,
+  id: string,
+  write: ProviderWrite,
+): Promise<void> {
+  const sequelize = await database();
+  await sequelize.query(
+    `UPDATE providers SET name = $3, is_default = $4, priority = $5, config = $6::jsonb, updated_at = now()
+      WHERE workspace_id = $1 AND id = $2`,
+    {
+      bind: [workspaceId, id, write.name, write.isDefault, write.priority, JSON.stringify(write.config)],
+      transaction,
+    },
+  );
+}
+
+/**
+ * Delete a provider; when it was the default, the next in failover order
+ * becomes it, so a channel with providers always has one. False when none.
+ */
+export async function deleteProvider(
+  transaction: Transaction,
+  workspaceId: string,
+  id: string,
+  channel: ProviderChannel,
+): Promise<boolean> {
+  const sequelize = await database();
+  const [deleted] = await sequelize.query<{ is_default: boolean }>(
+    `DELETE FROM providers WHERE workspace_id = $1 AND id = $2 RETURNING is_default`,
+    { bind: [workspaceId, id], type: QueryTypes.SELECT, transaction },
+  );
+  if (!deleted) return false;
+  if (deleted.is_default)
+    await sequelize.query(
+      `UPDATE providers SET is_default = true, updated_at = now()
+        WHERE id = (SELECT id FROM providers WHERE workspace_id = $1 AND channel = $2
+                     ORDER BY priority, created_at, id LIMIT 1)`,
+      { bind: [workspaceId, channel], transaction },
+    );
+  return true;
+}

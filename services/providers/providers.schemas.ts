@@ -1,0 +1,158 @@
+import { Type, type Static, type TSchema } from "@sinclair/typebox";
+import { Component, DateTime, Int32, Nullable, Params, StringEnum, Trimmed } from "../../lib/schema";
+
+const WorkspaceId = Type.String({ minLength: 1, maxLength: 64 });
+const Id = Type.String({ minLength: 1, maxLength: 64 });
+const Text = (maxLength: number, description?: string) =>
+  Type.String({ minLength: 1, maxLength, description });
+const Secret = (description: string) =>
+  Type.String({ minLength: 1, maxLength: 4096, description: `${description}. Secret: answered masked` });
+const BaseUrl = Type.Optional(
+  Type.String({
+    format: "uri",
+    pattern: "^https?://",
+    maxLength: 2048,
+    description: "The API's address; the provider's own when absent",
+  }),
+);
+const Phone = Text(32, "The sender: a number in E.164 or an alphanumeric sender id");
+
+/** Contract 4: each provider type's settings; secret fields are sealed at rest and masked in answers. */
+export const configSchemas = {
+  smtp: Type.Object(
+    {
+      host: Text(255),
+      port: Int32({ minimum: 1, maximum: 65535 }),
+      secure: Type.Optional(
+        Type.Boolean({ description: "TLS from the start (465); else STARTTLS when offered" }),
+      ),
+      username: Type.Optional(Text(255)),
+      password: Type.Optional(Secret("The SMTP password")),
+      maxConnections: Type.Optional(
+        Int32({ minimum: 1, maximum: 100, description: "Pooled connections (5)" }),
+      ),
+      maxMessages: Type.Optional(
+        Int32({
+          minimum: 1,
+          maximum: 100_000,
+          description: "Messages per connection before it is renewed (100)",
+        }),
+      ),
+    },
+    { additionalProperties: false },
+  ),
+  emailapi1: Type.Object(
+    {
+      apiKey: Secret("SendGrid v3 API key"),
+      webhookPublicKey: Type.Optional(Text(1024, "The event webhook's ECDSA public key (base64)")),
+      baseUrl: BaseUrl,
+    },
+    { additionalProperties: false },
+  ),
+  emailapi2: Type.Object(
+    {
+      apiKey: Secret("Mailgun API key"),
+      domain: Text(255),
+      webhookSigningKey: Type.Optional(Secret("Mailgun webhook signing key")),
+      baseUrl: BaseUrl,
+    },
+    { additionalProperties: false },
+  ),
+  smsapi1: Type.Object(
+    {
+      accountSid: Text(64),
+      authToken: Secret("Twilio auth token"),
+      from: Phone,
+      baseUrl: BaseUrl,
+    },
+    { additionalProperties: false },
+  ),
+  smsapi2: Type.Object(
+    {
+      apiKey: Text(64),
+      apiSecret: Secret("Vonage API secret"),
+      signatureSecret: Type.Optional(Secret("Vonage signature secret (signed callbacks)")),
+      from: Phone,
+      baseUrl: BaseUrl,
+    },
+    { additionalProperties: false },
+  ),
+} satisfies Record<string, TSchema>;
+
+export type ProviderType = keyof typeof configSchemas;
+export const EMAIL_TYPES = ["smtp", "emailapi1", "emailapi2"] as const;
+export const SMS_TYPES = ["smsapi1", "smsapi2"] as const;
+export type ProviderChannel = "email" | "sms";
+export const TYPES_BY_CHANNEL: Record<ProviderChannel, readonly ProviderType[]> = {
+  email: EMAIL_TYPES,
+  sms: SMS_TYPES,
+};
+
+/** The secret fields of each type: sealed at rest, masked in every answer. */
+export const SECRET_FIELDS: Record<ProviderType, readonly string[]> = {
+  smtp: ["password"],
+  emailapi1: ["apiKey"],
+  emailapi2: ["apiKey", "webhookSigningKey"],
+  smsapi1: ["authToken"],
+  smsapi2: ["apiSecret", "signatureSecret"],
+};
+
+export const ProviderSchema = Component(
+  "Provider",
+  Type.Object({
+    id: Type.String(),
+    channel: StringEnum(["email", "sms"]),
+    type: StringEnum([...EMAIL_TYPES, ...SMS_TYPES]),
+    name: Type.String(),
+    isDefault: Type.Boolean(),
+    priority: Type.Integer({ description: "Failover order after the default: lower first" }),
+    config: Type.Record(Type.String(), Type.Unknown(), {
+      description: "The type's settings, secrets masked",
+    }),
+    createdAt: DateTime(),
+    updatedAt: DateTime(),
+  }),
+);
+export type ProviderView = Static<typeof ProviderSchema>;
+
+const Name = Trimmed({ minLength: 1, maxLength: 100 });
+const Config = Type.Record(Type.String(), Type.Unknown(), {
+  description: "The type's settings (contract 4); a secret sent back masked keeps the stored one",
+});
+const writable = {
+  name: Type.Optional(Name),
+  isDefault: Type.Optional(
+    Type.Boolean({ description: "Make it the channel's default (clears the others)" }),
+  ),
+  priority: Type.Optional(Int32({ minimum: 0, maximum: 1000 })),
+};
+
+const createParams = (types: readonly ProviderType[]) =>
+  Params({ workspaceId: WorkspaceId, type: StringEnum(types), config: Config, ...writable });
+
+export const schemas = {
+  list: Params({ workspaceId: WorkspaceId }),
+  createEmail: createParams(EMAIL_TYPES),
+  createSms: createParams(SMS_TYPES),
+  get: Params({ workspaceId: WorkspaceId, providerId: Id }),
+  update: Params({ workspaceId: WorkspaceId, providerId: Id, config: Type.Optional(Config), ...writable }),
+  forSend: Params({ channel: StringEnum(["email", "sms"]), providerId: Type.Optional(Nullable(Id)) }),
+};
+
+export const OpenedProviderSchema = Type.Object({
+  id: Type.String(),
+  type: Type.String(),
+  name: Type.String(),
+  isDefault: Type.Boolean(),
+  priority: Type.Integer(),
+  config: Type.Record(Type.String(), Type.Unknown(), { description: "Secrets opened: internal calls only" }),
+  updatedAt: DateTime(),
+});
+export type OpenedProvider = Static<typeof OpenedProviderSchema>;
+
+export const results = {
+  list: Type.Array(ProviderSchema),
+  provider: ProviderSchema,
+  success: Type.Object({ success: Type.Literal(true) }),
+  forSend: Type.Array(OpenedProviderSchema),
+};

@@ -1,0 +1,242 @@
+import type { Static } from "@sinclair/typebox";
+import { audit } from "../../lib/audit";
+import { newId } from "../../lib/crypto";
+import { defineAction, defineService } from "../../lib/define-service";
+import { found, notFound } from "../../lib/errors";
+import type { AppContext } from "../../lib/moleculer-types";
+import { workspaceOf } from "../../lib/tenancy";
+import { DatabaseMixin } from "../../mixins/database.mixin";
+import { storedConfig } from "./credentials";
+import * as repo from "./providers.repo";
+import { results, schemas, type ProviderChannel, type ProviderType } from "./providers.schemas";
+
+const WS = "/workspaces/:workspaceId/providers";
+const tags = ["Providers"];
+const manage = { auth: "any", permission: "providers.manage" } as const;
+
+type CreateParams = Static<typeof schemas.createEmail>;
+type UpdateParams = Static<typeof schemas.update>;
+
+/**
+ * Email and SMS providers per workspace (contract 4): the first of a channel
+ * is its default, `isDefault: true` moves the default, and the rest follow
+ * in `priority` order when the sender fails over. Credentials are sealed at
+ * rest and masked in every answer; only `forSend` opens them.
+ */
+export default defineService({
+  name: "providers",
+  mixins: [DatabaseMixin],
+  settings: { rest: "/" },
+
+  actions: {
+    /** The email providers, the default first. providers.manage. */
+    listEmail: defineAction({
+      rest: `GET ${WS}/email`,
+      openapi: { tags, summary: "List email providers" },
+      ...manage,
+      params: schemas.list,
+      result: results.list,
+      handler: async (ctx) => (await repo.listProviders(workspaceOf(ctx), "email")).map(repo.view),
+    }),
+
+    /** Add an email provider (smtp, emailapi1, emailapi2); the first is the default. providers.manage. */
+    createEmail: defineAction({
+      rest: `POST ${WS}/email`,
+      openapi: { tags, summary: "Add an email provider" },
+      ...manage,
+      params: schemas.createEmail,
+      status: 201,
+      result: results.provider,
+      handler(ctx) {
+        return this.create(ctx, "email");
+      },
+    }),
+
+    getEmail: defineAction({
+      rest: `GET ${WS}/email/:providerId`,
+      openapi: { tags, summary: "Get an email provider" },
+      ...manage,
+      params: schemas.get,
+      result: results.provider,
+      handler(ctx) {
+        return this.getOne(ctx, "email");
+      },
+    }),
+
+    /** Change a provider; `config` merges key by key and a secret sent back masked is kept. providers.manage. */
+    updateEmail: defineAction({
+      rest: `PATCH ${WS}/email/:providerId`,
+      openapi: { tags, summary: "Update an email provider (config merges; a masked secret is kept)" },
+      ...manage,
+      params: schemas.update,
+      result: results.provider,
+      handler(ctx) {
+        return this.update(ctx, "email");
+      },
+    }),
+
+    /** Remove a provider; when it was the default, the next in priority becomes it. providers.manage. */
+    removeEmail: defineAction({
+      rest: `DELETE ${WS}/email/:providerId`,
+      openapi: { tags, summary: "Remove an email provider" },
+      ...manage,
+      params: schemas.get,
+      result: results.success,
+      handler(ctx) {
+        return this.remove(ctx, "email");
+      },
+    }),
+
+    listSms: defineAction({
+      rest: `GET ${WS}/sms`,
+      openapi: { tags, summary: "List SMS providers" },
+      ...manage,
+      params: schemas.list,
+      result: results.list,
+      handler: async (ctx) => (await repo.listProviders(workspaceOf(ctx), "sms")).map(repo.view),
+    }),
+
+    createSms: defineAction({
+      rest: `POST ${WS}/sms`,
+      openapi: { tags, summary: "Add an SMS provider" },
+      ...manage,
+      params: schemas.createSms,
+      status: 201,
+      result: results.provider,
+      handler(ctx) {
+        return this.create(ctx, "sms");
+      },
+    }),
+
+    getSms: defineAction({
+      rest: `GET ${WS}/sms/:providerId`,
+      openapi: { tags, summary: "Get an SMS provider" },
+      ...manage,
+      params: schemas.get,
+      result: results.provider,
+      handler(ctx) {
+        return this.getOne(ctx, "sms");
+      },
+    }),
+
+    updateSms: defineAction({
+      rest: `PATCH ${WS}/sms/:providerId`,
+      openapi: { tags, summary: "Update an SMS provider (config merges; a masked secret is kept)" },
+      ...manage,
+      params: schemas.update,
+      result: results.provider,
+      handler(ctx) {
+        return this.update(ctx, "sms");
+      },
+    }),
+
+    removeSms: defineAction({
+      rest: `DELETE ${WS}/sms/:providerId`,
+      openapi: { tags, summary: "Remove an SMS provider" },
+      ...manage,
+      params: schemas.get,
+      result: results.success,
+      handler(ctx) {
+        return this.remove(ctx, "sms");
+      },
+    }),
+
+    /**
+     * Internal (the sender): a channel's providers in failover order with
+     * their secrets opened; `providerId` alone when given (404 when it is
+     * not one of the channel's).
+     */
+    forSend: defineAction({
+      params: schemas.forSend,
+      result: results.forSend,
+      async handler(ctx) {
+        const rows = await repo.listProviders(workspaceOf(ctx), ctx.params.channel);
+        if (!ctx.params.providerId) return rows.map(repo.opened);
+        const chosen = rows.find((r) => r.id === ctx.params.providerId);
+        if (!chosen)
+          throw notFound("Provider", {
+            field: "providerId",
+            message: `no ${ctx.params.channel} provider ${ctx.params.providerId}`,
+          });
+        return [repo.opened(chosen)];
+      },
+    }),
+  },
+
+  methods: {
+    async create(ctx: AppContext<CreateParams>, channel: ProviderChannel) {
+      const ws = workspaceOf(ctx);
+      const { type, name, isDefault, priority, config } = ctx.params;
+      const id = newId();
+      const stored = storedConfig(type as ProviderType, config);
+      const row = await repo.inChannel(ws, channel, async (transaction) => {
+        const makeDefault = isDefault === true || !(await repo.hasDefault(transaction, ws, channel));
+        if (makeDefault) await repo.clearDefault(transaction, ws, channel);
+        await repo.insertProvider(transaction, ws, {
+          id,
+          channel,
+          type: type as ProviderType,
+          name: name ?? type,
+          isDefault: makeDefault,
+          priority: priority ?? 0,
+          config: stored,
+        });
+        return found(await repo.getProvider(ws, id, transaction), "Provider");
+      });
+      await audit(
+        ctx,
+        "provider.created",
+        { type: "provider", id },
+        { channel, type, isDefault: row.is_default },
+      );
+      return repo.view(row);
+    },
+
+    async getOne(ctx: AppContext<{ providerId: string }>, channel: ProviderChannel) {
+      const row = await repo.getProvider(workspaceOf(ctx), ctx.params.providerId);
+      if (!row || row.channel !== channel) throw notFound("Provider");
+      return repo.view(row);
+    },
+
+    async update(ctx: AppContext<UpdateParams>, channel: ProviderChannel) {
+      const ws = workspaceOf(ctx);
+      const { providerId, name, isDefault, priority, config } = ctx.params;
+      const row = await repo.inChannel(ws, channel, async (transaction) => {
+        const current = await repo.getProvider(ws, providerId, transaction);
+        if (!current || current.channel !== channel) throw notFound("Provider");
+        // Only a move of the default is a change; `false` on the default would leave the channel without one.
+        if (isDefault === true && !current.is_default) await repo.clearDefault(transaction, ws, channel);
+        await repo.updateProvider(transaction, ws, providerId, {
+          name: name ?? current.name,
+          isDefault: current.is_default || isDefault === true,
+          priority: priority ?? current.priority,
+          config: config ? storedConfig(current.type, config, current.config) : current.config,
+        });
+        return found(await repo.getProvider(ws, providerId, transaction), "Provider");
+      });
+      await audit(
+        ctx,
+        "provider.updated",
+        { type: "provider", id: providerId },
+        {
+          channel,
+          fields: Object.keys(ctx.params).filter((k) => k !== "workspaceId" && k !== "providerId"),
+        },
+      );
+      return repo.view(row);
+    },
+
+    async remove(ctx: AppContext<{ providerId: string }>, channel: ProviderChannel) {
+      const ws = workspaceOf(ctx);
+      const { providerId } = ctx.params;
+      const deleted = await repo.inChannel(ws, channel, async (transaction) => {
+        const current = await repo.getProvider(ws, providerId, transaction);
+        if (!current || current.channel !== channel) return false;
+        return repo.deleteProvider(transaction, ws, providerId, channel);
+      });
+      if (!deleted) throw notFound("Provider");
+      await audit(ctx, "provider.deleted", { type: "provider", id: providerId }, { channel });
+      return { success: true as const };
+    },
+  },
+});

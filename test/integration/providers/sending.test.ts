@@ -1,0 +1,369 @@
+import type { AddressInfo } from "node:net";
+import { SMTPServer, type SMTPServerAddress } from "smtp-server";
+import { startApp, type TestApp } from "../../helpers/app";
+import { ownerWithWorkspace } from "../../helpers/http";
+import { waitFor } from "../../helpers/wait";
+import { startReceiver, type Received } from "../webhooks/receiver";
+
+/**
+ * The send path through each real client: SMTP to a real `smtp-server`, and
+ * the SendGrid, Mailgun, Twilio and Vonage wires to a local fake of their
+ * APIs. Each test asserts the exact request and how the answer maps to the
+ * message (accepted, retried, failed with the provider's words).
+ */
+
+interface Mail {
+  from: string;
+  to: string[];
+  raw: string;
+}
+
+let app: TestApp;
+let ctx: Awaited<ReturnType<typeof ownerWithWorkspace>>;
+let api: Awaited<ReturnType<typeof startReceiver>>;
+let smtp: SMTPServer;
+let smtpPort: number;
+const mails: Mail[] = [];
+/** Recipients the SMTP server refuses, with the reply code, once each. */
+const refuseOnce = new Map<string, number>();
+
+beforeAll(async () => {
+  smtp = new SMTPServer({
+    authOptional: true,
+    disabledCommands: ["STARTTLS", "AUTH"],
+    logger: false,
+    onRcptTo(address: SMTPServerAddress, _session, callback) {
+      const code = refuseOnce.get(address.address);
+      if (!code) return callback();
+      refuseOnce.delete(address.address);
+      callback(
+        Object.assign(new Error(code >= 500 ? "5.1.1 No such user" : "4.7.1 Try again later"), {
+          responseCode: code,
+        }),
+      );
+    },
+    onData(stream, session, callback) {
+      const chunks: Buffer[] = [];
+      stream.on("data", (chunk: Buffer) => chunks.push(chunk));
+      stream.on("end", () => {
+        mails.push({
+          from: session.envelope.mailFrom ? session.envelope.mailFrom.address : "",
+          to: session.envelope.rcptTo.map((r) => r.address),
+          raw: Buffer.concat(chunks).toString("utf8"),
+        });
+        callback();
+      });
+    },
+  });
+  await new Promise<void>((resolve) => smtp.listen(0, "127.0.0.1", resolve));
+  smtpPort = (smtp.server.address() as AddressInfo).port;
+  api = await startReceiver();
+  app = await startApp({
+    services: ["api", "auth", "workspaces", "contacts", "templates", "messages", "providers"],
+    env: { MESSAGE_POLL_MS: "50", MESSAGE_RETRY_DELAYS_MS: "100,100,100" },
+  });
+  ctx = await ownerWithWorkspace(app.baseUrl);
+  await ctx.owner.client.patch(ctx.ws, {
+    settings: { sender: { fromName: "Acme", fromEmail: "news@acme.test", replyTo: "help@acme.test" } },
+  });
+});
+
+afterAll(async () => {
+  await app?.stop();
+  await api?.close();
+  await new Promise<void>((resolve) => smtp.close(() => resolve()));
+});
+
+async function provider(channel: "email" | "sms", body: Record<string, unknown>): Promise<string> {
+  const res = await ctx.owner.client.post(`${ctx.ws}/providers/${channel}`, body);
+  expect(res.status).toBe(201);
+  return res.body.id;
+}
+
+async function contact(body: Record<string, unknown>, smsConsent = false): Promise<string> {
+  const res = await ctx.owner.client.post(`${ctx.ws}/contacts`, body);
+  expect(res.status).toBe(201);
+  if (smsConsent)
+    await ctx.owner.client.put(`${ctx.ws}/contacts/${res.body.id}/consent`, {
+      channel: "sms",
+      status: "opted_in",
+    });
+  return res.body.id;
+}
+
+/** Queue a send and wait until it leaves `queued`/`sending`; answers the message. */
+async function send(body: Record<string, unknown>) {
+  const queued = await ctx.owner.client.post(`${ctx.ws}/messages`, body);
+  expect(queued.status).toBe(202);
+  return waitFor(
+    async () => {
+      const m = (await ctx.owner.client.get(`${ctx.ws}/messages/${queued.body.id}`)).body;
+      return m.status === "queued" || m.status === "sending" ? undefined : m;
+    },
+    10_000,
+    `message ${queued.body.id} done`,
+  );
+}
+
+const EMAIL = {
+  channel: "email",
+  content: {
+    subject: "Hi {{ contact.firstName }}",
+    html: '<p>Hi {{ contact.firstName }} <a href="https://example.com/offer">offer</a></p>',
+  },
+};
+const requestsTo = (path: string) => api.received.filter((r: Received) => r.path === path);
+
+test("smtp: through the pool to a real SMTP server, with sender, reply-to, List-Unsubscribe and our Message-ID", async () => {
+  const providerId = await provider("email", {
+    type: "smtp",
+    config: { host: "127.0.0.1", port: smtpPort, secure: false, maxConnections: 2, maxMessages: 50 },
+  });
+  const contactId = await contact({ email: "ana@example.com", firstName: "Ana" });
+  const sent = await send({ ...EMAIL, contactId, providerId });
+  expect(sent).toMatchObject({
+    status: "sent",
+    providerType: "smtp",
+    providerId,
+    providerMessageId: `${sent.id}@acme.test`,
+  });
+  const mail = mails.find((m) => m.raw.includes(`<${sent.id}@acme.test>`));
+  expect(mail).toMatchObject({ from: "news@acme.test", to: ["ana@example.com"] });
+  const raw = mail!.raw.replace(/\r\n[ \t]+/g, " ");
+  expect(raw).toMatch(/^From: Acme <news@acme\.test>$/m);
+  expect(raw).toMatch(/^Reply-To: help@acme\.test$/m);
+  expect(raw).toMatch(/^Subject: Hi Ana$/m);
+  expect(raw).toMatch(/^List-Unsubscribe: <http:\/\/[^>]+\/api\/unsubscribe\?token=[^>]+>$/m);
+  expect(raw).toMatch(/^List-Unsubscribe-Post: List-Unsubscribe=One-Click$/m);
+  expect(raw).toContain("text/html");
+  expect(raw).toContain("text/plain");
+
+  // A 4xx reply is retried; a 5xx fails the message with the server's words.
+  refuseOnce.set("later@example.com", 451);
+  const retried = await send({ ...EMAIL, to: "later@example.com", providerId });
+  expect(retried).toMatchObject({ status: "sent" });
+  expect(
+    (await ctx.owner.client.get(`${ctx.ws}/messages/${retried.id}`)).body.history.map(
+      (h: { status: string }) => h.status,
+    ),
+  ).toEqual(["queued", "sending", "sending", "sent"]); // two attempts
+  refuseOnce.set("nobody@example.com", 550);
+  const refused = await send({ ...EMAIL, to: "nobody@example.com", providerId });
+  expect(refused.status).toBe("failed");
+  expect(refused.error).toMatch(/^smtp 550: .*No such user/);
+});
+
+test("emailapi1 (SendGrid v3): the exact request; 202 and X-Message-Id accepted; 429 retried; 400 fails once with SendGrid's words", async () => {
+  api.setBehaviour((req) =>
+    req.path === "/sendgrid/v3/mail/send"
+      ? { status: 202, body: "", headers: { "x-message-id": `sg-${api.received.length}` } }
+      : { status: 404 },
+  );
+  const providerId = await provider("email", {
+    type: "emailapi1",
+    config: { apiKey: "SG.secret-api-key", baseUrl: api.url("/sendgrid") },
+  });
+  const contactId = await contact({ email: "ben@example.com", firstName: "Ben" });
+  const sent = await send({ ...EMAIL, contactId, providerId });
+  expect(sent).toMatchObject({
+    status: "sent",
+    providerType: "emailapi1",
+    providerMessageId: expect.stringMatching(/^sg-\d+$/),
+  });
+  const [request] = requestsTo("/sendgrid/v3/mail/send");
+  expect(request.headers.authorization).toBe("Bearer SG.secret-api-key");
+  expect(request.headers["content-type"]).toBe("application/json");
+  const body = JSON.parse(request.body);
+  expect(body).toMatchObject({
+    personalizations: [{ to: [{ email: "ben@example.com" }], custom_args: { messageId: sent.id } }],
+    from: { email: "news@acme.test", name: "Acme" },
+    reply_to: { email: "help@acme.test" },
+    subject: "Hi Ben",
+    headers: {
+      "List-Unsubscribe": expect.stringMatching(/^<http.*unsubscribe\?token=/),
+      "List-Unsubscribe-Post": "List-Unsubscribe=One-Click",
+    },
+  });
+  expect(body.content.map((c: { type: string }) => c.type)).toEqual(["text/plain", "text/html"]);
+  expect(body.content[1].value).toContain("Hi Ben");
+  expect(body.content[1].value).toContain("/api/messages/"); // links tracked, pixel added
+
+  let calls = 0;
+  api.setBehaviour(() =>
+    ++calls === 1
+      ? { status: 429, body: '{"errors":[{"message":"too many"}]}' }
+      : { status: 202, body: "", headers: { "x-message-id": "sg-after" } },
+  );
+  const retried = await send({ ...EMAIL, to: "retry@example.com", providerId });
+  expect(retried).toMatchObject({ status: "sent", providerMessageId: "sg-after" });
+  expect(calls).toBe(2);
+
+  calls = 0;
+  api.setBehaviour(() => {
+    calls += 1;
+    return {
+      status: 400,
+      body: '{"errors":[{"message":"The from address does not match a verified Sender Identity","field":"from"}]}',
+    };
+  });
+  const failed = await send({ ...EMAIL, to: "never@example.com", providerId });
+  expect(failed.status).toBe("failed");
+  expect(failed.error).toBe("emailapi1 400: The from address does not match a verified Sender Identity");
+  expect(calls).toBe(1);
+  expect(JSON.stringify(failed)).not.toContain("SG.secret-api-key");
+});
+
+test("emailapi2 (Mailgun): form-encoded with basic auth, headers as h:, our id as v:messageId", async () => {
+  api.setBehaviour(() => ({
+    status: 200,
+    body: '{"id":"<20261125.1@mg.acme.test>","message":"Queued. Thank you."}',
+  }));
+  const providerId = await provider("email", {
+    type: "emailapi2",
+    config: { apiKey: "key-mailgun-1", domain: "mg.acme.test", baseUrl: api.url("/mailgun") },
+  });
+  const contactId = await contact({ email: "cai@example.com", firstName: "Cai" });
+  const sent = await send({ ...EMAIL, contactId, providerId });
+  expect(sent).toMatchObject({
+    status: "sent",
+    providerType: "emailapi2",
+    providerMessageId: "20261125.1@mg.acme.test",
+  });
+  const [request] = requestsTo("/mailgun/v3/mg.acme.test/messages");
+  expect(request.headers.authorization).toBe(`Basic ${Buffer.from("api:key-mailgun-1").toString("base64")}`);
+  expect(request.headers["content-type"]).toBe("application/x-www-form-urlencoded");
+  const form = new URLSearchParams(request.body);
+  expect(form.get("from")).toBe('"Acme" <news@acme.test>');
+  expect(form.get("to")).toBe("cai@example.com");
+  expect(form.get("subject")).toBe("Hi Cai");
+  expect(form.get("html")).toContain("Hi Cai");
+  expect(form.get("text")).toContain("Hi Cai");
+  expect(form.get("h:Reply-To")).toBe("help@acme.test");
+  expect(form.get("h:List-Unsubscribe")).toMatch(/^<http.*unsubscribe\?token=/);
+  expect(form.get("v:messageId")).toBe(sent.id);
+});
+
+test("smsapi1 (Twilio): form-encoded, basic auth, our id as the idempotency token, segments recorded; 400 keeps Twilio's code", async () => {
+  api.setBehaviour(() => ({ status: 201, body: '{"sid":"SM0123","num_segments":"2","status":"queued"}' }));
+  const providerId = await provider("sms", {
+    type: "smsapi1",
+    config: {
+      accountSid: "AC42",
+      authToken: "twilio-token",
+      from: "+15550001111",
+      baseUrl: api.url("/twilio"),
+    },
+  });
+  const contactId = await contact({ phone: "+14155550100", firstName: "Dee" }, true);
+  const body = `Hi {{ contact.firstName }}, ${"a long message ".repeat(12)}`;
+  const sent = await send({ channel: "sms", contactId, content: { body }, providerId });
+  expect(sent).toMatchObject({
+    status: "sent",
+    providerType: "smsapi1",
+    providerMessageId: "SM0123",
+    segments: 2,
+  });
+  const [request] = requestsTo("/twilio/2010-04-01/Accounts/AC42/Messages.json");
+  expect(request.headers.authorization).toBe(`Basic ${Buffer.from("AC42:twilio-token").toString("base64")}`);
+  expect(request.headers["i-twilio-idempotency-token"]).toBe(sent.id);
+  const form = new URLSearchParams(request.body);
+  expect(Object.fromEntries(form)).toEqual({
+    To: "+14155550100",
+    From: "+15550001111",
+    Body: `Hi Dee, ${"a long message ".repeat(12)}`,
+  });
+
+  api.setBehaviour(() => ({
+    status: 400,
+    body: '{"code":21211,"message":"The \'To\' number is not a valid phone number.","status":400}',
+  }));
+  const other = await contact({ phone: "+14155550101" }, true);
+  const failed = await send({ channel: "sms", contactId: other, content: { body: "x" }, providerId });
+  expect(failed).toMatchObject({
+    status: "failed",
+    error: "smsapi1 400: 21211 The 'To' number is not a valid phone number.",
+  });
+});
+
+test("smsapi2 (Vonage): credentials in the form, unicode for non-GSM text, one part per segment; throttling retried", async () => {
+  let calls = 0;
+  api.setBehaviour(() =>
+    ++calls === 1
+      ? {
+          status: 200,
+          body: '{"message-count":"1","messages":[{"status":"1","error-text":"Throughput Rate Exceeded"}]}',
+        }
+      : {
+          status: 200,
+          body: '{"message-count":"2","messages":[{"status":"0","message-id":"V-1"},{"status":"0","message-id":"V-2"}]}',
+        },
+  );
+  const providerId = await provider("sms", {
+    type: "smsapi2",
+    config: { apiKey: "vk", apiSecret: "vonage-secret", from: "+15550002222", baseUrl: api.url("/vonage") },
+  });
+  const contactId = await contact({ phone: "+14155550102" }, true);
+  const text = `Привет! ${"Ж".repeat(80)}`;
+  const sent = await send({ channel: "sms", contactId, content: { body: text }, providerId });
+  expect(sent).toMatchObject({
+    status: "sent",
+    providerType: "smsapi2",
+    providerMessageId: "V-1",
+    segments: 2,
+  });
+  expect(calls).toBe(2);
+  const request = requestsTo("/vonage/sms/json").at(-1)!;
+  expect(Object.fromEntries(new URLSearchParams(request.body))).toEqual({
+    api_key: "vk",
+    api_secret: "vonage-secret",
+    from: "15550002222",
+    to: "14155550102",
+    text,
+    "client-ref": sent.id,
+    type: "unicode",
+  });
+});
+
+test("a named provider must be the workspace's, of the channel; an email with no sender fails saying where to set one", async () => {
+  const c = ctx.owner.client;
+  const contactId = await contact({ email: "eve@example.com", phone: "+14155550103" }, true);
+  const unknown = await c.post(`${ctx.ws}/messages`, { ...EMAIL, contactId, providerId: "nope" });
+  expect([unknown.status, unknown.body.details?.[0]?.field]).toEqual([404, "providerId"]);
+  const emailProvider = (await c.get(`${ctx.ws}/providers/email`)).body[0].id;
+  const wrongChannel = await c.post(`${ctx.ws}/messages`, {
+    channel: "sms",
+    contactId,
+    content: { body: "x" },
+    providerId: emailProvider,
+  });
+  expect(wrongChannel.status).toBe(404);
+
+  const bare = await ownerWithWorkspace(app.baseUrl);
+  api.setBehaviour(() => ({ status: 202, body: "" }));
+  await bare.owner.client.post(`${bare.ws}/providers/email`, {
+    type: "emailapi1",
+    config: { apiKey: "k-123", baseUrl: api.url("/bare") },
+  });
+  const person = await bare.owner.client.post(`${bare.ws}/contacts`, { email: "fay@example.com" });
+  const queued = await bare.owner.client.post(`${bare.ws}/messages`, { ...EMAIL, contactId: person.body.id });
+  const failed = await waitFor(async () => {
+    const m = (await bare.owner.client.get(`${bare.ws}/messages/${queued.body.id}`)).body;
+    return m.status === "failed" ? m : undefined;
+  }, 10_000);
+  expect(failed.error).toBe(
+    "No sender address: set the template's fromEmail or the workspace's settings.sender.fromEmail",
+  );
+  expect(requestsTo("/bare/v3/mail/send")).toHaveLength(0);
+});
+
+test("send-test goes through the workspace's default email provider", async () => {
+  const c = ctx.owner.client;
+  const defaultProvider = (await c.get(`${ctx.ws}/providers/email`)).body[0];
+  expect(defaultProvider.type).toBe("smtp");
+  const t = await c.post(`${ctx.ws}/templates`, { name: "Test me", ...EMAIL });
+  const res = await c.post(`${ctx.ws}/templates/${t.body.id}/send-test`, { to: ["qa@example.com"] });
+  expect(res.status).toBe(200);
+  expect(res.body.results).toEqual([{ to: "qa@example.com", status: "sent", error: null }]);
+  const mail = mails.find((m) => m.to.includes("qa@example.com"));
+  expect(mail?.raw).toMatch(/^Subject: \[TEST\] Hi /m);
+});
