@@ -29,6 +29,8 @@ export interface AppMeta {
   rawBody?: string;
   /** Request headers, kept only for `rawBody: true` actions (signature headers). */
   requestHeaders?: Record<string, string | string[] | undefined>;
+  /** The request's path and query as it arrived, kept only for `rawBody: true` actions (Twilio signs the URL). */
+  requestUrl?: string;
   cookies?: Record<string, string>;
   method?: string;
   contentType?: string;

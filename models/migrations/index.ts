@@ -22,6 +22,7 @@ import * as sessionRevocation from "./0036-session-revocation";
 import * as webhookClaimByAge from "./0037-webhook-claim-by-age";
 import * as templatesMessages from "./0040-templates-messages";
 import * as providers from "./0041-providers";
+import * as providerCallbacks from "./0042-provider-callbacks";
 
 export interface Migration {
   name: string;
@@ -53,4 +54,5 @@ export const migrations: Migration[] = [
   { name: "0037-webhook-claim-by-age", up: webhookClaimByAge.up },
   { name: "0040-templates-messages", up: templatesMessages.up },
   { name: "0041-providers", up: providers.up },
+  { name: "0042-provider-callbacks", up: providerCallbacks.up },
 ];

@@ -25,7 +25,7 @@ import {
 
 const BODY_LIMIT = "1mb";
 
-/** Keep the exact bytes of JSON bodies for signature checks (`rawBody: true` actions). */
+/** Keep the exact bytes of JSON and form bodies for signature checks (`rawBody: true` actions). */
 function keepRawBody(req: IncomingMessage & { rawBody?: Buffer }, _res: ServerResponse, buf: Buffer) {
   req.rawBody = buf;
 }
@@ -79,7 +79,7 @@ const ApiService: ServiceSchema = {
         authorization: false, // the Authorize broker middleware does it, on the node that runs the action
         bodyParsers: {
           json: { limit: BODY_LIMIT, verify: keepRawBody },
-          urlencoded: { extended: false, limit: BODY_LIMIT },
+          urlencoded: { extended: false, limit: BODY_LIMIT, verify: keepRawBody },
         },
         onBeforeCall(ctx: AppContext, _route: unknown, req: GatewayRequest) {
           ctx.meta.ip = clientIp(req);
@@ -95,6 +95,7 @@ const ApiService: ServiceSchema = {
           if (req.$action?.rawBody) {
             ctx.meta.rawBody = req.rawBody?.toString("utf8") ?? "";
             ctx.meta.requestHeaders = req.headers;
+            ctx.meta.requestUrl = req.originalUrl ?? req.url;
           }
         },
       },

@@ -169,6 +169,21 @@ export const schemas = {
   }),
   variantStats: Params({ templateId: Id }),
   processDue: Params({ limit: Type.Optional(Int32({ minimum: 1, maximum: 5000 })) }),
+  providerEvents: Params({
+    providerId: Id,
+    events: Type.Array(
+      Type.Object({
+        kind: StringEnum(["delivered", "bounced", "complained", "failed", "opened", "clicked"]),
+        messageId: Nullable(Type.String({ maxLength: 256 })),
+        providerMessageId: Nullable(Type.String({ maxLength: 256 })),
+        eventId: Nullable(Type.String({ maxLength: 256 })),
+        hard: Type.Optional(Type.Boolean()),
+        reason: Type.Optional(Nullable(Type.String())),
+        url: Type.Optional(Nullable(Type.String())),
+      }),
+      { maxItems: 1000 },
+    ),
+  }),
 };
 
 export const results = {
@@ -194,6 +209,10 @@ export const results = {
     }),
   ),
   processDue: Type.Object({ sent: Type.Integer(), failed: Type.Integer(), retried: Type.Integer() }),
+  providerEvents: Type.Object({
+    applied: Type.Integer(),
+    pending: Type.Integer(),
+  }),
   pixel: {
     "200": {
       description: "A 43-byte transparent GIF",

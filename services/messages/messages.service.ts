@@ -1,22 +1,20 @@
-import { SYSTEM } from "../../lib/access";
 import { config } from "../../lib/config";
 import { defineAction, defineService } from "../../lib/define-service";
 import { found, invalidToken } from "../../lib/errors";
 import { idempotent } from "../../lib/idempotency";
 import type { AppContext } from "../../lib/moleculer-types";
 import { pageRequest } from "../../lib/pagination";
-import { isServiceAvailable } from "../../lib/registry";
 import { workspaceOf } from "../../lib/tenancy";
 import { DatabaseMixin } from "../../mixins/database.mixin";
 import { trackingSignatureValid } from "./links";
 import * as repo from "./messages.repo";
-import type { MessageRow } from "./messages.repo";
 import { results, schemas } from "./messages.schemas";
 import { preferenceActions } from "./preferences.actions";
-import { createMessage, enqueueMessages } from "./send";
 import { closeHttp } from "../providers/clients";
+import { applyProviderEvents } from "./provider-events";
+import { createMessage, enqueueMessages } from "./send";
 import { Sender, senderOf, type WorkspaceInfo } from "./sender";
-import { isMachine, PIXEL, SCANNER_BURST_MS } from "./tracking";
+import { isMachine, PIXEL, recordActivity, SCANNER_BURST_MS } from "./tracking";
 
 const WS = "/workspaces/:workspaceId";
 const tags = ["Messages"];
@@ -181,6 +179,14 @@ export default defineService({
       handler: (ctx) => repo.variantStats(workspaceOf(ctx), ctx.params.templateId),
     }),
 
+    /** Internal (provider callbacks): delivery, bounce, complaint, open and click reports for the workspace's messages. */
+    providerEvents: defineAction({
+      params: schemas.providerEvents,
+      result: results.providerEvents,
+      handler: (ctx) =>
+        applyProviderEvents(ctx.broker, workspaceOf(ctx), ctx.params.providerId, ctx.params.events),
+    }),
+
     /** Internal (timer, cron tick): one pass of the send queue. */
     processDue: defineAction({
       params: schemas.processDue,
@@ -230,7 +236,7 @@ export default defineService({
       if (!message) return;
       const machine = isMachine(ctx.meta.userAgent, message.sent_at, new Date());
       const row = machine ? message : await repo.recordOpen(messageId);
-      if (row) await this.recordActivity(row, "message.open", { machine });
+      if (row) await recordActivity(this.broker, row, "message.open", { machine });
     },
 
     async click(ctx: AppContext, messageId: string, code: string): Promise<string> {
@@ -249,29 +255,8 @@ export default defineService({
       );
       const machine = agentMachine || link.burst;
       const row = machine ? message : await repo.recordClick(messageId);
-      if (row) await this.recordActivity(row, "message.click", { machine, url: link.url });
+      if (row) await recordActivity(this.broker, row, "message.click", { machine, url: link.url });
       return link.url;
-    },
-
-    /** Opens and clicks enter the activity chain, so segments, campaign triggers and scoring see them. */
-    async recordActivity(row: MessageRow, type: string, extra: Record<string, unknown>) {
-      if (!row.contact_id || !isServiceAvailable(this.broker, "events")) return;
-      await this.broker.call(
-        "events.record",
-        {
-          type,
-          contactId: row.contact_id,
-          metadata: {
-            messageId: row.id,
-            campaignId: row.campaign_id,
-            channel: row.channel,
-            templateId: row.template_id,
-            variant: row.variant,
-            ...extra,
-          },
-        },
-        { meta: { principal: SYSTEM, workspaceId: row.workspace_id } },
-      );
     },
   },
 

@@ -8,6 +8,7 @@ import { preferencesUrl, signLinkToken, unsubscribeUrl } from "./links";
 import * as repo from "./messages.repo";
 import type { MessageRow, SentRecord } from "./messages.repo";
 import { ProviderError, type Outgoing, type ProviderClient } from "../providers/clients";
+import { applyPending } from "./provider-events";
 import { ProviderDirectory, providerTurn } from "./providers";
 import { addOpenPixel, rewriteLinks, trackableLinks } from "./tracking";
 
@@ -151,6 +152,15 @@ export class Sender {
     };
     await Promise.all(Array.from({ length: Math.min(CONCURRENCY, drafts.length) }, worker));
     result.sent += await repo.markSent(batch.sent);
+    // Callbacks that outran this batch's record apply now.
+    await applyPending(
+      this.broker,
+      batch.sent.map((s) => ({
+        id: s.row.id,
+        providerId: s.providerId,
+        providerMessageId: s.providerMessageId,
+      })),
+    );
   }
 
   /** The message rendered for its contact; a template that no longer exists fails it. */

@@ -1,4 +1,8 @@
+import type { ServiceBroker } from "moleculer";
+import { SYSTEM } from "../../lib/access";
+import { isServiceAvailable } from "../../lib/registry";
 import { trackingUrl } from "./links";
+import type { MessageRow } from "./messages.repo";
 
 /**
  * Open and click tracking of email HTML (contract 6): links rewritten to
@@ -51,3 +55,33 @@ export function isMachine(userAgent: string | undefined, sentAt: Date | null, no
 
 /** A transparent 1×1 GIF (43 bytes). */
 export const PIXEL = Buffer.from("R0lGODlhAQABAIAAAP///wAAACH5BAEAAAAALAAAAAABAAEAAAICRAEAOw==", "base64");
+
+/**
+ * An open or click enters the activity chain (contract 8), so segments,
+ * campaign triggers and scoring see it: ours (the pixel, a short link) and a
+ * provider's alike.
+ */
+export async function recordActivity(
+  broker: ServiceBroker,
+  row: MessageRow,
+  type: "message.open" | "message.click",
+  extra: { machine: boolean; url?: string | null },
+): Promise<void> {
+  if (!row.contact_id || !isServiceAvailable(broker, "events")) return;
+  await broker.call(
+    "events.record",
+    {
+      type,
+      contactId: row.contact_id,
+      metadata: {
+        messageId: row.id,
+        campaignId: row.campaign_id,
+        channel: row.channel,
+        templateId: row.template_id,
+        variant: row.variant,
+        ...extra,
+      },
+    },
+    { meta: { principal: SYSTEM, workspaceId: row.workspace_id } },
+  );
+}

@@ -1,5 +1,6 @@
 import { QueryTypes, type Transaction } from "sequelize";
 import { database } from "../../lib/database";
+import type { ChannelCommand } from "./commands";
 import { maskedConfig, openedConfig } from "./credentials";
 import type { OpenedProvider, ProviderChannel, ProviderType, ProviderView } from "./providers.schemas";
 
@@ -181,4 +182,62 @@ export async function deleteProvider(
       { bind: [workspaceId, channel], transaction },
     );
   return true;
+}
+
+/**
+ * A provider by id alone: a callback's `providerId` is all that names its
+ * workspace (the route is public and the provider's signature authorises it).
+ */
+export async function providerForCallback(
+  id: string,
+): Promise<(ProviderRow & { workspace_id: string }) | null> {
+  const sequelize = await database();
+  const [row] = await sequelize.query<ProviderRow & { workspace_id: string }>(
+    `SELECT * FROM providers WHERE id = $1`,
+    {
+      bind: [id],
+      type: QueryTypes.SELECT,
+    },
+  );
+  return row ?? null;
+}
+
+/** The workspace's channel commands; null until it replaced the defaults. */
+export async function getCommands(workspaceId: string): Promise<ChannelCommand[] | null> {
+  const sequelize = await database();
+  const [row] = await sequelize.query<{ commands: ChannelCommand[] }>(
+    `SELECT commands FROM channel_commands WHERE workspace_id = $1`,
+    { bind: [workspaceId], type: QueryTypes.SELECT },
+  );
+  return row?.commands ?? null;
+}
+
+export async function putCommands(workspaceId: string, commands: ChannelCommand[]): Promise<void> {
+  const sequelize = await database();
+  await sequelize.query(
+    `INSERT INTO channel_commands (workspace_id, commands) VALUES ($1, $2::jsonb)
+     ON CONFLICT (workspace_id) DO UPDATE SET commands = EXCLUDED.commands, updated_at = now()`,
+    { bind: [workspaceId, JSON.stringify(commands)] },
+  );
+}
+
+/** Which of a callback's event ids were applied before (providers retry a callback until it is answered). */
+export async function seenEvents(providerId: string, eventIds: string[]): Promise<Set<string>> {
+  if (!eventIds.length) return new Set();
+  const sequelize = await database();
+  const rows = await sequelize.query<{ event_id: string }>(
+    `SELECT event_id FROM provider_event_log WHERE provider_id = $1 AND event_id = ANY ($2::text[])`,
+    { bind: [providerId, eventIds], type: QueryTypes.SELECT },
+  );
+  return new Set(rows.map((r) => r.event_id));
+}
+
+/** Note event ids as applied, once the callback's work is done. */
+export async function markSeen(providerId: string, eventIds: string[]): Promise<void> {
+  if (!eventIds.length) return;
+  const sequelize = await database();
+  await sequelize.query(
+    `INSERT INTO provider_event_log (provider_id, event_id) SELECT $1, unnest($2::text[]) ON CONFLICT DO NOTHING`,
+    { bind: [providerId, eventIds] },
+  );
 }

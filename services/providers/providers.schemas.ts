@@ -150,6 +150,33 @@ export const OpenedProviderSchema = Type.Object({
 });
 export type OpenedProvider = Static<typeof OpenedProviderSchema>;
 
+const CommandSchema = Component(
+  "ChannelCommand",
+  Type.Object(
+    {
+      keyword: Trimmed({ minLength: 1, maxLength: 160 }),
+      action: StringEnum(["opt_out", "opt_in", "help"]),
+      channels: Type.Array(StringEnum(["sms", "chatapp1", "chatapp2"]), { minItems: 1, maxItems: 3 }),
+      reply: Nullable(
+        Type.String({ maxLength: 1600, description: "Sent back through the same provider; null: none" }),
+      ),
+    },
+    { additionalProperties: false },
+  ),
+);
+const CommandsSchema = Type.Object({ commands: Type.Array(CommandSchema, { maxItems: 100 }) });
+
+export const commandSchemas = {
+  get: Params({ workspaceId: WorkspaceId }),
+  put: Params({ workspaceId: WorkspaceId, commands: Type.Array(CommandSchema, { maxItems: 100 }) }),
+  callback: Params({ providerId: Id }),
+};
+
+export const commandResults = {
+  commands: CommandsSchema,
+  callback: Type.Object({ received: Type.Literal(true) }),
+};
+
 export const results = {
   list: Type.Array(ProviderSchema),
   provider: ProviderSchema,

@@ -7,6 +7,7 @@ import type { AppContext } from "../../lib/moleculer-types";
 import { workspaceOf } from "../../lib/tenancy";
 import { DatabaseMixin } from "../../mixins/database.mixin";
 import { storedConfig } from "./credentials";
+import { inboundActions } from "./inbound.actions";
 import * as repo from "./providers.repo";
 import { results, schemas, type ProviderChannel, type ProviderType } from "./providers.schemas";
 
@@ -25,7 +26,7 @@ type UpdateParams = Static<typeof schemas.update>;
  */
 export default defineService({
   name: "providers",
-  mixins: [DatabaseMixin],
+  mixins: [DatabaseMixin, inboundActions],
   settings: { rest: "/" },
 
   actions: {

@@ -1,3 +1,4 @@
+import { config as appConfig } from "../../../lib/config";
 import { basicAuth, errorText, refusal, send } from "./http";
 import type { ProviderClient } from "./types";
 
@@ -5,7 +6,8 @@ import type { ProviderClient } from "./types";
  * `smsapi1`: the Twilio wire. `POST /2010-04-01/Accounts/{sid}/Messages.json`,
  * form-encoded, basic auth `sid:token`, our message id as the
  * `I-Twilio-Idempotency-Token`; 201 `{sid, num_segments}`. Twilio splits a
- * long text itself and reports the parts.
+ * long text itself and reports the parts. Its status callbacks come to our
+ * callback URL, named in each send.
  */
 
 export interface Smsapi1Config {
@@ -28,6 +30,7 @@ export function smsapi1Client(id: string, config: Smsapi1Config): ProviderClient
         To: message.to,
         From: config.from,
         Body: String(message.content.body ?? ""),
+        StatusCallback: `${appConfig().publicUrl}/api/providers/sms/webhooks?providerId=${encodeURIComponent(id)}`,
       });
       const answer = await send(NAME, url, {
         method: "POST",

@@ -3,6 +3,7 @@ import { SMTPServer, type SMTPServerAddress } from "smtp-server";
 import { startApp, type TestApp } from "../../helpers/app";
 import { ownerWithWorkspace } from "../../helpers/http";
 import { waitFor } from "../../helpers/wait";
+import { newContact } from "./fixtures";
 import { startReceiver, type Received } from "../webhooks/receiver";
 
 /**
@@ -24,6 +25,7 @@ let api: Awaited<ReturnType<typeof startReceiver>>;
 let smtp: SMTPServer;
 let smtpPort: number;
 const mails: Mail[] = [];
+const PUBLIC_URL = "https://cms.example.test";
 /** Recipients the SMTP server refuses, with the reply code, once each. */
 const refuseOnce = new Map<string, number>();
 
@@ -60,7 +62,7 @@ beforeAll(async () => {
   api = await startReceiver();
   app = await startApp({
     services: ["api", "auth", "workspaces", "contacts", "templates", "messages", "providers"],
-    env: { MESSAGE_POLL_MS: "50", MESSAGE_RETRY_DELAYS_MS: "100,100,100" },
+    env: { MESSAGE_POLL_MS: "50", MESSAGE_RETRY_DELAYS_MS: "100,100,100", PUBLIC_URL },
   });
   ctx = await ownerWithWorkspace(app.baseUrl);
   await ctx.owner.client.patch(ctx.ws, {
@@ -80,16 +82,8 @@ async function provider(channel: "email" | "sms", body: Record<string, unknown>)
   return res.body.id;
 }
 
-async function contact(body: Record<string, unknown>, smsConsent = false): Promise<string> {
-  const res = await ctx.owner.client.post(`${ctx.ws}/contacts`, body);
-  expect(res.status).toBe(201);
-  if (smsConsent)
-    await ctx.owner.client.put(`${ctx.ws}/contacts/${res.body.id}/consent`, {
-      channel: "sms",
-      status: "opted_in",
-    });
-  return res.body.id;
-}
+const contact = (body: Record<string, unknown>, smsConsent = false) =>
+  newContact(ctx.owner.client, ctx.ws, body, smsConsent);
 
 /** Queue a send and wait until it leaves `queued`/`sending`; answers the message. */
 async function send(body: Record<string, unknown>) {
@@ -133,7 +127,7 @@ test("smtp: through the pool to a real SMTP server, with sender, reply-to, List-
   expect(raw).toMatch(/^From: Acme <news@acme\.test>$/m);
   expect(raw).toMatch(/^Reply-To: help@acme\.test$/m);
   expect(raw).toMatch(/^Subject: Hi Ana$/m);
-  expect(raw).toMatch(/^List-Unsubscribe: <http:\/\/[^>]+\/api\/unsubscribe\?token=[^>]+>$/m);
+  expect(raw).toMatch(/^List-Unsubscribe: <https:\/\/cms\.example\.test\/api\/unsubscribe\?token=[^>]+>$/m);
   expect(raw).toMatch(/^List-Unsubscribe-Post: List-Unsubscribe=One-Click$/m);
   expect(raw).toContain("text/html");
   expect(raw).toContain("text/plain");
@@ -271,6 +265,7 @@ test("smsapi1 (Twilio): form-encoded, basic auth, our id as the idempotency toke
     To: "+14155550100",
     From: "+15550001111",
     Body: `Hi Dee, ${"a long message ".repeat(12)}`,
+    StatusCallback: `${PUBLIC_URL}/api/providers/sms/webhooks?providerId=${providerId}`,
   });
 
   api.setBehaviour(() => ({

@@ -1,0 +1,181 @@
+import type { ServiceBroker } from "moleculer";
+import { SYSTEM } from "../../lib/access";
+import { audit } from "../../lib/audit";
+import { config } from "../../lib/config";
+import { defineAction } from "../../lib/define-service";
+import { invalidSignature, notFound } from "../../lib/errors";
+import type { AppContext } from "../../lib/moleculer-types";
+import { isServiceAvailable } from "../../lib/registry";
+import { workspaceOf } from "../../lib/tenancy";
+import { readEvents, verifyCallback, type ProviderEvent } from "./callbacks";
+import { checkCommands, DEFAULT_COMMANDS, matchCommand } from "./commands";
+import { openedConfig } from "./credentials";
+import * as repo from "./providers.repo";
+import { commandResults, commandSchemas, type ProviderChannel } from "./providers.schemas";
+
+/**
+ * What comes back from providers (contract 5): signed callbacks that move
+ * messages (delivered, bounced, complained; applied by messages, which owns
+ * them) and inbound texts that find or create their contact, enter the
+ * activity chain, and may be a channel command (STOP, START, HELP), answered
+ * through the same provider.
+ */
+
+const WS = "/workspaces/:workspaceId/channel-commands";
+const tags = ["Providers"];
+const manage = { auth: "any", permission: "providers.manage" } as const;
+
+type Inbound = Extract<ProviderEvent, { kind: "inbound" }>;
+type CallbackProvider = NonNullable<Awaited<ReturnType<typeof repo.providerForCallback>>>;
+
+export const inboundActions = {
+  actions: {
+    /** The workspace's channel commands (the defaults until replaced). providers.manage. */
+    getCommands: defineAction({
+      rest: `GET ${WS}`,
+      openapi: { tags, summary: "Channel commands (STOP, START, HELP and the workspace's own)" },
+      ...manage,
+      params: commandSchemas.get,
+      result: commandResults.commands,
+      handler: async (ctx) => ({ commands: (await repo.getCommands(workspaceOf(ctx))) ?? DEFAULT_COMMANDS }),
+    }),
+
+    /** Replace the channel commands; one keyword answers one way per channel. providers.manage. */
+    putCommands: defineAction({
+      rest: `PUT ${WS}`,
+      openapi: { tags, summary: "Replace the channel commands" },
+      ...manage,
+      params: commandSchemas.put,
+      result: commandResults.commands,
+      async handler(ctx) {
+        const commands = checkCommands(ctx.params.commands);
+        await repo.putCommands(workspaceOf(ctx), commands);
+        await audit(
+          ctx,
+          "channel_commands.replaced",
+          { type: "channel_commands", id: null },
+          {
+            keywords: commands.map((c) => c.keyword),
+          },
+        );
+        return { commands };
+      },
+    }),
+
+    /** Delivery, bounce, complaint, open and click callbacks of emailapi1 and emailapi2. Public (provider signature). */
+    emailWebhooks: defineAction({
+      rest: "POST /providers/email/webhooks",
+      auth: "public",
+      rawBody: true,
+      openapi: { tags, summary: "Email provider callbacks (signed as each provider signs)" },
+      params: commandSchemas.callback,
+      result: commandResults.callback,
+      handler(ctx) {
+        return receive(ctx, "email");
+      },
+    }),
+
+    /** Status callbacks and inbound texts of smsapi1 and smsapi2. Public (provider signature). */
+    smsWebhooks: defineAction({
+      rest: "POST /providers/sms/webhooks",
+      auth: "public",
+      rawBody: true,
+      openapi: { tags, summary: "SMS provider callbacks and inbound texts (signed as each provider signs)" },
+      params: commandSchemas.callback,
+      result: commandResults.callback,
+      handler(ctx) {
+        return receive(ctx, "sms");
+      },
+    }),
+  },
+};
+
+/**
+ * A callback: 404 for a provider that is not one of the channel's with
+ * callbacks, 401 INVALID_SIGNATURE unless the provider signed it; each event
+ * applied once (a retried callback's events are recognised by their ids).
+ */
+async function receive(ctx: AppContext<{ providerId: string }>, channel: ProviderChannel) {
+  const provider = await repo.providerForCallback(ctx.params.providerId);
+  if (!provider || provider.channel !== channel || provider.type === "smtp") throw notFound("Provider");
+  const callback = {
+    rawBody: ctx.meta.rawBody ?? "",
+    headers: ctx.meta.requestHeaders ?? {},
+    url: `${config().publicUrl}${ctx.meta.requestUrl ?? ""}`,
+  };
+  if (!verifyCallback(provider.type, callback, openedConfig(provider.type, provider.config)))
+    throw invalidSignature("The provider's signature does not verify");
+  const events = readEvents(provider.type, callback.rawBody);
+  const seen = await repo.seenEvents(
+    provider.id,
+    events.flatMap((e) => (e.eventId ? [e.eventId] : [])),
+  );
+  const fresh = events.filter((e) => !e.eventId || !seen.has(e.eventId));
+  const meta = { meta: { principal: SYSTEM, workspaceId: provider.workspace_id } };
+  const reports = fresh.filter((e): e is Exclude<ProviderEvent, Inbound> => e.kind !== "inbound");
+  if (reports.length)
+    await ctx.call("messages.providerEvents", { providerId: provider.id, events: reports }, meta);
+  for (const text of fresh.filter((e): e is Inbound => e.kind === "inbound"))
+    await receiveText(ctx.broker, provider, text);
+  await repo.markSeen(
+    provider.id,
+    fresh.flatMap((e) => (e.eventId ? [e.eventId] : [])),
+  );
+  return { received: true as const };
+}
+
+/** An inbound text: its contact (found by phone, else created), the activity, and a command it may be. */
+async function receiveText(broker: ServiceBroker, provider: CallbackProvider, text: Inbound): Promise<void> {
+  const workspaceId = provider.workspace_id;
+  const meta = { meta: { principal: SYSTEM, workspaceId } };
+  const known = (await broker.call("contacts.byAddress", { type: "phone", value: text.from }, meta)) as {
+    id: string;
+  } | null;
+  const contact =
+    known ??
+    ((await broker.call("contacts.create", { workspaceId, phone: text.from }, meta)) as { id: string });
+  if (isServiceAvailable(broker, "events"))
+    await broker.call(
+      "events.record",
+      {
+        type: "sms.message_received",
+        contactId: contact.id,
+        metadata: {
+          providerId: provider.id,
+          threadId: null,
+          from: text.from,
+          to: text.to,
+          text: text.text,
+          providerMessageId: text.providerMessageId,
+        },
+      },
+      meta,
+    );
+  const command = matchCommand((await repo.getCommands(workspaceId)) ?? DEFAULT_COMMANDS, "sms", text.text);
+  if (!command) return;
+  if (command.action !== "help")
+    await broker.call(
+      "contacts.applyPreferences",
+      {
+        contactId: contact.id,
+        channels: { sms: command.action === "opt_out" ? "opted_out" : "opted_in" },
+        source: "sms_stop",
+      },
+      meta,
+    );
+  // The confirmation a carrier requires, even to a number that just opted out: transactional.
+  if (command.reply)
+    await broker.call(
+      "messages.create",
+      {
+        workspaceId,
+        contactId: contact.id,
+        to: text.from,
+        channel: "sms",
+        content: { body: command.reply },
+        transactional: true,
+        providerId: provider.id,
+      },
+      meta,
+    );
+}
