@@ -48,6 +48,9 @@ export interface AppConfig {
   providerRateLimits: Record<string, number>;
   providerTimeoutMs: number;
   providerHttpConnections: number;
+  dnsServers: string[];
+  providerFailoverThreshold: number;
+  providerProbeIntervalMs: number;
 }
 
 function int(value: string | undefined, fallback: number): number {
@@ -115,6 +118,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     ),
     providerTimeoutMs: int(env.PROVIDER_TIMEOUT_MS, 10_000),
     providerHttpConnections: int(env.PROVIDER_HTTP_CONNECTIONS, 50),
+    providerFailoverThreshold: int(env.PROVIDER_FAILOVER_THRESHOLD, 5),
+    providerProbeIntervalMs: int(env.PROVIDER_PROBE_INTERVAL_MS, 60_000),
+    dnsServers: (env.DNS_SERVERS ?? "")
+      .split(",")
+      .map((s) => s.trim())
+      .filter(Boolean),
   };
 }
 

@@ -23,6 +23,7 @@ import * as webhookClaimByAge from "./0037-webhook-claim-by-age";
 import * as templatesMessages from "./0040-templates-messages";
 import * as providers from "./0041-providers";
 import * as providerCallbacks from "./0042-provider-callbacks";
+import * as providerHealth from "./0043-provider-health";
 
 export interface Migration {
   name: string;
@@ -55,4 +56,5 @@ export const migrations: Migration[] = [
   { name: "0040-templates-messages", up: templatesMessages.up },
   { name: "0041-providers", up: providers.up },
   { name: "0042-provider-callbacks", up: providerCallbacks.up },
+  { name: "0043-provider-health", up: providerHealth.up },
 ];

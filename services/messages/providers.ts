@@ -44,8 +44,8 @@ export class ProviderDirectory {
         throw new ProviderError(`Provider ${providerId} no longer exists`, false);
       throw new ProviderError(`Providers could not be read: ${(err as Error).message}`, true);
     }
-    const [chosen] = providers;
-    return chosen ? this.cached(chosen) : this.log;
+    if (!providers.length) return this.log;
+    return this.cached(providerId ? providers[0] : firstUsable(providers, Date.now()));
   }
 
   private cached(provider: OpenedProvider): ProviderClient {
@@ -62,6 +62,19 @@ export class ProviderDirectory {
     await Promise.all([...this.clients.values()].map(({ client }) => client.close?.()));
     this.clients.clear();
   }
+}
+
+/**
+ * Failover (providers in the channel's order, the default first): the first
+ * that is active or whose probe is due; when every one is failing, the
+ * default still (nothing better is known).
+ */
+export function firstUsable(providers: OpenedProvider[], now: number): OpenedProvider {
+  return (
+    providers.find(
+      (p) => p.status === "active" || (p.probeAt !== null && new Date(p.probeAt).getTime() <= now),
+    ) ?? providers[0]
+  );
 }
 
 /**

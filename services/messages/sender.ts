@@ -43,6 +43,8 @@ interface Batch {
   templateById: Map<string, ResolvedTemplate>;
   /** Clients by channel and named provider: asked for once per batch. */
   clients: Map<string, Promise<ProviderClient>>;
+  /** Each provider's outcome in this batch, reported for failover. */
+  health: Map<string, { accepted: number; transientFailures: number }>;
   sent: SentRecord[];
 }
 
@@ -70,6 +72,14 @@ export function senderOf(
     from: email ? { email, name: text(content.fromName) ?? text(defaults.fromName) } : null,
     replyTo: text(content.replyTo) ?? text(defaults.replyTo),
   };
+}
+
+/** Count a send's outcome at its provider (`log` has no health to keep). */
+function tally(batch: Batch, client: ProviderClient, outcome: "accepted" | "transientFailures"): void {
+  if (!client.id) return;
+  const counts = batch.health.get(client.id) ?? { accepted: 0, transientFailures: 0 };
+  counts[outcome] += 1;
+  batch.health.set(client.id, counts);
 }
 
 /** Short links belong to a template and campaign (their clicks are counted per both). */
@@ -131,6 +141,7 @@ export class Sender {
         templates.filter((t): t is ResolvedTemplate => !!t).map((t) => [t.template.id, t] as const),
       ),
       clients: new Map(),
+      health: new Map(),
       sent: [],
     };
     const drafts: Draft[] = [];
@@ -160,7 +171,11 @@ export class Sender {
         providerId: s.providerId,
         providerMessageId: s.providerMessageId,
       })),
-    );
+    ).catch((err: unknown) => this.logger.warn("Kept provider callbacks could not be applied", err));
+    for (const [providerId, outcome] of batch.health)
+      await this.call(ws, "providers.reportHealth", { providerId, ...outcome }).catch((err: unknown) =>
+        this.logger.warn(`Provider ${providerId}'s health could not be recorded`, err),
+      );
   }
 
   /** The message rendered for its contact; a template that no longer exists fails it. */
@@ -193,8 +208,9 @@ export class Sender {
   /** Send one draft; a send the provider accepted joins the batch's records. */
   private async sendOne(draft: Draft, batch: Batch): Promise<keyof PassResult> {
     const { row, content } = draft;
+    let client: ProviderClient | undefined;
     try {
-      const client = await this.clientOf(row, batch);
+      client = await this.clientOf(row, batch);
       const wait = await providerTurn(client.type, MAX_RATE_WAIT_MS);
       if (wait > 0) {
         await repo.release(row, new Date(Date.now() + wait));
@@ -209,6 +225,7 @@ export class Sender {
         replyTo: draft.replyTo,
         headers: draft.headers,
       });
+      tally(batch, client, "accepted");
       batch.sent.push({
         row,
         providerType: client.type,
@@ -221,6 +238,7 @@ export class Sender {
       });
       return "sent";
     } catch (err) {
+      if (client && err instanceof ProviderError && err.transient) tally(batch, client, "transientFailures");
       return this.failed(row, err);
     }
   }

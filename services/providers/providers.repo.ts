@@ -13,6 +13,10 @@ export interface ProviderRow {
   name: string;
   is_default: boolean;
   priority: number;
+  status: "active" | "failing";
+  consecutive_failures: number;
+  failing_since: Date | null;
+  probe_at: Date | null;
   /** Secrets sealed. */
   config: Record<string, unknown>;
   created_at: Date;
@@ -26,6 +30,9 @@ export const view = (r: ProviderRow): ProviderView => ({
   name: r.name,
   isDefault: r.is_default,
   priority: r.priority,
+  status: r.status,
+  consecutiveFailures: r.consecutive_failures,
+  failingSince: r.failing_since,
   config: maskedConfig(r.type, r.config),
   createdAt: r.created_at,
   updatedAt: r.updated_at,
@@ -37,6 +44,8 @@ export const opened = (r: ProviderRow): OpenedProvider => ({
   name: r.name,
   isDefault: r.is_default,
   priority: r.priority,
+  status: r.status,
+  probeAt: r.probe_at,
   config: openedConfig(r.type, r.config),
   updatedAt: r.updated_at,
 });
@@ -240,4 +249,49 @@ export async function markSeen(providerId: string, eventIds: string[]): Promise<
     `INSERT INTO provider_event_log (provider_id, event_id) SELECT $1, unnest($2::text[]) ON CONFLICT DO NOTHING`,
     { bind: [providerId, eventIds] },
   );
+}
+
+export interface HealthChange {
+  row: ProviderRow & { workspace_id: string };
+  /** The status before the report, to tell a switch from a steady state. */
+  was: "active" | "failing";
+}
+
+/**
+ * A batch's outcome at a provider: any accepted send makes it `active` with
+ * no failures; only transient failures add to its count, and past
+ * `threshold` make it `failing` with a probe after `probeMs` (a failing
+ * provider's failed probe moves the probe on). Null when it is gone.
+ */
+export async function reportHealth(
+  workspaceId: string,
+  id: string,
+  outcome: { accepted: number; transientFailures: number },
+  threshold: number,
+  probeMs: number,
+): Promise<HealthChange | null> {
+  const sequelize = await database();
+  return sequelize.transaction(async (transaction) => {
+    const [current] = await sequelize.query<ProviderRow>(
+      `SELECT * FROM providers WHERE workspace_id = $1 AND id = $2 FOR UPDATE`,
+      { bind: [workspaceId, id], type: QueryTypes.SELECT, transaction },
+    );
+    if (!current) return null;
+    const [row] = await sequelize.query<ProviderRow & { workspace_id: string }>(
+      outcome.accepted > 0
+        ? `UPDATE providers SET status = 'active', consecutive_failures = 0, failing_since = NULL, probe_at = NULL
+            WHERE id = $1 RETURNING *`
+        : `UPDATE providers SET consecutive_failures = consecutive_failures + $2,
+                  status = CASE WHEN consecutive_failures + $2 >= $3 THEN 'failing' ELSE status END,
+                  failing_since = CASE WHEN consecutive_failures + $2 >= $3 THEN coalesce(failing_since, now()) ELSE failing_since END,
+                  probe_at = CASE WHEN consecutive_failures + $2 >= $3 THEN now() + $4 * interval '1 millisecond' ELSE probe_at END
+            WHERE id = $1 RETURNING *`,
+      {
+        bind: outcome.accepted > 0 ? [id] : [id, outcome.transientFailures, threshold, probeMs],
+        type: QueryTypes.SELECT,
+        transaction,
+      },
+    );
+    return { row, was: current.status };
+  });
 }

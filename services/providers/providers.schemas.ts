@@ -106,6 +106,12 @@ export const ProviderSchema = Component(
     name: Type.String(),
     isDefault: Type.Boolean(),
     priority: Type.Integer({ description: "Failover order after the default: lower first" }),
+    status: StringEnum(["active", "failing"], {
+      description:
+        "`failing`: past PROVIDER_FAILOVER_THRESHOLD transient failures; sends go to the next provider until a probe succeeds",
+    }),
+    consecutiveFailures: Type.Integer(),
+    failingSince: Nullable(DateTime()),
     config: Type.Record(Type.String(), Type.Unknown(), {
       description: "The type's settings, secrets masked",
     }),
@@ -137,7 +143,39 @@ export const schemas = {
   get: Params({ workspaceId: WorkspaceId, providerId: Id }),
   update: Params({ workspaceId: WorkspaceId, providerId: Id, config: Type.Optional(Config), ...writable }),
   forSend: Params({ channel: StringEnum(["email", "sms"]), providerId: Type.Optional(Nullable(Id)) }),
+  reportHealth: Params({
+    providerId: Id,
+    accepted: Int32({ minimum: 0 }),
+    transientFailures: Int32({ minimum: 0 }),
+  }),
+  domainCheck: Params({
+    workspaceId: WorkspaceId,
+    providerId: Id,
+    domain: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 253,
+        pattern: "^(?=.{1,253}$)([A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?\\.)+[A-Za-z]{2,63}$",
+        errorMessage: "must be a domain name such as example.com",
+        description: "The sending domain; `settings.sender.fromEmail`'s when absent",
+      }),
+    ),
+    dkimSelector: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 63,
+        pattern: "^[A-Za-z0-9_-]+(\\.[A-Za-z0-9_-]+)*$",
+        description: "`default` when absent",
+      }),
+    ),
+  }),
 };
+
+const RecordCheckSchema = Type.Object({
+  status: StringEnum(["pass", "missing", "invalid"]),
+  record: Nullable(Type.String({ description: "The TXT record found (several joined by ` | `)" })),
+  problem: Nullable(Type.String({ description: "What is missing or malformed" })),
+});
 
 export const OpenedProviderSchema = Type.Object({
   id: Type.String(),
@@ -145,6 +183,8 @@ export const OpenedProviderSchema = Type.Object({
   name: Type.String(),
   isDefault: Type.Boolean(),
   priority: Type.Integer(),
+  status: StringEnum(["active", "failing"]),
+  probeAt: Nullable(DateTime()),
   config: Type.Record(Type.String(), Type.Unknown(), { description: "Secrets opened: internal calls only" }),
   updatedAt: DateTime(),
 });
@@ -182,4 +222,14 @@ export const results = {
   provider: ProviderSchema,
   success: Type.Object({ success: Type.Literal(true) }),
   forSend: Type.Array(OpenedProviderSchema),
+  reportHealth: Type.Object({ status: StringEnum(["active", "failing"]) }),
+  domainCheck: Component(
+    "DomainCheck",
+    Type.Object({
+      domain: Type.String(),
+      spf: RecordCheckSchema,
+      dkim: RecordCheckSchema,
+      dmarc: RecordCheckSchema,
+    }),
+  ),
 };

@@ -1,12 +1,14 @@
 import type { Static } from "@sinclair/typebox";
 import { audit } from "../../lib/audit";
+import { config } from "../../lib/config";
 import { newId } from "../../lib/crypto";
 import { defineAction, defineService } from "../../lib/define-service";
-import { found, notFound } from "../../lib/errors";
+import { fieldError, found, notFound } from "../../lib/errors";
 import type { AppContext } from "../../lib/moleculer-types";
 import { workspaceOf } from "../../lib/tenancy";
 import { DatabaseMixin } from "../../mixins/database.mixin";
 import { storedConfig } from "./credentials";
+import { checkDomain } from "./domain-check";
 import { inboundActions } from "./inbound.actions";
 import * as repo from "./providers.repo";
 import { results, schemas, type ProviderChannel, type ProviderType } from "./providers.schemas";
@@ -85,6 +87,72 @@ export default defineService({
       result: results.success,
       handler(ctx) {
         return this.remove(ctx, "email");
+      },
+    }),
+
+    /**
+     * Internal (the sender): a batch's outcome at a provider. Past
+     * PROVIDER_FAILOVER_THRESHOLD transient failures in a row it is
+     * `failing` and sends go to the next provider; an accepted send (a
+     * probe) makes it `active` again. Each switch is logged and audited.
+     */
+    reportHealth: defineAction({
+      params: schemas.reportHealth,
+      result: results.reportHealth,
+      async handler(ctx) {
+        const { providerId, accepted, transientFailures } = ctx.params;
+        const change = await repo.reportHealth(
+          workspaceOf(ctx),
+          providerId,
+          { accepted, transientFailures },
+          config().providerFailoverThreshold,
+          config().providerProbeIntervalMs,
+        );
+        if (!change) throw notFound("Provider");
+        const { row, was } = change;
+        if (row.status !== was) {
+          const failing = row.status === "failing";
+          this.logger[failing ? "warn" : "info"](
+            `Provider ${row.id} (${row.type}, ${row.channel}) of workspace ${row.workspace_id} is ${row.status}` +
+              (failing
+                ? ` after ${row.consecutive_failures} transient failures: sends go to the next provider`
+                : ": a probe went through"),
+          );
+          await audit(
+            ctx,
+            failing ? "provider.failing" : "provider.recovered",
+            { type: "provider", id: row.id },
+            {
+              channel: row.channel,
+              type: row.type,
+              consecutiveFailures: row.consecutive_failures,
+            },
+          );
+        }
+        return { status: row.status };
+      },
+    }),
+
+    /** SPF, DKIM (`<dkimSelector|default>._domainkey`) and DMARC of the sending domain, and what is wrong. providers.manage. */
+    domainCheck: defineAction({
+      rest: `POST ${WS}/email/:providerId/domain-check`,
+      openapi: { tags, summary: "Check the sending domain's SPF, DKIM and DMARC records" },
+      ...manage,
+      params: schemas.domainCheck,
+      result: results.domainCheck,
+      async handler(ctx) {
+        const ws = workspaceOf(ctx);
+        const provider = await repo.getProvider(ws, ctx.params.providerId);
+        if (!provider || provider.channel !== "email") throw notFound("Provider");
+        let domain = ctx.params.domain;
+        if (!domain) {
+          const workspace = (await ctx.call("workspaces.get", { workspaceId: ws })) as {
+            settings?: { sender?: { fromEmail?: string | null } | null };
+          };
+          domain = workspace.settings?.sender?.fromEmail?.split("@")[1];
+          if (!domain) throw fieldError("domain", "is required: settings.sender.fromEmail names no domain");
+        }
+        return checkDomain(domain.toLowerCase(), ctx.params.dkimSelector ?? "default");
       },
     }),
 
