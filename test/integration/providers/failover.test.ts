@@ -30,7 +30,7 @@ beforeAll(async () => {
       MESSAGE_POLL_MS: "50",
       MESSAGE_RETRY_DELAYS_MS: "100,100,100,100,100,100",
       PROVIDER_FAILOVER_THRESHOLD: "2",
-      PROVIDER_PROBE_INTERVAL_MS: "1500",
+      PROVIDER_PROBE_INTERVAL_MS: "3000",
     },
   });
   ctx = await ownerWithWorkspace(app.baseUrl);
@@ -106,7 +106,7 @@ test("the default fails past the threshold, sends move to the next provider, and
   expect(fake.received.filter((r) => r.path.startsWith("/primary"))).toHaveLength(2);
 
   primaryUp = true;
-  await new Promise((resolve) => setTimeout(resolve, 1600));
+  await new Promise((resolve) => setTimeout(resolve, 3100));
   const probed = await send("three@example.com");
   expect(probed.providerId).toBe(primary);
   expect((await providers()).get(primary)).toMatchObject({
