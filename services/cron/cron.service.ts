@@ -17,6 +17,8 @@ export const TICK_STEPS = [
   "scoring.applyDecay",
   "segments.refreshTimeBased",
   "jobs.sweep",
+  "messages.sweepProviderCallbacks",
+  "providers.sweepEventLog",
 ] as const;
 
 const TickResult = Type.Object({

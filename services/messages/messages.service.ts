@@ -1,3 +1,4 @@
+import { Type } from "@sinclair/typebox";
 import { config } from "../../lib/config";
 import { defineAction, defineService } from "../../lib/define-service";
 import { found, invalidToken } from "../../lib/errors";
@@ -12,6 +13,7 @@ import { results, schemas } from "./messages.schemas";
 import { preferenceActions } from "./preferences.actions";
 import { closeHttp } from "../providers/clients";
 import { applyProviderEvents } from "./provider-events";
+import { dropStalePending } from "./provider-events.repo";
 import { createMessage, enqueueMessages } from "./send";
 import { Sender, senderOf, type WorkspaceInfo } from "./sender";
 import { isMachine, PIXEL, recordActivity, SCANNER_BURST_MS } from "./tracking";
@@ -20,6 +22,10 @@ const WS = "/workspaces/:workspaceId";
 const tags = ["Messages"];
 const read = { auth: "any", permission: "campaigns.read" } as const;
 const write = { auth: "any", permission: "campaigns.write" } as const;
+
+/** How long a provider callback waits for the record of its send before it is dropped. */
+const PENDING_CALLBACK_DAYS = 7;
+const HOUR_MS = 3_600_000;
 
 /** Messages: the one send path (checks, durable queue, provider), tracking and short links. */
 export default defineService({
@@ -187,6 +193,12 @@ export default defineService({
         applyProviderEvents(ctx.broker, workspaceOf(ctx), ctx.params.providerId, ctx.params.events),
     }),
 
+    /** Internal (timer, cron tick): drop provider callbacks kept a week without their send. */
+    sweepProviderCallbacks: defineAction({
+      result: Type.Integer(),
+      handler: () => dropStalePending(PENDING_CALLBACK_DAYS),
+    }),
+
     /** Internal (timer, cron tick): one pass of the send queue. */
     processDue: defineAction({
       params: schemas.processDue,
@@ -269,10 +281,15 @@ export default defineService({
   started() {
     this.pollTimer = setInterval(() => this.wake(), config().messagePollMs);
     this.pollTimer.unref();
+    this.sweepTimer = setInterval(() => {
+      dropStalePending(PENDING_CALLBACK_DAYS).catch((err) => this.logger.warn("Callback sweep failed", err));
+    }, HOUR_MS);
+    this.sweepTimer.unref();
   },
 
   async stopped() {
     clearInterval(this.pollTimer);
+    clearInterval(this.sweepTimer);
     await this.draining;
     await this.sender.providers.close();
     await closeHttp();

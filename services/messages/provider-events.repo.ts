@@ -87,3 +87,13 @@ export async function takePending(
     },
   );
 }
+
+/** Kept callbacks no send claimed in `days` (sends of another system, or lost): dropped. Answers how many. */
+export async function dropStalePending(days: number): Promise<number> {
+  const sequelize = await database();
+  const rows = await sequelize.query(
+    `DELETE FROM provider_callbacks_pending WHERE created_at < now() - $1 * interval '1 day' RETURNING 1`,
+    { bind: [days], type: QueryTypes.SELECT },
+  );
+  return rows.length;
+}

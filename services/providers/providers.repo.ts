@@ -295,3 +295,13 @@ export async function reportHealth(
     return { row, was: current.status };
   });
 }
+
+/** Event ids older than `days`: no provider retries a callback that long. Answers how many were dropped. */
+export async function dropOldEventIds(days: number): Promise<number> {
+  const sequelize = await database();
+  const rows = await sequelize.query(
+    `DELETE FROM provider_event_log WHERE created_at < now() - $1 * interval '1 day' RETURNING 1`,
+    { bind: [days], type: QueryTypes.SELECT },
+  );
+  return rows.length;
+}

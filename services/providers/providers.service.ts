@@ -1,4 +1,4 @@
-import type { Static } from "@sinclair/typebox";
+import { Type, type Static } from "@sinclair/typebox";
 import { audit } from "../../lib/audit";
 import { config } from "../../lib/config";
 import { newId } from "../../lib/crypto";
@@ -16,6 +16,9 @@ import { results, schemas, type ProviderChannel, type ProviderType } from "./pro
 const WS = "/workspaces/:workspaceId/providers";
 const tags = ["Providers"];
 const manage = { auth: "any", permission: "providers.manage" } as const;
+/** How long an applied callback event id is remembered. */
+const EVENT_ID_DAYS = 30;
+const HOUR_MS = 3_600_000;
 
 type CreateParams = Static<typeof schemas.createEmail>;
 type UpdateParams = Static<typeof schemas.update>;
@@ -131,6 +134,12 @@ export default defineService({
         }
         return { status: row.status };
       },
+    }),
+
+    /** Internal (timer, cron tick): forget applied event ids after a month; no provider retries that long. */
+    sweepEventLog: defineAction({
+      result: Type.Integer(),
+      handler: () => repo.dropOldEventIds(EVENT_ID_DAYS),
     }),
 
     /** SPF, DKIM (`<dkimSelector|default>._domainkey`) and DMARC of the sending domain, and what is wrong. providers.manage. */
@@ -307,5 +316,16 @@ export default defineService({
       await audit(ctx, "provider.deleted", { type: "provider", id: providerId }, { channel });
       return { success: true as const };
     },
+  },
+
+  started() {
+    this.sweepTimer = setInterval(() => {
+      repo.dropOldEventIds(EVENT_ID_DAYS).catch((err) => this.logger.warn("Event id sweep failed", err));
+    }, HOUR_MS);
+    this.sweepTimer.unref();
+  },
+
+  stopped() {
+    clearInterval(this.sweepTimer);
   },
 });

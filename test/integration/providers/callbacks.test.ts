@@ -1,3 +1,4 @@
+import { Client } from "pg";
 import { startApp, type TestApp } from "../../helpers/app";
 import { ownerWithWorkspace } from "../../helpers/http";
 import {
@@ -9,7 +10,7 @@ import {
 } from "../../helpers/provider-signatures";
 import { waitFor } from "../../helpers/wait";
 import { newContact } from "./fixtures";
-import { startReceiver } from "../webhooks/receiver";
+import { startReceiver, type Received } from "../webhooks/receiver";
 
 /**
  * `POST /api/providers/{email,sms}/webhooks?providerId=`: each provider's
@@ -28,14 +29,15 @@ let sendgridId: string;
 let twilioId: string;
 let sgCounter = 0;
 
+/** The fake APIs' usual answers: SendGrid accepts with an X-Message-Id, Twilio with a sid. */
+const standardFake = (req: Received) =>
+  req.path.startsWith("/sendgrid")
+    ? { status: 202, body: "", headers: { "x-message-id": `sg-${++sgCounter}` } }
+    : { status: 201, body: JSON.stringify({ sid: `SM-${fake.received.length}`, num_segments: "1" }) };
+
 beforeAll(async () => {
-  fake = await startReceiver((req) =>
-    req.path.startsWith("/sendgrid")
-      ? { status: 202, body: "", headers: { "x-message-id": `sg-${++sgCounter}` } }
-      : req.path.startsWith("/twilio")
-        ? { status: 201, body: JSON.stringify({ sid: `SM-${fake.received.length}`, num_segments: "1" }) }
-        : { status: 404 },
-  );
+  fake = await startReceiver(standardFake);
+
   hooks = await startReceiver();
   app = await startApp({
     services: [
@@ -250,11 +252,7 @@ test("a callback that outruns its send is kept and applied once the send is reco
       "delivered",
     ]);
   } finally {
-    fake.setBehaviour((req) =>
-      req.path.startsWith("/sendgrid")
-        ? { status: 202, body: "", headers: { "x-message-id": `sg-${++sgCounter}` } }
-        : { status: 201, body: JSON.stringify({ sid: `SM-${fake.received.length}`, num_segments: "1" }) },
-    );
+    fake.setBehaviour(standardFake);
   }
 });
 
@@ -462,4 +460,58 @@ test("channel-commands: defaults until replaced; PUT replaces, one keyword per c
     10_000,
   );
   expect(new URLSearchParams(reply.body).get("Body")).toBe("Baja confirmada");
+});
+
+test("provider opens and clicks count only where our own tracking of them is off", async () => {
+  const c = ctx.owner.client;
+  fake.setBehaviour(standardFake);
+  const { contactId, sent } = await sentEmail("reader@example.com");
+  await postSendgrid([{ event: "open", sg_message_id: sent.providerMessageId, sg_event_id: "ev-o1" }]);
+  expect(await message(sent.id)).toMatchObject({ status: "sent", opens: 0 });
+
+  await c.patch(ctx.ws, { settings: { tracking: { opens: false, clicks: false } } });
+  try {
+    await postSendgrid([
+      { event: "open", sg_message_id: sent.providerMessageId, sg_event_id: "ev-o2" },
+      {
+        event: "click",
+        sg_message_id: sent.providerMessageId,
+        sg_event_id: "ev-k1",
+        url: "https://example.com/a",
+      },
+    ]);
+    expect(await message(sent.id)).toMatchObject({ status: "clicked", opens: 1, clicks: 1 });
+    const recorded = await c.get(`${ctx.ws}/events?contactId=${contactId}`);
+    const types = JSON.stringify(recorded.body);
+    expect(types).toContain("message.open");
+    expect(types).toContain('"url":"https://example.com/a"');
+  } finally {
+    await c.patch(ctx.ws, { settings: { tracking: null } });
+  }
+});
+
+test("callbacks kept a week without their send, and event ids a month old, are swept", async () => {
+  const db = new Client({ connectionString: app.databaseUrl });
+  await db.connect();
+  try {
+    await db.query(
+      `INSERT INTO provider_callbacks_pending (workspace_id, provider_id, provider_message_id, event, created_at)
+       VALUES ($1, $2, 'gone', '{}', now() - interval '8 days'), ($1, $2, 'recent', '{}', now())`,
+      [ctx.workspaceId, sendgridId],
+    );
+    await db.query(
+      `INSERT INTO provider_event_log (provider_id, event_id, created_at) VALUES ($1, 'old-event', now() - interval '31 days')`,
+      [sendgridId],
+    );
+    expect(await app.broker.call("messages.sweepProviderCallbacks")).toBe(1);
+    expect(await app.broker.call("providers.sweepEventLog")).toBe(1);
+    const left = await db.query(
+      `SELECT provider_message_id FROM provider_callbacks_pending WHERE provider_id = $1`,
+      [sendgridId],
+    );
+    expect(left.rows.map((r) => r.provider_message_id)).toContain("recent");
+    expect(left.rows.map((r) => r.provider_message_id)).not.toContain("gone");
+  } finally {
+    await db.end();
+  }
 });
