@@ -4,7 +4,9 @@
  * SMTP through the pooled transport to a local `smtp-server`. Beside each
  * figure, the fake's bare rate in the same run: plain keep-alive undici
  * requests to the HTTP fake, and nodemailer's pool sending a bare text mail
- * to the SMTP one. Targets: emailapi1 ≥ 2,500 messages/s, SMTP ≥ 1,000/s.
+ * to the SMTP one. Batched sends: 1,000 personalizations per request,
+ * each with its own holes. Targets: emailapi1 ≥ 2,500 messages/s, batched
+ * ≥ 20,000/s, SMTP ≥ 1,000/s.
  *
  *   npx ts-node --transpile-only bench/providers.ts
  *
@@ -17,7 +19,8 @@ import { Agent, request } from "undici";
 import { closeHttp } from "../services/providers/clients";
 import { emailapi1Client } from "../services/providers/clients/emailapi1";
 import { smtpClient } from "../services/providers/clients/smtp";
-import type { Outgoing } from "../services/providers/clients/types";
+import { skeletonOf } from "../services/providers/clients/batch";
+import type { BatchSend, Outgoing } from "../services/providers/clients/types";
 
 const MESSAGES = Number(process.env.BENCH_MESSAGES ?? 20_000);
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 50);
@@ -119,6 +122,40 @@ async function main() {
     const emailapi1 = await rate(MESSAGES, CONCURRENCY, (i) => sendgrid.send(message(i)));
     console.log(
       JSON.stringify({ client: "emailapi1", messagesPerSec: emailapi1, fakeBareRequestsPerSec: bareHttp }),
+    );
+
+    // Batched: 1,000 personalizations per request, each with its own holes in the shared body.
+    const source = `<html><body><p>Hello {{ contact.firstName }},</p><p>${"Our news of the week. ".repeat(40)}</p><a href="https://example.com/x?c={{ contact.id }}">Read</a></body></html>`;
+    const literals = skeletonOf(source, true)!;
+    const batchOf = (start: number, size: number): BatchSend => ({
+      from: { email: "news@acme.test", name: "Acme" },
+      replyTo: null,
+      html: literals,
+      text: null,
+      recipients: Array.from({ length: size }, (_, j) => ({
+        message: message(start + j),
+        html: [
+          "",
+          `Name${start + j}`,
+          `https://t.example.test/m/${start + j}`,
+          `<img src="https://t.example.test/p/${start + j}">`,
+        ],
+        text: null,
+      })),
+    });
+    const PER_REQUEST = 1000;
+    const requests = Math.max(1, Math.floor((MESSAGES * 5) / PER_REQUEST));
+    await sendgrid.sendBatch!(batchOf(0, PER_REQUEST));
+    const requestsPerSec = await rate(requests, 4, (i) =>
+      sendgrid.sendBatch!(batchOf(i * PER_REQUEST, PER_REQUEST)),
+    );
+    console.log(
+      JSON.stringify({
+        client: "emailapi1 batched",
+        recipientsPerRequest: PER_REQUEST,
+        messagesPerSec: requestsPerSec * PER_REQUEST,
+        requestsPerSec,
+      }),
     );
 
     const smtpMessages = Math.min(MESSAGES, 10_000);

@@ -1,13 +1,20 @@
 import type { LoggerInstance, ServiceBroker } from "moleculer";
 import { SYSTEM } from "../../lib/access";
 import { config } from "../../lib/config";
-import { compose, renderableOf, type Renderable } from "../templates/compose";
+import { compose, emailSource, renderableOf, type Renderable } from "../templates/compose";
 import { TemplateFault, type Content } from "../templates/render";
 import type { ResolvedTemplate } from "../templates/templates.schemas";
 import { preferencesUrl, signLinkToken, unsubscribeUrl } from "./links";
 import * as repo from "./messages.repo";
 import type { MessageRow, SentRecord } from "./messages.repo";
-import { ProviderError, type Outgoing, type ProviderClient } from "../providers/clients";
+import {
+  holesOf,
+  ProviderError,
+  skeletonOf,
+  type Accepted,
+  type Outgoing,
+  type ProviderClient,
+} from "../providers/clients";
 import { applyPending } from "./provider-events";
 import { ProviderDirectory, providerTurn } from "./providers";
 import { addOpenPixel, rewriteLinks, trackableLinks } from "./tracking";
@@ -73,6 +80,35 @@ export function senderOf(
     replyTo: text(content.replyTo) ?? text(defaults.replyTo),
   };
 }
+
+/** What a client sends for a draft. */
+const outgoing = (draft: Draft): Outgoing => ({
+  messageId: draft.row.id,
+  channel: draft.row.channel,
+  to: draft.row.to_address,
+  content: draft.content,
+  from: draft.from,
+  replyTo: draft.replyTo,
+  headers: draft.headers,
+});
+
+/** A send the provider accepted: counted for its health, and joined to the batch's records. */
+function accepted(batch: Batch, draft: Draft, client: ProviderClient, answer: Accepted): void {
+  tally(batch, client, "accepted");
+  batch.sent.push({
+    row: draft.row,
+    providerType: client.type,
+    providerId: client.id,
+    providerMessageId: answer.providerMessageId,
+    segments: answer.segments ?? null,
+    content: draft.content,
+    locale: draft.locale,
+    variant: draft.variant,
+  });
+}
+
+/** What names a hole in a batched body (clients use `%%cms-…%%`): a source or value holding it goes one by one. */
+const BATCH_KEY = "%%cms-";
 
 /** Count a send's outcome at its provider (`log` has no health to keep). */
 function tally(batch: Batch, client: ProviderClient, outcome: "accepted" | "transientFailures"): void {
@@ -154,14 +190,15 @@ export class Sender {
       // Without their short links no email of the batch can go: all wait for a retry.
       for (const draft of drafts.splice(0)) result[await this.failed(draft.row, err)] += 1;
     });
+    const singles = await this.sendBatched(drafts, batch, result);
     let next = 0;
     const worker = async () => {
-      while (next < drafts.length) {
-        const outcome = await this.sendOne(drafts[next++], batch);
+      while (next < singles.length) {
+        const outcome = await this.sendOne(singles[next++], batch);
         if (outcome !== "sent") result[outcome] += 1;
       }
     };
-    await Promise.all(Array.from({ length: Math.min(CONCURRENCY, drafts.length) }, worker));
+    await Promise.all(Array.from({ length: Math.min(CONCURRENCY, singles.length) }, worker));
     result.sent += await repo.markSent(batch.sent);
     // Callbacks that outran this batch's record apply now.
     await applyPending(
@@ -205,9 +242,130 @@ export class Sender {
     };
   }
 
+  /**
+   * Emails of one template, locale, variant and sender whose provider takes
+   * batches go as one request per group (up to its limit), each recipient
+   * keeping its own row and status; answers the drafts to send one by one.
+   */
+  private async sendBatched(drafts: Draft[], batch: Batch, result: PassResult): Promise<Draft[]> {
+    const singles: Draft[] = [];
+    const groups = new Map<string, { client: ProviderClient; drafts: Draft[] }>();
+    for (const draft of drafts) {
+      const { row, from } = draft;
+      const client =
+        row.channel === "email" && row.template_id && from
+          ? await this.clientOf(row, batch).catch(() => null)
+          : null;
+      if (!client?.sendBatch || !from) {
+        singles.push(draft);
+        continue;
+      }
+      const key = [
+        client.id,
+        row.template_id,
+        draft.locale,
+        draft.variant,
+        from.email,
+        from.name,
+        draft.replyTo,
+      ];
+      const group = groups.get(key.join("\n")) ?? { client, drafts: [] };
+      group.drafts.push(draft);
+      groups.set(key.join("\n"), group);
+    }
+    for (const { client, drafts: members } of groups.values()) {
+      const fitted = members.length > 1 ? this.fit(members, batch, client) : null;
+      if (!fitted) {
+        singles.push(...members);
+        continue;
+      }
+      singles.push(...fitted.misfits);
+      const limit = client.batchLimits?.recipients ?? 1000;
+      for (let i = 0; i < fitted.recipients.length; i += limit)
+        await this.sendChunk(
+          client,
+          { ...fitted, recipients: fitted.recipients.slice(i, i + limit) },
+          batch,
+          result,
+        );
+    }
+    return singles;
+  }
+
+  /** A group's shared body, cut from its template's source, and each recipient's holes (misfits go one by one). */
+  private fit(members: Draft[], batch: Batch, client: ProviderClient) {
+    const [first] = members;
+    const template = this.renderableOf(first.row, batch.templateById);
+    if (!template) return null;
+    const source = emailSource(
+      template,
+      first.locale ?? template.locale,
+      first.variant,
+      batch.workspace.settings?.defaultLocale ?? "en",
+    );
+    const html = typeof source.html === "string" ? skeletonOf(source.html, true) : null;
+    const text = typeof source.text === "string" && source.text ? skeletonOf(source.text, false) : null;
+    if (
+      !html ||
+      (source.text && !text) ||
+      [...html, ...(text ?? [])].some((part) => part.includes(BATCH_KEY))
+    )
+      return null;
+    const recipients: Array<{ draft: Draft; html: string[]; text: string[] | null }> = [];
+    const misfits: Draft[] = [];
+    const maxBytes = client.batchLimits?.holeBytes ?? Infinity;
+    for (const draft of members) {
+      const holes = holesOf(String(draft.content.html ?? ""), html);
+      const textHoles = text ? holesOf(String(draft.content.text ?? ""), text) : null;
+      const all = [...(holes ?? []), ...(textHoles ?? [])];
+      const fits =
+        holes &&
+        (text ? textHoles : !draft.content.text) &&
+        !all.some((hole) => hole.includes(BATCH_KEY)) &&
+        Buffer.byteLength(all.join("")) <= maxBytes;
+      if (fits) recipients.push({ draft, html: holes, text: textHoles });
+      else misfits.push(draft);
+    }
+    return { from: first.from!, replyTo: first.replyTo, html, text, recipients, misfits };
+  }
+
+  /** One batched request; its outcome is each recipient's. */
+  private async sendChunk(
+    client: ProviderClient,
+    chunk: NonNullable<ReturnType<Sender["fit"]>>,
+    batch: Batch,
+    result: PassResult,
+  ): Promise<void> {
+    const wait = await providerTurn(client.type, MAX_RATE_WAIT_MS);
+    if (wait > 0) {
+      for (const { draft } of chunk.recipients) await repo.release(draft.row, new Date(Date.now() + wait));
+      result.retried += chunk.recipients.length;
+      return;
+    }
+    try {
+      const answers = await client.sendBatch!({
+        from: chunk.from,
+        replyTo: chunk.replyTo,
+        html: chunk.html,
+        text: chunk.text,
+        recipients: chunk.recipients.map(({ draft, html, text }) => ({
+          message: outgoing(draft),
+          html,
+          text,
+        })),
+      });
+      chunk.recipients.forEach(({ draft }, i) => accepted(batch, draft, client, answers[i]));
+    } catch (err) {
+      for (const { draft } of chunk.recipients) {
+        if (err instanceof ProviderError && err.transient) tally(batch, client, "transientFailures");
+        result[await this.failed(draft.row, err)] += 1;
+      }
+    }
+  }
+
   /** Send one draft; a send the provider accepted joins the batch's records. */
   private async sendOne(draft: Draft, batch: Batch): Promise<keyof PassResult> {
-    const { row, content } = draft;
+    const { row } = draft;
     let client: ProviderClient | undefined;
     try {
       client = await this.clientOf(row, batch);
@@ -216,26 +374,7 @@ export class Sender {
         await repo.release(row, new Date(Date.now() + wait));
         return "retried";
       }
-      const { providerMessageId, segments } = await client.send({
-        messageId: row.id,
-        channel: row.channel,
-        to: row.to_address,
-        content,
-        from: draft.from,
-        replyTo: draft.replyTo,
-        headers: draft.headers,
-      });
-      tally(batch, client, "accepted");
-      batch.sent.push({
-        row,
-        providerType: client.type,
-        providerId: client.id,
-        providerMessageId,
-        segments: segments ?? null,
-        content,
-        locale: draft.locale,
-        variant: draft.variant,
-      });
+      accepted(batch, draft, client, await client.send(outgoing(draft)));
       return "sent";
     } catch (err) {
       if (client && err instanceof ProviderError && err.transient) tally(batch, client, "transientFailures");

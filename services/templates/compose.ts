@@ -100,6 +100,25 @@ export async function compose(template: Renderable, options: ComposeOptions): Pr
   return { locale, variant, content: email ? finishEmail(rendered) : rendered };
 }
 
+/**
+ * An email template's source in a locale and variant, prepared as every
+ * send of it is: what a batched send cuts into the shared body.
+ */
+export function emailSource(
+  template: Renderable,
+  locale: string,
+  variant: string | null,
+  defaultLocale: string,
+): Content {
+  const { content } = choose(template, {
+    locale,
+    variant: variant ?? undefined,
+    contact: { id: null },
+    defaultLocale,
+  });
+  return prepareEmail(content);
+}
+
 /** The contact a preview renders for when none is named. */
 export const SAMPLE_CONTACT = {
   id: null,

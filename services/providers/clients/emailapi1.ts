@@ -1,10 +1,13 @@
 import { errorText, refusal, send } from "./http";
+import { joinWithKeys } from "./batch";
 import { emailParts, type ProviderClient } from "./types";
 
 /**
  * `emailapi1`: the SendGrid v3 wire. `POST /v3/mail/send` with a bearer
  * key; 202 and the `X-Message-Id` header on acceptance. Our message id
- * travels as a custom arg, so the event webhook names it.
+ * travels as a custom arg, so the event webhook names it. A batch is one
+ * request of up to 1,000 personalizations, each with its own subject,
+ * headers, custom args and substitutions into the shared content.
  */
 
 export interface Emailapi1Config {
@@ -49,6 +52,48 @@ export function emailapi1Client(id: string, config: Emailapi1Config): ProviderCl
       return {
         providerMessageId: typeof providerMessageId === "string" ? providerMessageId : message.messageId,
       };
+    },
+    // SendGrid takes 1,000 personalizations per request and 10,000 bytes of substitutions in each.
+    batchLimits: { recipients: 1000, holeBytes: 9000 },
+    async sendBatch(batch) {
+      const key = (kind: string) => (i: number) => `%%cms-${kind}${i}%%`;
+      const personalizations = batch.recipients.map(({ message, html, text }) => ({
+        to: [{ email: message.to }],
+        subject: String(message.content.subject ?? ""),
+        ...(Object.keys(message.headers).length ? { headers: message.headers } : {}),
+        custom_args: { messageId: message.messageId },
+        substitutions: Object.fromEntries([
+          ...html.map((hole, i) => [key("h")(i), hole]),
+          ...(text ?? []).map((hole, i) => [key("t")(i), hole]),
+        ]),
+      }));
+      const body = {
+        personalizations,
+        from: batch.from.name
+          ? { email: batch.from.email, name: batch.from.name }
+          : { email: batch.from.email },
+        ...(batch.replyTo ? { reply_to: { email: batch.replyTo } } : {}),
+        content: [
+          ...(batch.text ? [{ type: "text/plain", value: joinWithKeys(batch.text, key("t")) }] : []),
+          { type: "text/html", value: joinWithKeys(batch.html, key("h")) },
+        ],
+      };
+      const answer = await send(NAME, url, {
+        method: "POST",
+        headers: { authorization: `Bearer ${config.apiKey}`, "content-type": "application/json" },
+        body: JSON.stringify(body),
+      });
+      if (answer.status !== 202 && answer.status !== 200)
+        throw refusal(
+          NAME,
+          answer.status,
+          errorText(answer.body, (j) => (j.errors as Array<{ message?: string }> | undefined)?.[0]?.message),
+        );
+      const shared = answer.headers["x-message-id"];
+      // One id per request; each recipient's is it and its place, and callbacks name the message by its custom arg.
+      return batch.recipients.map(({ message }, i) => ({
+        providerMessageId: typeof shared === "string" ? `${shared}.${i}` : message.messageId,
+      }));
     },
   };
 }

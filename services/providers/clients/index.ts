@@ -8,7 +8,15 @@ import type { ProviderClient } from "./types";
 
 export { closeHttp } from "./http";
 export { logClient } from "./log";
-export { ProviderError, type Accepted, type Outgoing, type ProviderClient } from "./types";
+export { holesOf, skeletonOf } from "./batch";
+export {
+  ProviderError,
+  type Accepted,
+  type BatchRecipient,
+  type BatchSend,
+  type Outgoing,
+  type ProviderClient,
+} from "./types";
 
 /** The client of a stored provider (its config checked at write, its secrets opened). */
 export function clientFor(provider: OpenedProvider): ProviderClient {

@@ -39,11 +39,31 @@ export class ProviderError extends Error {
   }
 }
 
+/** One recipient of a batched send: its message, and what fills the shared body's holes for it. */
+export interface BatchRecipient {
+  message: Outgoing;
+  html: string[];
+  text: string[] | null;
+}
+
+/** Emails of one template, locale, variant and sender in one request: a shared body cut at its holes (clients/batch.ts). */
+export interface BatchSend {
+  from: { email: string; name: string | null };
+  replyTo: string | null;
+  html: string[];
+  text: string[] | null;
+  recipients: BatchRecipient[];
+}
+
 export interface ProviderClient {
   /** The provider's id; null for `log`. */
   id: string | null;
   type: string;
   send(message: Outgoing): Promise<Accepted>;
+  /** Many recipients in one request; answers each one's acceptance in order. */
+  sendBatch?(batch: BatchSend): Promise<Accepted[]>;
+  /** Most recipients, and most bytes of one recipient's holes, one batched request may carry. */
+  batchLimits?: { recipients: number; holeBytes: number };
   /** Ends pooled connections (SMTP). */
   close?(): Promise<void>;
 }

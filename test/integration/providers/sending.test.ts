@@ -1,4 +1,5 @@
 import type { AddressInfo } from "node:net";
+import { SYSTEM } from "../../../lib/access";
 import { SMTPServer, type SMTPServerAddress } from "smtp-server";
 import { startApp, type TestApp } from "../../helpers/app";
 import { ownerWithWorkspace } from "../../helpers/http";
@@ -361,4 +362,65 @@ test("send-test goes through the workspace's default email provider", async () =
   expect(res.body.results).toEqual([{ to: "qa@example.com", status: "sent", error: null }]);
   const mail = mails.find((m) => m.to.includes("qa@example.com"));
   expect(mail?.raw).toMatch(/^Subject: \[TEST\] Hi /m);
+});
+
+test("emailapi1 batches: one template to many contacts is one request of personalizations; each keeps its row, status and provider id", async () => {
+  const c = ctx.owner.client;
+  api.setBehaviour((req) =>
+    req.path.startsWith("/batch")
+      ? { status: 202, body: "", headers: { "x-message-id": "sg-batch" } }
+      : { status: 404 },
+  );
+  const providerId = await provider("email", {
+    type: "emailapi1",
+    config: { apiKey: "SG.batch-key", baseUrl: api.url("/batch") },
+  });
+  const t = await c.post(`${ctx.ws}/templates`, {
+    name: "Weekly",
+    channel: "email",
+    content: {
+      subject: "News for {{ contact.firstName }}",
+      html: '<p>Hi {{ contact.firstName }}</p><a href="https://example.com/n?c={{ contact.id }}">Read</a><a href="{{ unsubscribeUrl }}">Leave</a>',
+    },
+  });
+  const names = ["Ivy", "Jon", "Kim"];
+  const contactIds = [];
+  for (const name of names)
+    contactIds.push(await contact({ email: `${name.toLowerCase()}@example.com`, firstName: name }));
+  const queued = (await app.broker.call(
+    "messages.enqueue",
+    { channel: "email", templateId: t.body.id, contactIds, providerId },
+    { meta: { principal: SYSTEM, workspaceId: ctx.workspaceId } },
+  )) as { queued: number; messageIds: string[] };
+  expect(queued.queued).toBe(3);
+  const messages = await waitFor(async () => {
+    const all = await Promise.all(
+      queued.messageIds.map(async (id) => (await c.get(`${ctx.ws}/messages/${id}`)).body),
+    );
+    return all.every((m) => m.status === "sent") ? all : undefined;
+  }, 10_000);
+
+  const requests = requestsTo("/batch/v3/mail/send");
+  expect(requests).toHaveLength(1);
+  const body = JSON.parse(requests[0].body);
+  expect(body.personalizations).toHaveLength(3);
+  expect(new Set(messages.map((m) => m.providerMessageId))).toEqual(
+    new Set(["sg-batch.0", "sg-batch.1", "sg-batch.2"]),
+  );
+  const [text, html] = body.content as Array<{ type: string; value: string }>;
+  expect([text.type, html.type]).toEqual(["text/plain", "text/html"]);
+  for (const p of body.personalizations as Array<Record<string, any>>) {
+    const message = messages.find((m) => m.id === p.custom_args.messageId)!;
+    const fill = (value: string) =>
+      Object.entries(p.substitutions as Record<string, string>).reduce(
+        (out, [key, hole]) => out.split(key).join(hole),
+        value,
+      );
+    expect(p.to).toEqual([{ email: message.to }]);
+    expect(p.subject).toBe(message.content.subject);
+    expect(fill(html.value)).toBe(message.content.html);
+    expect(fill(text.value)).toBe(message.content.text);
+    expect(p.headers["List-Unsubscribe"]).toMatch(/unsubscribe\?token=/);
+  }
+  expect(html.value).not.toContain("Ivy");
 });
