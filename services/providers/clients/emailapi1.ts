@@ -19,6 +19,21 @@ const NAME = "emailapi1";
 
 export function emailapi1Client(id: string, config: Emailapi1Config): ProviderClient {
   const url = `${(config.baseUrl ?? "https://api.sendgrid.com").replace(/\/$/, "")}/v3/mail/send`;
+  /** A mail send; anything but its acceptance is a refusal with SendGrid's first error. */
+  const post = async (body: object) => {
+    const answer = await send(NAME, url, {
+      method: "POST",
+      headers: { authorization: `Bearer ${config.apiKey}`, "content-type": "application/json" },
+      body: JSON.stringify(body),
+    });
+    if (answer.status !== 202 && answer.status !== 200)
+      throw refusal(
+        NAME,
+        answer.status,
+        errorText(answer.body, (j) => (j.errors as Array<{ message?: string }> | undefined)?.[0]?.message),
+      );
+    return answer;
+  };
   return {
     id,
     type: NAME,
@@ -37,17 +52,7 @@ export function emailapi1Client(id: string, config: Emailapi1Config): ProviderCl
         content,
         ...(Object.keys(message.headers).length ? { headers: message.headers } : {}),
       };
-      const answer = await send(NAME, url, {
-        method: "POST",
-        headers: { authorization: `Bearer ${config.apiKey}`, "content-type": "application/json" },
-        body: JSON.stringify(body),
-      });
-      if (answer.status !== 202 && answer.status !== 200)
-        throw refusal(
-          NAME,
-          answer.status,
-          errorText(answer.body, (j) => (j.errors as Array<{ message?: string }> | undefined)?.[0]?.message),
-        );
+      const answer = await post(body);
       const providerMessageId = answer.headers["x-message-id"];
       return {
         providerMessageId: typeof providerMessageId === "string" ? providerMessageId : message.messageId,
@@ -78,17 +83,7 @@ export function emailapi1Client(id: string, config: Emailapi1Config): ProviderCl
           { type: "text/html", value: joinWithKeys(batch.html, key("h")) },
         ],
       };
-      const answer = await send(NAME, url, {
-        method: "POST",
-        headers: { authorization: `Bearer ${config.apiKey}`, "content-type": "application/json" },
-        body: JSON.stringify(body),
-      });
-      if (answer.status !== 202 && answer.status !== 200)
-        throw refusal(
-          NAME,
-          answer.status,
-          errorText(answer.body, (j) => (j.errors as Array<{ message?: string }> | undefined)?.[0]?.message),
-        );
+      const answer = await post(body);
       const shared = answer.headers["x-message-id"];
       // One id per request; each recipient's is it and its place, and callbacks name the message by its custom arg.
       return batch.recipients.map(({ message }, i) => ({
