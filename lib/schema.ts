@@ -101,13 +101,14 @@ export function isJsonSchema(schema: unknown): schema is TSchema {
   );
 }
 
-/** `/attributes/plan` → `attributes.plan`, `/tags/0` → `tags[0]`; a missing property names itself. */
+/** `/attributes/plan` → `attributes.plan`, `/tags/0` → `tags[0]`; a missing or unknown property names itself. */
 function fieldOf(error: ErrorObject): string {
   const path = error.instancePath
     .split("/")
     .slice(1)
     .map((part) => part.replace(/~1/g, "/").replace(/~0/g, "~"));
   if (error.keyword === "required") path.push(String(error.params.missingProperty));
+  if (error.keyword === "additionalProperties") path.push(String(error.params.additionalProperty));
   return path.reduce(
     (field, part) => (/^\d+$/.test(part) ? `${field}[${part}]` : field ? `${field}.${part}` : part),
     "",
@@ -119,7 +120,8 @@ export function fieldIssues(errors: ErrorObject[] | null | undefined): FieldIssu
   const seen = new Set<string>();
   const issues: FieldIssue[] = [];
   for (const error of errors ?? []) {
-    const issue = { field: fieldOf(error), message: error.message ?? "is invalid" };
+    const message = error.keyword === "additionalProperties" ? "is not a known field" : error.message;
+    const issue = { field: fieldOf(error), message: message ?? "is invalid" };
     const key = `${issue.field}\u0000${issue.message}`;
     if (seen.has(key)) continue;
     seen.add(key);

@@ -64,7 +64,7 @@ describe("provider credentials", () => {
     };
     expect(fields({ host: "h" })).toEqual(["config.port"]);
     expect(fields({ host: "h", port: 70000 })).toEqual(["config.port"]);
-    expect(fields({ host: "h", port: 25, tls: true })).toEqual(["config"]);
+    expect(fields({ host: "h", port: 25, tls: true })).toEqual(["config.tls"]);
     expect(fields({ host: "h", port: 25 })).toEqual([]);
   });
 });

@@ -120,6 +120,16 @@ describe("params schemas (TypeBox through Ajv)", () => {
       { field: "count", message: "must be integer" },
     ]);
   });
+
+  it("names an unknown field of a closed object by its path", () => {
+    const closed = Type.Object(
+      { config: Type.Object({ host: Type.String() }, { additionalProperties: false }) },
+      { additionalProperties: false },
+    );
+    expect(schemaIssues(closed, { config: { host: "h", tls: true } })).toEqual([
+      { field: "config.tls", message: "is not a known field" },
+    ]);
+  });
 });
 
 describe("the validator middleware and declared statuses in a broker", () => {
