@@ -46,11 +46,14 @@ export const isSealed = (value: unknown): value is string =>
 
 const MASK = "••••";
 
+/** Whether a value is shown the way secrets are (a write sending it back means "keep"). */
+export const looksMasked = (value: string): boolean => value.startsWith(MASK);
+
 /** How a secret is shown (contract-messaging 1): `••••` and its last 4 characters, or `••••` alone when shorter than 8. */
 export const maskSecret = (plain: string): string => (plain.length >= 8 ? MASK + plain.slice(-4) : MASK);
 
 /** A write of a secret: the mask sent back keeps the stored one (`current`, sealed); anything else is sealed anew. */
 export function sealUnlessMask(incoming: string, current: string | null | undefined): string {
-  if (current && incoming.startsWith(MASK) && incoming === maskSecret(open(current))) return current;
+  if (current && looksMasked(incoming) && incoming === maskSecret(open(current))) return current;
   return seal(incoming);
 }

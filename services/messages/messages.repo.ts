@@ -81,9 +81,12 @@ const detailView = (r: MessageRow): MessageDetail => ({
   history: r.history,
 });
 
-/** A history entry appended in SQL (`$n` is the reason). */
-const historyEntry = (status: string, reasonParam = "NULL") =>
-  `history || jsonb_build_array(jsonb_build_object('status', '${status}', 'at', now(), 'reason', ${reasonParam}))`;
+/** A history entry appended in SQL: the status and reason as SQL (a `$n` bind, or a literal through `historyEntry`). */
+export const historyAppend = (statusSql: string, reasonSql = "NULL") =>
+  `history || jsonb_build_array(jsonb_build_object('status', ${statusSql}, 'at', now(), 'reason', ${reasonSql}))`;
+
+/** A history entry of a fixed status (`$n` is the reason). */
+const historyEntry = (status: string, reasonParam = "NULL") => historyAppend(`'${status}'`, reasonParam);
 
 export interface NewMessage {
   id: string;

@@ -1,13 +1,11 @@
 import { QueryTypes } from "sequelize";
 import { database } from "../../lib/database";
 import type { ProviderEvent } from "../providers/callbacks";
-import type { MessageRow } from "./messages.repo";
+import { historyAppend, type MessageRow } from "./messages.repo";
 
 /** The queries of provider callbacks: finding their message, applying each once, keeping early ones. */
 
 type StatusEvent = Exclude<ProviderEvent, { kind: "inbound" }>;
-
-const historyEntry = `history || jsonb_build_array(jsonb_build_object('status', $3::text, 'at', now(), 'reason', $4::text))`;
 
 /** The message a callback names: by our id when the provider carried it back, else by the provider's id. */
 export async function findMessage(
@@ -42,7 +40,7 @@ export async function recordReport(
 ): Promise<MessageRow> {
   const sequelize = await database();
   const [updated] = await sequelize.query<MessageRow>(
-    `UPDATE messages SET updated_at = now(), history = ${historyEntry},
+    `UPDATE messages SET updated_at = now(), history = ${historyAppend("$3::text", "$4::text")},
             status = coalesce($5::text, status),
             reason = CASE WHEN $5::text IS NULL THEN reason ELSE coalesce($4::text, reason) END,
             error = CASE WHEN $5::text IS NULL THEN error ELSE coalesce($6::text, error) END,

@@ -8,6 +8,7 @@ import { preferencesUrl, signLinkToken, unsubscribeUrl } from "./links";
 import * as repo from "./messages.repo";
 import type { MessageRow, SentRecord } from "./messages.repo";
 import {
+  BATCH_KEY,
   holesOf,
   ProviderError,
   skeletonOf,
@@ -106,9 +107,6 @@ function accepted(batch: Batch, draft: Draft, client: ProviderClient, answer: Ac
     variant: draft.variant,
   });
 }
-
-/** What names a hole in a batched body (clients use `%%cms-…%%`): a source or value holding it goes one by one. */
-const BATCH_KEY = "%%cms-";
 
 /** Count a send's outcome at its provider (`log` has no health to keep). */
 function tally(batch: Batch, client: ProviderClient, outcome: "accepted" | "transientFailures"): void {

@@ -1,6 +1,6 @@
 import crypto from "node:crypto";
 import jwt from "jsonwebtoken";
-import { safeEqual } from "../../lib/crypto";
+import { hmacSha256Hex, safeEqual, sha256Hex } from "../../lib/crypto";
 import type { ProviderType } from "./providers.schemas";
 
 /**
@@ -27,9 +27,6 @@ const header = (cb: Callback, name: string): string | undefined => {
 
 const fresh = (seconds: number, now: Date) =>
   Number.isFinite(seconds) && Math.abs(now.getTime() / 1000 - seconds) <= MAX_SKEW_SECONDS;
-
-const hmac = (algorithm: string, key: string, data: string) =>
-  crypto.createHmac(algorithm, key).update(data, "utf8").digest();
 
 /** emailapi1 (SendGrid): base64 ECDSA P-256 SHA-256 of the timestamp header + body, with the webhook's public key (base64 DER). */
 function verifyEmailapi1(cb: Callback, config: Record<string, unknown>, now: Date): boolean {
@@ -64,7 +61,7 @@ function verifyEmailapi2(cb: Callback, config: Record<string, unknown>, now: Dat
   if (typeof timestamp !== "string" || typeof token !== "string" || typeof signature !== "string")
     return false;
   if (!fresh(Number(timestamp), now)) return false;
-  return safeEqual(hmac("sha256", key, timestamp + token).toString("hex"), signature);
+  return safeEqual(hmacSha256Hex(key, timestamp + token), signature);
 }
 
 /** smsapi1 (Twilio): `X-Twilio-Signature`, base64 HMAC-SHA1 of the URL and the sorted form parameters (name + value). */
@@ -73,7 +70,10 @@ function verifySmsapi1(cb: Callback, config: Record<string, unknown>): boolean {
   if (!signature || typeof config.authToken !== "string") return false;
   const params = [...new URLSearchParams(cb.rawBody)].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
   const data = cb.url + params.map(([name, value]) => name + value).join("");
-  return safeEqual(hmac("sha1", config.authToken, data).toString("base64"), signature);
+  return safeEqual(
+    crypto.createHmac("sha1", config.authToken).update(data, "utf8").digest("base64"),
+    signature,
+  );
 }
 
 /** smsapi2 (Vonage): `Authorization: Bearer` JWT HS256 with the signature secret, `payload_hash` the body's SHA-256. */
@@ -85,8 +85,11 @@ function verifySmsapi2(cb: Callback, config: Record<string, unknown>, now: Date)
       algorithms: ["HS256"],
       clockTimestamp: Math.floor(now.getTime() / 1000),
     }) as jwt.JwtPayload;
-    const hash = crypto.createHash("sha256").update(cb.rawBody, "utf8").digest("hex");
-    return typeof claims.iat === "number" && fresh(claims.iat, now) && claims.payload_hash === hash;
+    return (
+      typeof claims.iat === "number" &&
+      fresh(claims.iat, now) &&
+      claims.payload_hash === sha256Hex(cb.rawBody)
+    );
   } catch {
     return false;
   }

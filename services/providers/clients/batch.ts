@@ -10,6 +10,12 @@
  * output may have any shape) is sent on its own.
  */
 
+/** What names a hole in a batched body (`%%cms-<part><n>%%`): a source or value holding it cannot be batched. */
+export const BATCH_KEY = "%%cms-";
+
+/** The name of hole `i` of a part (`h` html, `t` text). */
+export const holeKey = (part: string) => (i: number) => `${BATCH_KEY}${part}${i}%%`;
+
 const OUTPUT = /\{\{(?!-)[\s\S]*?(?<!-)\}\}/g;
 const HREF_VALUE = /(\bhref\s*=\s*)(["'])[^"']*\2/gi;
 const HOLE = "\u0000";

@@ -1,5 +1,5 @@
 import { errorText, refusal, send } from "./http";
-import { joinWithKeys } from "./batch";
+import { holeKey, joinWithKeys } from "./batch";
 import { emailParts, type ProviderClient } from "./types";
 
 /**
@@ -61,15 +61,14 @@ export function emailapi1Client(id: string, config: Emailapi1Config): ProviderCl
     // SendGrid takes 1,000 personalizations per request and 10,000 bytes of substitutions in each.
     batchLimits: { recipients: 1000, holeBytes: 9000 },
     async sendBatch(batch) {
-      const key = (kind: string) => (i: number) => `%%cms-${kind}${i}%%`;
       const personalizations = batch.recipients.map(({ message, html, text }) => ({
         to: [{ email: message.to }],
         subject: String(message.content.subject ?? ""),
         ...(Object.keys(message.headers).length ? { headers: message.headers } : {}),
         custom_args: { messageId: message.messageId },
         substitutions: Object.fromEntries([
-          ...html.map((hole, i) => [key("h")(i), hole]),
-          ...(text ?? []).map((hole, i) => [key("t")(i), hole]),
+          ...html.map((hole, i) => [holeKey("h")(i), hole]),
+          ...(text ?? []).map((hole, i) => [holeKey("t")(i), hole]),
         ]),
       }));
       const body = {
@@ -79,8 +78,8 @@ export function emailapi1Client(id: string, config: Emailapi1Config): ProviderCl
           : { email: batch.from.email },
         ...(batch.replyTo ? { reply_to: { email: batch.replyTo } } : {}),
         content: [
-          ...(batch.text ? [{ type: "text/plain", value: joinWithKeys(batch.text, key("t")) }] : []),
-          { type: "text/html", value: joinWithKeys(batch.html, key("h")) },
+          ...(batch.text ? [{ type: "text/plain", value: joinWithKeys(batch.text, holeKey("t")) }] : []),
+          { type: "text/html", value: joinWithKeys(batch.html, holeKey("h")) },
         ],
       };
       const answer = await post(body);

@@ -8,7 +8,7 @@ import type { ProviderClient } from "./types";
 
 export { closeHttp } from "./http";
 export { logClient } from "./log";
-export { holesOf, skeletonOf } from "./batch";
+export { BATCH_KEY, holesOf, skeletonOf } from "./batch";
 export {
   ProviderError,
   type Accepted,
