@@ -234,7 +234,9 @@ export class Sender {
       row,
       content: composed.content,
       headers: this.headers(row, links.unsubscribeUrl),
-      ...senderOf(composed.content, batch.workspace),
+      ...(row.channel === "email"
+        ? senderOf(composed.content, batch.workspace)
+        : { from: null, replyTo: null }),
       locale: composed.locale,
       variant: composed.variant,
     };

@@ -1,5 +1,6 @@
 import { Type, type Static, type TSchema } from "@sinclair/typebox";
 import { Component, DateTime, Int32, Nullable, Params, StringEnum, Trimmed } from "../../lib/schema";
+import { COMMAND_CHANNELS } from "./commands";
 
 const WorkspaceId = Type.String({ minLength: 1, maxLength: 64 });
 const Id = Type.String({ minLength: 1, maxLength: 64 });
@@ -83,10 +84,6 @@ export type ProviderType = keyof typeof configSchemas;
 export const EMAIL_TYPES = ["smtp", "emailapi1", "emailapi2"] as const;
 export const SMS_TYPES = ["smsapi1", "smsapi2"] as const;
 export type ProviderChannel = "email" | "sms";
-export const TYPES_BY_CHANNEL: Record<ProviderChannel, readonly ProviderType[]> = {
-  email: EMAIL_TYPES,
-  sms: SMS_TYPES,
-};
 
 /** The secret fields of each type: sealed at rest, masked in every answer. */
 export const SECRET_FIELDS: Record<ProviderType, readonly string[]> = {
@@ -196,7 +193,7 @@ const CommandSchema = Component(
     {
       keyword: Trimmed({ minLength: 1, maxLength: 160 }),
       action: StringEnum(["opt_out", "opt_in", "help"]),
-      channels: Type.Array(StringEnum(["sms", "chatapp1", "chatapp2"]), { minItems: 1, maxItems: 3 }),
+      channels: Type.Array(StringEnum(COMMAND_CHANNELS), { minItems: 1, maxItems: 3 }),
       reply: Nullable(
         Type.String({ maxLength: 1600, description: "Sent back through the same provider; null: none" }),
       ),
