@@ -5,7 +5,8 @@
  * figure, the fake's bare rate in the same run: plain keep-alive undici
  * requests to the HTTP fake, and nodemailer's pool sending a bare text mail
  * to the SMTP one. Batched sends: 1,000 personalizations per request,
- * each with its own holes. Targets: emailapi1 ≥ 2,500 messages/s, batched
+ * each with its own holes, through `emailapi1` and through `emailapi2`
+ * (Mailgun recipient variables). Targets: emailapi1 ≥ 2,500 messages/s, batched
  * ≥ 20,000/s, SMTP ≥ 1,000/s.
  *
  *   npx ts-node --transpile-only bench/providers.ts
@@ -18,6 +19,7 @@ import nodemailer from "nodemailer";
 import { Agent, request } from "undici";
 import { closeHttp } from "../services/providers/clients";
 import { emailapi1Client } from "../services/providers/clients/emailapi1";
+import { emailapi2Client } from "../services/providers/clients/emailapi2";
 import { smtpClient } from "../services/providers/clients/smtp";
 import { skeletonOf } from "../services/providers/clients/batch";
 import type { BatchSend, Outgoing } from "../services/providers/clients/types";
@@ -32,8 +34,16 @@ let n = 0;
 const server = http.createServer((req, res) => {
   req.resume();
   req.on("end", () => {
-    res.writeHead(202, { "x-message-id": "sg-" + (++n), "content-length": "0" });
-    res.end();
+    n += 1;
+    // The Mailgun wire answers 200 with the id in JSON; SendGrid's 202 with a header.
+    if (req.url.endsWith("/messages")) {
+      const body = JSON.stringify({ id: "<mg-" + n + "@bench.test>", message: "Queued. Thank you." });
+      res.writeHead(200, { "content-type": "application/json", "content-length": Buffer.byteLength(body) });
+      res.end(body);
+    } else {
+      res.writeHead(202, { "x-message-id": "sg-" + n, "content-length": "0" });
+      res.end();
+    }
   });
 });
 server.keepAliveTimeout = 60000;
@@ -145,6 +155,16 @@ async function main() {
     });
     const PER_REQUEST = 1000;
     const requests = Math.max(1, Math.floor((MESSAGES * 5) / PER_REQUEST));
+    // The fake's bare rate for requests of a batch's size: undici posting the batch's recipients as JSON.
+    const bigAgent = new Agent({ connections: 4, keepAliveTimeout: 30_000 });
+    const bigBody = JSON.stringify(batchOf(0, PER_REQUEST).recipients);
+    const bareBig = () =>
+      request(bareUrl, { method: "POST", body: bigBody, dispatcher: bigAgent }).then((res) =>
+        res.body.dump(),
+      );
+    await rate(20, 4, bareBig);
+    const bareBatchRequestsPerSec = await rate(requests, 4, bareBig);
+    await bigAgent.close();
     await sendgrid.sendBatch!(batchOf(0, PER_REQUEST));
     const requestsPerSec = await rate(requests, 4, (i) =>
       sendgrid.sendBatch!(batchOf(i * PER_REQUEST, PER_REQUEST)),
@@ -155,6 +175,26 @@ async function main() {
         recipientsPerRequest: PER_REQUEST,
         messagesPerSec: requestsPerSec * PER_REQUEST,
         requestsPerSec,
+        fakeBareRequestsPerSec: bareBatchRequestsPerSec,
+      }),
+    );
+
+    const mailgun = emailapi2Client("bench", {
+      apiKey: "key-bench",
+      domain: "mg.bench.test",
+      baseUrl: `http://127.0.0.1:${http.port}`,
+    });
+    await mailgun.sendBatch!(batchOf(0, PER_REQUEST));
+    const mailgunRequestsPerSec = await rate(requests, 4, (i) =>
+      mailgun.sendBatch!(batchOf(i * PER_REQUEST, PER_REQUEST)),
+    );
+    console.log(
+      JSON.stringify({
+        client: "emailapi2 batched",
+        recipientsPerRequest: PER_REQUEST,
+        messagesPerSec: mailgunRequestsPerSec * PER_REQUEST,
+        requestsPerSec: mailgunRequestsPerSec,
+        fakeBareRequestsPerSec: bareBatchRequestsPerSec,
       }),
     );
 

@@ -1,4 +1,6 @@
 import { holesOf, joinWithKeys, skeletonOf } from "../../services/providers/clients/batch";
+import { rounds } from "../../services/providers/clients/emailapi2";
+import type { BatchRecipient } from "../../services/providers/clients/types";
 
 describe("batched bodies", () => {
   const source =
@@ -39,5 +41,31 @@ describe("batched bodies", () => {
     expect(holesOf("Hello Ana, bye", literals)).toBeNull();
     expect(holesOf("Hi Ana, bye!", literals)).toBeNull();
     expect(holesOf("Hi , bye", literals)).toEqual([""]);
+  });
+});
+
+describe("Mailgun batch rounds", () => {
+  const recipient = (to: string, headers: Record<string, string>): BatchRecipient => ({
+    message: { messageId: to, channel: "email", to, content: {}, headers },
+    html: [],
+    text: null,
+  });
+
+  it("puts each address once per request, case-insensitively, and only recipients of the same header names together", () => {
+    const marketing = { "List-Unsubscribe": "<u>" };
+    const split = rounds([
+      recipient("a@x.test", marketing),
+      recipient("b@x.test", marketing),
+      recipient("A@x.test", marketing),
+      recipient("c@x.test", {}),
+      recipient("a@x.test", marketing),
+      recipient("d@x.test", {}),
+    ]);
+    expect(split.map((round) => round.map(({ recipient: r, at }) => `${at}:${r.message.to}`))).toEqual([
+      ["0:a@x.test", "1:b@x.test"],
+      ["2:A@x.test"],
+      ["3:c@x.test", "5:d@x.test"],
+      ["4:a@x.test"],
+    ]);
   });
 });

@@ -424,3 +424,90 @@ test("emailapi1 batches: one template to many contacts is one request of persona
   }
   expect(html.value).not.toContain("Ivy");
 });
+
+test("emailapi2 batches: one request to many addresses with recipient-variables; each keeps its row, status, provider id and v:messageId", async () => {
+  const c = ctx.owner.client;
+  api.setBehaviour((req) =>
+    req.path.startsWith("/mg-batch")
+      ? { status: 200, body: '{"id":"<batch.1@mg.acme.test>","message":"Queued. Thank you."}' }
+      : { status: 404 },
+  );
+  const providerId = await provider("email", {
+    type: "emailapi2",
+    config: { apiKey: "key-batch", domain: "mg.acme.test", baseUrl: api.url("/mg-batch") },
+  });
+  const template = async (html: string) =>
+    (
+      await c.post(`${ctx.ws}/templates`, {
+        name: `Digest ${html.length}`,
+        channel: "email",
+        content: { subject: "Digest for {{ contact.firstName }}", html },
+      })
+    ).body.id as string;
+  const enqueue = async (templateId: string, contactIds: string[]) => {
+    const queued = (await app.broker.call(
+      "messages.enqueue",
+      { channel: "email", templateId, contactIds, providerId },
+      { meta: { principal: SYSTEM, workspaceId: ctx.workspaceId } },
+    )) as { messageIds: string[] };
+    return waitFor(async () => {
+      const all = await Promise.all(
+        queued.messageIds.map(async (id) => (await c.get(`${ctx.ws}/messages/${id}`)).body),
+      );
+      return all.every((m) => m.status === "sent") ? all : undefined;
+    }, 10_000);
+  };
+  const contactIds = [];
+  for (const name of ["Lea", "Max", "Noa"])
+    contactIds.push(await contact({ email: `${name.toLowerCase()}@mg.example.com`, firstName: name }));
+
+  const messages = await enqueue(
+    await template(
+      '<p>Hi {{ contact.firstName }}</p><a href="https://example.com/d?c={{ contact.id }}">Read</a>',
+    ),
+    contactIds,
+  );
+  const requests = requestsTo("/mg-batch/v3/mg.acme.test/messages");
+  expect(requests).toHaveLength(1);
+  const form = new URLSearchParams(requests[0].body);
+  expect(form.getAll("to").sort()).toEqual([
+    "lea@mg.example.com",
+    "max@mg.example.com",
+    "noa@mg.example.com",
+  ]);
+  expect(form.get("from")).toBe('"Acme" <news@acme.test>');
+  expect(form.get("h:Reply-To")).toBe("help@acme.test");
+  expect(form.get("subject")).toBe("%recipient.subject%");
+  expect(form.get("v:messageId")).toBe("%recipient.v:messageId%");
+  expect(form.get("h:List-Unsubscribe")).toBe("%recipient.h:List-Unsubscribe%");
+  expect(form.get("html")).not.toContain("Lea");
+  const variables = JSON.parse(form.get("recipient-variables")!) as Record<string, Record<string, string>>;
+  // What Mailgun does with each address: fill every %recipient.key% from its entry.
+  const fill = (value: string, entry: Record<string, string>) =>
+    value.replace(/%recipient\.([^%]+)%/g, (_, key: string) => entry[key]);
+  for (const message of messages) {
+    const entry = variables[message.to];
+    expect(fill(form.get("v:messageId")!, entry)).toBe(message.id);
+    expect(fill(form.get("subject")!, entry)).toBe(message.content.subject);
+    expect(fill(form.get("html")!, entry)).toBe(message.content.html);
+    expect(fill(form.get("text")!, entry)).toBe(message.content.text);
+    expect(fill(form.get("h:List-Unsubscribe")!, entry)).toMatch(/^<http.*unsubscribe\?token=/);
+  }
+  expect(new Set(messages.map((m) => m.providerMessageId))).toEqual(
+    new Set(["batch.1@mg.acme.test.0", "batch.1@mg.acme.test.1", "batch.1@mg.acme.test.2"]),
+  );
+
+  // Content that already holds a %recipient. would be filled by Mailgun: those go one by one.
+  const literal = await enqueue(
+    await template("<p>Hi {{ contact.firstName }}, write %recipient.name% to reply</p>"),
+    contactIds.slice(0, 2),
+  );
+  const singles = requestsTo("/mg-batch/v3/mg.acme.test/messages").slice(1);
+  expect(singles).toHaveLength(2);
+  for (const request of singles) {
+    const single = new URLSearchParams(request.body);
+    expect(single.get("recipient-variables")).toBeNull();
+    expect(single.get("html")).toContain("%recipient.name%");
+    expect(literal.map((m) => m.id)).toContain(single.get("v:messageId"));
+  }
+});
