@@ -24,6 +24,7 @@ import * as templatesMessages from "./0040-templates-messages";
 import * as providers from "./0041-providers";
 import * as providerCallbacks from "./0042-provider-callbacks";
 import * as providerHealth from "./0043-provider-health";
+import * as campaigns from "./0050-campaigns";
 
 export interface Migration {
   name: string;
@@ -57,4 +58,5 @@ export const migrations: Migration[] = [
   { name: "0041-providers", up: providers.up },
   { name: "0042-provider-callbacks", up: providerCallbacks.up },
   { name: "0043-provider-health", up: providerHealth.up },
+  { name: "0050-campaigns", up: campaigns.up },
 ];

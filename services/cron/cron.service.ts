@@ -12,6 +12,7 @@ import { DateTime } from "../../lib/schema";
 export const TICK_STEPS = [
   "webhooks.dispatchDue",
   "messages.processDue",
+  "campaigns.processDue",
   "crm.notifyDueTasks",
   // Decay first: the score segments it moves are current before time-relative segments refresh.
   "scoring.applyDecay",

@@ -141,11 +141,23 @@ export async function insertMessages(workspaceId: string, messages: NewMessage[]
        FROM jsonb_to_recordset($2::jsonb) AS r(id text, contact_id text, channel text, status text, reason text,
               to_address text, template_id text, locale text, campaign_id text, enrollment_id text, topic text,
               transactional boolean, provider_id text, content jsonb, variables jsonb, send_at timestamptz, history jsonb)
+     ON CONFLICT (id) DO NOTHING
      RETURNING *`,
     { bind: [workspaceId, JSON.stringify(rows)], type: QueryTypes.SELECT },
   );
+  // A caller-chosen id already taken (a retried step racing its first run) is not queued twice.
   const byId = new Map(inserted.map((r) => [r.id, r]));
-  return messages.map((m) => messageView(byId.get(m.id) as MessageRow));
+  return messages.flatMap((m) => (byId.has(m.id) ? [messageView(byId.get(m.id)!)] : []));
+}
+
+/** Which of `ids` are messages already. */
+export async function existingMessageIds(workspaceId: string, ids: string[]): Promise<Set<string>> {
+  const sequelize = await database();
+  const rows = await sequelize.query<{ id: string }>(
+    `SELECT id FROM messages WHERE workspace_id = $1 AND id = ANY ($2::text[])`,
+    { bind: [workspaceId, ids], type: QueryTypes.SELECT },
+  );
+  return new Set(rows.map((r) => r.id));
 }
 
 export async function getMessage(workspaceId: string, id: string): Promise<MessageDetail | null> {

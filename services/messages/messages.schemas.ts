@@ -161,6 +161,13 @@ export const schemas = {
     contactIds: Type.Array(Id, { minItems: 1, maxItems: 1000 }),
     campaignId: Type.Optional(Id),
     enrollmentId: Type.Optional(Id),
+    messageIds: Type.Optional(
+      Type.Array(Id, {
+        maxItems: 1000,
+        description:
+          "One per contact, in order: the ids the messages take. A contact whose message already exists is skipped (`already_queued`): a retried journey step never sends twice",
+      }),
+    ),
     variables: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
     sendAt: Type.Optional(Type.String({ format: "date-time" })),
     transactional: Type.Optional(Type.Boolean({ default: false })),
@@ -196,7 +203,10 @@ export const results = {
     queued: Type.Integer(),
     suppressed: Type.Integer(),
     skipped: Type.Array(
-      Type.Object({ contactId: Type.String(), reason: StringEnum(["not_found", "no_address"]) }),
+      Type.Object({
+        contactId: Type.String(),
+        reason: StringEnum(["not_found", "no_address", "already_queued"]),
+      }),
     ),
     messageIds: Type.Array(Type.String()),
   }),

@@ -44,10 +44,11 @@ type SendSpec = Omit<NewMessage, "id" | "contactId" | "status" | "reason" | "to"
   sendAt: Date | null;
 };
 
-/** One recipient: its contact (when known) and the raw address to reach. */
+/** One recipient: its contact (when known), the raw address to reach, and the message's id when the caller chose it. */
 interface Recipient {
   contact: SendContact | null;
   to: string;
+  id?: string;
 }
 
 const HOUR_MS = 3_600_000;
@@ -150,7 +151,7 @@ export async function createMessage(ctx: AppContext<CreateParams>, now: Date): P
 export interface EnqueueResult {
   queued: number;
   suppressed: number;
-  skipped: Array<{ contactId: string; reason: "not_found" | "no_address" }>;
+  skipped: Array<{ contactId: string; reason: "not_found" | "no_address" | "already_queued" }>;
   messageIds: string[];
 }
 
@@ -159,16 +160,24 @@ export async function enqueueMessages(ctx: AppContext<EnqueueParams>, now: Date)
   const p = ctx.params;
   await checkProvider(ctx, p.providerId, p.channel);
   await checkTemplate(ctx, p.templateId, p.channel);
-  const contacts = await call<SendContact[]>(ctx, "contacts.forSend", { contactIds: p.contactIds });
+  if (p.messageIds && p.messageIds.length !== p.contactIds.length)
+    throw fieldError("messageIds", "must give one id per contact");
+  const idOf = new Map(p.messageIds?.map((id, i) => [p.contactIds[i], id]));
+  const [contacts, existing] = await Promise.all([
+    call<SendContact[]>(ctx, "contacts.forSend", { contactIds: p.contactIds }),
+    p.messageIds ? repo.existingMessageIds(workspaceOf(ctx), p.messageIds) : new Set<string>(),
+  ]);
   const byId = new Map(contacts.map((c) => [c.id, c]));
   const recipients: Recipient[] = [];
   const skipped: EnqueueResult["skipped"] = [];
   for (const contactId of new Set(p.contactIds)) {
     const contact = byId.get(contactId);
     const to = contact ? addressOf(p.channel, contact) : null;
-    if (!contact) skipped.push({ contactId, reason: "not_found" });
+    const id = idOf.get(contactId);
+    if (id && existing.has(id)) skipped.push({ contactId, reason: "already_queued" });
+    else if (!contact) skipped.push({ contactId, reason: "not_found" });
     else if (!to) skipped.push({ contactId, reason: "no_address" });
-    else recipients.push({ contact, to });
+    else recipients.push({ contact, to, id });
   }
   const messages = await queueMessages(
     ctx,
@@ -257,7 +266,7 @@ async function queueMessages(
       }
     }
     return {
-      id: newId(),
+      id: recipient.id ?? newId(),
       contactId: contact?.id ?? null,
       channel: spec.channel,
       status: reason ? "suppressed" : "queued",

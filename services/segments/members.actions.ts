@@ -2,6 +2,7 @@ import { defineAction } from "../../lib/define-service";
 import { fieldError, found, validationError } from "../../lib/errors";
 import { pageRequest } from "../../lib/pagination";
 import { workspaceOf } from "../../lib/tenancy";
+import type { FilterGroup } from "./filter-schema";
 import * as repo from "./segments.repo";
 import { results, schemas } from "./segments.schemas";
 
@@ -33,6 +34,19 @@ export const memberActions = {
         const ws = workspaceOf(ctx);
         found(await repo.getSegment(ws, ctx.params.segmentId), "Segment");
         return repo.listMembers(ws, ctx.params.segmentId, pageRequest(ctx.params));
+      },
+    }),
+
+    /** Internal (campaign conditions): whether a contact matches a filter now; 400 naming the bad node. */
+    matches: defineAction({
+      params: schemas.matches,
+      result: results.matches,
+      async handler(ctx) {
+        const ws = workspaceOf(ctx);
+        await repo.checkFilter(ws, ctx.params.filter, "");
+        return {
+          matches: await repo.contactMatches(ws, ctx.params.contactId, ctx.params.filter as FilterGroup),
+        };
       },
     }),
 

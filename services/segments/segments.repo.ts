@@ -117,6 +117,22 @@ export async function checkFilter(
   return facts;
 }
 
+/** Whether one contact matches a checked filter now; false for a contact not in the workspace. */
+export async function contactMatches(
+  workspaceId: string,
+  contactId: string,
+  filter: FilterGroup,
+): Promise<boolean> {
+  const sequelize = await database();
+  const binds = new Binds([workspaceId, contactId]);
+  const predicate = compileFilter(filter, binds, { mode: "row", workspaceParam: "$1" });
+  const [row] = await sequelize.query<{ matches: boolean }>(
+    `SELECT ${predicate} AS matches FROM contacts c WHERE c.workspace_id = $1 AND c.id = $2`,
+    { bind: binds.values, type: QueryTypes.SELECT },
+  );
+  return row?.matches ?? false;
+}
+
 /** Contacts in the workspace; over the sync limit, segment (re)computation runs as a job. */
 export async function contactCount(workspaceId: string): Promise<number> {
   const sequelize = await database();

@@ -86,6 +86,7 @@ export const results = {
   }),
   evaluateContact: Type.Object({ entered: Type.Array(Type.String()), exited: Type.Array(Type.String()) }),
   evaluateContacts: Type.Object({ entered: Type.Integer(), exited: Type.Integer() }),
+  matches: Type.Object({ matches: Type.Boolean() }),
 };
 
 export const schemas = {
@@ -128,6 +129,7 @@ export const schemas = {
     eventType: Type.Optional(Type.String({ maxLength: 200 })),
     scoreChanged: Type.Optional(Type.Boolean()),
   }),
+  matches: Params({ contactId: Type.String({ minLength: 1, maxLength: 64 }), filter: Filter }),
   evaluateContacts: Params({
     contactIds: Type.Array(Type.String(), { maxItems: 100_000 }),
     scoreChanged: Type.Optional(Type.Boolean()),

@@ -1,0 +1,701 @@
+import { QueryTypes, type Transaction } from "sequelize";
+import { newId } from "../../lib/crypto";
+import { Binds, database, likeEscape } from "../../lib/database";
+import { stageDomainEvents } from "../../lib/outbox";
+import { pageOf, type Page, type PageRequest } from "../../lib/pagination";
+import type {
+  CampaignDetail,
+  CampaignStatus,
+  CampaignView,
+  EnrollmentView,
+  LogView,
+  TriggerType,
+  TriggerView,
+  VersionView,
+} from "./campaigns.schemas";
+import type { Workflow } from "./workflow";
+
+/** Every query of the campaigns area. Workspace id first. */
+
+interface CampaignRow {
+  id: string;
+  name: string;
+  type: "workflow" | "broadcast";
+  status: CampaignStatus;
+  scheduled_at: Date | null;
+  priority: number;
+  workflow: Workflow;
+  draft_changed: boolean;
+  published_version: number | null;
+  enrolled: string;
+  active: string;
+  completed: string;
+  exited: string;
+  created_at: Date;
+  updated_at: Date;
+}
+
+const SELECT_CAMPAIGN = `
+  SELECT c.*, s.*
+    FROM campaigns c
+    CROSS JOIN LATERAL (
+      SELECT count(*) AS enrolled,
+             count(*) FILTER (WHERE e.status IN ('active', 'waiting')) AS active,
+             count(*) FILTER (WHERE e.status = 'completed') AS completed,
+             count(*) FILTER (WHERE e.status IN ('exited', 'failed')) AS exited
+        FROM campaign_enrollments e WHERE e.campaign_id = c.id) s`;
+
+const campaignView = (r: CampaignRow): CampaignView => ({
+  id: r.id,
+  name: r.name,
+  type: r.type,
+  status: r.status,
+  scheduledAt: r.scheduled_at,
+  priority: r.priority,
+  publishedVersion: r.published_version,
+  stats: {
+    enrolled: Number(r.enrolled),
+    active: Number(r.active),
+    completed: Number(r.completed),
+    exited: Number(r.exited),
+  },
+  createdAt: r.created_at,
+  updatedAt: r.updated_at,
+});
+
+async function query<T extends object>(
+  sql: string,
+  bind: unknown[],
+  transaction?: Transaction,
+): Promise<T[]> {
+  const sequelize = await database();
+  return sequelize.query<T>(sql, { bind, type: QueryTypes.SELECT, transaction });
+}
+
+export async function listCampaigns(
+  workspaceId: string,
+  page: PageRequest,
+  filter: { status?: string; type?: string; search?: string },
+): Promise<Page<CampaignView>> {
+  const binds = new Binds([workspaceId]);
+  const where = ["c.workspace_id = $1"];
+  if (filter.status) where.push(`c.status = ${binds.p(filter.status)}`);
+  if (filter.type) where.push(`c.type = ${binds.p(filter.type)}`);
+  if (filter.search) where.push(`c.name ILIKE ${binds.p(`%${likeEscape(filter.search)}%`)}`);
+  const clause = where.join(" AND ");
+  const [rows, [{ n }]] = await Promise.all([
+    query<CampaignRow>(
+      `${SELECT_CAMPAIGN} WHERE ${clause} ORDER BY c.created_at DESC, c.id DESC LIMIT ${page.limit} OFFSET ${page.offset}`,
+      binds.values,
+    ),
+    query<{ n: string }>(`SELECT count(*) AS n FROM campaigns c WHERE ${clause}`, binds.values),
+  ]);
+  return pageOf(rows.map(campaignView), Number(n), page);
+}
+
+export async function getCampaign(workspaceId: string, id: string): Promise<CampaignDetail | null> {
+  const [row] = await query<CampaignRow>(`${SELECT_CAMPAIGN} WHERE c.workspace_id = $1 AND c.id = $2`, [
+    workspaceId,
+    id,
+  ]);
+  if (!row) return null;
+  return {
+    ...campaignView(row),
+    workflow: row.workflow as CampaignDetail["workflow"],
+    draftChanged: row.draft_changed,
+    triggers: await listTriggers(workspaceId, id),
+  };
+}
+
+export async function insertCampaign(
+  workspaceId: string,
+  c: { id: string; name: string; type: "workflow" | "broadcast"; workflow: Workflow; priority: number },
+): Promise<void> {
+  await query(
+    `INSERT INTO campaigns (id, workspace_id, name, type, workflow, priority) VALUES ($1, $2, $3, $4, $5::jsonb, $6)`,
+    [c.id, workspaceId, c.name, c.type, JSON.stringify(c.workflow), c.priority],
+  );
+}
+
+/** Set the given fields (a new workflow marks the draft changed); false when the campaign does not exist. */
+export async function updateCampaign(
+  workspaceId: string,
+  id: string,
+  fields: {
+    name?: string;
+    status?: CampaignStatus;
+    scheduledAt?: string | null;
+    priority?: number;
+    workflow?: Workflow;
+  },
+  transaction?: Transaction,
+): Promise<boolean> {
+  const binds = new Binds([workspaceId, id]);
+  const sets = ["updated_at = now()"];
+  if (fields.name !== undefined) sets.push(`name = ${binds.p(fields.name)}`);
+  if (fields.status !== undefined) sets.push(`status = ${binds.p(fields.status)}`);
+  if (fields.scheduledAt !== undefined)
+    sets.push(`scheduled_at = ${binds.p(fields.scheduledAt)}::timestamptz`);
+  if (fields.priority !== undefined) sets.push(`priority = ${binds.p(fields.priority)}`);
+  if (fields.workflow !== undefined)
+    sets.push(`workflow = ${binds.p(JSON.stringify(fields.workflow))}::jsonb`, "draft_changed = true");
+  const rows = await query<{ id: string }>(
+    `UPDATE campaigns SET ${sets.join(", ")} WHERE workspace_id = $1 AND id = $2 RETURNING id`,
+    binds.values,
+    transaction,
+  );
+  return rows.length > 0;
+}
+
+export async function deleteCampaign(workspaceId: string, id: string): Promise<boolean> {
+  const rows = await query<{ id: string }>(
+    `DELETE FROM campaigns WHERE workspace_id = $1 AND id = $2 RETURNING id`,
+    [workspaceId, id],
+  );
+  return rows.length > 0;
+}
+
+/** A copy of a campaign's draft, triggers and priority as a new draft. */
+export async function cloneCampaign(workspaceId: string, id: string, newCampaignId: string, name: string) {
+  const sequelize = await database();
+  await sequelize.transaction(async (transaction) => {
+    await query(
+      `INSERT INTO campaigns (id, workspace_id, name, type, workflow, priority)
+       SELECT $3, workspace_id, $4, type, workflow, priority FROM campaigns WHERE workspace_id = $1 AND id = $2`,
+      [workspaceId, id, newCampaignId, name],
+      transaction,
+    );
+    await query(
+      `INSERT INTO campaign_triggers (id, workspace_id, campaign_id, type, config, reentry, cooldown_hours, active)
+       SELECT gen_random_uuid()::text, workspace_id, $3, type, config, reentry, cooldown_hours, active
+         FROM campaign_triggers WHERE workspace_id = $1 AND campaign_id = $2 ORDER BY created_at`,
+      [workspaceId, id, newCampaignId],
+      transaction,
+    );
+  });
+}
+
+/* Triggers */
+
+interface TriggerRow {
+  id: string;
+  campaign_id: string;
+  type: TriggerType;
+  config: Record<string, unknown>;
+  reentry: "once" | "always" | "cooldown";
+  cooldown_hours: number | null;
+  active: boolean;
+  created_at: Date;
+  updated_at: Date;
+}
+const triggerView = (r: TriggerRow): TriggerView => ({
+  id: r.id,
+  type: r.type,
+  config: r.config,
+  reentry: r.reentry,
+  cooldownHours: r.cooldown_hours,
+  active: r.active,
+  createdAt: r.created_at,
+  updatedAt: r.updated_at,
+});
+
+export async function listTriggers(workspaceId: string, campaignId: string): Promise<TriggerView[]> {
+  const rows = await query<TriggerRow>(
+    `SELECT * FROM campaign_triggers WHERE workspace_id = $1 AND campaign_id = $2 ORDER BY created_at, id`,
+    [workspaceId, campaignId],
+  );
+  return rows.map(triggerView);
+}
+
+export async function getTrigger(
+  workspaceId: string,
+  campaignId: string,
+  id: string,
+): Promise<TriggerView | null> {
+  const [row] = await query<TriggerRow>(
+    `SELECT * FROM campaign_triggers WHERE workspace_id = $1 AND campaign_id = $2 AND id = $3`,
+    [workspaceId, campaignId, id],
+  );
+  return row ? triggerView(row) : null;
+}
+
+export interface TriggerFields {
+  type: TriggerType;
+  config: Record<string, unknown>;
+  reentry: "once" | "always" | "cooldown";
+  cooldownHours: number | null;
+  active: boolean;
+}
+
+export async function insertTrigger(workspaceId: string, campaignId: string, id: string, t: TriggerFields) {
+  await query(
+    `INSERT INTO campaign_triggers (id, workspace_id, campaign_id, type, config, reentry, cooldown_hours, active)
+     VALUES ($1, $2, $3, $4, $5::jsonb, $6, $7, $8)`,
+    [id, workspaceId, campaignId, t.type, JSON.stringify(t.config), t.reentry, t.cooldownHours, t.active],
+  );
+}
+
+export async function updateTrigger(workspaceId: string, campaignId: string, id: string, t: TriggerFields) {
+  await query(
+    `UPDATE campaign_triggers SET config = $4::jsonb, reentry = $5, cooldown_hours = $6, active = $7, updated_at = now()
+      WHERE workspace_id = $1 AND campaign_id = $2 AND id = $3`,
+    [workspaceId, campaignId, id, JSON.stringify(t.config), t.reentry, t.cooldownHours, t.active],
+  );
+}
+
+export async function deleteTrigger(workspaceId: string, campaignId: string, id: string): Promise<boolean> {
+  const rows = await query<{ id: string }>(
+    `DELETE FROM campaign_triggers WHERE workspace_id = $1 AND campaign_id = $2 AND id = $3 RETURNING id`,
+    [workspaceId, campaignId, id],
+  );
+  return rows.length > 0;
+}
+
+/** Active triggers of `type` on active campaigns with a published version, for the chain. */
+export async function liveTriggers(workspaceId: string, types: TriggerType[]) {
+  return query<TriggerRow & { published_version: number }>(
+    `SELECT t.*, c.published_version FROM campaign_triggers t JOIN campaigns c ON c.id = t.campaign_id
+      WHERE t.workspace_id = $1 AND t.type = ANY ($2::text[]) AND t.active
+        AND c.status = 'active' AND c.published_version IS NOT NULL`,
+    [workspaceId, types],
+  );
+}
+
+/* Versions */
+
+interface VersionRow {
+  id: string;
+  number: number;
+  workflow: Workflow;
+  triggers: Array<Record<string, unknown>>;
+  note: string | null;
+  published_at: Date;
+}
+const versionView = (r: VersionRow): VersionView => ({
+  id: r.id,
+  number: r.number,
+  workflow: r.workflow as VersionView["workflow"],
+  triggers: r.triggers,
+  note: r.note,
+  publishedAt: r.published_at,
+});
+
+/**
+ * Freeze the draft and the triggers as the next version, in one
+ * transaction with the campaign's move to it (and to `status`, if given).
+ */
+export async function publishVersion(
+  workspaceId: string,
+  campaignId: string,
+  note: string | null,
+  status?: CampaignStatus,
+): Promise<VersionView> {
+  const sequelize = await database();
+  return sequelize.transaction(async (transaction) => {
+    const [row] = await query<VersionRow>(
+      `WITH c AS (SELECT id, workflow FROM campaigns WHERE workspace_id = $1 AND id = $2 FOR UPDATE)
+       INSERT INTO campaign_versions (id, workspace_id, campaign_id, number, workflow, triggers, note)
+       SELECT $3, $1, c.id,
+              COALESCE((SELECT max(number) FROM campaign_versions v WHERE v.campaign_id = c.id), 0) + 1,
+              c.workflow,
+              COALESCE((SELECT jsonb_agg(jsonb_build_object('id', t.id, 'type', t.type, 'config', t.config,
+                          'reentry', t.reentry, 'cooldownHours', t.cooldown_hours, 'active', t.active) ORDER BY t.created_at)
+                          FROM campaign_triggers t WHERE t.campaign_id = c.id), '[]'::jsonb),
+              $4
+         FROM c
+       RETURNING *`,
+      [workspaceId, campaignId, newId(), note],
+      transaction,
+    );
+    await query(
+      `UPDATE campaigns SET published_version = $3, draft_changed = false, status = COALESCE($4, status), updated_at = now()
+        WHERE workspace_id = $1 AND id = $2`,
+      [workspaceId, campaignId, row.number, status ?? null],
+      transaction,
+    );
+    return versionView(row);
+  });
+}
+
+export async function listVersions(
+  workspaceId: string,
+  campaignId: string,
+  page: PageRequest,
+): Promise<Page<VersionView>> {
+  const [rows, [{ n }]] = await Promise.all([
+    query<VersionRow>(
+      `SELECT * FROM campaign_versions WHERE workspace_id = $1 AND campaign_id = $2
+        ORDER BY number DESC LIMIT ${page.limit} OFFSET ${page.offset}`,
+      [workspaceId, campaignId],
+    ),
+    query<{ n: string }>(
+      `SELECT count(*) AS n FROM campaign_versions WHERE workspace_id = $1 AND campaign_id = $2`,
+      [workspaceId, campaignId],
+    ),
+  ]);
+  return pageOf(rows.map(versionView), Number(n), page);
+}
+
+export async function getVersion(
+  workspaceId: string,
+  campaignId: string,
+  id: string,
+): Promise<VersionView | null> {
+  const [row] = await query<VersionRow>(
+    `SELECT * FROM campaign_versions WHERE workspace_id = $1 AND campaign_id = $2 AND id = $3`,
+    [workspaceId, campaignId, id],
+  );
+  return row ? versionView(row) : null;
+}
+
+/** A version's workflow; versions never change, so callers may keep it. */
+export async function versionWorkflow(campaignId: string, number: number): Promise<Workflow | null> {
+  const [row] = await query<{ workflow: Workflow }>(
+    `SELECT workflow FROM campaign_versions WHERE campaign_id = $1 AND number = $2`,
+    [campaignId, number],
+  );
+  return row?.workflow ?? null;
+}
+
+/** Copy a version's workflow and triggers into the draft (the draft then differs from the newest version). */
+export async function restoreVersion(
+  workspaceId: string,
+  campaignId: string,
+  version: VersionView,
+): Promise<void> {
+  const sequelize = await database();
+  await sequelize.transaction(async (transaction) => {
+    await updateCampaign(workspaceId, campaignId, { workflow: version.workflow as Workflow }, transaction);
+    await query(
+      `DELETE FROM campaign_triggers WHERE workspace_id = $1 AND campaign_id = $2`,
+      [workspaceId, campaignId],
+      transaction,
+    );
+    await query(
+      `INSERT INTO campaign_triggers (id, workspace_id, campaign_id, type, config, reentry, cooldown_hours, active)
+       SELECT t.id, $1, $2, t.type, t.config, t.reentry, t."cooldownHours", t.active
+         FROM jsonb_to_recordset($3::jsonb) AS t(id text, type text, config jsonb, reentry text, "cooldownHours" integer, active boolean)`,
+      [workspaceId, campaignId, JSON.stringify(version.triggers)],
+      transaction,
+    );
+  });
+}
+
+/** Scheduled campaigns whose time has come become active; answers how many. */
+export async function activateScheduled(): Promise<number> {
+  const rows = await query<{ id: string }>(
+    `UPDATE campaigns SET status = 'active', updated_at = now()
+      WHERE status = 'scheduled' AND scheduled_at <= now() AND published_version IS NOT NULL RETURNING id`,
+    [],
+  );
+  return rows.length;
+}
+
+/* Enrollments */
+
+export interface EnrollmentRow {
+  id: string;
+  workspace_id: string;
+  campaign_id: string;
+  contact_id: string;
+  version: number;
+  status: EnrollmentView["status"];
+  current_node_id: string | null;
+  next_branch: string | null;
+  waiting_until: Date | null;
+  waiting_event: string | null;
+  run_at: Date | null;
+  trigger_id: string | null;
+  event: Record<string, unknown> | null;
+  exit_reason: string | null;
+  finished_at: Date | null;
+  created_at: Date;
+  updated_at: Date;
+}
+const enrollmentView = (r: EnrollmentRow): EnrollmentView => ({
+  id: r.id,
+  campaignId: r.campaign_id,
+  contactId: r.contact_id,
+  version: r.version,
+  status: r.status,
+  currentNodeId: r.current_node_id,
+  waitingUntil: r.waiting_until,
+  triggerId: r.trigger_id,
+  exitReason: r.exit_reason,
+  finishedAt: r.finished_at,
+  createdAt: r.created_at,
+  updatedAt: r.updated_at,
+});
+
+export interface EnrollRequest {
+  campaignId: string;
+  version: number;
+  contactIds: string[];
+  triggerId: string | null;
+  event: Record<string, unknown> | null;
+  /** `manual`: only a live enrollment stops it; the others as the trigger's re-entry rule says. */
+  reentry: "manual" | "once" | "always" | "cooldown";
+  cooldownHours?: number | null;
+}
+
+/**
+ * Enroll contacts of the workspace (unknown ones are skipped), each due at
+ * once; one live enrollment per contact and campaign (the unique index), and
+ * `once` / `cooldown` against the earlier ones. Stages
+ * `campaign.contact.enrolled` for each in the same transaction. Answers the
+ * new enrollments.
+ */
+export async function enroll(workspaceId: string, r: EnrollRequest): Promise<EnrollmentView[]> {
+  const sequelize = await database();
+  return sequelize.transaction(async (transaction) => {
+    const earlier =
+      r.reentry === "once"
+        ? `AND NOT EXISTS (SELECT 1 FROM campaign_enrollments p WHERE p.campaign_id = $2 AND p.contact_id = c.id)`
+        : r.reentry === "cooldown"
+          ? `AND NOT EXISTS (SELECT 1 FROM campaign_enrollments p WHERE p.campaign_id = $2 AND p.contact_id = c.id
+                              AND p.created_at > now() - make_interval(hours => $7::int))`
+          : "";
+    const rows = await query<EnrollmentRow>(
+      `INSERT INTO campaign_enrollments (id, workspace_id, campaign_id, contact_id, version, status, run_at, trigger_id, event)
+       SELECT gen_random_uuid()::text, $1, $2, c.id, $3, 'active', now(), $5, $6::jsonb
+         FROM contacts c WHERE c.workspace_id = $1 AND c.id = ANY ($4::text[]) ${earlier}
+       ON CONFLICT (campaign_id, contact_id) WHERE status IN ('active', 'waiting') DO NOTHING
+       RETURNING *`,
+      [
+        workspaceId,
+        r.campaignId,
+        r.version,
+        r.contactIds,
+        r.triggerId,
+        r.event ? JSON.stringify(r.event) : null,
+        ...(r.reentry === "cooldown" ? [r.cooldownHours ?? 24] : []),
+      ],
+      transaction,
+    );
+    await stageDomainEvents(
+      transaction,
+      workspaceId,
+      rows.map((e) => ({
+        type: "campaign.contact.enrolled",
+        data: { campaignId: e.campaign_id, contactId: e.contact_id },
+      })),
+    );
+    return rows.map(enrollmentView);
+  });
+}
+
+/** Which of the contacts the workspace has, and which of those are enrolled in the campaign now. */
+export async function enrollable(workspaceId: string, campaignId: string, contactIds: string[]) {
+  const rows = await query<{ id: string; live: boolean }>(
+    `SELECT c.id, EXISTS (SELECT 1 FROM campaign_enrollments e WHERE e.campaign_id = $2 AND e.contact_id = c.id
+                           AND e.status IN ('active', 'waiting')) AS live
+       FROM contacts c WHERE c.workspace_id = $1 AND c.id = ANY ($3::text[])`,
+    [workspaceId, campaignId, contactIds],
+  );
+  return new Map(rows.map((r) => [r.id, r.live]));
+}
+
+/**
+ * Take up to `limit` due enrollments of active campaigns, each leased for
+ * `leaseMs` (its `run_at` moved on): a replica that dies mid-step leaves it
+ * to be taken again when the lease ends.
+ */
+export async function claimDue(limit: number, leaseMs: number): Promise<EnrollmentRow[]> {
+  return query<EnrollmentRow>(
+    `UPDATE campaign_enrollments e SET run_at = now() + make_interval(secs => $2::double precision / 1000)
+      WHERE e.id IN (SELECT d.id FROM campaign_enrollments d JOIN campaigns c ON c.id = d.campaign_id
+                      WHERE d.run_at <= now() AND c.status = 'active'
+                      ORDER BY d.run_at LIMIT $1 FOR UPDATE OF d SKIP LOCKED)
+      RETURNING e.*`,
+    [limit, leaseMs],
+  );
+}
+
+export interface StepRecord {
+  nodeId: string;
+  outcome: "ok" | "branched" | "skipped" | "failed";
+  branch: string | null;
+  detail: string | null;
+}
+
+/**
+ * An enrollment's next state with the log of the step that led there, in
+ * one statement. `runAt` null: nothing more to run (finished).
+ */
+export async function saveStep(
+  e: EnrollmentRow,
+  next: {
+    status: EnrollmentRow["status"];
+    currentNodeId: string | null;
+    runAt: Date | null;
+    waitingUntil?: Date | null;
+    waitingEvent?: string | null;
+    exitReason?: string | null;
+  },
+  log: StepRecord,
+): Promise<void> {
+  const finished = next.status === "completed" || next.status === "exited" || next.status === "failed";
+  await query(
+    `WITH logged AS (
+       INSERT INTO campaign_logs (workspace_id, campaign_id, enrollment_id, contact_id, node_id, outcome, branch, detail)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8))
+     UPDATE campaign_enrollments SET status = $9, current_node_id = $10, run_at = $11, waiting_until = $12,
+            waiting_event = $13, next_branch = NULL, exit_reason = $14, finished_at = CASE WHEN $15 THEN now() END,
+            updated_at = now()
+      WHERE id = $3`,
+    [
+      e.workspace_id,
+      e.campaign_id,
+      e.id,
+      e.contact_id,
+      log.nodeId,
+      log.outcome,
+      log.branch,
+      log.detail,
+      next.status,
+      next.currentNodeId,
+      next.runAt,
+      next.waitingUntil ?? null,
+      next.waitingEvent ?? null,
+      next.exitReason ?? null,
+      finished,
+    ],
+  );
+}
+
+/** Waits for `type` of the contact's enrollments end now, by their `event` branch; answers how many. */
+export async function resumeWaitingFor(
+  workspaceId: string,
+  contactId: string,
+  type: string,
+): Promise<number> {
+  const rows = await query<{ id: string }>(
+    `UPDATE campaign_enrollments SET next_branch = 'event', run_at = now(), updated_at = now()
+      WHERE workspace_id = $1 AND contact_id = $2 AND status = 'waiting' AND waiting_event = $3 RETURNING id`,
+    [workspaceId, contactId, type],
+  );
+  return rows.length;
+}
+
+/**
+ * The contact's live enrollments whose version has a goal on `type` complete
+ * now, wherever they are in the graph; answers how many.
+ */
+export async function completeGoals(workspaceId: string, contactId: string, type: string): Promise<number> {
+  const rows = await query<{ id: string }>(
+    `WITH reached AS (
+       UPDATE campaign_enrollments e SET status = 'completed', exit_reason = 'goal', run_at = NULL, waiting_until = NULL,
+              waiting_event = NULL, finished_at = now(), updated_at = now()
+         FROM campaign_versions v
+        WHERE e.workspace_id = $1 AND e.contact_id = $2 AND e.status IN ('active', 'waiting')
+          AND v.campaign_id = e.campaign_id AND v.number = e.version
+          AND v.workflow -> 'nodes' @> jsonb_build_array(jsonb_build_object('type', 'goal', 'config', jsonb_build_object('event', $3::text)))
+       RETURNING e.*)
+     INSERT INTO campaign_logs (workspace_id, campaign_id, enrollment_id, contact_id, node_id, outcome, detail)
+     SELECT r.workspace_id, r.campaign_id, r.id, r.contact_id,
+            (SELECT n ->> 'id' FROM campaign_versions v, jsonb_array_elements(v.workflow -> 'nodes') n
+              WHERE v.campaign_id = r.campaign_id AND v.number = r.version
+                AND n ->> 'type' = 'goal' AND n -> 'config' ->> 'event' = $3 LIMIT 1),
+            'ok', 'goal reached: ' || $3
+       FROM reached r
+     RETURNING enrollment_id`,
+    [workspaceId, contactId, type],
+  );
+  return rows.length;
+}
+
+/** A campaign's live enrollments end (`completed` campaign): exited with `reason`. */
+export async function exitLive(workspaceId: string, campaignId: string, reason: string): Promise<number> {
+  const rows = await query<{ id: string }>(
+    `UPDATE campaign_enrollments SET status = 'exited', exit_reason = $3, run_at = NULL, waiting_until = NULL,
+            waiting_event = NULL, finished_at = now(), updated_at = now()
+      WHERE workspace_id = $1 AND campaign_id = $2 AND status IN ('active', 'waiting') RETURNING id`,
+    [workspaceId, campaignId, reason],
+  );
+  return rows.length;
+}
+
+export async function listEnrollments(
+  workspaceId: string,
+  filter: { campaignId?: string; contactId?: string; status?: string },
+  page: PageRequest,
+): Promise<Page<EnrollmentView>> {
+  const binds = new Binds([workspaceId]);
+  const where = ["workspace_id = $1"];
+  if (filter.campaignId) where.push(`campaign_id = ${binds.p(filter.campaignId)}`);
+  if (filter.contactId) where.push(`contact_id = ${binds.p(filter.contactId)}`);
+  if (filter.status) where.push(`status = ${binds.p(filter.status)}`);
+  const clause = where.join(" AND ");
+  const [rows, [{ n }]] = await Promise.all([
+    query<EnrollmentRow>(
+      `SELECT * FROM campaign_enrollments WHERE ${clause} ORDER BY created_at DESC, id DESC LIMIT ${page.limit} OFFSET ${page.offset}`,
+      binds.values,
+    ),
+    query<{ n: string }>(`SELECT count(*) AS n FROM campaign_enrollments WHERE ${clause}`, binds.values),
+  ]);
+  return pageOf(rows.map(enrollmentView), Number(n), page);
+}
+
+export async function listLogs(
+  workspaceId: string,
+  campaignId: string,
+  filter: { enrollmentId?: string; contactId?: string; nodeId?: string },
+  page: PageRequest,
+): Promise<Page<LogView>> {
+  const binds = new Binds([workspaceId, campaignId]);
+  const where = ["workspace_id = $1", "campaign_id = $2"];
+  if (filter.enrollmentId) where.push(`enrollment_id = ${binds.p(filter.enrollmentId)}`);
+  if (filter.contactId) where.push(`contact_id = ${binds.p(filter.contactId)}`);
+  if (filter.nodeId) where.push(`node_id = ${binds.p(filter.nodeId)}`);
+  const clause = where.join(" AND ");
+  const [rows, [{ n }]] = await Promise.all([
+    query<{
+      id: string;
+      enrollment_id: string;
+      contact_id: string;
+      node_id: string;
+      outcome: LogView["outcome"];
+      branch: string | null;
+      detail: string | null;
+      created_at: Date;
+    }>(
+      `SELECT * FROM campaign_logs WHERE ${clause} ORDER BY id DESC LIMIT ${page.limit} OFFSET ${page.offset}`,
+      binds.values,
+    ),
+    query<{ n: string }>(`SELECT count(*) AS n FROM campaign_logs WHERE ${clause}`, binds.values),
+  ]);
+  return pageOf(
+    rows.map((r) => ({
+      id: String(r.id),
+      enrollmentId: r.enrollment_id,
+      contactId: r.contact_id,
+      nodeId: r.node_id,
+      outcome: r.outcome,
+      branch: r.branch,
+      detail: r.detail,
+      createdAt: r.created_at,
+    })),
+    Number(n),
+    page,
+  );
+}
+
+/** Whether the message of a step was opened or clicked (on `url`, when given). */
+export async function messageEngaged(
+  workspaceId: string,
+  contactId: string,
+  messageId: string,
+  kind: "opened" | "clicked",
+  url?: string,
+): Promise<boolean> {
+  const [row] = await query<{ yes: boolean }>(
+    kind === "opened"
+      ? `SELECT opened_at IS NOT NULL AS yes FROM messages WHERE workspace_id = $1 AND id = $2`
+      : url
+        ? `SELECT EXISTS (SELECT 1 FROM events WHERE workspace_id = $1 AND contact_id = $3 AND type = 'message.click'
+                            AND metadata ->> 'messageId' = $2 AND metadata ->> 'url' = $4) AS yes`
+        : `SELECT clicked_at IS NOT NULL AS yes FROM messages WHERE workspace_id = $1 AND id = $2`,
+    url ? [workspaceId, messageId, contactId, url] : [workspaceId, messageId],
+  );
+  return row?.yes ?? false;
+}

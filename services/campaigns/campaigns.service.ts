@@ -1,0 +1,318 @@
+import { config } from "../../lib/config";
+import { newId } from "../../lib/crypto";
+import { defineAction, defineService } from "../../lib/define-service";
+import { found, invalidState, notFound } from "../../lib/errors";
+import type { AppContext } from "../../lib/moleculer-types";
+import { pageRequest } from "../../lib/pagination";
+import { workspaceOf } from "../../lib/tenancy";
+import { DatabaseMixin } from "../../mixins/database.mixin";
+import * as repo from "./campaigns.repo";
+import { results, schemas, type CampaignStatus } from "./campaigns.schemas";
+import {
+  ACCESS,
+  assertEditable,
+  assertWorkflow,
+  campaignOf,
+  tags,
+  workflowIssues,
+  WS,
+} from "./campaigns.shared";
+import { enrollmentActions, PASS_SIZE } from "./enrollments.actions";
+import { flowActions } from "./flow.actions";
+import { transitionProblem } from "./lifecycle";
+import { advance } from "./runner";
+import { emptyWorkflow } from "./workflow";
+
+const { read, write, remove } = ACCESS;
+/** How long a claimed enrollment is the claimer's before another replica may take it. */
+const LEASE_MS = 60_000;
+
+/** Campaigns: workflows with versions, triggers, enrollments that advance durably, and their logs. */
+export default defineService({
+  name: "campaigns",
+  mixins: [DatabaseMixin, flowActions, enrollmentActions],
+  settings: { rest: "/" },
+
+  actions: {
+    /** Campaigns, newest first; filters `status`, `type`, `search` (name). campaigns.read. */
+    list: defineAction({
+      rest: `GET ${WS}`,
+      openapi: { tags, summary: "List campaigns with their enrollment counts" },
+      ...read,
+      params: schemas.list,
+      result: results.list,
+      handler: (ctx) => {
+        const { status, type, search } = ctx.params;
+        return repo.listCampaigns(workspaceOf(ctx), pageRequest(ctx.params), { status, type, search });
+      },
+    }),
+
+    /** A draft workflow campaign (an entry node, unless a valid workflow is given). campaigns.write. */
+    create: defineAction({
+      rest: `POST ${WS}`,
+      openapi: { tags, summary: "Create a draft campaign" },
+      ...write,
+      params: schemas.create,
+      status: 201,
+      result: results.detail,
+      async handler(ctx) {
+        const workflow = ctx.params.workflow
+          ? await assertWorkflow(ctx, ctx.params.workflow)
+          : emptyWorkflow();
+        const id = newId();
+        await repo.insertCampaign(workspaceOf(ctx), {
+          id,
+          name: ctx.params.name,
+          type: "workflow",
+          workflow,
+          priority: ctx.params.priority ?? 0,
+        });
+        return campaignOf(ctx, id);
+      },
+    }),
+
+    /** One campaign with its draft workflow and triggers. campaigns.read. */
+    get: defineAction({
+      rest: `GET ${WS}/:campaignId`,
+      openapi: { tags, summary: "Get a campaign with its draft workflow and triggers" },
+      ...read,
+      params: schemas.get,
+      result: results.detail,
+      handler: (ctx) => campaignOf(ctx, ctx.params.campaignId),
+    }),
+
+    /**
+     * Rename, reprioritise, reschedule, or move through the lifecycle (409
+     * INVALID_STATE for a move the contract does not list). campaigns.write.
+     */
+    update: defineAction({
+      rest: `PATCH ${WS}/:campaignId`,
+      openapi: { tags, summary: "Update a campaign or change its status" },
+      ...write,
+      params: schemas.update,
+      result: results.detail,
+      async handler(ctx) {
+        const { campaignId, name, priority, scheduledAt, status } = ctx.params;
+        const campaign = await campaignOf(ctx, campaignId);
+        assertEditable(campaign);
+        const at = scheduledAt === undefined ? campaign.scheduledAt : scheduledAt;
+        const move = status && status !== campaign.status ? status : null;
+        // A refused move changes nothing, the other fields included.
+        const problem =
+          move && transitionProblem(campaign.status, move, at ? new Date(at) : null, new Date());
+        if (problem) throw invalidState(problem);
+        if (move) await this.moveTo(ctx, campaign, move, at ? new Date(at) : null);
+        await repo.updateCampaign(workspaceOf(ctx), campaignId, { name, priority, scheduledAt });
+        return campaignOf(ctx, campaignId);
+      },
+    }),
+
+    /** Delete a campaign with its versions, enrollments and logs; 409 while it is active. campaigns.delete. */
+    remove: defineAction({
+      rest: `DELETE ${WS}/:campaignId`,
+      openapi: { tags, summary: "Delete a campaign (not while active)" },
+      ...remove,
+      params: schemas.get,
+      result: results.success,
+      async handler(ctx) {
+        const campaign = await campaignOf(ctx, ctx.params.campaignId);
+        if (campaign.status === "active")
+          throw invalidState("Pause or complete the campaign before deleting it");
+        if (!(await repo.deleteCampaign(workspaceOf(ctx), campaign.id))) throw notFound("Campaign");
+        return { success: true as const };
+      },
+    }),
+
+    /** Start it now (= PATCH status active): publishes the draft first when it has no version. campaigns.write. */
+    execute: defineAction({
+      rest: `POST ${WS}/:campaignId/execute`,
+      openapi: { tags, summary: "Activate a campaign (publishing its draft when it has no version)" },
+      ...write,
+      params: schemas.get,
+      result: results.detail,
+      async handler(ctx) {
+        const campaign = await campaignOf(ctx, ctx.params.campaignId);
+        assertEditable(campaign);
+        await this.moveTo(
+          ctx,
+          campaign,
+          "active",
+          campaign.scheduledAt ? new Date(campaign.scheduledAt) : null,
+        );
+        return campaignOf(ctx, campaign.id);
+      },
+    }),
+
+    /** A new draft with this campaign's workflow, triggers and priority. campaigns.write. */
+    clone: defineAction({
+      rest: `POST ${WS}/:campaignId/clone`,
+      openapi: { tags, summary: "Copy a campaign as a new draft" },
+      ...write,
+      params: schemas.get,
+      status: 201,
+      result: results.detail,
+      async handler(ctx) {
+        const campaign = await campaignOf(ctx, ctx.params.campaignId);
+        const id = newId();
+        await repo.cloneCampaign(workspaceOf(ctx), campaign.id, id, `${campaign.name} (copy)`.slice(0, 200));
+        return campaignOf(ctx, id);
+      },
+    }),
+
+    /** Replace the draft workflow, validated whole (400 naming the path). campaigns.write. */
+    workflowPut: defineAction({
+      rest: `PUT ${WS}/:campaignId/workflow`,
+      openapi: { tags, summary: "Replace the draft workflow (validated)" },
+      ...write,
+      params: schemas.workflowPut,
+      result: results.workflow,
+      async handler(ctx) {
+        const { campaignId, workspaceId: _ws, ...input } = ctx.params;
+        const campaign = await campaignOf(ctx, campaignId);
+        assertEditable(campaign);
+        const workflow = await assertWorkflow(ctx, input);
+        await repo.updateCampaign(workspaceOf(ctx), campaignId, { workflow });
+        return (await campaignOf(ctx, campaignId)).workflow;
+      },
+    }),
+
+    /** Check a workflow without saving it: `{valid, errors}`. campaigns.read. */
+    workflowValidate: defineAction({
+      rest: `POST ${WS}/:campaignId/workflow`,
+      openapi: { tags, summary: "Validate a workflow without saving it" },
+      ...read,
+      params: schemas.workflowPut,
+      result: results.validation,
+      async handler(ctx) {
+        const { campaignId, workspaceId: _ws, ...input } = ctx.params;
+        await campaignOf(ctx, campaignId);
+        const errors = await workflowIssues(ctx, input);
+        return { valid: errors.length === 0, errors };
+      },
+    }),
+
+    /** Published versions, newest first. campaigns.read. */
+    versions: defineAction({
+      rest: `GET ${WS}/:campaignId/versions`,
+      openapi: { tags, summary: "List published versions" },
+      ...read,
+      params: schemas.versions,
+      result: results.versions,
+      async handler(ctx) {
+        const campaign = await campaignOf(ctx, ctx.params.campaignId);
+        return repo.listVersions(workspaceOf(ctx), campaign.id, pageRequest(ctx.params));
+      },
+    }),
+
+    /** Publish: the draft, validated, becomes the next immutable version; new enrollments take it. campaigns.write. */
+    publish: defineAction({
+      rest: `POST ${WS}/:campaignId/versions`,
+      openapi: { tags, summary: "Publish the draft as a new version" },
+      ...write,
+      params: schemas.versionCreate,
+      status: 201,
+      result: results.version,
+      async handler(ctx) {
+        const campaign = await campaignOf(ctx, ctx.params.campaignId);
+        assertEditable(campaign);
+        await assertWorkflow(ctx, campaign.workflow);
+        return repo.publishVersion(workspaceOf(ctx), campaign.id, ctx.params.note ?? null);
+      },
+    }),
+
+    /** Copy a version's workflow and triggers into the draft (unpublished; the status stays). campaigns.write. */
+    restore: defineAction({
+      rest: `POST ${WS}/:campaignId/versions/:versionId/restore`,
+      openapi: { tags, summary: "Copy a version into the draft" },
+      ...write,
+      params: schemas.restore,
+      result: results.detail,
+      async handler(ctx) {
+        const ws = workspaceOf(ctx);
+        const campaign = await campaignOf(ctx, ctx.params.campaignId);
+        assertEditable(campaign);
+        const version = found(await repo.getVersion(ws, campaign.id, ctx.params.versionId), "Version");
+        await repo.restoreVersion(ws, campaign.id, version);
+        return campaignOf(ctx, campaign.id);
+      },
+    }),
+  },
+
+  methods: {
+    /** A lifecycle move with what it implies: activation publishes an unpublished draft; completion exits the live enrollments. */
+    async moveTo(
+      ctx: AppContext,
+      campaign: { id: string; status: CampaignStatus; publishedVersion: number | null; workflow: unknown },
+      to: CampaignStatus,
+      scheduledAt: Date | null,
+    ) {
+      const ws = workspaceOf(ctx);
+      const problem = transitionProblem(campaign.status, to, scheduledAt, new Date());
+      if (problem) throw invalidState(problem);
+      if ((to === "active" || to === "scheduled") && !campaign.publishedVersion) {
+        await assertWorkflow(ctx, campaign.workflow);
+        await repo.publishVersion(ws, campaign.id, null, to);
+        if (to === "active") this.wake();
+        return;
+      }
+      await repo.updateCampaign(ws, campaign.id, { status: to });
+      if (to === "completed") await repo.exitLive(ws, campaign.id, "campaign_completed");
+      if (to === "active") this.wake();
+    },
+
+    /** One pass: claim due enrollments and advance each as far as it goes now. */
+    async pass(limit: number): Promise<{ advanced: number; failed: number }> {
+      const claimed = await repo.claimDue(limit, LEASE_MS);
+      let advanced = 0;
+      let failed = 0;
+      for (const enrollment of claimed) {
+        try {
+          if ((await advance(this.broker, enrollment, new Date())) === "advanced") advanced += 1;
+          else failed += 1;
+        } catch (err) {
+          // Its lease ends and it is taken again.
+          this.logger.warn(`Enrollment ${enrollment.id} step failed`, err);
+          failed += 1;
+        }
+      }
+      return { advanced, failed };
+    },
+
+    /** Run passes until nothing is due (one drain at a time per process; a wake during one runs another). */
+    wake() {
+      if (this.draining) {
+        this.wakeAgain = true;
+        return;
+      }
+      this.draining = (async () => {
+        try {
+          await repo.activateScheduled();
+          for (;;) {
+            this.wakeAgain = false;
+            const { advanced, failed } = await this.pass(PASS_SIZE);
+            if (advanced + failed === 0 && !this.wakeAgain) break;
+          }
+        } catch (err) {
+          this.logger.warn("Campaign pass failed", err);
+        } finally {
+          this.draining = null;
+        }
+      })();
+    },
+  },
+
+  created() {
+    this.draining = null;
+    this.wakeAgain = false;
+  },
+
+  started() {
+    this.pollTimer = setInterval(() => this.wake(), config().campaignPollMs);
+    this.pollTimer.unref();
+  },
+
+  async stopped() {
+    clearInterval(this.pollTimer);
+    await this.draining;
+  },
+});

@@ -1,0 +1,76 @@
+import { SYSTEM } from "../../lib/access";
+import { found, invalidState, validationError } from "../../lib/errors";
+import type { AppContext } from "../../lib/moleculer-types";
+import { workspaceOf } from "../../lib/tenancy";
+import * as repo from "./campaigns.repo";
+import type { CampaignDetail } from "./campaigns.schemas";
+import { references, validateWorkflow, type Workflow } from "./workflow";
+
+/** What the campaigns service and its action mixins share: routes, access, and the checks of a save. */
+
+export const WS = "/workspaces/:workspaceId/campaigns";
+export const tags = ["Campaigns"];
+export const ACCESS = {
+  read: { auth: "any", permission: "campaigns.read" },
+  write: { auth: "any", permission: "campaigns.write" },
+  remove: { auth: "any", permission: "campaigns.delete" },
+} as const;
+
+export const campaignOf = async (ctx: AppContext, campaignId: string): Promise<CampaignDetail> =>
+  found(await repo.getCampaign(workspaceOf(ctx), campaignId), "Campaign");
+
+/** An archived campaign is final: nothing of it changes. */
+export function assertEditable(campaign: CampaignDetail): void {
+  if (campaign.status === "archived") throw invalidState("An archived campaign cannot change");
+}
+
+/**
+ * A workflow's problems, each at its path: its shape (workflow.ts), then the
+ * templates, segments and campaigns it names (unknown, or a template of
+ * another channel). Empty when it may be saved.
+ */
+export async function workflowIssues(ctx: AppContext, input: unknown) {
+  const issues = validateWorkflow(input);
+  if (issues.length) return issues;
+  const ws = workspaceOf(ctx);
+  const meta = { meta: { principal: SYSTEM, workspaceId: ws } };
+  const refs = references(input as Workflow);
+  const checks = [
+    ...refs.templates.map(async ({ field, id, channel }) => {
+      try {
+        const resolved = (await ctx.call("templates.resolve", { templateId: id }, meta)) as {
+          template: { channel: string };
+        };
+        return resolved.template.channel === channel
+          ? null
+          : { field, message: `is a ${resolved.template.channel} template, not ${channel}` };
+      } catch (err) {
+        if ((err as { code?: number }).code === 404) return { field, message: `no template ${id}` };
+        throw err;
+      }
+    }),
+    ...refs.segments.map(async ({ field, id }) => {
+      try {
+        const segment = (await ctx.call("segments.get", { workspaceId: ws, segmentId: id }, meta)) as {
+          type: string;
+        };
+        return segment.type === "static" ? null : { field, message: "must name a static segment" };
+      } catch (err) {
+        if ((err as { code?: number }).code === 404) return { field, message: `no segment ${id}` };
+        throw err;
+      }
+    }),
+    ...refs.campaigns.map(async ({ field, id }) =>
+      (await repo.getCampaign(ws, id)) ? null : { field, message: `no campaign ${id}` },
+    ),
+  ];
+  return (await Promise.all(checks)).filter((issue) => issue !== null);
+}
+
+/** 400 with every problem of a workflow, the first in the message. */
+export async function assertWorkflow(ctx: AppContext, input: unknown): Promise<Workflow> {
+  const issues = await workflowIssues(ctx, input);
+  if (issues.length)
+    throw validationError(`Invalid workflow: ${issues[0].field} ${issues[0].message}`, issues);
+  return input as Workflow;
+}

@@ -1,0 +1,246 @@
+import { SYSTEM } from "../../lib/access";
+import { defineAction } from "../../lib/define-service";
+import { conflict, found, invalidState, notFound } from "../../lib/errors";
+import type { AppContext } from "../../lib/moleculer-types";
+import { pageRequest } from "../../lib/pagination";
+import { workspaceOf } from "../../lib/tenancy";
+import * as repo from "./campaigns.repo";
+import { results, schemas, type CampaignDetail } from "./campaigns.schemas";
+import { ACCESS, campaignOf, tags, WS } from "./campaigns.shared";
+import { dryRun } from "./interpreter";
+import { triggerMatches, triggerTypesFor } from "./triggers";
+
+const { read, write } = ACCESS;
+const CONTACTS = "/workspaces/:workspaceId/contacts/automation";
+/** Enrollments one pass of the runner claims. */
+export const PASS_SIZE = 100;
+
+/** Enroll one contact by hand (re-entry rules ignored): 409 CONFLICT when enrolled, INVALID_STATE when inactive. */
+async function enrollOne(ctx: AppContext, campaign: CampaignDetail, contactId: string) {
+  if (campaign.status !== "active" || !campaign.publishedVersion)
+    throw invalidState("Only an active campaign enrolls contacts");
+  const ws = workspaceOf(ctx);
+  const [enrollment] = await repo.enroll(ws, {
+    campaignId: campaign.id,
+    version: campaign.publishedVersion,
+    contactIds: [contactId],
+    triggerId: null,
+    event: null,
+    reentry: "manual",
+  });
+  if (enrollment) return enrollment;
+  const known = await repo.enrollable(ws, campaign.id, [contactId]);
+  if (!known.has(contactId))
+    throw notFound("Contact", { field: "contactId", message: `no contact ${contactId}` });
+  throw conflict("The contact is already enrolled in this campaign");
+}
+
+/** Enrollments, their logs, the dry-run and the run itself; mixed into `campaigns`. */
+export const enrollmentActions = {
+  actions: {
+    /** Enroll a contact now (re-entry rules ignored). campaigns.write. */
+    enroll: defineAction({
+      rest: `POST ${WS}/:campaignId/enroll`,
+      openapi: { tags, summary: "Enroll a contact" },
+      ...write,
+      params: schemas.enroll,
+      status: 201,
+      result: results.enrollment,
+      async handler(ctx) {
+        const enrollment = await enrollOne(
+          ctx,
+          await campaignOf(ctx, ctx.params.campaignId),
+          ctx.params.contactId,
+        );
+        this.wake();
+        return enrollment;
+      },
+    }),
+
+    /** Enroll up to 1,000 contacts; each one not enrolled says why. campaigns.write. */
+    batch: defineAction({
+      rest: `POST ${WS}/:campaignId/batch`,
+      openapi: { tags, summary: "Enroll many contacts" },
+      ...write,
+      params: schemas.batch,
+      result: results.batch,
+      async handler(ctx) {
+        const campaign = await campaignOf(ctx, ctx.params.campaignId);
+        if (campaign.status !== "active" || !campaign.publishedVersion)
+          throw invalidState("Only an active campaign enrolls contacts");
+        const contactIds = [...new Set(ctx.params.contactIds ?? [])];
+        const ws = workspaceOf(ctx);
+        const live = await repo.enrollable(ws, campaign.id, contactIds);
+        const enrolled = await repo.enroll(ws, {
+          campaignId: campaign.id,
+          version: campaign.publishedVersion,
+          contactIds,
+          triggerId: null,
+          event: null,
+          reentry: "manual",
+        });
+        const done = new Set(enrolled.map((e) => e.contactId));
+        const skipped = contactIds
+          .filter((id) => !done.has(id))
+          .map((contactId) => ({
+            contactId,
+            reason: live.has(contactId) ? "already_enrolled" : "not_found",
+          }));
+        if (enrolled.length) this.wake();
+        return { enrolled: enrolled.length, skipped };
+      },
+    }),
+
+    /** The campaign's enrollments, newest first; filters `status`, `contactId`. campaigns.read. */
+    enrollments: defineAction({
+      rest: `GET ${WS}/:campaignId/enrollments`,
+      openapi: { tags, summary: "List enrollments" },
+      ...read,
+      params: schemas.enrollments,
+      result: results.enrollments,
+      async handler(ctx) {
+        const { campaignId, status, contactId } = ctx.params;
+        await campaignOf(ctx, campaignId);
+        return repo.listEnrollments(
+          workspaceOf(ctx),
+          { campaignId, status, contactId },
+          pageRequest(ctx.params),
+        );
+      },
+    }),
+
+    /** Every step taken, newest first; filters `enrollmentId`, `contactId`, `nodeId`. campaigns.read. */
+    logs: defineAction({
+      rest: `GET ${WS}/:campaignId/logs`,
+      openapi: { tags, summary: "List the log of steps taken" },
+      ...read,
+      params: schemas.logs,
+      result: results.logs,
+      async handler(ctx) {
+        const { campaignId, enrollmentId, contactId, nodeId } = ctx.params;
+        await campaignOf(ctx, campaignId);
+        return repo.listLogs(
+          workspaceOf(ctx),
+          campaignId,
+          { enrollmentId, contactId, nodeId },
+          pageRequest(ctx.params),
+        );
+      },
+    }),
+
+    /**
+     * The path the draft would take for a contact, with the reason at each
+     * node, by the same interpreter as the run; saves nothing. campaigns.read.
+     */
+    dryRun: defineAction({
+      rest: `POST ${WS}/:campaignId/dry-run`,
+      openapi: { tags, summary: "Explain the path a contact would take (saves nothing)" },
+      ...read,
+      params: schemas.dryRun,
+      result: results.dryRun,
+      async handler(ctx) {
+        const { campaignId, contactId, event } = ctx.params;
+        const ws = workspaceOf(ctx);
+        const campaign = await campaignOf(ctx, campaignId);
+        const live = await repo.enrollable(ws, campaignId, [contactId]);
+        if (!live.has(contactId))
+          throw notFound("Contact", { field: "contactId", message: `no contact ${contactId}` });
+        const meta = { meta: { principal: SYSTEM, workspaceId: ws } };
+        const path = await dryRun(
+          campaign.workflow,
+          { campaignId, enrollmentId: `dry-run:${contactId}`, contactId, now: new Date() },
+          {
+            matches: async (filter) =>
+              ((await ctx.call("segments.matches", { contactId, filter }, meta)) as { matches: boolean })
+                .matches,
+            winner: () => null,
+          },
+        );
+        const active = campaign.triggers.filter((t) => t.active);
+        let reason: string | null = null;
+        if (live.get(contactId)) reason = "already enrolled";
+        else if (event && !active.some((t) => triggerMatches(t, event)))
+          reason = `no active trigger enrolls on ${event.type}`;
+        return { wouldEnroll: reason === null, reason, path };
+      },
+    }),
+
+    /** A contact's enrollments in every campaign (`contactId` required). campaigns.read. */
+    automationList: defineAction({
+      rest: `GET ${CONTACTS}`,
+      openapi: { tags: ["Contacts"], summary: "List a contact's campaign enrollments" },
+      ...read,
+      params: schemas.automationList,
+      result: results.enrollments,
+      handler: (ctx) =>
+        repo.listEnrollments(workspaceOf(ctx), { contactId: ctx.params.contactId }, pageRequest(ctx.params)),
+    }),
+
+    /** Enroll a contact in a campaign (as `enroll`). campaigns.write. */
+    automationEnroll: defineAction({
+      rest: `POST ${CONTACTS}`,
+      openapi: { tags: ["Contacts"], summary: "Enroll a contact in a campaign" },
+      ...write,
+      params: schemas.automationEnroll,
+      status: 201,
+      result: results.enrollment,
+      async handler(ctx) {
+        const campaign = found(await repo.getCampaign(workspaceOf(ctx), ctx.params.campaignId), "Campaign");
+        const enrollment = await enrollOne(ctx, campaign, ctx.params.contactId);
+        this.wake();
+        return enrollment;
+      },
+    }),
+
+    /**
+     * Internal (the events chain, step 2): goals reached complete their
+     * enrollments, waits for this event resume, and matching event triggers
+     * enroll, all before the event's answer.
+     */
+    handleEvent: defineAction({
+      params: schemas.handleEvent,
+      result: results.handleEvent,
+      async handler(ctx) {
+        const { contactId, type, metadata } = ctx.params;
+        if (!contactId) return { enrolled: 0, resumed: 0, completed: 0 };
+        const ws = workspaceOf(ctx);
+        const completed = await repo.completeGoals(ws, contactId, type);
+        const resumed = await repo.resumeWaitingFor(ws, contactId, type);
+        let enrolled = 0;
+        const triggers = (await repo.liveTriggers(ws, triggerTypesFor(type))).filter((t) =>
+          triggerMatches(t, { type, metadata }),
+        );
+        for (const trigger of triggers) {
+          const rows = await repo.enroll(ws, {
+            campaignId: trigger.campaign_id,
+            version: trigger.published_version,
+            contactIds: [contactId],
+            triggerId: trigger.id,
+            event: {
+              id: ctx.params.id,
+              type,
+              metadata: metadata ?? null,
+              timestamp: ctx.params.timestamp ?? null,
+            },
+            reentry: trigger.reentry,
+            cooldownHours: trigger.cooldown_hours,
+          });
+          enrolled += rows.length;
+        }
+        if (enrolled || resumed) this.wake();
+        return { enrolled, resumed, completed };
+      },
+    }),
+
+    /** Internal (`GET /api/cron/tick`): scheduled campaigns due become active, then one pass of due steps. */
+    processDue: defineAction({
+      params: schemas.processDue,
+      result: results.processDue,
+      async handler(ctx) {
+        const activated = await repo.activateScheduled();
+        const { advanced, failed } = await this.pass(ctx.params.limit ?? PASS_SIZE);
+        return { activated, advanced, failed };
+      },
+    }),
+  },
+};

@@ -1,0 +1,244 @@
+import type { ServiceBroker } from "moleculer";
+import { SYSTEM } from "../../lib/access";
+import { sha256Hex } from "../../lib/crypto";
+import * as repo from "./campaigns.repo";
+import type { EnrollmentRow } from "./campaigns.repo";
+import { decide, nextNode, type Probe } from "./interpreter";
+import type { Workflow, WorkflowNode } from "./workflow";
+
+/**
+ * The journey run: claimed enrollments advance node by node until a wait
+ * or the end, each step saved with its log line before the next. A step
+ * repeated after a crash is harmless: a send takes an id derived from
+ * enrollment and node (the send path never queues an id twice), the
+ * other actions set what they set.
+ */
+
+/** Steps one enrollment may take in one claim (a workflow has no cycles; this bounds a long one). */
+const MAX_STEPS = 100;
+/** A step that failed for a passing reason (a service away) is tried again after this long. */
+const RETRY_MS = 60_000;
+
+/** The message id of the send at `nodeId` of an enrollment, the same on every try (a UUID built from a hash). */
+export function stepMessageId(enrollmentId: string, nodeId: string): string {
+  const h = sha256Hex(`${enrollmentId}:${nodeId}`);
+  return `${h.slice(0, 8)}-${h.slice(8, 12)}-8${h.slice(13, 16)}-a${h.slice(17, 20)}-${h.slice(20, 32)}`;
+}
+
+/** Versions never change: a process keeps the workflows it has read. */
+const workflows = new Map<string, Workflow>();
+async function workflowOf(campaignId: string, version: number): Promise<Workflow | null> {
+  const key = `${campaignId}:${version}`;
+  let workflow = workflows.get(key);
+  if (!workflow) {
+    const read = await repo.versionWorkflow(campaignId, version);
+    if (!read) return null;
+    workflows.set(key, (workflow = read));
+  }
+  return workflow;
+}
+
+/** The facts a run's decisions ask for, from the store. */
+export function storeProbe(
+  broker: ServiceBroker,
+  e: { workspace_id: string; id: string; contact_id: string },
+): Probe {
+  const meta = { meta: { principal: SYSTEM, workspaceId: e.workspace_id } };
+  return {
+    matches: async (filter) =>
+      (
+        (await broker.call("segments.matches", { contactId: e.contact_id, filter }, meta)) as {
+          matches: boolean;
+        }
+      ).matches,
+    engaged: (nodeId, kind, url) =>
+      repo.messageEngaged(e.workspace_id, e.contact_id, stepMessageId(e.id, nodeId), kind, url),
+    winner: () => null,
+  };
+}
+
+/** A client error (4xx) will not pass by itself: the step fails. Anything else is tried again. */
+const permanent = (err: unknown) => {
+  const code = (err as { code?: unknown }).code;
+  return typeof code === "number" && code >= 400 && code < 500;
+};
+
+/** Perform an action node; answers the log line's detail. */
+async function perform(broker: ServiceBroker, e: EnrollmentRow, node: WorkflowNode): Promise<string> {
+  const c = node.config;
+  const meta = { meta: { principal: SYSTEM, workspaceId: e.workspace_id } };
+  const workspaceId = e.workspace_id;
+  switch (node.type) {
+    case "entry":
+      return "entered";
+    case "wait":
+      return "waited";
+    case "send": {
+      const messageId = stepMessageId(e.id, node.id);
+      const result = (await broker.call(
+        "messages.enqueue",
+        {
+          channel: c.channel,
+          templateId: c.templateId,
+          contactIds: [e.contact_id],
+          messageIds: [messageId],
+          campaignId: e.campaign_id,
+          enrollmentId: e.id,
+          transactional: c.transactional ?? false,
+          ...(c.variables ? { variables: c.variables } : {}),
+        },
+        meta,
+      )) as { queued: number; suppressed: number; skipped: Array<{ reason: string }> };
+      if (result.queued) return `message ${messageId} queued`;
+      if (result.suppressed) return `message ${messageId} suppressed`;
+      return `not sent: ${result.skipped[0]?.reason ?? "skipped"}`;
+    }
+    case "update_contact": {
+      const changes: Record<string, unknown> = { ...((c.set as Record<string, unknown>) ?? {}) };
+      if (c.addTags || c.removeTags) {
+        const contact = (await broker.call(
+          "contacts.get",
+          { workspaceId, contactId: e.contact_id },
+          meta,
+        )) as {
+          tags: string[];
+        };
+        const removed = new Set(c.removeTags as string[] | undefined);
+        changes.tags = [...new Set([...contact.tags, ...((c.addTags as string[]) ?? [])])].filter(
+          (t) => !removed.has(t),
+        );
+      }
+      if (Object.keys(changes).length)
+        await broker.call("contacts.update", { workspaceId, contactId: e.contact_id, ...changes }, meta);
+      for (const [channel, status] of Object.entries((c.consent as Record<string, string>) ?? {}))
+        await broker.call(
+          "contacts.consentPut",
+          { workspaceId, contactId: e.contact_id, channel, status, source: "automation" },
+          meta,
+        );
+      return "contact updated";
+    }
+    case "segment_add":
+    case "segment_remove":
+      await broker.call(
+        node.type === "segment_add" ? "segments.addMembers" : "segments.removeMembers",
+        { workspaceId, segmentId: c.segmentId, contactIds: [e.contact_id] },
+        meta,
+      );
+      return `${node.type === "segment_add" ? "added to" : "removed from"} segment ${String(c.segmentId)}`;
+    case "enroll_campaign": {
+      const target = await repo.getCampaign(workspaceId, String(c.campaignId));
+      if (!target || target.status !== "active" || !target.publishedVersion)
+        return `campaign ${String(c.campaignId)} is not active`;
+      const [enrolled] = await repo.enroll(workspaceId, {
+        campaignId: target.id,
+        version: target.publishedVersion,
+        contactIds: [e.contact_id],
+        triggerId: null,
+        event: null,
+        reentry: "always",
+      });
+      return enrolled ? `enrolled in campaign ${target.id}` : `already in campaign ${target.id}`;
+    }
+    default:
+      throw Object.assign(new Error(`${node.type} nodes are not available yet`), { code: 400 });
+  }
+}
+
+/** Advance one claimed enrollment (its `run_at` is its lease's end) as far as it goes now. */
+export async function advance(
+  broker: ServiceBroker,
+  e: EnrollmentRow,
+  now: Date,
+): Promise<"advanced" | "failed"> {
+  const workflow = await workflowOf(e.campaign_id, e.version);
+  const entry = workflow?.nodes.find((n) => n.type === "entry");
+  if (!workflow || !entry) {
+    await repo.saveStep(
+      e,
+      { status: "failed", currentNodeId: e.current_node_id, runAt: null, exitReason: "version_missing" },
+      {
+        nodeId: e.current_node_id ?? "entry",
+        outcome: "failed",
+        branch: null,
+        detail: `version ${e.version} missing`,
+      },
+    );
+    return "failed";
+  }
+  const probe = storeProbe(broker, e);
+  let node = workflow.nodes.find((n) => n.id === (e.current_node_id ?? entry.id));
+  let resumed = e.status === "waiting";
+  for (let steps = 0; node && steps < MAX_STEPS; steps++) {
+    const at = { campaignId: e.campaign_id, enrollmentId: e.id, contactId: e.contact_id, now };
+    const decision = await decide(
+      node,
+      { ...at, resumed, resumeBranch: resumed ? e.next_branch : null },
+      probe,
+    );
+    resumed = false;
+    if (decision.kind === "wait") {
+      await repo.saveStep(
+        e,
+        {
+          status: "waiting",
+          currentNodeId: node.id,
+          runAt: decision.until,
+          waitingUntil: decision.until,
+          waitingEvent: decision.waitingEvent,
+        },
+        { nodeId: node.id, outcome: "ok", branch: null, detail: decision.reason },
+      );
+      return "advanced";
+    }
+    if (decision.kind === "end") {
+      await repo.saveStep(
+        e,
+        { status: decision.status, currentNodeId: node.id, runAt: null, exitReason: decision.reason },
+        { nodeId: node.id, outcome: "ok", branch: null, detail: decision.reason },
+      );
+      return "advanced";
+    }
+    let detail = decision.reason;
+    if (decision.kind === "act") {
+      try {
+        detail = await perform(broker, e, node);
+      } catch (err) {
+        const message = err instanceof Error ? err.message : String(err);
+        const failed = permanent(err);
+        await repo.saveStep(
+          e,
+          failed
+            ? { status: "failed", currentNodeId: node.id, runAt: null, exitReason: "step_failed" }
+            : { status: "active", currentNodeId: node.id, runAt: new Date(now.getTime() + RETRY_MS) },
+          {
+            nodeId: node.id,
+            outcome: "failed",
+            branch: null,
+            detail: failed ? message : `${message} (retrying)`,
+          },
+        );
+        return "failed";
+      }
+    }
+    const next = nextNode(workflow, node, decision);
+    const log = {
+      nodeId: node.id,
+      outcome: decision.kind === "branch" ? ("branched" as const) : ("ok" as const),
+      branch: decision.kind === "branch" ? decision.branch : null,
+      detail,
+    };
+    if (!next) {
+      await repo.saveStep(
+        e,
+        { status: "completed", currentNodeId: node.id, runAt: null, exitReason: "path_end" },
+        log,
+      );
+      return "advanced";
+    }
+    // Still ours until the lease ends: the next step runs in this loop.
+    await repo.saveStep(e, { status: "active", currentNodeId: next, runAt: e.run_at }, log);
+    node = workflow.nodes.find((n) => n.id === next);
+  }
+  return "advanced";
+}

@@ -1,0 +1,48 @@
+import { Type, type TSchema } from "@sinclair/typebox";
+import type { FieldIssue } from "../../lib/errors";
+import { schemaIssues } from "../../lib/schema";
+import type { TriggerType } from "./campaigns.schemas";
+
+/**
+ * Trigger configs (contract 9) and which recorded event enrolls by which
+ * trigger, pure. A form submission is the recorded event `form.submitted`.
+ */
+
+const Closed = <T extends Parameters<typeof Type.Object>[0]>(properties: T) =>
+  Type.Object(properties, { additionalProperties: false });
+const Id = Type.String({ minLength: 1, maxLength: 64 });
+
+/** The trigger types this build runs; the others are refused when a trigger is saved. */
+const CONFIGS: Partial<Record<TriggerType, TSchema>> = {
+  event: Closed({ eventType: Type.String({ minLength: 1, maxLength: 200 }) }),
+  form_submitted: Closed({ formId: Type.Optional(Id) }),
+  manual: Closed({}),
+};
+
+export function triggerConfigIssues(type: TriggerType, config: Record<string, unknown>): FieldIssue[] {
+  const schema = CONFIGS[type];
+  if (!schema) return [{ field: "type", message: `${type} triggers are not available yet` }];
+  return schemaIssues(schema as Record<string, unknown>, config).map((i) => ({
+    field: i.field ? `config.${i.field}` : "config",
+    message: i.message,
+  }));
+}
+
+/** The trigger types a recorded event of `type` may enroll by. */
+export const triggerTypesFor = (type: string): TriggerType[] =>
+  type === "form.submitted" ? ["event", "form_submitted"] : ["event"];
+
+/** Whether a live trigger enrolls for this event. */
+export function triggerMatches(
+  trigger: { type: TriggerType; config: Record<string, unknown> },
+  event: { type: string; metadata?: unknown },
+): boolean {
+  if (trigger.type === "event") return trigger.config.eventType === event.type;
+  if (trigger.type === "form_submitted")
+    return (
+      event.type === "form.submitted" &&
+      (!trigger.config.formId ||
+        (event.metadata as { formId?: unknown } | null)?.formId === trigger.config.formId)
+    );
+  return false;
+}

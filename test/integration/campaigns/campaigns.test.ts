@@ -1,0 +1,442 @@
+import { SYSTEM } from "../../../lib/access";
+import { startApp, type TestApp } from "../../helpers/app";
+import { ownerWithWorkspace } from "../../helpers/http";
+import { waitFor } from "../../helpers/wait";
+import { stepMessageId } from "../../../services/campaigns/runner";
+
+/**
+ * Campaigns through the gateway against real PostgreSQL: the lifecycle and
+ * its 409s, workflow validation with paths, versions and restore, actions
+ * and triggers, and journeys that run (send through the one send path,
+ * waits, conditions, tags), enroll from an event before its answer, and
+ * complete on a goal.
+ */
+
+let app: TestApp;
+let ctx: Awaited<ReturnType<typeof ownerWithWorkspace>>;
+let templateId: string;
+
+beforeAll(async () => {
+  app = await startApp({
+    services: [
+      "api",
+      "auth",
+      "workspaces",
+      "contacts",
+      "events",
+      "segments",
+      "templates",
+      "messages",
+      "campaigns",
+    ],
+    env: { MESSAGE_POLL_MS: "50", CAMPAIGN_POLL_MS: "50" },
+  });
+  ctx = await ownerWithWorkspace(app.baseUrl);
+  await ctx.owner.client.patch(ctx.ws, {
+    settings: { sender: { fromName: "Acme", fromEmail: "news@acme.test" } },
+  });
+  const template = await ctx.owner.client.post(`${ctx.ws}/templates`, {
+    name: "Welcome",
+    channel: "email",
+    content: { subject: "Welcome {{ contact.firstName }}", html: "<p>Hi {{ contact.firstName }}</p>" },
+  });
+  templateId = template.body.id;
+});
+
+afterAll(async () => {
+  await app?.stop();
+});
+
+const c = () => ctx.owner.client;
+const contact = async (body: Record<string, unknown>) =>
+  (await c().post(`${ctx.ws}/contacts`, body)).body.id as string;
+
+async function campaignWith(workflow: Record<string, unknown>, name = "Journey") {
+  const res = await c().post(`${ctx.ws}/campaigns`, { name, workflow });
+  expect(res.status).toBe(201);
+  return res.body.id as string;
+}
+
+function finished(campaignId: string, enrollmentId: string) {
+  return waitFor(async () => {
+    const list = (await c().get(`${ctx.ws}/campaigns/${campaignId}/enrollments`)).body.data as Array<
+      Record<string, any>
+    >;
+    const e = list.find((x) => x.id === enrollmentId);
+    return e && ["completed", "exited", "failed"].includes(e.status) ? e : undefined;
+  }, 10_000);
+}
+
+test("lifecycle: a draft with an entry; moves the contract does not list are 409 INVALID_STATE; execute publishes; no delete while active", async () => {
+  const created = await c().post(`${ctx.ws}/campaigns`, { name: "Onboarding" });
+  expect(created.status).toBe(201);
+  expect(created.body).toMatchObject({
+    name: "Onboarding",
+    type: "workflow",
+    status: "draft",
+    publishedVersion: null,
+    stats: { enrolled: 0, active: 0, completed: 0, exited: 0 },
+    workflow: { nodes: [{ id: "entry", type: "entry", config: {} }], edges: [] },
+    triggers: [],
+  });
+  const id = created.body.id;
+  const paused = await c().patch(`${ctx.ws}/campaigns/${id}`, { status: "paused" });
+  expect(paused.status).toBe(409);
+  expect(paused.body.code).toBe("INVALID_STATE");
+  const past = await c().patch(`${ctx.ws}/campaigns/${id}`, {
+    status: "scheduled",
+    scheduledAt: "2020-01-01T00:00:00Z",
+  });
+  expect(past.status).toBe(409);
+
+  const executed = await c().post(`${ctx.ws}/campaigns/${id}/execute`);
+  expect(executed.status).toBe(200);
+  expect(executed.body).toMatchObject({ status: "active", publishedVersion: 1, draftChanged: false });
+  expect((await c().delete(`${ctx.ws}/campaigns/${id}`)).status).toBe(409);
+  expect((await c().patch(`${ctx.ws}/campaigns/${id}`, { status: "paused" })).body.status).toBe("paused");
+  expect((await c().patch(`${ctx.ws}/campaigns/${id}`, { status: "archived" })).body.status).toBe("archived");
+  const renamed = await c().patch(`${ctx.ws}/campaigns/${id}`, { name: "Again" });
+  expect(renamed.status).toBe(409);
+
+  const list = await c().get(`${ctx.ws}/campaigns?status=archived&search=Onboard`);
+  expect(list.body.data.map((x: { id: string }) => x.id)).toEqual([id]);
+  expect((await c().delete(`${ctx.ws}/campaigns/${id}`)).status).toBe(200);
+  expect((await c().get(`${ctx.ws}/campaigns/${id}`)).status).toBe(404);
+});
+
+test("workflow: validated on save with the path of each problem; POST only validates; actions edit the draft", async () => {
+  const id = (await c().post(`${ctx.ws}/campaigns`, { name: "Checks" })).body.id;
+  const bad = await c().put(`${ctx.ws}/campaigns/${id}/workflow`, {
+    nodes: [
+      { id: "entry", type: "entry", config: {} },
+      { id: "w", type: "wait", config: { duration: "two days" } },
+    ],
+    edges: [{ from: "entry", to: "w" }],
+  });
+  expect(bad.status).toBe(400);
+  expect(bad.body.code).toBe("VALIDATION_ERROR");
+  expect(bad.body.details).toContainEqual({
+    field: "nodes[1].config.duration",
+    message: expect.stringMatching(/ISO 8601/),
+  });
+
+  const cycle = await c().post(`${ctx.ws}/campaigns/${id}/workflow`, {
+    nodes: [
+      { id: "entry", type: "entry", config: {} },
+      { id: "a", type: "wait", config: { duration: "P1D" } },
+      { id: "b", type: "wait", config: { duration: "P1D" } },
+    ],
+    edges: [
+      { from: "entry", to: "a" },
+      { from: "a", to: "b" },
+      { from: "b", to: "a" },
+    ],
+  });
+  expect(cycle.status).toBe(200);
+  expect(cycle.body.valid).toBe(false);
+  expect(cycle.body.errors[0]).toMatchObject({ field: "edges", message: expect.stringMatching(/cycle/) });
+
+  const branches = await c().post(`${ctx.ws}/campaigns/${id}/workflow`, {
+    nodes: [
+      { id: "entry", type: "entry", config: {} },
+      { id: "c", type: "condition", config: { filter: { match: "all", conditions: [] } } },
+      { id: "s", type: "send", config: { channel: "email", templateId: "missing" } },
+    ],
+    edges: [
+      { from: "entry", to: "c" },
+      { from: "c", to: "s", branch: "maybe" },
+    ],
+  });
+  expect(branches.body.errors).toContainEqual({
+    field: "edges[1].branch",
+    message: "must be one of yes, no (node c)",
+  });
+
+  const unknownTemplate = await c().put(`${ctx.ws}/campaigns/${id}/workflow`, {
+    nodes: [
+      { id: "entry", type: "entry", config: {} },
+      { id: "s", type: "send", config: { channel: "email", templateId: "missing" } },
+    ],
+    edges: [{ from: "entry", to: "s" }],
+  });
+  expect(unknownTemplate.status).toBe(400);
+  expect(unknownTemplate.body.details).toEqual([
+    { field: "nodes[1].config.templateId", message: "no template missing" },
+  ]);
+
+  // actions: add at the end of the path, change, remove (the path joins up).
+  const wait = await c().post(`${ctx.ws}/campaigns/${id}/actions`, {
+    id: "w1",
+    type: "wait",
+    config: { duration: "P2D" },
+  });
+  expect(wait.status).toBe(201);
+  const send = await c().post(`${ctx.ws}/campaigns/${id}/actions`, {
+    id: "s1",
+    type: "send",
+    config: { channel: "email", templateId },
+  });
+  expect(send.status).toBe(201);
+  const tag = await c().post(`${ctx.ws}/campaigns/${id}/actions`, {
+    id: "t1",
+    type: "update_contact",
+    config: { addTags: ["x"] },
+    after: "w1",
+  });
+  expect(tag.body.next).toEqual([{ to: "s1", branch: null }]);
+  expect(
+    (await c().patch(`${ctx.ws}/campaigns/${id}/actions/w1`, { config: { duration: "soon" } })).status,
+  ).toBe(400);
+  expect(
+    (await c().patch(`${ctx.ws}/campaigns/${id}/actions/w1`, { config: { duration: "PT6H" } })).status,
+  ).toBe(200);
+  expect((await c().delete(`${ctx.ws}/campaigns/${id}/actions/t1`)).status).toBe(200);
+  const actions = (await c().get(`${ctx.ws}/campaigns/${id}/actions`)).body;
+  expect(actions).toEqual([
+    { id: "w1", type: "wait", config: { duration: "PT6H" }, next: [{ to: "s1", branch: null }] },
+    { id: "s1", type: "send", config: { channel: "email", templateId }, next: [] },
+  ]);
+  expect((await c().delete(`${ctx.ws}/campaigns/${id}/actions/entry`)).status).toBe(404);
+});
+
+test("versions freeze the draft and triggers; restore copies one back; clone copies draft and triggers", async () => {
+  const id = await campaignWith({
+    nodes: [
+      { id: "entry", type: "entry", config: {} },
+      { id: "w", type: "wait", config: { duration: "P1D" } },
+    ],
+    edges: [{ from: "entry", to: "w" }],
+  });
+  const trigger = await c().post(`${ctx.ws}/campaigns/${id}/triggers`, {
+    type: "event",
+    config: { eventType: "trial.started" },
+  });
+  expect(trigger.status).toBe(201);
+  expect(trigger.body).toMatchObject({ type: "event", reentry: "once", active: true, cooldownHours: null });
+  expect(
+    (await c().post(`${ctx.ws}/campaigns/${id}/triggers`, { type: "event", config: {} })).body.details[0]
+      .field,
+  ).toBe("config.eventType");
+  expect(
+    (await c().post(`${ctx.ws}/campaigns/${id}/triggers`, { type: "manual", reentry: "cooldown" })).body
+      .details[0].field,
+  ).toBe("cooldownHours");
+
+  const v1 = await c().post(`${ctx.ws}/campaigns/${id}/versions`, { note: "first" });
+  expect(v1.status).toBe(201);
+  expect(v1.body).toMatchObject({
+    number: 1,
+    note: "first",
+    triggers: [{ type: "event", config: { eventType: "trial.started" } }],
+  });
+  await c().put(`${ctx.ws}/campaigns/${id}/workflow`, {
+    nodes: [{ id: "entry", type: "entry", config: {} }],
+    edges: [],
+  });
+  await c().delete(`${ctx.ws}/campaigns/${id}/triggers/${trigger.body.id}`);
+  expect((await c().get(`${ctx.ws}/campaigns/${id}`)).body).toMatchObject({
+    draftChanged: true,
+    triggers: [],
+  });
+
+  const restored = await c().post(`${ctx.ws}/campaigns/${id}/versions/${v1.body.id}/restore`);
+  expect(restored.status).toBe(200);
+  expect(restored.body.workflow.nodes.map((n: { id: string }) => n.id)).toEqual(["entry", "w"]);
+  expect(restored.body.triggers).toMatchObject([{ type: "event", config: { eventType: "trial.started" } }]);
+  expect(restored.body).toMatchObject({ status: "draft", publishedVersion: 1, draftChanged: true });
+  const versions = await c().get(`${ctx.ws}/campaigns/${id}/versions`);
+  expect(versions.body.data.map((v: { number: number }) => v.number)).toEqual([1]);
+
+  const clone = await c().post(`${ctx.ws}/campaigns/${id}/clone`);
+  expect(clone.status).toBe(201);
+  expect(clone.body).toMatchObject({ name: "Journey (copy)", status: "draft", publishedVersion: null });
+  expect(clone.body.workflow).toEqual(restored.body.workflow);
+  expect(clone.body.triggers).toHaveLength(1);
+});
+
+test("a journey runs: the send goes through the send path once, the wait holds, the condition branches, the contact is tagged", async () => {
+  const id = await campaignWith({
+    nodes: [
+      { id: "entry", type: "entry", config: {} },
+      { id: "hello", type: "send", config: { channel: "email", templateId } },
+      { id: "pause", type: "wait", config: { duration: "PT1S" } },
+      {
+        id: "vip",
+        type: "condition",
+        config: {
+          filter: { match: "all", conditions: [{ field: "tags", operator: "contains", value: "vip" }] },
+        },
+      },
+      { id: "tag", type: "update_contact", config: { addTags: ["journeyed"], set: { city: "Lisbon" } } },
+      { id: "bye", type: "exit", config: {} },
+    ],
+    edges: [
+      { from: "entry", to: "hello" },
+      { from: "hello", to: "pause" },
+      { from: "pause", to: "vip" },
+      { from: "vip", to: "tag", branch: "yes" },
+      { from: "vip", to: "bye", branch: "no" },
+    ],
+  });
+  expect((await c().post(`${ctx.ws}/campaigns/${id}/execute`)).body.status).toBe("active");
+  const vip = await contact({ email: "vip@example.com", firstName: "Vera", tags: ["vip"] });
+  const plain = await contact({ email: "plain@example.com", firstName: "Pat" });
+
+  const enrolled = await c().post(`${ctx.ws}/campaigns/${id}/enroll`, { contactId: vip });
+  expect(enrolled.status).toBe(201);
+  expect(enrolled.body).toMatchObject({ campaignId: id, contactId: vip, version: 1, status: "active" });
+  expect((await c().post(`${ctx.ws}/campaigns/${id}/enroll`, { contactId: vip })).status).toBe(409);
+  const batch = await c().post(`${ctx.ws}/campaigns/${id}/batch`, { contactIds: [plain, vip, "nobody"] });
+  expect(batch.body).toEqual({
+    enrolled: 1,
+    skipped: [
+      { contactId: vip, reason: "already_enrolled" },
+      { contactId: "nobody", reason: "not_found" },
+    ],
+  });
+  const waiting = await waitFor(async () => {
+    const e = (await c().get(`${ctx.ws}/campaigns/${id}/enrollments?contactId=${vip}`)).body.data[0];
+    return e.status === "waiting" ? e : undefined;
+  }, 10_000);
+  expect(waiting.currentNodeId).toBe("pause");
+
+  const done = await finished(id, enrolled.body.id);
+  expect(done).toMatchObject({ status: "completed", exitReason: "path_end", currentNodeId: "tag" });
+  const tagged = (await c().get(`${ctx.ws}/contacts/${vip}`)).body;
+  expect(tagged.tags).toEqual(expect.arrayContaining(["vip", "journeyed"]));
+  expect(tagged.city).toBe("Lisbon");
+
+  const messages = (await c().get(`${ctx.ws}/messages?campaignId=${id}&contactId=${vip}`)).body.data;
+  expect(messages).toHaveLength(1);
+  expect(messages[0]).toMatchObject({
+    id: stepMessageId(enrolled.body.id, "hello"),
+    campaignId: id,
+    enrollmentId: enrolled.body.id,
+    templateId,
+  });
+  const logs = (await c().get(`${ctx.ws}/campaigns/${id}/logs?enrollmentId=${enrolled.body.id}`)).body.data;
+  expect(
+    logs
+      .map((l: { nodeId: string; outcome: string; branch: string | null }) => [l.nodeId, l.outcome, l.branch])
+      .reverse(),
+  ).toEqual([
+    ["entry", "ok", null],
+    ["hello", "ok", null],
+    ["pause", "ok", null],
+    ["pause", "ok", null],
+    ["vip", "branched", "yes"],
+    ["tag", "ok", null],
+  ]);
+
+  const other = (await c().get(`${ctx.ws}/campaigns/${id}/enrollments?contactId=${plain}`)).body.data[0];
+  expect(await finished(id, other.id)).toMatchObject({
+    status: "exited",
+    exitReason: "exit",
+    currentNodeId: "bye",
+  });
+  expect((await c().get(`${ctx.ws}/contacts/automation?contactId=${plain}`)).body.data).toHaveLength(1);
+
+  // A retried step re-queues nothing: the send's id is already taken.
+  const retried = (await app.broker.call(
+    "messages.enqueue",
+    {
+      channel: "email",
+      templateId,
+      contactIds: [vip],
+      messageIds: [stepMessageId(enrolled.body.id, "hello")],
+      campaignId: id,
+    },
+    { meta: { principal: SYSTEM, workspaceId: ctx.workspaceId } },
+  )) as { queued: number; skipped: unknown[] };
+  expect(retried).toMatchObject({ queued: 0, skipped: [{ contactId: vip, reason: "already_queued" }] });
+  expect((await c().get(`${ctx.ws}/campaigns/${id}`)).body.stats).toEqual({
+    enrolled: 2,
+    active: 0,
+    completed: 1,
+    exited: 1,
+  });
+});
+
+test("an event trigger enrolls before POST /events answers, once; a goal event completes the enrollment from a wait", async () => {
+  const id = await campaignWith({
+    nodes: [
+      { id: "entry", type: "entry", config: {} },
+      { id: "later", type: "wait", config: { duration: "P3D" } },
+      { id: "bought", type: "goal", config: { event: "purchase" } },
+    ],
+    edges: [{ from: "entry", to: "later" }],
+  });
+  await c().post(`${ctx.ws}/campaigns/${id}/triggers`, { type: "event", config: { eventType: "signup" } });
+  await c().post(`${ctx.ws}/campaigns/${id}/execute`);
+  const who = await contact({ email: "goal@example.com" });
+
+  expect((await c().post(`${ctx.ws}/events`, { type: "signup", contactId: who })).status).toBe(201);
+  const [enrollment] = (await c().get(`${ctx.ws}/contacts/automation?contactId=${who}`)).body.data;
+  expect(enrollment).toMatchObject({ campaignId: id, contactId: who });
+  expect(enrollment.triggerId).toBeTruthy();
+
+  await waitFor(async () => {
+    const e = (await c().get(`${ctx.ws}/campaigns/${id}/enrollments`)).body.data[0];
+    return e.status === "waiting" ? e : undefined;
+  }, 10_000);
+  await c().post(`${ctx.ws}/events`, { type: "purchase", contactId: who });
+  const [done] = (await c().get(`${ctx.ws}/campaigns/${id}/enrollments`)).body.data;
+  expect(done).toMatchObject({ status: "completed", exitReason: "goal" });
+  expect(done.finishedAt).toBeTruthy();
+
+  // Re-entry `once`: a second signup enrolls no more.
+  await c().post(`${ctx.ws}/events`, { type: "signup", contactId: who });
+  expect((await c().get(`${ctx.ws}/campaigns/${id}/enrollments`)).body.data).toHaveLength(1);
+});
+
+test("dry-run explains the path with the run's interpreter and saves nothing", async () => {
+  const id = await campaignWith({
+    nodes: [
+      { id: "entry", type: "entry", config: {} },
+      { id: "w", type: "wait", config: { duration: "P1D" } },
+      {
+        id: "c",
+        type: "condition",
+        config: {
+          filter: {
+            match: "all",
+            conditions: [{ field: "email", operator: "ends_with", value: "@example.org" }],
+          },
+        },
+      },
+      { id: "s", type: "send", config: { channel: "email", templateId } },
+      { id: "x", type: "exit", config: {} },
+    ],
+    edges: [
+      { from: "entry", to: "w" },
+      { from: "w", to: "c" },
+      { from: "c", to: "s", branch: "yes" },
+      { from: "c", to: "x", branch: "no" },
+    ],
+  });
+  await c().post(`${ctx.ws}/campaigns/${id}/triggers`, { type: "event", config: { eventType: "visit" } });
+  const who = await contact({ email: "dry@example.org" });
+  const res = await c().post(`${ctx.ws}/campaigns/${id}/dry-run`, {
+    contactId: who,
+    event: { type: "other" },
+  });
+  expect(res.status).toBe(200);
+  expect(res.body).toMatchObject({ wouldEnroll: false, reason: "no active trigger enrolls on other" });
+  expect(res.body.path).toEqual([
+    { nodeId: "entry", outcome: "ok", branch: null, reason: "entered" },
+    {
+      nodeId: "w",
+      outcome: "ok",
+      branch: null,
+      reason: expect.stringMatching(/^waits until .*; then waited$/),
+    },
+    { nodeId: "c", outcome: "branched", branch: "yes", reason: "condition met" },
+    { nodeId: "s", outcome: "ok", branch: null, reason: `would send template ${templateId} (email)` },
+  ]);
+  expect(
+    (await c().post(`${ctx.ws}/campaigns/${id}/dry-run`, { contactId: who, event: { type: "visit" } })).body
+      .wouldEnroll,
+  ).toBe(true);
+  expect((await c().get(`${ctx.ws}/campaigns/${id}/enrollments`)).body.data).toEqual([]);
+  expect((await c().get(`${ctx.ws}/messages?campaignId=${id}`)).body.data).toEqual([]);
+});
