@@ -25,6 +25,7 @@ import * as providers from "./0041-providers";
 import * as providerCallbacks from "./0042-provider-callbacks";
 import * as providerHealth from "./0043-provider-health";
 import * as campaigns from "./0050-campaigns";
+import * as broadcasts from "./0051-broadcasts";
 
 export interface Migration {
   name: string;
@@ -59,4 +60,5 @@ export const migrations: Migration[] = [
   { name: "0042-provider-callbacks", up: providerCallbacks.up },
   { name: "0043-provider-health", up: providerHealth.up },
   { name: "0050-campaigns", up: campaigns.up },
+  { name: "0051-broadcasts", up: broadcasts.up },
 ];

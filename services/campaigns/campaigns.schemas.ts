@@ -1,6 +1,7 @@
 import { Type, type Static } from "@sinclair/typebox";
 import { Paginated, PageQuery } from "../../lib/pagination";
 import { Component, DateTime, Int32, Nullable, Params, StringEnum, Trimmed } from "../../lib/schema";
+import { CHANNELS } from "../templates/render";
 import { NODE_TYPES } from "./workflow";
 
 const WorkspaceId = Type.String({ minLength: 1, maxLength: 64 });
@@ -239,6 +240,21 @@ export const schemas = {
   }),
   automationList: Params({ workspaceId: WorkspaceId, contactId: Id, ...PageQuery }),
   automationEnroll: Params({ workspaceId: WorkspaceId, contactId: Id, campaignId: Id }),
+  broadcast: Params({
+    workspaceId: WorkspaceId,
+    name: Trimmed({ minLength: 1, maxLength: 200 }),
+    channel: StringEnum(CHANNELS),
+    templateId: Id,
+    segmentId: Type.Optional(Id),
+    contactIds: Type.Optional(Type.Array(Id, { minItems: 1, maxItems: 100_000 })),
+    filter: Type.Optional(
+      Type.Record(Type.String(), Type.Unknown(), { description: "A segment filter (`{match, conditions}`)" }),
+    ),
+    sendAt: Type.Optional(Type.String({ format: "date-time" })),
+    variables: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
+    topic: Type.Optional(Type.String({ minLength: 1, maxLength: 100 })),
+    transactional: Type.Optional(Type.Boolean()),
+  }),
   handleEvent: Params(
     {
       id: Type.String(),
@@ -287,5 +303,11 @@ export const results = {
     ),
   }),
   handleEvent: Type.Object({ enrolled: Type.Integer(), resumed: Type.Integer(), completed: Type.Integer() }),
-  processDue: Type.Object({ activated: Type.Integer(), advanced: Type.Integer(), failed: Type.Integer() }),
+  processDue: Type.Object({
+    activated: Type.Integer(),
+    advanced: Type.Integer(),
+    failed: Type.Integer(),
+    resumedBroadcasts: Type.Integer(),
+  }),
+  broadcast: Type.Object({ jobId: Type.String(), campaignId: Type.String() }),
 };

@@ -14,9 +14,13 @@ import {
   assertWorkflow,
   campaignOf,
   tags,
+  workflowCampaignOf,
   workflowIssues,
   WS,
 } from "./campaigns.shared";
+import { sendBroadcast } from "./broadcast";
+import { broadcastActions } from "./broadcasts.actions";
+import { claimStalledBroadcasts } from "./broadcasts.repo";
 import { enrollmentActions, PASS_SIZE } from "./enrollments.actions";
 import { flowActions } from "./flow.actions";
 import { transitionProblem } from "./lifecycle";
@@ -27,10 +31,10 @@ const { read, write, remove } = ACCESS;
 /** How long a claimed enrollment is the claimer's before another replica may take it. */
 const LEASE_MS = 60_000;
 
-/** Campaigns: workflows with versions, triggers, enrollments that advance durably, and their logs. */
+/** Campaigns: workflows with versions, triggers, enrollments that advance durably, their logs, and broadcasts. */
 export default defineService({
   name: "campaigns",
-  mixins: [DatabaseMixin, flowActions, enrollmentActions],
+  mixins: [DatabaseMixin, flowActions, enrollmentActions, broadcastActions],
   settings: { rest: "/" },
 
   actions: {
@@ -131,7 +135,7 @@ export default defineService({
       params: schemas.get,
       result: results.detail,
       async handler(ctx) {
-        const campaign = await campaignOf(ctx, ctx.params.campaignId);
+        const campaign = await workflowCampaignOf(ctx, ctx.params.campaignId);
         assertEditable(campaign);
         await this.moveTo(
           ctx,
@@ -168,7 +172,7 @@ export default defineService({
       result: results.workflow,
       async handler(ctx) {
         const { campaignId, workspaceId: _ws, ...input } = ctx.params;
-        const campaign = await campaignOf(ctx, campaignId);
+        const campaign = await workflowCampaignOf(ctx, campaignId);
         assertEditable(campaign);
         const workflow = await assertWorkflow(ctx, input);
         await repo.updateCampaign(workspaceOf(ctx), campaignId, { workflow });
@@ -213,7 +217,7 @@ export default defineService({
       status: 201,
       result: results.version,
       async handler(ctx) {
-        const campaign = await campaignOf(ctx, ctx.params.campaignId);
+        const campaign = await workflowCampaignOf(ctx, ctx.params.campaignId);
         assertEditable(campaign);
         await assertWorkflow(ctx, campaign.workflow);
         return repo.publishVersion(workspaceOf(ctx), campaign.id, ctx.params.note ?? null);
@@ -229,7 +233,7 @@ export default defineService({
       result: results.detail,
       async handler(ctx) {
         const ws = workspaceOf(ctx);
-        const campaign = await campaignOf(ctx, ctx.params.campaignId);
+        const campaign = await workflowCampaignOf(ctx, ctx.params.campaignId);
         assertEditable(campaign);
         const version = found(await repo.getVersion(ws, campaign.id, ctx.params.versionId), "Version");
         await repo.restoreVersion(ws, campaign.id, version);
@@ -242,14 +246,25 @@ export default defineService({
     /** A lifecycle move with what it implies: activation publishes an unpublished draft; completion exits the live enrollments. */
     async moveTo(
       ctx: AppContext,
-      campaign: { id: string; status: CampaignStatus; publishedVersion: number | null; workflow: unknown },
+      campaign: {
+        id: string;
+        type: "workflow" | "broadcast";
+        status: CampaignStatus;
+        publishedVersion: number | null;
+        workflow: unknown;
+      },
       to: CampaignStatus,
       scheduledAt: Date | null,
     ) {
       const ws = workspaceOf(ctx);
       const problem = transitionProblem(campaign.status, to, scheduledAt, new Date());
       if (problem) throw invalidState(problem);
-      if ((to === "active" || to === "scheduled") && !campaign.publishedVersion) {
+      // A broadcast has no workflow: a paused one made active again sends on (claimStalledBroadcasts).
+      if (
+        campaign.type === "workflow" &&
+        (to === "active" || to === "scheduled") &&
+        !campaign.publishedVersion
+      ) {
         await assertWorkflow(ctx, campaign.workflow);
         await repo.publishVersion(ws, campaign.id, null, to);
         if (to === "active") this.wake();
@@ -258,6 +273,13 @@ export default defineService({
       await repo.updateCampaign(ws, campaign.id, { status: to });
       if (to === "completed") await repo.exitLive(ws, campaign.id, "campaign_completed");
       if (to === "active") this.wake();
+    },
+
+    /** Broadcasts whose send stopped (a process gone, a pause lifted) send on from where their messages end. */
+    async resumeBroadcasts(): Promise<number> {
+      const stalled = await claimStalledBroadcasts();
+      for (const broadcast of stalled) await sendBroadcast(this.broker, this.logger, broadcast, null);
+      return stalled.length;
     },
 
     /** One pass: claim due enrollments and advance each as far as it goes now. */
@@ -287,6 +309,7 @@ export default defineService({
       this.draining = (async () => {
         try {
           await repo.activateScheduled();
+          await this.resumeBroadcasts();
           for (;;) {
             this.wakeAgain = false;
             const { advanced, failed } = await this.pass(PASS_SIZE);

@@ -19,6 +19,14 @@ export const ACCESS = {
 export const campaignOf = async (ctx: AppContext, campaignId: string): Promise<CampaignDetail> =>
   found(await repo.getCampaign(workspaceOf(ctx), campaignId), "Campaign");
 
+/** A workflow campaign: a broadcast has no workflow, triggers or enrollments (409). */
+export async function workflowCampaignOf(ctx: AppContext, campaignId: string): Promise<CampaignDetail> {
+  const campaign = await campaignOf(ctx, campaignId);
+  if (campaign.type !== "workflow")
+    throw invalidState("A broadcast has no workflow, triggers or enrollments");
+  return campaign;
+}
+
 /** An archived campaign is final: nothing of it changes. */
 export function assertEditable(campaign: CampaignDetail): void {
   if (campaign.status === "archived") throw invalidState("An archived campaign cannot change");

@@ -6,7 +6,7 @@ import { pageRequest } from "../../lib/pagination";
 import { workspaceOf } from "../../lib/tenancy";
 import * as repo from "./campaigns.repo";
 import { results, schemas, type CampaignDetail } from "./campaigns.schemas";
-import { ACCESS, campaignOf, tags, WS } from "./campaigns.shared";
+import { ACCESS, campaignOf, tags, workflowCampaignOf, WS } from "./campaigns.shared";
 import { dryRun } from "./interpreter";
 import { triggerMatches, triggerTypesFor } from "./triggers";
 
@@ -65,7 +65,7 @@ export const enrollmentActions = {
       params: schemas.batch,
       result: results.batch,
       async handler(ctx) {
-        const campaign = await campaignOf(ctx, ctx.params.campaignId);
+        const campaign = await workflowCampaignOf(ctx, ctx.params.campaignId);
         if (campaign.status !== "active" || !campaign.publishedVersion)
           throw invalidState("Only an active campaign enrolls contacts");
         const contactIds = [...new Set(ctx.params.contactIds ?? [])];
@@ -232,14 +232,18 @@ export const enrollmentActions = {
       },
     }),
 
-    /** Internal (`GET /api/cron/tick`): scheduled campaigns due become active, then one pass of due steps. */
+    /**
+     * Internal (`GET /api/cron/tick`): scheduled campaigns due become active,
+     * broadcasts whose send stopped send on, then one pass of due steps.
+     */
     processDue: defineAction({
       params: schemas.processDue,
       result: results.processDue,
       async handler(ctx) {
         const activated = await repo.activateScheduled();
+        const resumedBroadcasts = await this.resumeBroadcasts();
         const { advanced, failed } = await this.pass(ctx.params.limit ?? PASS_SIZE);
-        return { activated, advanced, failed };
+        return { activated, advanced, failed, resumedBroadcasts };
       },
     }),
   },

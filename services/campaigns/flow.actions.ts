@@ -4,7 +4,7 @@ import { conflict, fieldError, found, notFound, validationError } from "../../li
 import { workspaceOf } from "../../lib/tenancy";
 import * as repo from "./campaigns.repo";
 import { results, schemas } from "./campaigns.schemas";
-import { ACCESS, assertEditable, assertWorkflow, campaignOf, tags, WS } from "./campaigns.shared";
+import { ACCESS, assertEditable, assertWorkflow, tags, workflowCampaignOf, WS } from "./campaigns.shared";
 import { triggerConfigIssues } from "./triggers";
 import { actionsOf, insertAction, NODE_ID, pathEnd, removeAction, type NodeType } from "./workflow";
 
@@ -30,7 +30,7 @@ export const flowActions = {
       ...read,
       params: schemas.get,
       result: results.actions,
-      handler: async (ctx) => actionsOf((await campaignOf(ctx, ctx.params.campaignId)).workflow),
+      handler: async (ctx) => actionsOf((await workflowCampaignOf(ctx, ctx.params.campaignId)).workflow),
     }),
 
     /**
@@ -47,7 +47,7 @@ export const flowActions = {
       result: results.action,
       async handler(ctx) {
         const { campaignId, type, config, branch } = ctx.params;
-        const campaign = await campaignOf(ctx, campaignId);
+        const campaign = await workflowCampaignOf(ctx, campaignId);
         assertEditable(campaign);
         const workflow = campaign.workflow;
         const id = ctx.params.id ?? newId().slice(0, 8);
@@ -74,7 +74,7 @@ export const flowActions = {
       result: results.action,
       async handler(ctx) {
         const { campaignId, actionId, config } = ctx.params;
-        const campaign = await campaignOf(ctx, campaignId);
+        const campaign = await workflowCampaignOf(ctx, campaignId);
         assertEditable(campaign);
         const { workflow } = campaign;
         if (!workflow.nodes.some((n) => n.id === actionId && n.type !== "entry")) throw notFound("Action");
@@ -96,7 +96,7 @@ export const flowActions = {
       result: results.success,
       async handler(ctx) {
         const { campaignId, actionId } = ctx.params;
-        const campaign = await campaignOf(ctx, campaignId);
+        const campaign = await workflowCampaignOf(ctx, campaignId);
         assertEditable(campaign);
         if (!campaign.workflow.nodes.some((n) => n.id === actionId && n.type !== "entry"))
           throw notFound("Action");
@@ -113,7 +113,7 @@ export const flowActions = {
       ...read,
       params: schemas.get,
       result: results.triggers,
-      handler: async (ctx) => (await campaignOf(ctx, ctx.params.campaignId)).triggers,
+      handler: async (ctx) => (await workflowCampaignOf(ctx, ctx.params.campaignId)).triggers,
     }),
 
     /** Add a trigger; `cooldown` re-entry needs `cooldownHours`. campaigns.write. */
@@ -126,7 +126,7 @@ export const flowActions = {
       result: results.trigger,
       async handler(ctx) {
         const { campaignId, type, config = {}, reentry = "once", cooldownHours, active = true } = ctx.params;
-        const campaign = await campaignOf(ctx, campaignId);
+        const campaign = await workflowCampaignOf(ctx, campaignId);
         assertEditable(campaign);
         assertTriggerConfig(type, config);
         if (reentry === "cooldown" && !cooldownHours)
@@ -154,7 +154,7 @@ export const flowActions = {
       async handler(ctx) {
         const ws = workspaceOf(ctx);
         const { campaignId, triggerId } = ctx.params;
-        assertEditable(await campaignOf(ctx, campaignId));
+        assertEditable(await workflowCampaignOf(ctx, campaignId));
         const current = found(await repo.getTrigger(ws, campaignId, triggerId), "Trigger");
         const merged = {
           type: current.type,
@@ -181,7 +181,7 @@ export const flowActions = {
       result: results.success,
       async handler(ctx) {
         const { campaignId, triggerId } = ctx.params;
-        assertEditable(await campaignOf(ctx, campaignId));
+        assertEditable(await workflowCampaignOf(ctx, campaignId));
         if (!(await repo.deleteTrigger(workspaceOf(ctx), campaignId, triggerId))) throw notFound("Trigger");
         return { success: true as const };
       },

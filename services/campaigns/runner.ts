@@ -19,9 +19,12 @@ const MAX_STEPS = 100;
 /** A step that failed for a passing reason (a service away) is tried again after this long. */
 const RETRY_MS = 60_000;
 
-/** The message id of the send at `nodeId` of an enrollment, the same on every try (a UUID built from a hash). */
-export function stepMessageId(enrollmentId: string, nodeId: string): string {
-  const h = sha256Hex(`${enrollmentId}:${nodeId}`);
+/**
+ * The id of one send, the same on every try (a UUID built from a hash):
+ * of an enrollment's node, or of a broadcast's contact.
+ */
+export function derivedMessageId(scope: string, key: string): string {
+  const h = sha256Hex(`${scope}:${key}`);
   return `${h.slice(0, 8)}-${h.slice(8, 12)}-8${h.slice(13, 16)}-a${h.slice(17, 20)}-${h.slice(20, 32)}`;
 }
 
@@ -52,7 +55,7 @@ export function storeProbe(
         }
       ).matches,
     engaged: (nodeId, kind, url) =>
-      repo.messageEngaged(e.workspace_id, e.contact_id, stepMessageId(e.id, nodeId), kind, url),
+      repo.messageEngaged(e.workspace_id, e.contact_id, derivedMessageId(e.id, nodeId), kind, url),
     winner: () => null,
   };
 }
@@ -74,7 +77,7 @@ async function perform(broker: ServiceBroker, e: EnrollmentRow, node: WorkflowNo
     case "wait":
       return "waited";
     case "send": {
-      const messageId = stepMessageId(e.id, node.id);
+      const messageId = derivedMessageId(e.id, node.id);
       const result = (await broker.call(
         "messages.enqueue",
         {

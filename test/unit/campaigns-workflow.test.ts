@@ -1,6 +1,6 @@
 import { decide, dryRun, waitEnd, type Probe } from "../../services/campaigns/interpreter";
 import { transitionProblem } from "../../services/campaigns/lifecycle";
-import { stepMessageId } from "../../services/campaigns/runner";
+import { derivedMessageId } from "../../services/campaigns/runner";
 import { triggerConfigIssues, triggerMatches } from "../../services/campaigns/triggers";
 import {
   durationMs,
@@ -265,9 +265,9 @@ describe("lifecycle, triggers and step ids", () => {
   });
 
   it("gives a step's send the same UUID-shaped id every time", () => {
-    expect(stepMessageId("e1", "n1")).toBe(stepMessageId("e1", "n1"));
-    expect(stepMessageId("e1", "n1")).not.toBe(stepMessageId("e1", "n2"));
-    expect(stepMessageId("e1", "n1")).toMatch(
+    expect(derivedMessageId("e1", "n1")).toBe(derivedMessageId("e1", "n1"));
+    expect(derivedMessageId("e1", "n1")).not.toBe(derivedMessageId("e1", "n2"));
+    expect(derivedMessageId("e1", "n1")).toMatch(
       /^[0-9a-f]{8}-[0-9a-f]{4}-8[0-9a-f]{3}-a[0-9a-f]{3}-[0-9a-f]{12}$/,
     );
   });

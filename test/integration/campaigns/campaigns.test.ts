@@ -2,7 +2,7 @@ import { SYSTEM } from "../../../lib/access";
 import { startApp, type TestApp } from "../../helpers/app";
 import { ownerWithWorkspace } from "../../helpers/http";
 import { waitFor } from "../../helpers/wait";
-import { stepMessageId } from "../../../services/campaigns/runner";
+import { derivedMessageId } from "../../../services/campaigns/runner";
 
 /**
  * Campaigns through the gateway against real PostgreSQL: the lifecycle and
@@ -309,7 +309,7 @@ test("a journey runs: the send goes through the send path once, the wait holds, 
   const messages = (await c().get(`${ctx.ws}/messages?campaignId=${id}&contactId=${vip}`)).body.data;
   expect(messages).toHaveLength(1);
   expect(messages[0]).toMatchObject({
-    id: stepMessageId(enrolled.body.id, "hello"),
+    id: derivedMessageId(enrolled.body.id, "hello"),
     campaignId: id,
     enrollmentId: enrolled.body.id,
     templateId,
@@ -343,7 +343,7 @@ test("a journey runs: the send goes through the send path once, the wait holds, 
       channel: "email",
       templateId,
       contactIds: [vip],
-      messageIds: [stepMessageId(enrolled.body.id, "hello")],
+      messageIds: [derivedMessageId(enrolled.body.id, "hello")],
       campaignId: id,
     },
     { meta: { principal: SYSTEM, workspaceId: ctx.workspaceId } },
