@@ -26,6 +26,7 @@ import * as providerCallbacks from "./0042-provider-callbacks";
 import * as providerHealth from "./0043-provider-health";
 import * as campaigns from "./0050-campaigns";
 import * as broadcasts from "./0051-broadcasts";
+import * as segmentLogCursor from "./0052-segment-log-cursor";
 
 export interface Migration {
   name: string;
@@ -61,4 +62,5 @@ export const migrations: Migration[] = [
   { name: "0043-provider-health", up: providerHealth.up },
   { name: "0050-campaigns", up: campaigns.up },
   { name: "0051-broadcasts", up: broadcasts.up },
+  { name: "0052-segment-log-cursor", up: segmentLogCursor.up },
 ];

@@ -436,6 +436,8 @@ export interface EnrollRequest {
   /** `manual`: only a live enrollment stops it; the others as the trigger's re-entry rule says. */
   reentry: "manual" | "once" | "always" | "cooldown";
   cooldownHours?: number | null;
+  /** Per contact, what caused its enrollment (a membership log row): one cause enrolls once. */
+  sourceKeys?: string[];
 }
 
 /**
@@ -448,28 +450,32 @@ export interface EnrollRequest {
 export async function enroll(workspaceId: string, r: EnrollRequest): Promise<EnrollmentView[]> {
   const sequelize = await database();
   return sequelize.transaction(async (transaction) => {
+    const binds = new Binds([
+      workspaceId,
+      r.campaignId,
+      r.version,
+      r.contactIds,
+      r.triggerId,
+      r.event ? JSON.stringify(r.event) : null,
+      r.sourceKeys ?? r.contactIds.map(() => null),
+    ]);
     const earlier =
       r.reentry === "once"
         ? `AND NOT EXISTS (SELECT 1 FROM campaign_enrollments p WHERE p.campaign_id = $2 AND p.contact_id = c.id)`
         : r.reentry === "cooldown"
           ? `AND NOT EXISTS (SELECT 1 FROM campaign_enrollments p WHERE p.campaign_id = $2 AND p.contact_id = c.id
-                              AND p.created_at > now() - make_interval(hours => $7::int))`
+                              AND p.created_at > now() - make_interval(hours => ${binds.p(r.cooldownHours ?? 24)}::int))`
           : "";
+    // Any unique key taken (a live enrollment, a cause already enrolled) leaves that contact out.
     const rows = await query<EnrollmentRow>(
-      `INSERT INTO campaign_enrollments (id, workspace_id, campaign_id, contact_id, version, status, run_at, trigger_id, event)
-       SELECT gen_random_uuid()::text, $1, $2, c.id, $3, 'active', now(), $5, $6::jsonb
-         FROM contacts c WHERE c.workspace_id = $1 AND c.id = ANY ($4::text[]) ${earlier}
-       ON CONFLICT (campaign_id, contact_id) WHERE status IN ('active', 'waiting') DO NOTHING
+      `INSERT INTO campaign_enrollments (id, workspace_id, campaign_id, contact_id, version, status, run_at, trigger_id, event, source_key)
+       SELECT gen_random_uuid()::text, $1, $2, c.id, $3, 'active', now(), $5, $6::jsonb, k.source_key
+         FROM unnest($4::text[], $7::text[]) AS k(contact_id, source_key)
+         JOIN contacts c ON c.workspace_id = $1 AND c.id = k.contact_id
+        WHERE true ${earlier}
+       ON CONFLICT DO NOTHING
        RETURNING *`,
-      [
-        workspaceId,
-        r.campaignId,
-        r.version,
-        r.contactIds,
-        r.triggerId,
-        r.event ? JSON.stringify(r.event) : null,
-        ...(r.reentry === "cooldown" ? [r.cooldownHours ?? 24] : []),
-      ],
+      binds.values,
       transaction,
     );
     await stageDomainEvents(

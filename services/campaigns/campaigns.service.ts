@@ -1,4 +1,3 @@
-import { config } from "../../lib/config";
 import { newId } from "../../lib/crypto";
 import { defineAction, defineService } from "../../lib/define-service";
 import { found, invalidState, notFound } from "../../lib/errors";
@@ -18,23 +17,19 @@ import {
   workflowIssues,
   WS,
 } from "./campaigns.shared";
-import { sendBroadcast } from "./broadcast";
+import { backgroundWork } from "./background";
 import { broadcastActions } from "./broadcasts.actions";
-import { claimStalledBroadcasts } from "./broadcasts.repo";
-import { enrollmentActions, PASS_SIZE } from "./enrollments.actions";
+import { enrollmentActions } from "./enrollments.actions";
 import { flowActions } from "./flow.actions";
 import { transitionProblem } from "./lifecycle";
-import { advance } from "./runner";
 import { emptyWorkflow } from "./workflow";
 
 const { read, write, remove } = ACCESS;
-/** How long a claimed enrollment is the claimer's before another replica may take it. */
-const LEASE_MS = 60_000;
 
 /** Campaigns: workflows with versions, triggers, enrollments that advance durably, their logs, and broadcasts. */
 export default defineService({
   name: "campaigns",
-  mixins: [DatabaseMixin, flowActions, enrollmentActions, broadcastActions],
+  mixins: [DatabaseMixin, flowActions, enrollmentActions, broadcastActions, backgroundWork],
   settings: { rest: "/" },
 
   actions: {
@@ -274,68 +269,5 @@ export default defineService({
       if (to === "completed") await repo.exitLive(ws, campaign.id, "campaign_completed");
       if (to === "active") this.wake();
     },
-
-    /** Broadcasts whose send stopped (a process gone, a pause lifted) send on from where their messages end. */
-    async resumeBroadcasts(): Promise<number> {
-      const stalled = await claimStalledBroadcasts();
-      for (const broadcast of stalled) await sendBroadcast(this.broker, this.logger, broadcast, null);
-      return stalled.length;
-    },
-
-    /** One pass: claim due enrollments and advance each as far as it goes now. */
-    async pass(limit: number): Promise<{ advanced: number; failed: number }> {
-      const claimed = await repo.claimDue(limit, LEASE_MS);
-      let advanced = 0;
-      let failed = 0;
-      for (const enrollment of claimed) {
-        try {
-          if ((await advance(this.broker, enrollment, new Date())) === "advanced") advanced += 1;
-          else failed += 1;
-        } catch (err) {
-          // Its lease ends and it is taken again.
-          this.logger.warn(`Enrollment ${enrollment.id} step failed`, err);
-          failed += 1;
-        }
-      }
-      return { advanced, failed };
-    },
-
-    /** Run passes until nothing is due (one drain at a time per process; a wake during one runs another). */
-    wake() {
-      if (this.draining) {
-        this.wakeAgain = true;
-        return;
-      }
-      this.draining = (async () => {
-        try {
-          await repo.activateScheduled();
-          await this.resumeBroadcasts();
-          for (;;) {
-            this.wakeAgain = false;
-            const { advanced, failed } = await this.pass(PASS_SIZE);
-            if (advanced + failed === 0 && !this.wakeAgain) break;
-          }
-        } catch (err) {
-          this.logger.warn("Campaign pass failed", err);
-        } finally {
-          this.draining = null;
-        }
-      })();
-    },
-  },
-
-  created() {
-    this.draining = null;
-    this.wakeAgain = false;
-  },
-
-  started() {
-    this.pollTimer = setInterval(() => this.wake(), config().campaignPollMs);
-    this.pollTimer.unref();
-  },
-
-  async stopped() {
-    clearInterval(this.pollTimer);
-    await this.draining;
   },
 });

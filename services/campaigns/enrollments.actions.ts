@@ -8,6 +8,8 @@ import * as repo from "./campaigns.repo";
 import { results, schemas, type CampaignDetail } from "./campaigns.schemas";
 import { ACCESS, campaignOf, tags, workflowCampaignOf, WS } from "./campaigns.shared";
 import { dryRun } from "./interpreter";
+import { changesOfEvent } from "./segment-log.repo";
+import { enrollByChanges } from "./segment-triggers";
 import { triggerMatches, triggerTypesFor } from "./triggers";
 
 const { read, write } = ACCESS;
@@ -206,10 +208,24 @@ export const enrollmentActions = {
         const ws = workspaceOf(ctx);
         const completed = await repo.completeGoals(ws, contactId, type);
         const resumed = await repo.resumeWaitingFor(ws, contactId, type);
-        let enrolled = 0;
-        const triggers = (await repo.liveTriggers(ws, triggerTypesFor(type))).filter((t) =>
-          triggerMatches(t, { type, metadata }),
+        const live = await repo.liveTriggers(ws, [
+          ...triggerTypesFor(type),
+          "segment_entered",
+          "segment_exited",
+        ]);
+        // Segment entries and exits this event caused enroll now; the log reader finds them enrolled.
+        const watching = live.flatMap((t) =>
+          t.type === "segment_entered" || t.type === "segment_exited"
+            ? [{ ...t, workspace_id: ws, type: t.type, segment_id: String(t.config.segmentId) }]
+            : [],
         );
+        let enrolled = watching.length
+          ? await enrollByChanges(
+              await changesOfEvent(ws, ctx.params.id, [...new Set(watching.map((t) => t.segment_id))]),
+              watching,
+            )
+          : 0;
+        const triggers = live.filter((t) => triggerMatches(t, { type, metadata }));
         for (const trigger of triggers) {
           const rows = await repo.enroll(ws, {
             campaignId: trigger.campaign_id,
@@ -242,6 +258,7 @@ export const enrollmentActions = {
       async handler(ctx) {
         const activated = await repo.activateScheduled();
         const resumedBroadcasts = await this.resumeBroadcasts();
+        await this.enrollFromSegmentLog();
         const { advanced, failed } = await this.pass(ctx.params.limit ?? PASS_SIZE);
         return { activated, advanced, failed, resumedBroadcasts };
       },

@@ -1,6 +1,8 @@
+import { SYSTEM } from "../../lib/access";
 import { newId } from "../../lib/crypto";
 import { defineAction } from "../../lib/define-service";
 import { conflict, fieldError, found, notFound, validationError } from "../../lib/errors";
+import type { AppContext } from "../../lib/moleculer-types";
 import { workspaceOf } from "../../lib/tenancy";
 import * as repo from "./campaigns.repo";
 import { results, schemas } from "./campaigns.schemas";
@@ -10,14 +12,28 @@ import { actionsOf, insertAction, NODE_ID, pathEnd, removeAction, type NodeType 
 
 const { read, write } = ACCESS;
 
-/** A trigger's config problems as a 400. */
-function assertTriggerConfig(
+/** A trigger's config problems as a 400, the segment a segment trigger watches included. */
+async function assertTriggerConfig(
+  ctx: AppContext,
   type: Parameters<typeof triggerConfigIssues>[0],
   config: Record<string, unknown>,
 ) {
   const issues = triggerConfigIssues(type, config);
   if (issues.length)
     throw validationError(`Invalid trigger: ${issues[0].field} ${issues[0].message}`, issues);
+  if (type !== "segment_entered" && type !== "segment_exited") return;
+  const workspaceId = workspaceOf(ctx);
+  try {
+    await ctx.call(
+      "segments.get",
+      { workspaceId, segmentId: config.segmentId },
+      { meta: { principal: SYSTEM, workspaceId } },
+    );
+  } catch (err) {
+    if ((err as { code?: number }).code === 404)
+      throw fieldError("config.segmentId", `names no segment (${String(config.segmentId)})`);
+    throw err;
+  }
 }
 
 /** The draft's nodes as a list (`actions`) and the campaign's triggers; mixed into `campaigns`. */
@@ -128,7 +144,7 @@ export const flowActions = {
         const { campaignId, type, config = {}, reentry = "once", cooldownHours, active = true } = ctx.params;
         const campaign = await workflowCampaignOf(ctx, campaignId);
         assertEditable(campaign);
-        assertTriggerConfig(type, config);
+        await assertTriggerConfig(ctx, type, config);
         if (reentry === "cooldown" && !cooldownHours)
           throw fieldError("cooldownHours", "is required for cooldown re-entry");
         const id = newId();
@@ -164,7 +180,7 @@ export const flowActions = {
             ctx.params.cooldownHours === undefined ? current.cooldownHours : ctx.params.cooldownHours,
           active: ctx.params.active ?? current.active,
         };
-        assertTriggerConfig(merged.type, merged.config);
+        await assertTriggerConfig(ctx, merged.type, merged.config);
         if (merged.reentry === "cooldown" && !merged.cooldownHours)
           throw fieldError("cooldownHours", "is required for cooldown re-entry");
         await repo.updateTrigger(ws, campaignId, triggerId, merged);

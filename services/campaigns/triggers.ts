@@ -15,6 +15,8 @@ const Id = Type.String({ minLength: 1, maxLength: 64 });
 /** The trigger types this build runs; the others are refused when a trigger is saved. */
 const CONFIGS: Partial<Record<TriggerType, TSchema>> = {
   event: Closed({ eventType: Type.String({ minLength: 1, maxLength: 200 }) }),
+  segment_entered: Closed({ segmentId: Id }),
+  segment_exited: Closed({ segmentId: Id }),
   form_submitted: Closed({ formId: Type.Optional(Id) }),
   manual: Closed({}),
 };

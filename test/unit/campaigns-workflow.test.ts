@@ -254,7 +254,8 @@ describe("lifecycle, triggers and step ids", () => {
     expect(triggerConfigIssues("event", {})).toEqual([
       { field: "config.eventType", message: "must have required property 'eventType'" },
     ]);
-    expect(triggerConfigIssues("segment_entered", { segmentId: "s" })[0].field).toBe("type");
+    expect(triggerConfigIssues("segment_entered", { segmentId: "s" })).toEqual([]);
+    expect(triggerConfigIssues("date_anniversary", { field: "birthday" })[0].field).toBe("type");
     expect(triggerMatches({ type: "event", config: { eventType: "a" } }, { type: "a" })).toBe(true);
     expect(
       triggerMatches(

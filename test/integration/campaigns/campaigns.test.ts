@@ -440,3 +440,59 @@ test("dry-run explains the path with the run's interpreter and saves nothing", a
   expect((await c().get(`${ctx.ws}/campaigns/${id}/enrollments`)).body.data).toEqual([]);
   expect((await c().get(`${ctx.ws}/messages?campaignId=${id}`)).body.data).toEqual([]);
 });
+
+test("segment triggers: an entry an event caused enrolls before the event's answer; other entries and exits enroll from the durable membership log, once each", async () => {
+  const attendees = await c().post(`${ctx.ws}/segments`, {
+    name: "Attendees",
+    type: "dynamic",
+    filter: { match: "all", conditions: [{ event: "webinar.attended", operator: "performed" }] },
+  });
+  const list = await c().post(`${ctx.ws}/segments`, { name: "Hand list", type: "static" });
+  const wait = {
+    nodes: [
+      { id: "entry", type: "entry", config: {} },
+      { id: "w", type: "wait", config: { duration: "P1D" } },
+    ],
+    edges: [{ from: "entry", to: "w" }],
+  };
+  const onAttend = await campaignWith(wait, "On attend");
+  const onListed = await campaignWith(wait, "On listed");
+  const onUnlisted = await campaignWith(wait, "On unlisted");
+  const bad = await c().post(`${ctx.ws}/campaigns/${onAttend}/triggers`, {
+    type: "segment_entered",
+    config: { segmentId: "missing" },
+  });
+  expect(bad.status).toBe(400);
+  expect(bad.body.details[0].field).toBe("config.segmentId");
+  for (const [campaignId, type, segmentId] of [
+    [onAttend, "segment_entered", attendees.body.id],
+    [onListed, "segment_entered", list.body.id],
+    [onUnlisted, "segment_exited", list.body.id],
+  ]) {
+    expect(
+      (await c().post(`${ctx.ws}/campaigns/${campaignId}/triggers`, { type, config: { segmentId } })).status,
+    ).toBe(201);
+    await c().post(`${ctx.ws}/campaigns/${campaignId}/execute`);
+  }
+  const who = await contact({ email: "segments@example.com" });
+
+  await c().post(`${ctx.ws}/events`, { type: "webinar.attended", contactId: who });
+  const enrolled = (await c().get(`${ctx.ws}/contacts/automation?contactId=${who}`)).body.data;
+  expect(enrolled.map((e: { campaignId: string }) => e.campaignId)).toEqual([onAttend]);
+
+  await c().post(`${ctx.ws}/segments/${list.body.id}/members`, { contactIds: [who] });
+  await waitFor(async () => {
+    const data = (await c().get(`${ctx.ws}/campaigns/${onListed}/enrollments`)).body.data;
+    return data.length === 1 ? data : undefined;
+  }, 10_000);
+  await c().request("DELETE", `${ctx.ws}/segments/${list.body.id}/members`, { body: { contactIds: [who] } });
+  await waitFor(async () => {
+    const data = (await c().get(`${ctx.ws}/campaigns/${onUnlisted}/enrollments`)).body.data;
+    return data.length === 1 ? data : undefined;
+  }, 10_000);
+
+  // The log reader also saw the entry the event caused: still one enrollment.
+  await app.broker.call("campaigns.processDue", {});
+  expect((await c().get(`${ctx.ws}/campaigns/${onAttend}/enrollments`)).body.data).toHaveLength(1);
+  expect((await c().get(`${ctx.ws}/campaigns/${onListed}/enrollments`)).body.data).toHaveLength(1);
+});

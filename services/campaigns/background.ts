@@ -1,0 +1,97 @@
+import type { ServiceSchema } from "moleculer";
+import { config } from "../../lib/config";
+import * as repo from "./campaigns.repo";
+import { sendBroadcast } from "./broadcast";
+import { claimStalledBroadcasts } from "./broadcasts.repo";
+import { PASS_SIZE } from "./enrollments.actions";
+import { advance } from "./runner";
+import { liveSegmentTriggers, readSegmentLog } from "./segment-log.repo";
+import { enrollByChanges } from "./segment-triggers";
+
+/** How long a claimed enrollment is the claimer's before another replica may take it. */
+const LEASE_MS = 60_000;
+
+/**
+ * The campaigns service's background work, mixed into `campaigns`: every
+ * `CAMPAIGN_POLL_MS` (and on `wake()` after a write that made work), one
+ * drain at a time per process: scheduled campaigns due become active,
+ * stopped broadcasts send on, the membership log enrolls by segment
+ * triggers, and due enrollment steps run until none is left.
+ */
+export const backgroundWork: Partial<ServiceSchema> = {
+  methods: {
+    /** Broadcasts whose send stopped (a process gone, a pause lifted) send on from where their messages end. */
+    async resumeBroadcasts(): Promise<number> {
+      const stalled = await claimStalledBroadcasts();
+      for (const broadcast of stalled) await sendBroadcast(this.broker, this.logger, broadcast, null);
+      return stalled.length;
+    },
+
+    /** Segment triggers: enroll by the membership log's entries and exits since the last read. */
+    async enrollFromSegmentLog(): Promise<number> {
+      const triggers = await liveSegmentTriggers();
+      let enrolled = 0;
+      await readSegmentLog([...new Set(triggers.map((t) => t.segment_id))], async (changes) => {
+        enrolled += await enrollByChanges(changes, triggers);
+      });
+      return enrolled;
+    },
+
+    /** One pass: claim due enrollments and advance each as far as it goes now. */
+    async pass(limit: number): Promise<{ advanced: number; failed: number }> {
+      const claimed = await repo.claimDue(limit, LEASE_MS);
+      let advanced = 0;
+      let failed = 0;
+      for (const enrollment of claimed) {
+        try {
+          if ((await advance(this.broker, enrollment, new Date())) === "advanced") advanced += 1;
+          else failed += 1;
+        } catch (err) {
+          // Its lease ends and it is taken again.
+          this.logger.warn(`Enrollment ${enrollment.id} step failed`, err);
+          failed += 1;
+        }
+      }
+      return { advanced, failed };
+    },
+
+    /** Run passes until nothing is due (one drain at a time per process; a wake during one runs another). */
+    wake() {
+      if (this.draining) {
+        this.wakeAgain = true;
+        return;
+      }
+      this.draining = (async () => {
+        try {
+          await repo.activateScheduled();
+          await this.resumeBroadcasts();
+          await this.enrollFromSegmentLog();
+          for (;;) {
+            this.wakeAgain = false;
+            const { advanced, failed } = await this.pass(PASS_SIZE);
+            if (advanced + failed === 0 && !this.wakeAgain) break;
+          }
+        } catch (err) {
+          this.logger.warn("Campaign pass failed", err);
+        } finally {
+          this.draining = null;
+        }
+      })();
+    },
+  },
+
+  created() {
+    this.draining = null;
+    this.wakeAgain = false;
+  },
+
+  started() {
+    this.pollTimer = setInterval(() => this.wake(), config().campaignPollMs);
+    this.pollTimer.unref();
+  },
+
+  async stopped() {
+    clearInterval(this.pollTimer);
+    await this.draining;
+  },
+};
