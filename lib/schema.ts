@@ -86,8 +86,11 @@ export const Trimmed = (options: SchemaOptions & { minLength?: number; maxLength
  * turn a null into "" in a string branch of an `anyOf`.
  */
 export function Nullable<T extends TSchema>(schema: T): TUnsafe<Static<T> | null> {
-  const { type } = schema as { type?: unknown };
-  if (typeof type === "string") return Type.Unsafe<Static<T> | null>({ ...schema, type: [type, "null"] });
+  const { type, enum: values } = schema as { type?: unknown; enum?: unknown };
+  // An enum must list null too, or the type list alone would not let it through.
+  const listed = Array.isArray(values) ? { enum: [...values, null] } : {};
+  if (typeof type === "string")
+    return Type.Unsafe<Static<T> | null>({ ...schema, type: [type, "null"], ...listed });
   return Type.Unsafe<Static<T> | null>({ anyOf: [schema, { type: "null" }] });
 }
 

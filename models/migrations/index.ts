@@ -27,6 +27,7 @@ import * as providerHealth from "./0043-provider-health";
 import * as campaigns from "./0050-campaigns";
 import * as broadcasts from "./0051-broadcasts";
 import * as segmentLogCursor from "./0052-segment-log-cursor";
+import * as campaignAb from "./0053-campaign-ab";
 
 export interface Migration {
   name: string;
@@ -63,4 +64,5 @@ export const migrations: Migration[] = [
   { name: "0050-campaigns", up: campaigns.up },
   { name: "0051-broadcasts", up: broadcasts.up },
   { name: "0052-segment-log-cursor", up: segmentLogCursor.up },
+  { name: "0053-campaign-ab", up: campaignAb.up },
 ];

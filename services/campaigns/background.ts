@@ -1,5 +1,6 @@
 import type { ServiceSchema } from "moleculer";
 import { config } from "../../lib/config";
+import { decideSplits } from "./ab-tests";
 import * as repo from "./campaigns.repo";
 import { sendBroadcast } from "./broadcast";
 import { claimStalledBroadcasts } from "./broadcasts.repo";
@@ -10,13 +11,16 @@ import { enrollByChanges } from "./segment-triggers";
 
 /** How long a claimed enrollment is the claimer's before another replica may take it. */
 const LEASE_MS = 60_000;
+/** How often the A/B splits that decide their own winner are tested. */
+const SPLIT_CHECK_MS = 60_000;
 
 /**
  * The campaigns service's background work, mixed into `campaigns`: every
  * `CAMPAIGN_POLL_MS` (and on `wake()` after a write that made work), one
  * drain at a time per process: scheduled campaigns due become active,
  * stopped broadcasts send on, the membership log enrolls by segment
- * triggers, and due enrollment steps run until none is left.
+ * triggers, A/B splits that ask for it get their winner (each minute), and
+ * due enrollment steps run until none is left.
  */
 export const backgroundWork: Partial<ServiceSchema> = {
   methods: {
@@ -66,6 +70,10 @@ export const backgroundWork: Partial<ServiceSchema> = {
           await repo.activateScheduled();
           await this.resumeBroadcasts();
           await this.enrollFromSegmentLog();
+          if (Date.now() - this.splitsCheckedAt >= SPLIT_CHECK_MS) {
+            this.splitsCheckedAt = Date.now();
+            await decideSplits();
+          }
           for (;;) {
             this.wakeAgain = false;
             const { advanced, failed } = await this.pass(PASS_SIZE);
@@ -81,6 +89,7 @@ export const backgroundWork: Partial<ServiceSchema> = {
   },
 
   created() {
+    this.splitsCheckedAt = 0;
     this.draining = null;
     this.wakeAgain = false;
   },

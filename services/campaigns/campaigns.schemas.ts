@@ -141,6 +141,56 @@ export const LogSchema = Component(
 );
 export type LogView = Static<typeof LogSchema>;
 
+const SignificanceSchema = Type.Object(
+  {
+    method: Type.Literal("two-proportion z-test"),
+    leader: Nullable(Type.String()),
+    runnerUp: Nullable(Type.String()),
+    z: Nullable(Type.Number()),
+    pValue: Nullable(Type.Number()),
+    confidence: Nullable(Type.Number({ description: "1 − pValue: how sure the leader beats the runner-up" })),
+  },
+  { description: "The leading variant against the runner-up on the test's metric (two-sided)" },
+);
+const AbVariantFigures = Type.Object({
+  id: Type.String(),
+  weight: Type.Integer(),
+  enrolled: Type.Optional(Type.Integer()),
+  sent: Type.Integer(),
+  opened: Type.Integer(),
+  clicked: Type.Integer(),
+  goals: Type.Optional(Type.Integer()),
+  rate: Type.Number({ description: "open: opened/sent; click: clicked/sent; goal: goals/enrolled" }),
+});
+const AbStatus = StringEnum(["running", "decided"]);
+export const CampaignAbTestSchema = Component(
+  "CampaignAbTest",
+  Type.Object({
+    nodeId: Type.String(),
+    metric: StringEnum(["open", "click", "goal"]),
+    status: AbStatus,
+    winner: Nullable(Type.String()),
+    decidedBy: Nullable(StringEnum(["hand", "test"])),
+    autoWinner: Nullable(Type.Object({ minSample: Type.Integer(), confidence: Type.Number() })),
+    variants: Type.Array(AbVariantFigures),
+    significance: SignificanceSchema,
+  }),
+);
+export const AbTestSchema = Component(
+  "AbTest",
+  Type.Object({
+    kind: StringEnum(["campaign", "template"]),
+    campaignId: Nullable(Type.String()),
+    nodeId: Nullable(Type.String()),
+    templateId: Nullable(Type.String()),
+    metric: StringEnum(["open", "click", "goal"]),
+    status: AbStatus,
+    winner: Nullable(Type.String()),
+    variants: Type.Array(AbVariantFigures),
+    significance: SignificanceSchema,
+  }),
+);
+
 const ActionSchema = Type.Object({
   id: Type.String(),
   type: StringEnum(NODE_TYPES),
@@ -255,6 +305,25 @@ export const schemas = {
     topic: Type.Optional(Type.String({ minLength: 1, maxLength: 100 })),
     transactional: Type.Optional(Type.Boolean()),
   }),
+  abWinner: Params({ ...CampaignPath, nodeId: Id, variant: Type.String({ minLength: 1, maxLength: 64 }) }),
+  abTests: Params({
+    workspaceId: WorkspaceId,
+    ...PageQuery,
+    kind: Type.Optional(StringEnum(["campaign", "template"])),
+  }),
+  abTestCreate: Params({
+    workspaceId: WorkspaceId,
+    templateId: Id,
+    variants: Type.Array(
+      Type.Object({
+        id: StringEnum(["A", "B", "C", "D", "E"]),
+        weight: Int32({ minimum: 0, maximum: 100 }),
+        content: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
+      }),
+      { minItems: 2, maxItems: 5 },
+    ),
+    metric: Type.Optional(StringEnum(["open", "click"])),
+  }),
   handleEvent: Params(
     {
       id: Type.String(),
@@ -308,6 +377,11 @@ export const results = {
     advanced: Type.Integer(),
     failed: Type.Integer(),
     resumedBroadcasts: Type.Integer(),
+    decidedAbTests: Type.Integer(),
   }),
   broadcast: Type.Object({ jobId: Type.String(), campaignId: Type.String() }),
+  campaignAbTests: Type.Array(CampaignAbTestSchema),
+  campaignAbTest: CampaignAbTestSchema,
+  abTests: Paginated(AbTestSchema),
+  abTest: AbTestSchema,
 };

@@ -17,6 +17,7 @@ import {
   workflowIssues,
   WS,
 } from "./campaigns.shared";
+import { abActions } from "./ab.actions";
 import { backgroundWork } from "./background";
 import { broadcastActions } from "./broadcasts.actions";
 import { enrollmentActions } from "./enrollments.actions";
@@ -29,7 +30,7 @@ const { read, write, remove } = ACCESS;
 /** Campaigns: workflows with versions, triggers, enrollments that advance durably, their logs, and broadcasts. */
 export default defineService({
   name: "campaigns",
-  mixins: [DatabaseMixin, flowActions, enrollmentActions, broadcastActions, backgroundWork],
+  mixins: [DatabaseMixin, flowActions, enrollmentActions, broadcastActions, abActions, backgroundWork],
   settings: { rest: "/" },
 
   actions: {

@@ -4,6 +4,8 @@ import { conflict, found, invalidState, notFound } from "../../lib/errors";
 import type { AppContext } from "../../lib/moleculer-types";
 import { pageRequest } from "../../lib/pagination";
 import { workspaceOf } from "../../lib/tenancy";
+import { winnerOf } from "./ab.repo";
+import { decideSplits } from "./ab-tests";
 import * as repo from "./campaigns.repo";
 import { results, schemas, type CampaignDetail } from "./campaigns.schemas";
 import { ACCESS, campaignOf, tags, workflowCampaignOf, WS } from "./campaigns.shared";
@@ -155,7 +157,7 @@ export const enrollmentActions = {
             matches: async (filter) =>
               ((await ctx.call("segments.matches", { contactId, filter }, meta)) as { matches: boolean })
                 .matches,
-            winner: () => null,
+            winner: (nodeId) => winnerOf(campaignId, nodeId),
           },
         );
         const active = campaign.triggers.filter((t) => t.active);
@@ -259,8 +261,9 @@ export const enrollmentActions = {
         const activated = await repo.activateScheduled();
         const resumedBroadcasts = await this.resumeBroadcasts();
         await this.enrollFromSegmentLog();
+        const decidedAbTests = await decideSplits();
         const { advanced, failed } = await this.pass(ctx.params.limit ?? PASS_SIZE);
-        return { activated, advanced, failed, resumedBroadcasts };
+        return { activated, advanced, failed, resumedBroadcasts, decidedAbTests };
       },
     }),
   },

@@ -14,7 +14,7 @@ export interface Probe {
   /** Whether the message sent at `nodeId` in this enrollment was opened (clicked, on `url` when given). */
   engaged(nodeId: string, kind: "opened" | "clicked", url?: string): Promise<boolean>;
   /** A decided A/B split's winner. */
-  winner(nodeId: string): string | null;
+  winner(nodeId: string): Promise<string | null>;
 }
 
 export interface Position {
@@ -81,7 +81,7 @@ export async function decide(node: WorkflowNode, at: Position, probe: Probe): Pr
     }
     case "ab_split": {
       const variants = c.variants as Array<{ id: string; weight: number }>;
-      const winner = probe.winner(node.id);
+      const winner = await probe.winner(node.id);
       // Contract 2's pick, keyed by campaign and node: a contact keeps its variant; later ones take a winner.
       const branch = pickVariant(`${at.campaignId}:${node.id}`, at.contactId, variants, winner)!;
       return { kind: "branch", branch, reason: winner ? `winner ${winner}` : `variant ${branch}` };

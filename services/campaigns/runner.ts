@@ -1,6 +1,7 @@
 import type { ServiceBroker } from "moleculer";
 import { SYSTEM } from "../../lib/access";
 import { sha256Hex } from "../../lib/crypto";
+import { winnerOf } from "./ab.repo";
 import * as repo from "./campaigns.repo";
 import type { EnrollmentRow } from "./campaigns.repo";
 import { decide, nextNode, type Probe } from "./interpreter";
@@ -44,7 +45,7 @@ async function workflowOf(campaignId: string, version: number): Promise<Workflow
 /** The facts a run's decisions ask for, from the store. */
 export function storeProbe(
   broker: ServiceBroker,
-  e: { workspace_id: string; id: string; contact_id: string },
+  e: { workspace_id: string; campaign_id: string; id: string; contact_id: string },
 ): Probe {
   const meta = { meta: { principal: SYSTEM, workspaceId: e.workspace_id } };
   return {
@@ -56,7 +57,7 @@ export function storeProbe(
       ).matches,
     engaged: (nodeId, kind, url) =>
       repo.messageEngaged(e.workspace_id, e.contact_id, derivedMessageId(e.id, nodeId), kind, url),
-    winner: () => null,
+    winner: (nodeId) => winnerOf(e.campaign_id, nodeId),
   };
 }
 

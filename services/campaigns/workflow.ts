@@ -90,6 +90,13 @@ const CONFIGS: Record<Exclude<NodeType, "wait" | "condition">, TSchema> = {
   }),
   ab_split: Closed({
     variants: Weighted(5),
+    // The test names the winner itself once every variant has `minSample` contacts and the leader this confidence.
+    autoWinner: Type.Optional(
+      Closed({
+        minSample: Type.Integer({ minimum: 10, maximum: 1_000_000 }),
+        confidence: Type.Number({ minimum: 0.8, maximum: 0.999 }),
+      }),
+    ),
     metric: Type.Union(["open", "click", "goal"].map((m) => Type.Literal(m))),
   }),
   random_split: Closed({ branches: Weighted(10) }),

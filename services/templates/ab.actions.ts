@@ -95,6 +95,18 @@ export const abActions = {
       },
     }),
 
+    /** Internal (`{ws}/abtests`): every template's A/B test with its figures. */
+    abList: defineAction({
+      params: schemas.abList,
+      result: results.abList,
+      async handler(ctx) {
+        const tests = await repo.listAbs(workspaceOf(ctx));
+        return Promise.all(
+          tests.map(async ({ templateId, ab }) => ({ templateId, ...(await abView(ctx, templateId, ab)) })),
+        );
+      },
+    }),
+
     /** Fix the winning variant: later sends all take it. templates.write. */
     abWinner: defineAction({
       rest: `POST ${WS}/:templateId/ab/winner`,

@@ -240,6 +240,16 @@ export async function getAb(workspaceId: string, templateId: string): Promise<Ab
   return row ? row.ab : undefined;
 }
 
+/** The workspace's templates that have an A/B test, newest first. */
+export async function listAbs(workspaceId: string): Promise<Array<{ templateId: string; ab: AbState }>> {
+  const sequelize = await database();
+  const rows = await sequelize.query<{ id: string; ab: AbState }>(
+    `SELECT id, ab FROM templates WHERE workspace_id = $1 AND ab IS NOT NULL ORDER BY created_at DESC, id DESC`,
+    { bind: [workspaceId], type: QueryTypes.SELECT },
+  );
+  return rows.map((r) => ({ templateId: r.id, ab: r.ab }));
+}
+
 export async function setAb(workspaceId: string, templateId: string, ab: AbState | null): Promise<boolean> {
   const sequelize = await database();
   const rows = await sequelize.query(

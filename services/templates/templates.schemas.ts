@@ -231,6 +231,7 @@ export const schemas = {
   translationUpdate: Params({ ...templateRef, locale: Locale, content: ContentParam }),
   /** Internal (messages): a template with its translations and A/B test, to render sends. */
   resolve: Params({ templateId: Id }),
+  abList: Params({}),
 };
 
 export const ResolvedTemplateSchema = Type.Object({
@@ -257,4 +258,5 @@ export const results = {
   translate: Type.Object({ translations: Type.Array(TranslationSchema) }),
   success: Type.Object({ success: Type.Literal(true) }),
   resolve: ResolvedTemplateSchema,
+  abList: Type.Array(Type.Intersect([Type.Object({ templateId: Type.String() }), AbSchema])),
 };

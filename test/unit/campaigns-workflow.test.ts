@@ -1,5 +1,6 @@
 import { decide, dryRun, waitEnd, type Probe } from "../../services/campaigns/interpreter";
 import { transitionProblem } from "../../services/campaigns/lifecycle";
+import { autoWinner, twoProportionTest } from "../../services/campaigns/significance";
 import { derivedMessageId } from "../../services/campaigns/runner";
 import { triggerConfigIssues, triggerMatches } from "../../services/campaigns/triggers";
 import {
@@ -164,7 +165,7 @@ describe("workflow validation", () => {
 });
 
 describe("interpreter", () => {
-  const probe: Probe = { matches: async () => true, engaged: async () => false, winner: () => null };
+  const probe: Probe = { matches: async () => true, engaged: async () => false, winner: async () => null };
   const at = {
     campaignId: "c1",
     enrollmentId: "e1",
@@ -204,7 +205,7 @@ describe("interpreter", () => {
     };
     const first = await decide(split, at, probe);
     expect(await decide(split, at, probe)).toEqual(first);
-    expect(await decide(split, at, { ...probe, winner: () => "B" })).toMatchObject({
+    expect(await decide(split, at, { ...probe, winner: async () => "B" })).toMatchObject({
       branch: "B",
       reason: "winner B",
     });
@@ -226,7 +227,7 @@ describe("interpreter", () => {
         ],
       ),
       { campaignId: "c1", enrollmentId: "e1", contactId: "k1", now: at.now },
-      { matches: async () => true, winner: () => null },
+      { matches: async () => true, winner: async () => null },
     );
     expect(path.map((p) => [p.nodeId, p.branch])).toEqual([
       ["entry", null],
@@ -271,5 +272,55 @@ describe("lifecycle, triggers and step ids", () => {
     expect(derivedMessageId("e1", "n1")).toMatch(
       /^[0-9a-f]{8}-[0-9a-f]{4}-8[0-9a-f]{3}-a[0-9a-f]{3}-[0-9a-f]{12}$/,
     );
+  });
+});
+
+describe("A/B significance", () => {
+  it("runs a two-sided two-proportion z-test of the leader against the runner-up", () => {
+    const test = twoProportionTest([
+      { id: "B", trials: 1000, successes: 150 },
+      { id: "A", trials: 1000, successes: 200 },
+      { id: "C", trials: 1000, successes: 100 },
+    ]);
+    expect(test).toMatchObject({ method: "two-proportion z-test", leader: "A", runnerUp: "B" });
+    expect(test.z).toBeCloseTo(2.942, 2);
+    expect(test.pValue).toBeCloseTo(0.0033, 3);
+    expect(
+      twoProportionTest([
+        { id: "A", trials: 0, successes: 0 },
+        { id: "B", trials: 0, successes: 0 },
+      ]).pValue,
+    ).toBeNull();
+  });
+
+  it("names a winner only past the minimum sample and the confidence", () => {
+    const rule = { minSample: 100, confidence: 0.95 };
+    expect(
+      autoWinner(
+        [
+          { id: "A", trials: 99, successes: 90 },
+          { id: "B", trials: 100, successes: 10 },
+        ],
+        rule,
+      ),
+    ).toBeNull();
+    expect(
+      autoWinner(
+        [
+          { id: "A", trials: 100, successes: 52 },
+          { id: "B", trials: 100, successes: 48 },
+        ],
+        rule,
+      ),
+    ).toBeNull();
+    expect(
+      autoWinner(
+        [
+          { id: "A", trials: 100, successes: 40 },
+          { id: "B", trials: 100, successes: 10 },
+        ],
+        rule,
+      ),
+    ).toBe("A");
   });
 });
