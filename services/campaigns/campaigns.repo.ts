@@ -381,6 +381,21 @@ export async function restoreVersion(
   });
 }
 
+/** Names of the campaigns, not archived, whose versions send `templateId`, and of broadcasts sending it now. */
+export async function campaignsUsingTemplate(workspaceId: string, templateId: string): Promise<string[]> {
+  const rows = await query<{ name: string }>(
+    `SELECT c.name FROM campaigns c
+      WHERE c.workspace_id = $1 AND c.status <> 'archived'
+        AND (EXISTS (SELECT 1 FROM campaign_versions v WHERE v.campaign_id = c.id
+                      AND v.workflow -> 'nodes' @> jsonb_build_array(jsonb_build_object('type', 'send',
+                            'config', jsonb_build_object('templateId', $2::text))))
+             OR (c.type = 'broadcast' AND c.status IN ('active', 'paused') AND c.broadcast ->> 'templateId' = $2))
+      ORDER BY c.name`,
+    [workspaceId, templateId],
+  );
+  return rows.map((r) => r.name);
+}
+
 /** Scheduled campaigns whose time has come become active; answers how many. */
 export async function activateScheduled(): Promise<number> {
   const rows = await query<{ id: string }>(

@@ -334,6 +334,7 @@ export const schemas = {
     },
     { additionalProperties: true },
   ),
+  templateUse: Params({ templateId: Id }),
   processDue: Params({ limit: Type.Optional(Int32({ minimum: 1, maximum: 5000 })) }),
 };
 
@@ -380,6 +381,7 @@ export const results = {
     decidedAbTests: Type.Integer(),
   }),
   broadcast: Type.Object({ jobId: Type.String(), campaignId: Type.String() }),
+  templateUse: Type.Object({ campaigns: Type.Array(Type.String()) }),
   campaignAbTests: Type.Array(CampaignAbTestSchema),
   campaignAbTest: CampaignAbTestSchema,
   abTests: Paginated(AbTestSchema),

@@ -250,6 +250,15 @@ export const enrollmentActions = {
       },
     }),
 
+    /** Internal (templates, before a delete): the campaigns that send a template. */
+    templateUse: defineAction({
+      params: schemas.templateUse,
+      result: results.templateUse,
+      handler: async (ctx) => ({
+        campaigns: await repo.campaignsUsingTemplate(workspaceOf(ctx), ctx.params.templateId),
+      }),
+    }),
+
     /**
      * Internal (`GET /api/cron/tick`): scheduled campaigns due become active,
      * broadcasts whose send stopped send on, then one pass of due steps.

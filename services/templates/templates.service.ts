@@ -1,6 +1,8 @@
 import { newId } from "../../lib/crypto";
 import { defineAction, defineService } from "../../lib/define-service";
-import { found, notFound } from "../../lib/errors";
+import { SYSTEM } from "../../lib/access";
+import { conflict, found, notFound } from "../../lib/errors";
+import { isServiceAvailable } from "../../lib/registry";
 import { pageRequest } from "../../lib/pagination";
 import { workspaceOf } from "../../lib/tenancy";
 import { DatabaseMixin } from "../../mixins/database.mixin";
@@ -90,15 +92,25 @@ export default defineService({
       },
     }),
 
-    /** Delete a template with its translations. templates.delete. */
+    /** Delete a template with its translations; 409 while a campaign (not archived) sends it. templates.delete. */
     remove: defineAction({
       rest: `DELETE ${WS}/:templateId`,
-      openapi: { tags, summary: "Delete a template" },
+      openapi: { tags, summary: "Delete a template (not while a campaign sends it)" },
       ...remove,
       params: schemas.get,
       result: results.success,
       async handler(ctx) {
-        if (!(await repo.deleteTemplate(workspaceOf(ctx), ctx.params.templateId))) throw notFound("Template");
+        const ws = workspaceOf(ctx);
+        const { templateId } = ctx.params;
+        if (isServiceAvailable(ctx.broker, "campaigns")) {
+          const { campaigns } = (await ctx.call(
+            "campaigns.templateUse",
+            { templateId },
+            { meta: { principal: SYSTEM, workspaceId: ws } },
+          )) as { campaigns: string[] };
+          if (campaigns.length) throw conflict(`The template is in use by campaign ${campaigns.join(", ")}`);
+        }
+        if (!(await repo.deleteTemplate(ws, templateId))) throw notFound("Template");
         return { success: true as const };
       },
     }),

@@ -496,3 +496,31 @@ test("segment triggers: an entry an event caused enrolls before the event's answ
   expect((await c().get(`${ctx.ws}/campaigns/${onAttend}/enrollments`)).body.data).toHaveLength(1);
   expect((await c().get(`${ctx.ws}/campaigns/${onListed}/enrollments`)).body.data).toHaveLength(1);
 });
+
+test("a template a campaign's version sends cannot be deleted until that campaign is archived", async () => {
+  const template = await c().post(`${ctx.ws}/templates`, {
+    name: "Kept",
+    channel: "email",
+    content: { subject: "Kept", html: "<p>Kept</p>" },
+  });
+  const id = await campaignWith(
+    {
+      nodes: [
+        { id: "entry", type: "entry", config: {} },
+        { id: "s", type: "send", config: { channel: "email", templateId: template.body.id } },
+      ],
+      edges: [{ from: "entry", to: "s" }],
+    },
+    "Uses Kept",
+  );
+  await c().post(`${ctx.ws}/campaigns/${id}/execute`);
+  const refused = await c().delete(`${ctx.ws}/templates/${template.body.id}`);
+  expect(refused.status).toBe(409);
+  expect(refused.body).toMatchObject({
+    code: "CONFLICT",
+    error: "The template is in use by campaign Uses Kept",
+  });
+  await c().patch(`${ctx.ws}/campaigns/${id}`, { status: "paused" });
+  await c().patch(`${ctx.ws}/campaigns/${id}`, { status: "archived" });
+  expect((await c().delete(`${ctx.ws}/templates/${template.body.id}`)).status).toBe(200);
+});
