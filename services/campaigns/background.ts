@@ -1,5 +1,6 @@
 import type { ServiceSchema } from "moleculer";
 import { config } from "../../lib/config";
+import { DOMAIN_EVENTS_CHANNEL, type DomainEvent } from "../../lib/domain-events";
 import { decideSplits } from "./ab-tests";
 import * as repo from "./campaigns.repo";
 import { sendBroadcast } from "./broadcast";
@@ -7,7 +8,7 @@ import { claimStalledBroadcasts } from "./broadcasts.repo";
 import { PASS_SIZE } from "./enrollments.actions";
 import { advance } from "./runner";
 import { liveSegmentTriggers, readSegmentLog } from "./segment-log.repo";
-import { enrollByChanges } from "./segment-triggers";
+import { enrollByChanges, enrollByContactFact } from "./feed-triggers";
 
 /** How long a claimed enrollment is the claimer's before another replica may take it. */
 const LEASE_MS = 60_000;
@@ -85,6 +86,22 @@ export const backgroundWork: Partial<ServiceSchema> = {
           this.draining = null;
         }
       })();
+    },
+  },
+
+  channels: {
+    /**
+     * Contact triggers, from the durable domain-event channel (its own
+     * group): each `contact.created` / `contact.updated` fact enrolls by the
+     * matching triggers, once per fact (its id is the enrollment's cause).
+     */
+    [DOMAIN_EVENTS_CHANNEL]: {
+      group: "campaigns",
+      context: false,
+      maxInFlight: 20,
+      async handler(this: { wake(): void }, fact: DomainEvent) {
+        if (await enrollByContactFact(fact)) this.wake();
+      },
     },
   },
 

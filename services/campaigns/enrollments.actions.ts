@@ -11,7 +11,7 @@ import { results, schemas, type CampaignDetail } from "./campaigns.schemas";
 import { ACCESS, campaignOf, tags, workflowCampaignOf, WS } from "./campaigns.shared";
 import { dryRun } from "./interpreter";
 import { changesOfEvent } from "./segment-log.repo";
-import { enrollByChanges } from "./segment-triggers";
+import { enrollByChanges } from "./feed-triggers";
 import { triggerMatches, triggerTypesFor } from "./triggers";
 
 const { read, write } = ACCESS;

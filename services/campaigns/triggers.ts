@@ -15,6 +15,9 @@ const Id = Type.String({ minLength: 1, maxLength: 64 });
 /** The trigger types this build runs; the others are refused when a trigger is saved. */
 const CONFIGS: Partial<Record<TriggerType, TSchema>> = {
   event: Closed({ eventType: Type.String({ minLength: 1, maxLength: 200 }) }),
+  contact_created: Closed({}),
+  // The contract's `fields` (which changes count) is not taken yet: contact.updated facts do not name them.
+  contact_updated: Closed({}),
   segment_entered: Closed({ segmentId: Id }),
   segment_exited: Closed({ segmentId: Id }),
   form_submitted: Closed({ formId: Type.Optional(Id) }),

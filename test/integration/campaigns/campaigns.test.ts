@@ -524,3 +524,39 @@ test("a template a campaign's version sends cannot be deleted until that campaig
   await c().patch(`${ctx.ws}/campaigns/${id}`, { status: "archived" });
   expect((await c().delete(`${ctx.ws}/templates/${template.body.id}`)).status).toBe(200);
 });
+
+test("contact triggers enroll from the durable domain facts: a created contact, then an updated one (once per fact)", async () => {
+  const wait = {
+    nodes: [
+      { id: "entry", type: "entry", config: {} },
+      { id: "w", type: "wait", config: { duration: "P1D" } },
+    ],
+    edges: [{ from: "entry", to: "w" }],
+  };
+  const onCreate = await campaignWith(wait, "On create");
+  const onUpdate = await campaignWith(wait, "On update");
+  await c().post(`${ctx.ws}/campaigns/${onCreate}/triggers`, { type: "contact_created" });
+  await c().post(`${ctx.ws}/campaigns/${onUpdate}/triggers`, { type: "contact_updated", reentry: "always" });
+  const fields = await c().post(`${ctx.ws}/campaigns/${onUpdate}/triggers`, {
+    type: "contact_updated",
+    config: { fields: ["email"] },
+  });
+  expect(fields.status).toBe(400);
+  await c().post(`${ctx.ws}/campaigns/${onCreate}/execute`);
+  await c().post(`${ctx.ws}/campaigns/${onUpdate}/execute`);
+
+  const who = await contact({ email: "facts@example.com" });
+  const created = await waitFor(async () => {
+    const data = (await c().get(`${ctx.ws}/campaigns/${onCreate}/enrollments`)).body.data;
+    return data.length ? data : undefined;
+  }, 10_000);
+  expect(created).toMatchObject([{ contactId: who }]);
+  expect((await c().get(`${ctx.ws}/campaigns/${onUpdate}/enrollments`)).body.data).toEqual([]);
+
+  await c().patch(`${ctx.ws}/contacts/${who}`, { firstName: "Fay" });
+  const updated = await waitFor(async () => {
+    const data = (await c().get(`${ctx.ws}/campaigns/${onUpdate}/enrollments`)).body.data;
+    return data.length ? data : undefined;
+  }, 10_000);
+  expect(updated).toMatchObject([{ contactId: who, status: expect.stringMatching(/active|waiting/) }]);
+});
