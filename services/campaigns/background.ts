@@ -6,7 +6,7 @@ import * as repo from "./campaigns.repo";
 import { sendBroadcast } from "./broadcast";
 import { claimStalledBroadcasts } from "./broadcasts.repo";
 import { PASS_SIZE } from "./enrollments.actions";
-import { advance } from "./runner";
+import { advance, closeWebhookSender } from "./runner";
 import { liveSegmentTriggers, readSegmentLog } from "./segment-log.repo";
 import { enrollByChanges, enrollByContactFact } from "./feed-triggers";
 
@@ -119,5 +119,6 @@ export const backgroundWork: Partial<ServiceSchema> = {
   async stopped() {
     clearInterval(this.pollTimer);
     await this.draining;
+    closeWebhookSender();
   },
 };

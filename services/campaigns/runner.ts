@@ -1,6 +1,9 @@
 import type { ServiceBroker } from "moleculer";
 import { SYSTEM } from "../../lib/access";
+import { config } from "../../lib/config";
 import { sha256Hex } from "../../lib/crypto";
+import { Sender } from "../webhooks/dispatcher";
+import { guardEnabled } from "../webhooks/url-guard";
 import { winnerOf } from "./ab.repo";
 import * as repo from "./campaigns.repo";
 import type { EnrollmentRow } from "./campaigns.repo";
@@ -61,10 +64,10 @@ export function storeProbe(
   };
 }
 
-/** A client error (4xx) will not pass by itself: the step fails. Anything else is tried again. */
+/** A client error (4xx) will not pass by itself: the step fails. Anything else (a service away too) is tried again. */
 const permanent = (err: unknown) => {
-  const code = (err as { code?: unknown }).code;
-  return typeof code === "number" && code >= 400 && code < 500;
+  const { code, type } = err as { code?: unknown; type?: unknown };
+  return typeof code === "number" && code >= 400 && code < 500 && type !== "SERVICE_NOT_FOUND";
 };
 
 /** Perform an action node; answers the log line's detail. */
@@ -144,9 +147,83 @@ async function perform(broker: ServiceBroker, e: EnrollmentRow, node: WorkflowNo
       });
       return enrolled ? `enrolled in campaign ${target.id}` : `already in campaign ${target.id}`;
     }
+    case "webhook": {
+      const body = c.body ?? {
+        campaignId: e.campaign_id,
+        enrollmentId: e.id,
+        contactId: e.contact_id,
+        nodeId: node.id,
+      };
+      const outcome = await webhookSender().post(String(c.url), JSON.stringify(body), {
+        "content-type": "application/json",
+        // The same on every try of this step: the receiver can tell a repeat.
+        "idempotency-key": derivedMessageId(e.id, node.id),
+        ...((c.headers as Record<string, string> | undefined) ?? {}),
+      });
+      if (!outcome.error) return `posted: HTTP ${outcome.statusCode}`;
+      const status = outcome.statusCode;
+      // A refused address or a 4xx (but 429) will not pass by itself; the rest is tried again.
+      const refused =
+        status === null ? outcome.error.startsWith("url ") : status >= 400 && status < 500 && status !== 429;
+      throw Object.assign(new Error(`webhook: ${outcome.error}`), refused ? { code: 400 } : {});
+    }
+    case "create_task": {
+      const days = c.dueInDays as number | undefined;
+      await broker.call(
+        "tasks.createOnce",
+        {
+          workspaceId,
+          taskId: derivedMessageId(e.id, node.id),
+          title: c.title,
+          contactId: e.contact_id,
+          ...(days !== undefined ? { dueAt: new Date(Date.now() + days * 86_400_000).toISOString() } : {}),
+          ...(c.assigneeId ? { assigneeId: c.assigneeId } : {}),
+        },
+        meta,
+      );
+      return `task "${String(c.title)}" created`;
+    }
+    case "notify_member": {
+      const userIds = c.userId
+        ? ((await broker.call(
+            "workspaces.memberUserIds",
+            { workspaceId, userIds: [c.userId] },
+            meta,
+          )) as string[])
+        : (
+            (await broker.call("workspaces.listMembers", { workspaceId }, meta)) as Array<{
+              userId: string;
+              role: string;
+            }>
+          )
+            .filter((m) => m.role === c.role)
+            .map((m) => m.userId);
+      const { notified } = (await broker.call(
+        "crm.notifyMembers",
+        {
+          userIds,
+          type: "campaign.notification",
+          title: String(c.message).slice(0, 300),
+          data: { campaignId: e.campaign_id, enrollmentId: e.id, contactId: e.contact_id, nodeId: node.id },
+          dedupeKey: `campaign:${e.id}:${node.id}`,
+        },
+        meta,
+      )) as { notified: number };
+      return `${notified} member(s) notified`;
+    }
     default:
-      throw Object.assign(new Error(`${node.type} nodes are not available yet`), { code: 400 });
+      return node.type;
   }
+}
+
+let sender: Sender | null = null;
+/** One keep-alive sender for webhook steps (the outbound webhooks' own, with its address guard). */
+const webhookSender = () => (sender ??= new Sender(config().webhookTimeoutMs, guardEnabled));
+
+/** Close the webhook steps' connections (the service stopping). */
+export function closeWebhookSender(): void {
+  sender?.stop();
+  sender = null;
 }
 
 /** Advance one claimed enrollment (its `run_at` is its lease's end) as far as it goes now. */

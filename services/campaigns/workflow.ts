@@ -47,13 +47,6 @@ export interface Workflow {
   edges: WorkflowEdge[];
 }
 
-/** Node types of the contract this build does not run yet: a workflow naming one is refused, never saved to be skipped. */
-export const UNAVAILABLE_NODE_TYPES: ReadonlySet<NodeType> = new Set([
-  "webhook",
-  "create_task",
-  "notify_member",
-]);
-
 export const NODE_ID = /^[A-Za-z0-9_-]{1,64}$/;
 export const MAX_NODES = 200;
 
@@ -259,8 +252,6 @@ export function validateWorkflow(input: unknown): FieldIssue[] {
     if (byId.has(node.id)) return issues.push({ field: `${at}.id`, message: `repeats the id ${node.id}` });
     if (!NODE_TYPES.includes(node.type))
       return issues.push({ field: `${at}.type`, message: `must be one of ${NODE_TYPES.join(", ")}` });
-    if (UNAVAILABLE_NODE_TYPES.has(node.type))
-      return issues.push({ field: `${at}.type`, message: `${node.type} nodes are not available yet` });
     byId.set(node.id, node);
     issues.push(...configIssues(node, `${at}.config`));
   });

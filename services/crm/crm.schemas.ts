@@ -267,6 +267,12 @@ export const schemas = {
     }),
     complete: Params({ workspaceId: WorkspaceId, taskId: Id, completed: Type.Optional(Type.Boolean()) }),
     remove: one("taskId"),
+    createOnce: Params({
+      workspaceId: WorkspaceId,
+      taskId: Id,
+      title: Trimmed({ minLength: 1, maxLength: 300 }),
+      ...taskFields,
+    }),
   },
   notifications: {
     list: Params({
@@ -278,6 +284,14 @@ export const schemas = {
     update: Params({ workspaceId: WorkspaceId, notificationId: Id, read: Type.Boolean() }),
     remove: one("notificationId"),
     markAllRead: Params({ workspaceId: WorkspaceId }),
+    notifyMembers: Params({
+      userIds: Type.Array(Id, { maxItems: 1000 }),
+      type: Type.String({ minLength: 1, maxLength: 100 }),
+      title: Type.String({ minLength: 1, maxLength: 300 }),
+      body: Type.Optional(Type.String({ maxLength: 2000 })),
+      data: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
+      dedupeKey: Type.String({ minLength: 1, maxLength: 300 }),
+    }),
   },
   savedViews: {
     list: Params({ workspaceId: WorkspaceId, resource: Type.Optional(StringEnum(VIEW_RESOURCES)) }),

@@ -100,6 +100,21 @@ export default defineService({
     }),
 
     /** Internal (cron tick, timers): notify assignees of tasks now due, once each. Answers how many were made. */
+    /** Internal (campaign steps): notify members, once per `dedupeKey` and member. */
+    notifyMembers: defineAction({
+      params: schemas.notifications.notifyMembers,
+      result: Type.Object({ notified: Type.Integer() }),
+      async handler(ctx) {
+        const ws = workspaceOf(ctx);
+        const { userIds, dedupeKey, ...input } = ctx.params;
+        let notified = 0;
+        for (const userId of userIds)
+          if (await notifications.notify(ws, userId, { ...input, dedupeKey: `${dedupeKey}:${userId}` }))
+            notified += 1;
+        return { notified };
+      },
+    }),
+
     notifyDueTasks: defineAction({
       handler: () => notifyDueTasks(),
     }),

@@ -107,14 +107,14 @@ export const findTask = (workspaceId: string, taskId: string): Promise<Task | nu
 
 export async function createTask(
   workspaceId: string,
-  input: TaskInput & { title: string },
+  input: TaskInput & { title: string; id?: string },
   createdBy: string | null,
 ) {
   const task = await Task.create({
     type: "todo",
     priority: "normal",
     ...input,
-    id: newId(),
+    id: input.id ?? newId(),
     workspaceId,
     createdBy,
   });

@@ -69,6 +69,29 @@ export default defineService({
     }),
 
     /** One task. contacts.read. */
+    /**
+     * Internal (campaign steps): create a task with the id given, or answer
+     * the one that has it, so a repeated step makes one task.
+     */
+    createOnce: defineAction({
+      params: schemas.tasks.createOnce,
+      result: TaskSchema,
+      async handler(ctx) {
+        const workspaceId = workspaceOf(ctx);
+        const { taskId, workspaceId: _ws, ...input } = ctx.params;
+        const existing = await repo.findTask(workspaceId, taskId);
+        if (existing) return repo.taskView(existing);
+        await checkLinks(ctx, workspaceId);
+        const task = await repo.createTask(
+          workspaceId,
+          { ...input, id: taskId, dueAt: asDate(input.dueAt) },
+          null,
+        );
+        await notifyAssignee(ctx, workspaceId, task);
+        return task;
+      },
+    }),
+
     get: defineAction({
       rest: "GET /workspaces/:workspaceId/tasks/:taskId",
       auth: "any",

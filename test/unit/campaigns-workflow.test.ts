@@ -69,7 +69,7 @@ describe("workflow validation", () => {
             },
           },
           { id: "u", type: "update_contact", config: { set: { shoeSize: 42 } } },
-          { id: "h", type: "webhook", config: { url: "https://example.com" } },
+          { id: "h", type: "webhook", config: { url: "ftp://example.com" } },
         ],
         edges: [],
       }).map((i) => i.field),
@@ -80,7 +80,7 @@ describe("workflow validation", () => {
       "nodes[4].type",
       "nodes[5].config.variants",
       "nodes[6].config.set.shoeSize",
-      "nodes[7].type",
+      "nodes[7].config.url",
     ]);
     expect(validateWorkflow({ nodes: [entry, { ...entry, id: "e2" }], edges: [] })[0]).toEqual({
       field: "nodes",

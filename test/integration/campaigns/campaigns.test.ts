@@ -1,5 +1,6 @@
 import { SYSTEM } from "../../../lib/access";
 import { startApp, type TestApp } from "../../helpers/app";
+import { startReceiver } from "../webhooks/receiver";
 import { ownerWithWorkspace } from "../../helpers/http";
 import { waitFor } from "../../helpers/wait";
 import { derivedMessageId } from "../../../services/campaigns/runner";
@@ -23,6 +24,7 @@ beforeAll(async () => {
       "auth",
       "workspaces",
       "contacts",
+      "crm",
       "events",
       "segments",
       "templates",
@@ -559,4 +561,69 @@ test("contact triggers enroll from the durable domain facts: a created contact, 
     return data.length ? data : undefined;
   }, 10_000);
   expect(updated).toMatchObject([{ contactId: who, status: expect.stringMatching(/active|waiting/) }]);
+});
+
+test("webhook, create_task and notify_member steps: a POST with the step's stable idempotency key, one task, one notification per member", async () => {
+  const receiver = await startReceiver();
+  try {
+    const id = await campaignWith(
+      {
+        nodes: [
+          { id: "entry", type: "entry", config: {} },
+          {
+            id: "hook",
+            type: "webhook",
+            config: { url: receiver.url("/journey"), headers: { "x-token": "t1" }, body: { hello: "crm" } },
+          },
+          { id: "task", type: "create_task", config: { title: "Call them", dueInDays: 2 } },
+          {
+            id: "tell",
+            type: "notify_member",
+            config: { role: "OWNER", message: "A contact reached the end" },
+          },
+        ],
+        edges: [
+          { from: "entry", to: "hook" },
+          { from: "hook", to: "task" },
+          { from: "task", to: "tell" },
+        ],
+      },
+      "Hand-off",
+    );
+    await c().post(`${ctx.ws}/campaigns/${id}/execute`);
+    const who = await contact({ email: "handoff@example.com" });
+    const enrolled = (await c().post(`${ctx.ws}/campaigns/${id}/enroll`, { contactId: who })).body;
+    expect(await finished(id, enrolled.id)).toMatchObject({ status: "completed", currentNodeId: "tell" });
+
+    const [posted] = receiver.received.filter((r) => r.path === "/journey");
+    expect(JSON.parse(posted.body)).toEqual({ hello: "crm" });
+    expect(posted.headers["x-token"]).toBe("t1");
+    expect(posted.headers["idempotency-key"]).toBe(derivedMessageId(enrolled.id, "hook"));
+
+    const tasks = (await c().get(`${ctx.ws}/tasks?contactId=${who}`)).body.data;
+    expect(tasks).toMatchObject([
+      { id: derivedMessageId(enrolled.id, "task"), title: "Call them", contactId: who },
+    ]);
+    const due = new Date(tasks[0].dueAt).getTime() - Date.now();
+    expect(due).toBeGreaterThan(86_400_000 * 1.9);
+    const notes = (await c().get(`${ctx.ws}/notifications`)).body.data;
+    expect(notes.filter((n: { type: string }) => n.type === "campaign.notification")).toMatchObject([
+      { title: "A contact reached the end" },
+    ]);
+    const logs = (await c().get(`${ctx.ws}/campaigns/${id}/logs?enrollmentId=${enrolled.id}&nodeId=hook`))
+      .body.data;
+    expect(logs[0]).toMatchObject({ outcome: "ok", detail: "posted: HTTP 200" });
+
+    // A receiver that refuses (4xx) fails the step with its answer.
+    receiver.setBehaviour(() => ({ status: 410, body: "gone" }));
+    const other = await contact({ email: "handoff2@example.com" });
+    const second = (await c().post(`${ctx.ws}/campaigns/${id}/enroll`, { contactId: other })).body;
+    expect(await finished(id, second.id)).toMatchObject({
+      status: "failed",
+      exitReason: "step_failed",
+      currentNodeId: "hook",
+    });
+  } finally {
+    await receiver.close();
+  }
 });
