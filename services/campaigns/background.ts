@@ -44,7 +44,11 @@ export const backgroundWork: Partial<ServiceSchema> = {
 
     /** One pass: claim due enrollments and advance each as far as it goes now. */
     async pass(limit: number): Promise<{ advanced: number; failed: number }> {
-      const claimed = await repo.claimDue(limit, LEASE_MS);
+      // The higher-priority campaign's step goes first, so where two would send to one contact inside the
+      // frequency cap, it takes the slot and the other's step skips or waits as its send node says.
+      const claimed = (await repo.claimDue(limit, LEASE_MS)).sort(
+        (a, b) => b.priority - a.priority || a.created_at.getTime() - b.created_at.getTime(),
+      );
       let advanced = 0;
       let failed = 0;
       for (const enrollment of claimed) {

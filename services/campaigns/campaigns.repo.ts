@@ -521,13 +521,16 @@ export async function enrollable(workspaceId: string, campaignId: string, contac
  * `leaseMs` (its `run_at` moved on): a replica that dies mid-step leaves it
  * to be taken again when the lease ends.
  */
-export async function claimDue(limit: number, leaseMs: number): Promise<EnrollmentRow[]> {
-  return query<EnrollmentRow>(
+export async function claimDue(
+  limit: number,
+  leaseMs: number,
+): Promise<Array<EnrollmentRow & { priority: number }>> {
+  return query<EnrollmentRow & { priority: number }>(
     `UPDATE campaign_enrollments e SET run_at = now() + make_interval(secs => $2::double precision / 1000)
       WHERE e.id IN (SELECT d.id FROM campaign_enrollments d JOIN campaigns c ON c.id = d.campaign_id
                       WHERE d.run_at <= now() AND c.status = 'active'
                       ORDER BY d.run_at LIMIT $1 FOR UPDATE OF d SKIP LOCKED)
-      RETURNING e.*`,
+      RETURNING e.*, (SELECT c.priority FROM campaigns c WHERE c.id = e.campaign_id) AS priority`,
     [limit, leaseMs],
   );
 }

@@ -70,8 +70,14 @@ const permanent = (err: unknown) => {
   return typeof code === "number" && code >= 400 && code < 500 && type !== "SERVICE_NOT_FOUND";
 };
 
-/** Perform an action node; answers the log line's detail. */
-async function perform(broker: ServiceBroker, e: EnrollmentRow, node: WorkflowNode): Promise<string> {
+/** A send the frequency cap holds, for a step that waits for it. */
+interface Held {
+  until: Date;
+  detail: string;
+}
+
+/** Perform an action node; answers the log line's detail, or that the cap holds its send. */
+async function perform(broker: ServiceBroker, e: EnrollmentRow, node: WorkflowNode): Promise<string | Held> {
   const c = node.config;
   const meta = { meta: { principal: SYSTEM, workspaceId: e.workspace_id } };
   const workspaceId = e.workspace_id;
@@ -82,6 +88,18 @@ async function perform(broker: ServiceBroker, e: EnrollmentRow, node: WorkflowNo
       return "waited";
     case "send": {
       const messageId = derivedMessageId(e.id, node.id);
+      if (c.onFrequencyCap === "wait" && !c.transactional) {
+        const cap = (await broker.call(
+          "messages.capState",
+          { contactId: e.contact_id, channel: c.channel },
+          meta,
+        )) as { capped: boolean; freeAt: string | null };
+        if (cap.capped && cap.freeAt)
+          return {
+            until: new Date(cap.freeAt),
+            detail: `the frequency cap holds the send until ${cap.freeAt}`,
+          };
+      }
       const result = (await broker.call(
         "messages.enqueue",
         {
@@ -283,7 +301,17 @@ export async function advance(
     let detail = decision.reason;
     if (decision.kind === "act") {
       try {
-        detail = await perform(broker, e, node);
+        const done = await perform(broker, e, node);
+        if (typeof done !== "string") {
+          // Waits at this node; when the cap frees, the step runs again.
+          await repo.saveStep(
+            e,
+            { status: "waiting", currentNodeId: node.id, runAt: done.until, waitingUntil: done.until },
+            { nodeId: node.id, outcome: "skipped", branch: null, detail: done.detail },
+          );
+          return "advanced";
+        }
+        detail = done;
       } catch (err) {
         const message = err instanceof Error ? err.message : String(err);
         const failed = permanent(err);

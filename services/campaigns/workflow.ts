@@ -80,6 +80,8 @@ const CONFIGS: Record<Exclude<NodeType, "wait" | "condition">, TSchema> = {
     templateId: Id,
     transactional: Type.Optional(Type.Boolean()),
     variables: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
+    // When the workspace's frequency cap holds the contact: skip (the message is recorded suppressed) or wait for it.
+    onFrequencyCap: Type.Optional(Type.Union([Type.Literal("skip"), Type.Literal("wait")])),
   }),
   ab_split: Closed({
     variants: Weighted(5),

@@ -248,6 +248,23 @@ export async function recentSendCounts(
   return new Map(rows.map((r) => [r.contact_id, Number(r.n)]));
 }
 
+/** One contact's sends that count against the cap since `since`: how many, and when the oldest was made. */
+export async function capWindow(
+  workspaceId: string,
+  contactId: string,
+  channels: string[] | null,
+  since: Date,
+): Promise<{ count: number; oldest: Date | null }> {
+  const sequelize = await database();
+  const [row] = await sequelize.query<{ n: string; oldest: Date | null }>(
+    `SELECT count(*) AS n, min(m.created_at) AS oldest FROM messages m
+      WHERE m.contact_id = $2 AND m.created_at >= $3 AND m.workspace_id = $1 AND NOT m.transactional
+        AND m.status NOT IN ('suppressed', 'failed') AND ($4::text[] IS NULL OR m.channel = ANY ($4::text[]))`,
+    { bind: [workspaceId, contactId, since, channels], type: QueryTypes.SELECT },
+  );
+  return { count: Number(row.n), oldest: row.oldest };
+}
+
 /**
  * Take up to `limit` due sends that no other worker holds (`FOR UPDATE SKIP
  * LOCKED`): queued ones whose `sendAt` has come, and sending ones whose

@@ -175,6 +175,7 @@ export const schemas = {
     providerId: Type.Optional(Id),
   }),
   variantStats: Params({ templateId: Id }),
+  capState: Params({ contactId: Id, channel: Channel }),
   processDue: Params({ limit: Type.Optional(Int32({ minimum: 1, maximum: 5000 })) }),
   providerEvents: Params({
     providerId: Id,
@@ -199,6 +200,10 @@ export const results = {
   list: Paginated(MessageSchema),
   shortLinks: Paginated(ShortLinkSchema),
   sendTest: SendTestResultSchema,
+  capState: Type.Object({
+    capped: Type.Boolean(),
+    freeAt: Nullable(DateTime({ description: "When the oldest counted send leaves the window" })),
+  }),
   enqueue: Type.Object({
     queued: Type.Integer(),
     suppressed: Type.Integer(),

@@ -14,7 +14,7 @@ import { preferenceActions } from "./preferences.actions";
 import { closeHttp } from "../providers/clients";
 import { applyProviderEvents } from "./provider-events";
 import { dropStalePending } from "./provider-events.repo";
-import { createMessage, enqueueMessages } from "./send";
+import { capState, createMessage, enqueueMessages } from "./send";
 import { Sender, senderOf, type WorkspaceInfo } from "./sender";
 import { isMachine, PIXEL, recordActivity, SCANNER_BURST_MS } from "./tracking";
 
@@ -175,6 +175,15 @@ export default defineService({
         const result = await enqueueMessages(ctx, this.now());
         if (result.queued) this.wake();
         return result;
+      },
+    }),
+
+    /** Internal (journey steps that wait for the cap): whether `settings.frequencyCap` holds a contact's send now, and until when. */
+    capState: defineAction({
+      params: schemas.capState,
+      result: results.capState,
+      handler(ctx) {
+        return capState(ctx, this.now());
       },
     }),
 

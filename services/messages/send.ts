@@ -287,3 +287,22 @@ async function queueMessages(
   });
   return repo.insertMessages(ws, messages);
 }
+
+/** Whether the workspace's frequency cap holds a contact's non-transactional send on `channel` now, and until when. */
+export async function capState(
+  ctx: AppContext<{ contactId: string; channel: Channel }>,
+  now: Date,
+): Promise<{ capped: boolean; freeAt: Date | null }> {
+  const ws = workspaceOf(ctx);
+  const workspace = await call<{ settings?: SendSettings }>(ctx, "workspaces.get", { workspaceId: ws });
+  const cap = workspace.settings?.frequencyCap;
+  if (!capApplies(cap, ctx.params.channel)) return { capped: false, freeAt: null };
+  const window = await repo.capWindow(
+    ws,
+    ctx.params.contactId,
+    cap.channels?.length ? cap.channels : null,
+    new Date(now.getTime() - cap.periodHours * HOUR_MS),
+  );
+  if (window.count < cap.count || !window.oldest) return { capped: false, freeAt: null };
+  return { capped: true, freeAt: new Date(window.oldest.getTime() + cap.periodHours * HOUR_MS) };
+}
