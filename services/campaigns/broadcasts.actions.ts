@@ -2,14 +2,13 @@ import { SYSTEM } from "../../lib/access";
 import { actingUserId } from "../../lib/audit";
 import { newId } from "../../lib/crypto";
 import { defineAction } from "../../lib/define-service";
-import { fieldError, notFound, validationError } from "../../lib/errors";
+import { fieldError, notFound } from "../../lib/errors";
 import { idempotent } from "../../lib/idempotency";
 import { workspaceOf } from "../../lib/tenancy";
-import { validateFilter, type FilterGroup } from "../segments/filter-schema";
 import { sendBroadcast } from "./broadcast";
-import { insertBroadcast, type Audience } from "./broadcasts.repo";
+import { insertBroadcast } from "./broadcasts.repo";
 import { results, schemas } from "./campaigns.schemas";
-import { ACCESS, tags, WS } from "./campaigns.shared";
+import { ACCESS, audienceOf, tags, WS } from "./campaigns.shared";
 
 /** Broadcasts: one template to an audience, now or at `sendAt`; mixed into `campaigns`. */
 export const broadcastActions = {
@@ -44,26 +43,7 @@ export const broadcastActions = {
           const p = ctx.params;
           const ws = workspaceOf(ctx);
           const meta = { meta: { principal: SYSTEM, workspaceId: ws } };
-          const given = [p.segmentId, p.contactIds, p.filter].filter((a) => a !== undefined).length;
-          if (given !== 1)
-            throw fieldError("segmentId", "give exactly one of segmentId, contactIds and filter");
-          let audience: Audience;
-          if (p.segmentId) {
-            try {
-              await ctx.call("segments.get", { workspaceId: ws, segmentId: p.segmentId }, meta);
-            } catch (err) {
-              if ((err as { code?: number }).code === 404)
-                throw notFound("Segment", { field: "segmentId", message: `no segment ${p.segmentId}` });
-              throw err;
-            }
-            audience = { segmentId: p.segmentId };
-          } else if (p.contactIds) audience = { contactIds: [...new Set(p.contactIds)] };
-          else {
-            const { issues } = validateFilter(p.filter);
-            if (issues.length)
-              throw validationError(`Invalid filter: ${issues[0].field} ${issues[0].message}`, issues);
-            audience = { filter: p.filter as unknown as FilterGroup };
-          }
+          const audience = await audienceOf(ctx, p);
           const template = (await ctx
             .call("templates.resolve", { templateId: p.templateId }, meta)
             .catch((err: { code?: number }) => {

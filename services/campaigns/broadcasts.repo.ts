@@ -12,6 +12,21 @@ import { emptyWorkflow } from "./workflow";
 
 export type Audience = { segmentId: string } | { contactIds: string[] } | { filter: FilterGroup };
 
+/**
+ * The contact ids of an audience as one SELECT (binds: `$1` is the
+ * workspace): a segment's members, the listed contacts of the workspace, or
+ * a filter's matches through the segments area's compiled filter.
+ */
+export function audienceSource(audience: Audience, binds: Binds): string {
+  if ("segmentId" in audience)
+    return `SELECT sm.contact_id FROM segment_members sm JOIN segments s ON s.id = sm.segment_id
+             WHERE s.workspace_id = $1 AND s.id = ${binds.p(audience.segmentId)}`;
+  if ("contactIds" in audience)
+    return `SELECT c.id FROM contacts c WHERE c.workspace_id = $1 AND c.id = ANY (${binds.p(audience.contactIds)}::text[])`;
+  return `SELECT c.id FROM contacts c WHERE c.workspace_id = $1
+             AND ${compileFilter(audience.filter, binds, { mode: "set", workspaceParam: "$1" })}`;
+}
+
 export interface BroadcastSpec {
   channel: string;
   templateId: string;
@@ -69,17 +84,8 @@ export async function takeAudience(
       transaction,
     );
     if (!campaign.broadcast.audienceTakenAt) {
-      const audience = spec.audience;
       const binds = new Binds([workspaceId, campaignId]);
-      let source: string;
-      if ("segmentId" in audience)
-        source = `SELECT sm.contact_id FROM segment_members sm JOIN segments s ON s.id = sm.segment_id
-                   WHERE s.workspace_id = $1 AND s.id = ${binds.p(audience.segmentId)}`;
-      else if ("contactIds" in audience)
-        source = `SELECT c.id FROM contacts c WHERE c.workspace_id = $1 AND c.id = ANY (${binds.p(audience.contactIds)}::text[])`;
-      else
-        source = `SELECT c.id FROM contacts c WHERE c.workspace_id = $1
-                     AND ${compileFilter(audience.filter, binds, { mode: "set", workspaceParam: "$1" })}`;
+      const source = audienceSource(spec.audience, binds);
       await query(
         `INSERT INTO broadcast_recipients (campaign_id, contact_id) SELECT $2, r.id FROM (${source}) AS r(id)
          ON CONFLICT DO NOTHING`,

@@ -1,7 +1,8 @@
 import { QueryTypes, type Transaction } from "sequelize";
 import { newId } from "../../lib/crypto";
 import { Binds, database, likeEscape } from "../../lib/database";
-import { stageDomainEvents } from "../../lib/outbox";
+import { stageDomainEvents, wakeOutboxRelays } from "../../lib/outbox";
+import { audienceSource, type Audience } from "./broadcasts.repo";
 import { pageOf, type Page, type PageRequest } from "../../lib/pagination";
 import type {
   CampaignDetail,
@@ -502,6 +503,42 @@ export async function enroll(workspaceId: string, r: EnrollRequest): Promise<Enr
       })),
     );
     return rows.map(enrollmentView);
+  });
+}
+
+/**
+ * Enroll a whole audience in one statement (never in memory), staging
+ * `campaign.contact.enrolled` for each by the same statement; the ones
+ * enrolled already are left. Answers how many were enrolled and how many
+ * the audience held.
+ */
+export async function enrollAudience(
+  workspaceId: string,
+  campaignId: string,
+  version: number,
+  audience: Audience,
+): Promise<{ enrolled: number; total: number }> {
+  const sequelize = await database();
+  return sequelize.transaction(async (transaction) => {
+    const binds = new Binds([workspaceId, campaignId, version]);
+    const source = audienceSource(audience, binds);
+    const [row] = await query<{ enrolled: string; total: string }>(
+      `WITH audience AS (${source}),
+            enrolled AS (
+              INSERT INTO campaign_enrollments (id, workspace_id, campaign_id, contact_id, version, status, run_at)
+              SELECT gen_random_uuid()::text, $1, $2, a.id, $3, 'active', now() FROM audience a(id)
+              ON CONFLICT DO NOTHING
+              RETURNING contact_id),
+            staged AS (
+              INSERT INTO domain_event_outbox (workspace_id, type, data)
+              SELECT $1, 'campaign.contact.enrolled', jsonb_build_object('campaignId', $2::text, 'contactId', contact_id)
+                FROM enrolled)
+       SELECT (SELECT count(*) FROM enrolled) AS enrolled, (SELECT count(*) FROM audience) AS total`,
+      binds.values,
+      transaction,
+    );
+    transaction.afterCommit(wakeOutboxRelays);
+    return { enrolled: Number(row.enrolled), total: Number(row.total) };
   });
 }
 

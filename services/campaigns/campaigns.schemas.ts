@@ -264,6 +264,10 @@ export const schemas = {
   batch: Params({
     ...CampaignPath,
     contactIds: Type.Optional(Type.Array(Id, { minItems: 1, maxItems: 1000 })),
+    segmentId: Type.Optional(Id),
+    filter: Type.Optional(
+      Type.Record(Type.String(), Type.Unknown(), { description: "A segment filter (`{match, conditions}`)" }),
+    ),
   }),
   enrollments: Params({
     ...CampaignPath,
@@ -381,6 +385,7 @@ export const results = {
     decidedAbTests: Type.Integer(),
   }),
   broadcast: Type.Object({ jobId: Type.String(), campaignId: Type.String() }),
+  job: Type.Object({ jobId: Type.String() }),
   templateUse: Type.Object({ campaigns: Type.Array(Type.String()) }),
   campaignAbTests: Type.Array(CampaignAbTestSchema),
   campaignAbTest: CampaignAbTestSchema,

@@ -1,7 +1,9 @@
 import { SYSTEM } from "../../lib/access";
-import { found, invalidState, validationError } from "../../lib/errors";
+import { fieldError, found, invalidState, notFound, validationError } from "../../lib/errors";
 import type { AppContext } from "../../lib/moleculer-types";
 import { workspaceOf } from "../../lib/tenancy";
+import { validateFilter, type FilterGroup } from "../segments/filter-schema";
+import type { Audience } from "./broadcasts.repo";
 import * as repo from "./campaigns.repo";
 import type { CampaignDetail } from "./campaigns.schemas";
 import { references, validateWorkflow, type Workflow } from "./workflow";
@@ -81,4 +83,37 @@ export async function assertWorkflow(ctx: AppContext, input: unknown): Promise<W
   if (issues.length)
     throw validationError(`Invalid workflow: ${issues[0].field} ${issues[0].message}`, issues);
   return input as Workflow;
+}
+
+/**
+ * The one audience a request names (`segmentId`, `contactIds` or `filter`):
+ * 400 unless exactly one, 404 for a segment the workspace lacks, 400 naming
+ * the bad node of a filter.
+ */
+export async function audienceOf(
+  ctx: AppContext,
+  p: { segmentId?: string; contactIds?: string[]; filter?: Record<string, unknown> },
+): Promise<Audience> {
+  const given = [p.segmentId, p.contactIds, p.filter].filter((a) => a !== undefined).length;
+  if (given !== 1) throw fieldError("segmentId", "give exactly one of segmentId, contactIds and filter");
+  if (p.contactIds) return { contactIds: [...new Set(p.contactIds)] };
+  if (p.filter) {
+    const { issues } = validateFilter(p.filter);
+    if (issues.length)
+      throw validationError(`Invalid filter: ${issues[0].field} ${issues[0].message}`, issues);
+    return { filter: p.filter as unknown as FilterGroup };
+  }
+  const workspaceId = workspaceOf(ctx);
+  try {
+    await ctx.call(
+      "segments.get",
+      { workspaceId, segmentId: p.segmentId },
+      { meta: { principal: SYSTEM, workspaceId } },
+    );
+  } catch (err) {
+    if ((err as { code?: number }).code === 404)
+      throw notFound("Segment", { field: "segmentId", message: `no segment ${p.segmentId}` });
+    throw err;
+  }
+  return { segmentId: p.segmentId! };
 }

@@ -1,5 +1,7 @@
 import { SYSTEM } from "../../lib/access";
+import { actingUserId } from "../../lib/audit";
 import { defineAction } from "../../lib/define-service";
+import { startJob } from "../../lib/jobs";
 import { conflict, found, invalidState, notFound } from "../../lib/errors";
 import type { AppContext } from "../../lib/moleculer-types";
 import { pageRequest } from "../../lib/pagination";
@@ -8,7 +10,7 @@ import { winnerOf } from "./ab.repo";
 import { decideSplits } from "./ab-tests";
 import * as repo from "./campaigns.repo";
 import { results, schemas, type CampaignDetail } from "./campaigns.schemas";
-import { ACCESS, campaignOf, tags, workflowCampaignOf, WS } from "./campaigns.shared";
+import { ACCESS, audienceOf, campaignOf, tags, workflowCampaignOf, WS } from "./campaigns.shared";
 import { dryRun } from "./interpreter";
 import { changesOfEvent } from "./segment-log.repo";
 import { enrollByChanges } from "./feed-triggers";
@@ -64,16 +66,36 @@ export const enrollmentActions = {
     /** Enroll up to 1,000 contacts; each one not enrolled says why. campaigns.write. */
     batch: defineAction({
       rest: `POST ${WS}/:campaignId/batch`,
-      openapi: { tags, summary: "Enroll many contacts" },
+      openapi: {
+        tags,
+        summary: "Enroll many contacts (a list now; a segment or a filter as a job, 202)",
+      },
       ...write,
       params: schemas.batch,
       result: results.batch,
+      alsoAnswers: { 202: results.job },
       async handler(ctx) {
         const campaign = await workflowCampaignOf(ctx, ctx.params.campaignId);
         if (campaign.status !== "active" || !campaign.publishedVersion)
           throw invalidState("Only an active campaign enrolls contacts");
-        const contactIds = [...new Set(ctx.params.contactIds ?? [])];
+        const audience = await audienceOf(ctx, ctx.params);
         const ws = workspaceOf(ctx);
+        const version = campaign.publishedVersion;
+        if (!("contactIds" in audience)) {
+          // One statement over the whole audience; the job's result is {enrolled, skipped} (skipped: enrolled already).
+          const { jobId } = await startJob(
+            { workspaceId: ws, type: "campaigns.batch", createdBy: actingUserId(ctx) },
+            async () => {
+              const { enrolled, total } = await repo.enrollAudience(ws, campaign.id, version, audience);
+              if (enrolled) this.wake();
+              return { enrolled, skipped: total - enrolled };
+            },
+            (err) => this.logger.error(`Batch enrollment into ${campaign.id} failed`, err),
+          );
+          ctx.meta.$statusCode = 202;
+          return { jobId };
+        }
+        const contactIds = audience.contactIds;
         const live = await repo.enrollable(ws, campaign.id, contactIds);
         const enrolled = await repo.enroll(ws, {
           campaignId: campaign.id,

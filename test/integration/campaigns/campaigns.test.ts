@@ -1,7 +1,7 @@
 import { SYSTEM } from "../../../lib/access";
 import { startApp, type TestApp } from "../../helpers/app";
 import { startReceiver } from "../webhooks/receiver";
-import { ownerWithWorkspace } from "../../helpers/http";
+import { finishedJob, ownerWithWorkspace } from "../../helpers/http";
 import { waitFor } from "../../helpers/wait";
 import { derivedMessageId } from "../../../services/campaigns/runner";
 
@@ -30,6 +30,7 @@ beforeAll(async () => {
       "templates",
       "messages",
       "campaigns",
+      "jobs",
     ],
     env: { MESSAGE_POLL_MS: "50", CAMPAIGN_POLL_MS: "50" },
   });
@@ -626,4 +627,41 @@ test("webhook, create_task and notify_member steps: a POST with the step's stabl
   } finally {
     await receiver.close();
   }
+});
+
+test("batch by a segment or a filter enrolls the whole audience in one statement, as a job", async () => {
+  const wait = {
+    nodes: [
+      { id: "entry", type: "entry", config: {} },
+      { id: "w", type: "wait", config: { duration: "P1D" } },
+    ],
+    edges: [{ from: "entry", to: "w" }],
+  };
+  const id = await campaignWith(wait, "Bulk");
+  await c().post(`${ctx.ws}/campaigns/${id}/execute`);
+  const a = await contact({ email: "bulk-a@bulk.example.com" });
+  const b = await contact({ email: "bulk-b@bulk.example.com" });
+  const list = await c().post(`${ctx.ws}/segments`, { name: "Bulk list", type: "static", contactIds: [a] });
+
+  const bySegment = await c().post(`${ctx.ws}/campaigns/${id}/batch`, { segmentId: list.body.id });
+  expect(bySegment.status).toBe(202);
+  expect((await finishedJob(c(), ctx.ws, bySegment.body.jobId)).result).toEqual({ enrolled: 1, skipped: 0 });
+
+  const byFilter = await c().post(`${ctx.ws}/campaigns/${id}/batch`, {
+    filter: {
+      match: "all",
+      conditions: [{ field: "email", operator: "ends_with", value: "@bulk.example.com" }],
+    },
+  });
+  expect(byFilter.status).toBe(202);
+  expect((await finishedJob(c(), ctx.ws, byFilter.body.jobId)).result).toEqual({ enrolled: 1, skipped: 1 });
+  const enrolled = (await c().get(`${ctx.ws}/campaigns/${id}/enrollments`)).body.data;
+  expect(enrolled.map((e: { contactId: string }) => e.contactId).sort()).toEqual([a, b].sort());
+
+  const both = await c().post(`${ctx.ws}/campaigns/${id}/batch`, {
+    segmentId: list.body.id,
+    contactIds: [a],
+  });
+  expect(both.status).toBe(400);
+  expect((await c().post(`${ctx.ws}/campaigns/${id}/batch`, { segmentId: "missing" })).status).toBe(404);
 });
