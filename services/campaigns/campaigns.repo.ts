@@ -624,16 +624,22 @@ export async function saveStep(
   );
 }
 
-/** Waits for `type` of the contact's enrollments end now, by their `event` branch; answers how many. */
-export async function resumeWaitingFor(
-  workspaceId: string,
-  contactId: string,
-  type: string,
-): Promise<number> {
+/** The contact's enrollments waiting for an event of `type`, each at its wait node. */
+export async function waitingFor(workspaceId: string, contactId: string, type: string) {
+  return query<{ id: string; campaign_id: string; version: number; current_node_id: string }>(
+    `SELECT id, campaign_id, version, current_node_id FROM campaign_enrollments
+      WHERE workspace_id = $1 AND contact_id = $2 AND status = 'waiting' AND waiting_event = $3`,
+    [workspaceId, contactId, type],
+  );
+}
+
+/** These waits end now, by their `event` branch (still waiting, as a step may have moved one on); answers how many. */
+export async function resumeWaits(workspaceId: string, ids: string[]): Promise<number> {
+  if (!ids.length) return 0;
   const rows = await query<{ id: string }>(
     `UPDATE campaign_enrollments SET next_branch = 'event', run_at = now(), updated_at = now()
-      WHERE workspace_id = $1 AND contact_id = $2 AND status = 'waiting' AND waiting_event = $3 RETURNING id`,
-    [workspaceId, contactId, type],
+      WHERE workspace_id = $1 AND id = ANY ($2::text[]) AND status = 'waiting' RETURNING id`,
+    [workspaceId, ids],
   );
   return rows.length;
 }

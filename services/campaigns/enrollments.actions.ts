@@ -12,6 +12,7 @@ import * as repo from "./campaigns.repo";
 import { results, schemas, type CampaignDetail } from "./campaigns.schemas";
 import { ACCESS, audienceOf, campaignOf, tags, workflowCampaignOf, WS } from "./campaigns.shared";
 import { dryRun } from "./interpreter";
+import { workflowOf } from "./runner";
 import { changesOfEvent } from "./segment-log.repo";
 import { enrollByChanges } from "./feed-triggers";
 import { triggerMatches, triggerTypesFor } from "./triggers";
@@ -231,7 +232,23 @@ export const enrollmentActions = {
         if (!contactId) return { enrolled: 0, resumed: 0, completed: 0 };
         const ws = workspaceOf(ctx);
         const completed = await repo.completeGoals(ws, contactId, type);
-        const resumed = await repo.resumeWaitingFor(ws, contactId, type);
+        const meta = { meta: { principal: SYSTEM, workspaceId: ws } };
+        // An event condition's `where` is asked of the stored event (segments.eventMatches).
+        const meets = async (where: unknown) =>
+          where === undefined ||
+          (
+            (await ctx.call("segments.eventMatches", { eventId: ctx.params.id, where }, meta)) as {
+              matches: boolean;
+            }
+          ).matches;
+        const waits = [];
+        for (const waiting of await repo.waitingFor(ws, contactId, type)) {
+          const workflow = await workflowOf(waiting.campaign_id, waiting.version);
+          const node = workflow?.nodes.find((n) => n.id === waiting.current_node_id);
+          if (await meets((node?.config.event as { where?: unknown } | undefined)?.where))
+            waits.push(waiting.id);
+        }
+        const resumed = await repo.resumeWaits(ws, waits);
         const live = await repo.liveTriggers(ws, [
           ...triggerTypesFor(type),
           "segment_entered",
@@ -249,7 +266,9 @@ export const enrollmentActions = {
               watching,
             )
           : 0;
-        const triggers = live.filter((t) => triggerMatches(t, { type, metadata }));
+        const triggers = [];
+        for (const t of live)
+          if (triggerMatches(t, { type, metadata }) && (await meets(t.config.where))) triggers.push(t);
         for (const trigger of triggers) {
           const rows = await repo.enroll(ws, {
             campaignId: trigger.campaign_id,

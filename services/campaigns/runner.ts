@@ -34,7 +34,7 @@ export function derivedMessageId(scope: string, key: string): string {
 
 /** Versions never change: a process keeps the workflows it has read. */
 const workflows = new Map<string, Workflow>();
-async function workflowOf(campaignId: string, version: number): Promise<Workflow | null> {
+export async function workflowOf(campaignId: string, version: number): Promise<Workflow | null> {
   const key = `${campaignId}:${version}`;
   let workflow = workflows.get(key);
   if (!workflow) {

@@ -1,11 +1,13 @@
 import { Type, type TSchema } from "@sinclair/typebox";
 import type { FieldIssue } from "../../lib/errors";
 import { schemaIssues } from "../../lib/schema";
+import { validateEventWhere } from "../segments/filter-schema";
 import type { TriggerType } from "./campaigns.schemas";
 
 /**
  * Trigger configs (contract 9) and which recorded event enrolls by which
- * trigger, pure. A form submission is the recorded event `form.submitted`.
+ * trigger, pure (an event trigger's `where` is then asked of the stored
+ * event). A form submission is the recorded event `form.submitted`.
  */
 
 const Closed = <T extends Parameters<typeof Type.Object>[0]>(properties: T) =>
@@ -14,7 +16,10 @@ const Id = Type.String({ minLength: 1, maxLength: 64 });
 
 /** The trigger types this build runs; the others are refused when a trigger is saved. */
 const CONFIGS: Partial<Record<TriggerType, TSchema>> = {
-  event: Closed({ eventType: Type.String({ minLength: 1, maxLength: 200 }) }),
+  event: Closed({
+    eventType: Type.String({ minLength: 1, maxLength: 200 }),
+    where: Type.Optional(Type.Array(Type.Unknown(), { description: "Conditions on the event's fields" })),
+  }),
   contact_created: Closed({}),
   // The contract's `fields` (which changes count) is not taken yet: contact.updated facts do not name them.
   contact_updated: Closed({}),
@@ -27,10 +32,12 @@ const CONFIGS: Partial<Record<TriggerType, TSchema>> = {
 export function triggerConfigIssues(type: TriggerType, config: Record<string, unknown>): FieldIssue[] {
   const schema = CONFIGS[type];
   if (!schema) return [{ field: "type", message: `${type} triggers are not available yet` }];
-  return schemaIssues(schema as Record<string, unknown>, config).map((i) => ({
+  const issues = schemaIssues(schema as Record<string, unknown>, config).map((i) => ({
     field: i.field ? `config.${i.field}` : "config",
     message: i.message,
   }));
+  if (issues.length || config.where === undefined) return issues;
+  return validateEventWhere(config.where, "config.where");
 }
 
 /** The trigger types a recorded event of `type` may enroll by. */

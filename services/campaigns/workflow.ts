@@ -3,7 +3,7 @@ import { Duration } from "luxon";
 import type { FieldIssue } from "../../lib/errors";
 import { schemaIssues } from "../../lib/schema";
 import { writableFieldSchemas } from "../contacts/fields";
-import { validateFilter } from "../segments/filter-schema";
+import { validateEventWhere, validateFilter } from "../segments/filter-schema";
 import { CHANNELS } from "../templates/render";
 
 /**
@@ -136,9 +136,11 @@ const CONFIGS: Record<Exclude<NodeType, "wait" | "condition">, TSchema> = {
 const WAIT = {
   duration: Closed({ duration: Type.String() }),
   until: Closed({ until: Type.String({ format: "date-time" }) }),
-  // The contract's `where` on the awaited event is not taken yet: it is refused as an unknown field.
   event: Closed({
-    event: Closed({ type: Type.String({ minLength: 1, maxLength: 200 }) }),
+    event: Closed({
+      type: Type.String({ minLength: 1, maxLength: 200 }),
+      where: Type.Optional(Type.Array(Type.Unknown(), { description: "Conditions on the event's fields" })),
+    }),
     timeout: Type.String(),
   }),
 };
@@ -204,6 +206,8 @@ function configIssues(node: WorkflowNode, at: string): FieldIssue[] {
       return [
         { field: `${at}.timeout`, message: "must be a positive ISO 8601 duration such as P2D or PT1H" },
       ];
+    const where = (c.event as { where?: unknown } | undefined)?.where;
+    if (where !== undefined) return validateEventWhere(where, `${at}.event.where`);
     return [];
   }
   if (node.type === "condition") {

@@ -386,6 +386,23 @@ export function validateFilter(filter: unknown, root = "filter"): ValidationResu
   return { issues, facts };
 }
 
+/**
+ * Check conditions on one event (an event condition's `where`: its type,
+ * `metadata.*` and the other event fields), reporting each problem under
+ * `root` (`config.where[1].field`).
+ */
+export function validateEventWhere(where: unknown, root: string): FieldIssue[] {
+  const inner = "filter.conditions[0].where";
+  const { issues } = validateFilter({
+    match: "all",
+    conditions: [{ event: "_", operator: "performed", where }],
+  });
+  return issues.map((i) => ({
+    field: i.field.startsWith(inner) ? `${root}${i.field.slice(inner.length)}` : root,
+    message: i.message,
+  }));
+}
+
 /** Facts of a filter already known to be valid (stored filters). */
 export function filterFacts(filter: FilterGroup): FilterFacts {
   return validateFilter(filter).facts;

@@ -2,7 +2,7 @@ import { defineAction } from "../../lib/define-service";
 import { fieldError, found, validationError } from "../../lib/errors";
 import { pageRequest } from "../../lib/pagination";
 import { workspaceOf } from "../../lib/tenancy";
-import type { FilterGroup } from "./filter-schema";
+import { validateEventWhere, type FieldCondition, type FilterGroup } from "./filter-schema";
 import * as repo from "./segments.repo";
 import { results, schemas } from "./segments.schemas";
 
@@ -47,6 +47,19 @@ export const memberActions = {
         return {
           matches: await repo.contactMatches(ws, ctx.params.contactId, ctx.params.filter as FilterGroup),
         };
+      },
+    }),
+
+    /** Internal (campaign event triggers and waits): whether one event meets conditions on its fields; 400 naming the bad one. */
+    eventMatches: defineAction({
+      params: schemas.eventMatches,
+      result: results.matches,
+      async handler(ctx) {
+        const issues = validateEventWhere(ctx.params.where, "where");
+        if (issues.length)
+          throw validationError(`Invalid where: ${issues[0].field} ${issues[0].message}`, issues);
+        const where = ctx.params.where as unknown as FieldCondition[];
+        return { matches: await repo.eventMatches(workspaceOf(ctx), ctx.params.eventId, where) };
       },
     }),
 

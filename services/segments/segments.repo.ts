@@ -4,8 +4,14 @@ import { newId } from "../../lib/crypto";
 import { Binds, database } from "../../lib/database";
 import { conflict, queryTooExpensive, validationError } from "../../lib/errors";
 import { pageOf, type Page, type PageRequest } from "../../lib/pagination";
-import { compileFilter } from "./filter-compiler";
-import { findCycle, validateFilter, type FilterFacts, type FilterGroup } from "./filter-schema";
+import { compileField, compileFilter } from "./filter-compiler";
+import {
+  findCycle,
+  validateFilter,
+  type FieldCondition,
+  type FilterFacts,
+  type FilterGroup,
+} from "./filter-schema";
 
 /** Every query of the segments area except membership evaluation (membership.ts). Workspace id first. */
 
@@ -128,6 +134,22 @@ export async function contactMatches(
   const predicate = compileFilter(filter, binds, { mode: "row", workspaceParam: "$1" });
   const [row] = await sequelize.query<{ matches: boolean }>(
     `SELECT ${predicate} AS matches FROM contacts c WHERE c.workspace_id = $1 AND c.id = $2`,
+    { bind: binds.values, type: QueryTypes.SELECT },
+  );
+  return row?.matches ?? false;
+}
+
+/** Whether one event of the workspace meets checked conditions on its fields; false for an unknown event. */
+export async function eventMatches(
+  workspaceId: string,
+  eventId: string,
+  where: FieldCondition[],
+): Promise<boolean> {
+  const sequelize = await database();
+  const binds = new Binds([workspaceId, eventId]);
+  const predicate = where.length ? where.map((w) => compileField(w, binds, "event")).join(" AND ") : "true";
+  const [row] = await sequelize.query<{ matches: boolean }>(
+    `SELECT COALESCE(${predicate}, false) AS matches FROM events e WHERE e.workspace_id = $1 AND e.id = $2`,
     { bind: binds.values, type: QueryTypes.SELECT },
   );
   return row?.matches ?? false;

@@ -130,6 +130,10 @@ export const schemas = {
     scoreChanged: Type.Optional(Type.Boolean()),
   }),
   matches: Params({ contactId: Type.String({ minLength: 1, maxLength: 64 }), filter: Filter }),
+  eventMatches: Params({
+    eventId: Type.String({ minLength: 1, maxLength: 64 }),
+    where: Type.Array(Type.Record(Type.String(), Type.Unknown()), { maxItems: 200 }),
+  }),
   evaluateContacts: Params({
     contactIds: Type.Array(Type.String(), { maxItems: 100_000 }),
     scoreChanged: Type.Optional(Type.Boolean()),

@@ -665,3 +665,70 @@ test("batch by a segment or a filter enrolls the whole audience in one statement
   expect(both.status).toBe(400);
   expect((await c().post(`${ctx.ws}/campaigns/${id}/batch`, { segmentId: "missing" })).status).toBe(404);
 });
+
+test("the where of an event trigger and of an event wait is asked of the stored event", async () => {
+  const id = await campaignWith(
+    {
+      nodes: [
+        { id: "entry", type: "entry", config: {} },
+        {
+          id: "reply",
+          type: "wait",
+          config: {
+            event: { type: "reply", where: [{ field: "metadata.positive", operator: "eq", value: true }] },
+            timeout: "P1D",
+          },
+        },
+        { id: "glad", type: "exit", config: {} },
+        { id: "late", type: "exit", config: {} },
+      ],
+      edges: [
+        { from: "entry", to: "reply" },
+        { from: "reply", to: "glad", branch: "event" },
+        { from: "reply", to: "late", branch: "timeout" },
+      ],
+    },
+    "Upgrades",
+  );
+  const badWait = await c().post(`${ctx.ws}/campaigns/${id}/workflow`, {
+    nodes: [
+      { id: "entry", type: "entry", config: {} },
+      {
+        id: "w",
+        type: "wait",
+        config: { event: { type: "x", where: [{ field: "nope", operator: "eq" }] }, timeout: "P1D" },
+      },
+    ],
+    edges: [{ from: "entry", to: "w" }],
+  });
+  expect(badWait.body.errors[0].field).toBe("nodes[1].config.event.where[0].field");
+  const badTrigger = await c().post(`${ctx.ws}/campaigns/${id}/triggers`, {
+    type: "event",
+    config: { eventType: "upgrade", where: [{ field: "nope", operator: "eq", value: 1 }] },
+  });
+  expect(badTrigger.status).toBe(400);
+  expect(badTrigger.body.details[0].field).toBe("config.where[0].field");
+  await c().post(`${ctx.ws}/campaigns/${id}/triggers`, {
+    type: "event",
+    config: { eventType: "upgrade", where: [{ field: "metadata.plan", operator: "eq", value: "pro" }] },
+  });
+  await c().post(`${ctx.ws}/campaigns/${id}/execute`);
+  const who = await contact({ email: "where@example.com" });
+  const enrollments = async () => (await c().get(`${ctx.ws}/campaigns/${id}/enrollments`)).body.data;
+
+  await c().post(`${ctx.ws}/events`, { type: "upgrade", contactId: who, metadata: { plan: "free" } });
+  expect(await enrollments()).toEqual([]);
+  await c().post(`${ctx.ws}/events`, { type: "upgrade", contactId: who, metadata: { plan: "pro" } });
+  expect(await enrollments()).toHaveLength(1);
+
+  await waitFor(async () => ((await enrollments())[0].status === "waiting" ? true : undefined), 10_000);
+  await c().post(`${ctx.ws}/events`, { type: "reply", contactId: who, metadata: { positive: false } });
+  await new Promise((resolve) => setTimeout(resolve, 300));
+  expect((await enrollments())[0]).toMatchObject({ status: "waiting", currentNodeId: "reply" });
+  await c().post(`${ctx.ws}/events`, { type: "reply", contactId: who, metadata: { positive: true } });
+  const [done] = await waitFor(async () => {
+    const list = await enrollments();
+    return list[0].status === "exited" ? list : undefined;
+  }, 10_000);
+  expect(done).toMatchObject({ currentNodeId: "glad", exitReason: "exit" });
+});
