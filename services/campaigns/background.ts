@@ -8,20 +8,21 @@ import { claimStalledBroadcasts } from "./broadcasts.repo";
 import { PASS_SIZE } from "./enrollments.actions";
 import { advance, closeWebhookSender } from "./runner";
 import { liveSegmentTriggers, readSegmentLog } from "./segment-log.repo";
-import { enrollByChanges, enrollByContactFact } from "./feed-triggers";
+import { enrollByAnniversaries, enrollByChanges, enrollByContactFact } from "./feed-triggers";
 
 /** How long a claimed enrollment is the claimer's before another replica may take it. */
 const LEASE_MS = 60_000;
-/** How often the A/B splits that decide their own winner are tested. */
-const SPLIT_CHECK_MS = 60_000;
+/** How often the A/B splits that decide their own winner are tested and contacts' dates looked at. */
+const MINUTE_MS = 60_000;
 
 /**
  * The campaigns service's background work, mixed into `campaigns`: every
  * `CAMPAIGN_POLL_MS` (and on `wake()` after a write that made work), one
  * drain at a time per process: scheduled campaigns due become active,
  * stopped broadcasts send on, the membership log enrolls by segment
- * triggers, A/B splits that ask for it get their winner (each minute), and
- * due enrollment steps run until none is left.
+ * triggers, A/B splits that ask for it get their winner and contacts'
+ * dates enroll by `date_anniversary` triggers (each minute), and due
+ * enrollment steps run until none is left.
  */
 export const backgroundWork: Partial<ServiceSchema> = {
   methods: {
@@ -75,9 +76,10 @@ export const backgroundWork: Partial<ServiceSchema> = {
           await repo.activateScheduled();
           await this.resumeBroadcasts();
           await this.enrollFromSegmentLog();
-          if (Date.now() - this.splitsCheckedAt >= SPLIT_CHECK_MS) {
-            this.splitsCheckedAt = Date.now();
+          if (Date.now() - this.minuteWorkAt >= MINUTE_MS) {
+            this.minuteWorkAt = Date.now();
             await decideSplits();
+            await enrollByAnniversaries();
           }
           for (;;) {
             this.wakeAgain = false;
@@ -110,7 +112,7 @@ export const backgroundWork: Partial<ServiceSchema> = {
   },
 
   created() {
-    this.splitsCheckedAt = 0;
+    this.minuteWorkAt = 0;
     this.draining = null;
     this.wakeAgain = false;
   },

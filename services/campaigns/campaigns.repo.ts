@@ -252,11 +252,11 @@ export async function deleteTrigger(workspaceId: string, campaignId: string, id:
   return rows.length > 0;
 }
 
-/** Active triggers of `type` on active campaigns with a published version, for the chain. */
-export async function liveTriggers(workspaceId: string, types: TriggerType[]) {
-  return query<TriggerRow & { published_version: number }>(
+/** Active triggers of `types` on active campaigns with a published version (of one workspace, or of all). */
+export async function liveTriggers(workspaceId: string | null, types: TriggerType[]) {
+  return query<TriggerRow & { workspace_id: string; published_version: number }>(
     `SELECT t.*, c.published_version FROM campaign_triggers t JOIN campaigns c ON c.id = t.campaign_id
-      WHERE t.workspace_id = $1 AND t.type = ANY ($2::text[]) AND t.active
+      WHERE ($1::text IS NULL OR t.workspace_id = $1) AND t.type = ANY ($2::text[]) AND t.active
         AND c.status = 'active' AND c.published_version IS NOT NULL`,
     [workspaceId, types],
   );
@@ -539,6 +539,72 @@ export async function enrollAudience(
     );
     transaction.afterCommit(wakeOutboxRelays);
     return { enrolled: Number(row.enrolled), total: Number(row.total) };
+  });
+}
+
+/**
+ * A `date_anniversary` trigger's pass, one statement: the contacts of its
+ * workspace whose date (`fieldSql`) falls, month and day, `offsetDays`
+ * before today in their time zone (else the workspace's, else UTC), once
+ * the local time is past `time`, are enrolled (each once that day: the day
+ * is the enrollment's cause; re-entry as the trigger says), with their
+ * enrolled facts. Answers how many.
+ */
+export async function enrollAnniversaries(
+  trigger: {
+    id: string;
+    workspace_id: string;
+    campaign_id: string;
+    published_version: number;
+    reentry: "once" | "always" | "cooldown";
+    cooldown_hours: number | null;
+  },
+  field: (binds: Binds) => string,
+  offsetDays: number,
+  time: string,
+): Promise<number> {
+  const sequelize = await database();
+  return sequelize.transaction(async (transaction) => {
+    const binds = new Binds([
+      trigger.workspace_id,
+      trigger.campaign_id,
+      trigger.published_version,
+      trigger.id,
+    ]);
+    const day = field(binds);
+    const earlier =
+      trigger.reentry === "once"
+        ? `AND NOT EXISTS (SELECT 1 FROM campaign_enrollments p WHERE p.campaign_id = $2 AND p.contact_id = d.id)`
+        : trigger.reentry === "cooldown"
+          ? `AND NOT EXISTS (SELECT 1 FROM campaign_enrollments p WHERE p.campaign_id = $2 AND p.contact_id = d.id
+                              AND p.created_at > now() - make_interval(hours => ${binds.p(trigger.cooldown_hours ?? 24)}::int))`
+          : "";
+    const [row] = await query<{ enrolled: string }>(
+      `WITH local AS (
+              SELECT c.id, ${day}::date AS day,
+                     now() AT TIME ZONE COALESCE(NULLIF(c.timezone, ''), NULLIF(w.settings ->> 'timezone', ''), 'UTC') AS at
+                FROM contacts c JOIN workspaces w ON w.id = c.workspace_id
+               WHERE c.workspace_id = $1 AND ${day} IS NOT NULL),
+            due AS (
+              SELECT d.id, d.at::date AS today FROM local d
+               WHERE d.at::time >= ${binds.p(time)}::time
+                 AND to_char(d.at::date - ${binds.p(offsetDays)}::int, 'MM-DD') = to_char(d.day, 'MM-DD')),
+            enrolled AS (
+              INSERT INTO campaign_enrollments (id, workspace_id, campaign_id, contact_id, version, status, run_at, trigger_id, source_key)
+              SELECT gen_random_uuid()::text, $1, $2, d.id, $3, 'active', now(), $4, 'anniversary:' || d.id || ':' || d.today
+                FROM due d WHERE true ${earlier}
+              ON CONFLICT DO NOTHING
+              RETURNING contact_id),
+            staged AS (
+              INSERT INTO domain_event_outbox (workspace_id, type, data)
+              SELECT $1, 'campaign.contact.enrolled', jsonb_build_object('campaignId', $2::text, 'contactId', contact_id)
+                FROM enrolled)
+       SELECT count(*) AS enrolled FROM enrolled`,
+      binds.values,
+      transaction,
+    );
+    transaction.afterCommit(wakeOutboxRelays);
+    return Number(row.enrolled);
   });
 }
 

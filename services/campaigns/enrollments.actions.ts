@@ -14,7 +14,7 @@ import { ACCESS, audienceOf, campaignOf, tags, workflowCampaignOf, WS } from "./
 import { dryRun } from "./interpreter";
 import { workflowOf } from "./runner";
 import { changesOfEvent } from "./segment-log.repo";
-import { enrollByChanges } from "./feed-triggers";
+import { enrollByAnniversaries, enrollByChanges } from "./feed-triggers";
 import { triggerMatches, triggerTypesFor } from "./triggers";
 
 const { read, write } = ACCESS;
@@ -312,6 +312,7 @@ export const enrollmentActions = {
         const resumedBroadcasts = await this.resumeBroadcasts();
         await this.enrollFromSegmentLog();
         const decidedAbTests = await decideSplits();
+        await enrollByAnniversaries();
         const { advanced, failed } = await this.pass(ctx.params.limit ?? PASS_SIZE);
         return { activated, advanced, failed, resumedBroadcasts, decidedAbTests };
       },

@@ -1,11 +1,13 @@
 import type { DomainEvent } from "../../lib/domain-events";
 import * as repo from "./campaigns.repo";
+import { anniversaryField } from "./triggers";
 import type { LogChange, SegmentTrigger } from "./segment-log.repo";
 
 /**
  * Triggers fed by changes rather than recorded events: segment entries and
- * exits (the membership log) and contact writes (domain facts). Each cause
- * enrolls once per campaign: it is the enrollment's `source_key`.
+ * exits (the membership log), contact writes (domain facts) and the days
+ * of contacts' dates. Each cause enrolls once per campaign: it is the
+ * enrollment's `source_key`.
  */
 
 /**
@@ -63,6 +65,21 @@ export async function enrollByContactFact(fact: DomainEvent): Promise<number> {
       cooldownHours: trigger.cooldown_hours,
     });
     enrolled += rows.length;
+  }
+  return enrolled;
+}
+
+/** Every `date_anniversary` trigger's pass (repo.enrollAnniversaries); answers the enrollments made. */
+export async function enrollByAnniversaries(): Promise<number> {
+  let enrolled = 0;
+  for (const trigger of await repo.liveTriggers(null, ["date_anniversary"])) {
+    const config = trigger.config as { field: string; offsetDays?: number; time: string };
+    enrolled += await repo.enrollAnniversaries(
+      trigger,
+      (binds) => anniversaryField(config.field, binds) ?? "NULL::timestamptz",
+      config.offsetDays ?? 0,
+      config.time,
+    );
   }
   return enrolled;
 }

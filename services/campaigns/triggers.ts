@@ -1,7 +1,8 @@
 import { Type, type TSchema } from "@sinclair/typebox";
 import type { FieldIssue } from "../../lib/errors";
 import { schemaIssues } from "../../lib/schema";
-import { validateEventWhere } from "../segments/filter-schema";
+import { Binds } from "../../lib/database";
+import { resolveField, validateEventWhere } from "../segments/filter-schema";
 import type { TriggerType } from "./campaigns.schemas";
 
 /**
@@ -26,8 +27,24 @@ const CONFIGS: Partial<Record<TriggerType, TSchema>> = {
   segment_entered: Closed({ segmentId: Id }),
   segment_exited: Closed({ segmentId: Id }),
   form_submitted: Closed({ formId: Type.Optional(Id) }),
+  date_anniversary: Closed({
+    field: Type.String({ minLength: 1, maxLength: 200 }),
+    offsetDays: Type.Optional(Type.Integer({ minimum: -365, maximum: 365 })),
+    time: Type.String({
+      pattern: "^([01][0-9]|2[0-3]):[0-5][0-9]$",
+      errorMessage: "must be a time of day such as 09:00",
+    }),
+  }),
   manual: Closed({}),
 };
+
+/** The SQL of a contact date a `date_anniversary` trigger may name: a date column, or a date in a JSON document. */
+export function anniversaryField(name: string, binds: Binds): string | null {
+  const field = resolveField(name, "contact");
+  if (field?.kind === "column" && field.type === "date") return field.column;
+  if (field?.kind === "json") return `segments_ts(${field.column} #> ${binds.p(field.path, "text[]")})`;
+  return null;
+}
 
 export function triggerConfigIssues(type: TriggerType, config: Record<string, unknown>): FieldIssue[] {
   const schema = CONFIGS[type];
@@ -36,7 +53,16 @@ export function triggerConfigIssues(type: TriggerType, config: Record<string, un
     field: i.field ? `config.${i.field}` : "config",
     message: i.message,
   }));
-  if (issues.length || config.where === undefined) return issues;
+  if (issues.length) return issues;
+  if (type === "date_anniversary" && !anniversaryField(String(config.field), new Binds()))
+    return [
+      {
+        field: "config.field",
+        message:
+          "must be a date of the contact: createdAt, updatedAt, customFields.<key> or attributes.<key>",
+      },
+    ];
+  if (config.where === undefined) return issues;
   return validateEventWhere(config.where, "config.where");
 }
 

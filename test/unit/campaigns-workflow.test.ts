@@ -256,7 +256,13 @@ describe("lifecycle, triggers and step ids", () => {
       { field: "config.eventType", message: "must have required property 'eventType'" },
     ]);
     expect(triggerConfigIssues("segment_entered", { segmentId: "s" })).toEqual([]);
-    expect(triggerConfigIssues("date_anniversary", { field: "birthday" })[0].field).toBe("type");
+    expect(triggerConfigIssues("date_anniversary", { field: "attributes.birthday" })[0].field).toBe(
+      "config.time",
+    );
+    expect(triggerConfigIssues("date_anniversary", { field: "email", time: "09:00" })[0].field).toBe(
+      "config.field",
+    );
+    expect(triggerConfigIssues("date_anniversary", { field: "createdAt", time: "09:00" })).toEqual([]);
     expect(triggerMatches({ type: "event", config: { eventType: "a" } }, { type: "a" })).toBe(true);
     expect(
       triggerMatches(

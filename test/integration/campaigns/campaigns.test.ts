@@ -732,3 +732,50 @@ test("the where of an event trigger and of an event wait is asked of the stored 
   }, 10_000);
   expect(done).toMatchObject({ currentNodeId: "glad", exitReason: "exit" });
 });
+
+test("date_anniversary enrolls contacts on the day of their date, in their zone, once that day", async () => {
+  const wait = {
+    nodes: [
+      { id: "entry", type: "entry", config: {} },
+      { id: "w", type: "wait", config: { duration: "P1D" } },
+    ],
+    edges: [{ from: "entry", to: "w" }],
+  };
+  const id = await campaignWith(wait, "Birthdays");
+  const day = (offset: number) => new Date(Date.now() - offset * 86_400_000).toISOString().slice(5, 10);
+  for (const [config, field] of [
+    [{ field: "firstName", time: "09:00" }, "config.field"],
+    [{ field: "attributes.birthday", time: "25:00" }, "config.time"],
+  ] as const) {
+    const bad = await c().post(`${ctx.ws}/campaigns/${id}/triggers`, { type: "date_anniversary", config });
+    expect(bad.status).toBe(400);
+    expect(bad.body.details[0].field).toBe(field);
+  }
+  await c().post(`${ctx.ws}/campaigns/${id}/triggers`, {
+    type: "date_anniversary",
+    config: { field: "attributes.birthday", time: "00:00" },
+  });
+  await c().post(`${ctx.ws}/campaigns/${id}/triggers`, {
+    type: "date_anniversary",
+    config: { field: "attributes.signedUp", offsetDays: 1, time: "00:00" },
+  });
+  await c().post(`${ctx.ws}/campaigns/${id}/execute`);
+  const today = await contact({
+    email: "bday@example.com",
+    timezone: "UTC",
+    attributes: { birthday: `1990-${day(0)}` },
+  });
+  const other = await contact({ email: "nobday@example.com", attributes: { birthday: `1990-${day(3)}` } });
+  const dayAfter = await contact({
+    email: "signup@example.com",
+    attributes: { signedUp: `2024-${day(1)}T10:00:00Z` },
+  });
+
+  await app.broker.call("campaigns.processDue", {});
+  await app.broker.call("campaigns.processDue", {});
+  const enrolled = (await c().get(`${ctx.ws}/campaigns/${id}/enrollments`)).body.data.map(
+    (e: { contactId: string }) => e.contactId,
+  );
+  expect(enrolled.sort()).toEqual([today, dayAfter].sort());
+  expect(enrolled).not.toContain(other);
+});
