@@ -737,7 +737,16 @@ export async function completeGoals(workspaceId: string, contactId: string, type
   return rows.length;
 }
 
-/** A campaign's live enrollments end (`completed` campaign): exited with `reason`. */
+/** Whether the workspace has a campaign that is active or paused (the only ones with live enrollments). */
+export async function hasLiveCampaigns(workspaceId: string): Promise<boolean> {
+  const [row] = await query<{ live: boolean }>(
+    `SELECT EXISTS (SELECT 1 FROM campaigns WHERE workspace_id = $1 AND status IN ('active', 'paused')) AS live`,
+    [workspaceId],
+  );
+  return row.live;
+}
+
+/** A campaign's live enrollments end (`completed` or `archived` campaign): exited with `reason`. */
 export async function exitLive(workspaceId: string, campaignId: string, reason: string): Promise<number> {
   const rows = await query<{ id: string }>(
     `UPDATE campaign_enrollments SET status = 'exited', exit_reason = $3, run_at = NULL, waiting_until = NULL,

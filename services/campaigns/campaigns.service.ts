@@ -267,7 +267,8 @@ export default defineService({
         return;
       }
       await repo.updateCampaign(ws, campaign.id, { status: to });
-      if (to === "completed") await repo.exitLive(ws, campaign.id, "campaign_completed");
+      if (to === "completed" || to === "archived")
+        await repo.exitLive(ws, campaign.id, to === "completed" ? "campaign_completed" : "campaign_archived");
       if (to === "active") this.wake();
     },
   },

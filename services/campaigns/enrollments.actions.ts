@@ -5,6 +5,7 @@ import { startJob } from "../../lib/jobs";
 import { conflict, found, invalidState, notFound } from "../../lib/errors";
 import type { AppContext } from "../../lib/moleculer-types";
 import { pageRequest } from "../../lib/pagination";
+import { sqlProbe, VersionedCache } from "../../lib/versioned-cache";
 import { workspaceOf } from "../../lib/tenancy";
 import { winnerOf } from "./ab.repo";
 import { decideSplits } from "./ab-tests";
@@ -21,6 +22,17 @@ const { read, write } = ACCESS;
 const CONTACTS = "/workspaces/:workspaceId/contacts/automation";
 /** Enrollments one pass of the runner claims. */
 export const PASS_SIZE = 100;
+
+/** Whether a workspace has an active or paused campaign, at the version the events chain probes. */
+const liveCampaigns = new VersionedCache<boolean>(
+  sqlProbe(
+    "campaigns",
+    `SELECT workspace_id, count(*) FILTER (WHERE status IN ('active', 'paused')) || '/' || max(updated_at)::text AS version
+       FROM campaigns WHERE workspace_id = ANY($1::text[]) GROUP BY workspace_id`,
+  ),
+  (workspaceId) => repo.hasLiveCampaigns(workspaceId),
+  { area: "campaigns" },
+);
 
 /** Enroll one contact by hand (re-entry rules ignored): 409 CONFLICT when enrolled, INVALID_STATE when inactive. */
 async function enrollOne(ctx: AppContext, campaign: CampaignDetail, contactId: string) {
@@ -229,8 +241,10 @@ export const enrollmentActions = {
       result: results.handleEvent,
       async handler(ctx) {
         const { contactId, type, metadata } = ctx.params;
-        if (!contactId) return { enrolled: 0, resumed: 0, completed: 0 };
         const ws = workspaceOf(ctx);
+        // Most events meet a workspace with no live campaign: the version the chain probed says so, asking nothing.
+        if (!contactId || !(await liveCampaigns.get(ws, ctx.meta.configVersions)))
+          return { enrolled: 0, resumed: 0, completed: 0 };
         const completed = await repo.completeGoals(ws, contactId, type);
         const meta = { meta: { principal: SYSTEM, workspaceId: ws } };
         // An event condition's `where` is asked of the stored event (segments.eventMatches).

@@ -779,3 +779,23 @@ test("date_anniversary enrolls contacts on the day of their date, in their zone,
   expect(enrolled.sort()).toEqual([today, dayAfter].sort());
   expect(enrolled).not.toContain(other);
 });
+
+test("completing or archiving a campaign exits its live enrollments", async () => {
+  const wait = {
+    nodes: [
+      { id: "entry", type: "entry", config: {} },
+      { id: "w", type: "wait", config: { duration: "P1D" } },
+    ],
+    edges: [{ from: "entry", to: "w" }],
+  };
+  for (const end of ["completed", "archived"] as const) {
+    const id = await campaignWith(wait, `Ends ${end}`);
+    await c().post(`${ctx.ws}/campaigns/${id}/execute`);
+    const who = await contact({ email: `ends-${end}@example.com` });
+    await c().post(`${ctx.ws}/campaigns/${id}/enroll`, { contactId: who });
+    await c().patch(`${ctx.ws}/campaigns/${id}`, { status: "paused" });
+    expect((await c().patch(`${ctx.ws}/campaigns/${id}`, { status: end })).body.status).toBe(end);
+    const [enrollment] = (await c().get(`${ctx.ws}/campaigns/${id}/enrollments`)).body.data;
+    expect(enrollment).toMatchObject({ status: "exited", exitReason: `campaign_${end}` });
+  }
+});
