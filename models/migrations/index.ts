@@ -28,6 +28,7 @@ import * as campaigns from "./0050-campaigns";
 import * as broadcasts from "./0051-broadcasts";
 import * as segmentLogCursor from "./0052-segment-log-cursor";
 import * as campaignAb from "./0053-campaign-ab";
+import * as enrollmentHistoryIndex from "./0054-enrollment-history-index";
 
 export interface Migration {
   name: string;
@@ -65,4 +66,5 @@ export const migrations: Migration[] = [
   { name: "0051-broadcasts", up: broadcasts.up },
   { name: "0052-segment-log-cursor", up: segmentLogCursor.up },
   { name: "0053-campaign-ab", up: campaignAb.up },
+  { name: "0054-enrollment-history-index", up: enrollmentHistoryIndex.up },
 ];

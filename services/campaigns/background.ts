@@ -65,8 +65,17 @@ export const backgroundWork: Partial<ServiceSchema> = {
       return { advanced, failed };
     },
 
+    /** Stop the clock and wait for the drain under way (the service's own `stopped`, before its pool is released). */
+    async stopBackground() {
+      this.stopping = true;
+      clearInterval(this.pollTimer);
+      await this.draining;
+      closeWebhookSender();
+    },
+
     /** Run passes until nothing is due (one drain at a time per process; a wake during one runs another). */
     wake() {
+      if (this.stopping) return;
       if (this.draining) {
         this.wakeAgain = true;
         return;
@@ -81,7 +90,7 @@ export const backgroundWork: Partial<ServiceSchema> = {
             await decideSplits();
             await enrollByAnniversaries();
           }
-          for (;;) {
+          while (!this.stopping) {
             this.wakeAgain = false;
             const { advanced, failed } = await this.pass(PASS_SIZE);
             if (advanced + failed === 0 && !this.wakeAgain) break;
@@ -115,16 +124,11 @@ export const backgroundWork: Partial<ServiceSchema> = {
     this.minuteWorkAt = 0;
     this.draining = null;
     this.wakeAgain = false;
+    this.stopping = false;
   },
 
   started() {
     this.pollTimer = setInterval(() => this.wake(), config().campaignPollMs);
     this.pollTimer.unref();
-  },
-
-  async stopped() {
-    clearInterval(this.pollTimer);
-    await this.draining;
-    closeWebhookSender();
   },
 };

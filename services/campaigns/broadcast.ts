@@ -14,6 +14,7 @@ import { derivedMessageId } from "./runner";
  */
 
 const PAGE = 1000;
+const PAGES_IN_FLIGHT = 4;
 
 export async function sendBroadcast(
   broker: ServiceBroker,
@@ -29,30 +30,44 @@ export async function sendBroadcast(
       const total = await repo.takeAudience(workspaceId, id, spec);
       await progress(0, total);
       let done = 0;
+      const inFlight = new Set<Promise<void>>();
       for (let after = ""; ;) {
         // A pause stops the send between pages; lifting it sends on from the start, skipping who has a message.
-        if (!(await repo.stillActive(id))) return { ...(await repo.broadcastResult(id)), stopped: true };
+        if (!(await repo.stillActive(id))) {
+          await Promise.all(inFlight);
+          return { ...(await repo.broadcastResult(id)), stopped: true };
+        }
         const contactIds = await repo.recipientsPage(id, after, PAGE);
         if (!contactIds.length) break;
-        await broker.call(
-          "messages.enqueue",
-          {
-            channel: spec.channel,
-            templateId: spec.templateId,
-            contactIds,
-            messageIds: contactIds.map((contactId) => derivedMessageId(id, contactId)),
-            campaignId: id,
-            transactional: spec.transactional,
-            ...(spec.sendAt ? { sendAt: spec.sendAt } : {}),
-            ...(spec.variables ? { variables: spec.variables } : {}),
-            ...(spec.topic ? { topic: spec.topic } : {}),
-          },
-          meta,
-        );
-        done += contactIds.length;
         after = contactIds[contactIds.length - 1];
-        await progress(done, total);
+        // A few pages queue at once: each waits on its checks' queries while another is checked.
+        const page: Promise<void> = broker
+          .call(
+            "messages.enqueue",
+            {
+              channel: spec.channel,
+              templateId: spec.templateId,
+              contactIds,
+              messageIds: contactIds.map((contactId) => derivedMessageId(id, contactId)),
+              campaignId: id,
+              transactional: spec.transactional,
+              ...(spec.sendAt ? { sendAt: spec.sendAt } : {}),
+              ...(spec.variables ? { variables: spec.variables } : {}),
+              ...(spec.topic ? { topic: spec.topic } : {}),
+            },
+            meta,
+          )
+          .then(() => {
+            done += contactIds.length;
+            return progress(done, total);
+          })
+          .finally(() => inFlight.delete(page));
+        // The failure reaches the job through race or all; this only keeps it from counting as unhandled.
+        page.catch(() => undefined);
+        inFlight.add(page);
+        if (inFlight.size >= PAGES_IN_FLIGHT) await Promise.race(inFlight);
       }
+      await Promise.all(inFlight);
       const result = await repo.broadcastResult(id);
       await repo.finishBroadcast(id, "completed");
       return result;

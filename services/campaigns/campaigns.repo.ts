@@ -507,6 +507,63 @@ export async function enroll(workspaceId: string, r: EnrollRequest): Promise<Enr
 }
 
 /**
+ * Enroll one contact by every trigger an event matched, in one statement:
+ * each campaign's re-entry rule against its earlier enrollments, one live
+ * enrollment per campaign, `campaign.contact.enrolled` staged by the same
+ * statement. Answers how many.
+ */
+export async function enrollByTriggers(
+  workspaceId: string,
+  contactId: string,
+  triggers: Array<{
+    id: string;
+    campaign_id: string;
+    published_version: number;
+    reentry: "once" | "always" | "cooldown";
+    cooldown_hours: number | null;
+  }>,
+  event: Record<string, unknown>,
+): Promise<number> {
+  if (!triggers.length) return 0;
+  // One statement (its own transaction): the enrollments and their facts commit together.
+  {
+    const [row] = await query<{ n: string }>(
+      `WITH t AS (
+              SELECT * FROM unnest($3::text[], $4::int[], $5::text[], $6::text[], $7::int[])
+                AS t(campaign_id, version, trigger_id, reentry, cooldown_hours)),
+            enrolled AS (
+              INSERT INTO campaign_enrollments (id, workspace_id, campaign_id, contact_id, version, status, run_at, trigger_id, event)
+              SELECT gen_random_uuid()::text, $1, t.campaign_id, $2, t.version, 'active', now(), t.trigger_id, $8::jsonb
+                FROM t
+               WHERE EXISTS (SELECT 1 FROM contacts c WHERE c.workspace_id = $1 AND c.id = $2)
+                 AND (t.reentry = 'always'
+                      OR NOT EXISTS (SELECT 1 FROM campaign_enrollments p WHERE p.campaign_id = t.campaign_id AND p.contact_id = $2
+                                      AND (t.reentry = 'once'
+                                           OR p.created_at > now() - make_interval(hours => COALESCE(t.cooldown_hours, 24)))))
+              ON CONFLICT DO NOTHING
+              RETURNING campaign_id, contact_id),
+            staged AS (
+              INSERT INTO domain_event_outbox (workspace_id, type, data)
+              SELECT $1, 'campaign.contact.enrolled', jsonb_build_object('campaignId', campaign_id, 'contactId', contact_id)
+                FROM enrolled)
+       SELECT count(*) AS n FROM enrolled`,
+      [
+        workspaceId,
+        contactId,
+        triggers.map((t) => t.campaign_id),
+        triggers.map((t) => t.published_version),
+        triggers.map((t) => t.id),
+        triggers.map((t) => t.reentry),
+        triggers.map((t) => t.cooldown_hours),
+        JSON.stringify(event),
+      ],
+    );
+    if (Number(row.n)) wakeOutboxRelays();
+    return Number(row.n);
+  }
+}
+
+/**
  * Enroll a whole audience in one statement (never in memory), staging
  * `campaign.contact.enrolled` for each by the same statement; the ones
  * enrolled already are left. Answers how many were enrolled and how many
@@ -735,6 +792,23 @@ export async function completeGoals(workspaceId: string, contactId: string, type
     [workspaceId, contactId, type],
   );
   return rows.length;
+}
+
+/**
+ * The event types that goals and event waits of any version of the
+ * workspace's active or paused campaigns name (an older version's too: its
+ * enrollments may still be in it).
+ */
+export async function awaitedEventTypes(workspaceId: string): Promise<{ goals: string[]; waits: string[] }> {
+  const [row] = await query<{ goals: string[] | null; waits: string[] | null }>(
+    `SELECT array_agg(DISTINCT n -> 'config' ->> 'event') FILTER (WHERE n ->> 'type' = 'goal') AS goals,
+            array_agg(DISTINCT n -> 'config' -> 'event' ->> 'type') FILTER (WHERE n ->> 'type' = 'wait' AND n -> 'config' ? 'event') AS waits
+       FROM campaigns c JOIN campaign_versions v ON v.campaign_id = c.id
+       CROSS JOIN LATERAL jsonb_array_elements(v.workflow -> 'nodes') n
+      WHERE c.workspace_id = $1 AND c.status IN ('active', 'paused')`,
+    [workspaceId],
+  );
+  return { goals: row?.goals ?? [], waits: row?.waits ?? [] };
 }
 
 /** Whether the workspace has a campaign that is active or paused (the only ones with live enrollments). */

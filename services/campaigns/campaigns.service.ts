@@ -272,4 +272,9 @@ export default defineService({
       if (to === "active") this.wake();
     },
   },
+
+  // Here, not in the background mixin: a service's own `stopped` runs before its mixins' (the pool's release).
+  stopped() {
+    return this.stopBackground();
+  },
 });

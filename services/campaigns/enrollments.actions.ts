@@ -5,34 +5,21 @@ import { startJob } from "../../lib/jobs";
 import { conflict, found, invalidState, notFound } from "../../lib/errors";
 import type { AppContext } from "../../lib/moleculer-types";
 import { pageRequest } from "../../lib/pagination";
-import { sqlProbe, VersionedCache } from "../../lib/versioned-cache";
 import { workspaceOf } from "../../lib/tenancy";
 import { winnerOf } from "./ab.repo";
 import { decideSplits } from "./ab-tests";
 import * as repo from "./campaigns.repo";
 import { results, schemas, type CampaignDetail } from "./campaigns.schemas";
+import { handleChainEvent } from "./chain-step";
 import { ACCESS, audienceOf, campaignOf, tags, workflowCampaignOf, WS } from "./campaigns.shared";
 import { dryRun } from "./interpreter";
-import { workflowOf } from "./runner";
-import { changesOfEvent } from "./segment-log.repo";
-import { enrollByAnniversaries, enrollByChanges } from "./feed-triggers";
-import { triggerMatches, triggerTypesFor } from "./triggers";
+import { enrollByAnniversaries } from "./feed-triggers";
+import { triggerMatches } from "./triggers";
 
 const { read, write } = ACCESS;
 const CONTACTS = "/workspaces/:workspaceId/contacts/automation";
 /** Enrollments one pass of the runner claims. */
 export const PASS_SIZE = 100;
-
-/** Whether a workspace has an active or paused campaign, at the version the events chain probes. */
-const liveCampaigns = new VersionedCache<boolean>(
-  sqlProbe(
-    "campaigns",
-    `SELECT workspace_id, count(*) FILTER (WHERE status IN ('active', 'paused')) || '/' || max(updated_at)::text AS version
-       FROM campaigns WHERE workspace_id = ANY($1::text[]) GROUP BY workspace_id`,
-  ),
-  (workspaceId) => repo.hasLiveCampaigns(workspaceId),
-  { area: "campaigns" },
-);
 
 /** Enroll one contact by hand (re-entry rules ignored): 409 CONFLICT when enrolled, INVALID_STATE when inactive. */
 async function enrollOne(ctx: AppContext, campaign: CampaignDetail, contactId: string) {
@@ -240,68 +227,9 @@ export const enrollmentActions = {
       params: schemas.handleEvent,
       result: results.handleEvent,
       async handler(ctx) {
-        const { contactId, type, metadata } = ctx.params;
-        const ws = workspaceOf(ctx);
-        // Most events meet a workspace with no live campaign: the version the chain probed says so, asking nothing.
-        if (!contactId || !(await liveCampaigns.get(ws, ctx.meta.configVersions)))
-          return { enrolled: 0, resumed: 0, completed: 0 };
-        const completed = await repo.completeGoals(ws, contactId, type);
-        const meta = { meta: { principal: SYSTEM, workspaceId: ws } };
-        // An event condition's `where` is asked of the stored event (segments.eventMatches).
-        const meets = async (where: unknown) =>
-          where === undefined ||
-          (
-            (await ctx.call("segments.eventMatches", { eventId: ctx.params.id, where }, meta)) as {
-              matches: boolean;
-            }
-          ).matches;
-        const waits = [];
-        for (const waiting of await repo.waitingFor(ws, contactId, type)) {
-          const workflow = await workflowOf(waiting.campaign_id, waiting.version);
-          const node = workflow?.nodes.find((n) => n.id === waiting.current_node_id);
-          if (await meets((node?.config.event as { where?: unknown } | undefined)?.where))
-            waits.push(waiting.id);
-        }
-        const resumed = await repo.resumeWaits(ws, waits);
-        const live = await repo.liveTriggers(ws, [
-          ...triggerTypesFor(type),
-          "segment_entered",
-          "segment_exited",
-        ]);
-        // Segment entries and exits this event caused enroll now; the log reader finds them enrolled.
-        const watching = live.flatMap((t) =>
-          t.type === "segment_entered" || t.type === "segment_exited"
-            ? [{ ...t, workspace_id: ws, type: t.type, segment_id: String(t.config.segmentId) }]
-            : [],
-        );
-        let enrolled = watching.length
-          ? await enrollByChanges(
-              await changesOfEvent(ws, ctx.params.id, [...new Set(watching.map((t) => t.segment_id))]),
-              watching,
-            )
-          : 0;
-        const triggers = [];
-        for (const t of live)
-          if (triggerMatches(t, { type, metadata }) && (await meets(t.config.where))) triggers.push(t);
-        for (const trigger of triggers) {
-          const rows = await repo.enroll(ws, {
-            campaignId: trigger.campaign_id,
-            version: trigger.published_version,
-            contactIds: [contactId],
-            triggerId: trigger.id,
-            event: {
-              id: ctx.params.id,
-              type,
-              metadata: metadata ?? null,
-              timestamp: ctx.params.timestamp ?? null,
-            },
-            reentry: trigger.reentry,
-            cooldownHours: trigger.cooldown_hours,
-          });
-          enrolled += rows.length;
-        }
-        if (enrolled || resumed) this.wake();
-        return { enrolled, resumed, completed };
+        const result = await handleChainEvent(ctx, ctx.params);
+        if (result.enrolled || result.resumed) this.wake();
+        return result;
       },
     }),
 

@@ -66,10 +66,6 @@ export function triggerConfigIssues(type: TriggerType, config: Record<string, un
   return validateEventWhere(config.where, "config.where");
 }
 
-/** The trigger types a recorded event of `type` may enroll by. */
-export const triggerTypesFor = (type: string): TriggerType[] =>
-  type === "form.submitted" ? ["event", "form_submitted"] : ["event"];
-
 /** Whether a live trigger enrolls for this event. */
 export function triggerMatches(
   trigger: { type: TriggerType; config: Record<string, unknown> },

@@ -1,0 +1,109 @@
+import { SYSTEM } from "../../lib/access";
+import type { AppContext } from "../../lib/moleculer-types";
+import { workspaceOf } from "../../lib/tenancy";
+import { sqlProbe, VersionedCache } from "../../lib/versioned-cache";
+import * as repo from "./campaigns.repo";
+import { enrollByChanges } from "./feed-triggers";
+import { workflowOf } from "./runner";
+import { changesOfEvent } from "./segment-log.repo";
+import { triggerMatches } from "./triggers";
+
+/**
+ * Step 2 of the events chain (campaigns.handleEvent), before the event's
+ * answer: goals on the event complete their enrollments, waits for it
+ * resume, segment entries and exits it caused enroll, and matching event
+ * triggers enroll (all the campaigns a contact enters by one statement).
+ */
+
+/**
+ * A workspace's live campaigns as the chain needs them: whether it has any
+ * active or paused one, and the active ones' triggers the chain enrolls by;
+ * at the version the chain probes with its other areas (a status or a
+ * trigger that changed moves it), so most events ask nothing more.
+ */
+const chainState = new VersionedCache<{
+  live: boolean;
+  triggers: Awaited<ReturnType<typeof repo.liveTriggers>>;
+  goals: Set<string>;
+  waits: Set<string>;
+}>(
+  sqlProbe(
+    "campaigns",
+    `SELECT c.workspace_id,
+            count(*) FILTER (WHERE c.status IN ('active', 'paused')) || '/' || max(c.updated_at)::text || '/' ||
+            COALESCE((SELECT count(*) || '/' || max(t.updated_at)::text
+                        FROM campaign_triggers t WHERE t.workspace_id = c.workspace_id), '') AS version
+       FROM campaigns c WHERE c.workspace_id = ANY($1::text[]) GROUP BY c.workspace_id`,
+  ),
+  async (workspaceId) => {
+    const awaited = await repo.awaitedEventTypes(workspaceId);
+    return {
+      live: await repo.hasLiveCampaigns(workspaceId),
+      triggers: await repo.liveTriggers(workspaceId, [
+        "event",
+        "form_submitted",
+        "segment_entered",
+        "segment_exited",
+      ]),
+      goals: new Set(awaited.goals),
+      waits: new Set(awaited.waits),
+    };
+  },
+  { area: "campaigns" },
+);
+
+export interface ChainEvent {
+  id: string;
+  type: string;
+  contactId: string | null;
+  metadata?: unknown;
+  timestamp?: unknown;
+}
+
+export async function handleChainEvent(ctx: AppContext, event: ChainEvent) {
+  const none = { enrolled: 0, resumed: 0, completed: 0 };
+  const ws = workspaceOf(ctx);
+  const { contactId, type, metadata } = event;
+  if (!contactId) return none;
+  const state = await chainState.get(ws, ctx.meta.configVersions);
+  if (!state.live) return none;
+  const meta = { meta: { principal: SYSTEM, workspaceId: ws } };
+  // An event condition's `where` is asked of the stored event.
+  const meets = async (where: unknown) =>
+    where === undefined ||
+    ((await ctx.call("segments.eventMatches", { eventId: event.id, where }, meta)) as { matches: boolean })
+      .matches;
+
+  // Goals and waits are looked for only where a live campaign's version names this event.
+  const completed = state.goals.has(type) ? await repo.completeGoals(ws, contactId, type) : 0;
+  const waits = [];
+  for (const waiting of state.waits.has(type) ? await repo.waitingFor(ws, contactId, type) : []) {
+    const workflow = await workflowOf(waiting.campaign_id, waiting.version);
+    const node = workflow?.nodes.find((n) => n.id === waiting.current_node_id);
+    if (await meets((node?.config.event as { where?: unknown } | undefined)?.where)) waits.push(waiting.id);
+  }
+  const resumed = await repo.resumeWaits(ws, waits);
+
+  // Segment entries and exits this event caused enroll now; the log reader finds them enrolled.
+  const watching = state.triggers.flatMap((t) =>
+    t.type === "segment_entered" || t.type === "segment_exited"
+      ? [{ ...t, workspace_id: ws, type: t.type, segment_id: String(t.config.segmentId) }]
+      : [],
+  );
+  let enrolled = watching.length
+    ? await enrollByChanges(
+        await changesOfEvent(ws, event.id, [...new Set(watching.map((t) => t.segment_id))]),
+        watching,
+      )
+    : 0;
+  const matched = [];
+  for (const t of state.triggers)
+    if (triggerMatches(t, { type, metadata }) && (await meets(t.config.where))) matched.push(t);
+  enrolled += await repo.enrollByTriggers(ws, contactId, matched, {
+    id: event.id,
+    type,
+    metadata: metadata ?? null,
+    timestamp: event.timestamp ?? null,
+  });
+  return { enrolled, resumed, completed };
+}
