@@ -116,7 +116,11 @@ async function perform(broker: ServiceBroker, e: EnrollmentRow, node: WorkflowNo
       )) as { queued: number; suppressed: number; skipped: Array<{ reason: string }> };
       if (result.queued) return `message ${messageId} queued`;
       if (result.suppressed) return `message ${messageId} suppressed`;
-      return `not sent: ${result.skipped[0]?.reason ?? "skipped"}`;
+      const reason = result.skipped[0]?.reason ?? "skipped";
+      // A step repeated after a crash finds its message queued by the first try.
+      return reason === "already_queued"
+        ? `message ${messageId} queued by an earlier try`
+        : `not sent: ${reason}`;
     }
     case "update_contact": {
       const changes: Record<string, unknown> = { ...((c.set as Record<string, unknown>) ?? {}) };

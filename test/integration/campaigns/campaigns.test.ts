@@ -1,4 +1,6 @@
+import { QueryTypes } from "sequelize";
 import { SYSTEM } from "../../../lib/access";
+import { database } from "../../../lib/database";
 import { startApp, type TestApp } from "../../helpers/app";
 import { startReceiver } from "../webhooks/receiver";
 import { finishedJob, ownerWithWorkspace } from "../../helpers/http";
@@ -798,4 +800,95 @@ test("completing or archiving a campaign exits its live enrollments", async () =
     const [enrollment] = (await c().get(`${ctx.ws}/campaigns/${id}/enrollments`)).body.data;
     expect(enrollment).toMatchObject({ status: "exited", exitReason: `campaign_${end}` });
   }
+});
+
+test("crash safety: a step whose runner died after queueing its send is finished by the next claim without a second message", async () => {
+  const id = await campaignWith(
+    {
+      nodes: [
+        { id: "entry", type: "entry", config: {} },
+        { id: "send", type: "send", config: { channel: "email", templateId } },
+        { id: "w", type: "wait", config: { duration: "P1D" } },
+      ],
+      edges: [
+        { from: "entry", to: "send" },
+        { from: "send", to: "w" },
+      ],
+    },
+    "Crashy",
+  );
+  await c().post(`${ctx.ws}/campaigns/${id}/execute`);
+  const who = await contact({ email: "crash@example.com", firstName: "Cy" });
+  // A runner took the enrollment (its lease ends in half a second), passed the entry, queued the send, and died.
+  const sequelize = await database();
+  const [[row]] = (await sequelize.query(
+    `INSERT INTO campaign_enrollments (id, workspace_id, campaign_id, contact_id, version, status, current_node_id, run_at)
+     VALUES (gen_random_uuid()::text, $1, $2, $3, 1, 'active', 'send', now() + interval '500 milliseconds') RETURNING id`,
+    { bind: [ctx.workspaceId, id, who] },
+  )) as unknown as [[{ id: string }]];
+  await app.broker.call(
+    "messages.enqueue",
+    {
+      channel: "email",
+      templateId,
+      contactIds: [who],
+      messageIds: [derivedMessageId(row.id, "send")],
+      campaignId: id,
+      enrollmentId: row.id,
+    },
+    { meta: { principal: SYSTEM, workspaceId: ctx.workspaceId } },
+  );
+
+  const waiting = await waitFor(async () => {
+    const [e] = (await c().get(`${ctx.ws}/campaigns/${id}/enrollments`)).body.data;
+    return e?.status === "waiting" ? e : undefined;
+  }, 10_000);
+  expect(waiting).toMatchObject({ id: row.id, currentNodeId: "w" });
+  const messages = (await c().get(`${ctx.ws}/messages?campaignId=${id}`)).body.data;
+  expect(messages).toHaveLength(1);
+  expect(messages[0].id).toBe(derivedMessageId(row.id, "send"));
+  const [sendLog] = (await c().get(`${ctx.ws}/campaigns/${id}/logs?nodeId=send`)).body.data;
+  expect(sendLog.detail).toBe(`message ${derivedMessageId(row.id, "send")} queued by an earlier try`);
+});
+
+test("a segment entry made while the campaigns service is down enrolls once it is back (the membership log is durable)", async () => {
+  const list = await c().post(`${ctx.ws}/segments`, { name: "Restart list", type: "static" });
+  const id = await campaignWith(
+    {
+      nodes: [
+        { id: "entry", type: "entry", config: {} },
+        { id: "w", type: "wait", config: { duration: "P1D" } },
+      ],
+      edges: [{ from: "entry", to: "w" }],
+    },
+    "Survives restarts",
+  );
+  await c().post(`${ctx.ws}/campaigns/${id}/triggers`, {
+    type: "segment_entered",
+    config: { segmentId: list.body.id },
+  });
+  await c().post(`${ctx.ws}/campaigns/${id}/execute`);
+  const who = await contact({ email: "restart@example.com" });
+  const sequelize = await database();
+  const enrolled = async () =>
+    (
+      (await sequelize.query(`SELECT count(*)::int AS n FROM campaign_enrollments WHERE campaign_id = $1`, {
+        bind: [id],
+        type: QueryTypes.SELECT,
+      })) as Array<{ n: number }>
+    )[0].n;
+
+  await app.broker.destroyService(app.broker.getLocalService("campaigns")!);
+  expect((await c().post(`${ctx.ws}/segments/${list.body.id}/members`, { contactIds: [who] })).status).toBe(
+    200,
+  );
+  await new Promise((resolve) => setTimeout(resolve, 300));
+  expect(await enrolled()).toBe(0);
+
+  const schema = (await import("../../../services/campaigns/campaigns.service")).default;
+  app.broker.createService(schema as unknown as Parameters<typeof app.broker.createService>[0]);
+  await app.broker.waitForServices(["campaigns"]);
+  await waitFor(async () => ((await enrolled()) === 1 ? true : undefined), 10_000);
+  await new Promise((resolve) => setTimeout(resolve, 300));
+  expect(await enrolled()).toBe(1);
 });
