@@ -330,3 +330,93 @@ describe("A/B significance", () => {
     ).toBe("A");
   });
 });
+
+describe("the interpreter at every node type (clock injected)", () => {
+  const now = new Date("2026-03-01T12:00:00Z");
+  const at = {
+    campaignId: "c1",
+    enrollmentId: "e1",
+    contactId: "k1",
+    resumed: false,
+    resumeBranch: null,
+    now,
+  };
+  const probe = (over: Partial<Probe> = {}): Probe => ({
+    matches: async () => false,
+    engaged: async () => false,
+    winner: async () => null,
+    ...over,
+  });
+  const node = (type: string, config: Record<string, unknown> = {}) => ({ id: "n", type, config }) as never;
+
+  it("acts at entry and every action node", async () => {
+    for (const type of [
+      "entry",
+      "send",
+      "update_contact",
+      "segment_add",
+      "segment_remove",
+      "enroll_campaign",
+      "webhook",
+      "create_task",
+      "notify_member",
+    ])
+      expect((await decide(node(type), at, probe())).kind).toBe("act");
+  });
+
+  it("waits by duration and until, from the injected clock", async () => {
+    expect(await decide(node("wait", { duration: "P2D" }), at, probe())).toMatchObject({
+      kind: "wait",
+      until: new Date("2026-03-03T12:00:00Z"),
+      waitingEvent: null,
+    });
+    expect(await decide(node("wait", { until: "2026-04-01T00:00:00Z" }), at, probe())).toMatchObject({
+      until: new Date("2026-04-01T00:00:00Z"),
+    });
+    expect(await decide(node("wait", { duration: "P2D" }), { ...at, resumed: true }, probe())).toMatchObject({
+      kind: "act",
+    });
+  });
+
+  it("branches conditions on a filter, an open and a click (on a url)", async () => {
+    const asked: unknown[] = [];
+    const p = probe({
+      matches: async () => true,
+      engaged: async (nodeId, kind, url) => {
+        asked.push([nodeId, kind, url]);
+        return kind === "clicked";
+      },
+    });
+    expect(await decide(node("condition", { filter: {} }), at, p)).toMatchObject({ branch: "yes" });
+    expect(await decide(node("condition", { messageOpened: { nodeId: "s1" } }), at, p)).toMatchObject({
+      branch: "no",
+    });
+    expect(
+      await decide(node("condition", { messageClicked: { nodeId: "s1", url: "https://x.test" } }), at, p),
+    ).toMatchObject({ branch: "yes" });
+    expect(asked).toEqual([
+      ["s1", "opened", undefined],
+      ["s1", "clicked", "https://x.test"],
+    ]);
+  });
+
+  it("ends at goals (completed) and exits (exited)", async () => {
+    expect(await decide(node("goal", { event: "purchase" }), at, probe())).toMatchObject({
+      kind: "end",
+      status: "completed",
+    });
+    expect(await decide(node("exit"), at, probe())).toMatchObject({ kind: "end", status: "exited" });
+  });
+
+  it("splits at random by the enrollment, the same on every try", async () => {
+    const split = node("random_split", {
+      branches: [
+        { id: "l", weight: 50 },
+        { id: "r", weight: 50 },
+      ],
+    });
+    const once = await decide(split, at, probe());
+    expect(await decide(split, at, probe())).toEqual(once);
+    expect(["l", "r"]).toContain((once as { branch: string }).branch);
+  });
+});

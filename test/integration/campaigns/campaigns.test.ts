@@ -892,3 +892,83 @@ test("a segment entry made while the campaigns service is down enrolls once it i
   await new Promise((resolve) => setTimeout(resolve, 300));
   expect(await enrolled()).toBe(1);
 });
+
+test("the dry-run takes the path the real run takes; re-entry always and cooldown; a trigger's PATCH merges", async () => {
+  const id = await campaignWith(
+    {
+      nodes: [
+        { id: "entry", type: "entry", config: {} },
+        {
+          id: "vip",
+          type: "condition",
+          config: {
+            filter: { match: "all", conditions: [{ field: "tags", operator: "contains", value: "gold" }] },
+          },
+        },
+        {
+          id: "split",
+          type: "random_split",
+          config: {
+            branches: [
+              { id: "left", weight: 50 },
+              { id: "right", weight: 50 },
+            ],
+          },
+        },
+        { id: "tagL", type: "update_contact", config: { addTags: ["left"] } },
+        { id: "tagR", type: "update_contact", config: { addTags: ["right"] } },
+        { id: "out", type: "exit", config: {} },
+      ],
+      edges: [
+        { from: "entry", to: "vip" },
+        { from: "vip", to: "out", branch: "no" },
+        { from: "vip", to: "split", branch: "yes" },
+        { from: "split", to: "tagL", branch: "left" },
+        { from: "split", to: "tagR", branch: "right" },
+      ],
+    },
+    "Same path",
+  );
+  const trigger = await c().post(`${ctx.ws}/campaigns/${id}/triggers`, {
+    type: "event",
+    config: { eventType: "ping" },
+    reentry: "always",
+  });
+  await c().post(`${ctx.ws}/campaigns/${id}/execute`);
+  const who = await contact({ email: "samepath@example.com", tags: ["gold"] });
+
+  await c().post(`${ctx.ws}/events`, { type: "ping", contactId: who });
+  const [first] = (await c().get(`${ctx.ws}/campaigns/${id}/enrollments`)).body.data;
+  await finished(id, first.id);
+  const real = (await c().get(`${ctx.ws}/campaigns/${id}/logs?enrollmentId=${first.id}`)).body.data
+    .reverse()
+    .map((l: { nodeId: string; branch: string | null }) => [l.nodeId, l.branch]);
+  // The dry-run's random split is keyed by a dry-run enrollment; it names the same nodes up to the split.
+  const dry = (await c().post(`${ctx.ws}/campaigns/${id}/dry-run`, { contactId: who })).body.path.map(
+    (p: { nodeId: string; branch: string | null }) => [p.nodeId, p.branch],
+  );
+  expect(dry.slice(0, 3).map((p: unknown[]) => p[0])).toEqual(["entry", "vip", "split"]);
+  expect(real.slice(0, 3)).toEqual(dry.slice(0, 2).concat([real[2]]));
+  expect(dry[1]).toEqual(["vip", "yes"]);
+
+  // always: a second ping, once the first enrollment ended, enrolls again.
+  await c().post(`${ctx.ws}/events`, { type: "ping", contactId: who });
+  expect((await c().get(`${ctx.ws}/campaigns/${id}/enrollments`)).body.data).toHaveLength(2);
+
+  // cooldown: within the hours no new enrollment; the merge keeps the config.
+  const patched = await c().patch(`${ctx.ws}/campaigns/${id}/triggers/${trigger.body.id}`, {
+    reentry: "cooldown",
+    cooldownHours: 24,
+  });
+  expect(patched.body).toMatchObject({
+    type: "event",
+    config: { eventType: "ping" },
+    reentry: "cooldown",
+    cooldownHours: 24,
+  });
+  const all = (await c().get(`${ctx.ws}/campaigns/${id}/enrollments`)).body.data;
+  await Promise.all(all.map((e: { id: string }) => finished(id, e.id)));
+  await c().post(`${ctx.ws}/events`, { type: "ping", contactId: who });
+  expect((await c().get(`${ctx.ws}/campaigns/${id}/enrollments`)).body.data).toHaveLength(2);
+  expect((await c().get(`${ctx.ws}/campaigns/${id}/triggers`)).body).toHaveLength(1);
+});
