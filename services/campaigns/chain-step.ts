@@ -98,12 +98,28 @@ export async function handleChainEvent(ctx: AppContext, event: ChainEvent) {
     : 0;
   const matched = [];
   for (const t of state.triggers)
-    if (triggerMatches(t, { type, metadata }) && (await meets(t.config.where))) matched.push(t);
+    if (
+      triggerMatches(t, { type, metadata }) &&
+      !(t.reentry === "once" && enteredOnce.has(`${t.campaign_id}:${contactId}`)) &&
+      (await meets(t.config.where))
+    )
+      matched.push(t);
   enrolled += await repo.enrollByTriggers(ws, contactId, matched, {
     id: event.id,
     type,
     metadata: metadata ?? null,
     timestamp: event.timestamp ?? null,
   });
+  // After the statement the contact has (or had) an enrollment in each of these campaigns.
+  if (enteredOnce.size > MAX_ENTERED_ONCE) enteredOnce.clear();
+  for (const t of matched) if (t.reentry === "once") enteredOnce.add(`${t.campaign_id}:${contactId}`);
   return { enrolled, resumed, completed };
 }
+
+/**
+ * `campaign:contact` pairs this process has seen enrolled by a trigger with
+ * re-entry `once`: such a contact never enters that campaign by a trigger
+ * again, so its later events skip the statement. Bounded; cleared when full.
+ */
+const enteredOnce = new Set<string>();
+const MAX_ENTERED_ONCE = 200_000;
