@@ -1,6 +1,6 @@
 import path from "node:path";
 import { Client } from "pg";
-import { Sequelize, type Transaction } from "sequelize";
+import { QueryTypes, Sequelize, type Transaction } from "sequelize";
 import { SequelizeStorage, Umzug } from "umzug";
 import { config } from "./config";
 import { sha256Hex } from "./crypto";
@@ -151,6 +151,16 @@ export async function releaseDatabase(): Promise<void> {
 export async function database(): Promise<Sequelize> {
   if (!opening) throw new Error("Database used before any service acquired it");
   return (await opening).sequelize;
+}
+
+/** Rows of one statement with `$n` binds (in `transaction`, when given). */
+export async function selectRows<T extends object>(
+  sql: string,
+  bind: unknown[],
+  transaction?: Transaction,
+): Promise<T[]> {
+  const sequelize = await database();
+  return sequelize.query<T>(sql, { bind, type: QueryTypes.SELECT, transaction });
 }
 
 /**

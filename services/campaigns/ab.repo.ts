@@ -1,5 +1,4 @@
-import { QueryTypes } from "sequelize";
-import { database } from "../../lib/database";
+import { selectRows } from "../../lib/database";
 import type { Workflow } from "./workflow";
 
 /** The queries of campaign A/B splits: each variant's figures and the winners. */
@@ -13,18 +12,13 @@ export interface VariantCounts {
   goals: number;
 }
 
-async function query<T extends object>(sql: string, bind: unknown[]): Promise<T[]> {
-  const sequelize = await database();
-  return sequelize.query<T>(sql, { bind, type: QueryTypes.SELECT });
-}
-
 /**
  * Per variant of a split: the enrollments it took, the messages they were
  * sent after it (sent, opened, clicked), and the enrollments that reached
  * a goal.
  */
 export async function variantCounts(campaignId: string, nodeId: string): Promise<VariantCounts[]> {
-  const rows = await query<Record<keyof VariantCounts, string>>(
+  const rows = await selectRows<Record<keyof VariantCounts, string>>(
     `WITH assigned AS (
        SELECT DISTINCT ON (l.enrollment_id) l.enrollment_id, l.branch, l.created_at
          FROM campaign_logs l
@@ -62,14 +56,14 @@ export interface WinnerRow {
 }
 
 export async function winners(campaignId: string): Promise<WinnerRow[]> {
-  return query<WinnerRow>(
+  return selectRows<WinnerRow>(
     `SELECT node_id, winner, decided_by, decided_at FROM campaign_ab_winners WHERE campaign_id = $1`,
     [campaignId],
   );
 }
 
 export async function winnerOf(campaignId: string, nodeId: string): Promise<string | null> {
-  const [row] = await query<{ winner: string }>(
+  const [row] = await selectRows<{ winner: string }>(
     `SELECT winner FROM campaign_ab_winners WHERE campaign_id = $1 AND node_id = $2`,
     [campaignId, nodeId],
   );
@@ -84,7 +78,7 @@ export async function setWinner(
   winner: string,
   by: "hand" | "test",
 ): Promise<void> {
-  await query(
+  await selectRows(
     `INSERT INTO campaign_ab_winners (campaign_id, node_id, workspace_id, winner, decided_by) VALUES ($1, $2, $3, $4, $5)
      ON CONFLICT (campaign_id, node_id) DO ${by === "hand" ? "UPDATE SET winner = EXCLUDED.winner, decided_by = 'hand', decided_at = now()" : "NOTHING"}
      RETURNING node_id`,
@@ -96,7 +90,7 @@ export async function setWinner(
 export async function campaignsWithSplits(
   workspaceId?: string,
 ): Promise<Array<{ id: string; workspace_id: string; name: string; workflow: Workflow }>> {
-  return query(
+  return selectRows(
     `SELECT c.id, c.workspace_id, c.name, v.workflow
        FROM campaigns c JOIN campaign_versions v ON v.campaign_id = c.id AND v.number = c.published_version
       WHERE v.workflow -> 'nodes' @> '[{"type": "ab_split"}]'

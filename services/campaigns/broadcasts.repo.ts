@@ -1,5 +1,4 @@
-import { QueryTypes, type Transaction } from "sequelize";
-import { Binds, database } from "../../lib/database";
+import { Binds, database, selectRows } from "../../lib/database";
 import { compileFilter } from "../segments/filter-compiler";
 import type { FilterGroup } from "../segments/filter-schema";
 import { emptyWorkflow } from "./workflow";
@@ -45,18 +44,9 @@ export interface BroadcastRow {
   broadcast: BroadcastSpec;
 }
 
-async function query<T extends object>(
-  sql: string,
-  bind: unknown[],
-  transaction?: Transaction,
-): Promise<T[]> {
-  const sequelize = await database();
-  return sequelize.query<T>(sql, { bind, type: QueryTypes.SELECT, transaction });
-}
-
 /** A broadcast is a campaign of type `broadcast`, active while it sends. */
 export async function insertBroadcast(workspaceId: string, id: string, name: string, spec: BroadcastSpec) {
-  await query(
+  await selectRows(
     `INSERT INTO campaigns (id, workspace_id, name, type, status, workflow, broadcast, draft_changed)
      VALUES ($1, $2, $3, 'broadcast', 'active', $4::jsonb, $5::jsonb, false)`,
     [id, workspaceId, name, JSON.stringify(emptyWorkflow()), JSON.stringify(spec)],
@@ -64,7 +54,7 @@ export async function insertBroadcast(workspaceId: string, id: string, name: str
 }
 
 export async function setJob(campaignId: string, jobId: string): Promise<void> {
-  await query(`UPDATE campaigns SET job_id = $2, updated_at = now() WHERE id = $1`, [campaignId, jobId]);
+  await selectRows(`UPDATE campaigns SET job_id = $2, updated_at = now() WHERE id = $1`, [campaignId, jobId]);
 }
 
 /**
@@ -78,7 +68,7 @@ export async function takeAudience(
 ): Promise<number> {
   const sequelize = await database();
   return sequelize.transaction(async (transaction) => {
-    const [campaign] = await query<{ broadcast: BroadcastSpec }>(
+    const [campaign] = await selectRows<{ broadcast: BroadcastSpec }>(
       `SELECT broadcast FROM campaigns WHERE id = $1 FOR UPDATE`,
       [campaignId],
       transaction,
@@ -86,19 +76,19 @@ export async function takeAudience(
     if (!campaign.broadcast.audienceTakenAt) {
       const binds = new Binds([workspaceId, campaignId]);
       const source = audienceSource(spec.audience, binds);
-      await query(
+      await selectRows(
         `INSERT INTO broadcast_recipients (campaign_id, contact_id) SELECT $2, r.id FROM (${source}) AS r(id)
          ON CONFLICT DO NOTHING`,
         binds.values,
         transaction,
       );
-      await query(
+      await selectRows(
         `UPDATE campaigns SET broadcast = broadcast || jsonb_build_object('audienceTakenAt', now()) WHERE id = $1`,
         [campaignId],
         transaction,
       );
     }
-    const [{ n }] = await query<{ n: string }>(
+    const [{ n }] = await selectRows<{ n: string }>(
       `SELECT count(*) AS n FROM broadcast_recipients WHERE campaign_id = $1`,
       [campaignId],
       transaction,
@@ -109,7 +99,7 @@ export async function takeAudience(
 
 /** The next recipients after `after`, in id order. */
 export async function recipientsPage(campaignId: string, after: string, limit: number): Promise<string[]> {
-  const rows = await query<{ contact_id: string }>(
+  const rows = await selectRows<{ contact_id: string }>(
     `SELECT contact_id FROM broadcast_recipients WHERE campaign_id = $1 AND contact_id > $2 ORDER BY contact_id LIMIT $3`,
     [campaignId, after, limit],
   );
@@ -118,7 +108,7 @@ export async function recipientsPage(campaignId: string, after: string, limit: n
 
 /** What the broadcast did: messages queued (or beyond), suppressed, and recipients without a message (no address, gone). */
 export async function broadcastResult(campaignId: string) {
-  const [row] = await query<{ queued: string; suppressed: string; recipients: string }>(
+  const [row] = await selectRows<{ queued: string; suppressed: string; recipients: string }>(
     `SELECT count(*) FILTER (WHERE m.status <> 'suppressed') AS queued,
             count(*) FILTER (WHERE m.status = 'suppressed') AS suppressed,
             (SELECT count(*) FROM broadcast_recipients r WHERE r.campaign_id = $1) AS recipients
@@ -137,7 +127,7 @@ export async function broadcastResult(campaignId: string) {
  * so another replica leaves it for a minute.
  */
 export async function claimStalledBroadcasts(): Promise<BroadcastRow[]> {
-  return query<BroadcastRow>(
+  return selectRows<BroadcastRow>(
     `UPDATE campaigns c SET job_id = NULL, updated_at = now()
       WHERE c.id IN (SELECT b.id FROM campaigns b LEFT JOIN jobs j ON j.id = b.job_id
                       WHERE b.type = 'broadcast' AND b.status = 'active'
@@ -150,10 +140,15 @@ export async function claimStalledBroadcasts(): Promise<BroadcastRow[]> {
 
 /** Whether the broadcast should go on sending (not paused, completed or gone). */
 export async function stillActive(campaignId: string): Promise<boolean> {
-  const [row] = await query<{ status: string }>(`SELECT status FROM campaigns WHERE id = $1`, [campaignId]);
+  const [row] = await selectRows<{ status: string }>(`SELECT status FROM campaigns WHERE id = $1`, [
+    campaignId,
+  ]);
   return row?.status === "active";
 }
 
 export async function finishBroadcast(campaignId: string, status: "completed" | "paused"): Promise<void> {
-  await query(`UPDATE campaigns SET status = $2, updated_at = now() WHERE id = $1`, [campaignId, status]);
+  await selectRows(`UPDATE campaigns SET status = $2, updated_at = now() WHERE id = $1`, [
+    campaignId,
+    status,
+  ]);
 }

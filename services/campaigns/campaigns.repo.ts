@@ -1,6 +1,6 @@
-import { QueryTypes, type Transaction } from "sequelize";
+import type { Transaction } from "sequelize";
 import { newId } from "../../lib/crypto";
-import { Binds, database, likeEscape } from "../../lib/database";
+import { Binds, database, likeEscape, selectRows } from "../../lib/database";
 import { stageDomainEvents, wakeOutboxRelays } from "../../lib/outbox";
 import { audienceSource, type Audience } from "./broadcasts.repo";
 import { pageOf, type Page, type PageRequest } from "../../lib/pagination";
@@ -64,15 +64,6 @@ const campaignView = (r: CampaignRow): CampaignView => ({
   updatedAt: r.updated_at,
 });
 
-async function query<T extends object>(
-  sql: string,
-  bind: unknown[],
-  transaction?: Transaction,
-): Promise<T[]> {
-  const sequelize = await database();
-  return sequelize.query<T>(sql, { bind, type: QueryTypes.SELECT, transaction });
-}
-
 export async function listCampaigns(
   workspaceId: string,
   page: PageRequest,
@@ -85,17 +76,17 @@ export async function listCampaigns(
   if (filter.search) where.push(`c.name ILIKE ${binds.p(`%${likeEscape(filter.search)}%`)}`);
   const clause = where.join(" AND ");
   const [rows, [{ n }]] = await Promise.all([
-    query<CampaignRow>(
+    selectRows<CampaignRow>(
       `${SELECT_CAMPAIGN} WHERE ${clause} ORDER BY c.created_at DESC, c.id DESC LIMIT ${page.limit} OFFSET ${page.offset}`,
       binds.values,
     ),
-    query<{ n: string }>(`SELECT count(*) AS n FROM campaigns c WHERE ${clause}`, binds.values),
+    selectRows<{ n: string }>(`SELECT count(*) AS n FROM campaigns c WHERE ${clause}`, binds.values),
   ]);
   return pageOf(rows.map(campaignView), Number(n), page);
 }
 
 export async function getCampaign(workspaceId: string, id: string): Promise<CampaignDetail | null> {
-  const [row] = await query<CampaignRow>(`${SELECT_CAMPAIGN} WHERE c.workspace_id = $1 AND c.id = $2`, [
+  const [row] = await selectRows<CampaignRow>(`${SELECT_CAMPAIGN} WHERE c.workspace_id = $1 AND c.id = $2`, [
     workspaceId,
     id,
   ]);
@@ -112,7 +103,7 @@ export async function insertCampaign(
   workspaceId: string,
   c: { id: string; name: string; type: "workflow" | "broadcast"; workflow: Workflow; priority: number },
 ): Promise<void> {
-  await query(
+  await selectRows(
     `INSERT INTO campaigns (id, workspace_id, name, type, workflow, priority) VALUES ($1, $2, $3, $4, $5::jsonb, $6)`,
     [c.id, workspaceId, c.name, c.type, JSON.stringify(c.workflow), c.priority],
   );
@@ -140,7 +131,7 @@ export async function updateCampaign(
   if (fields.priority !== undefined) sets.push(`priority = ${binds.p(fields.priority)}`);
   if (fields.workflow !== undefined)
     sets.push(`workflow = ${binds.p(JSON.stringify(fields.workflow))}::jsonb`, "draft_changed = true");
-  const rows = await query<{ id: string }>(
+  const rows = await selectRows<{ id: string }>(
     `UPDATE campaigns SET ${sets.join(", ")} WHERE workspace_id = $1 AND id = $2 RETURNING id`,
     binds.values,
     transaction,
@@ -149,7 +140,7 @@ export async function updateCampaign(
 }
 
 export async function deleteCampaign(workspaceId: string, id: string): Promise<boolean> {
-  const rows = await query<{ id: string }>(
+  const rows = await selectRows<{ id: string }>(
     `DELETE FROM campaigns WHERE workspace_id = $1 AND id = $2 RETURNING id`,
     [workspaceId, id],
   );
@@ -160,13 +151,13 @@ export async function deleteCampaign(workspaceId: string, id: string): Promise<b
 export async function cloneCampaign(workspaceId: string, id: string, newCampaignId: string, name: string) {
   const sequelize = await database();
   await sequelize.transaction(async (transaction) => {
-    await query(
+    await selectRows(
       `INSERT INTO campaigns (id, workspace_id, name, type, workflow, priority)
        SELECT $3, workspace_id, $4, type, workflow, priority FROM campaigns WHERE workspace_id = $1 AND id = $2`,
       [workspaceId, id, newCampaignId, name],
       transaction,
     );
-    await query(
+    await selectRows(
       `INSERT INTO campaign_triggers (id, workspace_id, campaign_id, type, config, reentry, cooldown_hours, active)
        SELECT gen_random_uuid()::text, workspace_id, $3, type, config, reentry, cooldown_hours, active
          FROM campaign_triggers WHERE workspace_id = $1 AND campaign_id = $2 ORDER BY created_at`,
@@ -201,7 +192,7 @@ const triggerView = (r: TriggerRow): TriggerView => ({
 });
 
 export async function listTriggers(workspaceId: string, campaignId: string): Promise<TriggerView[]> {
-  const rows = await query<TriggerRow>(
+  const rows = await selectRows<TriggerRow>(
     `SELECT * FROM campaign_triggers WHERE workspace_id = $1 AND campaign_id = $2 ORDER BY created_at, id`,
     [workspaceId, campaignId],
   );
@@ -213,7 +204,7 @@ export async function getTrigger(
   campaignId: string,
   id: string,
 ): Promise<TriggerView | null> {
-  const [row] = await query<TriggerRow>(
+  const [row] = await selectRows<TriggerRow>(
     `SELECT * FROM campaign_triggers WHERE workspace_id = $1 AND campaign_id = $2 AND id = $3`,
     [workspaceId, campaignId, id],
   );
@@ -229,7 +220,7 @@ export interface TriggerFields {
 }
 
 export async function insertTrigger(workspaceId: string, campaignId: string, id: string, t: TriggerFields) {
-  await query(
+  await selectRows(
     `INSERT INTO campaign_triggers (id, workspace_id, campaign_id, type, config, reentry, cooldown_hours, active)
      VALUES ($1, $2, $3, $4, $5::jsonb, $6, $7, $8)`,
     [id, workspaceId, campaignId, t.type, JSON.stringify(t.config), t.reentry, t.cooldownHours, t.active],
@@ -237,7 +228,7 @@ export async function insertTrigger(workspaceId: string, campaignId: string, id:
 }
 
 export async function updateTrigger(workspaceId: string, campaignId: string, id: string, t: TriggerFields) {
-  await query(
+  await selectRows(
     `UPDATE campaign_triggers SET config = $4::jsonb, reentry = $5, cooldown_hours = $6, active = $7, updated_at = now()
       WHERE workspace_id = $1 AND campaign_id = $2 AND id = $3`,
     [workspaceId, campaignId, id, JSON.stringify(t.config), t.reentry, t.cooldownHours, t.active],
@@ -245,7 +236,7 @@ export async function updateTrigger(workspaceId: string, campaignId: string, id:
 }
 
 export async function deleteTrigger(workspaceId: string, campaignId: string, id: string): Promise<boolean> {
-  const rows = await query<{ id: string }>(
+  const rows = await selectRows<{ id: string }>(
     `DELETE FROM campaign_triggers WHERE workspace_id = $1 AND campaign_id = $2 AND id = $3 RETURNING id`,
     [workspaceId, campaignId, id],
   );
@@ -254,7 +245,7 @@ export async function deleteTrigger(workspaceId: string, campaignId: string, id:
 
 /** Active triggers of `types` on active campaigns with a published version (of one workspace, or of all). */
 export async function liveTriggers(workspaceId: string | null, types: TriggerType[]) {
-  return query<TriggerRow & { workspace_id: string; published_version: number }>(
+  return selectRows<TriggerRow & { workspace_id: string; published_version: number }>(
     `SELECT t.*, c.published_version FROM campaign_triggers t JOIN campaigns c ON c.id = t.campaign_id
       WHERE ($1::text IS NULL OR t.workspace_id = $1) AND t.type = ANY ($2::text[]) AND t.active
         AND c.status = 'active' AND c.published_version IS NOT NULL`,
@@ -293,7 +284,7 @@ export async function publishVersion(
 ): Promise<VersionView> {
   const sequelize = await database();
   return sequelize.transaction(async (transaction) => {
-    const [row] = await query<VersionRow>(
+    const [row] = await selectRows<VersionRow>(
       `WITH c AS (SELECT id, workflow FROM campaigns WHERE workspace_id = $1 AND id = $2 FOR UPDATE)
        INSERT INTO campaign_versions (id, workspace_id, campaign_id, number, workflow, triggers, note)
        SELECT $3, $1, c.id,
@@ -308,7 +299,7 @@ export async function publishVersion(
       [workspaceId, campaignId, newId(), note],
       transaction,
     );
-    await query(
+    await selectRows(
       `UPDATE campaigns SET published_version = $3, draft_changed = false, status = COALESCE($4, status), updated_at = now()
         WHERE workspace_id = $1 AND id = $2`,
       [workspaceId, campaignId, row.number, status ?? null],
@@ -324,12 +315,12 @@ export async function listVersions(
   page: PageRequest,
 ): Promise<Page<VersionView>> {
   const [rows, [{ n }]] = await Promise.all([
-    query<VersionRow>(
+    selectRows<VersionRow>(
       `SELECT * FROM campaign_versions WHERE workspace_id = $1 AND campaign_id = $2
         ORDER BY number DESC LIMIT ${page.limit} OFFSET ${page.offset}`,
       [workspaceId, campaignId],
     ),
-    query<{ n: string }>(
+    selectRows<{ n: string }>(
       `SELECT count(*) AS n FROM campaign_versions WHERE workspace_id = $1 AND campaign_id = $2`,
       [workspaceId, campaignId],
     ),
@@ -342,7 +333,7 @@ export async function getVersion(
   campaignId: string,
   id: string,
 ): Promise<VersionView | null> {
-  const [row] = await query<VersionRow>(
+  const [row] = await selectRows<VersionRow>(
     `SELECT * FROM campaign_versions WHERE workspace_id = $1 AND campaign_id = $2 AND id = $3`,
     [workspaceId, campaignId, id],
   );
@@ -351,7 +342,7 @@ export async function getVersion(
 
 /** A version's workflow; versions never change, so callers may keep it. */
 export async function versionWorkflow(campaignId: string, number: number): Promise<Workflow | null> {
-  const [row] = await query<{ workflow: Workflow }>(
+  const [row] = await selectRows<{ workflow: Workflow }>(
     `SELECT workflow FROM campaign_versions WHERE campaign_id = $1 AND number = $2`,
     [campaignId, number],
   );
@@ -367,12 +358,12 @@ export async function restoreVersion(
   const sequelize = await database();
   await sequelize.transaction(async (transaction) => {
     await updateCampaign(workspaceId, campaignId, { workflow: version.workflow as Workflow }, transaction);
-    await query(
+    await selectRows(
       `DELETE FROM campaign_triggers WHERE workspace_id = $1 AND campaign_id = $2`,
       [workspaceId, campaignId],
       transaction,
     );
-    await query(
+    await selectRows(
       `INSERT INTO campaign_triggers (id, workspace_id, campaign_id, type, config, reentry, cooldown_hours, active)
        SELECT t.id, $1, $2, t.type, t.config, t.reentry, t."cooldownHours", t.active
          FROM jsonb_to_recordset($3::jsonb) AS t(id text, type text, config jsonb, reentry text, "cooldownHours" integer, active boolean)`,
@@ -384,7 +375,7 @@ export async function restoreVersion(
 
 /** Names of the campaigns, not archived, whose versions send `templateId`, and of broadcasts sending it now. */
 export async function campaignsUsingTemplate(workspaceId: string, templateId: string): Promise<string[]> {
-  const rows = await query<{ name: string }>(
+  const rows = await selectRows<{ name: string }>(
     `SELECT c.name FROM campaigns c
       WHERE c.workspace_id = $1 AND c.status <> 'archived'
         AND (EXISTS (SELECT 1 FROM campaign_versions v WHERE v.campaign_id = c.id
@@ -399,7 +390,7 @@ export async function campaignsUsingTemplate(workspaceId: string, templateId: st
 
 /** Scheduled campaigns whose time has come become active; answers how many. */
 export async function activateScheduled(): Promise<number> {
-  const rows = await query<{ id: string }>(
+  const rows = await selectRows<{ id: string }>(
     `UPDATE campaigns SET status = 'active', updated_at = now()
       WHERE status = 'scheduled' AND scheduled_at <= now() AND published_version IS NOT NULL RETURNING id`,
     [],
@@ -483,7 +474,7 @@ export async function enroll(workspaceId: string, r: EnrollRequest): Promise<Enr
                               AND p.created_at > now() - make_interval(hours => ${binds.p(r.cooldownHours ?? 24)}::int))`
           : "";
     // Any unique key taken (a live enrollment, a cause already enrolled) leaves that contact out.
-    const rows = await query<EnrollmentRow>(
+    const rows = await selectRows<EnrollmentRow>(
       `INSERT INTO campaign_enrollments (id, workspace_id, campaign_id, contact_id, version, status, run_at, trigger_id, event, source_key)
        SELECT gen_random_uuid()::text, $1, $2, c.id, $3, 'active', now(), $5, $6::jsonb, k.source_key
          FROM unnest($4::text[], $7::text[]) AS k(contact_id, source_key)
@@ -527,7 +518,7 @@ export async function enrollByTriggers(
   if (!triggers.length) return 0;
   // One statement (its own transaction): the enrollments and their facts commit together.
   {
-    const [row] = await query<{ n: string }>(
+    const [row] = await selectRows<{ n: string }>(
       `WITH t AS (
               SELECT * FROM unnest($3::text[], $4::int[], $5::text[], $6::text[], $7::int[])
                 AS t(campaign_id, version, trigger_id, reentry, cooldown_hours)),
@@ -579,7 +570,7 @@ export async function enrollAudience(
   return sequelize.transaction(async (transaction) => {
     const binds = new Binds([workspaceId, campaignId, version]);
     const source = audienceSource(audience, binds);
-    const [row] = await query<{ enrolled: string; total: string }>(
+    const [row] = await selectRows<{ enrolled: string; total: string }>(
       `WITH audience AS (${source}),
             enrolled AS (
               INSERT INTO campaign_enrollments (id, workspace_id, campaign_id, contact_id, version, status, run_at)
@@ -636,7 +627,7 @@ export async function enrollAnniversaries(
           ? `AND NOT EXISTS (SELECT 1 FROM campaign_enrollments p WHERE p.campaign_id = $2 AND p.contact_id = d.id
                               AND p.created_at > now() - make_interval(hours => ${binds.p(trigger.cooldown_hours ?? 24)}::int))`
           : "";
-    const [row] = await query<{ enrolled: string }>(
+    const [row] = await selectRows<{ enrolled: string }>(
       `WITH local AS (
               SELECT c.id, ${day}::date AS day,
                      now() AT TIME ZONE COALESCE(NULLIF(c.timezone, ''), NULLIF(w.settings ->> 'timezone', ''), 'UTC') AS at
@@ -667,7 +658,7 @@ export async function enrollAnniversaries(
 
 /** Which of the contacts the workspace has, and which of those are enrolled in the campaign now. */
 export async function enrollable(workspaceId: string, campaignId: string, contactIds: string[]) {
-  const rows = await query<{ id: string; live: boolean }>(
+  const rows = await selectRows<{ id: string; live: boolean }>(
     `SELECT c.id, EXISTS (SELECT 1 FROM campaign_enrollments e WHERE e.campaign_id = $2 AND e.contact_id = c.id
                            AND e.status IN ('active', 'waiting')) AS live
        FROM contacts c WHERE c.workspace_id = $1 AND c.id = ANY ($3::text[])`,
@@ -685,7 +676,7 @@ export async function claimDue(
   limit: number,
   leaseMs: number,
 ): Promise<Array<EnrollmentRow & { priority: number }>> {
-  return query<EnrollmentRow & { priority: number }>(
+  return selectRows<EnrollmentRow & { priority: number }>(
     `UPDATE campaign_enrollments e SET run_at = now() + make_interval(secs => $2::double precision / 1000)
       WHERE e.id IN (SELECT d.id FROM campaign_enrollments d JOIN campaigns c ON c.id = d.campaign_id
                       WHERE d.run_at <= now() AND c.status = 'active'
@@ -719,7 +710,7 @@ export async function saveStep(
   log: StepRecord,
 ): Promise<void> {
   const finished = next.status === "completed" || next.status === "exited" || next.status === "failed";
-  await query(
+  await selectRows(
     `WITH logged AS (
        INSERT INTO campaign_logs (workspace_id, campaign_id, enrollment_id, contact_id, node_id, outcome, branch, detail)
        VALUES ($1, $2, $3, $4, $5, $6, $7, $8))
@@ -749,7 +740,7 @@ export async function saveStep(
 
 /** The contact's enrollments waiting for an event of `type`, each at its wait node. */
 export async function waitingFor(workspaceId: string, contactId: string, type: string) {
-  return query<{ id: string; campaign_id: string; version: number; current_node_id: string }>(
+  return selectRows<{ id: string; campaign_id: string; version: number; current_node_id: string }>(
     `SELECT id, campaign_id, version, current_node_id FROM campaign_enrollments
       WHERE workspace_id = $1 AND contact_id = $2 AND status = 'waiting' AND waiting_event = $3`,
     [workspaceId, contactId, type],
@@ -759,7 +750,7 @@ export async function waitingFor(workspaceId: string, contactId: string, type: s
 /** These waits end now, by their `event` branch (still waiting, as a step may have moved one on); answers how many. */
 export async function resumeWaits(workspaceId: string, ids: string[]): Promise<number> {
   if (!ids.length) return 0;
-  const rows = await query<{ id: string }>(
+  const rows = await selectRows<{ id: string }>(
     `UPDATE campaign_enrollments SET next_branch = 'event', run_at = now(), updated_at = now()
       WHERE workspace_id = $1 AND id = ANY ($2::text[]) AND status = 'waiting' RETURNING id`,
     [workspaceId, ids],
@@ -772,7 +763,7 @@ export async function resumeWaits(workspaceId: string, ids: string[]): Promise<n
  * now, wherever they are in the graph; answers how many.
  */
 export async function completeGoals(workspaceId: string, contactId: string, type: string): Promise<number> {
-  const rows = await query<{ id: string }>(
+  const rows = await selectRows<{ id: string }>(
     `WITH reached AS (
        UPDATE campaign_enrollments e SET status = 'completed', exit_reason = 'goal', run_at = NULL, waiting_until = NULL,
               waiting_event = NULL, finished_at = now(), updated_at = now()
@@ -800,7 +791,7 @@ export async function completeGoals(workspaceId: string, contactId: string, type
  * enrollments may still be in it).
  */
 export async function awaitedEventTypes(workspaceId: string): Promise<{ goals: string[]; waits: string[] }> {
-  const [row] = await query<{ goals: string[] | null; waits: string[] | null }>(
+  const [row] = await selectRows<{ goals: string[] | null; waits: string[] | null }>(
     `SELECT array_agg(DISTINCT n -> 'config' ->> 'event') FILTER (WHERE n ->> 'type' = 'goal') AS goals,
             array_agg(DISTINCT n -> 'config' -> 'event' ->> 'type') FILTER (WHERE n ->> 'type' = 'wait' AND n -> 'config' ? 'event') AS waits
        FROM campaigns c JOIN campaign_versions v ON v.campaign_id = c.id
@@ -813,7 +804,7 @@ export async function awaitedEventTypes(workspaceId: string): Promise<{ goals: s
 
 /** Whether the workspace has a campaign that is active or paused (the only ones with live enrollments). */
 export async function hasLiveCampaigns(workspaceId: string): Promise<boolean> {
-  const [row] = await query<{ live: boolean }>(
+  const [row] = await selectRows<{ live: boolean }>(
     `SELECT EXISTS (SELECT 1 FROM campaigns WHERE workspace_id = $1 AND status IN ('active', 'paused')) AS live`,
     [workspaceId],
   );
@@ -822,7 +813,7 @@ export async function hasLiveCampaigns(workspaceId: string): Promise<boolean> {
 
 /** A campaign's live enrollments end (`completed` or `archived` campaign): exited with `reason`. */
 export async function exitLive(workspaceId: string, campaignId: string, reason: string): Promise<number> {
-  const rows = await query<{ id: string }>(
+  const rows = await selectRows<{ id: string }>(
     `UPDATE campaign_enrollments SET status = 'exited', exit_reason = $3, run_at = NULL, waiting_until = NULL,
             waiting_event = NULL, finished_at = now(), updated_at = now()
       WHERE workspace_id = $1 AND campaign_id = $2 AND status IN ('active', 'waiting') RETURNING id`,
@@ -843,11 +834,11 @@ export async function listEnrollments(
   if (filter.status) where.push(`status = ${binds.p(filter.status)}`);
   const clause = where.join(" AND ");
   const [rows, [{ n }]] = await Promise.all([
-    query<EnrollmentRow>(
+    selectRows<EnrollmentRow>(
       `SELECT * FROM campaign_enrollments WHERE ${clause} ORDER BY created_at DESC, id DESC LIMIT ${page.limit} OFFSET ${page.offset}`,
       binds.values,
     ),
-    query<{ n: string }>(`SELECT count(*) AS n FROM campaign_enrollments WHERE ${clause}`, binds.values),
+    selectRows<{ n: string }>(`SELECT count(*) AS n FROM campaign_enrollments WHERE ${clause}`, binds.values),
   ]);
   return pageOf(rows.map(enrollmentView), Number(n), page);
 }
@@ -865,7 +856,7 @@ export async function listLogs(
   if (filter.nodeId) where.push(`node_id = ${binds.p(filter.nodeId)}`);
   const clause = where.join(" AND ");
   const [rows, [{ n }]] = await Promise.all([
-    query<{
+    selectRows<{
       id: string;
       enrollment_id: string;
       contact_id: string;
@@ -878,7 +869,7 @@ export async function listLogs(
       `SELECT * FROM campaign_logs WHERE ${clause} ORDER BY id DESC LIMIT ${page.limit} OFFSET ${page.offset}`,
       binds.values,
     ),
-    query<{ n: string }>(`SELECT count(*) AS n FROM campaign_logs WHERE ${clause}`, binds.values),
+    selectRows<{ n: string }>(`SELECT count(*) AS n FROM campaign_logs WHERE ${clause}`, binds.values),
   ]);
   return pageOf(
     rows.map((r) => ({
@@ -904,7 +895,7 @@ export async function messageEngaged(
   kind: "opened" | "clicked",
   url?: string,
 ): Promise<boolean> {
-  const [row] = await query<{ yes: boolean }>(
+  const [row] = await selectRows<{ yes: boolean }>(
     kind === "opened"
       ? `SELECT opened_at IS NOT NULL AS yes FROM messages WHERE workspace_id = $1 AND id = $2`
       : url
