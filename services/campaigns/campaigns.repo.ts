@@ -695,7 +695,9 @@ export interface StepRecord {
 
 /**
  * An enrollment's next state with the log of the step that led there, in
- * one statement. `runAt` null: nothing more to run (finished).
+ * one statement. `runAt` null: nothing more to run (finished). An
+ * enrollment that ended meanwhile (a goal, its campaign completed) stays
+ * ended.
  */
 export async function saveStep(
   e: EnrollmentRow,
@@ -717,7 +719,7 @@ export async function saveStep(
      UPDATE campaign_enrollments SET status = $9, current_node_id = $10, run_at = $11, waiting_until = $12,
             waiting_event = $13, next_branch = NULL, exit_reason = $14, finished_at = CASE WHEN $15 THEN now() END,
             updated_at = now()
-      WHERE id = $3`,
+      WHERE id = $3 AND status IN ('active', 'waiting')`,
     [
       e.workspace_id,
       e.campaign_id,
@@ -747,12 +749,17 @@ export async function waitingFor(workspaceId: string, contactId: string, type: s
   );
 }
 
-/** These waits end now, by their `event` branch (still waiting, as a step may have moved one on); answers how many. */
+/**
+ * These waits end now, by their `event` branch; answers how many. Only a
+ * wait no runner holds (its `run_at` is still its end): one taken at its
+ * timeout goes on by the timeout.
+ */
 export async function resumeWaits(workspaceId: string, ids: string[]): Promise<number> {
   if (!ids.length) return 0;
   const rows = await selectRows<{ id: string }>(
     `UPDATE campaign_enrollments SET next_branch = 'event', run_at = now(), updated_at = now()
-      WHERE workspace_id = $1 AND id = ANY ($2::text[]) AND status = 'waiting' RETURNING id`,
+      WHERE workspace_id = $1 AND id = ANY ($2::text[]) AND status = 'waiting' AND run_at = waiting_until
+      RETURNING id`,
     [workspaceId, ids],
   );
   return rows.length;

@@ -5,6 +5,7 @@ import { startApp, type TestApp } from "../../helpers/app";
 import { startReceiver } from "../webhooks/receiver";
 import { finishedJob, ownerWithWorkspace } from "../../helpers/http";
 import { waitFor } from "../../helpers/wait";
+import { saveStep, type EnrollmentRow } from "../../../services/campaigns/campaigns.repo";
 import { derivedMessageId } from "../../../services/campaigns/runner";
 
 /**
@@ -971,4 +972,60 @@ test("the dry-run takes the path the real run takes; re-entry always and cooldow
   await c().post(`${ctx.ws}/events`, { type: "ping", contactId: who });
   expect((await c().get(`${ctx.ws}/campaigns/${id}/enrollments`)).body.data).toHaveLength(2);
   expect((await c().get(`${ctx.ws}/campaigns/${id}/triggers`)).body).toHaveLength(1);
+});
+
+test("races: an event does not resume a wait a runner holds, and a step saved after a goal leaves the enrollment completed", async () => {
+  const id = await campaignWith(
+    {
+      nodes: [
+        { id: "entry", type: "entry", config: {} },
+        { id: "reply", type: "wait", config: { event: { type: "answer" }, timeout: "P1D" } },
+        { id: "yes", type: "exit", config: {} },
+        { id: "no", type: "exit", config: {} },
+        { id: "won", type: "goal", config: { event: "bought" } },
+      ],
+      edges: [
+        { from: "entry", to: "reply" },
+        { from: "reply", to: "yes", branch: "event" },
+        { from: "reply", to: "no", branch: "timeout" },
+      ],
+    },
+    "Races",
+  );
+  await c().post(`${ctx.ws}/campaigns/${id}/execute`);
+  const who = await contact({ email: "races@example.com" });
+  const enrolled = (await c().post(`${ctx.ws}/campaigns/${id}/enroll`, { contactId: who })).body;
+  await waitFor(async () => {
+    const [e] = (await c().get(`${ctx.ws}/campaigns/${id}/enrollments`)).body.data;
+    return e.status === "waiting" ? e : undefined;
+  }, 10_000);
+  const sequelize = await database();
+  // A runner took it at its timeout: its run_at is now the lease's end.
+  await sequelize.query(`UPDATE campaign_enrollments SET run_at = now() + interval '1 hour' WHERE id = $1`, {
+    bind: [enrolled.id],
+  });
+  await c().post(`${ctx.ws}/events`, { type: "answer", contactId: who });
+  const [held] = (await sequelize.query(
+    `SELECT next_branch, run_at > now() AS leased FROM campaign_enrollments WHERE id = $1`,
+    {
+      bind: [enrolled.id],
+      type: QueryTypes.SELECT,
+    },
+  )) as Array<{ next_branch: string | null; leased: boolean }>;
+  expect(held).toEqual({ next_branch: null, leased: true });
+
+  // The goal completes it; the holder's late save does not bring it back.
+  await c().post(`${ctx.ws}/events`, { type: "bought", contactId: who });
+  const [row] = (await sequelize.query(`SELECT * FROM campaign_enrollments WHERE id = $1`, {
+    bind: [enrolled.id],
+    type: QueryTypes.SELECT,
+  })) as EnrollmentRow[];
+  expect(row.status).toBe("completed");
+  await saveStep(
+    row,
+    { status: "active", currentNodeId: "no", runAt: new Date() },
+    { nodeId: "reply", outcome: "branched", branch: "timeout", detail: "timed out" },
+  );
+  const [after] = (await c().get(`${ctx.ws}/campaigns/${id}/enrollments`)).body.data;
+  expect(after).toMatchObject({ status: "completed", exitReason: "goal" });
 });
