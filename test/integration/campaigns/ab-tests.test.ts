@@ -116,8 +116,8 @@ test("a split's figures and significance; the test names the winner; later conta
   expect(running.significance).toMatchObject({ method: "two-proportion z-test", leader: "A", runnerUp: "B" });
   expect(running.significance.confidence).toBeGreaterThan(0.99);
 
-  const tick = (await app.broker.call("campaigns.processDue", {})) as { decidedAbTests: number };
-  expect(tick.decidedAbTests).toBe(1);
+  // This tick, or the runner's own minute, lets the test decide.
+  await app.broker.call("campaigns.processDue", {});
   const [decided] = (await c().get(`${ctx.ws}/campaigns/${id}/ab-tests`)).body;
   expect(decided).toMatchObject({ status: "decided", winner: "A", decidedBy: "test" });
   const later = await enrollAll(id, 6, "later");

@@ -196,8 +196,8 @@ test("a broadcast whose send stopped sends on when the runner finds it, and queu
   ).query(`UPDATE campaigns SET updated_at = now() - interval '2 minutes' WHERE id = $1`, {
     bind: [campaignId],
   });
-  const tick = (await app.broker.call("campaigns.processDue", {})) as { resumedBroadcasts: number };
-  expect(tick.resumedBroadcasts).toBe(1);
+  // The runner's own timer, or this tick, takes it up (whichever comes first; the other finds it taken).
+  await app.broker.call("campaigns.processDue", {});
   const campaign = await waitFor(async () => {
     const got = (await c().get(`${ctx.ws}/campaigns/${campaignId}`)).body;
     return got.status === "completed" ? got : undefined;
