@@ -434,6 +434,29 @@ const enrollmentView = (r: EnrollmentRow): EnrollmentView => ({
   updatedAt: r.updated_at,
 });
 
+/**
+ * The re-entry rule as a condition on the contact `alias` of campaign `$2`:
+ * `once`, none before; `cooldown`, none within the hours; else nothing.
+ */
+function reentryCondition(
+  reentry: string,
+  cooldownHours: number | null | undefined,
+  binds: Binds,
+  alias: string,
+): string {
+  const earlier = `SELECT 1 FROM campaign_enrollments p WHERE p.campaign_id = $2 AND p.contact_id = ${alias}.id`;
+  if (reentry === "once") return `AND NOT EXISTS (${earlier})`;
+  if (reentry === "cooldown")
+    return `AND NOT EXISTS (${earlier} AND p.created_at > now() - make_interval(hours => ${binds.p(cooldownHours ?? 24)}::int))`;
+  return "";
+}
+
+/** The CTE that stages `campaign.contact.enrolled` for the rows of `enrolled` (workspace `$1`), in the same statement. */
+const STAGE_ENROLLED = `staged AS (
+              INSERT INTO domain_event_outbox (workspace_id, type, data)
+              SELECT $1, 'campaign.contact.enrolled', jsonb_build_object('campaignId', campaign_id, 'contactId', contact_id)
+                FROM enrolled)`;
+
 export interface EnrollRequest {
   campaignId: string;
   version: number;
@@ -466,13 +489,7 @@ export async function enroll(workspaceId: string, r: EnrollRequest): Promise<Enr
       r.event ? JSON.stringify(r.event) : null,
       r.sourceKeys ?? r.contactIds.map(() => null),
     ]);
-    const earlier =
-      r.reentry === "once"
-        ? `AND NOT EXISTS (SELECT 1 FROM campaign_enrollments p WHERE p.campaign_id = $2 AND p.contact_id = c.id)`
-        : r.reentry === "cooldown"
-          ? `AND NOT EXISTS (SELECT 1 FROM campaign_enrollments p WHERE p.campaign_id = $2 AND p.contact_id = c.id
-                              AND p.created_at > now() - make_interval(hours => ${binds.p(r.cooldownHours ?? 24)}::int))`
-          : "";
+    const earlier = reentryCondition(r.reentry, r.cooldownHours, binds, "c");
     // Any unique key taken (a live enrollment, a cause already enrolled) leaves that contact out.
     const rows = await selectRows<EnrollmentRow>(
       `INSERT INTO campaign_enrollments (id, workspace_id, campaign_id, contact_id, version, status, run_at, trigger_id, event, source_key)
@@ -533,10 +550,7 @@ export async function enrollByTriggers(
                                            OR p.created_at > now() - make_interval(hours => COALESCE(t.cooldown_hours, 24)))))
               ON CONFLICT DO NOTHING
               RETURNING campaign_id, contact_id),
-            staged AS (
-              INSERT INTO domain_event_outbox (workspace_id, type, data)
-              SELECT $1, 'campaign.contact.enrolled', jsonb_build_object('campaignId', campaign_id, 'contactId', contact_id)
-                FROM enrolled)
+            ${STAGE_ENROLLED}
        SELECT count(*) AS n FROM enrolled`,
       [
         workspaceId,
@@ -576,11 +590,8 @@ export async function enrollAudience(
               INSERT INTO campaign_enrollments (id, workspace_id, campaign_id, contact_id, version, status, run_at)
               SELECT gen_random_uuid()::text, $1, $2, a.id, $3, 'active', now() FROM audience a(id)
               ON CONFLICT DO NOTHING
-              RETURNING contact_id),
-            staged AS (
-              INSERT INTO domain_event_outbox (workspace_id, type, data)
-              SELECT $1, 'campaign.contact.enrolled', jsonb_build_object('campaignId', $2::text, 'contactId', contact_id)
-                FROM enrolled)
+              RETURNING campaign_id, contact_id),
+            ${STAGE_ENROLLED}
        SELECT (SELECT count(*) FROM enrolled) AS enrolled, (SELECT count(*) FROM audience) AS total`,
       binds.values,
       transaction,
@@ -620,13 +631,7 @@ export async function enrollAnniversaries(
       trigger.id,
     ]);
     const day = field(binds);
-    const earlier =
-      trigger.reentry === "once"
-        ? `AND NOT EXISTS (SELECT 1 FROM campaign_enrollments p WHERE p.campaign_id = $2 AND p.contact_id = d.id)`
-        : trigger.reentry === "cooldown"
-          ? `AND NOT EXISTS (SELECT 1 FROM campaign_enrollments p WHERE p.campaign_id = $2 AND p.contact_id = d.id
-                              AND p.created_at > now() - make_interval(hours => ${binds.p(trigger.cooldown_hours ?? 24)}::int))`
-          : "";
+    const earlier = reentryCondition(trigger.reentry, trigger.cooldown_hours, binds, "d");
     const [row] = await selectRows<{ enrolled: string }>(
       `WITH local AS (
               SELECT c.id, ${day}::date AS day,
@@ -642,11 +647,8 @@ export async function enrollAnniversaries(
               SELECT gen_random_uuid()::text, $1, $2, d.id, $3, 'active', now(), $4, 'anniversary:' || d.id || ':' || d.today
                 FROM due d WHERE true ${earlier}
               ON CONFLICT DO NOTHING
-              RETURNING contact_id),
-            staged AS (
-              INSERT INTO domain_event_outbox (workspace_id, type, data)
-              SELECT $1, 'campaign.contact.enrolled', jsonb_build_object('campaignId', $2::text, 'contactId', contact_id)
-                FROM enrolled)
+              RETURNING campaign_id, contact_id),
+            ${STAGE_ENROLLED}
        SELECT count(*) AS enrolled FROM enrolled`,
       binds.values,
       transaction,

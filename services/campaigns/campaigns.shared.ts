@@ -29,6 +29,21 @@ export async function workflowCampaignOf(ctx: AppContext, campaignId: string): P
   return campaign;
 }
 
+/** The workspace's segment (its type), or null when it has none. */
+export async function segmentOf(ctx: AppContext, segmentId: unknown): Promise<{ type: string } | null> {
+  const workspaceId = workspaceOf(ctx);
+  try {
+    return (await ctx.call(
+      "segments.get",
+      { workspaceId, segmentId },
+      { meta: { principal: SYSTEM, workspaceId } },
+    )) as { type: string };
+  } catch (err) {
+    if ((err as { code?: number }).code === 404) return null;
+    throw err;
+  }
+}
+
 /** An archived campaign is final: nothing of it changes. */
 export function assertEditable(campaign: CampaignDetail): void {
   if (campaign.status === "archived") throw invalidState("An archived campaign cannot change");
@@ -60,15 +75,9 @@ export async function workflowIssues(ctx: AppContext, input: unknown) {
       }
     }),
     ...refs.segments.map(async ({ field, id }) => {
-      try {
-        const segment = (await ctx.call("segments.get", { workspaceId: ws, segmentId: id }, meta)) as {
-          type: string;
-        };
-        return segment.type === "static" ? null : { field, message: "must name a static segment" };
-      } catch (err) {
-        if ((err as { code?: number }).code === 404) return { field, message: `no segment ${id}` };
-        throw err;
-      }
+      const segment = await segmentOf(ctx, id);
+      if (!segment) return { field, message: `no segment ${id}` };
+      return segment.type === "static" ? null : { field, message: "must name a static segment" };
     }),
     ...refs.campaigns.map(async ({ field, id }) =>
       (await repo.getCampaign(ws, id)) ? null : { field, message: `no campaign ${id}` },
@@ -103,17 +112,7 @@ export async function audienceOf(
       throw validationError(`Invalid filter: ${issues[0].field} ${issues[0].message}`, issues);
     return { filter: p.filter as unknown as FilterGroup };
   }
-  const workspaceId = workspaceOf(ctx);
-  try {
-    await ctx.call(
-      "segments.get",
-      { workspaceId, segmentId: p.segmentId },
-      { meta: { principal: SYSTEM, workspaceId } },
-    );
-  } catch (err) {
-    if ((err as { code?: number }).code === 404)
-      throw notFound("Segment", { field: "segmentId", message: `no segment ${p.segmentId}` });
-    throw err;
-  }
+  if (!(await segmentOf(ctx, p.segmentId)))
+    throw notFound("Segment", { field: "segmentId", message: `no segment ${p.segmentId}` });
   return { segmentId: p.segmentId! };
 }

@@ -1,4 +1,3 @@
-import { SYSTEM } from "../../lib/access";
 import { newId } from "../../lib/crypto";
 import { defineAction } from "../../lib/define-service";
 import { conflict, fieldError, found, notFound, validationError } from "../../lib/errors";
@@ -6,7 +5,15 @@ import type { AppContext } from "../../lib/moleculer-types";
 import { workspaceOf } from "../../lib/tenancy";
 import * as repo from "./campaigns.repo";
 import { results, schemas } from "./campaigns.schemas";
-import { ACCESS, assertEditable, assertWorkflow, tags, workflowCampaignOf, WS } from "./campaigns.shared";
+import {
+  ACCESS,
+  assertEditable,
+  assertWorkflow,
+  segmentOf,
+  tags,
+  workflowCampaignOf,
+  WS,
+} from "./campaigns.shared";
 import { triggerConfigIssues } from "./triggers";
 import { actionsOf, insertAction, NODE_ID, pathEnd, removeAction, type NodeType } from "./workflow";
 
@@ -22,18 +29,8 @@ async function assertTriggerConfig(
   if (issues.length)
     throw validationError(`Invalid trigger: ${issues[0].field} ${issues[0].message}`, issues);
   if (type !== "segment_entered" && type !== "segment_exited") return;
-  const workspaceId = workspaceOf(ctx);
-  try {
-    await ctx.call(
-      "segments.get",
-      { workspaceId, segmentId: config.segmentId },
-      { meta: { principal: SYSTEM, workspaceId } },
-    );
-  } catch (err) {
-    if ((err as { code?: number }).code === 404)
-      throw fieldError("config.segmentId", `names no segment (${String(config.segmentId)})`);
-    throw err;
-  }
+  if (!(await segmentOf(ctx, config.segmentId)))
+    throw fieldError("config.segmentId", `names no segment (${String(config.segmentId)})`);
 }
 
 /** The draft's nodes as a list (`actions`) and the campaign's triggers; mixed into `campaigns`. */
