@@ -47,6 +47,8 @@ export interface AppConfig {
   messageRetryDelaysMs: number[];
   /** How often the journey runner looks for due enrollment steps (waits ending, new enrollments) and scheduled campaigns. */
   campaignPollMs: number;
+  /** How long a claimed enrollment step is its runner's before another replica may take it (a runner that died). */
+  campaignLeaseMs: number;
   providerRateLimits: Record<string, number>;
   providerTimeoutMs: number;
   providerHttpConnections: number;
@@ -108,6 +110,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     messagePollMs: int(env.MESSAGE_POLL_MS, 1_000),
     messageWorkers: int(env.MESSAGE_WORKERS, 2),
     campaignPollMs: int(env.CAMPAIGN_POLL_MS, 1_000),
+    campaignLeaseMs: int(env.CAMPAIGN_LEASE_MS, 60_000),
     messageRetryDelaysMs: (env.MESSAGE_RETRY_DELAYS_MS ?? "30000,120000,600000,3600000")
       .split(",")
       .map((v) => Number.parseInt(v.trim(), 10))

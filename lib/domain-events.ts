@@ -19,6 +19,12 @@ export interface DomainEvent<T = Record<string, unknown>> {
   /** The payload fields of spec 6.2 for this type. */
   data: T;
   occurredAt: string;
+  /**
+   * `contact.updated` only: the contact fields its write changed (`firstName`,
+   * `customFields.plan`, `consent.email`), for campaigns' `contact_updated`
+   * triggers. Not part of the payload: webhooks send `data` alone.
+   */
+  changedFields?: string[];
 }
 
 /** Put one fact on the channel (the outbox relay's send). */

@@ -18,7 +18,7 @@ import { sendDomainEvent, type DomainEvent } from "./domain-events";
  */
 
 /** A fact as a write states it; the outbox gives it its id and time. */
-export type Fact = Pick<DomainEvent, "type" | "data">;
+export type Fact = Pick<DomainEvent, "type" | "data" | "changedFields">;
 
 /** Rows one relay pass takes: sent in parallel, deleted by one commit. */
 const RELAY_BATCH = 500;
@@ -34,10 +34,19 @@ export async function stageDomainEvents(
   if (!facts.length) return;
   const sequelize = await database();
   await sequelize.query(
-    `INSERT INTO domain_event_outbox (workspace_id, type, data)
-     SELECT $1, v.type, CAST(v.data AS jsonb) FROM unnest($2::text[], $3::text[]) WITH ORDINALITY AS v(type, data, n)
+    `INSERT INTO domain_event_outbox (workspace_id, type, data, changed_fields)
+     SELECT $1, v.type, CAST(v.data AS jsonb), CAST(v.changed AS jsonb)
+       FROM unnest($2::text[], $3::text[], $4::text[]) WITH ORDINALITY AS v(type, data, changed, n)
       ORDER BY v.n`,
-    { bind: [workspaceId, facts.map((f) => f.type), facts.map((f) => JSON.stringify(f.data))], transaction },
+    {
+      bind: [
+        workspaceId,
+        facts.map((f) => f.type),
+        facts.map((f) => JSON.stringify(f.data)),
+        facts.map((f) => (f.changedFields ? JSON.stringify(f.changedFields) : null)),
+      ],
+      transaction,
+    },
   );
   transaction.afterCommit(wakeOutboxRelays);
 }
@@ -50,6 +59,7 @@ interface OutboxRow {
   data: Record<string, unknown>;
   occurred_at: Date;
   attempts: number;
+  changed_fields: string[] | null;
 }
 
 /** A failed fact waits `base × 2^(attempts − 1)`, at most this long, before its next send. */
@@ -88,7 +98,7 @@ export async function relayBatch(
         WHERE seq IN (SELECT seq FROM domain_event_outbox
                        WHERE available_at IS NULL OR available_at <= now()
                        ORDER BY seq LIMIT $1 FOR UPDATE SKIP LOCKED)
-       RETURNING seq, id, workspace_id, type, data, occurred_at, attempts`,
+       RETURNING seq, id, workspace_id, type, data, occurred_at, attempts, changed_fields`,
       [limit],
       transaction,
     );
@@ -102,6 +112,7 @@ export async function relayBatch(
           type: row.type,
           data: row.data,
           occurredAt: new Date(row.occurred_at).toISOString(),
+          ...(row.changed_fields ? { changedFields: row.changed_fields } : {}),
         }),
       ),
     );
@@ -119,12 +130,12 @@ export async function relayBatch(
     if (failed.length) {
       // Back under their own seq and id: same place in the order, same fact for idempotent consumers.
       await queryPrepared(
-        `INSERT INTO domain_event_outbox (seq, id, workspace_id, type, data, occurred_at, attempts, available_at, last_error)
+        `INSERT INTO domain_event_outbox (seq, id, workspace_id, type, data, occurred_at, attempts, available_at, last_error, changed_fields)
          SELECT v.seq, v.id, v.workspace_id, v.type, v.data, v.occurred_at, v.attempts,
-                now() + v.delay_ms * interval '1 millisecond', v.error
+                now() + v.delay_ms * interval '1 millisecond', v.error, v.changed_fields
            FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::jsonb[], $6::timestamptz[],
-                       $7::int[], $8::float8[], $9::text[])
-                AS v(seq, id, workspace_id, type, data, occurred_at, attempts, delay_ms, error)`,
+                       $7::int[], $8::float8[], $9::text[], $10::jsonb[])
+                AS v(seq, id, workspace_id, type, data, occurred_at, attempts, delay_ms, error, changed_fields)`,
         [
           failed.map(({ row }) => row.seq),
           failed.map(({ row }) => row.id),
@@ -135,6 +146,7 @@ export async function relayBatch(
           failed.map(({ attempts }) => attempts),
           failed.map(({ attempts }) => retryDelayMs(attempts, retryBaseMs)),
           failed.map(({ error }) => error.slice(0, 1000)),
+          failed.map(({ row }) => (row.changed_fields ? JSON.stringify(row.changed_fields) : null)),
         ],
         transaction,
       );

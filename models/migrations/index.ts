@@ -29,6 +29,7 @@ import * as broadcasts from "./0051-broadcasts";
 import * as segmentLogCursor from "./0052-segment-log-cursor";
 import * as campaignAb from "./0053-campaign-ab";
 import * as enrollmentHistoryIndex from "./0054-enrollment-history-index";
+import * as factChangedFields from "./0055-fact-changed-fields";
 
 export interface Migration {
   name: string;
@@ -67,4 +68,5 @@ export const migrations: Migration[] = [
   { name: "0052-segment-log-cursor", up: segmentLogCursor.up },
   { name: "0053-campaign-ab", up: campaignAb.up },
   { name: "0054-enrollment-history-index", up: enrollmentHistoryIndex.up },
+  { name: "0055-fact-changed-fields", up: factChangedFields.up },
 ];

@@ -10,8 +10,6 @@ import { advance, closeWebhookSender } from "./runner";
 import { liveSegmentTriggers, readSegmentLog } from "./segment-log.repo";
 import { enrollByAnniversaries, enrollByChanges, enrollByContactFact } from "./feed-triggers";
 
-/** How long a claimed enrollment is the claimer's before another replica may take it. */
-const LEASE_MS = 60_000;
 /** How often the A/B splits that decide their own winner are tested and contacts' dates looked at. */
 const MINUTE_MS = 60_000;
 
@@ -47,7 +45,7 @@ export const backgroundWork: Partial<ServiceSchema> = {
     async pass(limit: number): Promise<{ advanced: number; failed: number }> {
       // The higher-priority campaign's step goes first, so where two would send to one contact inside the
       // frequency cap, it takes the slot and the other's step skips or waits as its send node says.
-      const claimed = (await repo.claimDue(limit, LEASE_MS)).sort(
+      const claimed = (await repo.claimDue(limit, config().campaignLeaseMs)).sort(
         (a, b) => b.priority - a.priority || a.created_at.getTime() - b.created_at.getTime(),
       );
       let advanced = 0;

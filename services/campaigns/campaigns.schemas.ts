@@ -201,7 +201,7 @@ const ActionSchema = Type.Object({
 const TriggerConfig = Type.Optional(
   Type.Record(Type.String(), Type.Unknown(), {
     description:
-      "event `{eventType, where?}`; segment_entered|segment_exited `{segmentId}`; contact_updated `{fields?}`; form_submitted `{formId?}`; date_anniversary `{field, offsetDays?, time}`; contact_created, manual `{}`",
+      "event `{eventType, where?}`; segment_entered|segment_exited `{segmentId}`; contact_updated `{fields?}` (field names; any change when absent); form_submitted `{formId?}`; date_anniversary `{field, offsetDays?, time}`; contact_created, manual `{}`",
   }),
 );
 const Reentry = StringEnum(["once", "always", "cooldown"]);

@@ -1,6 +1,6 @@
 import type { DomainEvent } from "../../lib/domain-events";
 import * as repo from "./campaigns.repo";
-import { anniversaryField } from "./triggers";
+import { anniversaryField, contactChangeMatches } from "./triggers";
 import type { LogChange, SegmentTrigger } from "./segment-log.repo";
 
 /**
@@ -54,6 +54,8 @@ export async function enrollByContactFact(fact: DomainEvent): Promise<number> {
   if (!type || typeof contactId !== "string") return 0;
   let enrolled = 0;
   for (const trigger of await repo.liveTriggers(fact.workspaceId, [type])) {
+    const watched = (trigger.config as { fields?: string[] }).fields;
+    if (type === "contact_updated" && !contactChangeMatches(watched, fact.changedFields)) continue;
     const rows = await repo.enroll(fact.workspaceId, {
       campaignId: trigger.campaign_id,
       version: trigger.published_version,

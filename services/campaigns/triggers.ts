@@ -2,7 +2,8 @@ import { Type, type TSchema } from "@sinclair/typebox";
 import type { FieldIssue } from "../../lib/errors";
 import { schemaIssues } from "../../lib/schema";
 import { Binds } from "../../lib/database";
-import { resolveField, validateEventWhere } from "../segments/filter-schema";
+import { CONTACT_FIELDS } from "../contacts/fields";
+import { CONSENT_CHANNELS, resolveField, validateEventWhere } from "../segments/filter-schema";
 import type { TriggerType } from "./campaigns.schemas";
 
 /**
@@ -22,8 +23,16 @@ const CONFIGS: Partial<Record<TriggerType, TSchema>> = {
     where: Type.Optional(Type.Array(Type.Unknown(), { description: "Conditions on the event's fields" })),
   }),
   contact_created: Closed({}),
-  // The contract's `fields` (which changes count) is not taken yet: contact.updated facts do not name them.
-  contact_updated: Closed({}),
+  contact_updated: Closed({
+    fields: Type.Optional(
+      Type.Array(Type.String({ minLength: 1, maxLength: 200 }), {
+        minItems: 1,
+        maxItems: 50,
+        description:
+          "Only changes of these fields enroll (`customFields` any of its keys, `customFields.plan` one); absent: any change",
+      }),
+    ),
+  }),
   segment_entered: Closed({ segmentId: Id }),
   segment_exited: Closed({ segmentId: Id }),
   form_submitted: Closed({ formId: Type.Optional(Id) }),
@@ -62,8 +71,36 @@ export function triggerConfigIssues(type: TriggerType, config: Record<string, un
           "must be a date of the contact: createdAt, updatedAt, customFields.<key> or attributes.<key>",
       },
     ];
+  if (type === "contact_updated")
+    return ((config.fields as string[] | undefined) ?? []).flatMap((name, i) =>
+      isContactField(name)
+        ? []
+        : [{ field: `config.fields[${i}]`, message: `${name} is not a field of a contact` }],
+    );
   if (config.where === undefined) return issues;
   return validateEventWhere(config.where, "config.where");
+}
+
+/** A contact field a `contact_updated` trigger may watch: a field, a JSON document or one of its keys, or `consent.<channel>`. */
+function isContactField(name: string): boolean {
+  const [head, ...rest] = name.split(".");
+  if (head === "consent")
+    return !rest.length || (rest.length === 1 && CONSENT_CHANNELS.some((c) => c === rest[0]));
+  if (!Object.prototype.hasOwnProperty.call(CONTACT_FIELDS, head)) return false;
+  return (
+    !rest.length ||
+    (CONTACT_FIELDS[head as keyof typeof CONTACT_FIELDS].kind === "json" && rest.every(Boolean))
+  );
+}
+
+/**
+ * Whether a `contact.updated` fact with these changed fields enrolls by a
+ * `contact_updated` trigger watching `fields` (absent: any change). A fact
+ * that names no fields (staged before facts named them) counts as any change.
+ */
+export function contactChangeMatches(fields: string[] | undefined, changed: string[] | undefined): boolean {
+  if (!fields?.length || !changed) return true;
+  return changed.some((c) => fields.some((f) => c === f || c.startsWith(`${f}.`) || f.startsWith(`${c}.`)));
 }
 
 /** Whether a live trigger enrolls for this event. */

@@ -84,19 +84,25 @@ export async function applyBulk(
   const bind: unknown[] = [workspaceId, ids];
   let set: string;
   let changedOnly: string;
+  // The one field each action changes, which its `contact.updated` facts name.
+  let field: string;
   if (action === "tag") {
+    field = "tags";
     bind.push(value.tag);
     set = "tags = c.tags || ARRAY[$3]::text[]";
     changedOnly = "NOT (c.tags @> ARRAY[$3]::text[])";
   } else if (action === "untag") {
+    field = "tags";
     bind.push(value.tag);
     set = "tags = array_remove(c.tags, $3)";
     changedOnly = "c.tags @> ARRAY[$3]::text[]";
   } else if (action === "setStage") {
+    field = "stage";
     bind.push(value.stage);
     set = "stage = $3";
     changedOnly = "c.stage IS DISTINCT FROM $3";
   } else {
+    field = `attributes.${value.key}`;
     bind.push(
       value.key,
       value.value === null || value.value === undefined ? null : JSON.stringify(value.value),
@@ -129,6 +135,7 @@ export async function applyBulk(
       email: r.email,
       firstName: r.first_name,
       lastName: r.last_name,
+      changedFields: [field],
     }));
     await stageDomainEvents(transaction, workspaceId, contactFacts({ updated }));
     return changed;

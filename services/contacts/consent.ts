@@ -11,6 +11,7 @@ import {
   type ContactRow,
   type ContactView,
 } from "./contacts.repo";
+import { changedFields } from "./fields";
 import { contactFacts, optOutFact } from "./effects";
 
 /** Per-channel consent: the pure state change and its one UPDATE. */
@@ -51,7 +52,7 @@ export async function setConsent(
     );
     const contact = contactView(rows[0]);
     await stageDomainEvents(transaction, workspaceId, [
-      ...contactFacts({ updated: [contact] }),
+      ...contactFacts({ updated: [{ ...contact, changedFields: changedFields(row, rows[0]) }] }),
       ...optOuts.map((c) => optOutFact(contact, c, source)),
     ]);
     return contact;

@@ -19,7 +19,7 @@ import {
 } from "./contacts.repo";
 import { contactFacts } from "./effects";
 import { assertReferences } from "./references";
-import type { ContactInput, ContactWrite } from "./fields";
+import { changedFields, type ContactInput, type ContactWrite } from "./fields";
 import { hasIdentity, mergeObject, normalizeContactInput } from "./normalize";
 
 /**
@@ -146,7 +146,11 @@ export async function updateContact(
       );
     const after = contactView(row);
     if (!move || stageChanged)
-      await stageDomainEvents(transaction, workspaceId, contactFacts({ updated: [after] }));
+      await stageDomainEvents(
+        transaction,
+        workspaceId,
+        contactFacts({ updated: [{ ...after, changedFields: changedFields(before, row) }] }),
+      );
     return { before, after, stageChanged };
   });
 }

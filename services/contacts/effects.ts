@@ -19,7 +19,8 @@ interface Named {
 
 export interface ContactChanges {
   created?: Named[];
-  updated?: Named[];
+  /** With the fields each write changed (fields.ts changedFields). */
+  updated?: Array<Named & { changedFields: string[] }>;
   deleted?: Array<{ id: string; email: string | null }>;
 }
 
@@ -50,7 +51,11 @@ export function contactFacts(changes: ContactChanges): Fact[] {
   });
   return [
     ...(changes.created ?? []).map((c) => ({ type: "contact.created", data: named(c) })),
-    ...(changes.updated ?? []).map((c) => ({ type: "contact.updated", data: named(c) })),
+    ...(changes.updated ?? []).map((c) => ({
+      type: "contact.updated",
+      data: named(c),
+      changedFields: c.changedFields,
+    })),
     ...(changes.deleted ?? []).map((c) => ({
       type: "contact.deleted",
       data: { contactId: c.id, email: c.email },

@@ -1,3 +1,4 @@
+import { isDeepStrictEqual } from "node:util";
 import { Type, type TOptional, type TSchema, type TUnsafe } from "@sinclair/typebox";
 import { Nullable } from "../../lib/schema";
 
@@ -111,6 +112,36 @@ export function valuesOf(row: ContactColumns): ContactValues {
     values[name] = f.kind === "tags" ? (stored ?? []) : f.kind === "json" ? (stored ?? {}) : stored;
   }
   return values as ContactValues;
+}
+
+/**
+ * The fields a write changed, by API name, comparing the row before and
+ * after it (by column, as the database answers them): a JSON object's
+ * fields as `customFields.<key>`, consent as `consent.<channel>` when its
+ * status changed. The `contact.updated` fact names them (lib/domain-events.ts).
+ */
+export function changedFields(before: Record<string, unknown>, after: Record<string, unknown>): string[] {
+  const changed: string[] = [];
+  const same = (a: unknown, b: unknown) => isDeepStrictEqual(a ?? null, b ?? null);
+  const objectOf = (v: unknown) => (v ?? {}) as Record<string, unknown>;
+  for (const [name, f] of entries) {
+    const was = before[f.column];
+    const is = after[f.column];
+    if (f.kind !== "json") {
+      if (!same(f.kind === "score" ? Number(was) : was, f.kind === "score" ? Number(is) : is))
+        changed.push(name);
+      continue;
+    }
+    const [a, b] = [objectOf(was), objectOf(is)];
+    for (const key of new Set([...Object.keys(a), ...Object.keys(b)]))
+      if (!same(a[key], b[key])) changed.push(`${name}.${key}`);
+  }
+  const [a, b] = [objectOf(before.consent), objectOf(after.consent)];
+  for (const channel of new Set([...Object.keys(a), ...Object.keys(b)])) {
+    const status = (entry: unknown) => (entry as { status?: string } | undefined)?.status ?? null;
+    if (status(a[channel]) !== status(b[channel])) changed.push(`consent.${channel}`);
+  }
+  return changed;
 }
 
 /** One writable field's params schema: nullable text of its length, a tag list, or a JSON object. */

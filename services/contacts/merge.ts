@@ -4,6 +4,7 @@ import { notFound, validationError } from "../../lib/errors";
 import { stageDomainEvents } from "../../lib/outbox";
 import type { ConsentEntry } from "../../models";
 import { contactView, rethrowUnique, type ContactRow, type ContactView } from "./contacts.repo";
+import { changedFields } from "./fields";
 import { contactFacts } from "./effects";
 import { existingTables, MOVABLE_TABLES } from "./related";
 
@@ -161,7 +162,10 @@ export async function mergeContacts(
       await stageDomainEvents(
         transaction,
         workspaceId,
-        contactFacts({ updated: [contact], deleted: removed }),
+        contactFacts({
+          updated: [{ ...contact, changedFields: changedFields(primary, updated[0]) }],
+          deleted: removed,
+        }),
       );
       return { contact, removed };
     } catch (err) {

@@ -4,6 +4,7 @@ import { found } from "../../lib/errors";
 import { stageDomainEvents, type Fact } from "../../lib/outbox";
 import type { ConsentEntry } from "../../models";
 import { CONSENT_CHANNELS, contactView, getRow, type ContactRow, type ContactView } from "./contacts.repo";
+import { changedFields } from "./fields";
 import { contactFacts, optOutFact } from "./effects";
 import { normalizeEmail, normalizePhone } from "./normalize";
 
@@ -115,7 +116,7 @@ export async function applyPreferences(
       changes.messageId ? { ...fact, data: { ...fact.data, messageId: changes.messageId } } : fact;
     const optOuts = changes.all && optedOut.length ? ["all"] : optedOut;
     await stageDomainEvents(transaction, workspaceId, [
-      ...contactFacts({ updated: [contact] }),
+      ...contactFacts({ updated: [{ ...contact, changedFields: changedFields(row, updated) }] }),
       ...optOuts.map((c) => withMessage(optOutFact(contact, c, changes.source))),
     ]);
     return { contact, optedOut: optOuts };

@@ -6,7 +6,7 @@ import type { ConsentEntry } from "../../models";
 import { applyConsent } from "./consent";
 import type { ConsentChannel } from "./contacts.repo";
 import { contactFacts, optOutFact } from "./effects";
-import { RECORD_COLUMN_TYPES, recordOf, SCALAR_COLUMNS, type ContactWrite } from "./fields";
+import { changedFields, RECORD_COLUMN_TYPES, recordOf, SCALAR_COLUMNS, type ContactWrite } from "./fields";
 
 /**
  * Update-or-create many contacts in one statement per key: by email when the
@@ -34,6 +34,8 @@ export interface UpsertedRow {
   inserted: boolean;
   /** Channels this write opted out (their status changed), for `unsubscribe.<channel>`. */
   optOuts: string[];
+  /** The fields an update changed (fields.ts changedFields); none for an insert. */
+  changedFields: string[];
 }
 
 export type UpsertResult = { row: UpsertedRow; error?: undefined } | { row?: undefined; error: string };
@@ -58,10 +60,10 @@ function statement(conflict: "email" | "external_id" | null): string {
                                           WHERE c.consent -> w.key ->> 'status' IS DISTINCT FROM w.value ->> 'status'), '{}'),
         updated_at = now()`
     : "";
-  // Stages and consent before the write (same snapshot as the upsert): stage changes get their history rows, opt-outs their facts.
+  // Rows before the write (same snapshot as the upsert): stage changes get their history rows, opt-outs their facts, updates their changed fields.
   const old = conflict
-    ? `SELECT c.id, c.stage, c.consent FROM contacts c JOIN input r ON c.${conflict} = r.${conflict} WHERE c.workspace_id = $1`
-    : "SELECT NULL::text AS id, NULL::text AS stage, NULL::jsonb AS consent WHERE false";
+    ? `SELECT c.id, c.stage, c.consent, to_jsonb(c) AS doc FROM contacts c JOIN input r ON c.${conflict} = r.${conflict} WHERE c.workspace_id = $1`
+    : "SELECT NULL::text AS id, NULL::text AS stage, NULL::jsonb AS consent, NULL::jsonb AS doc WHERE false";
   return `WITH input AS (SELECT * FROM jsonb_to_recordset($2::jsonb) AS r(${RECORD_COLUMNS})),
     old AS (${old}),
     up AS (
@@ -70,13 +72,15 @@ function statement(conflict: "email" | "external_id" | null): string {
              coalesce(r.custom_fields, '{}'), r.consent
         FROM input r
       ${update}
-      RETURNING c.id, c.email, c.first_name, c.last_name, c.external_id, c.consent, c.stage, (c.xmax = 0) AS inserted),
+      RETURNING c.id, c.email, c.first_name, c.last_name, c.external_id, c.consent, c.stage, (c.xmax = 0) AS inserted,
+                CASE WHEN c.xmax <> 0 THEN to_jsonb(c) END AS doc),
     history AS (
       INSERT INTO contact_stage_history (id, workspace_id, contact_id, from_stage, to_stage, reason, changed_by_type, changed_by_id)
       SELECT gen_random_uuid()::text, $1, up.id, old.stage, up.stage, $5, $3, $4
         FROM up LEFT JOIN old ON old.id = up.id
        WHERE up.stage IS DISTINCT FROM old.stage)
-    SELECT up.id, up.email, up.first_name, up.last_name, up.external_id, up.consent, up.inserted, old.consent AS previous_consent
+    SELECT up.id, up.email, up.first_name, up.last_name, up.external_id, up.consent, up.inserted,
+           old.consent AS previous_consent, old.doc AS previous_doc, up.doc
       FROM up LEFT JOIN old ON old.id = up.id`;
 }
 
@@ -120,6 +124,8 @@ interface Returned {
   consent: Record<string, ConsentEntry>;
   inserted: boolean;
   previous_consent: Record<string, ConsentEntry> | null;
+  previous_doc: Record<string, unknown> | null;
+  doc: Record<string, unknown> | null;
 }
 
 /** The returned row, with the opt-outs of `sent` that changed a status. */
@@ -132,6 +138,7 @@ const toRow = (r: Returned, sent: ReturnType<typeof consentEntries>): UpsertedRo
   consent: r.consent ?? {},
   inserted: r.inserted,
   optOuts: sent.optOuts.filter((channel) => r.previous_consent?.[channel]?.status !== "opted_out"),
+  changedFields: r.inserted || !r.doc ? [] : changedFields(r.previous_doc ?? {}, r.doc),
 });
 
 /** A row's own failure as its answer; anything else (the database gone) fails the whole call. */

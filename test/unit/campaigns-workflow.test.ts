@@ -2,7 +2,7 @@ import { decide, dryRun, waitEnd, type Probe } from "../../services/campaigns/in
 import { transitionProblem } from "../../services/campaigns/lifecycle";
 import { autoWinner, twoProportionTest } from "../../services/campaigns/significance";
 import { derivedMessageId } from "../../services/campaigns/runner";
-import { triggerConfigIssues, triggerMatches } from "../../services/campaigns/triggers";
+import { contactChangeMatches, triggerConfigIssues, triggerMatches } from "../../services/campaigns/triggers";
 import {
   durationMs,
   insertAction,
@@ -270,6 +270,22 @@ describe("lifecycle, triggers and step ids", () => {
         { type: "form.submitted", metadata: { formId: "f2" } },
       ),
     ).toBe(false);
+  });
+
+  it("matches a contact change to the fields a contact_updated trigger watches", () => {
+    expect(
+      triggerConfigIssues("contact_updated", { fields: ["customFields", "consent.sms", "tags"] }),
+    ).toEqual([]);
+    expect(triggerConfigIssues("contact_updated", { fields: ["consent.fax"] })).toEqual([
+      { field: "config.fields[0]", message: "consent.fax is not a field of a contact" },
+    ]);
+    expect(contactChangeMatches(undefined, ["firstName"])).toBe(true);
+    expect(contactChangeMatches(["customFields"], ["customFields.plan"])).toBe(true);
+    expect(contactChangeMatches(["customFields.plan.tier"], ["customFields.plan"])).toBe(true);
+    expect(contactChangeMatches(["customFields.plan"], ["customFields.planned"])).toBe(false);
+    expect(contactChangeMatches(["email"], ["firstName", "tags"])).toBe(false);
+    expect(contactChangeMatches(["email"], [])).toBe(false);
+    expect(contactChangeMatches(["email"], undefined)).toBe(true);
   });
 
   it("gives a step's send the same UUID-shaped id every time", () => {

@@ -531,7 +531,7 @@ test("a template a campaign's version sends cannot be deleted until that campaig
   expect((await c().delete(`${ctx.ws}/templates/${template.body.id}`)).status).toBe(200);
 });
 
-test("contact triggers enroll from the durable domain facts: a created contact, then an updated one (once per fact)", async () => {
+test("contact triggers enroll from the durable domain facts: a created contact, then an updated one (once per fact), by the fields it changed", async () => {
   const wait = {
     nodes: [
       { id: "entry", type: "entry", config: {} },
@@ -541,15 +541,45 @@ test("contact triggers enroll from the durable domain facts: a created contact, 
   };
   const onCreate = await campaignWith(wait, "On create");
   const onUpdate = await campaignWith(wait, "On update");
+  const quick = {
+    nodes: [
+      { id: "entry", type: "entry", config: {} },
+      { id: "out", type: "exit", config: {} },
+    ],
+    edges: [{ from: "entry", to: "out" }],
+  };
+  const onPlan = await campaignWith(quick, "On plan change");
+  const onName = await campaignWith(quick, "On last name");
   await c().post(`${ctx.ws}/campaigns/${onCreate}/triggers`, { type: "contact_created" });
   await c().post(`${ctx.ws}/campaigns/${onUpdate}/triggers`, { type: "contact_updated", reentry: "always" });
-  const fields = await c().post(`${ctx.ws}/campaigns/${onUpdate}/triggers`, {
+  const unknown = await c().post(`${ctx.ws}/campaigns/${onPlan}/triggers`, {
     type: "contact_updated",
-    config: { fields: ["email"] },
+    config: { fields: ["attributes.plan", "shoeSize"] },
   });
-  expect(fields.status).toBe(400);
-  await c().post(`${ctx.ws}/campaigns/${onCreate}/execute`);
-  await c().post(`${ctx.ws}/campaigns/${onUpdate}/execute`);
+  expect(unknown.status).toBe(400);
+  expect(unknown.body.details).toEqual([
+    { field: "config.fields[1]", message: "shoeSize is not a field of a contact" },
+  ]);
+  const watching = await c().post(`${ctx.ws}/campaigns/${onPlan}/triggers`, {
+    type: "contact_updated",
+    config: { fields: ["attributes.plan", "consent.sms"] },
+    reentry: "always",
+  });
+  expect(watching.status).toBe(201);
+  await c().post(`${ctx.ws}/campaigns/${onName}/triggers`, {
+    type: "contact_updated",
+    config: { fields: ["lastName"] },
+    reentry: "always",
+  });
+  for (const id of [onCreate, onUpdate, onPlan, onName]) await c().post(`${ctx.ws}/campaigns/${id}/execute`);
+  // Enrollments of a campaign once each has ended (so the next change may enroll again).
+  const ended = (id: string, count: number) =>
+    waitFor(async () => {
+      const data = (await c().get(`${ctx.ws}/campaigns/${id}/enrollments`)).body.data as Array<
+        Record<string, any>
+      >;
+      return data.length === count && data.every((e) => e.status === "exited") ? data : undefined;
+    }, 10_000);
 
   const who = await contact({ email: "facts@example.com" });
   const created = await waitFor(async () => {
@@ -565,6 +595,18 @@ test("contact triggers enroll from the durable domain facts: a created contact, 
     return data.length ? data : undefined;
   }, 10_000);
   expect(updated).toMatchObject([{ contactId: who, status: expect.stringMatching(/active|waiting/) }]);
+  // The name change passed the plan watcher by; a plan written through ingest (the upsert) and an sms opt-out enroll it.
+  await c().post(`${ctx.ws}/contacts/ingest`, {
+    contacts: [{ email: "facts@example.com", attributes: { plan: "pro" } }],
+  });
+  expect(await ended(onPlan, 1)).toMatchObject([{ contactId: who }]);
+  await c().put(`${ctx.ws}/contacts/${who}/consent`, { channel: "sms", status: "opted_out" });
+  await ended(onPlan, 2);
+  // The same plan again is no change of it: only the last name's watcher enrolls.
+  await c().patch(`${ctx.ws}/contacts/${who}`, { attributes: { plan: "pro" }, lastName: "Lee" });
+  await ended(onName, 1);
+  await new Promise((r) => setTimeout(r, 200));
+  expect((await c().get(`${ctx.ws}/campaigns/${onPlan}/enrollments`)).body.data).toHaveLength(2);
 });
 
 test("webhook, create_task and notify_member steps: a POST with the step's stable idempotency key, one task, one notification per member", async () => {

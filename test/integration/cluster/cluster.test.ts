@@ -1,8 +1,8 @@
 import type { Context, Middleware } from "moleculer";
-import { connect } from "nats";
 import { randomHex } from "../../../lib/crypto";
 import { buildOpenApi } from "../../../lib/openapi";
 import { startApp, type StartOptions, type TestApp } from "../../helpers/app";
+import { dropStreams } from "../../helpers/nats";
 import { ownerWithWorkspace, signUp, uniqueEmail } from "../../helpers/http";
 
 /**
@@ -19,19 +19,6 @@ if (!NATS_URL)
   console.log(
     "cluster.test.ts: the NATS suite is skipped: NATS_URL is not set (the Fake transporter suite still runs)",
   );
-
-/** JetStream keeps a stream per channel and namespace; remove this run's so runs leave nothing behind. */
-async function dropStreams(namespace: string) {
-  const nc = await connect({ servers: NATS_URL });
-  try {
-    const jsm = await nc.jetstreamManager();
-    for (const stream of await jsm.streams.list().next()) {
-      if (stream.config.name.startsWith(`${namespace}_`)) await jsm.streams.delete(stream.config.name);
-    }
-  } finally {
-    await nc.close();
-  }
-}
 
 interface Handled {
   action: string;
@@ -79,7 +66,7 @@ function clusterSuite(transport: "NATS" | "Fake") {
   afterAll(async () => {
     await a?.stop();
     await b?.stop();
-    if (transport === "NATS") await dropStreams(`cluster-${run}`);
+    if (transport === "NATS") await dropStreams(NATS_URL!, `cluster-${run}`);
   });
 
   const handledBy = (action: string) => handled.filter((h) => h.action === action);

@@ -1,4 +1,4 @@
-import { connect } from "nats";
+import { dropStreams } from "../../helpers/nats";
 import { randomHex } from "../../../lib/crypto";
 import { publishDomainEvent } from "../../helpers/facts";
 import { startApp, type TestApp } from "../../helpers/app";
@@ -44,11 +44,7 @@ suite("webhooks over NATS JetStream", () => {
     await worker?.broker.stop();
     await gateway?.broker.stop();
     await db?.drop();
-    // The channel's stream is named after the broker namespace: remove this run's stream from the server.
-    const nc = await connect({ servers: NATS_URL });
-    const jsm = await nc.jetstreamManager();
-    await jsm.streams.delete(`${env.NAMESPACE}_cms_domain-events`).catch(() => undefined);
-    await nc.close();
+    await dropStreams(NATS_URL!, env.NAMESPACE);
   });
 
   test("an event published while the consumer is stopped is delivered once it is back", async () => {
