@@ -36,6 +36,8 @@ export interface AppMeta {
   contentType?: string;
   /** The `Idempotency-Key` request header (lib/idempotency.ts). */
   idempotencyKey?: string;
+  /** The `Origin` request header: public posts from other sites (forms) are held to the workspace's allowed origins. */
+  origin?: string;
   /** The `Accept` request header: public pages answer HTML when a browser prefers it. */
   accept?: string;
   $statusCode?: number;

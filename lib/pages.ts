@@ -36,6 +36,11 @@ export async function renderPage(
   return pageEngine.renderFile(name, data) as Promise<string>;
 }
 
+/** A page's part as HTML, for answers that carry it elsewhere (a form drawn by its embed script). */
+export async function renderPartial(name: string, data: Record<string, unknown>): Promise<string> {
+  return pageEngine.renderFile(name, data) as Promise<string>;
+}
+
 /** Whether the client would rather read HTML than JSON (a browser's Accept lists text/html first or alone). */
 export function prefersHtml(accept: string | undefined): boolean {
   if (!accept) return false;

@@ -30,6 +30,7 @@ import * as segmentLogCursor from "./0052-segment-log-cursor";
 import * as campaignAb from "./0053-campaign-ab";
 import * as enrollmentHistoryIndex from "./0054-enrollment-history-index";
 import * as factChangedFields from "./0055-fact-changed-fields";
+import * as forms from "./0060-forms";
 
 export interface Migration {
   name: string;
@@ -69,4 +70,5 @@ export const migrations: Migration[] = [
   { name: "0053-campaign-ab", up: campaignAb.up },
   { name: "0054-enrollment-history-index", up: enrollmentHistoryIndex.up },
   { name: "0055-fact-changed-fields", up: factChangedFields.up },
+  { name: "0060-forms", up: forms.up },
 ];

@@ -87,6 +87,7 @@ const ApiService: ServiceSchema = {
           ctx.meta.contentType = req.headers["content-type"];
           ctx.meta.userAgent = req.headers["user-agent"];
           ctx.meta.accept = req.headers.accept;
+          if (typeof req.headers.origin === "string") ctx.meta.origin = req.headers.origin;
           const idempotencyKey = req.headers["idempotency-key"];
           if (typeof idempotencyKey === "string") ctx.meta.idempotencyKey = idempotencyKey;
           // onBeforeCall runs before authenticate: parse the cookies here, for both.
@@ -109,6 +110,7 @@ const ApiService: ServiceSchema = {
           "GET auth/signin": "auth.signinPage",
           "GET auth/reset-password": "auth.resetPage",
           "GET api/docs": "api.docs",
+          "GET f/:formId": "forms.page",
         },
       },
     ],

@@ -377,8 +377,26 @@ export const openapi = {
 const Ids = Type.Array(Type.String({ minLength: 1, maxLength: 64 }), { maxItems: 1000 });
 
 /** Internal actions of the send path (services/contacts/sending.actions.ts). */
+/** A status wanted per channel; absent channels stay as they are. */
+const ConsentWish = Type.Partial(
+  Type.Object(
+    Object.fromEntries(CONSENT_CHANNELS.map((c) => [c, StringEnum(["opted_in", "opted_out"])])) as Record<
+      (typeof CONSENT_CHANNELS)[number],
+      ReturnType<typeof StringEnum<["opted_in", "opted_out"]>>
+    >,
+    { additionalProperties: false },
+  ),
+);
+
 export const sendingSchemas = {
   forSend: Params({ contactIds: Ids }),
+  identify: Params({
+    contact: Type.Record(Type.String(), Type.Unknown(), {
+      description: "Contact fields by name (blank ones are left out)",
+    }),
+    consent: Type.Optional(ConsentWish),
+    source: Type.String({ minLength: 1, maxLength: 50 }),
+  }),
   byAddress: Params({
     type: StringEnum(["email", "phone"]),
     value: Type.String({ minLength: 1, maxLength: 254 }),
@@ -391,19 +409,7 @@ export const sendingSchemas = {
   }),
   applyPreferences: Params({
     contactId: Type.String({ minLength: 1, maxLength: 64 }),
-    channels: Type.Optional(
-      Type.Partial(
-        Type.Object(
-          Object.fromEntries(
-            CONSENT_CHANNELS.map((c) => [c, StringEnum(["opted_in", "opted_out"])]),
-          ) as Record<
-            (typeof CONSENT_CHANNELS)[number],
-            ReturnType<typeof StringEnum<["opted_in", "opted_out"]>>
-          >,
-          { additionalProperties: false },
-        ),
-      ),
-    ),
+    channels: Type.Optional(ConsentWish),
     topics: Type.Optional(Type.Record(Type.String({ maxLength: 100 }), Type.Boolean())),
     all: Type.Optional(Type.Literal("opted_out")),
     source: Type.String({ minLength: 1, maxLength: 50 }),
@@ -413,6 +419,7 @@ export const sendingSchemas = {
 
 export const sendingResults = {
   forSend: Type.Array(ContactSchema),
+  identify: Type.Object({ contactId: Type.String(), created: Type.Boolean() }),
   byAddress: Nullable(ContactSchema),
   dncReasons: Type.Array(
     Type.Object({

@@ -2,9 +2,13 @@ import { defineAction } from "../../lib/define-service";
 import { workspaceOf } from "../../lib/tenancy";
 import { sendingResults, sendingSchemas } from "./contacts.schemas";
 import { evaluateSegments } from "./effects";
+import { identifyContact } from "./identify";
 import { applyPreferences, contactByAddress, contactsByIds, dncReasons } from "./sending";
 
-/** Internal actions of the send path (mixed into `contacts`): no routes, called by messages with the workspace in meta. */
+/**
+ * Internal actions of the send path and the public surface (mixed into
+ * `contacts`): no routes, called by messages and forms with the workspace in meta.
+ */
 export const sendingActions = {
   actions: {
     /** Contacts by id, for a batch of sends (missing ids are left out). */
@@ -12,6 +16,20 @@ export const sendingActions = {
       params: sendingSchemas.forSend,
       result: sendingResults.forSend,
       handler: (ctx) => contactsByIds(workspaceOf(ctx), ctx.params.contactIds),
+    }),
+
+    /** The contact a visitor's input names (by email, else externalId), updated or created; blank fields are left out. */
+    identify: defineAction({
+      params: sendingSchemas.identify,
+      result: sendingResults.identify,
+      handler: (ctx) =>
+        identifyContact(
+          ctx.broker,
+          workspaceOf(ctx),
+          ctx.params.contact,
+          ctx.params.consent,
+          ctx.params.source,
+        ),
     }),
 
     /** The contact an email or phone belongs to, or null. */

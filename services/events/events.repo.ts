@@ -68,7 +68,8 @@ const ACTIVITY_FACT = `jsonb_build_object(
  * Store events, many per statement under load (lib/batcher.ts): one commit for
  * a whole batch. The same statement stages each event's fact in the outbox
  * (lib/outbox.ts), so no stored event misses its fact and no extra round trip
- * is paid. A contact must belong to the event's workspace: its row is not
+ * is paid. An event that names its own fact (`fact`) stages that as the
+ * delivery's data instead of the activity shape. A contact must belong to the event's workspace: its row is not
  * inserted otherwise, and that caller answers 404.
  */
 async function insertEvents(
@@ -90,7 +91,9 @@ async function insertEvents(
       WHERE v.contact_id IS NULL
          OR EXISTS (SELECT 1 FROM contacts c WHERE c.id = v.contact_id AND c.workspace_id = v.workspace_id)
      RETURNING workspace_id, ${COLUMNS}),
-     staged AS (INSERT INTO domain_event_outbox (workspace_id, type, data) SELECT workspace_id, type, ${ACTIVITY_FACT} FROM stored)
+     staged AS (INSERT INTO domain_event_outbox (workspace_id, type, data)
+                SELECT workspace_id, type, COALESCE(CAST(f.fact AS jsonb), ${ACTIVITY_FACT})
+                  FROM stored JOIN unnest($1::text[], $13::text[]) AS f(fact_id, fact) ON f.fact_id = stored.id)
      SELECT ${COLUMNS} FROM stored`,
     [
       ids,
@@ -105,6 +108,7 @@ async function insertEvents(
       col((it) => it.input.utmMedium),
       col((it) => it.input.utmCampaign),
       col((it) => it.input.timestamp),
+      col((it) => (it.input.fact ? JSON.stringify(it.input.fact) : null)),
     ],
   );
   if (rows.length) wakeOutboxRelays();

@@ -81,6 +81,12 @@ export const schemas = {
     type: EventType,
     ...eventFields,
     timestamp: Type.Optional(Type.String({ format: "date-time" })),
+    fact: Type.Optional(
+      Type.Record(Type.String(), Type.Unknown(), {
+        description:
+          "The outbound webhook's `data` for this event in place of the activity shape (contract 8: `form.submitted` gives exactly one delivery, `{formId, submissionId, fields}`)",
+      }),
+    ),
   }),
   listForContact: Params({ contactId: Id, limit: Limit }),
   createResult: EventSchema,

@@ -21,6 +21,8 @@ export interface LinkClaims {
   ch?: string;
   mid?: string;
   src?: string;
+  /** `confirm` from a form's double opt-in: that form's `confirmRedirectUrl` is where the link leads. */
+  fid?: string;
 }
 
 const DAY_SECONDS = 86_400;

@@ -3,6 +3,7 @@ import { SYSTEM } from "../../lib/access";
 import { defineAction } from "../../lib/define-service";
 import type { AppContext } from "../../lib/moleculer-types";
 import { prefersHtml, renderPage } from "../../lib/pages";
+import { isServiceAvailable } from "../../lib/registry";
 import { Nullable, Params, StringEnum } from "../../lib/schema";
 import { CHANNELS } from "../templates/render";
 import { preferencesUrl, signLinkToken, verifyLinkToken, type LinkClaims, type LinkType } from "./links";
@@ -295,7 +296,9 @@ export const preferenceActions = {
         summary: "Confirm a double opt-in",
         responses: {
           "200": html("Confirmed"),
-          "302": { description: "To the workspace's confirmRedirectUrl" },
+          "302": {
+            description: "To the form's confirmRedirectUrl (a form's double opt-in), else the workspace's",
+          },
           "4XX": { $ref: "#/components/responses/Error" },
         },
       },
@@ -314,7 +317,12 @@ export const preferenceActions = {
           },
           scoped(claims),
         );
-        const redirect = workspace.settings?.confirmRedirectUrl;
+        const formRedirect =
+          claims.fid && isServiceAvailable(ctx.broker, "forms")
+            ? ((await ctx.call("forms.confirmRedirect", { formId: claims.fid }, scoped(claims))) as
+                string | null)
+            : null;
+        const redirect = formRedirect ?? workspace.settings?.confirmRedirectUrl;
         if (typeof redirect === "string" && /^https?:\/\//.test(redirect)) {
           ctx.meta.$statusCode = 302;
           ctx.meta.$location = redirect;

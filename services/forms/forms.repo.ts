@@ -1,0 +1,209 @@
+import { newId } from "../../lib/crypto";
+import { Binds, likeEscape, selectRows } from "../../lib/database";
+import { pageOf, sortOrder, type Page, type PageRequest } from "../../lib/pagination";
+import type { FormField, FormSettings, FormView, SubmissionView } from "./forms.schemas";
+
+/** The SQL of forms, their submissions and their daily views; every statement is scoped by workspace. */
+
+interface FormRow {
+  id: string;
+  workspace_id: string;
+  name: string;
+  active: boolean;
+  fields: FormField[];
+  settings: FormSettings;
+  created_at: Date;
+  updated_at: Date;
+}
+
+export interface FormInput {
+  name: string;
+  active: boolean;
+  fields: FormField[];
+  settings: FormSettings;
+}
+
+const view = (r: FormRow): FormView => ({
+  id: r.id,
+  name: r.name,
+  active: r.active,
+  fields: r.fields,
+  settings: r.settings,
+  createdAt: r.created_at.toISOString(),
+  updatedAt: r.updated_at.toISOString(),
+});
+
+const SORTABLE = { name: "name", createdAt: "created_at", updatedAt: "updated_at" };
+
+export async function listForms(
+  workspaceId: string,
+  page: PageRequest,
+  filter: { search?: string; active?: boolean; sort?: string },
+): Promise<Page<FormView>> {
+  const binds = new Binds([workspaceId]);
+  const where = ["workspace_id = $1"];
+  if (filter.search) where.push(`name ILIKE ${binds.p(`%${likeEscape(filter.search)}%`)}`);
+  if (filter.active !== undefined) where.push(`active = ${binds.p(filter.active)}`);
+  const order = sortOrder(filter.sort, SORTABLE, "-createdAt")
+    .map(([column, direction]) => `${column} ${direction}`)
+    .join(", ");
+  const clause = where.join(" AND ");
+  const [rows, [{ n }]] = await Promise.all([
+    selectRows<FormRow>(
+      `SELECT * FROM forms WHERE ${clause} ORDER BY ${order} LIMIT ${page.limit} OFFSET ${page.offset}`,
+      binds.values,
+    ),
+    selectRows<{ n: string }>(`SELECT count(*) AS n FROM forms WHERE ${clause}`, binds.values),
+  ]);
+  return pageOf(rows.map(view), Number(n), page);
+}
+
+export async function findForm(workspaceId: string, id: string): Promise<FormView | null> {
+  const [row] = await selectRows<FormRow>(`SELECT * FROM forms WHERE workspace_id = $1 AND id = $2`, [
+    workspaceId,
+    id,
+  ]);
+  return row ? view(row) : null;
+}
+
+/** A form by id alone, for its public pages and submissions: with its workspace. */
+export async function findPublicForm(id: string): Promise<(FormView & { workspaceId: string }) | null> {
+  const [row] = await selectRows<FormRow>(`SELECT * FROM forms WHERE id = $1`, [id]);
+  return row ? { ...view(row), workspaceId: row.workspace_id } : null;
+}
+
+export async function insertForm(workspaceId: string, input: FormInput): Promise<string> {
+  const id = newId();
+  await selectRows(
+    `INSERT INTO forms (id, workspace_id, name, active, fields, settings) VALUES ($1, $2, $3, $4, $5::jsonb, $6::jsonb)`,
+    [id, workspaceId, input.name, input.active, JSON.stringify(input.fields), JSON.stringify(input.settings)],
+  );
+  return id;
+}
+
+/** Replace a form's definition; false when there is none. */
+export async function replaceForm(workspaceId: string, id: string, input: FormInput): Promise<boolean> {
+  const rows = await selectRows(
+    `UPDATE forms SET name = $3, active = $4, fields = $5::jsonb, settings = $6::jsonb, updated_at = now()
+      WHERE workspace_id = $1 AND id = $2 RETURNING id`,
+    [workspaceId, id, input.name, input.active, JSON.stringify(input.fields), JSON.stringify(input.settings)],
+  );
+  return rows.length > 0;
+}
+
+export async function deleteForm(workspaceId: string, id: string): Promise<boolean> {
+  const rows = await selectRows(`DELETE FROM forms WHERE workspace_id = $1 AND id = $2 RETURNING id`, [
+    workspaceId,
+    id,
+  ]);
+  return rows.length > 0;
+}
+
+/** One view of a form today (its hosted page or its embed drawn). */
+export async function countView(formId: string): Promise<void> {
+  await selectRows(
+    `INSERT INTO form_views (form_id, day, views) VALUES ($1, (now() AT TIME ZONE 'UTC')::date, 1)
+     ON CONFLICT (form_id, day) DO UPDATE SET views = form_views.views + 1`,
+    [formId],
+  );
+}
+
+export interface NewSubmission {
+  workspaceId: string;
+  formId: string;
+  contactId: string | null;
+  fields: Record<string, unknown>;
+  pageUrl: string | null;
+  ip: string | null;
+  userAgent: string | null;
+  consent: SubmissionView["consent"];
+}
+
+export async function insertSubmission(s: NewSubmission): Promise<string> {
+  const id = newId();
+  await selectRows(
+    `INSERT INTO form_submissions (id, workspace_id, form_id, contact_id, fields, page_url, ip, user_agent, consent)
+     VALUES ($1, $2, $3, $4, $5::jsonb, $6, $7, $8, $9::jsonb)`,
+    [
+      id,
+      s.workspaceId,
+      s.formId,
+      s.contactId,
+      JSON.stringify(s.fields),
+      s.pageUrl,
+      s.ip,
+      s.userAgent,
+      JSON.stringify(s.consent),
+    ],
+  );
+  return id;
+}
+
+interface SubmissionRow {
+  id: string;
+  form_id: string;
+  contact_id: string | null;
+  fields: Record<string, unknown>;
+  page_url: string | null;
+  consent: SubmissionView["consent"];
+  ip: string | null;
+  user_agent: string | null;
+  created_at: Date;
+}
+
+export async function listSubmissions(
+  workspaceId: string,
+  formId: string,
+  page: PageRequest,
+  range: { from?: string; to?: string },
+): Promise<Page<SubmissionView>> {
+  const binds = new Binds([workspaceId, formId]);
+  const where = ["workspace_id = $1", "form_id = $2"];
+  if (range.from) where.push(`created_at >= ${binds.p(range.from, "timestamptz")}`);
+  if (range.to) where.push(`created_at < ${binds.p(range.to, "timestamptz")}`);
+  const clause = where.join(" AND ");
+  const [rows, [{ n }]] = await Promise.all([
+    selectRows<SubmissionRow>(
+      `SELECT * FROM form_submissions WHERE ${clause} ORDER BY created_at DESC, id DESC LIMIT ${page.limit} OFFSET ${page.offset}`,
+      binds.values,
+    ),
+    selectRows<{ n: string }>(`SELECT count(*) AS n FROM form_submissions WHERE ${clause}`, binds.values),
+  ]);
+  return pageOf(
+    rows.map((r) => ({
+      id: r.id,
+      formId: r.form_id,
+      contactId: r.contact_id,
+      fields: r.fields,
+      pageUrl: r.page_url,
+      consent: r.consent,
+      ip: r.ip,
+      userAgent: r.user_agent,
+      createdAt: r.created_at.toISOString(),
+    })),
+    Number(n),
+    page,
+  );
+}
+
+/** Views and submissions of each day from `from` to `to` (UTC dates, both included). */
+export async function dailyCounts(
+  workspaceId: string,
+  formId: string,
+  from: string,
+  to: string,
+): Promise<Array<{ date: string; views: number; submissions: number }>> {
+  const rows = await selectRows<{ date: string; views: string; submissions: string }>(
+    `SELECT to_char(d.day, 'YYYY-MM-DD') AS date, coalesce(v.views, 0) AS views, coalesce(s.n, 0) AS submissions
+       FROM generate_series($3::date, $4::date, interval '1 day') AS d(day)
+       LEFT JOIN form_views v ON v.form_id = $2 AND v.day = d.day::date
+       LEFT JOIN (SELECT (created_at AT TIME ZONE 'UTC')::date AS day, count(*) AS n
+                    FROM form_submissions
+                   WHERE workspace_id = $1 AND form_id = $2
+                     AND created_at >= $3::date AT TIME ZONE 'UTC' AND created_at < ($4::date + 1) AT TIME ZONE 'UTC'
+                   GROUP BY 1) s ON s.day = d.day::date
+      ORDER BY d.day`,
+    [workspaceId, formId, from, to],
+  );
+  return rows.map((r) => ({ date: r.date, views: Number(r.views), submissions: Number(r.submissions) }));
+}
