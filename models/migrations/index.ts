@@ -31,6 +31,7 @@ import * as campaignAb from "./0053-campaign-ab";
 import * as enrollmentHistoryIndex from "./0054-enrollment-history-index";
 import * as factChangedFields from "./0055-fact-changed-fields";
 import * as forms from "./0060-forms";
+import * as landingPages from "./0061-landing-pages";
 
 export interface Migration {
   name: string;
@@ -71,4 +72,5 @@ export const migrations: Migration[] = [
   { name: "0054-enrollment-history-index", up: enrollmentHistoryIndex.up },
   { name: "0055-fact-changed-fields", up: factChangedFields.up },
   { name: "0060-forms", up: forms.up },
+  { name: "0061-landing-pages", up: landingPages.up },
 ];

@@ -37,6 +37,17 @@ function sendJson(res: ServerResponse, status: number, body: unknown, headers: R
 }
 
 /** The moleculer-web gateway: routes come from each action's `rest`, access from its declarations. */
+/** What actions may read of the request: who asks from where, and what they send and accept. */
+function requestMeta(ctx: AppContext, req: GatewayRequest): void {
+  ctx.meta.ip = clientIp(req);
+  ctx.meta.method = req.method;
+  ctx.meta.contentType = req.headers["content-type"];
+  ctx.meta.userAgent = req.headers["user-agent"];
+  ctx.meta.accept = req.headers.accept;
+  if (typeof req.headers.origin === "string") ctx.meta.origin = req.headers.origin;
+  if (typeof req.headers.referer === "string") ctx.meta.referrer = req.headers.referer;
+}
+
 const ApiService: ServiceSchema = {
   name: "api",
   mixins: [ApiGateway],
@@ -82,12 +93,7 @@ const ApiService: ServiceSchema = {
           urlencoded: { extended: false, limit: BODY_LIMIT, verify: keepRawBody },
         },
         onBeforeCall(ctx: AppContext, _route: unknown, req: GatewayRequest) {
-          ctx.meta.ip = clientIp(req);
-          ctx.meta.method = req.method;
-          ctx.meta.contentType = req.headers["content-type"];
-          ctx.meta.userAgent = req.headers["user-agent"];
-          ctx.meta.accept = req.headers.accept;
-          if (typeof req.headers.origin === "string") ctx.meta.origin = req.headers.origin;
+          requestMeta(ctx, req);
           const idempotencyKey = req.headers["idempotency-key"];
           if (typeof idempotencyKey === "string") ctx.meta.idempotencyKey = idempotencyKey;
           // onBeforeCall runs before authenticate: parse the cookies here, for both.
@@ -105,12 +111,16 @@ const ApiService: ServiceSchema = {
         path: "/",
         mappingPolicy: "restrict",
         bodyParsers: false,
+        onBeforeCall(ctx: AppContext, _route: unknown, req: GatewayRequest) {
+          requestMeta(ctx, req);
+        },
         aliases: {
           "GET /": "api.home",
           "GET auth/signin": "auth.signinPage",
           "GET auth/reset-password": "auth.resetPage",
           "GET api/docs": "api.docs",
           "GET f/:formId": "forms.page",
+          "GET p/:workspaceSlug/:slug": "content.serve",
         },
       },
     ],

@@ -188,6 +188,7 @@ export const schemas = {
   ),
   page: Params({ formId: FormId }),
   confirmRedirect: Params({ formId: FormId }),
+  markup: Params({ formIds: Type.Array(FormId, { maxItems: 50 }) }),
 };
 
 export const results = {
@@ -213,4 +214,5 @@ export const results = {
     ),
   }),
   confirmRedirect: Nullable(Type.String()),
+  markup: Type.Record(Type.String(), Type.String(), { description: "Each active form's markup by id" }),
 };

@@ -64,6 +64,16 @@ function formPage(
   );
 }
 
+/** A blank form's markup, posting to this service's submit route. */
+const formMarkup = (form: PublicForm) =>
+  renderPartial("form-body", {
+    form,
+    action: `/api/forms/${encodeURIComponent(form.id)}/submit`,
+    values: {},
+    errors: {},
+    formError: "",
+  });
+
 const messagePage = (ctx: AppContext, status: number, heading: string, text: string) =>
   renderPage(ctx, "message", { title: heading, heading, text }, status);
 
@@ -165,16 +175,24 @@ export const publicActions = {
         const form = await repo.findPublicForm(ctx.params.formId);
         if (!form || !form.active) throw notFound("Form");
         await repo.countView(form.id);
-        const markup = await renderPartial("form-body", {
-          form,
-          action: `/api/forms/${encodeURIComponent(form.id)}/submit`,
-          values: {},
-          errors: {},
-          formError: "",
-        });
+        const markup = await formMarkup(form);
         ctx.meta.$responseType = "text/javascript; charset=utf-8";
         ctx.meta.$responseHeaders = { "Cache-Control": "no-cache" };
         return embedScript(markup);
+      },
+    }),
+
+    /** Internal: the markup of the workspace's active forms among `formIds` (a landing page draws them). */
+    markup: defineAction({
+      params: schemas.markup,
+      result: results.markup,
+      async handler(ctx) {
+        const markup: Record<string, string> = {};
+        for (const id of ctx.params.formIds) {
+          const form = await repo.findPublicForm(id);
+          if (form?.active && form.workspaceId === ctx.meta.workspaceId) markup[id] = await formMarkup(form);
+        }
+        return markup;
       },
     }),
 

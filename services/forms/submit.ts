@@ -30,9 +30,14 @@ export interface Visitor {
   origin: string | null;
 }
 
-/** Origins a form may be posted from: the service's own and the workspace's allowed ones. */
+/**
+ * Origins a form may be posted from: the service's own, the workspace's
+ * allowed ones, and `null`, a sandboxed document's (our landing pages are
+ * served sandboxed). The check keeps other sites from drawing the form in
+ * browsers; it is no barrier to scripts, which the rate limit holds.
+ */
 export function originAllowed(origin: string | null, allowedOrigins: string[] | null | undefined): boolean {
-  if (!origin) return true;
+  if (!origin || origin === "null") return true;
   return origin === new URL(config().publicUrl).origin || (allowedOrigins ?? []).includes(origin);
 }
 

@@ -1,0 +1,147 @@
+import { SYSTEM } from "../../lib/access";
+import { config } from "../../lib/config";
+import { defineAction, defineService } from "../../lib/define-service";
+import { found, notFound } from "../../lib/errors";
+import type { AppContext } from "../../lib/moleculer-types";
+import { renderPage } from "../../lib/pages";
+import { pageRequest } from "../../lib/pagination";
+import { isServiceAvailable } from "../../lib/registry";
+import { workspaceOf } from "../../lib/tenancy";
+import { DatabaseMixin } from "../../mixins/database.mixin";
+import { results, schemas } from "./content.schemas";
+import { formIdsIn, LANDING_PAGE_HEADERS, landingDocument } from "./landing-page";
+import * as repo from "./landing-pages.repo";
+
+const WS = "/workspaces/:workspaceId/landing-pages";
+const tags = ["Landing pages"];
+const read = { auth: "any", permission: "forms.read" } as const;
+const write = { auth: "any", permission: "forms.write" } as const;
+const publicUrl = () => config().publicUrl;
+
+/** The markup of the page's forms, from the forms service (none when it is not deployed). */
+async function formMarkup(
+  ctx: AppContext,
+  workspaceId: string,
+  html: string,
+): Promise<Record<string, string>> {
+  const formIds = formIdsIn(html);
+  if (!formIds.length || !isServiceAvailable(ctx.broker, "forms")) return {};
+  return (await ctx.call(
+    "forms.markup",
+    { formIds },
+    { meta: { principal: SYSTEM, workspaceId } },
+  )) as Record<string, string>;
+}
+
+/** The site content of a workspace (forms.* scopes): landing pages, served sandboxed at /p/{workspaceSlug}/{slug}. */
+export default defineService({
+  name: "content",
+  mixins: [DatabaseMixin],
+  settings: { rest: "/" },
+
+  actions: {
+    /** Landing pages, newest first; `status`, `search` (name or slug). forms.read. */
+    list: defineAction({
+      rest: `GET ${WS}`,
+      openapi: { tags, summary: "List landing pages" },
+      ...read,
+      params: schemas.list,
+      result: results.list,
+      handler: (ctx) => {
+        const { status, search } = ctx.params;
+        return repo.listPages(workspaceOf(ctx), pageRequest(ctx.params), { status, search }, publicUrl());
+      },
+    }),
+
+    /** Create a landing page (draft unless `status: published`); a slug the workspace has is 409. forms.write. */
+    create: defineAction({
+      rest: `POST ${WS}`,
+      openapi: { tags, summary: "Create a landing page" },
+      ...write,
+      params: schemas.create,
+      status: 201,
+      result: results.landingPage,
+      async handler(ctx) {
+        const ws = workspaceOf(ctx);
+        const { workspaceId: _path, ...input } = ctx.params;
+        const id = await repo.insertPage(ws, input);
+        return found(await repo.findPage(ws, id, publicUrl()), "Landing page");
+      },
+    }),
+
+    /** One landing page. forms.read. */
+    get: defineAction({
+      rest: `GET ${WS}/:landingPageId`,
+      openapi: { tags, summary: "Get a landing page" },
+      ...read,
+      params: schemas.get,
+      result: results.landingPage,
+      handler: async (ctx) =>
+        found(await repo.findPage(workspaceOf(ctx), ctx.params.landingPageId, publicUrl()), "Landing page"),
+    }),
+
+    /** Replace a landing page (PUT replaces all); publishing stamps `publishedAt`, a draft is no longer served. forms.write. */
+    replace: defineAction({
+      rest: `PUT ${WS}/:landingPageId`,
+      openapi: { tags, summary: "Replace a landing page" },
+      ...write,
+      params: schemas.replace,
+      result: results.landingPage,
+      async handler(ctx) {
+        const ws = workspaceOf(ctx);
+        const { workspaceId: _path, landingPageId, ...input } = ctx.params;
+        if (!(await repo.replacePage(ws, landingPageId, input))) throw notFound("Landing page");
+        return found(await repo.findPage(ws, landingPageId, publicUrl()), "Landing page");
+      },
+    }),
+
+    /** Delete a landing page. forms.write. */
+    remove: defineAction({
+      rest: `DELETE ${WS}/:landingPageId`,
+      openapi: { tags, summary: "Delete a landing page" },
+      ...write,
+      params: schemas.get,
+      result: results.removed,
+      async handler(ctx) {
+        if (!(await repo.deletePage(workspaceOf(ctx), ctx.params.landingPageId)))
+          throw notFound("Landing page");
+        return { success: true };
+      },
+    }),
+
+    /**
+     * A published page (a draft or unknown one: 404), sandboxed, its forms
+     * drawn; each visit counted and recorded as `page_view`. Public.
+     */
+    serve: defineAction({
+      auth: "public",
+      params: schemas.serve,
+      async handler(ctx) {
+        const page = await repo.viewPublished(ctx.params.workspaceSlug, ctx.params.slug);
+        if (!page) {
+          const text = "There is no page at this address.";
+          return renderPage(ctx, "message", { title: "Not found", heading: "Not found", text }, 404);
+        }
+        const html = landingDocument(
+          page.title,
+          page.html,
+          await formMarkup(ctx, page.workspaceId, page.html),
+        );
+        if (isServiceAvailable(ctx.broker, "events"))
+          await ctx.call(
+            "events.record",
+            {
+              type: "page_view",
+              metadata: { landingPageId: page.id, title: page.title },
+              pageUrl: `${publicUrl()}/p/${ctx.params.workspaceSlug}/${ctx.params.slug}`,
+              ...(ctx.meta.referrer ? { referrer: ctx.meta.referrer.slice(0, 2048) } : {}),
+            },
+            { meta: { principal: SYSTEM, workspaceId: page.workspaceId } },
+          );
+        ctx.meta.$responseType = "text/html; charset=utf-8";
+        ctx.meta.$responseHeaders = LANDING_PAGE_HEADERS;
+        return html;
+      },
+    }),
+  },
+});
