@@ -32,6 +32,7 @@ import * as enrollmentHistoryIndex from "./0054-enrollment-history-index";
 import * as factChangedFields from "./0055-fact-changed-fields";
 import * as forms from "./0060-forms";
 import * as landingPages from "./0061-landing-pages";
+import * as dynamicContent from "./0062-dynamic-content";
 
 export interface Migration {
   name: string;
@@ -73,4 +74,5 @@ export const migrations: Migration[] = [
   { name: "0055-fact-changed-fields", up: factChangedFields.up },
   { name: "0060-forms", up: forms.up },
   { name: "0061-landing-pages", up: landingPages.up },
+  { name: "0062-dynamic-content", up: dynamicContent.up },
 ];

@@ -9,6 +9,7 @@ import { isServiceAvailable } from "../../lib/registry";
 import { workspaceOf } from "../../lib/tenancy";
 import { DatabaseMixin } from "../../mixins/database.mixin";
 import { results, schemas } from "./content.schemas";
+import { dynamicActions } from "./dynamic.actions";
 import { formIdsIn, LANDING_PAGE_HEADERS, landingDocument } from "./landing-page";
 import * as repo from "./landing-pages.repo";
 
@@ -33,10 +34,10 @@ async function formMarkup(
   )) as Record<string, string>;
 }
 
-/** The site content of a workspace (forms.* scopes): landing pages, served sandboxed at /p/{workspaceSlug}/{slug}. */
+/** The site content of a workspace (forms.* scopes): landing pages, served sandboxed at /p/{workspaceSlug}/{slug}, and dynamic content. */
 export default defineService({
   name: "content",
-  mixins: [DatabaseMixin],
+  mixins: [DatabaseMixin, dynamicActions],
   settings: { rest: "/" },
 
   actions: {

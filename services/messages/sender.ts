@@ -2,7 +2,8 @@ import type { LoggerInstance, ServiceBroker } from "moleculer";
 import { SYSTEM } from "../../lib/access";
 import { config } from "../../lib/config";
 import { compose, emailSource, renderableOf, type Renderable } from "../templates/compose";
-import { TemplateFault, type Content } from "../templates/render";
+import { dynamicSlotsOf, TemplateFault, type Content } from "../templates/render";
+import { isServiceAvailable } from "../../lib/registry";
 import type { ResolvedTemplate } from "../templates/templates.schemas";
 import { preferencesUrl, signLinkToken, unsubscribeUrl } from "./links";
 import * as repo from "./messages.repo";
@@ -49,6 +50,8 @@ interface Batch {
   workspace: WorkspaceInfo;
   contactById: Map<string, Record<string, unknown> & { id: string }>;
   templateById: Map<string, ResolvedTemplate>;
+  /** Each contact's content of the dynamic content slots the batch's templates name. */
+  dynamicByContact: Record<string, Record<string, string>>;
   /** Clients by channel and named provider: asked for once per batch. */
   clients: Map<string, Promise<ProviderClient>>;
   /** Each provider's outcome in this batch, reported for failover. */
@@ -168,12 +171,12 @@ export class Sender {
         ),
       ),
     ]);
+    const resolved = templates.filter((t): t is ResolvedTemplate => !!t);
     const batch: Batch = {
       workspace,
       contactById: new Map(contacts.map((c) => [c.id, c])),
-      templateById: new Map(
-        templates.filter((t): t is ResolvedTemplate => !!t).map((t) => [t.template.id, t] as const),
-      ),
+      templateById: new Map(resolved.map((t) => [t.template.id, t] as const)),
+      dynamicByContact: await this.dynamicContent(ws, contactIds, resolved),
       clients: new Map(),
       health: new Map(),
       sent: [],
@@ -213,6 +216,23 @@ export class Sender {
       );
   }
 
+  /** The batch's contacts' content of the dynamic content slots its templates name (none without the content service). */
+  private async dynamicContent(
+    ws: string,
+    contactIds: string[],
+    templates: ResolvedTemplate[],
+  ): Promise<Record<string, Record<string, string>>> {
+    const slots = dynamicSlotsOf(templates.map(renderableOf));
+    if (!slots.length || !contactIds.length || !isServiceAvailable(this.broker, "content")) return {};
+    const byContact: Record<string, Record<string, string>> = {};
+    for (let i = 0; i < contactIds.length; i += 1000)
+      Object.assign(
+        byContact,
+        await this.call(ws, "content.dynamicFor", { contactIds: contactIds.slice(i, i + 1000), slots }),
+      );
+    return byContact;
+  }
+
   /** The message rendered for its contact; a template that no longer exists fails it. */
   private async render(row: MessageRow, batch: Batch): Promise<Draft | keyof PassResult> {
     const template = this.renderableOf(row, batch.templateById);
@@ -228,6 +248,7 @@ export class Sender {
       defaultLocale: batch.workspace.settings?.defaultLocale ?? "en",
       workspace: { name: batch.workspace.name, slug: batch.workspace.slug },
       variables: row.variables,
+      dynamic: row.contact_id ? batch.dynamicByContact[row.contact_id] : undefined,
       ...links,
     });
     return {

@@ -50,6 +50,18 @@ export const memberActions = {
       },
     }),
 
+    /** Internal (dynamic content): those of up to 1,000 contacts a filter matches now; 400 naming a bad node. */
+    matchingContacts: defineAction({
+      params: schemas.matchingContacts,
+      result: results.matchingContacts,
+      async handler(ctx) {
+        const ws = workspaceOf(ctx);
+        await repo.checkFilter(ws, ctx.params.filter, "");
+        const { contactIds, filter } = ctx.params;
+        return { contactIds: await repo.contactsMatching(ws, contactIds, filter as FilterGroup) };
+      },
+    }),
+
     /** Internal (campaign event triggers and waits): whether one event meets conditions on its fields; 400 naming the bad one. */
     eventMatches: defineAction({
       params: schemas.eventMatches,

@@ -129,14 +129,23 @@ export async function contactMatches(
   contactId: string,
   filter: FilterGroup,
 ): Promise<boolean> {
+  return (await contactsMatching(workspaceId, [contactId], filter)).length > 0;
+}
+
+/** Those of `contactIds` (of the workspace) a checked filter matches now. */
+export async function contactsMatching(
+  workspaceId: string,
+  contactIds: string[],
+  filter: FilterGroup,
+): Promise<string[]> {
   const sequelize = await database();
-  const binds = new Binds([workspaceId, contactId]);
+  const binds = new Binds([workspaceId, contactIds]);
   const predicate = compileFilter(filter, binds, { mode: "row", workspaceParam: "$1" });
-  const [row] = await sequelize.query<{ matches: boolean }>(
-    `SELECT ${predicate} AS matches FROM contacts c WHERE c.workspace_id = $1 AND c.id = $2`,
+  const rows = await sequelize.query<{ id: string }>(
+    `SELECT c.id FROM contacts c WHERE c.workspace_id = $1 AND c.id = ANY($2::text[]) AND ${predicate}`,
     { bind: binds.values, type: QueryTypes.SELECT },
   );
-  return row?.matches ?? false;
+  return rows.map((r) => r.id);
 }
 
 /** Whether one event of the workspace meets checked conditions on its fields; false for an unknown event. */

@@ -87,6 +87,7 @@ export const results = {
   evaluateContact: Type.Object({ entered: Type.Array(Type.String()), exited: Type.Array(Type.String()) }),
   evaluateContacts: Type.Object({ entered: Type.Integer(), exited: Type.Integer() }),
   matches: Type.Object({ matches: Type.Boolean() }),
+  matchingContacts: Type.Object({ contactIds: Type.Array(Type.String()) }),
 };
 
 export const schemas = {
@@ -130,6 +131,10 @@ export const schemas = {
     scoreChanged: Type.Optional(Type.Boolean()),
   }),
   matches: Params({ contactId: Type.String({ minLength: 1, maxLength: 64 }), filter: Filter }),
+  matchingContacts: Params({
+    contactIds: Type.Array(Type.String({ minLength: 1, maxLength: 64 }), { maxItems: 1000 }),
+    filter: Filter,
+  }),
   eventMatches: Params({
     eventId: Type.String({ minLength: 1, maxLength: 64 }),
     where: Type.Array(Type.Record(Type.String(), Type.Unknown()), { maxItems: 200 }),

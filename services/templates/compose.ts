@@ -51,6 +51,8 @@ export interface ComposeOptions {
   campaign?: { id: string; name: string } | null;
   unsubscribeUrl?: string;
   preferencesUrl?: string;
+  /** The contact's content of each dynamic content slot the template names (content.dynamicFor). */
+  dynamic?: Record<string, string>;
 }
 
 export interface Composed {
@@ -91,6 +93,7 @@ export async function compose(template: Renderable, options: ComposeOptions): Pr
       campaign: options.campaign ?? null,
       unsubscribeUrl: options.unsubscribeUrl ?? "",
       preferencesUrl: options.preferencesUrl ?? "",
+      dynamic: options.dynamic ?? {},
     },
     options.variables,
   );

@@ -45,6 +45,20 @@ const NO_FILES = {
   contains: async () => false,
 };
 
+const DYNAMIC_TAG = /\{%-?\s*dynamic\s+["']([^"']{1,100})["']\s*-?%\}/g;
+
+/** The slots a template's `{% dynamic "slot" %}` tags name, anywhere in its content, translations or variants. */
+export function dynamicSlotsOf(source: unknown): string[] {
+  const slots = new Set<string>();
+  const visit = (value: unknown): void => {
+    if (typeof value === "string") for (const m of value.matchAll(DYNAMIC_TAG)) slots.add(m[1]);
+    else if (Array.isArray(value)) value.forEach(visit);
+    else if (value && typeof value === "object") Object.values(value).forEach(visit);
+  };
+  visit(source);
+  return [...slots];
+}
+
 /** `{% dynamic "slot" %}`: the slot's content chosen for the contact (`dynamic.<slot>` in the scope), else nothing. */
 class DynamicTag extends Tag {
   private readonly slot: string;

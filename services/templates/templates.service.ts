@@ -125,7 +125,7 @@ export default defineService({
       async handler(ctx) {
         const { templateId, contactId, locale, variant, variables } = ctx.params;
         const template = await renderable(workspaceOf(ctx), templateId);
-        const context = await renderContext(ctx, contactId);
+        const context = await renderContext(ctx, contactId, template);
         const composed = await compose(template, { ...context, locale, variant, variables });
         return { channel: template.channel, ...composed };
       },
@@ -140,15 +140,16 @@ export default defineService({
       result: results.preview,
       async handler(ctx) {
         const { channel, content, contactId, locale, variables } = ctx.params;
-        const context = await renderContext(ctx, contactId);
         const template: Renderable = {
           id: null,
           channel,
-          locale: locale ?? context.defaultLocale,
+          locale: locale ?? "",
           content: await prepareContent(channel, content),
           translations: {},
           ab: null,
         };
+        const context = await renderContext(ctx, contactId, template);
+        template.locale ||= context.defaultLocale;
         return { channel, ...(await compose(template, { ...context, variables })) };
       },
     }),
@@ -166,7 +167,7 @@ export default defineService({
       async handler(ctx) {
         const { templateId, to, contactId, locale, variant, variables } = ctx.params;
         const template = await renderable(workspaceOf(ctx), templateId);
-        const context = await renderContext(ctx, contactId);
+        const context = await renderContext(ctx, contactId, template);
         const { content } = await compose(template, { ...context, locale, variant, variables });
         if (template.channel === "email") content.subject = `[TEST] ${String(content.subject ?? "")}`;
         return ctx.call("messages.sendTest", {

@@ -4,6 +4,7 @@ import type { AppContext } from "../../lib/moleculer-types";
 import { isServiceAvailable } from "../../lib/registry";
 import { workspaceOf } from "../../lib/tenancy";
 import { renderableOf, SAMPLE_CONTACT, type Renderable } from "./compose";
+import { dynamicSlotsOf } from "./render";
 import * as repo from "./templates.repo";
 
 /** What the templates service and its action mixins share: routes, access, and the render's inputs. */
@@ -22,8 +23,8 @@ interface WorkspaceInfo {
   settings?: { defaultLocale?: unknown };
 }
 
-/** What a render needs from other areas: the workspace and the contact (or the sample one). */
-export async function renderContext(ctx: AppContext, contactId?: string) {
+/** What a render needs from other areas: the workspace, the contact (or the sample one) and its dynamic content. */
+export async function renderContext(ctx: AppContext, contactId?: string, template?: Renderable) {
   const ws = workspaceOf(ctx);
   const meta = { meta: { principal: SYSTEM, workspaceId: ws } };
   const [workspace, contact] = await Promise.all([
@@ -36,7 +37,17 @@ export async function renderContext(ctx: AppContext, contactId?: string) {
   ]);
   const defaultLocale =
     typeof workspace.settings?.defaultLocale === "string" ? workspace.settings.defaultLocale : "en";
-  return { workspace: { name: workspace.name, slug: workspace.slug }, contact, defaultLocale };
+  const slots = template && contactId ? dynamicSlotsOf(template) : [];
+  const dynamic =
+    slots.length && isServiceAvailable(ctx.broker, "content")
+      ? (
+          (await ctx.call("content.dynamicFor", { contactIds: [contact.id], slots }, meta)) as Record<
+            string,
+            Record<string, string>
+          >
+        )[contact.id as string]
+      : {};
+  return { workspace: { name: workspace.name, slug: workspace.slug }, contact, defaultLocale, dynamic };
 }
 
 /** A stored template as the renderer takes it. */
