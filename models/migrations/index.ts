@@ -33,6 +33,7 @@ import * as factChangedFields from "./0055-fact-changed-fields";
 import * as forms from "./0060-forms";
 import * as landingPages from "./0061-landing-pages";
 import * as dynamicContent from "./0062-dynamic-content";
+import * as focusItems from "./0063-focus-items";
 
 export interface Migration {
   name: string;
@@ -75,4 +76,5 @@ export const migrations: Migration[] = [
   { name: "0060-forms", up: forms.up },
   { name: "0061-landing-pages", up: landingPages.up },
   { name: "0062-dynamic-content", up: dynamicContent.up },
+  { name: "0063-focus-items", up: focusItems.up },
 ];

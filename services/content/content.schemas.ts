@@ -68,6 +68,76 @@ export const DynamicContentSchema = Component(
 );
 export type DynamicContentView = Static<typeof DynamicContentSchema>;
 
+const Trigger = Type.Object(
+  {
+    on: StringEnum(["load", "exit_intent", "scroll", "delay"]),
+    value: Type.Optional(
+      Nullable(
+        Type.Integer({
+          minimum: 1,
+          maximum: 3600,
+          description: "scroll: percent of the page (1-100); delay: seconds",
+        }),
+      ),
+    ),
+  },
+  { additionalProperties: false },
+);
+const Rules = Type.Object(
+  {
+    urls: Type.Optional(
+      Type.Array(Type.String({ minLength: 1, maxLength: 500 }), {
+        maxItems: 20,
+        description: "Shown only on pages whose address contains one of these (none: every page)",
+      }),
+    ),
+    frequency: Type.Optional(
+      Nullable(
+        Type.Object(
+          {
+            maxViews: Type.Integer({ minimum: 1, maximum: 100 }),
+            perDays: Type.Integer({ minimum: 1, maximum: 365 }),
+          },
+          { additionalProperties: false, description: "At most maxViews to one visitor in perDays days" },
+        ),
+      ),
+    ),
+    segmentId: Type.Optional(Nullable(Id)),
+  },
+  { additionalProperties: false },
+);
+
+export const FocusItemSchema = Component(
+  "FocusItem",
+  Type.Object({
+    id: Type.String(),
+    name: Type.String(),
+    type: StringEnum(["bar", "modal", "slide_in"]),
+    content: Type.String(),
+    formId: Nullable(Type.String()),
+    trigger: Type.Object({ on: Type.String(), value: Nullable(Type.Integer()) }),
+    rules: Type.Object({
+      urls: Type.Array(Type.String()),
+      frequency: Nullable(Type.Object({ maxViews: Type.Integer(), perDays: Type.Integer() })),
+      segmentId: Nullable(Type.String()),
+    }),
+    active: Type.Boolean(),
+    createdAt: DateTime(),
+    updatedAt: DateTime(),
+  }),
+);
+export type FocusItemView = Static<typeof FocusItemSchema>;
+
+const focusBody = {
+  name: Trimmed({ minLength: 1, maxLength: 200 }),
+  type: StringEnum(["bar", "modal", "slide_in"]),
+  content: Type.String({ maxLength: 100_000, description: "The widget's HTML" }),
+  formId: Type.Optional(Nullable(Id)),
+  trigger: Trigger,
+  rules: Type.Optional(Rules),
+  active: Type.Boolean({ default: true }),
+};
+
 export const schemas = {
   list: Params({
     workspaceId: Id,
@@ -108,6 +178,25 @@ export const schemas = {
     contactIds: Type.Array(Id, { maxItems: 1000 }),
     slots: Type.Array(Type.String({ maxLength: 100 }), { maxItems: 50 }),
   }),
+  focusList: Params({
+    workspaceId: Id,
+    ...PageQuery,
+    active: Type.Optional(Type.Boolean()),
+    type: Type.Optional(StringEnum(["bar", "modal", "slide_in"])),
+  }),
+  focusCreate: Params({ workspaceId: Id, ...focusBody }),
+  focusGet: Params({ workspaceId: Id, focusItemId: Id }),
+  focusPatch: Params({
+    workspaceId: Id,
+    focusItemId: Id,
+    name: Type.Optional(focusBody.name),
+    type: Type.Optional(focusBody.type),
+    content: Type.Optional(focusBody.content),
+    formId: focusBody.formId,
+    trigger: Type.Optional(Trigger),
+    rules: Type.Optional(Rules),
+    active: Type.Optional(Type.Boolean()),
+  }),
   serve: Params({
     workspaceSlug: Type.String({ minLength: 1, maxLength: 100 }),
     slug: Type.String({ minLength: 1, maxLength: 100 }),
@@ -119,6 +208,8 @@ export const results = {
   list: Paginated(LandingPageSchema),
   removed: Type.Object({ success: Type.Boolean() }),
   dynamic: DynamicContentSchema,
+  focusItem: FocusItemSchema,
+  focusList: Paginated(FocusItemSchema),
   dynamicList: Paginated(DynamicContentSchema),
   dynamicFor: Type.Record(Type.String(), Type.Record(Type.String(), Type.String()), {
     description: "Each contact's content by slot",

@@ -10,6 +10,7 @@ import { workspaceOf } from "../../lib/tenancy";
 import { DatabaseMixin } from "../../mixins/database.mixin";
 import { results, schemas } from "./content.schemas";
 import { dynamicActions } from "./dynamic.actions";
+import { focusActions } from "./focus.actions";
 import { formIdsIn, LANDING_PAGE_HEADERS, landingDocument } from "./landing-page";
 import * as repo from "./landing-pages.repo";
 
@@ -34,10 +35,10 @@ async function formMarkup(
   )) as Record<string, string>;
 }
 
-/** The site content of a workspace (forms.* scopes): landing pages, served sandboxed at /p/{workspaceSlug}/{slug}, and dynamic content. */
+/** The site content of a workspace (forms.* scopes): landing pages, served sandboxed at /p/{workspaceSlug}/{slug}, dynamic content and focus items. */
 export default defineService({
   name: "content",
-  mixins: [DatabaseMixin, dynamicActions],
+  mixins: [DatabaseMixin, dynamicActions, focusActions],
   settings: { rest: "/" },
 
   actions: {

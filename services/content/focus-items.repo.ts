@@ -1,0 +1,110 @@
+import { newId } from "../../lib/crypto";
+import { Binds, selectRows } from "../../lib/database";
+import { pageOf, type Page, type PageRequest } from "../../lib/pagination";
+import type { FocusItemView } from "./content.schemas";
+
+/** The SQL of focus items, scoped by workspace. */
+
+interface FocusRow {
+  id: string;
+  name: string;
+  type: FocusItemView["type"];
+  content: string;
+  form_id: string | null;
+  trigger: FocusItemView["trigger"];
+  rules: FocusItemView["rules"];
+  active: boolean;
+  created_at: Date;
+  updated_at: Date;
+}
+
+export type FocusInput = Omit<FocusItemView, "id" | "createdAt" | "updatedAt">;
+
+const view = (r: FocusRow): FocusItemView => ({
+  id: r.id,
+  name: r.name,
+  type: r.type,
+  content: r.content,
+  formId: r.form_id,
+  trigger: r.trigger,
+  rules: r.rules,
+  active: r.active,
+  createdAt: r.created_at.toISOString(),
+  updatedAt: r.updated_at.toISOString(),
+});
+
+export async function listItems(
+  workspaceId: string,
+  page: PageRequest,
+  filter: { active?: boolean; type?: string },
+): Promise<Page<FocusItemView>> {
+  const binds = new Binds([workspaceId]);
+  const where = ["workspace_id = $1"];
+  if (filter.active !== undefined) where.push(`active = ${binds.p(filter.active)}`);
+  if (filter.type) where.push(`type = ${binds.p(filter.type)}`);
+  const clause = where.join(" AND ");
+  const [rows, [{ n }]] = await Promise.all([
+    selectRows<FocusRow>(
+      `SELECT * FROM focus_items WHERE ${clause} ORDER BY created_at DESC, id DESC LIMIT ${page.limit} OFFSET ${page.offset}`,
+      binds.values,
+    ),
+    selectRows<{ n: string }>(`SELECT count(*) AS n FROM focus_items WHERE ${clause}`, binds.values),
+  ]);
+  return pageOf(rows.map(view), Number(n), page);
+}
+
+export async function findItem(workspaceId: string, id: string): Promise<FocusItemView | null> {
+  const [row] = await selectRows<FocusRow>(`SELECT * FROM focus_items WHERE workspace_id = $1 AND id = $2`, [
+    workspaceId,
+    id,
+  ]);
+  return row ? view(row) : null;
+}
+
+export async function insertItem(workspaceId: string, input: FocusInput): Promise<string> {
+  const id = newId();
+  await selectRows(
+    `INSERT INTO focus_items (id, workspace_id, name, type, content, form_id, trigger, rules, active)
+     VALUES ($1, $2, $3, $4, $5, $6, $7::jsonb, $8::jsonb, $9)`,
+    [
+      id,
+      workspaceId,
+      input.name,
+      input.type,
+      input.content,
+      input.formId,
+      JSON.stringify(input.trigger),
+      JSON.stringify(input.rules),
+      input.active,
+    ],
+  );
+  return id;
+}
+
+export async function updateItem(workspaceId: string, id: string, input: FocusInput): Promise<boolean> {
+  const rows = await selectRows(
+    `UPDATE focus_items SET name = $3, type = $4, content = $5, form_id = $6, trigger = $7::jsonb, rules = $8::jsonb,
+            active = $9, updated_at = now()
+      WHERE workspace_id = $1 AND id = $2 RETURNING id`,
+    [
+      workspaceId,
+      id,
+      input.name,
+      input.type,
+      input.content,
+      input.formId,
+      JSON.stringify(input.trigger),
+      JSON.stringify(input.rules),
+      input.active,
+    ],
+  );
+  return rows.length > 0;
+}
+
+export async function deleteItem(workspaceId: string, id: string): Promise<boolean> {
+  const rows = await selectRows(`DELETE FROM focus_items WHERE workspace_id = $1 AND id = $2 RETURNING id`, [
+    workspaceId,
+    id,
+  ]);
+  return rows.length > 0;
+}
