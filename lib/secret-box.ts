@@ -1,5 +1,6 @@
 import crypto from "node:crypto";
 import { authSecret } from "./auth-secret";
+import { fieldError } from "./errors";
 
 /**
  * Secrets we must use again (webhook signing secrets, provider credentials,
@@ -52,8 +53,13 @@ export const looksMasked = (value: string): boolean => value.startsWith(MASK);
 /** How a secret is shown (contract-messaging 1): `••••` and its last 4 characters, or `••••` alone when shorter than 8. */
 export const maskSecret = (plain: string): string => (plain.length >= 8 ? MASK + plain.slice(-4) : MASK);
 
-/** A write of a secret: the mask sent back keeps the stored one (`current`, sealed); anything else is sealed anew. */
-export function sealUnlessMask(incoming: string, current: string | null | undefined): string {
-  if (current && looksMasked(incoming) && incoming === maskSecret(open(current))) return current;
-  return seal(incoming);
+/**
+ * A write of a secret: the mask sent back keeps the stored one (`current`,
+ * sealed); a mask of no stored secret is refused (400 naming `field`), so it
+ * is never stored as the secret; anything else is sealed anew.
+ */
+export function sealUnlessMask(incoming: string, current: string | null | undefined, field: string): string {
+  if (!looksMasked(incoming)) return seal(incoming);
+  if (current && incoming === maskSecret(open(current))) return current;
+  throw fieldError(field, "is the mask of no stored secret: send the secret itself");
 }

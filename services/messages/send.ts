@@ -94,7 +94,7 @@ async function checkProvider(
       "providerId",
       `is for email and sms sends; ${channel} goes through its channel's provider`,
     );
-  await known(call(ctx, "providers.forSend", { channel, providerId }), "Provider", "providerId", providerId);
+  await known(call(ctx, "providers.known", { channel, providerId }), "Provider", "providerId", providerId);
 }
 
 export async function createMessage(ctx: AppContext<CreateParams>, now: Date): Promise<MessageView> {

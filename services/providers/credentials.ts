@@ -1,6 +1,6 @@
-import { fieldError, validationError } from "../../lib/errors";
+import { validationError } from "../../lib/errors";
 import { schemaIssues } from "../../lib/schema";
-import { isSealed, looksMasked, maskSecret, open, sealUnlessMask } from "../../lib/secret-box";
+import { isSealed, maskSecret, open, sealUnlessMask } from "../../lib/secret-box";
 import { configSchemas, SECRET_FIELDS, type ProviderType } from "./providers.schemas";
 
 /**
@@ -31,10 +31,7 @@ export function storedConfig(type: ProviderType, incoming: Config, current: Conf
     const value = incoming[field];
     if (typeof value !== "string") continue;
     const stored = typeof current[field] === "string" ? (current[field] as string) : undefined;
-    const sealed = sealUnlessMask(value, stored);
-    if (sealed !== stored && looksMasked(value))
-      throw fieldError(`config.${field}`, "is the mask of no stored secret: send the secret itself");
-    merged[field] = sealed;
+    merged[field] = sealUnlessMask(value, stored, `config.${field}`);
   }
   return merged;
 }

@@ -140,6 +140,7 @@ export const schemas = {
   get: Params({ workspaceId: WorkspaceId, providerId: Id }),
   update: Params({ workspaceId: WorkspaceId, providerId: Id, config: Type.Optional(Config), ...writable }),
   forSend: Params({ channel: StringEnum(["email", "sms"]), providerId: Type.Optional(Nullable(Id)) }),
+  known: Params({ channel: StringEnum(["email", "sms"]), providerId: Id }),
   reportHealth: Params({
     providerId: Id,
     accepted: Int32({ minimum: 0 }),
@@ -219,6 +220,7 @@ export const results = {
   provider: ProviderSchema,
   success: Type.Object({ success: Type.Literal(true) }),
   forSend: Type.Array(OpenedProviderSchema),
+  known: Type.Object({ known: Type.Literal(true) }),
   reportHealth: Type.Object({ status: StringEnum(["active", "failing"]) }),
   domainCheck: Component(
     "DomainCheck",

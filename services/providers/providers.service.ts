@@ -219,6 +219,22 @@ export default defineService({
       },
     }),
 
+    /** Internal (a send naming its provider): whether it is one of the channel's (404 naming `providerId`); no secret opened. */
+    known: defineAction({
+      params: schemas.known,
+      result: results.known,
+      async handler(ctx) {
+        const { channel, providerId } = ctx.params;
+        const provider = await repo.getProvider(workspaceOf(ctx), providerId);
+        if (provider?.channel !== channel)
+          throw notFound("Provider", {
+            field: "providerId",
+            message: `no ${channel} provider ${providerId}`,
+          });
+        return { known: true as const };
+      },
+    }),
+
     /**
      * Internal (the sender): a channel's providers in failover order with
      * their secrets opened; `providerId` alone when given (404 when it is

@@ -142,7 +142,13 @@ export function sealSecrets(changes: Settings, current: Settings): Settings {
   const translation = changes.translation as Translation;
   if (!translation?.apiKey) return changes;
   const stored = (current.translation as Translation)?.apiKey;
-  return { ...changes, translation: { ...translation, apiKey: sealUnlessMask(translation.apiKey, stored) } };
+  return {
+    ...changes,
+    translation: {
+      ...translation,
+      apiKey: sealUnlessMask(translation.apiKey, stored, "settings.translation.apiKey"),
+    },
+  };
 }
 
 /** Settings as any reader sees them: secrets masked. */

@@ -150,6 +150,18 @@ describe("workspaces", () => {
       settings: { translation: { ...translation, apiKey: "abc" } },
     });
     expect(short.body.settings.translation.apiKey).toBe("••••");
+    // A mask of another secret is refused, never stored as the key.
+    const stale = await owner.client.patch(ws, {
+      settings: { translation: { ...translation, apiKey: "••••9876" } },
+    });
+    expect(stale.status).toBe(400);
+    expect(stale.body.details).toEqual([
+      {
+        field: "settings.translation.apiKey",
+        message: "is the mask of no stored secret: send the secret itself",
+      },
+    ]);
+    expect(open(await storedKey())).toBe("abc");
   });
 
   test("GET, PATCH and DELETE one workspace", async () => {
