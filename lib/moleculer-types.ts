@@ -38,6 +38,8 @@ export interface AppMeta {
   idempotencyKey?: string;
   /** The `Origin` request header: public posts from other sites (forms) are held to the workspace's allowed origins. */
   origin?: string;
+  /** The `If-None-Match` request header: answers with an ETag (the website script's config) may be 304. */
+  ifNoneMatch?: string;
   /** The `Referer` request header: a landing page's visit records where it came from. */
   referrer?: string;
   /** The `Accept` request header: public pages answer HTML when a browser prefers it. */

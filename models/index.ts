@@ -21,6 +21,8 @@ export class Workspace extends Model {
   declare id: string;
   declare name: string;
   declare slug: string;
+  /** Public key of the website script; set by the database, never written here. */
+  declare siteKey: string;
   declare settings: Record<string, unknown>;
   declare createdAt: Date;
   declare updatedAt: Date;
@@ -91,7 +93,13 @@ export function initModels(sequelize: Sequelize): void {
     { sequelize, tableName: "users" },
   );
   Workspace.init(
-    { id: id(), name: requiredText(), slug: requiredText(), settings: json() },
+    {
+      id: id(),
+      name: requiredText(),
+      slug: requiredText(),
+      siteKey: { type: DataTypes.TEXT },
+      settings: json(),
+    },
     { sequelize, tableName: "workspaces" },
   );
   Member.init(

@@ -9,6 +9,15 @@
       if (params.has(input.name)) input.value = params.get(input.name);
     });
     form.querySelector("input[name=pageUrl]").value = global.location.href;
+    // The website script's session: the submission makes its anonymous page views the contact's.
+    var session = global.sessionStorage.getItem("cms_session");
+    if (session) {
+      var sessionField = document.createElement("input");
+      sessionField.type = "hidden";
+      sessionField.name = "sessionId";
+      sessionField.value = session;
+      form.appendChild(sessionField);
+    }
     form.addEventListener("submit", function (event) {
       event.preventDefault();
       var button = form.querySelector("button[type=submit]");
@@ -31,6 +40,8 @@
           function (answer) {
             button.disabled = false;
             if (answer.ok) {
+              // The website script (cms.js) learns who the visitor is from this.
+              form.dispatchEvent(new CustomEvent("cms:submitted", { bubbles: true, detail: answer.body }));
               if (answer.body.redirectUrl) {
                 global.location.assign(answer.body.redirectUrl);
                 return;

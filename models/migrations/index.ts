@@ -34,6 +34,7 @@ import * as forms from "./0060-forms";
 import * as landingPages from "./0061-landing-pages";
 import * as dynamicContent from "./0062-dynamic-content";
 import * as focusItems from "./0063-focus-items";
+import * as websiteScript from "./0064-website-script";
 
 export interface Migration {
   name: string;
@@ -77,4 +78,5 @@ export const migrations: Migration[] = [
   { name: "0061-landing-pages", up: landingPages.up },
   { name: "0062-dynamic-content", up: dynamicContent.up },
   { name: "0063-focus-items", up: focusItems.up },
+  { name: "0064-website-script", up: websiteScript.up },
 ];

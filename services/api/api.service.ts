@@ -46,6 +46,7 @@ function requestMeta(ctx: AppContext, req: GatewayRequest): void {
   ctx.meta.accept = req.headers.accept;
   if (typeof req.headers.origin === "string") ctx.meta.origin = req.headers.origin;
   if (typeof req.headers.referer === "string") ctx.meta.referrer = req.headers.referer;
+  if (typeof req.headers["if-none-match"] === "string") ctx.meta.ifNoneMatch = req.headers["if-none-match"];
 }
 
 const ApiService: ServiceSchema = {

@@ -41,6 +41,13 @@ const pageBody = {
   status: StringEnum(["draft", "published"], { default: "draft" }),
 };
 
+const SiteKey = Type.String({ minLength: 1, maxLength: 100, description: "The workspace's public siteKey" });
+const VisitorToken = Type.String({
+  minLength: 1,
+  maxLength: 2000,
+  description: "The token a form submission answered: who the visitor is",
+});
+
 /** A filter group of the segments language, checked by filter-schema.ts (with the path of the bad node). */
 const Filter = Type.Unsafe<Record<string, unknown>>({
   type: "object",
@@ -197,6 +204,34 @@ export const schemas = {
     rules: Type.Optional(Rules),
     active: Type.Optional(Type.Boolean()),
   }),
+  scriptConfig: Params({
+    key: Type.Optional(SiteKey),
+    visitorToken: Type.Optional(VisitorToken),
+  }),
+  scriptEvent: Params({
+    key: Type.Optional(SiteKey),
+    type: Type.String({
+      pattern: "^[A-Za-z0-9_.:-]{1,100}$",
+      errorMessage: "must be 1-100 letters, digits and _ . : -",
+    }),
+    sessionId: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
+    visitorToken: Type.Optional(VisitorToken),
+    pageUrl: Type.Optional(Type.String({ maxLength: 2048 })),
+    referrer: Type.Optional(Type.String({ maxLength: 2048 })),
+    utmSource: Type.Optional(Type.String({ maxLength: 200 })),
+    utmMedium: Type.Optional(Type.String({ maxLength: 200 })),
+    utmCampaign: Type.Optional(Type.String({ maxLength: 200 })),
+    metadata: Type.Optional(
+      Type.Union([Type.Record(Type.String(), Type.Unknown()), Type.String({ maxLength: 10_000 })], {
+        description: "An object, or its JSON (a form-encoded post)",
+      }),
+    ),
+  }),
+  scriptPrefill: Params({
+    key: Type.Optional(SiteKey),
+    formId: Id,
+    visitorToken: Type.Optional(VisitorToken),
+  }),
   serve: Params({
     workspaceSlug: Type.String({ minLength: 1, maxLength: 100 }),
     slug: Type.String({ minLength: 1, maxLength: 100 }),
@@ -209,6 +244,26 @@ export const results = {
   removed: Type.Object({ success: Type.Boolean() }),
   dynamic: DynamicContentSchema,
   focusItem: FocusItemSchema,
+  scriptConfig: Type.Object({
+    focusItems: Type.Array(
+      Type.Object({
+        id: Type.String(),
+        name: Type.String(),
+        type: Type.String(),
+        content: Type.String(),
+        formId: Nullable(Type.String()),
+        trigger: Type.Object({ on: Type.String(), value: Nullable(Type.Integer()) }),
+        rules: Type.Object({
+          urls: Type.Array(Type.String()),
+          frequency: Nullable(Type.Object({ maxViews: Type.Integer(), perDays: Type.Integer() })),
+        }),
+      }),
+    ),
+    forms: Type.Array(Type.Object({ id: Type.String(), name: Type.String(), embedUrl: Type.String() })),
+    vapidPublicKey: Nullable(Type.String()),
+  }),
+  scriptEvent: Type.Object({ eventId: Type.String() }),
+  scriptPrefill: Type.Object({ fields: Type.Record(Type.String(), Type.Unknown()) }),
   focusList: Paginated(FocusItemSchema),
   dynamicList: Paginated(DynamicContentSchema),
   dynamicFor: Type.Record(Type.String(), Type.Record(Type.String(), Type.String()), {

@@ -11,6 +11,7 @@ import { DatabaseMixin } from "../../mixins/database.mixin";
 import { results, schemas } from "./content.schemas";
 import { dynamicActions } from "./dynamic.actions";
 import { focusActions } from "./focus.actions";
+import { scriptActions } from "./script.actions";
 import { formIdsIn, LANDING_PAGE_HEADERS, landingDocument } from "./landing-page";
 import * as repo from "./landing-pages.repo";
 
@@ -35,10 +36,10 @@ async function formMarkup(
   )) as Record<string, string>;
 }
 
-/** The site content of a workspace (forms.* scopes): landing pages, served sandboxed at /p/{workspaceSlug}/{slug}, dynamic content and focus items. */
+/** The site content of a workspace (forms.* scopes): landing pages, served sandboxed at /p/{workspaceSlug}/{slug}, dynamic content, focus items and the website script's endpoints. */
 export default defineService({
   name: "content",
-  mixins: [DatabaseMixin, dynamicActions, focusActions],
+  mixins: [DatabaseMixin, dynamicActions, focusActions, scriptActions],
   settings: { rest: "/" },
 
   actions: {

@@ -108,3 +108,12 @@ export async function deleteItem(workspaceId: string, id: string): Promise<boole
   ]);
   return rows.length > 0;
 }
+
+/** The workspace's active focus items (the website script's config). */
+export async function activeItems(workspaceId: string): Promise<FocusItemView[]> {
+  const rows = await selectRows<FocusRow>(
+    `SELECT * FROM focus_items WHERE workspace_id = $1 AND active ORDER BY created_at, id LIMIT 200`,
+    [workspaceId],
+  );
+  return rows.map(view);
+}

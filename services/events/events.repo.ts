@@ -150,3 +150,19 @@ export async function listEvents(
   );
   return rows.map(toListItem);
 }
+
+/** A visitor identified: the anonymous events of its session become the contact's; answers how many. */
+export async function claimSession(
+  workspaceId: string,
+  sessionId: string,
+  contactId: string,
+): Promise<number> {
+  const rows = await queryPrepared<{ id: string }>(
+    `UPDATE events SET contact_id = $3
+      WHERE workspace_id = $1 AND session_id = $2 AND contact_id IS NULL
+        AND EXISTS (SELECT 1 FROM contacts c WHERE c.id = $3 AND c.workspace_id = $1)
+     RETURNING id`,
+    [workspaceId, sessionId, contactId],
+  );
+  return rows.length;
+}

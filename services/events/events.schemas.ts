@@ -89,6 +89,7 @@ export const schemas = {
     ),
   }),
   listForContact: Params({ contactId: Id, limit: Limit }),
+  claimSession: Params({ sessionId: Type.String({ minLength: 1, maxLength: 200 }), contactId: Id }),
   createResult: EventSchema,
   listResult: Type.Array(EventListItemSchema),
 };

@@ -1,3 +1,4 @@
+import { Type } from "@sinclair/typebox";
 import { defineAction, defineService } from "../../lib/define-service";
 import { workspaceOf } from "../../lib/tenancy";
 import { DatabaseMixin } from "../../mixins/database.mixin";
@@ -49,6 +50,15 @@ export default defineService({
       handler(ctx) {
         return recordEvent(this.broker, ctx, ctx.params);
       },
+    }),
+
+    /** Internal (the website script, forms): a visitor identified takes its session's anonymous events. */
+    claimSession: defineAction({
+      params: schemas.claimSession,
+      result: Type.Object({ claimed: Type.Integer() }),
+      handler: async (ctx) => ({
+        claimed: await repo.claimSession(workspaceOf(ctx), ctx.params.sessionId, ctx.params.contactId),
+      }),
     }),
 
     /** Internal: a contact's newest events (timeline, GDPR export). */

@@ -186,3 +186,18 @@ export function contactWriteOf(fields: FormField[], values: Record<string, unkno
   }
   return write;
 }
+
+/** What a known contact has already told, by form key (consent and hidden fields are never prefilled). */
+export function prefillOf(fields: FormField[], contact: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const f of fields) {
+    const target = f.mapTo && f.type !== "hidden" ? targetOf(f.mapTo) : null;
+    if (!target || target.kind === "consent") continue;
+    const value =
+      target.kind === "field"
+        ? contact[target.name]
+        : (contact[target.doc] as Record<string, unknown> | undefined)?.[target.key];
+    if (value !== undefined && value !== null && value !== "") out[f.key] = value;
+  }
+  return out;
+}

@@ -66,6 +66,14 @@ export async function findForm(workspaceId: string, id: string): Promise<FormVie
   return row ? view(row) : null;
 }
 
+/** The workspace's active forms, newest first (the website script's config). */
+export async function activeForms(workspaceId: string): Promise<Array<{ id: string; name: string }>> {
+  return selectRows<{ id: string; name: string }>(
+    `SELECT id, name FROM forms WHERE workspace_id = $1 AND active ORDER BY created_at DESC, id DESC LIMIT 200`,
+    [workspaceId],
+  );
+}
+
 /** A form by id alone, for its public pages and submissions: with its workspace. */
 export async function findPublicForm(id: string): Promise<(FormView & { workspaceId: string }) | null> {
   const [row] = await selectRows<FormRow>(`SELECT * FROM forms WHERE id = $1`, [id]);

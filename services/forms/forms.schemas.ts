@@ -189,6 +189,8 @@ export const schemas = {
   page: Params({ formId: FormId }),
   confirmRedirect: Params({ formId: FormId }),
   markup: Params({ formIds: Type.Array(FormId, { maxItems: 50 }) }),
+  active: Params({}),
+  prefill: Params({ formId: FormId, contactId: Id }),
 };
 
 export const results = {
@@ -215,4 +217,6 @@ export const results = {
   }),
   confirmRedirect: Nullable(Type.String()),
   markup: Type.Record(Type.String(), Type.String(), { description: "Each active form's markup by id" }),
+  active: Type.Array(Type.Object({ id: Type.String(), name: Type.String() })),
+  prefill: Type.Object({ fields: Type.Record(Type.String(), Type.Unknown()) }),
 };

@@ -6,8 +6,10 @@ import { notFound, type ErrorData, type FieldIssue } from "../../lib/errors";
 import type { AppContext } from "../../lib/moleculer-types";
 import { prefersHtml, renderPage, renderPartial } from "../../lib/pages";
 import { PUBLIC_DIR } from "../../lib/paths";
+import { workspaceOf } from "../../lib/tenancy";
 import * as repo from "./forms.repo";
 import { results, schemas, type FormView } from "./forms.schemas";
+import { prefillOf } from "./form-fields";
 import { originAllowed, redirectAllowed, submitForm } from "./submit";
 
 /**
@@ -193,6 +195,30 @@ export const publicActions = {
           if (form?.active && form.workspaceId === ctx.meta.workspaceId) markup[id] = await formMarkup(form);
         }
         return markup;
+      },
+    }),
+
+    /** Internal (the website script): the workspace's active forms. */
+    active: defineAction({
+      params: schemas.active,
+      result: results.active,
+      handler: (ctx) => repo.activeForms(workspaceOf(ctx)),
+    }),
+
+    /** Internal (the website script): a form's fields an identified visitor's contact already fills, by key. */
+    prefill: defineAction({
+      params: schemas.prefill,
+      result: results.prefill,
+      async handler(ctx) {
+        const ws = workspaceOf(ctx);
+        const form = await repo.findForm(ws, ctx.params.formId);
+        if (!form?.active) throw notFound("Form");
+        const contact = (await ctx.call(
+          "contacts.get",
+          { workspaceId: ws, contactId: ctx.params.contactId },
+          { meta: { principal: SYSTEM, workspaceId: ws } },
+        )) as Record<string, unknown>;
+        return { fields: prefillOf(form.fields, contact) };
       },
     }),
 

@@ -104,6 +104,9 @@ export async function submitForm(
     ).catch((err: Error) =>
       broker.getLogger("forms").warn(`Form ${form.id}: the confirm mail could not be queued: ${err.message}`),
     );
+  // The visitor is identified: its session's anonymous page views become the contact's.
+  if (contactId && typeof body.sessionId === "string" && body.sessionId)
+    await call(broker, form.workspaceId, "events.claimSession", { sessionId: body.sessionId, contactId });
   await call(broker, form.workspaceId, "events.record", {
     type: "form.submitted",
     contactId,

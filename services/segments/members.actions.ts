@@ -50,6 +50,15 @@ export const memberActions = {
       },
     }),
 
+    /** Internal (the website script's focus items): which of some segments a contact is a member of now. */
+    memberOf: defineAction({
+      params: schemas.memberOf,
+      result: results.memberOf,
+      handler: async (ctx) => ({
+        segmentIds: await repo.memberOf(workspaceOf(ctx), ctx.params.contactId, ctx.params.segmentIds),
+      }),
+    }),
+
     /** Internal (dynamic content): those of up to 1,000 contacts a filter matches now; 400 naming a bad node. */
     matchingContacts: defineAction({
       params: schemas.matchingContacts,

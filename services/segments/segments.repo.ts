@@ -132,6 +132,21 @@ export async function contactMatches(
   return (await contactsMatching(workspaceId, [contactId], filter)).length > 0;
 }
 
+/** Which of `segmentIds` (of the workspace) the contact is a member of now. */
+export async function memberOf(
+  workspaceId: string,
+  contactId: string,
+  segmentIds: string[],
+): Promise<string[]> {
+  const sequelize = await database();
+  const rows = await sequelize.query<{ id: string }>(
+    `SELECT s.id FROM segments s JOIN segment_members sm ON sm.segment_id = s.id
+      WHERE s.workspace_id = $1 AND sm.contact_id = $2 AND s.id = ANY($3::text[])`,
+    { bind: [workspaceId, contactId, segmentIds], type: QueryTypes.SELECT },
+  );
+  return rows.map((r) => r.id);
+}
+
 /** Those of `contactIds` (of the workspace) a checked filter matches now. */
 export async function contactsMatching(
   workspaceId: string,

@@ -88,6 +88,7 @@ export const results = {
   evaluateContacts: Type.Object({ entered: Type.Integer(), exited: Type.Integer() }),
   matches: Type.Object({ matches: Type.Boolean() }),
   matchingContacts: Type.Object({ contactIds: Type.Array(Type.String()) }),
+  memberOf: Type.Object({ segmentIds: Type.Array(Type.String()) }),
 };
 
 export const schemas = {
@@ -131,6 +132,10 @@ export const schemas = {
     scoreChanged: Type.Optional(Type.Boolean()),
   }),
   matches: Params({ contactId: Type.String({ minLength: 1, maxLength: 64 }), filter: Filter }),
+  memberOf: Params({
+    contactId: Type.String({ minLength: 1, maxLength: 64 }),
+    segmentIds: Type.Array(Type.String({ minLength: 1, maxLength: 64 }), { maxItems: 200 }),
+  }),
   matchingContacts: Params({
     contactIds: Type.Array(Type.String({ minLength: 1, maxLength: 64 }), { maxItems: 1000 }),
     filter: Filter,

@@ -12,6 +12,7 @@ export interface WorkspaceView {
   id: string;
   name: string;
   slug: string;
+  siteKey: string;
   settings: Record<string, unknown>;
   createdAt: Date;
   updatedAt: Date;
@@ -22,6 +23,7 @@ const view = (w: Workspace, role?: Role): WorkspaceView => ({
   id: w.id,
   name: w.name,
   slug: w.slug,
+  siteKey: w.siteKey,
   settings: maskSecrets(w.settings),
   createdAt: w.createdAt,
   updatedAt: w.updatedAt,
@@ -95,6 +97,16 @@ export async function createWorkspace(userId: string, name: string, slug?: strin
 export async function getWorkspace(workspaceId: string, role?: Role): Promise<WorkspaceView | null> {
   const workspace = await Workspace.findByPk(workspaceId);
   return workspace ? view(workspace, role) : null;
+}
+
+/** The workspace of a website script's key, with the origins its settings allow. */
+export async function bySiteKey(
+  siteKey: string,
+): Promise<{ workspaceId: string; allowedOrigins: string[] } | null> {
+  const workspace = await Workspace.findOne({ where: { siteKey }, attributes: ["id", "settings"] });
+  if (!workspace) return null;
+  const origins = workspace.settings?.allowedOrigins;
+  return { workspaceId: workspace.id, allowedOrigins: Array.isArray(origins) ? (origins as string[]) : [] };
 }
 
 /** The settings with their secrets opened, for the service that uses one (never answered to a caller). */

@@ -17,6 +17,7 @@ export const WorkspaceSchema = Component(
     id: Type.String(),
     name: Type.String(),
     slug: Type.String(),
+    siteKey: Type.String({ description: "Public key of the website script (`?key=`), read-only" }),
     settings: Settings,
     createdAt: DateTime(),
     updatedAt: DateTime(),
@@ -85,6 +86,7 @@ export const schemas = {
   auditLogsResult: Paginated(AuditEntrySchema),
   membership: Params({ workspaceId: Type.String(), userId: Type.String() }),
   settingsWithSecrets: Params({ workspaceId: WorkspaceId }),
+  bySiteKey: Params({ siteKey: Type.String({ minLength: 1, maxLength: 100 }) }),
   memberUserIds: Params({
     workspaceId: WorkspaceId,
     userIds: Type.Array(Type.String({ maxLength: 255 }), { maxItems: 1000 }),

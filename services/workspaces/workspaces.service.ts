@@ -2,7 +2,7 @@ import { Type } from "@sinclair/typebox";
 import type { Service } from "moleculer";
 import { audit } from "../../lib/audit";
 import { defineAction, defineService } from "../../lib/define-service";
-import { forbidden, found, notFound } from "../../lib/errors";
+import { forbidden, found, notFound, unauthorized } from "../../lib/errors";
 import type { AppContext } from "../../lib/moleculer-types";
 import { pageRequest } from "../../lib/pagination";
 import { Nullable } from "../../lib/schema";
@@ -223,6 +223,18 @@ export default defineService({
       params: schemas.settingsWithSecrets,
       result: Type.Record(Type.String(), Type.Unknown()),
       handler: async (ctx) => found(await repo.settingsWithSecrets(ctx.params.workspaceId), "Workspace"),
+    }),
+
+    /** Internal (the website script): the workspace a public `siteKey` names and its allowed origins; 401 when none. */
+    bySiteKey: defineAction({
+      params: schemas.bySiteKey,
+      result: Type.Object({ workspaceId: Type.String(), allowedOrigins: Type.Array(Type.String()) }),
+      cache: { keys: ["siteKey"], ttl: 30 },
+      async handler(ctx) {
+        const site = await repo.bySiteKey(ctx.params.siteKey);
+        if (!site) throw unauthorized("Unknown site key");
+        return site;
+      },
     }),
 
     /** Internal: write one audit entry (see lib/audit.ts). */

@@ -1,0 +1,157 @@
+// The website script: <script src="{PUBLIC_URL}/cms.js" data-key="pk_..." async></script>.
+// Records page views (anonymous by a session id; the contact's once one of the workspace's
+// forms has identified the visitor) and shows the workspace's focus items by their trigger
+// (load, delay, scroll depth, exit intent) and rules (page addresses, views per visitor).
+(function () {
+  var script = document.currentScript;
+  if (!script) return;
+  var base = new URL(script.src).origin;
+  var key = script.getAttribute("data-key");
+  var store = window.localStorage;
+  var session = sessionStorage.getItem("cms_session");
+  if (!session) {
+    session = Math.random().toString(36).slice(2) + Date.now().toString(36);
+    sessionStorage.setItem("cms_session", session);
+  }
+  var STYLES = {
+    bar: "position:fixed;top:0;left:0;right:0;z-index:2147483000;padding:12px 40px 12px 16px;background:#1c1f26;color:#fff",
+    modal:
+      "position:fixed;top:50%;left:50%;transform:translate(-50%,-50%);z-index:2147483000;max-width:min(480px,92vw);padding:24px;background:#fff;color:#1c1f26;border-radius:8px;box-shadow:0 8px 40px rgba(0,0,0,.35)",
+    slide_in:
+      "position:fixed;right:16px;bottom:16px;z-index:2147483000;max-width:min(360px,92vw);padding:20px;background:#fff;color:#1c1f26;border-radius:8px;box-shadow:0 4px 24px rgba(0,0,0,.25)",
+  };
+
+  function visitor() {
+    return store.getItem("cms_visitor");
+  }
+  function endpoint(path, params) {
+    var query = new URLSearchParams(params || {});
+    query.set("key", key);
+    return base + path + "?" + query;
+  }
+  function track(type, metadata) {
+    var body = new URLSearchParams({
+      type: type,
+      sessionId: session,
+      pageUrl: location.href,
+      referrer: document.referrer,
+    });
+    var query = new URLSearchParams(location.search);
+    [
+      ["utm_source", "utmSource"],
+      ["utm_medium", "utmMedium"],
+      ["utm_campaign", "utmCampaign"],
+    ].forEach(function (pair) {
+      if (query.get(pair[0])) body.set(pair[1], query.get(pair[0]));
+    });
+    if (visitor()) body.set("visitorToken", visitor());
+    if (metadata) body.set("metadata", JSON.stringify(metadata));
+    return fetch(endpoint("/api/script/event"), {
+      method: "POST",
+      body: body,
+      keepalive: true,
+      headers: { Accept: "application/json" },
+    }).catch(function () {});
+  }
+
+  // A form of the workspace answered: the visitor is now known by its token.
+  document.addEventListener("cms:submitted", function (event) {
+    if (event.detail && event.detail.visitorToken) store.setItem("cms_visitor", event.detail.visitorToken);
+  });
+
+  function shown(id) {
+    try {
+      return JSON.parse(store.getItem("cms_seen_" + id) || "[]");
+    } catch (e) {
+      return [];
+    }
+  }
+  function allowed(item) {
+    var urls = item.rules.urls;
+    if (
+      urls.length &&
+      !urls.some(function (part) {
+        return location.href.indexOf(part) >= 0;
+      })
+    )
+      return false;
+    var frequency = item.rules.frequency;
+    if (!frequency) return true;
+    var since = Date.now() - frequency.perDays * 864e5;
+    return (
+      shown(item.id).filter(function (at) {
+        return at > since;
+      }).length < frequency.maxViews
+    );
+  }
+  function show(item) {
+    if (document.getElementById("cms-focus-" + item.id)) return;
+    store.setItem("cms_seen_" + item.id, JSON.stringify(shown(item.id).concat(Date.now()).slice(-100)));
+    var box = document.createElement("div");
+    box.id = "cms-focus-" + item.id;
+    box.className = "cms-focus cms-focus-" + item.type;
+    box.setAttribute("role", item.type === "modal" ? "dialog" : "region");
+    box.setAttribute("aria-label", item.name);
+    box.style.cssText = STYLES[item.type] || STYLES.slide_in;
+    box.innerHTML = item.content;
+    var close = document.createElement("button");
+    close.type = "button";
+    close.textContent = "\u00d7";
+    close.setAttribute("aria-label", "Close");
+    close.style.cssText =
+      "position:absolute;top:4px;right:8px;border:0;background:none;color:inherit;font-size:22px;cursor:pointer";
+    close.onclick = function () {
+      box.remove();
+    };
+    box.appendChild(close);
+    box.addEventListener("cms:submitted", function () {
+      track("focus_item.conversion", { focusItemId: item.id });
+    });
+    document.body.appendChild(box);
+    if (item.formId) {
+      var embed = document.createElement("script");
+      embed.src = base + "/api/forms/" + encodeURIComponent(item.formId) + "/embed";
+      box.appendChild(embed);
+    }
+    track("focus_item.view", { focusItemId: item.id });
+  }
+  function arm(item) {
+    if (!allowed(item)) return;
+    var on = item.trigger.on;
+    var value = item.trigger.value;
+    if (on === "load") show(item);
+    else if (on === "delay")
+      setTimeout(function () {
+        show(item);
+      }, value * 1000);
+    else if (on === "scroll") {
+      var check = function () {
+        var page = document.documentElement;
+        if (((page.scrollTop + innerHeight) / page.scrollHeight) * 100 >= value) {
+          removeEventListener("scroll", check);
+          show(item);
+        }
+      };
+      addEventListener("scroll", check, { passive: true });
+      check();
+    } else if (on === "exit_intent") {
+      var leave = function (event) {
+        if (!event.relatedTarget && event.clientY <= 0) {
+          document.removeEventListener("mouseout", leave);
+          show(item);
+        }
+      };
+      document.addEventListener("mouseout", leave);
+    }
+  }
+
+  track("page_view");
+  fetch(endpoint("/api/script/config", visitor() ? { visitorToken: visitor() } : {}))
+    .then(function (res) {
+      return res.json();
+    })
+    .then(function (config) {
+      config.focusItems.forEach(arm);
+    })
+    .catch(function () {});
+})();

@@ -1,0 +1,179 @@
+import { SYSTEM } from "../../lib/access";
+import { config } from "../../lib/config";
+import { sha256Hex } from "../../lib/crypto";
+import { defineAction } from "../../lib/define-service";
+import { fieldError, forbidden, invalidToken, unauthorized } from "../../lib/errors";
+import type { AppContext } from "../../lib/moleculer-types";
+import { consume } from "../../lib/rate-limit";
+import { isServiceAvailable } from "../../lib/registry";
+import { verifyLinkToken } from "../messages/links";
+import { results, schemas } from "./content.schemas";
+import * as focus from "./focus-items.repo";
+
+/**
+ * The website script's endpoints (contract 10; mixed into `content`),
+ * public: a workspace's `siteKey` (`?key=`) names it, a page's `Origin`
+ * must be one of its `allowedOrigins` (echoed back for CORS) or this
+ * service's own, and a visitor is known only by the `visitorToken` a form
+ * submission gave it. `public/cms.js` is the script that calls them.
+ */
+
+const tags = ["Website script"];
+/** Events a visitor may record; the service records the others itself (opens, submissions, opt-outs...). */
+const RESERVED_TYPES = /^(message\.|form\.|unsubscribe\.|asset\.|campaign\.|contact\.)|\.message_received$/;
+/** Events one address may record per minute. */
+const EVENT_LIMIT = { name: "script-event", points: 300, durationSeconds: 60 };
+
+interface Site {
+  workspaceId: string;
+  allowedOrigins: string[];
+}
+
+/** The workspace of `?key=` (401 when unknown), its origins checked and echoed for CORS. */
+async function siteOf(ctx: AppContext, key: string | undefined): Promise<Site> {
+  if (!key) throw unauthorized("The site key is missing (?key=)");
+  const site = (await ctx.call(
+    "workspaces.bySiteKey",
+    { siteKey: key },
+    { meta: { principal: SYSTEM } },
+  )) as Site;
+  const origin = ctx.meta.origin;
+  if (origin) {
+    if (origin !== new URL(config().publicUrl).origin && !site.allowedOrigins.includes(origin))
+      throw forbidden("This site is not among the workspace's allowedOrigins");
+    ctx.meta.$responseHeaders = {
+      ...ctx.meta.$responseHeaders,
+      "Access-Control-Allow-Origin": origin,
+      Vary: "Origin",
+    };
+  }
+  return site;
+}
+
+/** The contact a visitor token names in this workspace (400 INVALID_TOKEN otherwise); none without a token. */
+function visitorOf(site: Site, token: string | undefined): string | null {
+  if (!token) return null;
+  const claims = verifyLinkToken(token, ["visitor"]);
+  if (claims.ws !== site.workspaceId) throw invalidToken("The visitor token is for another workspace");
+  return claims.sub;
+}
+
+const scoped = (site: Site) => ({ meta: { principal: SYSTEM, workspaceId: site.workspaceId } });
+
+export const scriptActions = {
+  actions: {
+    /**
+     * What applies to the page: active focus items (those limited to a
+     * segment only for a visitor in it), the active forms and the push key;
+     * answered with an ETag (304 when unchanged). Public.
+     */
+    scriptConfig: defineAction({
+      rest: "GET /script/config",
+      auth: "public",
+      openapi: { tags, summary: "The website script's configuration (ETag)" },
+      params: schemas.scriptConfig,
+      result: results.scriptConfig,
+      async handler(ctx) {
+        const site = await siteOf(ctx, ctx.params.key);
+        const contactId = visitorOf(site, ctx.params.visitorToken);
+        const items = await focus.activeItems(site.workspaceId);
+        const gated = [...new Set(items.flatMap((i) => (i.rules.segmentId ? [i.rules.segmentId] : [])))];
+        const member = new Set(
+          contactId && gated.length && isServiceAvailable(ctx.broker, "segments")
+            ? (
+                (await ctx.call("segments.memberOf", { contactId, segmentIds: gated }, scoped(site))) as {
+                  segmentIds: string[];
+                }
+              ).segmentIds
+            : [],
+        );
+        const forms = isServiceAvailable(ctx.broker, "forms")
+          ? ((await ctx.call("forms.active", {}, scoped(site))) as Array<{ id: string; name: string }>)
+          : [];
+        const body = {
+          focusItems: items
+            .filter((i) => !i.rules.segmentId || member.has(i.rules.segmentId))
+            .map((i) => ({
+              id: i.id,
+              name: i.name,
+              type: i.type,
+              content: i.content,
+              formId: i.formId,
+              trigger: i.trigger,
+              rules: { urls: i.rules.urls, frequency: i.rules.frequency },
+            })),
+          forms: forms.map((f) => ({ ...f, embedUrl: `${config().publicUrl}/api/forms/${f.id}/embed` })),
+          vapidPublicKey: null,
+        };
+        const etag = `"${sha256Hex(JSON.stringify(body)).slice(0, 32)}"`;
+        ctx.meta.$responseHeaders = {
+          ...ctx.meta.$responseHeaders,
+          ETag: etag,
+          "Cache-Control": "private, max-age=60",
+        };
+        if (ctx.meta.ifNoneMatch === etag) {
+          ctx.meta.$statusCode = 304;
+          return null as unknown as typeof body;
+        }
+        return body;
+      },
+    }),
+
+    /**
+     * Record a page view or custom event of a visitor (form-encoded or JSON):
+     * anonymous by its `sessionId`, or the contact's with a `visitorToken`,
+     * whose session's earlier anonymous events then become the contact's. Public.
+     */
+    scriptEvent: defineAction({
+      rest: "POST /script/event",
+      auth: "public",
+      openapi: { tags, summary: "Record a visitor's page view or custom event" },
+      params: schemas.scriptEvent,
+      result: results.scriptEvent,
+      async handler(ctx) {
+        const { key, visitorToken, metadata, type, ...fields } = ctx.params;
+        const site = await siteOf(ctx, key);
+        await consume(EVENT_LIMIT, ctx.meta.ip ?? "unknown");
+        if (RESERVED_TYPES.test(type))
+          throw forbidden(`${type} is recorded by the service itself, not by the website script`);
+        const contactId = visitorOf(site, visitorToken);
+        let meta: unknown = metadata ?? {};
+        if (typeof meta === "string") {
+          try {
+            meta = JSON.parse(meta);
+          } catch {
+            meta = null;
+          }
+        }
+        if (!meta || typeof meta !== "object" || Array.isArray(meta))
+          throw fieldError("metadata", "must be a JSON object");
+        if (contactId && fields.sessionId)
+          await ctx.call("events.claimSession", { sessionId: fields.sessionId, contactId }, scoped(site));
+        const event = (await ctx.call(
+          "events.record",
+          { type, contactId, metadata: meta, ...fields },
+          scoped(site),
+        )) as { id: string };
+        return { eventId: event.id };
+      },
+    }),
+
+    /** The fields of a form an identified visitor's contact already fills (none for an anonymous one). Public. */
+    scriptPrefill: defineAction({
+      rest: "GET /script/prefill",
+      auth: "public",
+      openapi: { tags, summary: "Known fields of a form for an identified visitor" },
+      params: schemas.scriptPrefill,
+      result: results.scriptPrefill,
+      async handler(ctx) {
+        const site = await siteOf(ctx, ctx.params.key);
+        const contactId = visitorOf(site, ctx.params.visitorToken);
+        if (!contactId) return { fields: {} };
+        ctx.meta.$responseHeaders = { ...ctx.meta.$responseHeaders, "Cache-Control": "no-store" };
+        return ctx.call("forms.prefill", { formId: ctx.params.formId, contactId }, scoped(site)) as Promise<{
+          fields: Record<string, unknown>;
+        }>;
+      },
+    }),
+  },
+};

@@ -1,0 +1,184 @@
+import { gzipSync } from "node:zlib";
+import fs from "node:fs";
+import path from "node:path";
+import { PUBLIC_DIR } from "../../../lib/paths";
+import { startApp, type TestApp } from "../../helpers/app";
+import { HttpClient, ownerWithWorkspace } from "../../helpers/http";
+
+/**
+ * The website script's endpoints through the gateway: the site key and the
+ * allowed origins, the config with its ETag (segment-limited items only for
+ * a visitor in the segment), anonymous events that become the contact's
+ * when a form identifies the visitor, and prefill for known visitors only.
+ */
+
+let app: TestApp;
+let ctx: Awaited<ReturnType<typeof ownerWithWorkspace>>;
+let key: string;
+const SITE = "https://www.acme.test";
+
+beforeAll(async () => {
+  app = await startApp({
+    services: ["api", "auth", "workspaces", "contacts", "events", "segments", "forms", "content"],
+  });
+  ctx = await ownerWithWorkspace(app.baseUrl);
+  const workspace = await c().patch(ctx.ws, { settings: { allowedOrigins: [SITE] } });
+  key = workspace.body.siteKey;
+});
+
+afterAll(async () => {
+  await app?.stop();
+});
+
+const c = () => ctx.owner.client;
+const page = () => new HttpClient(app.baseUrl);
+const from = { headers: { origin: SITE } };
+
+test("workspaces carry a read-only siteKey; unknown keys are 401, other origins 403", async () => {
+  expect(key).toMatch(/^pk_[A-Za-z0-9]{24}$/);
+  await c().patch(ctx.ws, { siteKey: "pk_mine" });
+  expect((await c().get(ctx.ws)).body.siteKey).toBe(key);
+  expect((await page().get(`/api/script/config?key=pk_nope`, from)).status).toBe(401);
+  expect((await page().get(`/api/script/config`, from)).status).toBe(401);
+  expect(
+    (await page().get(`/api/script/config?key=${key}`, { headers: { origin: "https://evil.example" } }))
+      .status,
+  ).toBe(403);
+  const ok = await page().get(`/api/script/config?key=${key}`, from);
+  expect(ok.status).toBe(200);
+  expect(ok.headers.get("access-control-allow-origin")).toBe(SITE);
+});
+
+test("config: active focus items and forms with an ETag; segment-limited items for members only", async () => {
+  const form = await c().post(`${ctx.ws}/forms`, {
+    name: "Newsletter",
+    fields: [
+      { key: "email", label: "Email", type: "email", required: true, mapTo: "email" },
+      { key: "first", label: "First name", type: "text", mapTo: "firstName" },
+    ],
+  });
+  const vips = await c().post(`${ctx.ws}/segments`, { name: "VIPs", type: "static" });
+  await c().post(`${ctx.ws}/focus-items`, {
+    name: "Everyone",
+    type: "bar",
+    content: "<p>Hello</p>",
+    formId: form.body.id,
+    trigger: { on: "delay", value: 1 },
+    rules: { urls: ["/pricing"], frequency: { maxViews: 2, perDays: 1 } },
+  });
+  await c().post(`${ctx.ws}/focus-items`, {
+    name: "VIP only",
+    type: "modal",
+    content: "<p>Hi VIP</p>",
+    trigger: { on: "load" },
+    rules: { segmentId: vips.body.id },
+  });
+  await c().post(`${ctx.ws}/focus-items`, {
+    name: "Off",
+    type: "bar",
+    content: "x",
+    trigger: { on: "load" },
+    active: false,
+  });
+
+  const anonymous = await page().get(`/api/script/config?key=${key}`, from);
+  expect(anonymous.body).toEqual({
+    focusItems: [
+      {
+        id: expect.any(String),
+        name: "Everyone",
+        type: "bar",
+        content: "<p>Hello</p>",
+        formId: form.body.id,
+        trigger: { on: "delay", value: 1 },
+        rules: { urls: ["/pricing"], frequency: { maxViews: 2, perDays: 1 } },
+      },
+    ],
+    forms: [
+      {
+        id: form.body.id,
+        name: "Newsletter",
+        embedUrl: expect.stringMatching(`/api/forms/${form.body.id}/embed$`),
+      },
+    ],
+    vapidPublicKey: null,
+  });
+  const etag = anonymous.headers.get("etag")!;
+  const again = await page().get(`/api/script/config?key=${key}`, {
+    headers: { origin: SITE, "if-none-match": etag },
+  });
+  expect(again.status).toBe(304);
+
+  // A visitor identified by a submission, then put in the segment, sees the VIP item.
+  const submitted = await page().post(`/api/forms/${form.body.id}/submit`, {
+    email: "vip@example.com",
+    first: "Vi",
+  });
+  const token = submitted.body.visitorToken;
+  await c().post(`${ctx.ws}/segments/${vips.body.id}/members`, { contactIds: [submitted.body.contactId] });
+  const known = await page().get(`/api/script/config?key=${key}&visitorToken=${token}`, from);
+  expect(known.body.focusItems.map((i: { name: string }) => i.name)).toEqual(["Everyone", "VIP only"]);
+  expect(known.headers.get("etag")).not.toBe(etag);
+  expect((await page().get(`/api/script/config?key=${key}&visitorToken=forged`, from)).status).toBe(400);
+
+  // Prefill: the known fields of the form, for that visitor only.
+  const prefill = await page().get(
+    `/api/script/prefill?key=${key}&formId=${form.body.id}&visitorToken=${token}`,
+    from,
+  );
+  expect(prefill.body).toEqual({ fields: { email: "vip@example.com", first: "Vi" } });
+  expect((await page().get(`/api/script/prefill?key=${key}&formId=${form.body.id}`, from)).body).toEqual({
+    fields: {},
+  });
+});
+
+test("events: anonymous by session, the contact's once identified (earlier ones too); reserved types refused", async () => {
+  const form = await c().post(`${ctx.ws}/forms`, {
+    name: "Identify",
+    fields: [{ key: "email", label: "Email", type: "email", required: true, mapTo: "email" }],
+  });
+  const visit = (body: Record<string, string>) =>
+    page().request("POST", `/api/script/event?key=${key}`, {
+      form: body,
+      headers: { origin: SITE, accept: "application/json" },
+    });
+  const first = await visit({
+    type: "page_view",
+    sessionId: "s-1",
+    pageUrl: `${SITE}/pricing?utm_source=ad`,
+    utmSource: "ad",
+    metadata: JSON.stringify({ title: "Pricing" }),
+  });
+  expect(first.status).toBe(200);
+  expect(first.body).toEqual({ eventId: expect.any(String) });
+  expect((await visit({ type: "message.open", sessionId: "s-1" })).status).toBe(403);
+  expect((await visit({ type: "page_view", metadata: "[1]" })).status).toBe(400);
+
+  const submitted = await page().post(`/api/forms/${form.body.id}/submit`, {
+    email: "seen@example.com",
+    sessionId: "s-1",
+  });
+  const contactId = submitted.body.contactId;
+  const later = await visit({
+    type: "pricing_viewed",
+    sessionId: "s-2",
+    visitorToken: submitted.body.visitorToken,
+  });
+  expect(later.status).toBe(200);
+  const events = (await c().get(`${ctx.ws}/events?contactId=${contactId}`)).body as Array<
+    Record<string, any>
+  >;
+  expect(events.map((e) => e.type).sort()).toEqual(["form.submitted", "page_view", "pricing_viewed"]);
+  expect(events.find((e) => e.type === "page_view")).toMatchObject({
+    metadata: { title: "Pricing" },
+    utmSource: "ad",
+    sessionId: "s-1",
+  });
+});
+
+test("the script is served from public/ and stays under 10 KB gzipped", async () => {
+  const served = await page().get("/cms.js");
+  expect(served.status).toBe(200);
+  expect(served.headers.get("content-type")).toMatch(/javascript/);
+  expect(gzipSync(fs.readFileSync(path.join(PUBLIC_DIR, "cms.js"))).length).toBeLessThan(10 * 1024);
+});
