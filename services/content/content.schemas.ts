@@ -246,18 +246,10 @@ export const results = {
   focusItem: FocusItemSchema,
   scriptConfig: Type.Object({
     focusItems: Type.Array(
-      Type.Object({
-        id: Type.String(),
-        name: Type.String(),
-        type: Type.String(),
-        content: Type.String(),
-        formId: Nullable(Type.String()),
-        trigger: Type.Object({ on: Type.String(), value: Nullable(Type.Integer()) }),
-        rules: Type.Object({
-          urls: Type.Array(Type.String()),
-          frequency: Nullable(Type.Object({ maxViews: Type.Integer(), perDays: Type.Integer() })),
-        }),
-      }),
+      Type.Composite([
+        Type.Pick(FocusItemSchema, ["id", "name", "type", "content", "formId", "trigger"]),
+        Type.Object({ rules: Type.Omit(FocusItemSchema.properties.rules, ["segmentId"]) }),
+      ]),
     ),
     forms: Type.Array(Type.Object({ id: Type.String(), name: Type.String(), embedUrl: Type.String() })),
     vapidPublicKey: Nullable(Type.String()),
