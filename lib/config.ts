@@ -49,6 +49,8 @@ export interface AppConfig {
   campaignPollMs: number;
   /** How long a claimed enrollment step is its runner's before another replica may take it (a runner that died). */
   campaignLeaseMs: number;
+  /** How often the website script's event streams get a `ping`, so proxies keep them open. */
+  scriptHeartbeatMs: number;
   providerRateLimits: Record<string, number>;
   providerTimeoutMs: number;
   providerHttpConnections: number;
@@ -111,6 +113,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     messageWorkers: int(env.MESSAGE_WORKERS, 2),
     campaignPollMs: int(env.CAMPAIGN_POLL_MS, 1_000),
     campaignLeaseMs: int(env.CAMPAIGN_LEASE_MS, 60_000),
+    scriptHeartbeatMs: int(env.SCRIPT_HEARTBEAT_MS, 25_000),
     messageRetryDelaysMs: (env.MESSAGE_RETRY_DELAYS_MS ?? "30000,120000,600000,3600000")
       .split(",")
       .map((v) => Number.parseInt(v.trim(), 10))

@@ -145,6 +145,29 @@
     }
   }
 
+  // Elements naming a dynamic content slot get the visitor's content, and focus items saved
+  // while the page is open arrive, over one event stream (only on pages with slots).
+  var slotted = document.querySelectorAll("[data-cms-slot]");
+  if (slotted.length && window.EventSource) {
+    var slots = Array.prototype.map.call(slotted, function (element) {
+      return element.getAttribute("data-cms-slot");
+    });
+    var query = { slots: slots.join(",") };
+    if (visitor()) query.visitorToken = visitor();
+    var stream = new EventSource(endpoint("/api/script/stream", query));
+    stream.addEventListener("dynamic_content", function (event) {
+      var content = JSON.parse(event.data);
+      document
+        .querySelectorAll('[data-cms-slot="' + CSS.escape(content.slot) + '"]')
+        .forEach(function (element) {
+          element.innerHTML = content.html;
+        });
+    });
+    stream.addEventListener("focus_item", function (event) {
+      arm(JSON.parse(event.data));
+    });
+  }
+
   track("page_view");
   fetch(endpoint("/api/script/config", visitor() ? { visitorToken: visitor() } : {}))
     .then(function (res) {

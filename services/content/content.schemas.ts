@@ -227,6 +227,13 @@ export const schemas = {
       }),
     ),
   }),
+  scriptStream: Params({
+    key: Type.Optional(SiteKey),
+    visitorToken: Type.Optional(VisitorToken),
+    slots: Type.Optional(
+      Type.String({ maxLength: 1000, description: "Dynamic content slots the page shows, comma-separated" }),
+    ),
+  }),
   scriptPrefill: Params({
     key: Type.Optional(SiteKey),
     formId: Id,

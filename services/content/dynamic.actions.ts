@@ -1,5 +1,6 @@
 import { SYSTEM } from "../../lib/access";
 import { defineAction } from "../../lib/define-service";
+import type { AppContext } from "../../lib/moleculer-types";
 import { validationError } from "../../lib/errors";
 import { pageRequest } from "../../lib/pagination";
 import { isServiceAvailable } from "../../lib/registry";
@@ -10,6 +11,28 @@ import { contentFor } from "./dynamic";
 import * as repo from "./dynamic-content.repo";
 
 const WS = "/workspaces/:workspaceId/dynamic-content";
+
+/** Each contact's content of the named slots; `null` is an anonymous visitor, who gets each slot's default. */
+export async function slotsFor(
+  ctx: AppContext,
+  ws: string,
+  contactIds: Array<string | null>,
+  slots: string[],
+): Promise<Record<string, Record<string, string>>> {
+  const defined = slots.length ? await repo.slotsNamed(ws, slots) : [];
+  const canMatch = isServiceAvailable(ctx.broker, "segments");
+  const ids = contactIds.map((id) => id ?? "");
+  return contentFor(defined, ids, async (filter, undecided) => {
+    const known = undecided.filter(Boolean);
+    if (!canMatch || !known.length) return [];
+    const { contactIds: matched } = (await ctx.call(
+      "segments.matchingContacts",
+      { contactIds: known, filter },
+      { meta: { principal: SYSTEM, workspaceId: ws } },
+    )) as { contactIds: string[] };
+    return matched;
+  });
+}
 const tags = ["Dynamic content"];
 
 /** Dynamic content slots (mixed into `content`; forms.* scopes): variants chosen per contact by a segment filter. */
@@ -58,23 +81,7 @@ export const dynamicActions = {
     dynamicFor: defineAction({
       params: schemas.dynamicFor,
       result: results.dynamicFor,
-      async handler(ctx) {
-        const ws = workspaceOf(ctx);
-        const { contactIds, slots } = ctx.params;
-        const defined = slots.length ? await repo.slotsNamed(ws, slots) : [];
-        const canMatch = isServiceAvailable(ctx.broker, "segments");
-        return contentFor(defined, contactIds, async (filter, ids) =>
-          canMatch
-            ? (
-                (await ctx.call(
-                  "segments.matchingContacts",
-                  { contactIds: ids, filter },
-                  { meta: { principal: SYSTEM, workspaceId: ws } },
-                )) as { contactIds: string[] }
-              ).contactIds
-            : [],
-        );
-      },
+      handler: (ctx) => slotsFor(ctx, workspaceOf(ctx), ctx.params.contactIds, ctx.params.slots),
     }),
   },
 };

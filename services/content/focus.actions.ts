@@ -8,6 +8,7 @@ import { workspaceOf } from "../../lib/tenancy";
 import { results, schemas } from "./content.schemas";
 import { completeRules, completeTrigger, triggerIssues } from "./focus-items";
 import * as repo from "./focus-items.repo";
+import { FOCUS_ITEM_CHANGED } from "./script.actions";
 
 const WS = "/workspaces/:workspaceId/focus-items";
 const tags = ["Focus items"];
@@ -91,7 +92,9 @@ export const focusActions = {
           trigger: completeTrigger(body.trigger),
           rules: completeRules(body.rules),
         });
-        return found(await repo.findItem(ws, await repo.insertItem(ws, input)), "Focus item");
+        const id = await repo.insertItem(ws, input);
+        await ctx.broadcast(FOCUS_ITEM_CHANGED, { workspaceId: ws, focusItemId: id });
+        return found(await repo.findItem(ws, id), "Focus item");
       },
     }),
 
@@ -130,6 +133,7 @@ export const focusActions = {
           rules: changes.rules ? completeRules(changes.rules) : stored.rules,
         });
         if (!(await repo.updateItem(ws, focusItemId, input))) throw notFound("Focus item");
+        await ctx.broadcast(FOCUS_ITEM_CHANGED, { workspaceId: ws, focusItemId });
         return found(await repo.findItem(ws, focusItemId), "Focus item");
       },
     }),

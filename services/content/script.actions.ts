@@ -1,3 +1,4 @@
+import type { ServiceSchema } from "moleculer";
 import { SYSTEM } from "../../lib/access";
 import { config } from "../../lib/config";
 import { sha256Hex } from "../../lib/crypto";
@@ -8,7 +9,10 @@ import { consume } from "../../lib/rate-limit";
 import { isServiceAvailable } from "../../lib/registry";
 import { verifyLinkToken } from "../messages/links";
 import { results, schemas } from "./content.schemas";
+import { slotsFor } from "./dynamic.actions";
+import { EventStreams } from "./event-streams";
 import * as focus from "./focus-items.repo";
+import type { FocusItemView } from "./content.schemas";
 
 /**
  * The website script's endpoints (contract 10; mixed into `content`),
@@ -60,7 +64,35 @@ function visitorOf(site: Site, token: string | undefined): string | null {
 
 const scoped = (site: Site) => ({ meta: { principal: SYSTEM, workspaceId: site.workspaceId } });
 
-export const scriptActions = {
+/** A focus item as the script takes it (its segment rule applied by the service). */
+const scriptItem = (i: FocusItemView) => ({
+  id: i.id,
+  name: i.name,
+  type: i.type,
+  content: i.content,
+  formId: i.formId,
+  trigger: i.trigger,
+  rules: { urls: i.rules.urls, frequency: i.rules.frequency },
+});
+
+/** Which of the segments a visitor is a member of (none for an anonymous one). */
+async function memberships(ctx: AppContext, site: Site, contactId: string | null, segmentIds: string[]) {
+  if (!contactId || !segmentIds.length || !isServiceAvailable(ctx.broker, "segments"))
+    return new Set<string>();
+  const { segmentIds: member } = (await ctx.call(
+    "segments.memberOf",
+    { contactId, segmentIds },
+    scoped(site),
+  )) as {
+    segmentIds: string[];
+  };
+  return new Set(member);
+}
+
+/** The focus item changed in a workspace (broadcast by focus.actions.ts): its streams get it, if it applies. */
+export const FOCUS_ITEM_CHANGED = "content.focusItemChanged";
+
+export const scriptActions: Partial<ServiceSchema> = {
   actions: {
     /**
      * What applies to the page: active focus items (those limited to a
@@ -78,30 +110,14 @@ export const scriptActions = {
         const contactId = visitorOf(site, ctx.params.visitorToken);
         const items = await focus.activeItems(site.workspaceId);
         const gated = [...new Set(items.flatMap((i) => (i.rules.segmentId ? [i.rules.segmentId] : [])))];
-        const member = new Set(
-          contactId && gated.length && isServiceAvailable(ctx.broker, "segments")
-            ? (
-                (await ctx.call("segments.memberOf", { contactId, segmentIds: gated }, scoped(site))) as {
-                  segmentIds: string[];
-                }
-              ).segmentIds
-            : [],
-        );
+        const member = await memberships(ctx, site, contactId, gated);
         const forms = isServiceAvailable(ctx.broker, "forms")
           ? ((await ctx.call("forms.active", {}, scoped(site))) as Array<{ id: string; name: string }>)
           : [];
         const body = {
           focusItems: items
             .filter((i) => !i.rules.segmentId || member.has(i.rules.segmentId))
-            .map((i) => ({
-              id: i.id,
-              name: i.name,
-              type: i.type,
-              content: i.content,
-              formId: i.formId,
-              trigger: i.trigger,
-              rules: { urls: i.rules.urls, frequency: i.rules.frequency },
-            })),
+            .map(scriptItem),
           forms: forms.map((f) => ({ ...f, embedUrl: `${config().publicUrl}/api/forms/${f.id}/embed` })),
           vapidPublicKey: null,
         };
@@ -158,6 +174,47 @@ export const scriptActions = {
       },
     }),
 
+    /**
+     * Server-sent events for the page: `ready`, each of `slots`' dynamic
+     * content for the visitor (`dynamic_content {slot, html}`), focus items
+     * as they are saved (`focus_item`), and `ping` every
+     * `SCRIPT_HEARTBEAT_MS`; every stream ends when the service stops. Public.
+     */
+    scriptStream: defineAction({
+      rest: "GET /script/stream",
+      auth: "public",
+      openapi: {
+        tags,
+        summary: "Server-sent events for the page (dynamic content, focus items)",
+        responses: {
+          "200": {
+            description: "text/event-stream",
+            content: { "text/event-stream": { schema: { type: "string" } } },
+          },
+          "4XX": { $ref: "#/components/responses/Error" },
+        },
+      },
+      params: schemas.scriptStream,
+      async handler(ctx) {
+        const site = await siteOf(ctx, ctx.params.key);
+        const contactId = visitorOf(site, ctx.params.visitorToken);
+        const slots = [...new Set((ctx.params.slots ?? "").split(",").map((s) => s.trim()))].filter(Boolean);
+        const content = slots.length
+          ? await slotsFor(ctx, site.workspaceId, [contactId], slots.slice(0, 50))
+          : {};
+        ctx.meta.$responseType = "text/event-stream; charset=utf-8";
+        ctx.meta.$responseHeaders = {
+          ...ctx.meta.$responseHeaders,
+          "Cache-Control": "no-cache",
+          "X-Accel-Buffering": "no",
+        };
+        const visitor = (this.streams as EventStreams).add(site.workspaceId, contactId);
+        for (const [slot, html] of Object.entries(content[contactId ?? ""] ?? {}))
+          visitor.send("dynamic_content", { slot, html });
+        return visitor.stream;
+      },
+    }),
+
     /** The fields of a form an identified visitor's contact already fills (none for an anonymous one). Public. */
     scriptPrefill: defineAction({
       rest: "GET /script/prefill",
@@ -175,5 +232,33 @@ export const scriptActions = {
         }>;
       },
     }),
+  },
+
+  events: {
+    /** A saved focus item reaches this process's open streams of its workspace, where it applies. */
+    async [FOCUS_ITEM_CHANGED](
+      this: { streams: EventStreams },
+      ctx: AppContext<{ workspaceId: string; focusItemId: string }>,
+    ) {
+      const { workspaceId, focusItemId } = ctx.params;
+      const streams = (this.streams as EventStreams).of(workspaceId);
+      if (!streams.length) return;
+      const item = await focus.findItem(workspaceId, focusItemId);
+      if (!item?.active) return;
+      const site = { workspaceId, allowedOrigins: [] };
+      for (const visitor of streams) {
+        const segment = item.rules.segmentId;
+        if (segment && !(await memberships(ctx, site, visitor.contactId, [segment])).has(segment)) continue;
+        visitor.send("focus_item", scriptItem(item));
+      }
+    },
+  },
+
+  created() {
+    this.streams = new EventStreams(config().scriptHeartbeatMs);
+  },
+
+  stopped() {
+    this.streams.closeAll();
   },
 };

@@ -8,9 +8,10 @@ import { waitFor } from "../../helpers/wait";
 
 /**
  * The website script on a customer's site in headless Chromium: page views
- * recorded across origins, a focus item shown by its delay with its form,
- * and the visitor identified by that form, so the session's earlier page
- * views and the later ones are the contact's.
+ * recorded across origins, dynamic content drawn for the visitor, a focus
+ * item shown by its delay with its form, and the visitor identified by that
+ * form, so the session's earlier page views and the later ones are the
+ * contact's (and the page's content is now a known contact's).
  */
 describeWithBrowser("the website script in a browser", () => {
   let app: TestApp;
@@ -29,7 +30,7 @@ describeWithBrowser("the website script in a browser", () => {
     site = http.createServer((req, res) => {
       res.writeHead(200, { "content-type": "text/html; charset=utf-8" });
       res.end(
-        `<!doctype html><title>Acme ${req.url}</title><h1>Acme</h1><p>${"Words. ".repeat(50)}</p>` +
+        `<!doctype html><title>Acme ${req.url}</title><h1>Acme</h1><div data-cms-slot="hero"></div><p>${"Words. ".repeat(50)}</p>` +
           `<script src="${app.baseUrl}/cms.js" data-key="${key}" async></script>`,
       );
     });
@@ -42,6 +43,17 @@ describeWithBrowser("the website script in a browser", () => {
       name: "Guide",
       fields: [{ key: "email", label: "Your email", type: "email", required: true, mapTo: "email" }],
       settings: { submitLabel: "Send me the guide", successMessage: "Check your inbox." },
+    });
+    await c.post(`${ctx.ws}/dynamic-content`, {
+      name: "Hero",
+      slot: "hero",
+      defaultContent: "<strong>Welcome to Acme</strong>",
+      variants: [
+        {
+          filter: { match: "all", conditions: [{ field: "email", operator: "is_set" }] },
+          content: "<strong>Welcome back</strong>",
+        },
+      ],
     });
     const item = await c.post(`${ctx.ws}/focus-items`, {
       name: "Guide offer",
@@ -69,6 +81,7 @@ describeWithBrowser("the website script in a browser", () => {
     try {
       const page = await context.newPage();
       await page.goto(`${siteOrigin}/`);
+      await page.getByText("Welcome to Acme").waitFor();
       await waitFor(
         async () =>
           (await events()).some((e) => e.type === "page_view" && e.pageUrl === `${siteOrigin}/`) || undefined,
@@ -88,6 +101,7 @@ describeWithBrowser("the website script in a browser", () => {
 
       // Identified now: the next page's view is the contact's; the offer is not shown again.
       await page.goto(`${siteOrigin}/pricing`);
+      await page.getByText("Welcome back").waitFor();
       await page.waitForTimeout(1500);
       expect(await page.locator(".cms-focus").count()).toBe(0);
     } finally {
