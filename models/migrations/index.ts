@@ -35,6 +35,7 @@ import * as landingPages from "./0061-landing-pages";
 import * as dynamicContent from "./0062-dynamic-content";
 import * as focusItems from "./0063-focus-items";
 import * as websiteScript from "./0064-website-script";
+import * as pushSubscriptions from "./0065-push-subscriptions";
 
 export interface Migration {
   name: string;
@@ -79,4 +80,5 @@ export const migrations: Migration[] = [
   { name: "0062-dynamic-content", up: dynamicContent.up },
   { name: "0063-focus-items", up: focusItems.up },
   { name: "0064-website-script", up: websiteScript.up },
+  { name: "0065-push-subscriptions", up: pushSubscriptions.up },
 ];

@@ -17,6 +17,7 @@ export const MOVABLE_TABLES = [
   "messages",
   "short_link_clicks",
   "form_submissions",
+  "push_subscriptions",
 ];
 
 export async function existingTables(names: string[], transaction?: Transaction): Promise<Set<string>> {

@@ -145,6 +145,30 @@ const focusBody = {
   active: Type.Boolean({ default: true }),
 };
 
+export const PushSubscriptionSchema = Component(
+  "PushSubscription",
+  Type.Object({
+    id: Type.String(),
+    contactId: Nullable(Type.String()),
+    type: StringEnum(["web", "pushgw1", "pushgw2"]),
+    endpoint: Nullable(Type.String()),
+    token: Nullable(Type.String()),
+    active: Type.Boolean(),
+    createdAt: DateTime(),
+    updatedAt: DateTime(),
+  }),
+);
+export type PushSubscriptionView = Static<typeof PushSubscriptionSchema>;
+
+/** Base64url text of a push key (the browser's `PushSubscription.toJSON()`). */
+const PushKey = (bytes: string) =>
+  Type.String({
+    pattern: "^[A-Za-z0-9_-]+={0,2}$",
+    minLength: 16,
+    maxLength: 200,
+    description: `base64url, ${bytes}`,
+  });
+
 export const schemas = {
   list: Params({
     workspaceId: Id,
@@ -234,6 +258,28 @@ export const schemas = {
       Type.String({ maxLength: 1000, description: "Dynamic content slots the page shows, comma-separated" }),
     ),
   }),
+  scriptPush: Params({
+    key: Type.Optional(SiteKey),
+    visitorToken: Type.Optional(VisitorToken),
+    subscription: Type.Object(
+      {
+        endpoint: Type.String({
+          maxLength: 2000,
+          pattern: "^https://[^\\s]+$",
+          errorMessage: "must be the https URL of a push service",
+        }),
+        expirationTime: Type.Optional(Nullable(Type.Number())),
+        keys: Type.Object(
+          { p256dh: PushKey("65 bytes"), auth: PushKey("16 bytes") },
+          { additionalProperties: false },
+        ),
+      },
+      {
+        additionalProperties: false,
+        description: "The browser's PushSubscription, as its toJSON() gives it",
+      },
+    ),
+  }),
   scriptPrefill: Params({
     key: Type.Optional(SiteKey),
     formId: Id,
@@ -262,6 +308,7 @@ export const results = {
     vapidPublicKey: Nullable(Type.String()),
   }),
   scriptEvent: Type.Object({ eventId: Type.String() }),
+  pushSubscription: PushSubscriptionSchema,
   scriptPrefill: Type.Object({ fields: Type.Record(Type.String(), Type.Unknown()) }),
   focusList: Paginated(FocusItemSchema),
   dynamicList: Paginated(DynamicContentSchema),

@@ -12,6 +12,7 @@ import { results, schemas } from "./content.schemas";
 import { slotsFor } from "./dynamic.actions";
 import { EventStreams } from "./event-streams";
 import * as focus from "./focus-items.repo";
+import * as push from "./push-subscriptions.repo";
 import type { FocusItemView } from "./content.schemas";
 
 /**
@@ -212,6 +213,35 @@ export const scriptActions: Partial<ServiceSchema> = {
         for (const [slot, html] of Object.entries(content[contactId ?? ""] ?? {}))
           visitor.send("dynamic_content", { slot, html });
         return visitor.stream;
+      },
+    }),
+
+    /**
+     * Store a browser's push subscription (201), the identified visitor's
+     * contact's when a `visitorToken` comes with it; a known endpoint is
+     * updated (200). Its keys are sealed and never answered. Public.
+     */
+    scriptPush: defineAction({
+      rest: "POST /script/push",
+      auth: "public",
+      openapi: { tags, summary: "Store a browser's push subscription" },
+      params: schemas.scriptPush,
+      status: 201,
+      alsoAnswers: { 200: results.pushSubscription },
+      result: results.pushSubscription,
+      async handler(ctx) {
+        const site = await siteOf(ctx, ctx.params.key);
+        await consume(EVENT_LIMIT, ctx.meta.ip ?? "unknown");
+        const contactId = visitorOf(site, ctx.params.visitorToken);
+        const { endpoint, keys } = ctx.params.subscription;
+        const { subscription, created } = await push.saveWebSubscription(
+          site.workspaceId,
+          contactId,
+          endpoint,
+          keys,
+        );
+        if (!created) ctx.meta.$statusCode = 200;
+        return subscription;
       },
     }),
 

@@ -1,7 +1,9 @@
 import { gzipSync } from "node:zlib";
 import fs from "node:fs";
 import path from "node:path";
+import { selectRows } from "../../../lib/database";
 import { PUBLIC_DIR } from "../../../lib/paths";
+import { open } from "../../../lib/secret-box";
 import { startApp, type TestApp } from "../../helpers/app";
 import { HttpClient, ownerWithWorkspace } from "../../helpers/http";
 
@@ -181,4 +183,51 @@ test("the script is served from public/ and stays under 10 KB gzipped", async ()
   expect(served.status).toBe(200);
   expect(served.headers.get("content-type")).toMatch(/javascript/);
   expect(gzipSync(fs.readFileSync(path.join(PUBLIC_DIR, "cms.js"))).length).toBeLessThan(10 * 1024);
+});
+
+test("push: a browser's subscription stored (201), the same endpoint updated (200) with the visitor's contact; keys never answered", async () => {
+  const form = await c().post(`${ctx.ws}/forms`, {
+    name: "Push identify",
+    fields: [{ key: "email", label: "Email", type: "email", required: true, mapTo: "email" }],
+  });
+  const subscription = {
+    endpoint: "https://push.example.com/send/abc123",
+    expirationTime: null,
+    keys: {
+      p256dh: "BNcRdreALRFXTkOOUHK1EtK2wtaz5Ry4YfYCA_0QTpQtUbVlUls0VJXg7A8u-Ts1XbjhazAkj7I99e8QcYP7DkM",
+      auth: "tBHItJI5svbpez7KI4CCXg",
+    },
+  };
+  const first = await page().post(`/api/script/push?key=${key}`, { subscription }, from);
+  expect(first.status).toBe(201);
+  expect(first.body).toEqual({
+    id: expect.any(String),
+    contactId: null,
+    type: "web",
+    endpoint: subscription.endpoint,
+    token: null,
+    active: true,
+    createdAt: expect.any(String),
+    updatedAt: expect.any(String),
+  });
+  const who = await page().post(`/api/forms/${form.body.id}/submit`, { email: "push@example.com" });
+  const again = await page().post(
+    `/api/script/push?key=${key}`,
+    { subscription, visitorToken: who.body.visitorToken },
+    from,
+  );
+  expect(again.status).toBe(200);
+  expect(again.body).toMatchObject({ id: first.body.id, contactId: who.body.contactId });
+  const [stored] = await selectRows<{ keys: string }>(`SELECT keys FROM push_subscriptions WHERE id = $1`, [
+    first.body.id,
+  ]);
+  expect(stored.keys).not.toContain(subscription.keys.auth);
+  expect(JSON.parse(open(stored.keys))).toEqual(subscription.keys);
+  const bad = await page().post(
+    `/api/script/push?key=${key}`,
+    { subscription: { ...subscription, endpoint: "http://push.example.com/x" } },
+    from,
+  );
+  expect(bad.status).toBe(400);
+  expect(bad.body.details[0].field).toBe("subscription.endpoint");
 });
