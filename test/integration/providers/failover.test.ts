@@ -91,7 +91,12 @@ test("the default fails past the threshold, sends move to the next provider, and
   const first = await send("one@example.com");
   expect(first).toMatchObject({ providerId: secondary, providerType: "emailapi1" });
   expect(fake.received.filter((r) => r.path.startsWith("/primary"))).toHaveLength(2);
-  expect((await providers()).get(primary)).toMatchObject({
+  // The batch reports its providers' health just after it records its sends.
+  const failing = await waitFor(async () => {
+    const p = (await providers()).get(primary) as { status?: string } | undefined;
+    return p?.status === "failing" ? p : undefined;
+  }, 5_000);
+  expect(failing).toMatchObject({
     isDefault: true,
     status: "failing",
     consecutiveFailures: 2,
@@ -109,10 +114,10 @@ test("the default fails past the threshold, sends move to the next provider, and
   await new Promise((resolve) => setTimeout(resolve, 3100));
   const probed = await send("three@example.com");
   expect(probed.providerId).toBe(primary);
-  expect((await providers()).get(primary)).toMatchObject({
-    status: "active",
-    consecutiveFailures: 0,
-    failingSince: null,
-  });
+  const recovered = await waitFor(async () => {
+    const p = (await providers()).get(primary) as { status?: string } | undefined;
+    return p?.status === "active" ? p : undefined;
+  }, 5_000);
+  expect(recovered).toMatchObject({ status: "active", consecutiveFailures: 0, failingSince: null });
   expect(await audits("provider.recovered")).toEqual([expect.objectContaining({ targetId: primary })]);
 });
