@@ -36,6 +36,7 @@ import * as dynamicContent from "./0062-dynamic-content";
 import * as focusItems from "./0063-focus-items";
 import * as websiteScript from "./0064-website-script";
 import * as pushSubscriptions from "./0065-push-subscriptions";
+import * as focusItemCounts from "./0066-focus-item-counts";
 
 export interface Migration {
   name: string;
@@ -81,4 +82,5 @@ export const migrations: Migration[] = [
   { name: "0063-focus-items", up: focusItems.up },
   { name: "0064-website-script", up: websiteScript.up },
   { name: "0065-push-subscriptions", up: pushSubscriptions.up },
+  { name: "0066-focus-item-counts", up: focusItemCounts.up },
 ];

@@ -129,6 +129,8 @@ export const FocusItemSchema = Component(
       segmentId: Nullable(Type.String()),
     }),
     active: Type.Boolean(),
+    views: Type.Integer({ description: "Times the website script showed it" }),
+    conversions: Type.Integer({ description: "Times its form was submitted from it" }),
     createdAt: DateTime(),
     updatedAt: DateTime(),
   }),

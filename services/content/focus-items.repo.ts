@@ -14,11 +14,13 @@ interface FocusRow {
   trigger: FocusItemView["trigger"];
   rules: FocusItemView["rules"];
   active: boolean;
+  views: number;
+  conversions: number;
   created_at: Date;
   updated_at: Date;
 }
 
-export type FocusInput = Omit<FocusItemView, "id" | "createdAt" | "updatedAt">;
+export type FocusInput = Omit<FocusItemView, "id" | "views" | "conversions" | "createdAt" | "updatedAt">;
 
 const view = (r: FocusRow): FocusItemView => ({
   id: r.id,
@@ -29,6 +31,8 @@ const view = (r: FocusRow): FocusItemView => ({
   trigger: r.trigger,
   rules: r.rules,
   active: r.active,
+  views: r.views,
+  conversions: r.conversions,
   createdAt: r.created_at.toISOString(),
   updatedAt: r.updated_at.toISOString(),
 });
@@ -116,4 +120,16 @@ export async function activeItems(workspaceId: string): Promise<FocusItemView[]>
     [workspaceId],
   );
   return rows.map(view);
+}
+
+/** The website script showed an item (`views`) or its form was submitted from it (`conversions`). */
+export async function countShown(
+  workspaceId: string,
+  id: string,
+  counter: "views" | "conversions",
+): Promise<void> {
+  await selectRows(`UPDATE focus_items SET ${counter} = ${counter} + 1 WHERE workspace_id = $1 AND id = $2`, [
+    workspaceId,
+    id,
+  ]);
 }

@@ -26,6 +26,8 @@ import type { FocusItemView } from "./content.schemas";
 const tags = ["Website script"];
 /** Events a visitor may record; the service records the others itself (opens, submissions, opt-outs...). */
 const RESERVED_TYPES = /^(message\.|form\.|unsubscribe\.|asset\.|campaign\.|contact\.)|\.message_received$/;
+/** The script's focus item events, and the counter of the item each adds to. */
+const FOCUS_COUNTERS = { "focus_item.view": "views", "focus_item.conversion": "conversions" } as const;
 /** Events one address may record per minute. */
 const EVENT_LIMIT = { name: "script-event", points: 300, durationSeconds: 60 };
 
@@ -171,6 +173,10 @@ export const scriptActions: Partial<ServiceSchema> = {
           { type, contactId, metadata: meta, ...fields },
           scoped(site),
         )) as { id: string };
+        const counter = FOCUS_COUNTERS[type as keyof typeof FOCUS_COUNTERS];
+        const focusItemId = (meta as { focusItemId?: unknown }).focusItemId;
+        if (counter && typeof focusItemId === "string")
+          await focus.countShown(site.workspaceId, focusItemId, counter);
         return { eventId: event.id };
       },
     }),

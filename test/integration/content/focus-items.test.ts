@@ -41,6 +41,8 @@ test("create, list, get, PATCH merges, delete; triggers and references are check
     trigger: { on: "exit_intent", value: null },
     rules: { urls: ["/pricing"], frequency: { maxViews: 1, perDays: 7 }, segmentId: segment.body.id },
     active: true,
+    views: 0,
+    conversions: 0,
   });
   const bar = await c().post(`${ctx.ws}/focus-items`, {
     name: "Top bar",

@@ -122,5 +122,7 @@ describeWithBrowser("the website script in a browser", () => {
       "page_view",
     ]);
     expect(mine.find((e) => e.type === "page_view" && e.utmSource === "newsletter")).toBeTruthy();
+    const [counted] = (await ctx.owner.client.get(`${ctx.ws}/focus-items`)).body.data;
+    expect(counted).toMatchObject({ name: "Guide offer", views: 1, conversions: 1 });
   });
 });

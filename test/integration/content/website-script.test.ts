@@ -154,6 +154,21 @@ test("events: anonymous by session, the contact's once identified (earlier ones 
   expect(first.status).toBe(200);
   expect(first.body).toEqual({ eventId: expect.any(String) });
   expect((await visit({ type: "message.open", sessionId: "s-1" })).status).toBe(403);
+  const item = await c().post(`${ctx.ws}/focus-items`, {
+    name: "Counted",
+    type: "bar",
+    content: "x",
+    trigger: { on: "load" },
+  });
+  for (const type of ["focus_item.view", "focus_item.view", "focus_item.conversion"])
+    expect(
+      (await visit({ type, sessionId: "s-1", metadata: JSON.stringify({ focusItemId: item.body.id }) }))
+        .status,
+    ).toBe(200);
+  expect((await c().get(`${ctx.ws}/focus-items/${item.body.id}`)).body).toMatchObject({
+    views: 2,
+    conversions: 1,
+  });
   expect((await visit({ type: "page_view", metadata: "[1]" })).status).toBe(400);
 
   const submitted = await page().post(`/api/forms/${form.body.id}/submit`, {
@@ -170,7 +185,14 @@ test("events: anonymous by session, the contact's once identified (earlier ones 
   const events = (await c().get(`${ctx.ws}/events?contactId=${contactId}`)).body as Array<
     Record<string, any>
   >;
-  expect(events.map((e) => e.type).sort()).toEqual(["form.submitted", "page_view", "pricing_viewed"]);
+  expect(events.map((e) => e.type).sort()).toEqual([
+    "focus_item.conversion",
+    "focus_item.view",
+    "focus_item.view",
+    "form.submitted",
+    "page_view",
+    "pricing_viewed",
+  ]);
   expect(events.find((e) => e.type === "page_view")).toMatchObject({
     metadata: { title: "Pricing" },
     utmSource: "ad",
