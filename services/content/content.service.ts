@@ -36,7 +36,11 @@ async function formMarkup(
   )) as Record<string, string>;
 }
 
-/** The site content of a workspace (forms.* scopes): landing pages, served sandboxed at /p/{workspaceSlug}/{slug}, dynamic content, focus items and the website script's endpoints. */
+/**
+ * The site content of a workspace (forms.* scopes): landing pages, served
+ * sandboxed at /p/{workspaceSlug}/{slug}; dynamic content and focus items
+ * (mixins); and the website script's endpoints (script.actions.ts).
+ */
 export default defineService({
   name: "content",
   mixins: [DatabaseMixin, dynamicActions, focusActions, scriptActions],

@@ -46,7 +46,6 @@ function formPage(
   status: number,
   values: Record<string, unknown> = {},
   issues: FieldIssue[] = [],
-  formError = "",
 ) {
   const errors = Object.fromEntries(issues.map((i) => [i.field, i.message]));
   const unplaced = issues.filter((i) => !form.fields.some((f) => f.key === i.field));
@@ -60,7 +59,7 @@ function formPage(
       action: `/api/forms/${encodeURIComponent(form.id)}/submit`,
       values,
       errors,
-      formError: [formError, ...unplaced.map((i) => `${i.field} ${i.message}`)].filter(Boolean).join(" "),
+      formError: unplaced.map((i) => `${i.field} ${i.message}`).join(" "),
     },
     status,
   );
