@@ -9,6 +9,7 @@ import { safeEqual, sha256Hex } from "../../lib/crypto";
 import { forbidden, unauthorized } from "../../lib/errors";
 import type { AppContext } from "../../lib/moleculer-types";
 import { decodeSession, sessionIdOf } from "../../lib/session-token";
+import { ownOrListedOrigin } from "../../lib/origins";
 import { readSessionCookie } from "../auth/cookies";
 
 export interface GatewayRequest extends IncomingMessage {
@@ -70,7 +71,7 @@ export function clientIp(req: IncomingMessage): string {
 const SAFE_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
 
 function allowedOrigin(origin: string, req: IncomingMessage): boolean {
-  if (origin === new URL(config().publicUrl).origin || config().corsOrigins.includes(origin)) return true;
+  if (ownOrListedOrigin(origin, config().corsOrigins)) return true;
   try {
     return new URL(origin).host === req.headers.host;
   } catch {

@@ -5,6 +5,7 @@ import { sha256Hex } from "../../lib/crypto";
 import { defineAction } from "../../lib/define-service";
 import { fieldError, forbidden, invalidToken, unauthorized } from "../../lib/errors";
 import type { AppContext } from "../../lib/moleculer-types";
+import { ownOrListedOrigin } from "../../lib/origins";
 import { consume } from "../../lib/rate-limit";
 import { isServiceAvailable } from "../../lib/registry";
 import { verifyLinkToken } from "../messages/links";
@@ -46,7 +47,7 @@ async function siteOf(ctx: AppContext, key: string | undefined): Promise<Site> {
   )) as Site;
   const origin = ctx.meta.origin;
   if (origin) {
-    if (origin !== new URL(config().publicUrl).origin && !site.allowedOrigins.includes(origin))
+    if (!ownOrListedOrigin(origin, site.allowedOrigins))
       throw forbidden("This site is not among the workspace's allowedOrigins");
     ctx.meta.$responseHeaders = {
       ...ctx.meta.$responseHeaders,
@@ -79,16 +80,19 @@ const scriptItem = (i: FocusItemView) => ({
 });
 
 /** Which of the segments a visitor is a member of (none for an anonymous one). */
-async function memberships(ctx: AppContext, site: Site, contactId: string | null, segmentIds: string[]) {
+async function memberships(
+  ctx: AppContext,
+  workspaceId: string,
+  contactId: string | null,
+  segmentIds: string[],
+) {
   if (!contactId || !segmentIds.length || !isServiceAvailable(ctx.broker, "segments"))
     return new Set<string>();
   const { segmentIds: member } = (await ctx.call(
     "segments.memberOf",
     { contactId, segmentIds },
-    scoped(site),
-  )) as {
-    segmentIds: string[];
-  };
+    { meta: { principal: SYSTEM, workspaceId } },
+  )) as { segmentIds: string[] };
   return new Set(member);
 }
 
@@ -113,7 +117,7 @@ export const scriptActions: Partial<ServiceSchema> = {
         const contactId = visitorOf(site, ctx.params.visitorToken);
         const items = await focus.activeItems(site.workspaceId);
         const gated = [...new Set(items.flatMap((i) => (i.rules.segmentId ? [i.rules.segmentId] : [])))];
-        const member = await memberships(ctx, site, contactId, gated);
+        const member = await memberships(ctx, site.workspaceId, contactId, gated);
         const forms = isServiceAvailable(ctx.broker, "forms")
           ? ((await ctx.call("forms.active", {}, scoped(site))) as Array<{ id: string; name: string }>)
           : [];
@@ -281,10 +285,10 @@ export const scriptActions: Partial<ServiceSchema> = {
       if (!streams.length) return;
       const item = await focus.findItem(workspaceId, focusItemId);
       if (!item?.active) return;
-      const site = { workspaceId, allowedOrigins: [] };
       for (const visitor of streams) {
         const segment = item.rules.segmentId;
-        if (segment && !(await memberships(ctx, site, visitor.contactId, [segment])).has(segment)) continue;
+        if (segment && !(await memberships(ctx, workspaceId, visitor.contactId, [segment])).has(segment))
+          continue;
         visitor.send("focus_item", scriptItem(item));
       }
     },

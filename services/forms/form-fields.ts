@@ -23,7 +23,7 @@ const MAPPABLE = [
   "city",
 ] as const satisfies ReadonlyArray<keyof typeof CONTACT_FIELDS>;
 /** Names a submission carries beside the fields. */
-export const RESERVED_KEYS = ["_hp", "formId", "sessionId", "pageUrl"];
+const RESERVED_KEYS = ["_hp", "formId", "sessionId", "pageUrl"];
 const TEXT_MAX = 1000;
 const TEXTAREA_MAX = 10_000;
 

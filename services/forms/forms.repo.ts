@@ -66,6 +66,15 @@ export async function findForm(workspaceId: string, id: string): Promise<FormVie
   return row ? view(row) : null;
 }
 
+/** The workspace's active forms among `ids`, by id (a landing page draws them). */
+export async function activeFormsNamed(workspaceId: string, ids: string[]): Promise<FormView[]> {
+  const rows = await selectRows<FormRow>(
+    `SELECT * FROM forms WHERE workspace_id = $1 AND id = ANY($2::text[]) AND active`,
+    [workspaceId, ids],
+  );
+  return rows.map(view);
+}
+
 /** The workspace's active forms, newest first (the website script's config). */
 export async function activeForms(workspaceId: string): Promise<Array<{ id: string; name: string }>> {
   return selectRows<{ id: string; name: string }>(

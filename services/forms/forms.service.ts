@@ -1,4 +1,3 @@
-import { SYSTEM } from "../../lib/access";
 import { defineAction, defineService } from "../../lib/define-service";
 import { fieldError, found, notFound, validationError } from "../../lib/errors";
 import type { AppContext } from "../../lib/moleculer-types";
@@ -9,7 +8,7 @@ import { definitionIssues } from "./form-fields";
 import * as repo from "./forms.repo";
 import { results, schemas, type FormSettings } from "./forms.schemas";
 import { publicActions } from "./public.actions";
-import { redirectAllowed } from "./submit";
+import { allowedOriginsOf, redirectAllowed } from "./submit";
 
 const WS = "/workspaces/:workspaceId/forms";
 const tags = ["Forms"];
@@ -32,15 +31,10 @@ async function checkedInput(
 ): Promise<repo.FormInput> {
   const settings = { ...SETTINGS_DEFAULTS, ...input.settings };
   const issues = definitionIssues(input.fields);
-  const ws = workspaceOf(ctx);
-  const workspace = (await ctx.call(
-    "workspaces.get",
-    { workspaceId: ws },
-    { meta: { principal: SYSTEM, workspaceId: ws } },
-  )) as { settings?: { allowedOrigins?: string[] | null } };
+  const allowedOrigins = await allowedOriginsOf(ctx, workspaceOf(ctx));
   for (const key of ["redirectUrl", "confirmRedirectUrl"] as const) {
     const url = settings[key];
-    if (url && !redirectAllowed(url, workspace.settings?.allowedOrigins))
+    if (url && !redirectAllowed(url, allowedOrigins))
       issues.push({
         field: `settings.${key}`,
         message: "must be on this service's address or one of the workspace's allowedOrigins",

@@ -10,7 +10,7 @@ import { workspaceOf } from "../../lib/tenancy";
 import * as repo from "./forms.repo";
 import { results, schemas, type FormView } from "./forms.schemas";
 import { prefillOf } from "./form-fields";
-import { originAllowed, redirectAllowed, submitForm } from "./submit";
+import { allowedOriginsOf, originAllowed, redirectAllowed, submitForm } from "./submit";
 
 /**
  * A form's public side (contract 10), mixed into `forms`: the hosted page
@@ -22,16 +22,6 @@ import { originAllowed, redirectAllowed, submitForm } from "./submit";
 const tags = ["Forms"];
 
 type PublicForm = FormView & { workspaceId: string };
-
-/** The workspace's `allowedOrigins`: the sites that may post its forms and be sent to after. */
-async function allowedOriginsOf(ctx: AppContext, workspaceId: string): Promise<string[] | null> {
-  const workspace = (await ctx.call(
-    "workspaces.get",
-    { workspaceId },
-    { meta: { principal: SYSTEM, workspaceId } },
-  )) as { settings?: { allowedOrigins?: string[] | null } };
-  return workspace.settings?.allowedOrigins ?? null;
-}
 
 /** A plain form post from a page (not fetch asking for JSON): answered with pages and redirects. */
 const isPagePost = (ctx: AppContext) =>
@@ -66,7 +56,7 @@ function formPage(
 }
 
 /** A blank form's markup, posting to this service's submit route. */
-const formMarkup = (form: PublicForm) =>
+const formMarkup = (form: FormView) =>
   renderPartial("form-body", {
     form,
     action: `/api/forms/${encodeURIComponent(form.id)}/submit`,
@@ -188,12 +178,10 @@ export const publicActions = {
       params: schemas.markup,
       result: results.markup,
       async handler(ctx) {
-        const markup: Record<string, string> = {};
-        for (const id of ctx.params.formIds) {
-          const form = await repo.findPublicForm(id);
-          if (form?.active && form.workspaceId === ctx.meta.workspaceId) markup[id] = await formMarkup(form);
-        }
-        return markup;
+        const forms = await repo.activeFormsNamed(workspaceOf(ctx), ctx.params.formIds);
+        return Object.fromEntries(
+          await Promise.all(forms.map(async (form) => [form.id, await formMarkup(form)])),
+        );
       },
     }),
 

@@ -1,8 +1,9 @@
 import type { ServiceBroker } from "moleculer";
+import type { AppContext } from "../../lib/moleculer-types";
 import { SYSTEM } from "../../lib/access";
-import { config } from "../../lib/config";
 import { forbidden, validationError, type ErrorData } from "../../lib/errors";
 import { newId } from "../../lib/crypto";
+import { ownOrListedOrigin } from "../../lib/origins";
 import { consume } from "../../lib/rate-limit";
 import { confirmUrl, signLinkToken } from "../messages/links";
 import { contactWriteOf, readSubmission } from "./form-fields";
@@ -30,6 +31,16 @@ export interface Visitor {
   origin: string | null;
 }
 
+/** The workspace's `allowedOrigins`: the sites that may post its forms and be sent to after. */
+export async function allowedOriginsOf(ctx: AppContext, workspaceId: string): Promise<string[] | null> {
+  const workspace = (await ctx.call(
+    "workspaces.get",
+    { workspaceId },
+    { meta: { principal: SYSTEM, workspaceId } },
+  )) as { settings?: { allowedOrigins?: string[] | null } };
+  return workspace.settings?.allowedOrigins ?? null;
+}
+
 /**
  * Origins a form may be posted from: the service's own, the workspace's
  * allowed ones, and `null`, a sandboxed document's (our landing pages are
@@ -37,8 +48,7 @@ export interface Visitor {
  * browsers; it is no barrier to scripts, which the rate limit holds.
  */
 export function originAllowed(origin: string | null, allowedOrigins: string[] | null | undefined): boolean {
-  if (!origin || origin === "null") return true;
-  return origin === new URL(config().publicUrl).origin || (allowedOrigins ?? []).includes(origin);
+  return !origin || origin === "null" || ownOrListedOrigin(origin, allowedOrigins);
 }
 
 /** A URL the workspace may send visitors to: on the service's own origin or an allowed one (no open redirect). */
@@ -49,7 +59,7 @@ export function redirectAllowed(url: string, allowedOrigins: string[] | null | u
   } catch {
     return false;
   }
-  return originAllowed(origin, allowedOrigins);
+  return ownOrListedOrigin(origin, allowedOrigins);
 }
 
 const call = <T>(broker: ServiceBroker, workspaceId: string, action: string, params: object) =>
