@@ -133,6 +133,46 @@ test("a signed inbound webhook with a NUL in its payload is a 400 naming the fie
   expectFieldError(res, "metadata.note");
 });
 
+test("the public surface (forms, landing pages, the website script) answers hostile input with a 4xx", async () => {
+  const c = ctx.owner.client;
+  const form = await c.post(`${ctx.ws}/forms`, {
+    name: "Hostile",
+    fields: [
+      { key: "email", label: "Email", type: "email", required: true, mapTo: "email" },
+      { key: "note", label: "Note", type: "textarea" },
+      { key: "n", label: "N", type: "number" },
+    ],
+  });
+  const key = (await c.get(ctx.ws)).body.siteKey;
+  const submit = `/api/forms/${form.body.id}/submit`;
+  expectFieldError(await rawJson("POST", submit, '{"email":"h@example.test","note":"a\\u0000b"}'), "note");
+  expectFieldError(await rawJson("POST", submit, '{"email":"h@example.test","n":"1e400"}'), "n");
+  const wrongType = await app.http().request("POST", submit, {
+    raw: "email=h@example.test",
+    headers: { "content-type": "text/plain" },
+  });
+  expect(wrongType.status).toBe(400);
+  expectFieldError(
+    await rawJson("POST", `/api/script/event?key=${key}`, '{"type":"page_view","pageUrl":"a\\u0000"}'),
+    "pageUrl",
+  );
+  expect((await app.http().get(`/api/script/config?key=a%00b`)).status).toBeLessThan(500);
+  expect((await app.http().get(`/api/forms/${"x".repeat(5000)}/embed`)).status).toBe(400);
+  expect((await app.http().get(`/f/a%00b`)).status).toBeLessThan(500);
+  expect((await app.http().get(`/p/a%00b/c`)).status).toBeLessThan(500);
+  expectFieldError(
+    await c.post(`${ctx.ws}/focus-items`, {
+      name: "Big",
+      type: "bar",
+      content: "x",
+      trigger: { on: "delay", value: 1e30 },
+    }),
+    "trigger.value",
+  );
+  expectFieldError(await c.get(`${ctx.ws}/forms/${form.body.id}/analytics?from=2026-13-45`), "from");
+  expectFieldError(await c.get(`${ctx.ws}/forms/${form.body.id}/submissions?page=99999999999`), "page");
+});
+
 test("the service is healthy after all of it", async () => {
   expect((await app.http().get("/api/health")).status).toBe(200);
   expect((await ctx.owner.client.get(`${ctx.ws}/contacts`)).status).toBe(200);
