@@ -52,11 +52,37 @@ export interface AppConfig {
   /** How often the website script's event streams get a `ping`, so proxies keep them open. */
   scriptHeartbeatMs: number;
   providerRateLimits: Record<string, number>;
+  /** Where uploaded assets are kept: S3-compatible storage when a bucket is named, else DATA_DIR/assets. */
+  assetsS3: AssetsS3Config | null;
   providerTimeoutMs: number;
   providerHttpConnections: number;
   dnsServers: string[];
   providerFailoverThreshold: number;
   providerProbeIntervalMs: number;
+}
+
+/** An S3-compatible bucket; credentials and region fall back to the AWS SDK's own chain (environment, web identity). */
+export interface AssetsS3Config {
+  bucket: string;
+  endpoint?: string;
+  region: string;
+  accessKeyId?: string;
+  secretAccessKey?: string;
+  /** `bucket` in the path rather than the host name, which most S3-compatible servers want. */
+  forcePathStyle: boolean;
+}
+
+function assetsS3(env: NodeJS.ProcessEnv): AssetsS3Config | null {
+  if (!env.ASSETS_S3_BUCKET) return null;
+  return {
+    bucket: env.ASSETS_S3_BUCKET,
+    endpoint: env.ASSETS_S3_ENDPOINT || undefined,
+    region: env.ASSETS_S3_REGION || env.AWS_REGION || "us-east-1",
+    accessKeyId: env.ASSETS_S3_ACCESS_KEY_ID || undefined,
+    secretAccessKey: env.ASSETS_S3_SECRET_ACCESS_KEY || undefined,
+    forcePathStyle:
+      (env.ASSETS_S3_FORCE_PATH_STYLE ?? (env.ASSETS_S3_ENDPOINT ? "true" : "false")) === "true",
+  };
 }
 
 function int(value: string | undefined, fallback: number): number {
@@ -125,6 +151,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
         .filter(([type, rate]) => type && Number.parseInt(rate, 10) > 0)
         .map(([type, rate]) => [type, Number.parseInt(rate, 10)]),
     ),
+    assetsS3: assetsS3(env),
     providerTimeoutMs: int(env.PROVIDER_TIMEOUT_MS, 10_000),
     providerHttpConnections: int(env.PROVIDER_HTTP_CONNECTIONS, 50),
     providerFailoverThreshold: int(env.PROVIDER_FAILOVER_THRESHOLD, 5),

@@ -37,6 +37,7 @@ import * as focusItems from "./0063-focus-items";
 import * as websiteScript from "./0064-website-script";
 import * as pushSubscriptions from "./0065-push-subscriptions";
 import * as focusItemCounts from "./0066-focus-item-counts";
+import * as assets from "./0067-assets";
 
 export interface Migration {
   name: string;
@@ -83,4 +84,5 @@ export const migrations: Migration[] = [
   { name: "0064-website-script", up: websiteScript.up },
   { name: "0065-push-subscriptions", up: pushSubscriptions.up },
   { name: "0066-focus-item-counts", up: focusItemCounts.up },
+  { name: "0067-assets", up: assets.up },
 ];

@@ -8,6 +8,7 @@ import { pageRequest } from "../../lib/pagination";
 import { isServiceAvailable } from "../../lib/registry";
 import { workspaceOf } from "../../lib/tenancy";
 import { DatabaseMixin } from "../../mixins/database.mixin";
+import { assetActions } from "./assets.actions";
 import { results, schemas } from "./content.schemas";
 import { dynamicActions } from "./dynamic.actions";
 import { focusActions } from "./focus.actions";
@@ -38,12 +39,12 @@ async function formMarkup(
 
 /**
  * The site content of a workspace (forms.* scopes): landing pages, served
- * sandboxed at /p/{workspaceSlug}/{slug}; dynamic content and focus items
- * (mixins); and the website script's endpoints (script.actions.ts).
+ * sandboxed at /p/{workspaceSlug}/{slug}; dynamic content, focus items and
+ * assets (mixins); and the website script's endpoints (script.actions.ts).
  */
 export default defineService({
   name: "content",
-  mixins: [DatabaseMixin, dynamicActions, focusActions, scriptActions],
+  mixins: [DatabaseMixin, dynamicActions, focusActions, scriptActions, assetActions],
   settings: { rest: "/" },
 
   actions: {

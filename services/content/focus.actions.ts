@@ -1,9 +1,8 @@
-import { SYSTEM } from "../../lib/access";
 import { defineAction } from "../../lib/define-service";
-import { found, notFound, validationError, type FieldIssue } from "../../lib/errors";
+import { found, notFound, validationError } from "../../lib/errors";
 import type { AppContext } from "../../lib/moleculer-types";
 import { pageRequest } from "../../lib/pagination";
-import { isServiceAvailable } from "../../lib/registry";
+import { referenceIssue } from "../../lib/registry";
 import { workspaceOf } from "../../lib/tenancy";
 import { results, schemas } from "./content.schemas";
 import { completeRules, completeTrigger, triggerIssues } from "./focus-items";
@@ -15,38 +14,15 @@ const tags = ["Focus items"];
 const read = { auth: "any", permission: "forms.read" } as const;
 const write = { auth: "any", permission: "forms.write" } as const;
 
-/** Whether a form or segment the item names is the workspace's (a 404 from its service says no). */
-async function referenceIssue(
-  ctx: AppContext,
-  field: string,
-  service: "forms" | "segments",
-  params: Record<string, string>,
-): Promise<FieldIssue | null> {
-  if (!isServiceAvailable(ctx.broker, service))
-    return { field, message: `cannot be checked: ${service} is not deployed` };
-  const ws = workspaceOf(ctx);
-  try {
-    await ctx.call(
-      `${service}.get`,
-      { workspaceId: ws, ...params },
-      { meta: { principal: SYSTEM, workspaceId: ws } },
-    );
-    return null;
-  } catch (err) {
-    if ((err as { code?: number }).code === 404) return { field, message: "is not one of the workspace's" };
-    throw err;
-  }
-}
-
 /** A focus item as saved: trigger and rules complete and checked, its form and segment the workspace's. */
 async function checked(ctx: AppContext, input: repo.FocusInput): Promise<repo.FocusInput> {
   const issues = triggerIssues(input.trigger);
   if (input.formId) {
-    const issue = await referenceIssue(ctx, "formId", "forms", { formId: input.formId });
+    const issue = await referenceIssue(ctx, "formId", "forms.get", { formId: input.formId });
     if (issue) issues.push(issue);
   }
   if (input.rules.segmentId) {
-    const issue = await referenceIssue(ctx, "rules.segmentId", "segments", {
+    const issue = await referenceIssue(ctx, "rules.segmentId", "segments.get", {
       segmentId: input.rules.segmentId,
     });
     if (issue) issues.push(issue);

@@ -96,6 +96,16 @@ export const SettingsSchema = Type.Object(
       HttpUrl("Where a double opt-in's confirm link leads: an allowed origin of the workspace"),
     ),
     doubleOptIn: Type.Boolean({ default: false, description: "Consent waits for the confirm mail's link" }),
+    assetId: Type.Optional(
+      Nullable(
+        Type.String({
+          minLength: 1,
+          maxLength: 64,
+          description:
+            "An asset of the workspace the form hands out: a submission's redirect is its download, signed for the visitor (so a gated asset opens)",
+        }),
+      ),
+    ),
   },
   { additionalProperties: false },
 );

@@ -2,6 +2,7 @@ import { defineAction, defineService } from "../../lib/define-service";
 import { fieldError, found, notFound, validationError } from "../../lib/errors";
 import type { AppContext } from "../../lib/moleculer-types";
 import { pageRequest } from "../../lib/pagination";
+import { referenceIssue } from "../../lib/registry";
 import { workspaceOf } from "../../lib/tenancy";
 import { DatabaseMixin } from "../../mixins/database.mixin";
 import { definitionIssues } from "./form-fields";
@@ -39,6 +40,12 @@ async function checkedInput(
         field: `settings.${key}`,
         message: "must be on this service's address or one of the workspace's allowedOrigins",
       });
+  }
+  if (settings.assetId) {
+    const issue = await referenceIssue(ctx, "settings.assetId", "content.assetGet", {
+      assetId: settings.assetId,
+    });
+    if (issue) issues.push(issue);
   }
   if (issues.length) throw validationError("The form is invalid", issues);
   return { name: input.name, active: input.active, fields: input.fields, settings };

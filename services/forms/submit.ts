@@ -5,7 +5,7 @@ import { forbidden, validationError, type ErrorData } from "../../lib/errors";
 import { newId } from "../../lib/crypto";
 import { ownOrListedOrigin } from "../../lib/origins";
 import { consume } from "../../lib/rate-limit";
-import { confirmUrl, signLinkToken } from "../messages/links";
+import { assetDownloadUrl, confirmUrl, signLinkToken } from "../messages/links";
 import { contactWriteOf, readSubmission } from "./form-fields";
 import * as repo from "./forms.repo";
 import type { FormView, results } from "./forms.schemas";
@@ -80,7 +80,13 @@ export async function submitForm(
     submissionId,
     contactId,
     message: form.settings.successMessage,
-    redirectUrl: form.settings.redirectUrl ?? null,
+    redirectUrl:
+      form.settings.assetId && contactId
+        ? assetDownloadUrl(
+            form.settings.assetId,
+            signLinkToken({ typ: "asset", ws: form.workspaceId, sub: contactId }),
+          )
+        : (form.settings.redirectUrl ?? null),
     visitorToken: contactId ? signLinkToken({ typ: "visitor", ws: form.workspaceId, sub: contactId }) : null,
   });
   // A robot filled the field people cannot see: it is told it worked, and nothing is kept.

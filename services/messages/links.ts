@@ -99,3 +99,5 @@ export const preferencesUrl = (token: string) =>
   `${base()}/api/preferences?token=${encodeURIComponent(token)}`;
 export const confirmUrl = (token: string) =>
   `${base()}/api/preferences/confirm?token=${encodeURIComponent(token)}`;
+export const assetDownloadUrl = (assetId: string, token: string) =>
+  `${base()}/api/assets/${encodeURIComponent(assetId)}/download?token=${encodeURIComponent(token)}`;

@@ -133,3 +133,12 @@ export function finishedJob(client: HttpClient, ws: string, jobId: string, ms = 
     `job ${jobId} to finish`,
   );
 }
+
+/** A multipart body as a browser sends it, as `request` options, so the answer is checked like any other. */
+export async function multipartBody(form: FormData): Promise<RequestOptions> {
+  const request = new Request("http://multipart.test", { method: "POST", body: form });
+  return {
+    raw: Buffer.from(await request.arrayBuffer()),
+    headers: { "content-type": request.headers.get("content-type")! },
+  };
+}

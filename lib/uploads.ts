@@ -1,0 +1,99 @@
+import { createWriteStream } from "node:fs";
+import { Transform, type Readable } from "node:stream";
+import { pipeline } from "node:stream/promises";
+import busboy from "busboy";
+import { validationError } from "./errors";
+
+/**
+ * Uploaded files, received to disk as they stream in (memory stays flat
+ * whatever the size): a size limit that lets the client read its 413, and a
+ * multipart body's one file with its text fields.
+ */
+
+/**
+ * Passes chunks on while the total stays within `limit`, showing each to
+ * `onChunk`. Past the limit it swallows the rest and fails at the end: the
+ * request is read to its end, so the client gets the 413 rather than a reset
+ * connection.
+ */
+export function sizeLimit(
+  limit: number,
+  tooLarge: () => Error,
+  onChunk?: (chunk: Buffer) => void,
+): Transform {
+  let bytes = 0;
+  return new Transform({
+    flush(done) {
+      done(bytes > limit ? tooLarge() : null);
+    },
+    transform(chunk: Buffer, _enc, done) {
+      bytes += chunk.length;
+      if (bytes > limit) return done();
+      onChunk?.(chunk);
+      done(null, chunk);
+    },
+  });
+}
+
+export interface MultipartFile {
+  /** The text fields sent beside the file (the last of a repeated name). */
+  fields: Record<string, string>;
+  /** The file name the client gave, if any (never trusted as a path). */
+  fileName: string | null;
+}
+
+/**
+ * Write the multipart body's `field` file to `target` through `through` (a
+ * sizeLimit); other files are drained. A body that is not multipart, is
+ * malformed or has no such file is a 400 naming `field`.
+ */
+export async function receiveMultipartFile(
+  source: Readable,
+  contentType: string,
+  target: string,
+  options: { field: string; through: Transform; maxFields?: number },
+): Promise<MultipartFile> {
+  const { field, through } = options;
+  // busboy's own errors (no boundary, a body cut short) are the client's malformed body.
+  const malformed = (err: Error) =>
+    validationError(`The multipart body is malformed: ${err.message}`, [
+      { field, message: "is not a readable multipart body" },
+    ]);
+  return new Promise<MultipartFile>((resolve, reject) => {
+    const fields: Record<string, string> = {};
+    let fileName: string | null = null;
+    let writing: Promise<void> | null = null;
+    let form: ReturnType<typeof busboy>;
+    try {
+      form = busboy({
+        headers: { "content-type": contentType },
+        limits: { files: 1, fields: options.maxFields ?? 20, fieldSize: 64 * 1024 },
+      });
+    } catch (err) {
+      reject(malformed(err as Error));
+      return;
+    }
+    form.on("field", (name, value) => {
+      fields[name] = value;
+    });
+    form.on("file", (name, stream, info) => {
+      if (name !== field || writing) {
+        stream.resume();
+        return;
+      }
+      fileName = info.filename || null;
+      writing = pipeline(stream, through, createWriteStream(target));
+      writing.catch(() => undefined);
+    });
+    form.on("error", (err: Error) => reject(malformed(err)));
+    form.on("close", () => {
+      if (!writing)
+        reject(
+          validationError(`The multipart body has no ${field} field`, [{ field, message: "is required" }]),
+        );
+      else writing.then(() => resolve({ fields, fileName }), reject);
+    });
+    source.on("error", reject);
+    source.pipe(form);
+  });
+}

@@ -1,0 +1,307 @@
+import { mkdir, rm } from "node:fs/promises";
+import path from "node:path";
+import { Readable } from "node:stream";
+import { Errors } from "moleculer";
+import { SYSTEM } from "../../lib/access";
+import { config, type AppConfig } from "../../lib/config";
+import { newId } from "../../lib/crypto";
+import { defineAction } from "../../lib/define-service";
+import { forbidden, found, invalidToken, notFound, payloadTooLarge, validationError } from "../../lib/errors";
+import type { AppContext } from "../../lib/moleculer-types";
+import { pageRequest } from "../../lib/pagination";
+import { isServiceAvailable } from "../../lib/registry";
+import { compileParamsChecker, unstorableInput } from "../../lib/schema";
+import { workspaceOf } from "../../lib/tenancy";
+import { receiveMultipartFile, sizeLimit } from "../../lib/uploads";
+import { verifyLinkToken } from "../messages/links";
+import { cleanFileName, downloadHeaders, headCollector, sniffContentType } from "./asset-file";
+import { assetStores } from "./asset-store";
+import * as repo from "./assets.repo";
+import {
+  ASSET_LIMIT_BYTES,
+  createOpenApi,
+  RemoteAssetSchema,
+  results,
+  schemas,
+  UploadFieldsSchema,
+} from "./assets.schemas";
+
+const WS = "/workspaces/:workspaceId/assets";
+const tags = ["Assets"];
+const read = { auth: "any", permission: "forms.read" } as const;
+const write = { auth: "any", permission: "forms.write" } as const;
+const publicUrl = () => config().publicUrl;
+
+/** The asset stores of the current configuration (made again when a test reloads it). */
+let stores: { of: AppConfig; stores: ReturnType<typeof assetStores> } | undefined;
+function storesOf() {
+  const current = config();
+  if (stores?.of !== current)
+    stores = { of: current, stores: assetStores(current.dataDir, current.assetsS3) };
+  return stores.stores;
+}
+
+const checkUploadFields = compileParamsChecker(UploadFieldsSchema);
+const checkRemote = compileParamsChecker(RemoteAssetSchema);
+
+/** Params as the validator middleware would check them (a stream route checks its own body). */
+function checked<T>(check: typeof checkUploadFields, value: unknown, typed: boolean): T {
+  const issue = unstorableInput(value);
+  if (issue) throw validationError(`${issue.field || "body"} ${issue.message}`, [issue]);
+  const result = check(value, typed);
+  if (result !== true)
+    throw new Errors.ValidationError("Parameters validation error!", "VALIDATION_ERROR", result);
+  return value as T;
+}
+
+const tooLarge = () => payloadTooLarge(`The file is larger than ${ASSET_LIMIT_BYTES / 1024 / 1024} MiB`);
+
+/** An uploaded file, received, sniffed and stored; then its row. Nothing is left on disk if any step fails. */
+async function upload(ctx: AppContext, body: Readable, contentType: string): Promise<string> {
+  const ws = workspaceOf(ctx);
+  const id = newId();
+  const incoming = path.join(config().dataDir, "assets", ".incoming");
+  await mkdir(incoming, { recursive: true });
+  const file = path.join(incoming, id);
+  const head = headCollector();
+  const store = storesOf().current;
+  let stored = false;
+  try {
+    const received = await receiveMultipartFile(body, contentType, file, {
+      field: "file",
+      through: sizeLimit(ASSET_LIMIT_BYTES, tooLarge, (chunk) => head.take(chunk)),
+    });
+    const fields = checked<{ name?: string; categoryId?: string | null; gated?: boolean }>(
+      checkUploadFields,
+      received.fields,
+      false,
+    );
+    const fileName = cleanFileName(received.fileName) ?? "file";
+    const type = await sniffContentType(head.head, head.size <= head.head.length);
+    await store.put(`${ws}/${id}`, file, head.size, type);
+    stored = true;
+    const input = { name: fields.name ?? fileName, categoryId: fields.categoryId, gated: fields.gated };
+    const storedFile = { fileName, contentType: type, size: head.size, storage: store.kind };
+    await repo.insertAsset(ws, id, input, { file: storedFile });
+    return id;
+  } catch (err) {
+    body.resume();
+    await rm(file, { force: true });
+    if (stored) await store.remove(`${ws}/${id}`).catch(() => undefined);
+    throw err;
+  }
+}
+
+/** The contact a download's token names in the asset's workspace; none without a token. */
+function visitorOf(workspaceId: string, token: string | undefined): string | null {
+  if (!token) return null;
+  const claims = verifyLinkToken(token, ["asset", "visitor"]);
+  if (claims.ws !== workspaceId) throw invalidToken("The link is for another workspace");
+  return claims.sub;
+}
+
+/**
+ * Downloadable files and links (mixed into `content`; forms.* scopes), in
+ * categories. Uploads are multipart (≤25 MiB, typed by their bytes) and kept
+ * on local disk or in S3-compatible storage; a gated asset is downloaded
+ * only with a link token, which the form gating it hands out.
+ */
+export const assetActions = {
+  actions: {
+    /** Assets, newest first; `categoryId`, `search`, `sort`. forms.read. */
+    assetList: defineAction({
+      rest: `GET ${WS}`,
+      openapi: { tags, summary: "List assets" },
+      ...read,
+      params: schemas.list,
+      result: results.list,
+      handler: (ctx) => {
+        const { categoryId, search, sort } = ctx.params;
+        return repo.listAssets(
+          workspaceOf(ctx),
+          pageRequest(ctx.params),
+          { categoryId, search, sort },
+          publicUrl(),
+        );
+      },
+    }),
+
+    /** Upload a file (multipart `file`, with `name`, `categoryId`, `gated`) or add a remote one (JSON `{name, remoteUrl}`); 201. forms.write. */
+    assetCreate: defineAction({
+      rest: { method: "POST", path: WS, type: "stream" },
+      ...write,
+      status: 201,
+      result: results.asset,
+      openapi: createOpenApi,
+      async handler(ctx) {
+        const body = ctx.params as unknown;
+        if (!(body instanceof Readable))
+          throw new Error("content.assetCreate takes the request stream (a stream route)");
+        const ws = workspaceOf(ctx);
+        const contentType = ctx.meta.contentType ?? "";
+        const type = contentType.split(";")[0].trim().toLowerCase();
+        let id: string;
+        if (type === "multipart/form-data") id = await upload(ctx, body, contentType);
+        else if (type === "application/json") {
+          // The gateway has parsed a JSON body already: its fields come as the route's params.
+          const { workspaceId: _path, ...fields } =
+            (ctx.meta as { $params?: Record<string, unknown> }).$params ?? {};
+          const input = checked<{
+            name: string;
+            remoteUrl: string;
+            categoryId?: string | null;
+            gated?: boolean;
+          }>(checkRemote, fields, true);
+          id = newId();
+          await repo.insertAsset(ws, id, input, { remoteUrl: input.remoteUrl });
+        } else {
+          body.resume();
+          throw validationError("Send a file as multipart/form-data, or a remote asset as JSON", [
+            { field: "file", message: "content type must be multipart/form-data or application/json" },
+          ]);
+        }
+        return found(await repo.findAsset(ws, id, publicUrl()), "Asset");
+      },
+    }),
+
+    /** Asset categories by name, each with its number of assets (a bare array). forms.read. */
+    assetCategories: defineAction({
+      rest: `GET ${WS}/categories`,
+      openapi: { tags, summary: "List asset categories" },
+      ...read,
+      params: schemas.categories,
+      result: results.categories,
+      handler: (ctx) => repo.listCategories(workspaceOf(ctx)),
+    }),
+
+    /** Create a category; a name the workspace has is 409. forms.write. */
+    assetCategoryCreate: defineAction({
+      rest: `POST ${WS}/categories`,
+      openapi: { tags, summary: "Create an asset category" },
+      ...write,
+      params: schemas.createCategory,
+      status: 201,
+      result: results.category,
+      handler: (ctx) => repo.insertCategory(workspaceOf(ctx), ctx.params.name),
+    }),
+
+    /** Delete a category; its assets stay, uncategorised. forms.write. */
+    assetCategoryRemove: defineAction({
+      rest: `DELETE ${WS}/categories/:categoryId`,
+      openapi: { tags, summary: "Delete an asset category" },
+      ...write,
+      params: schemas.removeCategory,
+      result: results.removed,
+      async handler(ctx) {
+        if (!(await repo.deleteCategory(workspaceOf(ctx), ctx.params.categoryId)))
+          throw notFound("Asset category");
+        return { success: true as const };
+      },
+    }),
+
+    /** One asset. forms.read. */
+    assetGet: defineAction({
+      rest: `GET ${WS}/:assetId`,
+      openapi: { tags, summary: "Get an asset" },
+      ...read,
+      params: schemas.get,
+      result: results.asset,
+      handler: async (ctx) =>
+        found(await repo.findAsset(workspaceOf(ctx), ctx.params.assetId, publicUrl()), "Asset"),
+    }),
+
+    /** Rename, move to a category (null: none) or (un)gate an asset. forms.write. */
+    assetUpdate: defineAction({
+      rest: `PATCH ${WS}/:assetId`,
+      openapi: { tags, summary: "Rename, categorise or gate an asset" },
+      ...write,
+      params: schemas.update,
+      result: results.asset,
+      async handler(ctx) {
+        const ws = workspaceOf(ctx);
+        const { workspaceId: _path, assetId, ...input } = ctx.params;
+        if (!(await repo.updateAsset(ws, assetId, input))) throw notFound("Asset");
+        return found(await repo.findAsset(ws, assetId, publicUrl()), "Asset");
+      },
+    }),
+
+    /** Delete an asset and its stored file. forms.write. */
+    assetRemove: defineAction({
+      rest: `DELETE ${WS}/:assetId`,
+      openapi: { tags, summary: "Delete an asset" },
+      ...write,
+      params: schemas.get,
+      result: results.removed,
+      async handler(ctx) {
+        const removed = await repo.deleteAsset(workspaceOf(ctx), ctx.params.assetId);
+        if (!removed) throw notFound("Asset");
+        if (removed.storage && removed.storageKey) {
+          // The row is gone, so the asset is; a file the storage keeps by mistake is only disk.
+          await storesOf()
+            .of(removed.storage)
+            .remove(removed.storageKey)
+            .catch((err) => this.logger.warn(`Asset file ${removed.storageKey} was not removed: ${err}`));
+        }
+        return { success: true as const };
+      },
+    }),
+
+    /**
+     * The file, streamed with its sniffed type (an attachment unless it is a
+     * raster image), or a 302 to a remote asset's URL; counted, and recorded
+     * as `asset.downloaded` when `token` names the visitor. A gated asset
+     * without a token is 403. Public.
+     */
+    assetDownload: defineAction({
+      rest: "GET /assets/:assetId/download",
+      auth: "public",
+      openapi: {
+        tags,
+        summary: "Download an asset",
+        responses: {
+          "200": {
+            description: "The file",
+            content: { "*/*": { schema: { type: "string", format: "binary" } } },
+          },
+          "302": { description: "A remote asset: to its URL" },
+        },
+      },
+      params: schemas.download,
+      async handler(ctx) {
+        const asset = await repo.downloadTarget(ctx.params.assetId);
+        if (!asset) throw notFound("Asset");
+        const contactId = visitorOf(asset.workspaceId, ctx.params.token);
+        if (asset.gated && !contactId) throw forbidden("This asset is downloaded through its form");
+        let file: Readable | null = null;
+        if (asset.storage && asset.storageKey) {
+          file = await storesOf().of(asset.storage).open(asset.storageKey);
+          if (!file) throw notFound("Asset file");
+        }
+        try {
+          await repo.countDownload(asset.workspaceId, asset.id);
+          if (contactId && isServiceAvailable(ctx.broker, "events"))
+            await ctx.call(
+              "events.record",
+              { type: "asset.downloaded", contactId, metadata: { assetId: asset.id, name: asset.name } },
+              { meta: { principal: SYSTEM, workspaceId: asset.workspaceId } },
+            );
+        } catch (err) {
+          file?.destroy();
+          throw err;
+        }
+        if (!file) {
+          ctx.meta.$statusCode = 302;
+          ctx.meta.$location = asset.remoteUrl!;
+          return null;
+        }
+        ctx.meta.$responseType = asset.contentType!;
+        ctx.meta.$responseHeaders = downloadHeaders({
+          fileName: asset.fileName ?? asset.name,
+          contentType: asset.contentType!,
+          size: asset.size!,
+        });
+        return file;
+      },
+    }),
+  },
+};
