@@ -40,8 +40,10 @@ let sent = 0;
 function once() {
   return new Promise((resolve) => {
     const t = process.hrtime.bigint();
-    const body = cfg.bodies ? cfg.bodies[sent++ % cfg.bodies.length] : cfg.body;
-    const headers = body ? { ...cfg.headers, "content-length": String(Buffer.byteLength(body)) } : cfg.headers;
+    const turn = sent++;
+    const body = cfg.bodies ? cfg.bodies[turn % cfg.bodies.length] : cfg.body;
+    const own = cfg.headerSets ? { ...cfg.headers, ...cfg.headerSets[turn % cfg.headerSets.length] } : cfg.headers;
+    const headers = body ? { ...own, "content-length": String(Buffer.byteLength(body)) } : own;
     const req = http.request(cfg.url, { method: cfg.method, agent, headers }, (res) => {
       res.resume();
       res.on("end", () => resolve([res.statusCode, Number(process.hrtime.bigint() - t) / 1e6]));
@@ -77,6 +79,8 @@ export function runLoad(opts: {
   body?: string;
   /** Bodies sent in turn (e.g. one per contact), instead of one body. */
   bodies?: string[];
+  /** Headers added in turn (e.g. one client address per request), with the same turn as `bodies`. */
+  headerSets?: Array<Record<string, string>>;
   seconds?: number;
 }): Promise<LoadResult> {
   const config = {
@@ -85,6 +89,7 @@ export function runLoad(opts: {
     headers: { ...(opts.body || opts.bodies ? { "content-type": "application/json" } : {}), ...opts.headers },
     body: opts.body,
     bodies: opts.bodies,
+    headerSets: opts.headerSets,
     seconds: opts.seconds ?? SECONDS,
     warmupMs: 1000,
     connections: CONNECTIONS,

@@ -195,6 +195,12 @@ const ApiService: ServiceSchema = {
         args[0].startsWith("The 'ctx.meta.$location' is missing for status code '201'")
       )
         return;
+      // A visitor who leaves a page closes its event stream (or a download) early: the usual end, not a fault.
+      if (
+        args[0] === "Stream got an error." &&
+        (args[1] as { err?: { code?: string } } | undefined)?.err?.code === "ERR_STREAM_PREMATURE_CLOSE"
+      )
+        return;
       warn(...args);
     };
   },

@@ -1,5 +1,5 @@
 import { newId } from "../../lib/crypto";
-import { Binds, selectRows } from "../../lib/database";
+import { Binds, queryPrepared, selectRows } from "../../lib/database";
 import { pageOf, type Page, type PageRequest } from "../../lib/pagination";
 import type { FocusItemView } from "./content.schemas";
 
@@ -132,4 +132,21 @@ export async function countShown(
     workspaceId,
     id,
   ]);
+}
+
+/**
+ * The version of each workspace's script configuration, in one statement:
+ * its focus items' and forms' count and last change (forms are read for
+ * their version only; their list comes from the forms service).
+ */
+export async function scriptConfigVersions(workspaceIds: string[]): Promise<Map<string, string>> {
+  const rows = await queryPrepared<{ workspace_id: string; version: string }>(
+    `SELECT w.id AS workspace_id,
+            (SELECT count(*) || '/' || COALESCE(max(updated_at)::text, '') FROM focus_items f WHERE f.workspace_id = w.id)
+            || '|' ||
+            (SELECT count(*) || '/' || COALESCE(max(updated_at)::text, '') FROM forms f WHERE f.workspace_id = w.id) AS version
+       FROM unnest($1::text[]) AS w(id)`,
+    [workspaceIds],
+  );
+  return new Map(rows.map((r) => [r.workspace_id, r.version]));
 }

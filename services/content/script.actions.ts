@@ -1,4 +1,4 @@
-import type { ServiceSchema } from "moleculer";
+import type { ServiceBroker, ServiceSchema } from "moleculer";
 import { SYSTEM } from "../../lib/access";
 import { config } from "../../lib/config";
 import { sha256Hex } from "../../lib/crypto";
@@ -8,6 +8,7 @@ import type { AppContext } from "../../lib/moleculer-types";
 import { ownOrListedOrigin } from "../../lib/origins";
 import { consume } from "../../lib/rate-limit";
 import { isServiceAvailable } from "../../lib/registry";
+import { VersionedCache } from "../../lib/versioned-cache";
 import { verifyLinkToken } from "../messages/links";
 import { results, schemas } from "./content.schemas";
 import { slotsFor } from "./dynamic.actions";
@@ -99,6 +100,46 @@ async function memberships(
 /** The focus item changed in a workspace (broadcast by focus.actions.ts): its streams get it, if it applies. */
 export const FOCUS_ITEM_CHANGED = "content.focusItemChanged";
 
+/** A workspace's script configuration at one version: its active focus items and forms, and the anonymous answer. */
+interface SiteConfig {
+  items: FocusItemView[];
+  forms: Array<{ id: string; name: string; embedUrl: string }>;
+  /** The segments items are limited to. */
+  segmentIds: string[];
+  anonymous: ConfigAnswer;
+}
+
+interface ConfigAnswer {
+  body: { focusItems: ReturnType<typeof scriptItem>[]; forms: SiteConfig["forms"]; vapidPublicKey: null };
+  etag: string;
+}
+
+/** The configuration a visitor in `member` segments gets, with its ETag. */
+function configAnswer(site: Omit<SiteConfig, "anonymous">, member: Set<string>): ConfigAnswer {
+  const body = {
+    focusItems: site.items.filter((i) => !i.rules.segmentId || member.has(i.rules.segmentId)).map(scriptItem),
+    forms: site.forms,
+    vapidPublicKey: null,
+  };
+  return { body, etag: `"${sha256Hex(JSON.stringify(body)).slice(0, 32)}"` };
+}
+
+async function loadSiteConfig(broker: ServiceBroker, workspaceId: string): Promise<SiteConfig> {
+  const items = await focus.activeItems(workspaceId);
+  const forms = isServiceAvailable(broker, "forms")
+    ? ((await broker.call("forms.active", {}, { meta: { principal: SYSTEM, workspaceId } })) as Array<{
+        id: string;
+        name: string;
+      }>)
+    : [];
+  const site = {
+    items,
+    forms: forms.map((f) => ({ ...f, embedUrl: `${config().publicUrl}/api/forms/${f.id}/embed` })),
+    segmentIds: [...new Set(items.flatMap((i) => (i.rules.segmentId ? [i.rules.segmentId] : [])))],
+  };
+  return { ...site, anonymous: configAnswer(site, new Set()) };
+}
+
 export const scriptActions: Partial<ServiceSchema> = {
   actions: {
     /**
@@ -115,30 +156,22 @@ export const scriptActions: Partial<ServiceSchema> = {
       async handler(ctx) {
         const site = await siteOf(ctx, ctx.params.key);
         const contactId = visitorOf(site, ctx.params.visitorToken);
-        const items = await focus.activeItems(site.workspaceId);
-        const gated = [...new Set(items.flatMap((i) => (i.rules.segmentId ? [i.rules.segmentId] : [])))];
-        const member = await memberships(ctx, site.workspaceId, contactId, gated);
-        const forms = isServiceAvailable(ctx.broker, "forms")
-          ? ((await ctx.call("forms.active", {}, scoped(site))) as Array<{ id: string; name: string }>)
-          : [];
-        const body = {
-          focusItems: items
-            .filter((i) => !i.rules.segmentId || member.has(i.rules.segmentId))
-            .map(scriptItem),
-          forms: forms.map((f) => ({ ...f, embedUrl: `${config().publicUrl}/api/forms/${f.id}/embed` })),
-          vapidPublicKey: null,
-        };
-        const etag = `"${sha256Hex(JSON.stringify(body)).slice(0, 32)}"`;
+        const cached = await (this.siteConfigs as VersionedCache<SiteConfig>).get(site.workspaceId);
+        // Only an identified visitor can be in a segment: anyone else gets the answer made once per version.
+        const answer =
+          contactId && cached.segmentIds.length
+            ? configAnswer(cached, await memberships(ctx, site.workspaceId, contactId, cached.segmentIds))
+            : cached.anonymous;
         ctx.meta.$responseHeaders = {
           ...ctx.meta.$responseHeaders,
-          ETag: etag,
+          ETag: answer.etag,
           "Cache-Control": "private, max-age=60",
         };
-        if (ctx.meta.ifNoneMatch === etag) {
+        if (ctx.meta.ifNoneMatch === answer.etag) {
           ctx.meta.$statusCode = 304;
-          return null as unknown as typeof body;
+          return null as unknown as typeof answer.body;
         }
-        return body;
+        return answer.body;
       },
     }),
 
@@ -296,6 +329,12 @@ export const scriptActions: Partial<ServiceSchema> = {
 
   created() {
     this.streams = new EventStreams(config().scriptHeartbeatMs);
+    // Read on every page load: rebuilt only when the workspace's focus items or forms change (one probe per batch of reads).
+    this.siteConfigs = new VersionedCache<SiteConfig>(
+      focus.scriptConfigVersions,
+      (workspaceId) => loadSiteConfig(this.broker, workspaceId),
+      { maxEntries: 10_000 },
+    );
   },
 
   stopped() {

@@ -111,6 +111,14 @@ test("config: active focus items and forms with an ETag; segment-limited items f
   });
   expect(again.status).toBe(304);
 
+  // The answer is kept between reads, and a change to the workspace's forms or focus items shows in the next one.
+  await c().put(`${ctx.ws}/forms/${form.body.id}`, { ...form.body, active: false });
+  const formless = await page().get(`/api/script/config?key=${key}`, from);
+  expect(formless.body.forms).toEqual([]);
+  expect(formless.headers.get("etag")).not.toBe(etag);
+  await c().put(`${ctx.ws}/forms/${form.body.id}`, { ...form.body, active: true });
+  expect((await page().get(`/api/script/config?key=${key}`, from)).headers.get("etag")).toBe(etag);
+
   // A visitor identified by a submission, then put in the segment, sees the VIP item.
   const submitted = await page().post(`/api/forms/${form.body.id}/submit`, {
     email: "vip@example.com",

@@ -15,14 +15,19 @@ afterAll(() => app.stop());
 test("a job runs in the background and ends completed with its result and progress", async () => {
   let release!: () => void;
   const gate = new Promise<void>((resolve) => (release = resolve));
+  let reported!: () => void;
+  const progressed = new Promise<void>((resolve) => (reported = resolve));
   const { jobId, done } = await startJob(
     { workspaceId: ctx.workspaceId, type: "test.work", total: 10 },
     async (progress) => {
       await progress(3, 10);
+      reported();
       await gate;
       return { processed: 10 };
     },
   );
+  // The work runs in the background: read once its progress is written.
+  await progressed;
 
   const running = await ctx.owner.client.get(`${ctx.ws}/jobs?id=${jobId}`);
   expect(running.status).toBe(200);
