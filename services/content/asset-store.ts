@@ -4,7 +4,9 @@ import path from "node:path";
 import type { Readable } from "node:stream";
 import {
   DeleteObjectCommand,
+  DeleteObjectsCommand,
   GetObjectCommand,
+  ListObjectsV2Command,
   NoSuchKey,
   PutObjectCommand,
   S3Client,
@@ -27,13 +29,20 @@ export interface AssetStore {
   /** The file's bytes; null when the storage has none under the key. */
   open(key: string): Promise<Readable | null>;
   remove(key: string): Promise<void>;
+  /** Every file of a workspace (it was deleted). */
+  removeWorkspace(workspaceId: string): Promise<void>;
 }
 
 /** Keys are our own ids; anything else reaching the disk is refused rather than joined into a path. */
-const KEY = /^[A-Za-z0-9_-]+\/[A-Za-z0-9_-]+$/;
+const ID = "[A-Za-z0-9_-]+";
+const KEY = new RegExp(`^${ID}/${ID}$`);
 function checkedKey(key: string): string {
   if (!KEY.test(key)) throw new Error(`Not an asset storage key: ${key}`);
   return key;
+}
+function checkedWorkspace(workspaceId: string): string {
+  if (!new RegExp(`^${ID}$`).test(workspaceId)) throw new Error(`Not a workspace id: ${workspaceId}`);
+  return workspaceId;
 }
 
 export function localStore(root: string): AssetStore {
@@ -55,6 +64,9 @@ export function localStore(root: string): AssetStore {
     },
     async remove(key) {
       await rm(at(key), { force: true });
+    },
+    async removeWorkspace(workspaceId) {
+      await rm(path.join(root, checkedWorkspace(workspaceId)), { recursive: true, force: true });
     },
   };
 }
@@ -99,6 +111,19 @@ export function s3Store(s3: AssetsS3Config): AssetStore {
     async remove(key) {
       await client.send(new DeleteObjectCommand({ Bucket: s3.bucket, Key: objectKey(key) }));
     },
+    async removeWorkspace(workspaceId) {
+      const Prefix = `assets/${checkedWorkspace(workspaceId)}/`;
+      // A listing page holds at most 1,000 keys, as many as one DeleteObjects takes; each pass deletes what the last listed.
+      for (;;) {
+        const page = await client.send(new ListObjectsV2Command({ Bucket: s3.bucket, Prefix }));
+        const keys = (page.Contents ?? []).flatMap((o) => (o.Key ? [{ Key: o.Key }] : []));
+        if (!keys.length) return;
+        await client.send(
+          new DeleteObjectsCommand({ Bucket: s3.bucket, Delete: { Objects: keys, Quiet: true } }),
+        );
+        if (!page.IsTruncated) return;
+      }
+    },
   };
 }
 
@@ -108,6 +133,7 @@ export function assetStores(dataDir: string, s3: AssetsS3Config | null) {
   const bucket = s3 ? s3Store(s3) : null;
   return {
     current: bucket ?? local,
+    all: bucket ? [local, bucket] : [local],
     of(kind: StorageKind): AssetStore {
       if (kind === "local") return local;
       if (!bucket) throw new Error("This asset is in S3 storage, and ASSETS_S3_BUCKET is not set");

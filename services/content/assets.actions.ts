@@ -1,7 +1,7 @@
-import { mkdir, rm } from "node:fs/promises";
+import { mkdir, readdir, rm, stat } from "node:fs/promises";
 import path from "node:path";
 import { Readable } from "node:stream";
-import { Errors } from "moleculer";
+import { Errors, type Service } from "moleculer";
 import { SYSTEM } from "../../lib/access";
 import { config, type AppConfig } from "../../lib/config";
 import { newId } from "../../lib/crypto";
@@ -11,7 +11,7 @@ import type { AppContext } from "../../lib/moleculer-types";
 import { pageRequest } from "../../lib/pagination";
 import { isServiceAvailable } from "../../lib/registry";
 import { compileParamsChecker, unstorableInput } from "../../lib/schema";
-import { workspaceOf } from "../../lib/tenancy";
+import { WORKSPACE_DELETED_EVENT, workspaceOf } from "../../lib/tenancy";
 import { receiveMultipartFile, sizeLimit } from "../../lib/uploads";
 import { verifyLinkToken } from "../messages/links";
 import { cleanFileName, downloadHeaders, headCollector, sniffContentType } from "./asset-file";
@@ -54,15 +54,30 @@ function checked<T>(check: typeof checkUploadFields, value: unknown, typed: bool
   return value as T;
 }
 
+/** Uploads being received (beside the local store, so a finished one moves in without a copy). */
+const incomingDir = () => path.join(config().dataDir, "assets", ".incoming");
+/** An upload left in incomingDir longer than this was cut off by a stop or crash. */
+const ABANDONED_UPLOAD_MS = 60 * 60 * 1000;
+
+/** Remove uploads a stopped process left half received. */
+async function sweepIncoming(): Promise<void> {
+  const names = await readdir(incomingDir()).catch(() => [] as string[]);
+  const before = Date.now() - ABANDONED_UPLOAD_MS;
+  for (const name of names) {
+    const file = path.join(incomingDir(), name);
+    const info = await stat(file).catch(() => null);
+    if (info && info.mtimeMs < before) await rm(file, { force: true });
+  }
+}
+
 const tooLarge = () => payloadTooLarge(`The file is larger than ${ASSET_LIMIT_BYTES / 1024 / 1024} MiB`);
 
 /** An uploaded file, received, sniffed and stored; then its row. Nothing is left on disk if any step fails. */
 async function upload(ctx: AppContext, body: Readable, contentType: string): Promise<string> {
   const ws = workspaceOf(ctx);
   const id = newId();
-  const incoming = path.join(config().dataDir, "assets", ".incoming");
-  await mkdir(incoming, { recursive: true });
-  const file = path.join(incoming, id);
+  await mkdir(incomingDir(), { recursive: true });
+  const file = path.join(incomingDir(), id);
   const head = headCollector();
   const store = storesOf().current;
   let stored = false;
@@ -107,6 +122,26 @@ function visitorOf(workspaceId: string, token: string | undefined): string | nul
  * only with a link token, which the form gating it hands out.
  */
 export const assetActions = {
+  events: {
+    /** The rows went with the workspace (ON DELETE CASCADE); its files go from every storage this replica reaches. */
+    async [WORKSPACE_DELETED_EVENT](this: Service, ctx: AppContext<{ workspaceId: string }>) {
+      for (const store of storesOf().all)
+        await store
+          .removeWorkspace(ctx.params.workspaceId)
+          .catch((err: Error) =>
+            this.logger.warn(
+              `The ${store.kind} files of deleted workspace ${ctx.params.workspaceId} stay: ${err.message}`,
+            ),
+          );
+    },
+  },
+
+  async started(this: Service) {
+    await sweepIncoming().catch((err: Error) =>
+      this.logger.warn(`Abandoned uploads were not swept: ${err.message}`),
+    );
+  },
+
   actions: {
     /** Assets, newest first; `categoryId`, `search`, `sort`. forms.read. */
     assetList: defineAction({

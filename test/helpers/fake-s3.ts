@@ -3,7 +3,8 @@ import type { AddressInfo } from "node:net";
 
 /**
  * A local S3-compatible server for the AWS SDK v3 client (path-style): PUT,
- * GET and DELETE of objects kept in memory, NoSuchKey as S3 answers it, and
+ * GET and DELETE of objects kept in memory, ListObjectsV2 and DeleteObjects
+ * (one page), NoSuchKey as S3 answers it, and
  * every request's Authorization header kept, so a test sees the SDK signed
  * with the configured key.
  */
@@ -23,9 +24,34 @@ export async function startFakeS3(): Promise<FakeS3> {
   const authorizations: string[] = [];
   const server = http.createServer(async (req, res) => {
     authorizations.push(req.headers.authorization ?? "");
-    const key = decodeURIComponent(new URL(req.url ?? "/", "http://s3").pathname);
+    const url = new URL(req.url ?? "/", "http://s3");
+    const key = decodeURIComponent(url.pathname);
     const chunks: Buffer[] = [];
     for await (const chunk of req) chunks.push(chunk as Buffer);
+    const bucket = key.replace(/\/$/, ""); // bucket operations name `/<bucket>/`
+    if (req.method === "GET" && url.searchParams.get("list-type") === "2") {
+      const prefix = `${bucket}/${url.searchParams.get("prefix") ?? ""}`;
+      const listed = [...objects.keys()]
+        .filter((k) => k.startsWith(prefix))
+        .map((k) => k.slice(bucket.length + 1));
+      const contents = listed.map((k) => `<Contents><Key>${k}</Key></Contents>`).join("");
+      res
+        .writeHead(200, { "Content-Type": "application/xml" })
+        .end(
+          `<?xml version="1.0" encoding="UTF-8"?><ListBucketResult><KeyCount>${listed.length}</KeyCount><IsTruncated>false</IsTruncated>${contents}</ListBucketResult>`,
+        );
+      return;
+    }
+    if (req.method === "POST" && url.searchParams.has("delete")) {
+      for (const [, k] of Buffer.concat(chunks)
+        .toString()
+        .matchAll(/<Key>([^<]*)<\/Key>/g))
+        objects.delete(`${bucket}/${k}`);
+      res
+        .writeHead(200, { "Content-Type": "application/xml" })
+        .end(`<?xml version="1.0" encoding="UTF-8"?><DeleteResult/>`);
+      return;
+    }
     if (req.method === "PUT") {
       const body = Buffer.concat(chunks);
       if (req.headers["content-length"] !== String(body.length)) {

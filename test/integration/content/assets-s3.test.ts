@@ -5,13 +5,15 @@ import { startFakeS3, type FakeS3 } from "../../helpers/fake-s3";
 import { startApp, type TestApp } from "../../helpers/app";
 import { createTestDatabase } from "../../helpers/database";
 import { HttpClient, multipartBody, ownerWithWorkspace } from "../../helpers/http";
+import { waitFor } from "../../helpers/wait";
 
 /**
  * Assets in S3-compatible storage (ASSETS_S3_*), through the AWS SDK v3
  * client against a local S3 server: uploads become signed PUTs of
  * `assets/<workspaceId>/<assetId>` with the sniffed type, downloads stream
- * the object, deletes remove it. A file stored on local disk before the
- * bucket was configured stays downloadable: each row names its storage.
+ * the object, deletes remove it, a deleted workspace's objects go. A file
+ * stored on local disk before the bucket was configured stays downloadable:
+ * each row names its storage.
  */
 
 let s3: FakeS3;
@@ -91,4 +93,17 @@ test("uploads go to the bucket, signed with the configured key; downloads stream
   const lost = await upload(client, ctx.ws, PNG, "lost.png");
   s3.objects.delete(`/media/assets/${ctx.workspaceId}/${lost.body.id}`);
   expect((await fetch(`${app.baseUrl}/api/assets/${lost.body.id}/download`)).status).toBe(404);
+
+  // Deleting the workspace deletes its objects, and only its.
+  const other = await ownerWithWorkspace(app.baseUrl);
+  const kept = await upload(other.owner.client, other.ws, PNG, "kept.png");
+  await upload(client, ctx.ws, PNG, "gone.png");
+  expect((await client.delete(ctx.ws)).status).toBe(200);
+  await waitFor(
+    () => ![...s3.objects.keys()].some((k) => k.includes(ctx.workspaceId)),
+    5000,
+    "the objects to go",
+  );
+  expect(s3.objects.has(`/media/assets/${other.workspaceId}/${kept.body.id}`)).toBe(true);
+  expect(fs.existsSync(path.join(dataDir, "assets", ctx.workspaceId))).toBe(false);
 });

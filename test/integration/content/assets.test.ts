@@ -3,6 +3,7 @@ import os from "node:os";
 import path from "node:path";
 import { startApp, type TestApp } from "../../helpers/app";
 import { HttpClient, multipartBody, ownerWithWorkspace, signUp, type HttpResponse } from "../../helpers/http";
+import { waitFor } from "../../helpers/wait";
 
 /**
  * Assets through the gateway, kept on local disk under DATA_DIR: categories
@@ -314,4 +315,30 @@ test("deleting an asset removes its file; a viewer reads assets but cannot write
   expect((await member.client.post(`${ctx.ws}/assets/categories`, { name: "Mine" })).status).toBe(403);
   const mine = (await c().get(`${ctx.ws}/assets?limit=1`)).body.data[0].id;
   expect((await member.client.delete(`${ctx.ws}/assets/${mine}`)).status).toBe(403);
+});
+
+test("deleting a workspace deletes its files; an upload a crash left half received is swept at the next start", async () => {
+  const doomed = await ownerWithWorkspace(app.baseUrl);
+  await upload(doomed.owner.client, doomed.ws, { bytes: PNG, name: "a.png", type: "image/png" });
+  const folder = path.join(dataDir, "assets", doomed.workspaceId);
+  expect(fs.readdirSync(folder)).toHaveLength(1);
+  expect((await doomed.owner.client.delete(doomed.ws)).status).toBe(200);
+  await waitFor(() => !fs.existsSync(folder), 5000, "the workspace's folder to go");
+  expect(fs.existsSync(path.join(dataDir, "assets", ctx.workspaceId))).toBe(true);
+
+  const incoming = path.join(dataDir, "assets", ".incoming");
+  const abandoned = path.join(incoming, "abandoned");
+  const fresh = path.join(incoming, "fresh");
+  fs.writeFileSync(abandoned, "half");
+  fs.writeFileSync(fresh, "in flight");
+  const hoursAgo = new Date(Date.now() - 2 * 3600_000);
+  fs.utimesSync(abandoned, hoursAgo, hoursAgo);
+  const again = await startApp({
+    services: ["content"],
+    databaseUrl: app.databaseUrl,
+    env: { DATA_DIR: dataDir },
+  });
+  await again.stop();
+  expect(fs.readdirSync(incoming)).toEqual(["fresh"]);
+  fs.rmSync(fresh);
 });
