@@ -2,7 +2,7 @@ import { createWriteStream } from "node:fs";
 import { Transform, type Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import busboy from "busboy";
-import { validationError } from "./errors";
+import { payloadTooLarge, validationError } from "./errors";
 
 /**
  * Uploaded files, received to disk as they stream in (memory stays flat
@@ -96,4 +96,20 @@ export async function receiveMultipartFile(
     source.on("error", reject);
     source.pipe(form);
   });
+}
+
+/** A stream route's JSON body (at most `limit` bytes, as the gateway's own JSON parser allows); else 413, or 400 naming `body`. */
+export async function readJsonBody(source: Readable, limit = 1024 * 1024): Promise<unknown> {
+  const chunks: Buffer[] = [];
+  let length = 0;
+  for await (const chunk of source) {
+    length += (chunk as Buffer).length;
+    if (length <= limit) chunks.push(chunk as Buffer);
+  }
+  if (length > limit) throw payloadTooLarge(`The body is larger than ${limit} bytes`);
+  try {
+    return JSON.parse(Buffer.concat(chunks).toString("utf8"));
+  } catch {
+    throw validationError("The body is not valid JSON", [{ field: "body", message: "is not valid JSON" }]);
+  }
 }

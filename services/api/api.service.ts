@@ -159,6 +159,23 @@ const ApiService: ServiceSchema = {
     },
 
     /**
+     * A stream route reads its own body whatever its type (an upload's JSON
+     * variant too): no body parser may consume it first, or the request that
+     * is the action's params is no stream any more (and cannot cross nodes).
+     * body-parser leaves a request it takes as parsed alone.
+     */
+    routeHandler(
+      ctx: unknown,
+      route: unknown,
+      req: GatewayRequest & { _body?: boolean },
+      res: ServerResponse,
+      found?: { alias: { type?: string } },
+    ) {
+      if (found?.alias.type === "stream") req._body = true;
+      return ApiGateway.methods!.routeHandler.call(this, ctx, route, req, res, found);
+    },
+
+    /**
      * CORS headers only for the allowed origins. moleculer-web would answer
      * any other Origin with 403, our own pages' same-origin posts and public
      * forms included; without the headers a browser keeps the answer from a

@@ -12,7 +12,7 @@ import { pageRequest } from "../../lib/pagination";
 import { isServiceAvailable } from "../../lib/registry";
 import { compileParamsChecker, unstorableInput } from "../../lib/schema";
 import { WORKSPACE_DELETED_EVENT, workspaceOf } from "../../lib/tenancy";
-import { receiveMultipartFile, sizeLimit } from "../../lib/uploads";
+import { readJsonBody, receiveMultipartFile, sizeLimit } from "../../lib/uploads";
 import { verifyLinkToken } from "../messages/links";
 import { cleanFileName, downloadHeaders, headCollector, sniffContentType } from "./asset-file";
 import { assetStores } from "./asset-store";
@@ -178,15 +178,12 @@ export const assetActions = {
         let id: string;
         if (type === "multipart/form-data") id = await upload(ctx, body, contentType);
         else if (type === "application/json") {
-          // The gateway has parsed a JSON body already: its fields come as the route's params.
-          const { workspaceId: _path, ...fields } =
-            (ctx.meta as { $params?: Record<string, unknown> }).$params ?? {};
           const input = checked<{
             name: string;
             remoteUrl: string;
             categoryId?: string | null;
             gated?: boolean;
-          }>(checkRemote, fields, true);
+          }>(checkRemote, await readJsonBody(body), true);
           id = newId();
           await repo.insertAsset(ws, id, input, { remoteUrl: input.remoteUrl });
         } else {
