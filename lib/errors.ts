@@ -20,6 +20,7 @@ export const ErrorCode = {
   IDEMPOTENCY_CONFLICT: "IDEMPOTENCY_CONFLICT",
   INVALID_STATE: "INVALID_STATE",
   PAYLOAD_TOO_LARGE: "PAYLOAD_TOO_LARGE",
+  RANGE_NOT_SATISFIABLE: "RANGE_NOT_SATISFIABLE",
   RATE_LIMITED: "RATE_LIMITED",
   SERVICE_UNAVAILABLE: "SERVICE_UNAVAILABLE",
   INTERNAL: "INTERNAL",
@@ -36,6 +37,8 @@ export interface FieldIssue {
 export interface ErrorData {
   details?: FieldIssue[];
   retryAfter?: number;
+  /** A 416's `Content-Range: bytes *\/<size>`. */
+  contentRange?: string;
 }
 
 function clientError(message: string, status: number, code: ErrorCode, data?: ErrorData) {
@@ -78,6 +81,10 @@ export const idempotencyConflict = (message: string) =>
   clientError(message, 409, ErrorCode.IDEMPOTENCY_CONFLICT);
 export const invalidState = (message: string) => clientError(message, 409, ErrorCode.INVALID_STATE);
 export const payloadTooLarge = (message: string) => clientError(message, 413, ErrorCode.PAYLOAD_TOO_LARGE);
+export const rangeNotSatisfiable = (size: number) =>
+  clientError("The requested range is outside the file", 416, ErrorCode.RANGE_NOT_SATISFIABLE, {
+    contentRange: `bytes */${size}`,
+  });
 export const rateLimited = (retryAfter: number) =>
   clientError("Too many requests", 429, ErrorCode.RATE_LIMITED, { retryAfter });
 
@@ -201,6 +208,7 @@ export function toHttpError(err: unknown, routeMissing: boolean): HttpErrorRespo
   if (status >= 400 && status < 500 && Object.values(ErrorCode).includes(type as ErrorCode)) {
     const data = (e.data ?? {}) as ErrorData;
     if (data.retryAfter !== undefined) headers["Retry-After"] = String(data.retryAfter);
+    if (data.contentRange !== undefined) headers["Content-Range"] = data.contentRange;
     const body: HttpErrorResponse["body"] = { error: String(e.message), code: type };
     if (data.details) body.details = data.details;
     return { status, headers, body };

@@ -40,6 +40,8 @@ export interface AppMeta {
   origin?: string;
   /** The `If-None-Match` request header: answers with an ETag (the website script's config) may be 304. */
   ifNoneMatch?: string;
+  /** The request's `Range` header (asset downloads answer parts of a file). */
+  range?: string;
   /** The `Referer` request header: a landing page's visit records where it came from. */
   referrer?: string;
   /** The `Accept` request header: public pages answer HTML when a browser prefers it. */

@@ -47,6 +47,7 @@ function requestMeta(ctx: AppContext, req: GatewayRequest): void {
   if (typeof req.headers.origin === "string") ctx.meta.origin = req.headers.origin;
   if (typeof req.headers.referer === "string") ctx.meta.referrer = req.headers.referer;
   if (typeof req.headers["if-none-match"] === "string") ctx.meta.ifNoneMatch = req.headers["if-none-match"];
+  if (typeof req.headers.range === "string") ctx.meta.range = req.headers.range;
 }
 
 const ApiService: ServiceSchema = {

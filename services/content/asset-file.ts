@@ -1,4 +1,5 @@
 import { fileTypeFromBuffer } from "file-type";
+import parseRange from "range-parser";
 
 /**
  * What an uploaded file is and how it is served. The type comes from the
@@ -85,12 +86,36 @@ export function contentDisposition(fileName: string, inline: boolean): string {
   return `${inline ? "inline" : "attachment"}; filename="${ascii}"; filename*=UTF-8''${encoded}`;
 }
 
-/** The headers of a stored file's download. */
-export function downloadHeaders(file: { fileName: string; contentType: string; size: number }) {
+export interface ByteRange {
+  start: number;
+  end: number;
+}
+
+/**
+ * The one byte range a `Range` header asks of a file of `size` bytes (RFC
+ * 9110 14.2): null for the whole file (no header, one that cannot be read,
+ * another unit, or several ranges, which are served whole rather than as
+ * multipart/byteranges); "unsatisfiable" when it lies past the end.
+ */
+export function requestedRange(header: string | undefined, size: number): ByteRange | null | "unsatisfiable" {
+  if (!header) return null;
+  const ranges = parseRange(size, header, { combine: true });
+  if (ranges === -1) return "unsatisfiable";
+  if (ranges === -2 || ranges.type !== "bytes" || ranges.length !== 1) return null;
+  return { start: ranges[0].start, end: ranges[0].end };
+}
+
+/** The headers of a stored file's download (a 206's when `range` is given). */
+export function downloadHeaders(
+  file: { fileName: string; contentType: string; size: number },
+  range: ByteRange | null = null,
+) {
   const inline = INLINE_TYPES.has(file.contentType);
   return {
     "Content-Type": file.contentType,
-    "Content-Length": String(file.size),
+    "Content-Length": String(range ? range.end - range.start + 1 : file.size),
+    "Accept-Ranges": "bytes",
+    ...(range ? { "Content-Range": `bytes ${range.start}-${range.end}/${file.size}` } : {}),
     "Content-Disposition": contentDisposition(file.fileName, inline),
     "X-Content-Type-Options": "nosniff",
     // Even opened as a document, the file is a sandboxed page with no script and no access to our origin.

@@ -12,6 +12,7 @@ import {
   S3Client,
 } from "@aws-sdk/client-s3";
 import type { AssetsS3Config } from "../../lib/config";
+import type { ByteRange } from "./asset-file";
 
 /**
  * Where asset files live: a folder on local disk (DATA_DIR/assets, the
@@ -26,8 +27,8 @@ export interface AssetStore {
   kind: StorageKind;
   /** Take the received file at `file` (moved or copied, then gone from there). */
   put(key: string, file: string, size: number, contentType: string): Promise<void>;
-  /** The file's bytes; null when the storage has none under the key. */
-  open(key: string): Promise<Readable | null>;
+  /** The file's bytes (those of `range`, inclusive, when given); null when the storage has none under the key. */
+  open(key: string, range?: ByteRange | null): Promise<Readable | null>;
   remove(key: string): Promise<void>;
   /** Every file of a workspace (it was deleted). */
   removeWorkspace(workspaceId: string): Promise<void>;
@@ -54,13 +55,13 @@ export function localStore(root: string): AssetStore {
       await mkdir(path.dirname(target), { recursive: true });
       await rename(file, target);
     },
-    async open(key) {
+    async open(key, range) {
       const file = at(key);
       const exists = await stat(file).then(
         (s) => s.isFile(),
         () => false,
       );
-      return exists ? createReadStream(file) : null;
+      return exists ? createReadStream(file, range ?? {}) : null;
     },
     async remove(key) {
       await rm(at(key), { force: true });
@@ -99,9 +100,15 @@ export function s3Store(s3: AssetsS3Config): AssetStore {
       );
       await rm(file, { force: true });
     },
-    async open(key) {
+    async open(key, range) {
       try {
-        const answer = await client.send(new GetObjectCommand({ Bucket: s3.bucket, Key: objectKey(key) }));
+        const answer = await client.send(
+          new GetObjectCommand({
+            Bucket: s3.bucket,
+            Key: objectKey(key),
+            Range: range ? `bytes=${range.start}-${range.end}` : undefined,
+          }),
+        );
         return (answer.Body as Readable | undefined) ?? null;
       } catch (err) {
         if (err instanceof NoSuchKey || (err as { name?: string }).name === "NoSuchKey") return null;

@@ -6,7 +6,15 @@ import { SYSTEM } from "../../lib/access";
 import { config, type AppConfig } from "../../lib/config";
 import { newId } from "../../lib/crypto";
 import { defineAction } from "../../lib/define-service";
-import { forbidden, found, invalidToken, notFound, payloadTooLarge, validationError } from "../../lib/errors";
+import {
+  forbidden,
+  found,
+  invalidToken,
+  notFound,
+  payloadTooLarge,
+  rangeNotSatisfiable,
+  validationError,
+} from "../../lib/errors";
 import type { AppContext } from "../../lib/moleculer-types";
 import { pageRequest } from "../../lib/pagination";
 import { isServiceAvailable } from "../../lib/registry";
@@ -14,7 +22,13 @@ import { compileParamsChecker, unstorableInput } from "../../lib/schema";
 import { WORKSPACE_DELETED_EVENT, workspaceOf } from "../../lib/tenancy";
 import { readJsonBody, receiveMultipartFile, sizeLimit } from "../../lib/uploads";
 import { verifyLinkToken } from "../messages/links";
-import { cleanFileName, downloadHeaders, headCollector, sniffContentType } from "./asset-file";
+import {
+  cleanFileName,
+  downloadHeaders,
+  headCollector,
+  requestedRange,
+  sniffContentType,
+} from "./asset-file";
 import { assetStores } from "./asset-store";
 import * as repo from "./assets.repo";
 import {
@@ -280,9 +294,10 @@ export const assetActions = {
 
     /**
      * The file, streamed with its sniffed type (an attachment unless it is a
-     * raster image), or a 302 to a remote asset's URL; counted, and recorded
-     * as `asset.downloaded` when `token` names the visitor. A gated asset
-     * without a token is 403. Public.
+     * raster image; one `Range` answered as a 206), or a 302 to a remote
+     * asset's URL; counted (a part only when it starts the file), and
+     * recorded as `asset.downloaded` when `token` names the visitor. A gated
+     * asset without a token is 403. Public.
      */
     assetDownload: defineAction({
       rest: "GET /assets/:assetId/download",
@@ -295,7 +310,12 @@ export const assetActions = {
             description: "The file",
             content: { "*/*": { schema: { type: "string", format: "binary" } } },
           },
+          "206": {
+            description: "The part a `Range` header asked for (one range; several are answered whole)",
+            content: { "*/*": { schema: { type: "string", format: "binary" } } },
+          },
           "302": { description: "A remote asset: to its URL" },
+          "416": { description: "A range past the end of the file (`Content-Range: bytes */<size>`)" },
         },
       },
       params: schemas.download,
@@ -304,19 +324,24 @@ export const assetActions = {
         if (!asset) throw notFound("Asset");
         const contactId = visitorOf(asset.workspaceId, ctx.params.token);
         if (asset.gated && !contactId) throw forbidden("This asset is downloaded through its form");
+        // A file answers a part when asked (a resumed download, a PDF viewer); only its first byte counts a download.
+        const range = asset.storage ? requestedRange(ctx.meta.range, asset.size!) : null;
+        if (range === "unsatisfiable") throw rangeNotSatisfiable(asset.size!);
         let file: Readable | null = null;
         if (asset.storage && asset.storageKey) {
-          file = await storesOf().of(asset.storage).open(asset.storageKey);
+          file = await storesOf().of(asset.storage).open(asset.storageKey, range);
           if (!file) throw notFound("Asset file");
         }
         try {
-          await repo.countDownload(asset.workspaceId, asset.id);
-          if (contactId && isServiceAvailable(ctx.broker, "events"))
-            await ctx.call(
-              "events.record",
-              { type: "asset.downloaded", contactId, metadata: { assetId: asset.id, name: asset.name } },
-              { meta: { principal: SYSTEM, workspaceId: asset.workspaceId } },
-            );
+          if (!range || range.start === 0) {
+            await repo.countDownload(asset.workspaceId, asset.id);
+            if (contactId && isServiceAvailable(ctx.broker, "events"))
+              await ctx.call(
+                "events.record",
+                { type: "asset.downloaded", contactId, metadata: { assetId: asset.id, name: asset.name } },
+                { meta: { principal: SYSTEM, workspaceId: asset.workspaceId } },
+              );
+          }
         } catch (err) {
           file?.destroy();
           throw err;
@@ -326,12 +351,12 @@ export const assetActions = {
           ctx.meta.$location = asset.remoteUrl!;
           return null;
         }
+        if (range) ctx.meta.$statusCode = 206;
         ctx.meta.$responseType = asset.contentType!;
-        ctx.meta.$responseHeaders = downloadHeaders({
-          fileName: asset.fileName ?? asset.name,
-          contentType: asset.contentType!,
-          size: asset.size!,
-        });
+        ctx.meta.$responseHeaders = downloadHeaders(
+          { fileName: asset.fileName ?? asset.name, contentType: asset.contentType!, size: asset.size! },
+          range,
+        );
         return file;
       },
     }),

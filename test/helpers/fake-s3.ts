@@ -3,7 +3,7 @@ import type { AddressInfo } from "node:net";
 
 /**
  * A local S3-compatible server for the AWS SDK v3 client (path-style): PUT,
- * GET and DELETE of objects kept in memory, ListObjectsV2 and DeleteObjects
+ * GET (with a byte range) and DELETE of objects kept in memory, ListObjectsV2 and DeleteObjects
  * (one page), NoSuchKey as S3 answers it, and
  * every request's Authorization header kept, so a test sees the SDK signed
  * with the configured key.
@@ -66,6 +66,18 @@ export async function startFakeS3(): Promise<FakeS3> {
     if (req.method === "DELETE") {
       objects.delete(key);
       res.writeHead(204).end();
+      return;
+    }
+    const range = /^bytes=(\d+)-(\d+)$/.exec(req.headers.range ?? "");
+    if (req.method === "GET" && object && range) {
+      const [start, end] = [Number(range[1]), Math.min(Number(range[2]), object.body.length - 1)];
+      res
+        .writeHead(206, {
+          "Content-Type": object.contentType,
+          "Content-Length": end - start + 1,
+          "Content-Range": `bytes ${start}-${end}/${object.body.length}`,
+        })
+        .end(object.body.subarray(start, end + 1));
       return;
     }
     if (req.method === "GET" && object) {

@@ -3,6 +3,7 @@ import {
   contentDisposition,
   downloadHeaders,
   headCollector,
+  requestedRange,
   sniffContentType,
   SNIFF_BYTES,
 } from "../../services/content/asset-file";
@@ -100,4 +101,30 @@ test("downloads: raster images inline, anything else an attachment; never sniffe
   expect(
     downloadHeaders({ fileName: "a.svg", contentType: "image/svg+xml", size: 1 })["Content-Disposition"],
   ).toMatch(/^attachment;/);
+});
+
+test.each([
+  ["no header", undefined, null],
+  ["the first 100 bytes", "bytes=0-99", { start: 0, end: 99 }],
+  ["from 500 to the end", "bytes=500-", { start: 500, end: 999 }],
+  ["the last 10 bytes", "bytes=-10", { start: 990, end: 999 }],
+  ["an end past the file, cut to it", "bytes=900-5000", { start: 900, end: 999 }],
+  ["a start past the file", "bytes=1000-1100", "unsatisfiable"],
+  ["two ranges (served whole)", "bytes=0-9,500-509", null],
+  ["two touching ranges, combined", "bytes=0-9,10-19", { start: 0, end: 19 }],
+  ["another unit", "items=0-9", null],
+  ["no range at all (as express answers it)", "bytes=abc", "unsatisfiable"],
+  ["a header that is not a range", "bytes", null],
+])("a Range of %s on 1,000 bytes", (_name, header, range) => {
+  expect(requestedRange(header, 1000)).toEqual(range);
+});
+
+test("a part's headers: 206's Content-Range and its length; every download says ranges are accepted", () => {
+  const file = { fileName: "a.pdf", contentType: "application/pdf", size: 1000 };
+  expect(downloadHeaders(file, { start: 100, end: 199 })).toMatchObject({
+    "Content-Length": "100",
+    "Content-Range": "bytes 100-199/1000",
+    "Accept-Ranges": "bytes",
+  });
+  expect(downloadHeaders(file)).not.toHaveProperty("Content-Range");
 });

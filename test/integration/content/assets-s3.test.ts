@@ -83,6 +83,13 @@ test("uploads go to the bucket, signed with the configured key; downloads stream
   expect(res.headers.get("content-length")).toBe(String(big.length));
   expect(Buffer.from(await res.arrayBuffer()).equals(big)).toBe(true);
 
+  const part = await fetch(`${app.baseUrl}/api/assets/${png.body.id}/download`, {
+    headers: { range: "bytes=8-15" },
+  });
+  expect(part.status).toBe(206);
+  expect(part.headers.get("content-range")).toBe(`bytes 8-15/${big.length}`);
+  expect(Buffer.from(await part.arrayBuffer()).equals(big.subarray(8, 16))).toBe(true);
+
   const disk = await fetch(`${app.baseUrl}/api/assets/${before.body.id}/download`);
   expect(await disk.text()).toBe("kept on disk");
 

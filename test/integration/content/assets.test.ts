@@ -138,6 +138,35 @@ test("an upload is typed by its bytes, not by what it declares; the file lands u
   expect((await fetch(`${app.baseUrl}/api/assets/nope/download`)).status).toBe(404);
 });
 
+test("a Range is answered with its part (206); only a part that starts the file counts; past the end is 416", async () => {
+  const bytes = Buffer.from("%PDF-1.4\n" + "0123456789".repeat(100));
+  const pdf = await upload(c(), ctx.ws, { bytes, name: "long.pdf", type: "application/pdf" });
+  const url = `${app.baseUrl}/api/assets/${pdf.body.id}/download`;
+
+  const middle = await fetch(url, { headers: { range: "bytes=100-199" } });
+  expect(middle.status).toBe(206);
+  expect(middle.headers.get("content-range")).toBe(`bytes 100-199/${bytes.length}`);
+  expect(middle.headers.get("content-length")).toBe("100");
+  expect(Buffer.from(await middle.arrayBuffer()).equals(bytes.subarray(100, 200))).toBe(true);
+  expect((await c().get(`${ctx.ws}/assets/${pdf.body.id}`)).body.downloads).toBe(0);
+
+  const first = await fetch(url, { headers: { range: "bytes=0-9" } });
+  expect(first.status).toBe(206);
+  expect(await first.text()).toBe("%PDF-1.4\n0");
+  const whole = await fetch(url, { headers: { range: "bytes=0-0,5-6" } });
+  expect(whole.status).toBe(200);
+  expect(whole.headers.get("accept-ranges")).toBe("bytes");
+  expect(Buffer.from(await whole.arrayBuffer()).equals(bytes)).toBe(true);
+  expect((await c().get(`${ctx.ws}/assets/${pdf.body.id}`)).body.downloads).toBe(2);
+
+  const past = await visitor().get(`/api/assets/${pdf.body.id}/download`, {
+    headers: { range: `bytes=${bytes.length}-` },
+  });
+  expect(past.status).toBe(416);
+  expect(past.body.code).toBe("RANGE_NOT_SATISFIABLE");
+  expect(past.headers.get("content-range")).toBe(`bytes */${bytes.length}`);
+});
+
 test("bad uploads are clear 4xx and leave nothing behind: over 25 MiB is 413, no file or a wrong type 400 naming file, a bad field 400 naming it", async () => {
   const big = await upload(c(), ctx.ws, {
     bytes: Buffer.alloc(25 * 1024 * 1024 + 1, 7),
