@@ -1,125 +1,31 @@
-import { mkdir, readdir, rm, stat } from "node:fs/promises";
-import path from "node:path";
 import { Readable } from "node:stream";
-import { Errors, type Service } from "moleculer";
+import type { Service } from "moleculer";
 import { SYSTEM } from "../../lib/access";
-import { config, type AppConfig } from "../../lib/config";
-import { newId } from "../../lib/crypto";
+import { config } from "../../lib/config";
 import { defineAction } from "../../lib/define-service";
 import {
   forbidden,
   found,
   invalidToken,
   notFound,
-  payloadTooLarge,
   rangeNotSatisfiable,
   validationError,
 } from "../../lib/errors";
 import type { AppContext } from "../../lib/moleculer-types";
 import { pageRequest } from "../../lib/pagination";
 import { isServiceAvailable } from "../../lib/registry";
-import { compileParamsChecker, unstorableInput } from "../../lib/schema";
 import { WORKSPACE_DELETED_EVENT, workspaceOf } from "../../lib/tenancy";
-import { readJsonBody, receiveMultipartFile, sizeLimit } from "../../lib/uploads";
 import { verifyLinkToken } from "../messages/links";
-import {
-  cleanFileName,
-  downloadHeaders,
-  headCollector,
-  requestedRange,
-  sniffContentType,
-} from "./asset-file";
-import { assetStores } from "./asset-store";
+import { downloadHeaders, requestedRange } from "./asset-file";
+import { addRemoteAsset, storesOf, sweepIncoming, uploadAsset } from "./asset-intake";
 import * as repo from "./assets.repo";
-import {
-  ASSET_LIMIT_BYTES,
-  createOpenApi,
-  RemoteAssetSchema,
-  results,
-  schemas,
-  UploadFieldsSchema,
-} from "./assets.schemas";
+import { createOpenApi, results, schemas } from "./assets.schemas";
 
 const WS = "/workspaces/:workspaceId/assets";
 const tags = ["Assets"];
 const read = { auth: "any", permission: "forms.read" } as const;
 const write = { auth: "any", permission: "forms.write" } as const;
 const publicUrl = () => config().publicUrl;
-
-/** The asset stores of the current configuration (made again when a test reloads it). */
-let stores: { of: AppConfig; stores: ReturnType<typeof assetStores> } | undefined;
-function storesOf() {
-  const current = config();
-  if (stores?.of !== current)
-    stores = { of: current, stores: assetStores(current.dataDir, current.assetsS3) };
-  return stores.stores;
-}
-
-const checkUploadFields = compileParamsChecker(UploadFieldsSchema);
-const checkRemote = compileParamsChecker(RemoteAssetSchema);
-
-/** Params as the validator middleware would check them (a stream route checks its own body). */
-function checked<T>(check: typeof checkUploadFields, value: unknown, typed: boolean): T {
-  const issue = unstorableInput(value);
-  if (issue) throw validationError(`${issue.field || "body"} ${issue.message}`, [issue]);
-  const result = check(value, typed);
-  if (result !== true)
-    throw new Errors.ValidationError("Parameters validation error!", "VALIDATION_ERROR", result);
-  return value as T;
-}
-
-/** Uploads being received (beside the local store, so a finished one moves in without a copy). */
-const incomingDir = () => path.join(config().dataDir, "assets", ".incoming");
-/** An upload left in incomingDir longer than this was cut off by a stop or crash. */
-const ABANDONED_UPLOAD_MS = 60 * 60 * 1000;
-
-/** Remove uploads a stopped process left half received. */
-async function sweepIncoming(): Promise<void> {
-  const names = await readdir(incomingDir()).catch(() => [] as string[]);
-  const before = Date.now() - ABANDONED_UPLOAD_MS;
-  for (const name of names) {
-    const file = path.join(incomingDir(), name);
-    const info = await stat(file).catch(() => null);
-    if (info && info.mtimeMs < before) await rm(file, { force: true });
-  }
-}
-
-const tooLarge = () => payloadTooLarge(`The file is larger than ${ASSET_LIMIT_BYTES / 1024 / 1024} MiB`);
-
-/** An uploaded file, received, sniffed and stored; then its row. Nothing is left on disk if any step fails. */
-async function upload(ctx: AppContext, body: Readable, contentType: string): Promise<string> {
-  const ws = workspaceOf(ctx);
-  const id = newId();
-  await mkdir(incomingDir(), { recursive: true });
-  const file = path.join(incomingDir(), id);
-  const head = headCollector();
-  const store = storesOf().current;
-  let stored = false;
-  try {
-    const received = await receiveMultipartFile(body, contentType, file, {
-      field: "file",
-      through: sizeLimit(ASSET_LIMIT_BYTES, tooLarge, (chunk) => head.take(chunk)),
-    });
-    const fields = checked<{ name?: string; categoryId?: string | null; gated?: boolean }>(
-      checkUploadFields,
-      received.fields,
-      false,
-    );
-    const fileName = cleanFileName(received.fileName) ?? "file";
-    const type = await sniffContentType(head.head, head.size <= head.head.length);
-    await store.put(`${ws}/${id}`, file, head.size, type);
-    stored = true;
-    const input = { name: fields.name ?? fileName, categoryId: fields.categoryId, gated: fields.gated };
-    const storedFile = { fileName, contentType: type, size: head.size, storage: store.kind };
-    await repo.insertAsset(ws, id, input, { file: storedFile });
-    return id;
-  } catch (err) {
-    body.resume();
-    await rm(file, { force: true });
-    if (stored) await store.remove(`${ws}/${id}`).catch(() => undefined);
-    throw err;
-  }
-}
 
 /** The contact a download's token names in the asset's workspace; none without a token. */
 function visitorOf(workspaceId: string, token: string | undefined): string | null {
@@ -190,17 +96,9 @@ export const assetActions = {
         const contentType = ctx.meta.contentType ?? "";
         const type = contentType.split(";")[0].trim().toLowerCase();
         let id: string;
-        if (type === "multipart/form-data") id = await upload(ctx, body, contentType);
-        else if (type === "application/json") {
-          const input = checked<{
-            name: string;
-            remoteUrl: string;
-            categoryId?: string | null;
-            gated?: boolean;
-          }>(checkRemote, await readJsonBody(body), true);
-          id = newId();
-          await repo.insertAsset(ws, id, input, { remoteUrl: input.remoteUrl });
-        } else {
+        if (type === "multipart/form-data") id = await uploadAsset(ws, body, contentType);
+        else if (type === "application/json") id = await addRemoteAsset(ws, body);
+        else {
           body.resume();
           throw validationError("Send a file as multipart/form-data, or a remote asset as JSON", [
             { field: "file", message: "content type must be multipart/form-data or application/json" },
