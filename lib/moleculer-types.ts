@@ -32,6 +32,7 @@ export interface AppMeta {
   /** The request's path and query as it arrived, kept only for `rawBody: true` actions (Twilio signs the URL). */
   requestUrl?: string;
   cookies?: Record<string, string>;
+  /** The request's method; `HEAD` for a HEAD request, which the gateway answers as GET without side effects. */
   method?: string;
   contentType?: string;
   /** The `Idempotency-Key` request header (lib/idempotency.ts). */

@@ -40,7 +40,7 @@ function sendJson(res: ServerResponse, status: number, body: unknown, headers: R
 /** What actions may read of the request: who asks from where, and what they send and accept. */
 function requestMeta(ctx: AppContext, req: GatewayRequest): void {
   ctx.meta.ip = clientIp(req);
-  ctx.meta.method = req.method;
+  ctx.meta.method = req.headRequest ? "HEAD" : req.method;
   ctx.meta.contentType = req.headers["content-type"];
   ctx.meta.userAgent = req.headers["user-agent"];
   ctx.meta.accept = req.headers.accept;
@@ -146,8 +146,10 @@ const ApiService: ServiceSchema = {
      * CORS preflight answered by the CORS settings is a missing route.
      */
     httpHandler(req: GatewayRequest, res: ServerResponse, next?: unknown) {
-      if (req.method === "HEAD") req.method = "GET";
-      else if (
+      if (req.method === "HEAD") {
+        req.method = "GET";
+        req.headRequest = true;
+      } else if (
         req.method === "OPTIONS" &&
         !(this.settings.cors && req.headers["access-control-request-method"])
       ) {

@@ -17,6 +17,8 @@ export interface GatewayRequest extends IncomingMessage {
   rawBody?: Buffer;
   cookies?: Record<string, string>;
   originalUrl?: string;
+  /** A HEAD request, answered as GET (see api.service.ts httpHandler). */
+  headRequest?: boolean;
 }
 
 export interface VerifiedApiKey {

@@ -193,7 +193,7 @@ export const assetActions = {
     /**
      * The file, streamed with its sniffed type (an attachment unless it is a
      * raster image; one `Range` answered as a 206), or a 302 to a remote
-     * asset's URL; counted (a part only when it starts the file), and
+     * asset's URL; counted (a part only when it starts the file; HEAD never), and
      * recorded as `asset.downloaded` when `token` names the visitor. A gated
      * asset without a token is 403. Public.
      */
@@ -230,8 +230,10 @@ export const assetActions = {
           file = await storesOf().of(asset.storage).open(asset.storageKey, range);
           if (!file) throw notFound("Asset file");
         }
+        // HEAD is safe: it asks what a download would be, and is neither a download nor counted as one.
+        const head = ctx.meta.method === "HEAD";
         try {
-          if (!range || range.start === 0) {
+          if (!head && (!range || range.start === 0)) {
             await repo.countDownload(asset.workspaceId, asset.id);
             if (contactId && isServiceAvailable(ctx.broker, "events"))
               await ctx.call(
@@ -248,6 +250,10 @@ export const assetActions = {
           ctx.meta.$statusCode = 302;
           ctx.meta.$location = asset.remoteUrl!;
           return null;
+        }
+        if (head) {
+          file.destroy();
+          file = Readable.from([]);
         }
         if (range) ctx.meta.$statusCode = 206;
         ctx.meta.$responseType = asset.contentType!;

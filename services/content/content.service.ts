@@ -119,13 +119,15 @@ export default defineService({
 
     /**
      * A published page (a draft or unknown one: 404), sandboxed, its forms
-     * drawn; each visit counted and recorded as `page_view`. Public.
+     * drawn; each visit counted and recorded as `page_view` (a HEAD is no visit). Public.
      */
     serve: defineAction({
       auth: "public",
       params: schemas.serve,
       async handler(ctx) {
-        const page = await repo.viewPublished(ctx.params.workspaceSlug, ctx.params.slug);
+        // HEAD is safe: it is not a visit.
+        const visit = ctx.meta.method !== "HEAD";
+        const page = await repo.viewPublished(ctx.params.workspaceSlug, ctx.params.slug, visit);
         if (!page) {
           const text = "There is no page at this address.";
           return renderPage(ctx, "message", { title: "Not found", heading: "Not found", text }, 404);
@@ -135,7 +137,7 @@ export default defineService({
           page.html,
           await formMarkup(ctx, page.workspaceId, page.html),
         );
-        if (isServiceAvailable(ctx.broker, "events"))
+        if (visit && isServiceAvailable(ctx.broker, "events"))
           await ctx.call(
             "events.record",
             {

@@ -122,16 +122,20 @@ export async function deletePage(workspaceId: string, id: string): Promise<boole
   return rows.length > 0;
 }
 
-/** A published page by its address, counted as one view; null when there is none (or it is a draft). */
+/** A published page by its address, counted as one view unless `counted` is false; null when there is none (or it is a draft). */
 export async function viewPublished(
   workspaceSlug: string,
   slug: string,
+  counted = true,
 ): Promise<{ id: string; workspaceId: string; title: string; html: string } | null> {
   const [row] = await selectRows<{ id: string; workspace_id: string; title: string; html: string }>(
-    `UPDATE landing_pages p SET views = p.views + 1
-       FROM workspaces w
-      WHERE w.id = p.workspace_id AND w.slug = $1 AND p.slug = $2 AND p.status = 'published'
-     RETURNING p.id, p.workspace_id, p.title, p.html`,
+    counted
+      ? `UPDATE landing_pages p SET views = p.views + 1
+           FROM workspaces w
+          WHERE w.id = p.workspace_id AND w.slug = $1 AND p.slug = $2 AND p.status = 'published'
+         RETURNING p.id, p.workspace_id, p.title, p.html`
+      : `SELECT p.id, p.workspace_id, p.title, p.html FROM landing_pages p JOIN workspaces w ON w.id = p.workspace_id
+          WHERE w.slug = $1 AND p.slug = $2 AND p.status = 'published'`,
     [workspaceSlug, slug],
   );
   return row ? { id: row.id, workspaceId: row.workspace_id, title: row.title, html: row.html } : null;

@@ -134,6 +134,11 @@ test("an upload is typed by its bytes, not by what it declares; the file lands u
   expect(page.headers.get("content-disposition")).toMatch(/^attachment; filename="evil.png"/);
   expect(page.headers.get("content-security-policy")).toContain("sandbox");
 
+  // A HEAD says what a download would be, and is none.
+  const head = await fetch(`${app.baseUrl}/api/assets/${png.body.id}/download`, { method: "HEAD" });
+  expect(head.status).toBe(200);
+  expect(head.headers.get("content-type")).toBe("image/png");
+  expect(head.headers.get("content-length")).toBe(String(PNG.length));
   expect((await c().get(`${ctx.ws}/assets/${png.body.id}`)).body.downloads).toBe(1);
   expect((await fetch(`${app.baseUrl}/api/assets/nope/download`)).status).toBe(404);
 });

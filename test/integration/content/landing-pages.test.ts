@@ -104,6 +104,10 @@ test("a published page is served sandboxed with its forms, counted and recorded 
   expect(served.text).not.toContain("data-cms-form");
   expect(served.text).toContain('<script src="/form.js"></script>');
   await visitor().get(address);
+  // A HEAD (a link checker, a preview) is no visit: the same headers, nothing counted.
+  const head = await fetch(`${app.baseUrl}${address}`, { method: "HEAD" });
+  expect(head.status).toBe(200);
+  expect(head.headers.get("content-security-policy")).toMatch(/^sandbox /);
 
   expect((await c().get(`${ctx.ws}/landing-pages/${page.body.id}`)).body.views).toBe(2);
   const views = (await c().get(`${ctx.ws}/events?type=page_view`)).body;
