@@ -35,6 +35,9 @@ export function sizeLimit(
   });
 }
 
+/** A text field beside the file (a name, a column mapping) is small; a longer one is refused, not cut. */
+const FIELD_LIMIT_BYTES = 64 * 1024;
+
 export interface MultipartFile {
   /** The text fields sent beside the file (the last of a repeated name). */
   fields: Record<string, string>;
@@ -67,13 +70,15 @@ export async function receiveMultipartFile(
     try {
       form = busboy({
         headers: { "content-type": contentType },
-        limits: { files: 1, fields: options.maxFields ?? 20, fieldSize: 64 * 1024 },
+        limits: { files: 1, fields: options.maxFields ?? 20, fieldSize: FIELD_LIMIT_BYTES },
       });
     } catch (err) {
       reject(malformed(err as Error));
       return;
     }
-    form.on("field", (name, value) => {
+    form.on("field", (name, value, info) => {
+      if (info.valueTruncated)
+        reject(validationError(`${name} is too long`, [{ field: name, message: "must be at most 64 KiB" }]));
       fields[name] = value;
     });
     form.on("file", (name, stream, info) => {

@@ -194,6 +194,16 @@ test("bad uploads are clear 4xx and leave nothing behind: over 25 MiB is 413, no
     headers: { "content-type": "multipart/form-data; boundary=x" },
   });
   expect(broken.status).toBe(400);
+  const longName = await upload(
+    c(),
+    ctx.ws,
+    { bytes: PNG, name: "a.png", type: "image/png" },
+    {
+      name: "x".repeat(70_000),
+    },
+  );
+  expect(longName.status).toBe(400);
+  expect(longName.body.details[0].field).toBe("name");
   const badField = await upload(
     c(),
     ctx.ws,
