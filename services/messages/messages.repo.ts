@@ -473,6 +473,16 @@ export async function shortLinkCodes(
  * link scanner's: other links of the same message first clicked within
  * `burstMs` (a person opens one link; a scanner follows them all at once).
  */
+/** A short link's URL, nothing recorded (a HEAD asks where a click would go). */
+export async function linkUrl(workspaceId: string, code: string): Promise<string | null> {
+  const sequelize = await database();
+  const [link] = await sequelize.query<{ url: string }>(
+    `SELECT url FROM short_links WHERE code = $1 AND workspace_id = $2`,
+    { bind: [code, workspaceId], type: QueryTypes.SELECT },
+  );
+  return link?.url ?? null;
+}
+
 export async function recordLinkClick(
   workspaceId: string,
   code: string,

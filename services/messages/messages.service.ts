@@ -93,7 +93,7 @@ export default defineService({
      * Open pixel (`?s=`): always the 43-byte GIF, counted when `s` verifies.
      * Click (`?u={code}&s=`): 302 to the link's URL when `s` verifies, else
      * 400 INVALID_TOKEN (never an open redirect). Both recorded through
-     * `events.record`; machine opens and clicks carry `metadata.machine: true`.
+     * `events.record`; machine opens and clicks carry `metadata.machine: true`. A HEAD records nothing.
      */
     track: defineAction({
       rest: "GET /messages/:messageId/track",
@@ -102,17 +102,19 @@ export default defineService({
       params: schemas.track,
       async handler(ctx) {
         const { messageId, u, s } = ctx.params;
+        // HEAD is safe (link checkers and previews send it): it answers as GET and records nothing.
+        const head = ctx.meta.method === "HEAD";
         if (u !== undefined) {
           if (!trackingSignatureValid(messageId, u, s))
             throw invalidToken("The link's signature does not verify");
-          const url = await this.click(ctx, messageId, u);
+          const url = head ? await this.clickTarget(messageId, u) : await this.click(ctx, messageId, u);
           ctx.meta.$statusCode = 302;
           ctx.meta.$location = url;
           return null;
         }
         ctx.meta.$responseType = "image/gif";
         ctx.meta.$responseHeaders = { "Cache-Control": "no-store" };
-        if (trackingSignatureValid(messageId, "", s)) await this.open(ctx, messageId);
+        if (!head && trackingSignatureValid(messageId, "", s)) await this.open(ctx, messageId);
         return PIXEL;
       },
     }),
@@ -258,6 +260,11 @@ export default defineService({
       const machine = isMachine(ctx.meta.userAgent, message.sent_at, new Date());
       const row = machine ? message : await repo.recordOpen(messageId);
       if (row) await recordActivity(this.broker, row, "message.open", { machine });
+    },
+
+    async clickTarget(messageId: string, code: string): Promise<string> {
+      const message = found(await repo.getMessageById(messageId), "Message");
+      return found(await repo.linkUrl(message.workspace_id, code), "Link");
     },
 
     async click(ctx: AppContext, messageId: string, code: string): Promise<string> {

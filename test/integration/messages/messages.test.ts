@@ -251,6 +251,21 @@ test("tracking: the pixel counts a signed open, a click redirects only when sign
   await new Promise((r) => setTimeout(r, 1100)); // opens sooner than a second after the send count as machines
   const browser = { "user-agent": "Mozilla/5.0 (X11; Linux x86_64) Firefox/128.0" };
 
+  // A HEAD (a link checker, a preview) answers as GET and records nothing.
+  const headPixel = await fetch(`${app.baseUrl}${pixelPath.replace(/&amp;/g, "&")}`, {
+    method: "HEAD",
+    headers: browser,
+  });
+  expect(headPixel.headers.get("content-type")).toBe("image/gif");
+  const headClick = await fetch(`${app.baseUrl}${clickPath.replace(/&amp;/g, "&")}`, {
+    method: "HEAD",
+    headers: browser,
+    redirect: "manual",
+  });
+  expect(headClick.status).toBe(302);
+  expect(headClick.headers.get("location")).toBe("https://example.org/page");
+  expect((await c.get(`${ctx.ws}/messages/${res.body.id}`)).body).toMatchObject({ opens: 0, clicks: 0 });
+
   const pixel = await c.get(pixelPath.replace(/&amp;/g, "&"), { headers: browser });
   expect(pixel.status).toBe(200);
   expect(pixel.headers.get("content-type")).toBe("image/gif");
