@@ -36,7 +36,6 @@ function sendJson(res: ServerResponse, status: number, body: unknown, headers: R
   res.end(JSON.stringify(body));
 }
 
-/** The moleculer-web gateway: routes come from each action's `rest`, access from its declarations. */
 /** What actions may read of the request: who asks from where, and what they send and accept. */
 function requestMeta(ctx: AppContext, req: GatewayRequest): void {
   ctx.meta.ip = clientIp(req);
@@ -50,6 +49,7 @@ function requestMeta(ctx: AppContext, req: GatewayRequest): void {
   if (typeof req.headers.range === "string") ctx.meta.range = req.headers.range;
 }
 
+/** The moleculer-web gateway: routes come from each action's `rest`, access from its declarations. */
 const ApiService: ServiceSchema = {
   name: "api",
   mixins: [ApiGateway],

@@ -3,19 +3,12 @@ import type { Service } from "moleculer";
 import { SYSTEM } from "../../lib/access";
 import { config } from "../../lib/config";
 import { defineAction } from "../../lib/define-service";
-import {
-  forbidden,
-  found,
-  invalidToken,
-  notFound,
-  rangeNotSatisfiable,
-  validationError,
-} from "../../lib/errors";
+import { forbidden, found, notFound, rangeNotSatisfiable, validationError } from "../../lib/errors";
 import type { AppContext } from "../../lib/moleculer-types";
 import { pageRequest } from "../../lib/pagination";
 import { isServiceAvailable } from "../../lib/registry";
 import { WORKSPACE_DELETED_EVENT, workspaceOf } from "../../lib/tenancy";
-import { verifyLinkToken } from "../messages/links";
+import { linkedContact } from "../messages/links";
 import { downloadHeaders, requestedRange } from "./asset-file";
 import { addRemoteAsset, storesOf, sweepIncoming, uploadAsset } from "./asset-intake";
 import * as repo from "./assets.repo";
@@ -26,14 +19,6 @@ const tags = ["Assets"];
 const read = { auth: "any", permission: "forms.read" } as const;
 const write = { auth: "any", permission: "forms.write" } as const;
 const publicUrl = () => config().publicUrl;
-
-/** The contact a download's token names in the asset's workspace; none without a token. */
-function visitorOf(workspaceId: string, token: string | undefined): string | null {
-  if (!token) return null;
-  const claims = verifyLinkToken(token, ["asset", "visitor"]);
-  if (claims.ws !== workspaceId) throw invalidToken("The link is for another workspace");
-  return claims.sub;
-}
 
 /**
  * Downloadable files and links (mixed into `content`; forms.* scopes), in
@@ -220,7 +205,7 @@ export const assetActions = {
       async handler(ctx) {
         const asset = await repo.downloadTarget(ctx.params.assetId);
         if (!asset) throw notFound("Asset");
-        const contactId = visitorOf(asset.workspaceId, ctx.params.token);
+        const contactId = linkedContact(ctx.params.token, ["asset", "visitor"], asset.workspaceId);
         if (asset.gated && !contactId) throw forbidden("This asset is downloaded through its form");
         // A file answers a part when asked (a resumed download, a PDF viewer); only its first byte counts a download.
         const range = asset.storage ? requestedRange(ctx.meta.range, asset.size!) : null;

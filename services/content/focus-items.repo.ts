@@ -65,22 +65,23 @@ export async function findItem(workspaceId: string, id: string): Promise<FocusIt
   return row ? view(row) : null;
 }
 
+/** An item's columns from name to active, in the order both writes bind them ($3 to $9). */
+const columnsOf = (input: FocusInput) => [
+  input.name,
+  input.type,
+  input.content,
+  input.formId,
+  JSON.stringify(input.trigger),
+  JSON.stringify(input.rules),
+  input.active,
+];
+
 export async function insertItem(workspaceId: string, input: FocusInput): Promise<string> {
   const id = newId();
   await selectRows(
     `INSERT INTO focus_items (id, workspace_id, name, type, content, form_id, trigger, rules, active)
      VALUES ($1, $2, $3, $4, $5, $6, $7::jsonb, $8::jsonb, $9)`,
-    [
-      id,
-      workspaceId,
-      input.name,
-      input.type,
-      input.content,
-      input.formId,
-      JSON.stringify(input.trigger),
-      JSON.stringify(input.rules),
-      input.active,
-    ],
+    [id, workspaceId, ...columnsOf(input)],
   );
   return id;
 }
@@ -90,17 +91,7 @@ export async function updateItem(workspaceId: string, id: string, input: FocusIn
     `UPDATE focus_items SET name = $3, type = $4, content = $5, form_id = $6, trigger = $7::jsonb, rules = $8::jsonb,
             active = $9, updated_at = now()
       WHERE workspace_id = $1 AND id = $2 RETURNING id`,
-    [
-      workspaceId,
-      id,
-      input.name,
-      input.type,
-      input.content,
-      input.formId,
-      JSON.stringify(input.trigger),
-      JSON.stringify(input.rules),
-      input.active,
-    ],
+    [workspaceId, id, ...columnsOf(input)],
   );
   return rows.length > 0;
 }

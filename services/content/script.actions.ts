@@ -3,13 +3,13 @@ import { SYSTEM } from "../../lib/access";
 import { config } from "../../lib/config";
 import { sha256Hex } from "../../lib/crypto";
 import { defineAction } from "../../lib/define-service";
-import { fieldError, forbidden, invalidToken, unauthorized } from "../../lib/errors";
+import { fieldError, forbidden, unauthorized } from "../../lib/errors";
 import type { AppContext } from "../../lib/moleculer-types";
 import { ownOrListedOrigin } from "../../lib/origins";
 import { consume } from "../../lib/rate-limit";
 import { isServiceAvailable } from "../../lib/registry";
 import { VersionedCache } from "../../lib/versioned-cache";
-import { verifyLinkToken } from "../messages/links";
+import { linkedContact } from "../messages/links";
 import { results, schemas } from "./content.schemas";
 import { slotsFor } from "./dynamic.actions";
 import { EventStreams } from "./event-streams";
@@ -60,12 +60,8 @@ async function siteOf(ctx: AppContext, key: string | undefined): Promise<Site> {
 }
 
 /** The contact a visitor token names in this workspace (400 INVALID_TOKEN otherwise); none without a token. */
-function visitorOf(site: Site, token: string | undefined): string | null {
-  if (!token) return null;
-  const claims = verifyLinkToken(token, ["visitor"]);
-  if (claims.ws !== site.workspaceId) throw invalidToken("The visitor token is for another workspace");
-  return claims.sub;
-}
+const visitorOf = (site: Site, token: string | undefined) =>
+  linkedContact(token, ["visitor"], site.workspaceId);
 
 const scoped = (site: Site) => ({ meta: { principal: SYSTEM, workspaceId: site.workspaceId } });
 

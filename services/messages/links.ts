@@ -71,6 +71,18 @@ export function verifyLinkToken(
   return claims as LinkClaims & { iat: number; exp: number };
 }
 
+/** The contact a link token of `types` names in `workspaceId`; null without a token; 400 INVALID_TOKEN for a bad one or another workspace's. */
+export function linkedContact(
+  token: string | undefined,
+  types: LinkType[],
+  workspaceId: string,
+): string | null {
+  if (!token) return null;
+  const claims = verifyLinkToken(token, types);
+  if (claims.ws !== workspaceId) throw invalidToken("The token is for another workspace");
+  return claims.sub;
+}
+
 /** base64url of the first 16 bytes of HMAC-SHA256(`<messageId>:<u>`); `u` is empty for the open pixel. */
 export function trackingSignature(messageId: string, code = ""): string {
   return crypto

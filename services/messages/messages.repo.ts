@@ -468,21 +468,23 @@ export async function shortLinkCodes(
   return codes;
 }
 
+const LINK_URL = `SELECT url FROM short_links WHERE code = $1 AND workspace_id = $2`;
+
+/** A short link's URL, nothing recorded (a HEAD asks where a click would go). */
+export async function linkUrl(workspaceId: string, code: string): Promise<string | null> {
+  const sequelize = await database();
+  const [link] = await sequelize.query<{ url: string }>(LINK_URL, {
+    bind: [code, workspaceId],
+    type: QueryTypes.SELECT,
+  });
+  return link?.url ?? null;
+}
+
 /**
  * Count a click on a short link from a message, and whether it looks like a
  * link scanner's: other links of the same message first clicked within
  * `burstMs` (a person opens one link; a scanner follows them all at once).
  */
-/** A short link's URL, nothing recorded (a HEAD asks where a click would go). */
-export async function linkUrl(workspaceId: string, code: string): Promise<string | null> {
-  const sequelize = await database();
-  const [link] = await sequelize.query<{ url: string }>(
-    `SELECT url FROM short_links WHERE code = $1 AND workspace_id = $2`,
-    { bind: [code, workspaceId], type: QueryTypes.SELECT },
-  );
-  return link?.url ?? null;
-}
-
 export async function recordLinkClick(
   workspaceId: string,
   code: string,
@@ -493,10 +495,11 @@ export async function recordLinkClick(
 ): Promise<{ url: string; burst: boolean } | null> {
   const sequelize = await database();
   return sequelize.transaction(async (transaction) => {
-    const [link] = await sequelize.query<{ url: string }>(
-      `SELECT url FROM short_links WHERE code = $1 AND workspace_id = $2`,
-      { bind: [code, workspaceId], type: QueryTypes.SELECT, transaction },
-    );
+    const [link] = await sequelize.query<{ url: string }>(LINK_URL, {
+      bind: [code, workspaceId],
+      type: QueryTypes.SELECT,
+      transaction,
+    });
     if (!link) return null;
     const [{ burst }] = await sequelize.query<{ burst: boolean }>(
       `SELECT count(*) >= 2 AS burst FROM short_link_clicks
