@@ -212,6 +212,23 @@ test("bad uploads are clear 4xx and leave nothing behind: over 25 MiB is 413, no
   );
   expect(badField.status).toBe(400);
   expect(badField.body.details[0].field).toBe("gated");
+  // Hostile input is a 4xx naming the field: NUL bytes in either body, numbers past any page, ids past any id.
+  const nulJson = await c().post(`${ctx.ws}/assets`, {
+    name: "a\u0000b",
+    remoteUrl: "https://example.com/x",
+  });
+  expect(nulJson.status).toBe(400);
+  expect(nulJson.body.details[0].field).toBe("name");
+  const nulField = await upload(
+    c(),
+    ctx.ws,
+    { bytes: PNG, name: "a.png", type: "image/png" },
+    { name: "a\u0000b" },
+  );
+  expect(nulField.status).toBe(400);
+  expect(nulField.body.details[0].field).toBe("name");
+  expect((await c().get(`${ctx.ws}/assets?page=1e400`)).status).toBe(400);
+  expect((await visitor().get(`/api/assets/${"x".repeat(5000)}/download`)).status).toBe(400);
   expect(fs.readdirSync(path.join(dataDir, "assets", ".incoming"))).toEqual([]);
   const names = (await c().get(`${ctx.ws}/assets?limit=100`)).body.data.map((a: { name: string }) => a.name);
   expect(names).not.toContain("nothing");
