@@ -696,8 +696,8 @@ export interface StepRecord {
 }
 
 /**
- * An enrollment's next state with the log of the step that led there, in
- * one statement. `runAt` null: nothing more to run (finished). An
+ * An enrollment's next state with the logs of the steps that led there, in
+ * order, in one statement. `runAt` null: nothing more to run (finished). An
  * enrollment that ended meanwhile (a goal, its campaign completed) stays
  * ended.
  */
@@ -711,13 +711,15 @@ export async function saveStep(
     waitingEvent?: string | null;
     exitReason?: string | null;
   },
-  log: StepRecord,
+  logs: StepRecord[],
 ): Promise<void> {
   const finished = next.status === "completed" || next.status === "exited" || next.status === "failed";
   await selectRows(
     `WITH logged AS (
        INSERT INTO campaign_logs (workspace_id, campaign_id, enrollment_id, contact_id, node_id, outcome, branch, detail)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8))
+       SELECT $1, $2, $3, $4, l.node_id, l.outcome, l.branch, l.detail
+         FROM unnest($5::text[], $6::text[], $7::text[], $8::text[]) WITH ORDINALITY AS l(node_id, outcome, branch, detail, n)
+        ORDER BY l.n)
      UPDATE campaign_enrollments SET status = $9, current_node_id = $10, run_at = $11, waiting_until = $12,
             waiting_event = $13, next_branch = NULL, exit_reason = $14, finished_at = CASE WHEN $15 THEN now() END,
             updated_at = now()
@@ -727,10 +729,10 @@ export async function saveStep(
       e.campaign_id,
       e.id,
       e.contact_id,
-      log.nodeId,
-      log.outcome,
-      log.branch,
-      log.detail,
+      logs.map((l) => l.nodeId),
+      logs.map((l) => l.outcome),
+      logs.map((l) => l.branch),
+      logs.map((l) => l.detail),
       next.status,
       next.currentNodeId,
       next.runAt,

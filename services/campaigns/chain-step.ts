@@ -1,9 +1,9 @@
 import { SYSTEM } from "../../lib/access";
 import type { AppContext } from "../../lib/moleculer-types";
 import { workspaceOf } from "../../lib/tenancy";
-import { sqlProbe, VersionedCache } from "../../lib/versioned-cache";
 import * as repo from "./campaigns.repo";
 import { enrollByChanges } from "./feed-triggers";
+import { liveState } from "./live-state";
 import { workflowOf } from "./runner";
 import { changesOfEvent } from "./segment-log.repo";
 import { triggerMatches } from "./triggers";
@@ -14,43 +14,6 @@ import { triggerMatches } from "./triggers";
  * resume, segment entries and exits it caused enroll, and matching event
  * triggers enroll (all the campaigns a contact enters by one statement).
  */
-
-/**
- * A workspace's live campaigns as the chain needs them: whether it has any
- * active or paused one, and the active ones' triggers the chain enrolls by;
- * at the version the chain probes with its other areas (a status or a
- * trigger that changed moves it), so most events ask nothing more.
- */
-const chainState = new VersionedCache<{
-  live: boolean;
-  triggers: Awaited<ReturnType<typeof repo.liveTriggers>>;
-  goals: Set<string>;
-  waits: Set<string>;
-}>(
-  sqlProbe(
-    "campaigns",
-    `SELECT c.workspace_id,
-            count(*) FILTER (WHERE c.status IN ('active', 'paused')) || '/' || max(c.updated_at)::text || '/' ||
-            COALESCE((SELECT count(*) || '/' || max(t.updated_at)::text
-                        FROM campaign_triggers t WHERE t.workspace_id = c.workspace_id), '') AS version
-       FROM campaigns c WHERE c.workspace_id = ANY($1::text[]) GROUP BY c.workspace_id`,
-  ),
-  async (workspaceId) => {
-    const awaited = await repo.awaitedEventTypes(workspaceId);
-    return {
-      live: await repo.hasLiveCampaigns(workspaceId),
-      triggers: await repo.liveTriggers(workspaceId, [
-        "event",
-        "form_submitted",
-        "segment_entered",
-        "segment_exited",
-      ]),
-      goals: new Set(awaited.goals),
-      waits: new Set(awaited.waits),
-    };
-  },
-  { area: "campaigns" },
-);
 
 export interface ChainEvent {
   id: string;
@@ -65,7 +28,7 @@ export async function handleChainEvent(ctx: AppContext, event: ChainEvent) {
   const ws = workspaceOf(ctx);
   const { contactId, type, metadata } = event;
   if (!contactId) return none;
-  const state = await chainState.get(ws, ctx.meta.configVersions);
+  const state = await liveState.get(ws, ctx.meta.configVersions);
   if (!state.live) return none;
   const meta = { meta: { principal: SYSTEM, workspaceId: ws } };
   // An event condition's `where` is asked of the stored event.

@@ -1,5 +1,6 @@
 import type { DomainEvent } from "../../lib/domain-events";
 import * as repo from "./campaigns.repo";
+import { liveState } from "./live-state";
 import { anniversaryField, contactChangeMatches } from "./triggers";
 import type { LogChange, SegmentTrigger } from "./segment-log.repo";
 
@@ -53,7 +54,8 @@ export async function enrollByContactFact(fact: DomainEvent): Promise<number> {
   const contactId = fact.data.contactId;
   if (!type || typeof contactId !== "string") return 0;
   let enrolled = 0;
-  for (const trigger of await repo.liveTriggers(fact.workspaceId, [type])) {
+  const { triggers } = await liveState.get(fact.workspaceId);
+  for (const trigger of triggers.filter((t) => t.type === type)) {
     const watched = (trigger.config as { fields?: string[] }).fields;
     if (type === "contact_updated" && !contactChangeMatches(watched, fact.changedFields)) continue;
     const rows = await repo.enroll(fact.workspaceId, {

@@ -82,10 +82,6 @@ async function perform(broker: ServiceBroker, e: EnrollmentRow, node: WorkflowNo
   const meta = { meta: { principal: SYSTEM, workspaceId: e.workspace_id } };
   const workspaceId = e.workspace_id;
   switch (node.type) {
-    case "entry":
-      return "entered";
-    case "wait":
-      return "waited";
     case "send": {
       const messageId = derivedMessageId(e.id, node.id);
       if (c.onFrequencyCap === "wait" && !c.transactional) {
@@ -248,6 +244,9 @@ export function closeWebhookSender(): void {
   sender = null;
 }
 
+/** Nodes that go on as actions (`act`) yet change nothing outside the enrollment: their logs may wait for the next save. */
+const DECIDING_NODES = new Set<string>(["entry", "wait"]);
+
 /** Advance one claimed enrollment (its `run_at` is its lease's end) as far as it goes now. */
 export async function advance(
   broker: ServiceBroker,
@@ -260,17 +259,24 @@ export async function advance(
     await repo.saveStep(
       e,
       { status: "failed", currentNodeId: e.current_node_id, runAt: null, exitReason: "version_missing" },
-      {
-        nodeId: e.current_node_id ?? "entry",
-        outcome: "failed",
-        branch: null,
-        detail: `version ${e.version} missing`,
-      },
+      [
+        {
+          nodeId: e.current_node_id ?? "entry",
+          outcome: "failed",
+          branch: null,
+          detail: `version ${e.version} missing`,
+        },
+      ],
     );
     return "failed";
   }
   const probe = storeProbe(broker, e);
-  let node = workflow.nodes.find((n) => n.id === (e.current_node_id ?? entry.id));
+  // Steps that only decide leave their logs to go with the next save; an action's step is saved before and after it runs.
+  const decided: repo.StepRecord[] = [];
+  const save = (next: Parameters<typeof repo.saveStep>[1], log: repo.StepRecord) =>
+    repo.saveStep(e, next, [...decided.splice(0), log]);
+  let current = e.current_node_id ?? entry.id;
+  let node = workflow.nodes.find((n) => n.id === current);
   let resumed = e.status === "waiting";
   for (let steps = 0; node && steps < MAX_STEPS; steps++) {
     const at = { campaignId: e.campaign_id, enrollmentId: e.id, contactId: e.contact_id, now };
@@ -281,8 +287,7 @@ export async function advance(
     );
     resumed = false;
     if (decision.kind === "wait") {
-      await repo.saveStep(
-        e,
+      await save(
         {
           status: "waiting",
           currentNodeId: node.id,
@@ -295,21 +300,27 @@ export async function advance(
       return "advanced";
     }
     if (decision.kind === "end") {
-      await repo.saveStep(
-        e,
+      await save(
         { status: decision.status, currentNodeId: node.id, runAt: null, exitReason: decision.reason },
         { nodeId: node.id, outcome: "ok", branch: null, detail: decision.reason },
       );
       return "advanced";
     }
     let detail = decision.reason;
-    if (decision.kind === "act") {
+    const acts = decision.kind === "act" && !DECIDING_NODES.has(node.type);
+    if (acts) {
+      // Where the enrollment stands is saved before anything outside it changes.
+      if (decided.length)
+        await repo.saveStep(
+          e,
+          { status: "active", currentNodeId: node.id, runAt: e.run_at },
+          decided.splice(0),
+        );
       try {
         const done = await perform(broker, e, node);
         if (typeof done !== "string") {
           // Waits at this node; when the cap frees, the step runs again.
-          await repo.saveStep(
-            e,
+          await save(
             { status: "waiting", currentNodeId: node.id, runAt: done.until, waitingUntil: done.until },
             { nodeId: node.id, outcome: "skipped", branch: null, detail: done.detail },
           );
@@ -319,8 +330,7 @@ export async function advance(
       } catch (err) {
         const message = err instanceof Error ? err.message : String(err);
         const failed = permanent(err);
-        await repo.saveStep(
-          e,
+        await save(
           failed
             ? { status: "failed", currentNodeId: node.id, runAt: null, exitReason: "step_failed" }
             : { status: "active", currentNodeId: node.id, runAt: new Date(now.getTime() + RETRY_MS) },
@@ -342,16 +352,17 @@ export async function advance(
       detail,
     };
     if (!next) {
-      await repo.saveStep(
-        e,
-        { status: "completed", currentNodeId: node.id, runAt: null, exitReason: "path_end" },
-        log,
-      );
+      await save({ status: "completed", currentNodeId: node.id, runAt: null, exitReason: "path_end" }, log);
       return "advanced";
     }
     // Still ours until the lease ends: the next step runs in this loop.
-    await repo.saveStep(e, { status: "active", currentNodeId: next, runAt: e.run_at }, log);
+    if (acts) await save({ status: "active", currentNodeId: next, runAt: e.run_at }, log);
+    else decided.push(log);
+    current = next;
     node = workflow.nodes.find((n) => n.id === next);
   }
+  // Out of steps for this pass (or at a node the workflow lacks): what was decided is kept; the next claim goes on from there.
+  if (decided.length)
+    await repo.saveStep(e, { status: "active", currentNodeId: current, runAt: e.run_at }, decided);
   return "advanced";
 }

@@ -1,3 +1,4 @@
+import { MicroBatcher } from "../../lib/batcher";
 import { newId } from "../../lib/crypto";
 import { Binds, likeEscape, selectRows } from "../../lib/database";
 import { pageOf, sortOrder, type Page, type PageRequest } from "../../lib/pagination";
@@ -89,6 +90,34 @@ export async function findPublicForm(id: string): Promise<(FormView & { workspac
   return row ? { ...view(row), workspaceId: row.workspace_id } : null;
 }
 
+/** A form being submitted, with its workspace's `allowedOrigins` (who may post it, where it may redirect). */
+export type SubmittedForm = FormView & { workspaceId: string; allowedOrigins: string[] | null };
+
+/**
+ * Concurrent submits look their forms up together, each with its workspace's
+ * origins read in the same statement (the submit path's first round trip;
+ * the workspaces service's column, only read).
+ */
+const submittedForms = new MicroBatcher(
+  async (ids: string[]): Promise<Array<SubmittedForm | null>> => {
+    const rows = await selectRows<FormRow & { allowed_origins: unknown }>(
+      `SELECT f.*, w.settings -> 'allowedOrigins' AS allowed_origins
+         FROM forms f JOIN workspaces w ON w.id = f.workspace_id WHERE f.id = ANY ($1::text[])`,
+      [[...new Set(ids)]],
+    );
+    const byId = new Map(rows.map((r) => [r.id, r]));
+    return ids.map((id) => {
+      const row = byId.get(id);
+      if (!row) return null;
+      const origins = Array.isArray(row.allowed_origins) ? (row.allowed_origins as string[]) : null;
+      return { ...view(row), workspaceId: row.workspace_id, allowedOrigins: origins };
+    });
+  },
+  { maxBatch: 200, lanes: 1 },
+);
+
+export const findSubmittedForm = (id: string) => submittedForms.add(id);
+
 export async function insertForm(workspaceId: string, input: FormInput): Promise<string> {
   const id = newId();
   await selectRows(
@@ -136,25 +165,32 @@ export interface NewSubmission {
   consent: SubmissionView["consent"];
 }
 
-export async function insertSubmission(s: NewSubmission): Promise<string> {
-  const id = newId();
-  await selectRows(
-    `INSERT INTO form_submissions (id, workspace_id, form_id, contact_id, fields, page_url, ip, user_agent, consent)
-     VALUES ($1, $2, $3, $4, $5::jsonb, $6, $7, $8, $9::jsonb)`,
-    [
-      id,
-      s.workspaceId,
-      s.formId,
-      s.contactId,
-      JSON.stringify(s.fields),
-      s.pageUrl,
-      s.ip,
-      s.userAgent,
-      JSON.stringify(s.consent),
-    ],
-  );
-  return id;
-}
+/** Concurrent submissions are stored by one statement; each answers its new id. */
+const submissionWriter = new MicroBatcher(
+  async (submissions: NewSubmission[]): Promise<string[]> => {
+    const rows = submissions.map((s) => ({
+      id: newId(),
+      workspace_id: s.workspaceId,
+      form_id: s.formId,
+      contact_id: s.contactId,
+      fields: s.fields,
+      page_url: s.pageUrl,
+      ip: s.ip,
+      user_agent: s.userAgent,
+      consent: s.consent,
+    }));
+    await selectRows(
+      `INSERT INTO form_submissions (id, workspace_id, form_id, contact_id, fields, page_url, ip, user_agent, consent)
+       SELECT * FROM jsonb_to_recordset($1::jsonb) AS r(id text, workspace_id text, form_id text, contact_id text,
+                     fields jsonb, page_url text, ip text, user_agent text, consent jsonb)`,
+      [JSON.stringify(rows)],
+    );
+    return rows.map((r) => r.id);
+  },
+  { maxBatch: 200, lanes: 1 },
+);
+
+export const insertSubmission = (s: NewSubmission): Promise<string> => submissionWriter.add(s);
 
 interface SubmissionRow {
   id: string;

@@ -10,7 +10,7 @@ import { workspaceOf } from "../../lib/tenancy";
 import * as repo from "./forms.repo";
 import { results, schemas, type FormView } from "./forms.schemas";
 import { prefillOf } from "./form-fields";
-import { allowedOriginsOf, originAllowed, redirectAllowed, submitForm } from "./submit";
+import { originAllowed, redirectAllowed, submitForm } from "./submit";
 
 /**
  * A form's public side (contract 10), mixed into `forms`: the hosted page
@@ -98,18 +98,17 @@ export const publicActions = {
       async handler(ctx) {
         const { formId, ...body } = ctx.params;
         const asPage = isPagePost(ctx);
-        const form = await repo.findPublicForm(formId);
+        const form = await repo.findSubmittedForm(formId);
         if (!form) {
           if (asPage) return messagePage(ctx, 404, "Form not found", "This form does not exist.");
           throw notFound("Form");
         }
-        const allowedOrigins = await allowedOriginsOf(ctx, form.workspaceId);
         const origin = ctx.meta.origin ?? null;
-        if (origin && originAllowed(origin, allowedOrigins))
+        if (origin && originAllowed(origin, form.allowedOrigins))
           ctx.meta.$responseHeaders = { "Access-Control-Allow-Origin": origin, Vary: "Origin" };
         try {
           const visitor = { ip: ctx.meta.ip ?? null, userAgent: ctx.meta.userAgent ?? null, origin };
-          const answer = await submitForm(ctx.broker, form, body, visitor, allowedOrigins);
+          const answer = await submitForm(ctx.broker, form, body, visitor);
           ctx.meta.$statusCode = 201;
           if (!asPage) return answer;
           if (answer.redirectUrl) {
@@ -214,10 +213,10 @@ export const publicActions = {
       params: schemas.confirmRedirect,
       result: results.confirmRedirect,
       async handler(ctx) {
-        const form = await repo.findPublicForm(ctx.params.formId);
+        const form = await repo.findSubmittedForm(ctx.params.formId);
         const url = form?.settings.confirmRedirectUrl;
         if (!form || !url || form.workspaceId !== ctx.meta.workspaceId) return null;
-        return redirectAllowed(url, await allowedOriginsOf(ctx, form.workspaceId)) ? url : null;
+        return redirectAllowed(url, form.allowedOrigins) ? url : null;
       },
     }),
   },

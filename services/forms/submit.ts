@@ -67,13 +67,12 @@ const call = <T>(broker: ServiceBroker, workspaceId: string, action: string, par
 
 export async function submitForm(
   broker: ServiceBroker,
-  form: FormView & { workspaceId: string },
+  form: repo.SubmittedForm,
   body: Record<string, unknown>,
   visitor: Visitor,
-  allowedOrigins: string[] | null | undefined,
 ): Promise<Submitted> {
   if (!form.active) throw forbidden("This form is not accepting submissions");
-  if (!originAllowed(visitor.origin, allowedOrigins))
+  if (!originAllowed(visitor.origin, form.allowedOrigins))
     throw forbidden("This site may not post this form: add its origin to the workspace's allowedOrigins");
   await consume(SUBMIT_LIMIT, `${form.id}:${visitor.ip ?? "unknown"}`);
   const answer = (submissionId: string, contactId: string | null): Submitted => ({

@@ -1063,11 +1063,9 @@ test("races: an event does not resume a wait a runner holds, and a step saved af
     type: QueryTypes.SELECT,
   })) as EnrollmentRow[];
   expect(row.status).toBe("completed");
-  await saveStep(
-    row,
-    { status: "active", currentNodeId: "no", runAt: new Date() },
+  await saveStep(row, { status: "active", currentNodeId: "no", runAt: new Date() }, [
     { nodeId: "reply", outcome: "branched", branch: "timeout", detail: "timed out" },
-  );
+  ]);
   const [after] = (await c().get(`${ctx.ws}/campaigns/${id}/enrollments`)).body.data;
   expect(after).toMatchObject({ status: "completed", exitReason: "goal" });
 });

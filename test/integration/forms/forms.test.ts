@@ -282,6 +282,39 @@ test("bad input is a 400 naming the key; inactive 403; unknown 404; the honeypot
   expect(allowed.headers.get("access-control-allow-origin")).toBe("https://www.acme.test");
 });
 
+test("concurrent submissions, written together: each gets its own contact (one for the same address twice) or its own 400", async () => {
+  const f = await form();
+  const known = await c().post(`${ctx.ws}/contacts`, { email: "known@example.com", firstName: "Kay" });
+  const emails = [
+    ...Array.from({ length: 12 }, (_, i) => `burst-${i}@example.com`),
+    "twice@example.com",
+    "twice@example.com",
+    "known@example.com",
+  ];
+  const [answers, refused] = await Promise.all([
+    Promise.all(emails.map((email) => visitor().post(`/api/forms/${f.id}/submit`, { email, first: "" }))),
+    visitor().post(`/api/forms/${f.id}/submit`, { email: "burst@" }),
+  ]);
+  expect(answers.map((a) => a.status)).toEqual(emails.map(() => 201));
+  expect(refused.status).toBe(400);
+  expect(refused.body.details).toEqual([{ field: "email", message: "must be an email address" }]);
+  // The same address twice is one contact; a known one is found, its name kept (a blank answer empties nothing).
+  expect(answers[12].body.contactId).toBe(answers[13].body.contactId);
+  expect(answers[14].body.contactId).toBe(known.body.id);
+  expect((await c().get(`${ctx.ws}/contacts/${known.body.id}`)).body.firstName).toBe("Kay");
+  expect(new Set(answers.map((a) => a.body.submissionId)).size).toBe(emails.length);
+  const contacts = new Set(answers.map((a) => a.body.contactId));
+  expect(contacts.size).toBe(14);
+  for (let i = 0; i < 12; i++) {
+    const contact = await c().get(`${ctx.ws}/contacts/${answers[i].body.contactId}`);
+    expect(contact.body.email).toBe(emails[i]);
+  }
+  const stored = await c().get(`${ctx.ws}/forms/${f.id}/submissions?limit=100`);
+  expect(stored.body.data).toHaveLength(emails.length);
+  for (const s of stored.body.data)
+    expect(s.contactId).toBe(answers[answers.findIndex((a) => a.body.submissionId === s.id)].body.contactId);
+});
+
 test("form posts: 303 to the redirect, a thank-you page without one, the form again with its errors", async () => {
   const plain = await form();
   const v = visitor();
