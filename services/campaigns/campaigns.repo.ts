@@ -1,3 +1,4 @@
+import { MicroBatcher } from "../../lib/batcher";
 import type { Transaction } from "sequelize";
 import { newId } from "../../lib/crypto";
 import { Binds, database, likeEscape, selectRows } from "../../lib/database";
@@ -514,59 +515,84 @@ export async function enroll(workspaceId: string, r: EnrollRequest): Promise<Enr
   });
 }
 
+interface MatchedTrigger {
+  id: string;
+  campaign_id: string;
+  published_version: number;
+  reentry: "once" | "always" | "cooldown";
+  cooldown_hours: number | null;
+}
+
+interface TriggeredEnrollment {
+  workspaceId: string;
+  contactId: string;
+  triggers: MatchedTrigger[];
+  event: Record<string, unknown>;
+}
+
 /**
- * Enroll one contact by every trigger an event matched, in one statement:
- * each campaign's re-entry rule against its earlier enrollments, one live
- * enrollment per campaign, `campaign.contact.enrolled` staged by the same
- * statement. Answers how many.
+ * Enroll one contact by every trigger an event matched: each campaign's
+ * re-entry rule against its earlier enrollments, one live enrollment per
+ * campaign, `campaign.contact.enrolled` staged by the same statement.
+ * Concurrent events' enrollments go together (lib/batcher.ts), one statement
+ * and its own transaction for all. Answers how many.
  */
-export async function enrollByTriggers(
+export function enrollByTriggers(
   workspaceId: string,
   contactId: string,
-  triggers: Array<{
-    id: string;
-    campaign_id: string;
-    published_version: number;
-    reentry: "once" | "always" | "cooldown";
-    cooldown_hours: number | null;
-  }>,
+  triggers: MatchedTrigger[],
   event: Record<string, unknown>,
 ): Promise<number> {
-  if (!triggers.length) return 0;
-  // One statement (its own transaction): the enrollments and their facts commit together.
-  {
-    const [row] = await selectRows<{ n: string }>(
+  if (!triggers.length) return Promise.resolve(0);
+  return triggerEnrollments.add({ workspaceId, contactId, triggers, event });
+}
+
+const triggerEnrollments = new MicroBatcher(
+  async (items: TriggeredEnrollment[]): Promise<number[]> => {
+    const rows = items.flatMap((item, n) => item.triggers.map((t) => ({ n, item, t })));
+    const enrolled = await selectRows<{ n: number }>(
       `WITH t AS (
-              SELECT * FROM unnest($3::text[], $4::int[], $5::text[], $6::text[], $7::int[])
-                AS t(campaign_id, version, trigger_id, reentry, cooldown_hours)),
+              SELECT * FROM unnest($1::int[], $2::text[], $3::text[], $4::text[], $5::int[], $6::text[], $7::text[], $8::int[], $9::text[])
+                AS t(n, workspace_id, contact_id, campaign_id, version, trigger_id, reentry, cooldown_hours, event)),
             enrolled AS (
               INSERT INTO campaign_enrollments (id, workspace_id, campaign_id, contact_id, version, status, run_at, trigger_id, event)
-              SELECT gen_random_uuid()::text, $1, t.campaign_id, $2, t.version, 'active', now(), t.trigger_id, $8::jsonb
+              SELECT gen_random_uuid()::text, t.workspace_id, t.campaign_id, t.contact_id, t.version, 'active', now(), t.trigger_id,
+                     t.event::jsonb
                 FROM t
-               WHERE EXISTS (SELECT 1 FROM contacts c WHERE c.workspace_id = $1 AND c.id = $2)
+               WHERE EXISTS (SELECT 1 FROM contacts c WHERE c.workspace_id = t.workspace_id AND c.id = t.contact_id)
                  AND (t.reentry = 'always'
-                      OR NOT EXISTS (SELECT 1 FROM campaign_enrollments p WHERE p.campaign_id = t.campaign_id AND p.contact_id = $2
+                      OR NOT EXISTS (SELECT 1 FROM campaign_enrollments p WHERE p.campaign_id = t.campaign_id AND p.contact_id = t.contact_id
                                       AND (t.reentry = 'once'
                                            OR p.created_at > now() - make_interval(hours => COALESCE(t.cooldown_hours, 24)))))
               ON CONFLICT DO NOTHING
-              RETURNING campaign_id, contact_id),
-            ${STAGE_ENROLLED}
-       SELECT count(*) AS n FROM enrolled`,
+              RETURNING workspace_id, campaign_id, contact_id, trigger_id),
+            staged AS (
+              INSERT INTO domain_event_outbox (workspace_id, type, data)
+              SELECT workspace_id, 'campaign.contact.enrolled', jsonb_build_object('campaignId', campaign_id, 'contactId', contact_id)
+                FROM enrolled)
+       SELECT min(t.n) AS n
+         FROM enrolled e JOIN t ON t.contact_id = e.contact_id AND t.campaign_id = e.campaign_id AND t.trigger_id = e.trigger_id
+        GROUP BY e.campaign_id, e.contact_id`,
       [
-        workspaceId,
-        contactId,
-        triggers.map((t) => t.campaign_id),
-        triggers.map((t) => t.published_version),
-        triggers.map((t) => t.id),
-        triggers.map((t) => t.reentry),
-        triggers.map((t) => t.cooldown_hours),
-        JSON.stringify(event),
+        rows.map((r) => r.n),
+        rows.map((r) => r.item.workspaceId),
+        rows.map((r) => r.item.contactId),
+        rows.map((r) => r.t.campaign_id),
+        rows.map((r) => r.t.published_version),
+        rows.map((r) => r.t.id),
+        rows.map((r) => r.t.reentry),
+        rows.map((r) => r.t.cooldown_hours),
+        rows.map((r) => JSON.stringify(r.item.event)),
       ],
     );
-    if (Number(row.n)) wakeOutboxRelays();
-    return Number(row.n);
-  }
-}
+    // Each enrollment counts for the first event that asked for it.
+    const counts = items.map(() => 0);
+    for (const row of enrolled) counts[row.n] += 1;
+    if (enrolled.length) wakeOutboxRelays();
+    return counts;
+  },
+  { maxBatch: 200, lanes: 1 },
+);
 
 /**
  * Enroll a whole audience in one statement (never in memory), staging

@@ -395,6 +395,40 @@ test("an event trigger enrolls before POST /events answers, once; a goal event c
   expect((await c().get(`${ctx.ws}/campaigns/${id}/enrollments`)).body.data).toHaveLength(1);
 });
 
+test("concurrent events enroll together: each contact once by a `once` trigger, the whole path logged in order", async () => {
+  const id = await campaignWith(
+    {
+      nodes: [
+        { id: "entry", type: "entry", config: {} },
+        { id: "later", type: "wait", config: { duration: "P3D" } },
+      ],
+      edges: [{ from: "entry", to: "later" }],
+    },
+    "Burst",
+  );
+  await c().post(`${ctx.ws}/campaigns/${id}/triggers`, { type: "event", config: { eventType: "burst" } });
+  await c().post(`${ctx.ws}/campaigns/${id}/execute`);
+  const people = await Promise.all(
+    Array.from({ length: 6 }, (_, i) => contact({ email: `burst-${i}@example.com` })),
+  );
+  // Two events per contact at once: the second finds the first's enrollment (or its conflict) and adds none.
+  const posted = await Promise.all(
+    [...people, ...people].map((contactId) => c().post(`${ctx.ws}/events`, { type: "burst", contactId })),
+  );
+  expect(posted.map((p) => p.status)).toEqual(posted.map(() => 201));
+  const enrollments = (await c().get(`${ctx.ws}/campaigns/${id}/enrollments?limit=100`)).body.data;
+  expect(enrollments.map((e: { contactId: string }) => e.contactId).sort()).toEqual([...people].sort());
+  for (const e of enrollments) {
+    await waitFor(async () => {
+      const logs = (await c().get(`${ctx.ws}/campaigns/${id}/logs?enrollmentId=${e.id}`)).body.data;
+      return logs.length === 2 ? logs : undefined;
+    }, 10_000);
+    const logs = (await c().get(`${ctx.ws}/campaigns/${id}/logs?enrollmentId=${e.id}`)).body.data;
+    // Newest first: the wait, then the entry that led to it (saved by the wait's one statement).
+    expect(logs.map((l: { nodeId: string }) => l.nodeId)).toEqual(["later", "entry"]);
+  }
+});
+
 test("dry-run explains the path with the run's interpreter and saves nothing", async () => {
   const id = await campaignWith({
     nodes: [
