@@ -10,7 +10,6 @@ import {
   type Template,
   type TopLevelToken,
 } from "liquidjs";
-import mjml2html from "mjml";
 import type { FieldIssue } from "../../lib/errors";
 
 /**
@@ -152,6 +151,8 @@ export function checkLiquid(content: Content, prefix = "content"): void {
 export async function compileMjml(content: Content, prefix = "content"): Promise<Content> {
   if (typeof content.mjml !== "string") return content;
   try {
+    // Loaded on first use: only saves compile MJML, and the send path's render threads never load it.
+    const { default: mjml2html } = await import("mjml");
     const result = await mjml2html(content.mjml, { validationLevel: "strict", keepComments: false });
     return { ...content, html: result.html };
   } catch (err) {
