@@ -1,3 +1,4 @@
+import { LRUCache } from "lru-cache";
 import type { ServiceBroker, ServiceSchema } from "moleculer";
 import { SYSTEM } from "../../lib/access";
 import { config } from "../../lib/config";
@@ -38,14 +39,30 @@ interface Site {
   allowedOrigins: string[];
 }
 
+/**
+ * Sites by key, kept in the process a few seconds: every script request names
+ * its site, and a round trip to a shared cache for each costs more than
+ * serving the answer. A changed `allowedOrigins` or a rotated key applies
+ * within SITE_TTL_MS; unknown keys are not kept.
+ */
+const SITE_TTL_MS = 5_000;
+const sites = new LRUCache<string, Promise<Site>>({ max: 10_000, ttl: SITE_TTL_MS });
+
 /** The workspace of `?key=` (401 when unknown), its origins checked and echoed for CORS. */
 async function siteOf(ctx: AppContext, key: string | undefined): Promise<Site> {
   if (!key) throw unauthorized("The site key is missing (?key=)");
-  const site = (await ctx.call(
-    "workspaces.bySiteKey",
-    { siteKey: key },
-    { meta: { principal: SYSTEM } },
-  )) as Site;
+  let lookup = sites.get(key);
+  if (!lookup) {
+    lookup = ctx.call(
+      "workspaces.bySiteKey",
+      { siteKey: key },
+      { meta: { principal: SYSTEM } },
+    ) as Promise<Site>;
+    sites.set(key, lookup);
+    const kept = lookup;
+    kept.catch(() => sites.peek(key) === kept && sites.delete(key));
+  }
+  const site = await lookup;
   const origin = ctx.meta.origin;
   if (origin) {
     if (!ownOrListedOrigin(origin, site.allowedOrigins))

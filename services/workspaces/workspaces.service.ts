@@ -229,7 +229,6 @@ export default defineService({
     bySiteKey: defineAction({
       params: schemas.bySiteKey,
       result: Type.Object({ workspaceId: Type.String(), allowedOrigins: Type.Array(Type.String()) }),
-      cache: { keys: ["siteKey"], ttl: 30 },
       async handler(ctx) {
         const site = await repo.bySiteKey(ctx.params.siteKey);
         if (!site) throw unauthorized("Unknown site key");

@@ -5,6 +5,7 @@ import { selectRows } from "../../../lib/database";
 import { PUBLIC_DIR } from "../../../lib/paths";
 import { open } from "../../../lib/secret-box";
 import { startApp, type TestApp } from "../../helpers/app";
+import { waitFor } from "../../helpers/wait";
 import { HttpClient, ownerWithWorkspace } from "../../helpers/http";
 
 /**
@@ -49,6 +50,28 @@ test("workspaces carry a read-only siteKey; unknown keys are 401, other origins 
   const ok = await page().get(`/api/script/config?key=${key}`, from);
   expect(ok.status).toBe(200);
   expect(ok.headers.get("access-control-allow-origin")).toBe(SITE);
+});
+
+test("a site's allowedOrigins, kept by each node a few seconds, apply to the script within them", async () => {
+  const other = "https://shop.acme.test";
+  const fromOther = { headers: { origin: other } };
+  expect((await page().get(`/api/script/config?key=${key}`, fromOther)).status).toBe(403);
+  await c().patch(ctx.ws, { settings: { allowedOrigins: [SITE, other] } });
+  const allowed = await waitFor(
+    async () => {
+      const res = await page().get(`/api/script/config?key=${key}`, fromOther);
+      return res.status === 200 ? res : undefined;
+    },
+    10_000,
+    "the new origin allowed",
+  );
+  expect(allowed.headers.get("access-control-allow-origin")).toBe(other);
+  await c().patch(ctx.ws, { settings: { allowedOrigins: [SITE] } });
+  await waitFor(
+    async () => (await page().get(`/api/script/config?key=${key}`, fromOther)).status === 403 || undefined,
+    10_000,
+    "the origin refused again",
+  );
 });
 
 test("config: active focus items and forms with an ETag; segment-limited items for members only", async () => {
