@@ -4,7 +4,8 @@
  * - `POST /api/forms/{formId}/submit` with the chain (a segment and a scoring rule read `form.submitted`, a
  *   campaign triggers on it): each submission a new visitor from its own address (the per-address limit is
  *   the contract's), creating its contact;
- * - `GET /api/script/config?key=` from the cache (focus items and forms configured);
+ * - `GET /api/script/config?key=` from the cache (focus items and forms configured), once the submissions' work
+ *   after their answers (journey steps, relayed facts) has ended, so config is measured alone;
  * - `GET /api/script/stream` held open by BENCH_STREAMS clients in another process, pinged every second,
  *   with this process's RSS printed over time.
  *
@@ -15,6 +16,8 @@
  * Targets: submissions >= 1,000/s; config >= 10,000 requests/s; streams held with flat memory.
  */
 import { spawn } from "node:child_process";
+import { QueryTypes } from "sequelize";
+import { database } from "../lib/database";
 import {
   bootApp,
   CONNECTIONS,
@@ -85,6 +88,20 @@ async function holdStreams(url: string) {
     secondHalfDriftMb: Math.max(...settled) - Math.min(...settled),
     pingsReceived: last.pings,
   };
+}
+
+/** Wait until no domain fact waits for its relay and no journey step is due; answers how long that took. */
+async function settle(): Promise<number> {
+  const t0 = Date.now();
+  const sequelize = await database();
+  for (;;) {
+    const [{ busy }] = await sequelize.query<{ busy: boolean }>(
+      `SELECT EXISTS (SELECT 1 FROM domain_event_outbox) OR EXISTS (SELECT 1 FROM campaign_enrollments WHERE run_at <= now()) AS busy`,
+      { type: QueryTypes.SELECT },
+    );
+    if (!busy || Date.now() - t0 > 60_000) return Date.now() - t0;
+    await new Promise((r) => setTimeout(r, 200));
+  }
 }
 
 async function main() {
@@ -188,11 +205,13 @@ async function main() {
               "x-forwarded-for": h["x-forwarded-for"].replace(/^10\./, `${10 + round}.`),
             })),
           });
+      // The submissions' work after their answers (journeys' steps, facts relayed) ends before config is measured alone.
+      const settledMs = PHASES.includes("submit") ? await settle() : 0;
       const config = PHASES.includes("config")
         ? await runLoad({ url: `${app.baseUrl}/api/script/config?key=${siteKey}` })
         : EMPTY;
       rounds.push({ bare: b, submit, config });
-      console.log(JSON.stringify({ round, bare: b, submit, config }));
+      console.log(JSON.stringify({ round, bare: b, submit, settledMs, config }));
     }
     const streams =
       PHASES.includes("streams") &&
