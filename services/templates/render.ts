@@ -151,7 +151,7 @@ export function checkLiquid(content: Content, prefix = "content"): void {
 export async function compileMjml(content: Content, prefix = "content"): Promise<Content> {
   if (typeof content.mjml !== "string") return content;
   try {
-    // Loaded on first use: only saves compile MJML, and the send path's render threads never load it.
+    // Loaded on first use: only saves compile MJML, so a process that only sends never loads it.
     const { default: mjml2html } = await import("mjml");
     const result = await mjml2html(content.mjml, { validationLevel: "strict", keepComments: false });
     return { ...content, html: result.html };
