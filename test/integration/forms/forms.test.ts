@@ -311,6 +311,27 @@ test("concurrent submissions, written together: each gets its own contact (one f
   }
   const stored = await c().get(`${ctx.ws}/forms/${f.id}/submissions?limit=100`);
   expect(stored.body.data).toHaveLength(emails.length);
+
+  // A value the contact refuses fails its own submission, named by the form's key; the rest of its batch is written.
+  const withPhone = await form({
+    name: "Call me",
+    fields: [
+      { key: "email", label: "Email", type: "email", required: true, mapTo: "email" },
+      { key: "tel", label: "Phone", type: "text", mapTo: "phone" },
+    ],
+  });
+  const mixed = await Promise.all([
+    visitor().post(`/api/forms/${withPhone.id}/submit`, { email: "call-1@example.com", tel: "+14155550123" }),
+    visitor().post(`/api/forms/${withPhone.id}/submit`, {
+      email: "call-2@example.com",
+      tel: "no phone at all",
+    }),
+    visitor().post(`/api/forms/${withPhone.id}/submit`, { email: "call-3@example.com" }),
+  ]);
+  expect(mixed.map((m) => m.status)).toEqual([201, 400, 201]);
+  expect(mixed[1].body.details.map((d: { field: string }) => d.field)).toEqual(["tel"]);
+  expect((await c().get(`${ctx.ws}/contacts/${mixed[0].body.contactId}`)).body.phone).toBe("+14155550123");
+  expect((await c().get(`${ctx.ws}/contacts?search=call-2@example.com`)).body.data).toEqual([]);
   for (const s of stored.body.data)
     expect(s.contactId).toBe(answers[answers.findIndex((a) => a.body.submissionId === s.id)].body.contactId);
 });
