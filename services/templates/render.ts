@@ -11,6 +11,7 @@ import {
   type TopLevelToken,
 } from "liquidjs";
 import type { FieldIssue } from "../../lib/errors";
+import { planOf, renderPlan, type Plan } from "./render-plan";
 
 /**
  * Rendering, pure: Liquid over the contract's variable namespace (sandboxed:
@@ -93,6 +94,19 @@ function newEngine(): Liquid {
 
 const engine = newEngine();
 const parsed = new Map<string, Template[]>();
+/** Plans of the texts rendered most recently (render-plan.ts); null: rendered whole. */
+const plans = new Map<string, Plan | null>();
+const PLAN_CACHE_SIZE = 200;
+
+function planFor(text: string): Plan | null {
+  let plan = plans.get(text);
+  if (plan === undefined) {
+    plan = planOf(engine, parse(text));
+    if (plans.size >= PLAN_CACHE_SIZE) plans.delete(plans.keys().next().value as string);
+    plans.set(text, plan);
+  }
+  return plan;
+}
 
 function parse(text: string): Template[] {
   let templates = parsed.get(text);
@@ -168,14 +182,18 @@ export async function compileMjml(content: Content, prefix = "content"): Promise
  * Render every Liquid text of `content` over `scope`; missing variables
  * render empty. Rendering is synchronous (liquidjs `renderSync`): no tag or
  * filter waits on anything, and the promise per token of the async renderer
- * cost more than the rendering itself.
+ * cost more than the rendering itself. A text without tags goes by its plan
+ * (render-plan.ts), which reuses what its shared outputs printed before.
  */
 export async function renderContent(content: Content, scope: Record<string, unknown>): Promise<Content> {
   const render = (value: unknown, path: string): unknown => {
     if (typeof value === "string") {
       if (!value.includes("{")) return value;
       try {
-        return engine.renderSync(parse(value), scope);
+        const plan = planFor(value);
+        return plan
+          ? renderPlan(engine, plan, scope, { length: MEMORY_LIMIT, ms: RENDER_LIMIT_MS })
+          : engine.renderSync(parse(value), scope);
       } catch (err) {
         throw new TemplateFault([liquidIssue(path, err)]);
       }
@@ -210,15 +228,11 @@ export function renderScope(
   },
   variables: Record<string, unknown> = {},
 ): Record<string, unknown> {
-  return {
-    ...variables,
-    event: null,
-    campaign: null,
-    unsubscribeUrl: "",
-    preferencesUrl: "",
-    dynamic: {},
-    ...reserved,
-  };
+  const defaults = { event: null, campaign: null, unsubscribeUrl: "", preferencesUrl: "", dynamic: {} };
+  // Object.assign is several times faster here than spreads (measured: 1.7 µs against 11 µs for 20
+  // variables), but would call the `__proto__` setter for a variable of that name, which spreads define.
+  if (Object.hasOwn(variables, "__proto__")) return { ...variables, ...defaults, ...reserved };
+  return Object.assign({}, variables, defaults, reserved);
 }
 
 const LIQUID_TOKEN = /\{\{[\s\S]*?\}\}|\{%[\s\S]*?%\}/g;
@@ -226,8 +240,13 @@ const LIQUID_TOKEN = /\{\{[\s\S]*?\}\}|\{%[\s\S]*?%\}/g;
 const standIn = (n: number) => `\u{E000}${n}\u{E001}`;
 const STAND_IN = /\u{E000}(\d+)\u{E001}/gu;
 
-/** Email sources already prepared, by their html and text: a send renders the same template thousands of times. */
-const preparedEmails = new Map<string, { html: string | null; text: string }>();
+/**
+ * Email sources already prepared, by their html, then their text: a send
+ * renders the same template thousands of times (keyed by the strings
+ * themselves, whose hashes V8 keeps, not a joined key made per message).
+ */
+const preparedEmails = new Map<string, Map<string, { html: string | null; text: string }>>();
+let preparedCount = 0;
 
 /**
  * An email's source as mail clients want it, prepared once per template
@@ -239,8 +258,8 @@ const preparedEmails = new Map<string, { html: string | null; text: string }>();
 export function prepareEmail(content: Content): Content {
   const html = typeof content.html === "string" && content.html ? content.html : null;
   const given = typeof content.text === "string" && content.text.length ? content.text : null;
-  const key = `${given ?? ""}\u{0}${html ?? ""}`;
-  let prepared = preparedEmails.get(key);
+  let byText = preparedEmails.get(html ?? "");
+  let prepared = byText?.get(given ?? "");
   if (!prepared) {
     if (!html) prepared = { html: null, text: given ?? "" };
     else {
@@ -255,9 +274,14 @@ export function prepareEmail(content: Content): Content {
           restore(htmlToText(inlined, { wordwrap: 78, selectors: [{ selector: "img", format: "skip" }] })),
       };
     }
-    if (preparedEmails.size >= PARSE_CACHE_SIZE)
-      preparedEmails.delete(preparedEmails.keys().next().value as string);
-    preparedEmails.set(key, prepared);
+    if (preparedCount >= PARSE_CACHE_SIZE) {
+      preparedEmails.clear();
+      preparedCount = 0;
+      byText = undefined;
+    }
+    if (!byText) preparedEmails.set(html ?? "", (byText = new Map()));
+    byText.set(given ?? "", prepared);
+    preparedCount += 1;
   }
   return { ...content, ...prepared };
 }

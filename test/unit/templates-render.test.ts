@@ -100,6 +100,14 @@ describe("renderContent", () => {
     expect(out.body).toBe("Ada|SAVE10||Acme");
   });
 
+  it("keeps a variable named __proto__ a plain variable: the scope's prototype stays", async () => {
+    const variables = JSON.parse('{"__proto__": {"polluted": "yes"}, "coupon": "SAVE10"}');
+    const scope = renderScope({ contact: {}, workspace }, variables);
+    expect(Object.getPrototypeOf(scope)).toBe(Object.prototype);
+    expect(Object.hasOwn(scope, "__proto__")).toBe(true);
+    expect((await renderContent({ body: "{{ polluted }}|{{ coupon }}" }, scope)).body).toBe("|SAVE10");
+  });
+
   it("renders nested fields (buttons) and leaves non-Liquid text untouched", async () => {
     const out = await renderContent(
       { text: "plain", buttons: [{ text: "Go {{ n }}", url: "https://x.test/{{ n }}" }] },
