@@ -51,9 +51,14 @@ async function enrollAll(campaignId: string, count: number, prefix: string) {
     const mine = logs.filter((l) => ids.includes(l.contactId));
     const messages = (await c().get(`${ctx.ws}/messages?campaignId=${campaignId}&limit=100`)).body
       .data as Array<{
+      contactId: string;
       status: string;
     }>;
-    return mine.length === count && messages.every((m) => m.status !== "queued" && m.status !== "sending")
+    // Each contact's send exists and has gone (a split's log is saved before its send is queued).
+    const sends = messages.filter((m) => ids.includes(m.contactId));
+    return mine.length === count &&
+      sends.length === count &&
+      sends.every((m) => m.status !== "queued" && m.status !== "sending")
       ? mine
       : undefined;
   }, 15_000);
