@@ -23,7 +23,9 @@ export function paramsChecker(action: ActionSchema): Checker | null {
  * authenticated, then authorized, then validated: an anonymous caller with a
  * bad body gets 401 and a VIEWER 403, never a 400 that reveals the schema.
  * A request's params (routes only: internal calls carry what was already
- * checked) must also be storable text before any schema looks at them.
+ * checked) must also be storable text before any schema looks at them. A
+ * route's action has a `rest`, or is a public page the gateway routes by an
+ * alias (`/f/{formId}`, `/p/{workspaceSlug}/{slug}`).
  * Moleculer's own `$node` actions and moleculer-web's keep their own rules (internal only).
  */
 export function validatorMiddleware() {
@@ -31,9 +33,10 @@ export function validatorMiddleware() {
     localAction(handler: Handler, action: ActionSchema): Handler {
       if (action.name?.startsWith("$") || LIBRARY_ACTIONS.has(action.name ?? "")) return handler;
       const check = paramsChecker(action);
-      if (!check && !action.rest) return handler;
+      const routed = Boolean(action.rest) || action.auth === "public";
+      if (!check && !routed) return handler;
       return function validateParams(ctx: AppContext) {
-        const issue = action.rest ? unstorableInput(ctx.params) : null;
+        const issue = routed ? unstorableInput(ctx.params) : null;
         if (issue)
           return Promise.reject(validationError(`${issue.field || "body"} ${issue.message}`, [issue]));
         const result = check ? check(ctx.params ?? {}, (ctx.meta.contentType ?? "").includes("json")) : true;
