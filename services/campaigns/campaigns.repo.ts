@@ -452,10 +452,10 @@ function reentryCondition(
   return "";
 }
 
-/** The CTE that stages `campaign.contact.enrolled` for the rows of `enrolled` (workspace `$1`), in the same statement. */
+/** The CTE that stages `campaign.contact.enrolled` for the rows of `enrolled` (each with its workspace), in the same statement. */
 const STAGE_ENROLLED = `staged AS (
               INSERT INTO domain_event_outbox (workspace_id, type, data)
-              SELECT $1, 'campaign.contact.enrolled', jsonb_build_object('campaignId', campaign_id, 'contactId', contact_id)
+              SELECT workspace_id, 'campaign.contact.enrolled', jsonb_build_object('campaignId', campaign_id, 'contactId', contact_id)
                 FROM enrolled)`;
 
 export interface EnrollRequest {
@@ -566,10 +566,7 @@ const triggerEnrollments = new MicroBatcher(
                                            OR p.created_at > now() - make_interval(hours => COALESCE(t.cooldown_hours, 24)))))
               ON CONFLICT DO NOTHING
               RETURNING workspace_id, campaign_id, contact_id, trigger_id),
-            staged AS (
-              INSERT INTO domain_event_outbox (workspace_id, type, data)
-              SELECT workspace_id, 'campaign.contact.enrolled', jsonb_build_object('campaignId', campaign_id, 'contactId', contact_id)
-                FROM enrolled)
+            ${STAGE_ENROLLED}
        SELECT min(t.n) AS n
          FROM enrolled e JOIN t ON t.contact_id = e.contact_id AND t.campaign_id = e.campaign_id AND t.trigger_id = e.trigger_id
         GROUP BY e.campaign_id, e.contact_id`,
@@ -616,7 +613,7 @@ export async function enrollAudience(
               INSERT INTO campaign_enrollments (id, workspace_id, campaign_id, contact_id, version, status, run_at)
               SELECT gen_random_uuid()::text, $1, $2, a.id, $3, 'active', now() FROM audience a(id)
               ON CONFLICT DO NOTHING
-              RETURNING campaign_id, contact_id),
+              RETURNING workspace_id, campaign_id, contact_id),
             ${STAGE_ENROLLED}
        SELECT (SELECT count(*) FROM enrolled) AS enrolled, (SELECT count(*) FROM audience) AS total`,
       binds.values,
@@ -673,7 +670,7 @@ export async function enrollAnniversaries(
               SELECT gen_random_uuid()::text, $1, $2, d.id, $3, 'active', now(), $4, 'anniversary:' || d.id || ':' || d.today
                 FROM due d WHERE true ${earlier}
               ON CONFLICT DO NOTHING
-              RETURNING campaign_id, contact_id),
+              RETURNING workspace_id, campaign_id, contact_id),
             ${STAGE_ENROLLED}
        SELECT count(*) AS enrolled FROM enrolled`,
       binds.values,
