@@ -84,22 +84,16 @@ export async function activeForms(workspaceId: string): Promise<Array<{ id: stri
   );
 }
 
-/** A form by id alone, for its public pages and submissions: with its workspace. */
-export async function findPublicForm(id: string): Promise<(FormView & { workspaceId: string }) | null> {
-  const [row] = await selectRows<FormRow>(`SELECT * FROM forms WHERE id = $1`, [id]);
-  return row ? { ...view(row), workspaceId: row.workspace_id } : null;
-}
-
-/** A form being submitted, with its workspace's `allowedOrigins` (who may post it, where it may redirect). */
-export type SubmittedForm = FormView & { workspaceId: string; allowedOrigins: string[] | null };
+/** A form by id alone, for its public pages and submissions: with its workspace and that workspace's `allowedOrigins`. */
+export type PublicForm = FormView & { workspaceId: string; allowedOrigins: string[] | null };
 
 /**
- * Concurrent submits look their forms up together, each with its workspace's
- * origins read in the same statement (the submit path's first round trip;
- * the workspaces service's column, only read).
+ * Concurrent visitors' forms are read together, each with its workspace's
+ * origins (who may post it, where it may redirect) in the same statement: the
+ * workspaces service's column, only read.
  */
-const submittedForms = new MicroBatcher(
-  async (ids: string[]): Promise<Array<SubmittedForm | null>> => {
+const publicForms = new MicroBatcher(
+  async (ids: string[]): Promise<Array<PublicForm | null>> => {
     const rows = await selectRows<FormRow & { allowed_origins: unknown }>(
       `SELECT f.*, w.settings -> 'allowedOrigins' AS allowed_origins
          FROM forms f JOIN workspaces w ON w.id = f.workspace_id WHERE f.id = ANY ($1::text[])`,
@@ -116,7 +110,7 @@ const submittedForms = new MicroBatcher(
   { maxBatch: 200, lanes: 1 },
 );
 
-export const findSubmittedForm = (id: string) => submittedForms.add(id);
+export const findPublicForm = (id: string) => publicForms.add(id);
 
 export async function insertForm(workspaceId: string, input: FormInput): Promise<string> {
   const id = newId();

@@ -21,8 +21,6 @@ import { originAllowed, redirectAllowed, submitForm } from "./submit";
 
 const tags = ["Forms"];
 
-type PublicForm = FormView & { workspaceId: string };
-
 /** A plain form post from a page (not fetch asking for JSON): answered with pages and redirects. */
 const isPagePost = (ctx: AppContext) =>
   (ctx.meta.contentType ?? "").startsWith("application/x-www-form-urlencoded") &&
@@ -32,7 +30,7 @@ const isPagePost = (ctx: AppContext) =>
 /** The hosted page, again with what the visitor typed and what was wrong (a form post refused). */
 function formPage(
   ctx: AppContext,
-  form: PublicForm,
+  form: repo.PublicForm,
   status: number,
   values: Record<string, unknown> = {},
   issues: FieldIssue[] = [],
@@ -98,7 +96,7 @@ export const publicActions = {
       async handler(ctx) {
         const { formId, ...body } = ctx.params;
         const asPage = isPagePost(ctx);
-        const form = await repo.findSubmittedForm(formId);
+        const form = await repo.findPublicForm(formId);
         if (!form) {
           if (asPage) return messagePage(ctx, 404, "Form not found", "This form does not exist.");
           throw notFound("Form");
@@ -213,7 +211,7 @@ export const publicActions = {
       params: schemas.confirmRedirect,
       result: results.confirmRedirect,
       async handler(ctx) {
-        const form = await repo.findSubmittedForm(ctx.params.formId);
+        const form = await repo.findPublicForm(ctx.params.formId);
         const url = form?.settings.confirmRedirectUrl;
         if (!form || !url || form.workspaceId !== ctx.meta.workspaceId) return null;
         return redirectAllowed(url, form.allowedOrigins) ? url : null;

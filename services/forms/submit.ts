@@ -67,7 +67,7 @@ const call = <T>(broker: ServiceBroker, workspaceId: string, action: string, par
 
 export async function submitForm(
   broker: ServiceBroker,
-  form: repo.SubmittedForm,
+  form: repo.PublicForm,
   body: Record<string, unknown>,
   visitor: Visitor,
 ): Promise<Submitted> {
