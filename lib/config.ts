@@ -37,6 +37,7 @@ export interface AppConfig {
   segmentSyncLimit: number;
   /** How often a segment whose filter reads the clock (`within_last`, event `within`) is recomputed. */
   segmentTimeRefreshMs: number;
+  tableStatsIntervalMs: number;
   /** scrypt cost (log2 N); lowered only by tests to keep them fast. */
   passwordCost: number;
   /** The send path: worker batch, claim lease, poll period, transient retry waits, and sends per second by provider type (none: unlimited). */
@@ -132,6 +133,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     segmentPreviewTimeoutMs: int(env.SEGMENT_PREVIEW_TIMEOUT_MS, 5_000),
     segmentSyncLimit: int(env.SEGMENT_SYNC_LIMIT, 100_000),
     segmentTimeRefreshMs: int(env.SEGMENT_TIME_REFRESH_MS, 3_600_000),
+    tableStatsIntervalMs: int(env.TABLE_STATS_INTERVAL_MS, 5_000),
     passwordCost: int(env.PASSWORD_HASH_COST, 15),
     messageBatch: int(env.MESSAGE_BATCH, 200),
     messageLeaseMs: int(env.MESSAGE_LEASE_MS, 60_000),

@@ -5,6 +5,7 @@ import { SequelizeStorage, Umzug } from "umzug";
 import { config } from "./config";
 import { sha256Hex } from "./crypto";
 import { RunningPostgres, startEmbeddedPostgres } from "./embedded-postgres";
+import { keepStatistics } from "./table-stats";
 import { initModels } from "../models";
 import { migrations } from "../models/migrations";
 
@@ -16,6 +17,7 @@ import { migrations } from "../models/migrations";
 interface Database {
   sequelize: Sequelize;
   embedded?: RunningPostgres;
+  stopStatistics: () => void;
 }
 
 let opening: Promise<Database> | undefined;
@@ -113,7 +115,10 @@ async function open(signal: AbortSignal): Promise<Database> {
     await embedded?.stop();
     throw err;
   }
-  return { sequelize, embedded };
+  const stopStatistics = keepStatistics(sequelize, config().tableStatsIntervalMs, (err) =>
+    console.warn(`Refreshing table statistics failed: ${err.message}`),
+  );
+  return { sequelize, embedded, stopStatistics };
 }
 
 /** Aborts a start-up still waiting for the migration lock when its services are stopped (SIGTERM). */
@@ -143,6 +148,7 @@ export async function releaseDatabase(): Promise<void> {
   const db = await opening.catch(() => undefined);
   opening = undefined;
   if (!db) return;
+  db.stopStatistics();
   await db.sequelize.close();
   await db.embedded?.stop();
 }

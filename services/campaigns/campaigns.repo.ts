@@ -559,7 +559,8 @@ const triggerEnrollments = new MicroBatcher(
               SELECT gen_random_uuid()::text, t.workspace_id, t.campaign_id, t.contact_id, t.version, 'active', now(), t.trigger_id,
                      t.event::jsonb
                 FROM t
-               WHERE EXISTS (SELECT 1 FROM contacts c WHERE c.workspace_id = t.workspace_id AND c.id = t.contact_id)
+               -- OFFSET 0 keeps this a probe of the primary key per row, never a hash of the contacts table.
+               WHERE EXISTS (SELECT 1 FROM contacts c WHERE c.workspace_id = t.workspace_id AND c.id = t.contact_id OFFSET 0)
                  AND (t.reentry = 'always'
                       OR NOT EXISTS (SELECT 1 FROM campaign_enrollments p WHERE p.campaign_id = t.campaign_id AND p.contact_id = t.contact_id
                                       AND (t.reentry = 'once'

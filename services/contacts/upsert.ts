@@ -61,8 +61,11 @@ function statement(conflict: "email" | "external_id" | null): string {
         updated_at = now()`
     : "";
   // Rows before the write (same snapshot as the upsert): stage changes get their history rows, opt-outs their facts, updates their changed fields.
+  // Looked up row by row through the unique key (a LATERAL that OFFSET 0 keeps from becoming a join): a hash
+  // join planned from stale statistics would read the whole workspace for a few rows.
   const old = conflict
-    ? `SELECT c.id, c.stage, c.consent, to_jsonb(c) AS doc FROM contacts c JOIN input r ON c.${conflict} = r.${conflict} WHERE c.workspace_id = $1`
+    ? `SELECT c.id, c.stage, c.consent, to_jsonb(c) AS doc FROM input r
+         CROSS JOIN LATERAL (SELECT * FROM contacts x WHERE x.workspace_id = $1 AND x.${conflict} = r.${conflict} OFFSET 0) c`
     : "SELECT NULL::text AS id, NULL::text AS stage, NULL::jsonb AS consent, NULL::jsonb AS doc WHERE false";
   return `WITH input AS (SELECT * FROM jsonb_to_recordset($2::jsonb) AS r(${RECORD_COLUMNS})),
     old AS (${old}),

@@ -89,7 +89,8 @@ async function insertEvents(
             AS v(id, workspace_id, contact_id, type, metadata, session_id, page_url, referrer,
                  utm_source, utm_medium, utm_campaign, ts)
       WHERE v.contact_id IS NULL
-         OR EXISTS (SELECT 1 FROM contacts c WHERE c.id = v.contact_id AND c.workspace_id = v.workspace_id)
+         -- OFFSET 0 keeps this a probe of the primary key per event, never a hash of the contacts table.
+         OR EXISTS (SELECT 1 FROM contacts c WHERE c.id = v.contact_id AND c.workspace_id = v.workspace_id OFFSET 0)
      RETURNING workspace_id, ${COLUMNS}),
      staged AS (INSERT INTO domain_event_outbox (workspace_id, type, data)
                 SELECT workspace_id, type, COALESCE(CAST(f.fact AS jsonb), ${ACTIVITY_FACT})

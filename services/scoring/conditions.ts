@@ -178,11 +178,14 @@ export async function addToScores(
   for (const c of changes) totals.set(c.contactId, (totals.get(c.contactId) ?? 0) + c.points);
   const moved = [...totals].filter(([, delta]) => delta !== 0);
   if (moved.length === 0) return [];
-  // Scoring owns the score: it is written by scoring's repo modules and nowhere else.
+  // Scoring owns the score: it is written by scoring's repo modules and nowhere else. The workspace is
+  // checked behind a fence (OFFSET 0), so the rows are found by primary key, never by a workspace scan
+  // planned from stale statistics.
   await queryPrepared(
     `UPDATE contacts c SET score = c.score + d.delta
        FROM unnest($2::text[], $3::int[]) AS d(id, delta)
-      WHERE c.workspace_id = $1 AND c.id = d.id`,
+       JOIN LATERAL (SELECT x.workspace_id FROM contacts x WHERE x.id = d.id OFFSET 0) k ON k.workspace_id = $1
+      WHERE c.id = d.id`,
     [workspaceId, moved.map(([id]) => id), moved.map(([, delta]) => delta)],
     transaction,
   );
