@@ -7,24 +7,25 @@ import { QueryTypes } from "sequelize";
  * made from the statistics of the moment, and autovacuum looks at a table at
  * most once a minute: on a young database a plan made when `contacts` held
  * ten rows still scans the whole table at ten thousand. So every few seconds
- * one replica (an advisory lock) analyzes each table that changed by a fifth
- * since its last analysis; the analysis also retires the plans made from
- * the old figures.
+ * one replica (an advisory lock) analyzes each table that has doubled since
+ * its statistics were taken; the analysis also retires the plans made from
+ * the old figures. Growth, not churn: a table of constant size keeps plans
+ * that fit it, and a growing one is analyzed about log2(rows) times in all
+ * (an analysis samples the same 30,000 rows however large the table).
  */
 
-/** A table is analyzed once this many rows, and a fifth of its rows, changed since its last analysis. */
-export const MIN_CHANGED_ROWS = 500;
-export const CHANGED_SHARE = 0.2;
+/** A table is analyzed once it holds twice the rows, and this many more, than its statistics say. */
+export const MIN_GROWTH_ROWS = 500;
 const STATS_LOCK = 724_311_902; // shared by every replica, beside the migration lock
 
-/** The tables of the current schema whose statistics lag their rows. */
+/** The tables of the current schema that outgrew their statistics (`reltuples` is -1 before the first). */
 export async function staleTables(sequelize: Sequelize): Promise<string[]> {
   const rows = await sequelize.query<{ relname: string }>(
-    `SELECT relname FROM pg_stat_user_tables
-      WHERE schemaname = current_schema()
-        AND n_mod_since_analyze >= GREATEST($1::bigint, $2::float8 * n_live_tup)
-      ORDER BY relname`,
-    { bind: [MIN_CHANGED_ROWS, CHANGED_SHARE], type: QueryTypes.SELECT },
+    `SELECT s.relname FROM pg_stat_user_tables s JOIN pg_class c ON c.oid = s.relid
+      WHERE s.schemaname = current_schema()
+        AND s.n_live_tup >= GREATEST(2 * c.reltuples, c.reltuples + $1::bigint, $1::bigint)
+      ORDER BY s.relname`,
+    { bind: [MIN_GROWTH_ROWS], type: QueryTypes.SELECT },
   );
   return rows.map((r) => r.relname);
 }

@@ -52,7 +52,7 @@ test("a plan made while a table was empty is made again once the table has grown
   expect(rows[0].analyzed).toBe(true);
 });
 
-test("a table is analyzed again only once a fifth of its rows, and at least 500, changed", async () => {
+test("a table is analyzed again only once it has doubled, and grown by at least 500 rows", async () => {
   const sequelize = await database();
   await session.query("ANALYZE contacts");
   await session.query(
