@@ -21,8 +21,16 @@ import { OutboxRelayMiddleware } from "./mixins/outbox-relay";
  * signature, hence the loose types at this one seam.
  */
 function channelsMiddleware(natsUrl: string | undefined): Middleware {
+  // Without async traces: nats.js would capture a stack for every JetStream publish's acknowledgement (one per fact).
   const adapter = natsUrl
-    ? { type: "NATS", options: { nats: { url: natsUrl }, maxRetries: 5, maxInFlight: 20 } }
+    ? {
+        type: "NATS",
+        options: {
+          nats: { url: natsUrl, connectionOptions: { noAsyncTraces: true } },
+          maxRetries: 5,
+          maxInFlight: 20,
+        },
+      }
     : new EmbeddedChannelAdapter();
   // eslint-disable-next-line @typescript-eslint/no-explicit-any
   return ChannelsMiddleware({ adapter } as any) as any;

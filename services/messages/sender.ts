@@ -7,7 +7,7 @@ import { isServiceAvailable } from "../../lib/registry";
 import type { ResolvedTemplate } from "../templates/templates.schemas";
 import { preferencesUrl, signLinkToken, unsubscribeUrl } from "./links";
 import * as repo from "./messages.repo";
-import type { MessageRow, SentRecord } from "./messages.repo";
+import type { ClaimedMessage, SentRecord } from "./messages.repo";
 import {
   BATCH_KEY,
   holesOf,
@@ -61,7 +61,7 @@ interface Batch {
 
 /** A message rendered for its contact, ready for its provider. */
 interface Draft {
-  row: MessageRow;
+  row: ClaimedMessage;
   content: Content;
   /** Email headers (RFC 8058 one-click unsubscribe). */
   headers: Record<string, string>;
@@ -120,7 +120,7 @@ function tally(batch: Batch, client: ProviderClient, outcome: "accepted" | "tran
 }
 
 /** Short links belong to a template and campaign (their clicks are counted per both). */
-const linkGroup = (row: MessageRow) => `${row.template_id}\n${row.campaign_id}`;
+const linkGroup = (row: ClaimedMessage) => `${row.template_id}\n${row.campaign_id}`;
 
 export interface PassResult {
   sent: number;
@@ -143,7 +143,7 @@ export class Sender {
     const rows = await repo.claimDue(limit, config().messageLeaseMs);
     const result: PassResult = { sent: 0, failed: 0, retried: 0 };
     if (!rows.length) return result;
-    const byWorkspace = new Map<string, MessageRow[]>();
+    const byWorkspace = new Map<string, ClaimedMessage[]>();
     for (const row of rows)
       byWorkspace.set(row.workspace_id, [...(byWorkspace.get(row.workspace_id) ?? []), row]);
     for (const [ws, batch] of byWorkspace) await this.sendBatch(ws, batch, result);
@@ -159,7 +159,7 @@ export class Sender {
    * query each: their context, rendering, the short links of all their
    * emails, the sends (CONCURRENCY at once), and one record of the accepted.
    */
-  private async sendBatch(ws: string, rows: MessageRow[], result: PassResult): Promise<void> {
+  private async sendBatch(ws: string, rows: ClaimedMessage[], result: PassResult): Promise<void> {
     const contactIds = [...new Set(rows.map((r) => r.contact_id).filter((id): id is string => !!id))];
     const templateIds = [...new Set(rows.map((r) => r.template_id).filter((id): id is string => !!id))];
     const [workspace, contacts, templates] = await Promise.all([
@@ -234,7 +234,7 @@ export class Sender {
   }
 
   /** The message rendered for its contact; a template that no longer exists fails it. */
-  private async render(row: MessageRow, batch: Batch): Promise<Draft | keyof PassResult> {
+  private async render(row: ClaimedMessage, batch: Batch): Promise<Draft | keyof PassResult> {
     const template = this.renderableOf(row, batch.templateById);
     if (!template) {
       await repo.markFailed(row, "The template no longer exists");
@@ -404,7 +404,7 @@ export class Sender {
   }
 
   /** The message's provider, else its channel's default, else `log`; asked for once per batch. */
-  private clientOf(row: MessageRow, batch: Batch): Promise<ProviderClient> {
+  private clientOf(row: ClaimedMessage, batch: Batch): Promise<ProviderClient> {
     const key = `${row.channel}\n${row.provider_id ?? ""}`;
     let client = batch.clients.get(key);
     if (!client) {
@@ -416,7 +416,7 @@ export class Sender {
     return client;
   }
 
-  private renderableOf(row: MessageRow, templateById: Map<string, ResolvedTemplate>): Renderable | null {
+  private renderableOf(row: ClaimedMessage, templateById: Map<string, ResolvedTemplate>): Renderable | null {
     if (!row.template_id)
       return {
         id: null,
@@ -431,7 +431,7 @@ export class Sender {
   }
 
   /** The contact's unsubscribe and preference links (contract 6), signed for this message. */
-  private links(row: MessageRow): { unsubscribeUrl?: string; preferencesUrl?: string } {
+  private links(row: ClaimedMessage): { unsubscribeUrl?: string; preferencesUrl?: string } {
     if (!row.contact_id) return {};
     const base = { ws: row.workspace_id, sub: row.contact_id };
     return {
@@ -443,7 +443,7 @@ export class Sender {
   }
 
   /** RFC 8058 one-click unsubscribe on every non-transactional email to a contact. */
-  private headers(row: MessageRow, url: string | undefined): Record<string, string> {
+  private headers(row: ClaimedMessage, url: string | undefined): Record<string, string> {
     if (row.channel !== "email" || row.transactional || !url) return {};
     return { "List-Unsubscribe": `<${url}>`, "List-Unsubscribe-Post": "List-Unsubscribe=One-Click" };
   }
@@ -457,7 +457,7 @@ export class Sender {
     const tracking = workspace.settings?.tracking ?? {};
     const emails = drafts.filter((d) => d.row.channel === "email" && typeof d.content.html === "string");
     if (tracking.clicks !== false) {
-      const groups = new Map<string, { row: MessageRow; urls: Set<string> }>();
+      const groups = new Map<string, { row: ClaimedMessage; urls: Set<string> }>();
       for (const draft of emails) {
         const urls = trackableLinks(draft.content.html as string, config().publicUrl);
         const key = linkGroup(draft.row);
@@ -485,7 +485,7 @@ export class Sender {
         draft.content = { ...draft.content, html: addOpenPixel(draft.content.html as string, draft.row.id) };
   }
 
-  private async failed(row: MessageRow, err: unknown): Promise<keyof PassResult> {
+  private async failed(row: ClaimedMessage, err: unknown): Promise<keyof PassResult> {
     const message = err instanceof Error ? err.message : String(err);
     const permanent = err instanceof TemplateFault || (err instanceof ProviderError && !err.transient);
     const delays = config().messageRetryDelaysMs;
