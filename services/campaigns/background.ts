@@ -6,7 +6,7 @@ import * as repo from "./campaigns.repo";
 import { sendBroadcast } from "./broadcast";
 import { claimStalledBroadcasts } from "./broadcasts.repo";
 import { PASS_SIZE } from "./enrollments.actions";
-import { advance, closeWebhookSender } from "./runner";
+import { advance, closeWebhookSender, HeldSaves } from "./runner";
 import { liveSegmentTriggers, readSegmentLog } from "./segment-log.repo";
 import { enrollByAnniversaries, enrollByChanges, enrollByContactFact } from "./feed-triggers";
 
@@ -50,15 +50,23 @@ export const backgroundWork: Partial<ServiceSchema> = {
       );
       let advanced = 0;
       let failed = 0;
+      const held = new HeldSaves();
       for (const enrollment of claimed) {
         try {
-          if ((await advance(this.broker, enrollment, new Date())) === "advanced") advanced += 1;
+          if ((await advance(this.broker, enrollment, new Date(), held)) === "advanced") advanced += 1;
           else failed += 1;
         } catch (err) {
           // Its lease ends and it is taken again.
           this.logger.warn(`Enrollment ${enrollment.id} step failed`, err);
           failed += 1;
         }
+      }
+      const unsaved = held.size;
+      try {
+        await held.write();
+      } catch (err) {
+        // Their leases end and they are taken again, their steps repeated (harmless).
+        this.logger.warn(`The steps of ${unsaved} enrollment(s) could not be saved`, err);
       }
       return { advanced, failed };
     },

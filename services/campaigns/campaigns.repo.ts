@@ -1,7 +1,7 @@
 import { MicroBatcher } from "../../lib/batcher";
 import type { Transaction } from "sequelize";
 import { newId } from "../../lib/crypto";
-import { Binds, database, likeEscape, selectRows } from "../../lib/database";
+import { Binds, database, likeEscape, queryPrepared, selectRows } from "../../lib/database";
 import { stageDomainEvents, wakeOutboxRelays } from "../../lib/outbox";
 import { audienceSource, type Audience } from "./broadcasts.repo";
 import { pageOf, type Page, type PageRequest } from "../../lib/pagination";
@@ -719,54 +719,72 @@ export interface StepRecord {
   detail: string | null;
 }
 
+/** An enrollment's next state. `runAt` null: nothing more to run (finished). */
+export interface NextStep {
+  status: EnrollmentRow["status"];
+  currentNodeId: string | null;
+  runAt: Date | null;
+  waitingUntil?: Date | null;
+  waitingEvent?: string | null;
+  exitReason?: string | null;
+}
+
+/** One enrollment's save: its next state with the logs of the steps that led there, in order. */
+export interface StepSave {
+  e: EnrollmentRow;
+  next: NextStep;
+  logs: StepRecord[];
+}
+
 /**
- * An enrollment's next state with the logs of the steps that led there, in
- * order, in one statement. `runAt` null: nothing more to run (finished). An
- * enrollment that ended meanwhile (a goal, its campaign completed) stays
+ * Enrollments' next states and their logs, in one statement for them all.
+ * An enrollment that ended meanwhile (a goal, its campaign completed) stays
  * ended.
  */
-export async function saveStep(
-  e: EnrollmentRow,
-  next: {
-    status: EnrollmentRow["status"];
-    currentNodeId: string | null;
-    runAt: Date | null;
-    waitingUntil?: Date | null;
-    waitingEvent?: string | null;
-    exitReason?: string | null;
-  },
-  logs: StepRecord[],
-): Promise<void> {
-  const finished = next.status === "completed" || next.status === "exited" || next.status === "failed";
-  await selectRows(
-    `WITH logged AS (
+export async function saveSteps(saves: StepSave[]): Promise<void> {
+  if (!saves.length) return;
+  const logs = saves.flatMap(({ e, logs }) => logs.map((l) => ({ e, l })));
+  const finished = (status: string) => status === "completed" || status === "exited" || status === "failed";
+  await queryPrepared(
+    `WITH s AS (
+       SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::timestamptz[], $5::timestamptz[], $6::text[], $7::text[],
+                            $8::boolean[])
+              AS s(id, status, current_node_id, run_at, waiting_until, waiting_event, exit_reason, finished)
+     ), logged AS (
        INSERT INTO campaign_logs (workspace_id, campaign_id, enrollment_id, contact_id, node_id, outcome, branch, detail)
-       SELECT $1, $2, $3, $4, l.node_id, l.outcome, l.branch, l.detail
-         FROM unnest($5::text[], $6::text[], $7::text[], $8::text[]) WITH ORDINALITY AS l(node_id, outcome, branch, detail, n)
+       SELECT l.workspace_id, l.campaign_id, l.enrollment_id, l.contact_id, l.node_id, l.outcome, l.branch, l.detail
+         FROM unnest($9::text[], $10::text[], $11::text[], $12::text[], $13::text[], $14::text[], $15::text[], $16::text[])
+              WITH ORDINALITY AS l(workspace_id, campaign_id, enrollment_id, contact_id, node_id, outcome, branch, detail, n)
         ORDER BY l.n)
-     UPDATE campaign_enrollments SET status = $9, current_node_id = $10, run_at = $11, waiting_until = $12,
-            waiting_event = $13, next_branch = NULL, exit_reason = $14, finished_at = CASE WHEN $15 THEN now() END,
-            updated_at = now()
-      WHERE id = $3 AND status IN ('active', 'waiting')`,
+     UPDATE campaign_enrollments e SET status = s.status, current_node_id = s.current_node_id, run_at = s.run_at,
+            waiting_until = s.waiting_until, waiting_event = s.waiting_event, next_branch = NULL, exit_reason = s.exit_reason,
+            finished_at = CASE WHEN s.finished THEN now() END, updated_at = now()
+       FROM s
+      WHERE e.id = s.id AND e.status IN ('active', 'waiting')`,
     [
-      e.workspace_id,
-      e.campaign_id,
-      e.id,
-      e.contact_id,
-      logs.map((l) => l.nodeId),
-      logs.map((l) => l.outcome),
-      logs.map((l) => l.branch),
-      logs.map((l) => l.detail),
-      next.status,
-      next.currentNodeId,
-      next.runAt,
-      next.waitingUntil ?? null,
-      next.waitingEvent ?? null,
-      next.exitReason ?? null,
-      finished,
+      saves.map(({ e }) => e.id),
+      saves.map(({ next }) => next.status),
+      saves.map(({ next }) => next.currentNodeId),
+      saves.map(({ next }) => next.runAt),
+      saves.map(({ next }) => next.waitingUntil ?? null),
+      saves.map(({ next }) => next.waitingEvent ?? null),
+      saves.map(({ next }) => next.exitReason ?? null),
+      saves.map(({ next }) => finished(next.status)),
+      logs.map(({ e }) => e.workspace_id),
+      logs.map(({ e }) => e.campaign_id),
+      logs.map(({ e }) => e.id),
+      logs.map(({ e }) => e.contact_id),
+      logs.map(({ l }) => l.nodeId),
+      logs.map(({ l }) => l.outcome),
+      logs.map(({ l }) => l.branch),
+      logs.map(({ l }) => l.detail),
     ],
   );
 }
+
+/** One enrollment's save (saveSteps). */
+export const saveStep = (e: EnrollmentRow, next: NextStep, logs: StepRecord[]) =>
+  saveSteps([{ e, next, logs }]);
 
 /** The contact's enrollments waiting for an event of `type`, each at its wait node. */
 export async function waitingFor(workspaceId: string, contactId: string, type: string) {

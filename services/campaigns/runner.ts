@@ -247,19 +247,46 @@ export function closeWebhookSender(): void {
 /** Nodes that go on as actions (`act`) yet change nothing outside the enrollment: their logs may wait for the next save. */
 const DECIDING_NODES = new Set<string>(["entry", "wait"]);
 
-/** Advance one claimed enrollment (its `run_at` is its lease's end) as far as it goes now. */
+/**
+ * The saves of enrollments whose pass ends at a wait for time or at an end,
+ * held and written together (one statement) when the pass ends or before
+ * any step acts outside its enrollment. Until then each is still leased to
+ * this runner; a crash before the write repeats their steps, which is
+ * harmless. A wait for an event is saved at once: the event may come any
+ * moment, and only a saved wait is found by it.
+ */
+export class HeldSaves {
+  private held: repo.StepSave[] = [];
+  hold(save: repo.StepSave): void {
+    this.held.push(save);
+  }
+  get size(): number {
+    return this.held.length;
+  }
+  async write(): Promise<void> {
+    await repo.saveSteps(this.held.splice(0));
+  }
+}
+
+/** Advance one claimed enrollment (its `run_at` is its lease's end) as far as it goes now; the caller writes `held`. */
 export async function advance(
   broker: ServiceBroker,
   e: EnrollmentRow,
   now: Date,
+  held: HeldSaves,
 ): Promise<"advanced" | "failed"> {
   const workflow = await workflowOf(e.campaign_id, e.version);
   const entry = workflow?.nodes.find((n) => n.type === "entry");
   if (!workflow || !entry) {
-    await repo.saveStep(
+    held.hold({
       e,
-      { status: "failed", currentNodeId: e.current_node_id, runAt: null, exitReason: "version_missing" },
-      [
+      next: {
+        status: "failed",
+        currentNodeId: e.current_node_id,
+        runAt: null,
+        exitReason: "version_missing",
+      },
+      logs: [
         {
           nodeId: e.current_node_id ?? "entry",
           outcome: "failed",
@@ -267,14 +294,16 @@ export async function advance(
           detail: `version ${e.version} missing`,
         },
       ],
-    );
+    });
     return "failed";
   }
   const probe = storeProbe(broker, e);
   // Steps that only decide leave their logs to go with the next save; an action's step is saved before and after it runs.
   const decided: repo.StepRecord[] = [];
-  const save = (next: Parameters<typeof repo.saveStep>[1], log: repo.StepRecord) =>
+  const save = (next: repo.NextStep, log: repo.StepRecord) =>
     repo.saveStep(e, next, [...decided.splice(0), log]);
+  const hold = (next: repo.NextStep, log: repo.StepRecord) =>
+    held.hold({ e, next, logs: [...decided.splice(0), log] });
   let current = e.current_node_id ?? entry.id;
   let node = workflow.nodes.find((n) => n.id === current);
   let resumed = e.status === "waiting";
@@ -287,20 +316,20 @@ export async function advance(
     );
     resumed = false;
     if (decision.kind === "wait") {
-      await save(
-        {
-          status: "waiting",
-          currentNodeId: node.id,
-          runAt: decision.until,
-          waitingUntil: decision.until,
-          waitingEvent: decision.waitingEvent,
-        },
-        { nodeId: node.id, outcome: "ok", branch: null, detail: decision.reason },
-      );
+      const next = {
+        status: "waiting" as const,
+        currentNodeId: node.id,
+        runAt: decision.until,
+        waitingUntil: decision.until,
+        waitingEvent: decision.waitingEvent,
+      };
+      const log = { nodeId: node.id, outcome: "ok" as const, branch: null, detail: decision.reason };
+      if (decision.waitingEvent) await save(next, log);
+      else hold(next, log);
       return "advanced";
     }
     if (decision.kind === "end") {
-      await save(
+      hold(
         { status: decision.status, currentNodeId: node.id, runAt: null, exitReason: decision.reason },
         { nodeId: node.id, outcome: "ok", branch: null, detail: decision.reason },
       );
@@ -309,18 +338,19 @@ export async function advance(
     let detail = decision.reason;
     const acts = decision.kind === "act" && !DECIDING_NODES.has(node.type);
     if (acts) {
-      // Where the enrollment stands is saved before anything outside it changes.
+      // Where the enrollment (and every held one) stands is saved before anything outside it changes.
       if (decided.length)
-        await repo.saveStep(
+        held.hold({
           e,
-          { status: "active", currentNodeId: node.id, runAt: e.run_at },
-          decided.splice(0),
-        );
+          next: { status: "active", currentNodeId: node.id, runAt: e.run_at },
+          logs: decided.splice(0),
+        });
+      await held.write();
       try {
         const done = await perform(broker, e, node);
         if (typeof done !== "string") {
           // Waits at this node; when the cap frees, the step runs again.
-          await save(
+          hold(
             { status: "waiting", currentNodeId: node.id, runAt: done.until, waitingUntil: done.until },
             { nodeId: node.id, outcome: "skipped", branch: null, detail: done.detail },
           );
@@ -352,7 +382,7 @@ export async function advance(
       detail,
     };
     if (!next) {
-      await save({ status: "completed", currentNodeId: node.id, runAt: null, exitReason: "path_end" }, log);
+      hold({ status: "completed", currentNodeId: node.id, runAt: null, exitReason: "path_end" }, log);
       return "advanced";
     }
     // Still ours until the lease ends: the next step runs in this loop.
@@ -363,6 +393,6 @@ export async function advance(
   }
   // Out of steps for this pass (or at a node the workflow lacks): what was decided is kept; the next claim goes on from there.
   if (decided.length)
-    await repo.saveStep(e, { status: "active", currentNodeId: current, runAt: e.run_at }, decided);
+    held.hold({ e, next: { status: "active", currentNodeId: current, runAt: e.run_at }, logs: decided });
   return "advanced";
 }
