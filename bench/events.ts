@@ -82,6 +82,8 @@ export function runLoad(opts: {
   /** Headers added in turn (e.g. one client address per request), with the same turn as `bodies`. */
   headerSets?: Array<Record<string, string>>;
   seconds?: number;
+  /** Connections in flight (BENCH_CONNECTIONS by default). */
+  connections?: number;
 }): Promise<LoadResult> {
   const config = {
     url: opts.url,
@@ -92,7 +94,7 @@ export function runLoad(opts: {
     headerSets: opts.headerSets,
     seconds: opts.seconds ?? SECONDS,
     warmupMs: 1000,
-    connections: CONNECTIONS,
+    connections: opts.connections ?? CONNECTIONS,
   };
   return new Promise((resolve, reject) => {
     // The config (with its bodies) goes through a file: it can outgrow an environment variable.

@@ -11,8 +11,8 @@
  *
  *   DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres npx ts-node --transpile-only bench/public.ts
  *
- * Env: BENCH_SECONDS (5), BENCH_ROUNDS (3), BENCH_CONNECTIONS (50), BENCH_STREAMS (1000), BENCH_HOLD_SECONDS (20),
- * BENCH_PHASES (submit,config,streams: which to run).
+ * Env: BENCH_SECONDS (5), BENCH_ROUNDS (3), BENCH_CONNECTIONS (50), BENCH_SUBMIT_CONNECTIONS (200),
+ * BENCH_STREAMS (1000), BENCH_HOLD_SECONDS (20), BENCH_PHASES (submit,config,streams: which to run).
  * Targets: submissions >= 1,000/s; config >= 10,000 requests/s; streams held with flat memory.
  */
 import { spawn } from "node:child_process";
@@ -30,6 +30,11 @@ import {
 } from "./events";
 
 const STREAMS = Number(process.env.BENCH_STREAMS ?? 1000);
+/**
+ * Submissions come from visitors, each with its own connection, not from clients posting in a loop: at
+ * 1,000 a second answered in 100–200 ms, 100–200 are in flight at once (Little's law).
+ */
+const SUBMIT_CONNECTIONS = Number(process.env.BENCH_SUBMIT_CONNECTIONS ?? 200);
 const HOLD_SECONDS = Number(process.env.BENCH_HOLD_SECONDS ?? 20);
 /** Which measures run: submit, config, streams (all by default). */
 const PHASES = (process.env.BENCH_PHASES ?? "submit,config,streams").split(",");
@@ -188,7 +193,7 @@ async function main() {
       "x-forwarded-for": `10.${(i >> 16) & 255}.${(i >> 8) & 255}.${i & 255}`,
     }));
     console.log(
-      `public surface bench: ${CONNECTIONS} connections, ${ROUNDS} rounds; chain: segment, scoring rule, campaign trigger on form.submitted`,
+      `public surface bench: ${CONNECTIONS} connections (submissions: ${SUBMIT_CONNECTIONS}), ${ROUNDS} rounds; chain: segment, scoring rule, campaign trigger on form.submitted`,
     );
 
     const rounds: Array<{ bare: LoadResult; submit: LoadResult; config: LoadResult }> = [];
@@ -199,6 +204,7 @@ async function main() {
         : await runLoad({
             url: `${app.baseUrl}/api/forms/${form.id}/submit`,
             method: "POST",
+            connections: SUBMIT_CONNECTIONS,
             // New addresses and emails each round: every submission is a new visitor.
             bodies: bodies.map((body) => body.replace("@", `-${round}@`)),
             headerSets: headerSets.map((h) => ({
