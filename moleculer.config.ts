@@ -21,14 +21,16 @@ import { OutboxRelayMiddleware } from "./mixins/outbox-relay";
  * signature, hence the loose types at this one seam.
  */
 function channelsMiddleware(natsUrl: string | undefined): Middleware {
-  // Without async traces: nats.js would capture a stack for every JetStream publish's acknowledgement (one per fact).
+  // Without async traces: nats.js would capture a stack for every JetStream publish's acknowledgement (one per
+  // fact). Up to 100 facts in flight per consumer: a form submission stages three, and at 20 the consumers'
+  // pulls and acknowledgements, not their work, set the pace of a burst.
   const adapter = natsUrl
     ? {
         type: "NATS",
         options: {
           nats: { url: natsUrl, connectionOptions: { noAsyncTraces: true } },
           maxRetries: 5,
-          maxInFlight: 20,
+          maxInFlight: 100,
         },
       }
     : new EmbeddedChannelAdapter();
