@@ -18,6 +18,7 @@
 import { spawn } from "node:child_process";
 import { QueryTypes } from "sequelize";
 import { database } from "../lib/database";
+import { refreshStatistics } from "../lib/table-stats";
 import {
   bootApp,
   CONNECTIONS,
@@ -99,9 +100,14 @@ async function holdStreams(url: string) {
 async function settle(): Promise<number> {
   const t0 = Date.now();
   const sequelize = await database();
+  // The grown tables are analyzed now rather than by the keeper's next turn, in the middle of the config phase.
+  await refreshStatistics(sequelize);
   for (;;) {
+    // Facts still to relay, journey steps due, and the database's own upkeep after the burst (autovacuum).
     const [{ busy }] = await sequelize.query<{ busy: boolean }>(
-      `SELECT EXISTS (SELECT 1 FROM domain_event_outbox) OR EXISTS (SELECT 1 FROM campaign_enrollments WHERE run_at <= now()) AS busy`,
+      `SELECT EXISTS (SELECT 1 FROM domain_event_outbox) OR EXISTS (SELECT 1 FROM campaign_enrollments WHERE run_at <= now())
+              OR EXISTS (SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND state = 'active'
+                           AND backend_type = 'autovacuum worker') AS busy`,
       { type: QueryTypes.SELECT },
     );
     if (!busy || Date.now() - t0 > 60_000) return Date.now() - t0;
