@@ -21,16 +21,14 @@ import { OutboxRelayMiddleware } from "./mixins/outbox-relay";
  * signature, hence the loose types at this one seam.
  */
 function channelsMiddleware(natsUrl: string | undefined): Middleware {
-  // Without async traces: nats.js would capture a stack for every JetStream publish's acknowledgement (one per
-  // fact). Up to 100 facts in flight per consumer: a form submission stages three, and at 20 the consumers'
-  // pulls and acknowledgements, not their work, set the pace of a burst.
+  // Without async traces: nats.js would capture a stack for every JetStream publish's acknowledgement (one per fact).
   const adapter = natsUrl
     ? {
         type: "NATS",
         options: {
           nats: { url: natsUrl, connectionOptions: { noAsyncTraces: true } },
           maxRetries: 5,
-          maxInFlight: 100,
+          maxInFlight: 20,
         },
       }
     : new EmbeddedChannelAdapter();
