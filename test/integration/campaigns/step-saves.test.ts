@@ -3,6 +3,7 @@ import { database } from "../../../lib/database";
 import { saveSteps, type EnrollmentRow } from "../../../services/campaigns/campaigns.repo";
 import { startApp, type TestApp } from "../../helpers/app";
 import { ownerWithWorkspace } from "../../helpers/http";
+import { waitFor } from "../../helpers/wait";
 
 /** A pass holds the saves of enrollments that stop at a wait for time or an end, and writes them together. */
 
@@ -57,7 +58,13 @@ const logsOf = async (enrollmentId: string) =>
   ).map((l) => `${l.node_id}:${l.outcome}`);
 
 test("one pass leaves every enrollment waiting at its wait, each with its steps' logs in order", async () => {
+  // Each enroll woke the service's own drain too: whichever pass claimed an enrollment saves it.
   await app.broker.call("campaigns.processDue", {});
+  await waitFor(
+    async () => (await enrollments()).every((row) => row.status === "waiting"),
+    5000,
+    "every enrollment at its wait",
+  );
   const rows = await enrollments();
   expect(rows).toHaveLength(5);
   for (const row of rows) {
