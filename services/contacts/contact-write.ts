@@ -7,13 +7,12 @@ import { checkCustomFields, missingRequired, type CustomFieldDef } from "./custo
 import {
   assertNoIssues,
   contactView,
-  customFieldDefs,
   deleteContacts,
   getRow,
   insertContact,
   recordStageChange,
-  stageKeys,
   updateColumns,
+  writeDefinitions,
   type ContactRow,
   type ContactView,
 } from "./contacts.repo";
@@ -30,11 +29,6 @@ import { hasIdentity, mergeObject, normalizeContactInput } from "./normalize";
 export interface WorkspaceDefs {
   customFields: CustomFieldDef[];
   stages: Set<string>;
-}
-
-export async function loadDefs(workspaceId: string): Promise<WorkspaceDefs> {
-  const [customFields, stages] = await Promise.all([customFieldDefs(workspaceId), stageKeys(workspaceId)]);
-  return { customFields, stages };
 }
 
 /**
@@ -80,7 +74,7 @@ export async function createContact(
   workspaceId: string,
   input: ContactInput,
 ): Promise<ContactView> {
-  const defs = await loadDefs(workspaceId);
+  const defs = await writeDefinitions(workspaceId);
   const { write, issues } = checkInput(input, defs);
   write.attributes = withoutNulls(write.attributes);
   write.customFields = withoutNulls(write.customFields);
@@ -113,7 +107,7 @@ export async function updateContact(
   actor: { actorType: string; actorId: string | null },
   move?: { reason: string | null },
 ): Promise<UpdateResult> {
-  const defs = await loadDefs(workspaceId);
+  const defs = await writeDefinitions(workspaceId);
   const { write, issues } = checkInput(input, defs);
   assertNoIssues(issues);
   await assertReferences(broker, workspaceId, write);

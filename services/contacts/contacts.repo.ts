@@ -1,6 +1,6 @@
 import { QueryTypes, type Transaction } from "sequelize";
 import { newId } from "../../lib/crypto";
-import { Binds, database, likeEscape, uniqueViolation } from "../../lib/database";
+import { Binds, database, likeEscape, queryPrepared, uniqueViolation } from "../../lib/database";
 import { conflict, validationError } from "../../lib/errors";
 import { pageOf, sortOrder, type Page, type PageRequest } from "../../lib/pagination";
 import type { ConsentEntry } from "../../models";
@@ -306,12 +306,23 @@ export async function* rowsMatching(
 
 // ---------------------------------------------------------------- definitions used when writing
 
-export async function customFieldDefs(workspaceId: string): Promise<CustomFieldDef[]> {
-  const sequelize = await database();
-  return sequelize.query<CustomFieldDef>(
-    `SELECT key, type, options, required FROM custom_fields WHERE workspace_id = $1`,
-    { bind: [workspaceId], type: QueryTypes.SELECT },
+/**
+ * The custom fields and stage keys every contact write checks against, in one
+ * statement (each write batch asks; a workspace without stages gets the defaults).
+ */
+export async function writeDefinitions(
+  workspaceId: string,
+): Promise<{ customFields: CustomFieldDef[]; stages: Set<string> }> {
+  const [row] = await queryPrepared<{ custom_fields: CustomFieldDef[]; stages: string[] | null }>(
+    `SELECT coalesce((SELECT json_agg(json_build_object('key', f.key, 'type', f.type, 'options', f.options, 'required', f.required))
+                        FROM custom_fields f WHERE f.workspace_id = $1), '[]'::json) AS custom_fields,
+            (SELECT array_agg(s.key) FROM lifecycle_stages s WHERE s.workspace_id = $1) AS stages`,
+    [workspaceId],
   );
+  return {
+    customFields: row.custom_fields,
+    stages: row.stages ? new Set(row.stages) : await stageKeys(workspaceId),
+  };
 }
 
 /** Default lifecycle stages a workspace starts with (HubSpot's familiar ladder). */

@@ -1,7 +1,8 @@
 import type { ServiceBroker } from "moleculer";
 import { MicroBatcher } from "../../lib/batcher";
 import { validationError, type FieldIssue } from "../../lib/errors";
-import { checkInput, loadDefs } from "./contact-write";
+import { checkInput } from "./contact-write";
+import { writeDefinitions } from "./contacts.repo";
 import { contactFields } from "./contacts.schemas";
 import type { ContactInput, ContactWrite } from "./fields";
 import { writeBatch } from "./import";
@@ -54,7 +55,7 @@ function present(given: Record<string, unknown>): ContactInput {
 /** One group's writes: items of one broker, workspace and source. */
 async function identifyGroup(items: Wanted[]): Promise<Outcome[]> {
   const { broker, workspaceId, source } = items[0];
-  const defs = await loadDefs(workspaceId);
+  const defs = await writeDefinitions(workspaceId);
   const outcomes: Outcome[] = new Array(items.length);
   const valid: Array<{ at: number; write: ContactWrite; consent: ConsentWanted | undefined }> = [];
   items.forEach((item, at) => {

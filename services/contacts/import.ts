@@ -3,8 +3,8 @@ import type { Readable } from "node:stream";
 import type { LoggerInstance, ServiceBroker } from "moleculer";
 import { validationError } from "../../lib/errors";
 import { startJob, type ProgressFn } from "../../lib/jobs";
-import { checkInput, loadDefs } from "./contact-write";
-import { assertNoIssues, settleContacts } from "./contacts.repo";
+import { checkInput } from "./contact-write";
+import { assertNoIssues, settleContacts, writeDefinitions } from "./contacts.repo";
 import { checkMapping, readCsv } from "./csv-import";
 import { evaluateSegments } from "./effects";
 import { hasIdentity } from "./normalize";
@@ -75,7 +75,7 @@ export async function importCsv(
   totalRows: number,
   actor: { actorType: string; actorId: string | null },
 ): Promise<ImportResult> {
-  const defs = await loadDefs(workspaceId);
+  const defs = await writeDefinitions(workspaceId);
   const result: ImportResult = { created: 0, updated: 0, failed: [], failedCount: 0, ignoredColumns: [] };
   const fail = (line: number, error: string) => {
     result.failedCount += 1;

@@ -1,6 +1,7 @@
 import type { ServiceBroker } from "moleculer";
 import type { FieldIssue } from "../../lib/errors";
-import { checkInput, loadDefs } from "./contact-write";
+import { checkInput } from "./contact-write";
+import { writeDefinitions } from "./contacts.repo";
 import { contactFields } from "./contacts.schemas";
 import { writeBatch } from "./import";
 import type { ContactInput, ContactWrite } from "./fields";
@@ -25,7 +26,7 @@ export async function ingestContacts(
   items: unknown[],
   actor: { actorType: string; actorId: string | null },
 ): Promise<IngestResult> {
-  const defs = await loadDefs(workspaceId);
+  const defs = await writeDefinitions(workspaceId);
   const result: IngestResult = { created: 0, updated: 0, failed: [] };
   const valid: Array<{ index: number; write: ContactWrite; optOut: boolean }> = [];
   items.forEach((item, index) => {
