@@ -91,13 +91,14 @@ export async function relayBatch(
 ): Promise<RelayPass> {
   const sequelize = await database();
   return sequelize.transaction(async (transaction) => {
-    // No wait for the WAL flush: a delete lost by a database crash only sends its facts again.
-    await sequelize.query("SET LOCAL synchronous_commit = off", { transaction });
+    // No wait for the WAL flush: a delete lost by a database crash only sends its facts again. Set by the
+    // delete itself (a one-time filter), not by a statement of its own: one round trip fewer a batch.
     const rows = await queryPrepared<OutboxRow>(
       `DELETE FROM domain_event_outbox
         WHERE seq IN (SELECT seq FROM domain_event_outbox
                        WHERE available_at IS NULL OR available_at <= now()
                        ORDER BY seq LIMIT $1 FOR UPDATE SKIP LOCKED)
+          AND (SELECT set_config('synchronous_commit', 'off', true)) = 'off'
        RETURNING seq, id, workspace_id, type, data, occurred_at, attempts, changed_fields`,
       [limit],
       transaction,

@@ -124,24 +124,25 @@ export function dependencyLevels(segments: DynamicSegment[]): DynamicSegment[][]
   return levels;
 }
 
-/** Serialise evaluations of the same contact across connections, without touching its row lock. */
-async function lockContacts(contactIds: string[], transaction: Transaction) {
+/**
+ * Serialise evaluations of the same contact across connections (advisory
+ * locks, without touching its row lock), and say which event caused each
+ * contact's entries and exits, read by the membership log's triggers
+ * (migration 0033): one statement. A volatile output of a subquery is never
+ * dropped, so every lock is taken.
+ */
+async function lockContacts(contactIds: string[], causes: Map<string, string>, transaction: Transaction) {
   const sequelize = await database();
   await sequelize.query(
-    `SELECT pg_advisory_xact_lock(hashtextextended('segments:contact:' || id, 0)) FROM unnest($1::text[]) AS id ORDER BY id`,
-    { bind: [[...contactIds].sort()], type: QueryTypes.SELECT, transaction },
+    `SELECT (SELECT count(*) FROM (SELECT pg_advisory_xact_lock(hashtextextended('segments:contact:' || id, 0))
+                                     FROM unnest($1::text[]) AS id ORDER BY id) locked) AS locked,
+            set_config('segments.causes', $2, true) AS causes`,
+    {
+      bind: [[...contactIds].sort(), JSON.stringify(Object.fromEntries(causes))],
+      type: QueryTypes.SELECT,
+      transaction,
+    },
   );
-}
-
-/** Which event caused each contact's entries and exits, read by the membership log's triggers (migration 0033). */
-async function setCauses(causes: Map<string, string>, transaction: Transaction) {
-  if (causes.size === 0) return;
-  const sequelize = await database();
-  await sequelize.query(`SELECT set_config('segments.causes', $1, true)`, {
-    bind: [JSON.stringify(Object.fromEntries(causes))],
-    type: QueryTypes.SELECT,
-    transaction,
-  });
 }
 
 /** Predicates and current membership of contacts for one dependency level, in one query. */
@@ -247,12 +248,11 @@ async function applyMany(items: ApplyItem[]): Promise<EvaluationResult[]> {
   const sequelize = await database();
   const results = items.map((): EvaluationResult => ({ entered: [], exited: [], evaluated: 0 }));
   await sequelize.transaction(async (transaction) => {
-    await lockContacts([...new Set(items.flatMap((item) => item.contactIds))], transaction);
     const causes = new Map<string, string>();
     for (const item of items) {
       for (const id of item.contactIds) if (item.eventId && !causes.has(id)) causes.set(id, item.eventId);
     }
-    await setCauses(causes, transaction);
+    await lockContacts([...new Set(items.flatMap((item) => item.contactIds))], causes, transaction);
     const levelIds = (item: ApplyItem) =>
       item.levels.map((level) => level.map((s) => s.id).join(",")).join(" ");
     for (const indices of sharing(items, levelIds)) {
