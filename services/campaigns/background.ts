@@ -79,25 +79,28 @@ export const backgroundWork: Partial<ServiceSchema> = {
       closeWebhookSender();
     },
 
-    /** Run passes until nothing is due (one drain at a time per process; a wake during one runs another). */
-    wake() {
+    /**
+     * Run passes until nothing is due (one drain at a time per process; a
+     * wake during one runs another). A wake for `steps` (an enrollment just
+     * made) runs passes only: the rest (scheduled campaigns, stopped
+     * broadcasts, the membership log, the minute's work) is looked for on
+     * the clock and after a status change, not on every enrollment.
+     */
+    wake(work: "all" | "steps" = "all") {
       if (this.stopping) return;
+      if (work === "all") this.lookForWork = true;
       if (this.draining) {
         this.wakeAgain = true;
         return;
       }
       this.draining = (async () => {
         try {
-          await repo.activateScheduled();
-          await this.resumeBroadcasts();
-          await this.enrollFromSegmentLog();
-          if (Date.now() - this.minuteWorkAt >= MINUTE_MS) {
-            this.minuteWorkAt = Date.now();
-            await decideSplits();
-            await enrollByAnniversaries();
-          }
           while (!this.stopping) {
             this.wakeAgain = false;
+            if (this.lookForWork) {
+              this.lookForWork = false;
+              await this.findWork();
+            }
             const { advanced, failed } = await this.pass(PASS_SIZE);
             if (advanced + failed === 0 && !this.wakeAgain) break;
           }
@@ -107,6 +110,18 @@ export const backgroundWork: Partial<ServiceSchema> = {
           this.draining = null;
         }
       })();
+    },
+
+    /** What makes due steps besides enrollments: scheduled campaigns, stopped broadcasts, the membership log, the minute's work. */
+    async findWork() {
+      await repo.activateScheduled();
+      await this.resumeBroadcasts();
+      await this.enrollFromSegmentLog();
+      if (Date.now() - this.minuteWorkAt >= MINUTE_MS) {
+        this.minuteWorkAt = Date.now();
+        await decideSplits();
+        await enrollByAnniversaries();
+      }
     },
   },
 
@@ -120,8 +135,8 @@ export const backgroundWork: Partial<ServiceSchema> = {
       group: "campaigns",
       context: false,
       maxInFlight: 20,
-      async handler(this: { wake(): void }, fact: DomainEvent) {
-        if (await enrollByContactFact(fact)) this.wake();
+      async handler(this: { wake(work: "steps"): void }, fact: DomainEvent) {
+        if (await enrollByContactFact(fact)) this.wake("steps");
       },
     },
   },
@@ -130,6 +145,7 @@ export const backgroundWork: Partial<ServiceSchema> = {
     this.minuteWorkAt = 0;
     this.draining = null;
     this.wakeAgain = false;
+    this.lookForWork = false;
     this.stopping = false;
   },
 

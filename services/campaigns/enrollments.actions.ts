@@ -58,7 +58,7 @@ export const enrollmentActions = {
           await campaignOf(ctx, ctx.params.campaignId),
           ctx.params.contactId,
         );
-        this.wake();
+        this.wake("steps");
         return enrollment;
       },
     }),
@@ -87,7 +87,7 @@ export const enrollmentActions = {
             { workspaceId: ws, type: "campaigns.batch", createdBy: actingUserId(ctx) },
             async () => {
               const { enrolled, total } = await repo.enrollAudience(ws, campaign.id, version, audience);
-              if (enrolled) this.wake();
+              if (enrolled) this.wake("steps");
               return { enrolled, skipped: total - enrolled };
             },
             (err) => this.logger.error(`Batch enrollment into ${campaign.id} failed`, err),
@@ -112,7 +112,7 @@ export const enrollmentActions = {
             contactId,
             reason: live.has(contactId) ? "already_enrolled" : "not_found",
           }));
-        if (enrolled.length) this.wake();
+        if (enrolled.length) this.wake("steps");
         return { enrolled: enrolled.length, skipped };
       },
     }),
@@ -213,7 +213,7 @@ export const enrollmentActions = {
       async handler(ctx) {
         const campaign = found(await repo.getCampaign(workspaceOf(ctx), ctx.params.campaignId), "Campaign");
         const enrollment = await enrollOne(ctx, campaign, ctx.params.contactId);
-        this.wake();
+        this.wake("steps");
         return enrollment;
       },
     }),
@@ -228,7 +228,7 @@ export const enrollmentActions = {
       result: results.handleEvent,
       async handler(ctx) {
         const result = await handleChainEvent(ctx, ctx.params);
-        if (result.enrolled || result.resumed) this.wake();
+        if (result.enrolled || result.resumed) this.wake("steps");
         return result;
       },
     }),
