@@ -14,7 +14,6 @@
  * Env: BENCH_MESSAGES (20000), BENCH_CONCURRENCY (50 sends in flight), BENCH_SMTP_CONNECTIONS (10).
  */
 import { spawn, type ChildProcess } from "node:child_process";
-import path from "node:path";
 import nodemailer from "nodemailer";
 import { Agent, request } from "undici";
 import { closeHttp } from "../services/providers/clients";
@@ -51,7 +50,7 @@ server.listen(0, "127.0.0.1", () => console.log(server.address().port));
 `;
 
 const SMTP_FAKE = `
-const { SMTPServer } = require(${JSON.stringify(path.resolve(__dirname, "../node_modules/smtp-server"))});
+const { SMTPServer } = require(${JSON.stringify(require.resolve("smtp-server"))});
 const server = new SMTPServer({
   authOptional: true,
   disabledCommands: ["STARTTLS", "AUTH"],
