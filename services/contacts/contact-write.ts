@@ -3,7 +3,7 @@ import { database } from "../../lib/database";
 import type { FieldIssue } from "../../lib/errors";
 import { stageDomainEvents } from "../../lib/outbox";
 import { found } from "../../lib/errors";
-import { checkCustomFields, missingRequired, type CustomFieldDef } from "./custom-fields";
+import { checkCustomFields, missingRequired } from "./custom-fields";
 import {
   assertNoIssues,
   contactView,
@@ -15,6 +15,7 @@ import {
   writeDefinitions,
   type ContactRow,
   type ContactView,
+  type WorkspaceDefs,
 } from "./contacts.repo";
 import { contactFacts } from "./effects";
 import { assertReferences } from "./references";
@@ -25,11 +26,6 @@ import { hasIdentity, mergeObject, normalizeContactInput } from "./normalize";
  * Validation against the workspace's definitions (custom fields, stages), then
  * the write itself, with its facts staged in its transaction.
  */
-
-export interface WorkspaceDefs {
-  customFields: CustomFieldDef[];
-  stages: Set<string>;
-}
 
 /**
  * Normalise and check an input; returns the write and the issues (each naming

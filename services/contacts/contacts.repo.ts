@@ -306,13 +306,14 @@ export async function* rowsMatching(
 
 // ---------------------------------------------------------------- definitions used when writing
 
-/**
- * The custom fields and stage keys every contact write checks against, in one
- * statement (each write batch asks; a workspace without stages gets the defaults).
- */
-export async function writeDefinitions(
-  workspaceId: string,
-): Promise<{ customFields: CustomFieldDef[]; stages: Set<string> }> {
+/** What a contact write is checked against: the workspace's custom fields and lifecycle stage keys. */
+export interface WorkspaceDefs {
+  customFields: CustomFieldDef[];
+  stages: Set<string>;
+}
+
+/** A workspace's definitions in one statement (each write batch asks; a workspace without stages gets the defaults). */
+export async function writeDefinitions(workspaceId: string): Promise<WorkspaceDefs> {
   const [row] = await queryPrepared<{ custom_fields: CustomFieldDef[]; stages: string[] | null }>(
     `SELECT coalesce((SELECT json_agg(json_build_object('key', f.key, 'type', f.type, 'options', f.options, 'required', f.required))
                         FROM custom_fields f WHERE f.workspace_id = $1), '[]'::json) AS custom_fields,
