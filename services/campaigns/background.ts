@@ -112,16 +112,22 @@ export const backgroundWork: Partial<ServiceSchema> = {
       })();
     },
 
-    /** What makes due steps besides enrollments: scheduled campaigns, stopped broadcasts, the membership log, the minute's work. */
-    async findWork() {
-      await repo.activateScheduled();
-      await this.resumeBroadcasts();
+    /**
+     * What makes due steps besides enrollments: scheduled campaigns, stopped
+     * broadcasts, the membership log, and the minute's work (A/B splits,
+     * contacts' dates) when a minute has passed since it last ran, or `now`.
+     */
+    async findWork(minuteWork: "when due" | "now" = "when due") {
+      const activated = await repo.activateScheduled();
+      const resumedBroadcasts = await this.resumeBroadcasts();
       await this.enrollFromSegmentLog();
-      if (Date.now() - this.minuteWorkAt >= MINUTE_MS) {
+      let decidedAbTests = 0;
+      if (minuteWork === "now" || Date.now() - this.minuteWorkAt >= MINUTE_MS) {
         this.minuteWorkAt = Date.now();
-        await decideSplits();
+        decidedAbTests = await decideSplits();
         await enrollByAnniversaries();
       }
+      return { activated, resumedBroadcasts, decidedAbTests };
     },
   },
 

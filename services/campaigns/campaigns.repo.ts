@@ -782,10 +782,6 @@ export async function saveSteps(saves: StepSave[]): Promise<void> {
   );
 }
 
-/** One enrollment's save (saveSteps). */
-export const saveStep = (e: EnrollmentRow, next: NextStep, logs: StepRecord[]) =>
-  saveSteps([{ e, next, logs }]);
-
 /** The contact's enrollments waiting for an event of `type`, each at its wait node. */
 export async function waitingFor(workspaceId: string, contactId: string, type: string) {
   return selectRows<{ id: string; campaign_id: string; version: number; current_node_id: string }>(

@@ -7,13 +7,11 @@ import type { AppContext } from "../../lib/moleculer-types";
 import { pageRequest } from "../../lib/pagination";
 import { workspaceOf } from "../../lib/tenancy";
 import { winnerOf } from "./ab.repo";
-import { decideSplits } from "./ab-tests";
 import * as repo from "./campaigns.repo";
 import { results, schemas, type CampaignDetail } from "./campaigns.schemas";
 import { handleChainEvent } from "./chain-step";
 import { ACCESS, audienceOf, campaignOf, tags, workflowCampaignOf, WS } from "./campaigns.shared";
 import { dryRun } from "./interpreter";
-import { enrollByAnniversaries } from "./feed-triggers";
 import { triggerMatches } from "./triggers";
 
 const { read, write } = ACCESS;
@@ -243,18 +241,16 @@ export const enrollmentActions = {
     }),
 
     /**
-     * Internal (`GET /api/cron/tick`): scheduled campaigns due become active,
-     * broadcasts whose send stopped send on, then one pass of due steps.
+     * Internal (`GET /api/cron/tick`): the background's look for work, its
+     * minute's work included (scheduled campaigns due become active, stopped
+     * broadcasts send on, the membership log, A/B splits, contacts' dates),
+     * then one pass of due steps.
      */
     processDue: defineAction({
       params: schemas.processDue,
       result: results.processDue,
       async handler(ctx) {
-        const activated = await repo.activateScheduled();
-        const resumedBroadcasts = await this.resumeBroadcasts();
-        await this.enrollFromSegmentLog();
-        const decidedAbTests = await decideSplits();
-        await enrollByAnniversaries();
+        const { activated, resumedBroadcasts, decidedAbTests } = await this.findWork("now");
         const { advanced, failed } = await this.pass(ctx.params.limit ?? PASS_SIZE);
         return { activated, advanced, failed, resumedBroadcasts, decidedAbTests };
       },

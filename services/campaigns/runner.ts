@@ -301,7 +301,7 @@ export async function advance(
   // Steps that only decide leave their logs to go with the next save; an action's step is saved before and after it runs.
   const decided: repo.StepRecord[] = [];
   const save = (next: repo.NextStep, log: repo.StepRecord) =>
-    repo.saveStep(e, next, [...decided.splice(0), log]);
+    repo.saveSteps([{ e, next, logs: [...decided.splice(0), log] }]);
   const hold = (next: repo.NextStep, log: repo.StepRecord) =>
     held.hold({ e, next, logs: [...decided.splice(0), log] });
   let current = e.current_node_id ?? entry.id;

@@ -5,7 +5,7 @@ import { startApp, type TestApp } from "../../helpers/app";
 import { startReceiver } from "../webhooks/receiver";
 import { finishedJob, ownerWithWorkspace } from "../../helpers/http";
 import { waitFor } from "../../helpers/wait";
-import { saveStep, type EnrollmentRow } from "../../../services/campaigns/campaigns.repo";
+import { saveSteps, type EnrollmentRow } from "../../../services/campaigns/campaigns.repo";
 import { derivedMessageId } from "../../../services/campaigns/runner";
 
 /**
@@ -1097,8 +1097,12 @@ test("races: an event does not resume a wait a runner holds, and a step saved af
     type: QueryTypes.SELECT,
   })) as EnrollmentRow[];
   expect(row.status).toBe("completed");
-  await saveStep(row, { status: "active", currentNodeId: "no", runAt: new Date() }, [
-    { nodeId: "reply", outcome: "branched", branch: "timeout", detail: "timed out" },
+  await saveSteps([
+    {
+      e: row,
+      next: { status: "active", currentNodeId: "no", runAt: new Date() },
+      logs: [{ nodeId: "reply", outcome: "branched", branch: "timeout", detail: "timed out" }],
+    },
   ]);
   const [after] = (await c().get(`${ctx.ws}/campaigns/${id}/enrollments`)).body.data;
   expect(after).toMatchObject({ status: "completed", exitReason: "goal" });
