@@ -438,7 +438,8 @@ export class Sender {
       unsubscribeUrl: unsubscribeUrl(
         signLinkToken({ typ: "unsubscribe", ...base, ch: row.channel, mid: row.id }),
       ),
-      preferencesUrl: preferencesUrl(signLinkToken({ typ: "preferences", ...base })),
+      // The message id proves a choice made from this message (an SMS opt-in from an email, say).
+      preferencesUrl: preferencesUrl(signLinkToken({ typ: "preferences", ...base, mid: row.id })),
     };
   }
 

@@ -141,6 +141,7 @@ export const schemas = {
   update: Params({ workspaceId: WorkspaceId, providerId: Id, config: Type.Optional(Config), ...writable }),
   forSend: Params({ channel: StringEnum(["email", "sms"]), providerId: Type.Optional(Nullable(Id)) }),
   known: Params({ channel: StringEnum(["email", "sms"]), providerId: Id }),
+  configuredChannels: Params({}),
   reportHealth: Params({
     providerId: Id,
     accepted: Int32({ minimum: 0 }),
@@ -221,6 +222,7 @@ export const results = {
   success: Type.Object({ success: Type.Literal(true) }),
   forSend: Type.Array(OpenedProviderSchema),
   known: Type.Object({ known: Type.Literal(true) }),
+  configuredChannels: Type.Array(StringEnum(["email", "sms"])),
   reportHealth: Type.Object({ status: StringEnum(["active", "failing"]) }),
   domainCheck: Component(
     "DomainCheck",

@@ -3,7 +3,7 @@ import { SYSTEM } from "../../../lib/access";
 import { database } from "../../../lib/database";
 import * as repo from "../../../services/messages/messages.repo";
 import { startApp, type TestApp } from "../../helpers/app";
-import { ownerWithWorkspace } from "../../helpers/http";
+import { multipartBody, ownerWithWorkspace } from "../../helpers/http";
 import { waitFor } from "../../helpers/wait";
 import { startReceiver } from "../webhooks/receiver";
 
@@ -460,6 +460,50 @@ test("unsubscribe: GET shows a page and changes nothing, one-click POST opts out
   expect(badJson.body.code).toBe("INVALID_TOKEN");
 });
 
+test("unsubscribe: RFC 8058 one-click as multipart/form-data is one_click; a file in it is refused", async () => {
+  const c = ctx.owner.client;
+  const contactId = await contact({ email: "multipart@example.com" });
+  const res = await c.post(`${ctx.ws}/messages`, {
+    contactId,
+    channel: "email",
+    content: { subject: "s", html: '<a href="{{ unsubscribeUrl }}">u</a>' },
+  });
+  const sent = await sentTo(res.body.id);
+  const [, token] = /unsubscribe\?token=([^"&]+)/.exec(sent.content.html) as RegExpExecArray;
+  const form = new FormData();
+  form.append("List-Unsubscribe", "One-Click");
+  const oneClick = await c.request("POST", `/api/unsubscribe?token=${token}`, await multipartBody(form));
+  expect(oneClick.status).toBe(200);
+  expect(oneClick.body).toEqual({ success: true, channel: "email" });
+  expect((await c.get(`${ctx.ws}/contacts/${contactId}/consent`)).body.email).toMatchObject({
+    status: "opted_out",
+    source: "one_click",
+    messageId: res.body.id,
+  });
+  const withFile = new FormData();
+  withFile.append("file", new Blob(["x"]), "x.txt");
+  expect(
+    (await c.request("POST", `/api/unsubscribe?token=${token}`, await multipartBody(withFile))).status,
+  ).toBe(400);
+});
+
+test("public pages: a bad link answers JSON unless HTML is preferred", async () => {
+  const c = ctx.owner.client;
+  const json = await c.get("/api/unsubscribe?token=bad", { headers: { accept: "application/json" } });
+  expect(json.status).toBe(400);
+  expect(json.headers.get("content-type")).toContain("application/json");
+  expect(json.body.code).toBe("INVALID_TOKEN");
+  const bare = await c.get("/api/preferences/confirm?token=bad");
+  expect(bare.headers.get("content-type")).toContain("application/json");
+  expect(bare.body.code).toBe("INVALID_TOKEN");
+  const browser = await c.get("/api/unsubscribe?token=bad", {
+    headers: { accept: "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8" },
+  });
+  expect(browser.status).toBe(400);
+  expect(browser.headers.get("content-type")).toContain("text/html");
+  expect(browser.text).toContain("This link no longer works");
+});
+
 test("preferences: JSON with channels and topics; PUT applies with source preference_centre; HTML for a browser", async () => {
   const c = ctx.owner.client;
   await c.patch(ctx.ws, {
@@ -486,12 +530,18 @@ test("preferences: JSON with channels and topics; PUT applies with source prefer
       { key: "offers", subscribed: true },
     ],
   });
+  // The workspace has no provider but the log one: email is the one channel it can send on.
+  expect(json.body.channels).toEqual({ email: "unknown" });
   const put = await c.put(`/api/preferences?token=${token}`, {
-    channels: { email: "opted_out" },
+    channels: { email: "opted_out", chatapp1: "opted_in" },
     topics: { offers: false, unknown: false },
   });
   expect(put.status).toBe(200);
-  expect(put.body.channels.email).toBe("opted_out");
+  expect(put.body.channels).toEqual({ email: "opted_out" });
+  expect((await c.get(`${ctx.ws}/contacts/${contactId}/consent`)).body).toMatchObject({
+    email: { status: "opted_out", source: "preference_centre", messageId: res.body.id },
+    chatapp1: { status: "unknown" },
+  });
   expect(put.body.topics).toEqual([
     { key: "news", name: "News", subscribed: true },
     { key: "offers", name: "Offers", subscribed: false },
