@@ -392,6 +392,17 @@ export async function markFailed(row: ClaimedMessage, error: string): Promise<vo
   );
 }
 
+/** The provider refuses because the recipient opted out with it: suppressed with the reason, not failed. */
+export async function markSuppressed(row: ClaimedMessage, reason: string, error: string): Promise<void> {
+  const sequelize = await database();
+  await sequelize.query(
+    `UPDATE messages SET status = 'suppressed', reason = $3, error = $4, lease_until = NULL, updated_at = now(),
+            history = ${historyEntry("suppressed", "$3::text")}
+      WHERE id = $1 AND attempts = $2 AND status = 'sending'`,
+    { bind: [row.id, row.attempts, reason, error.slice(0, 2000)] },
+  );
+}
+
 /** A transient failure: back to the queue, due at `at`. */
 export async function retryAt(row: ClaimedMessage, at: Date, error: string): Promise<void> {
   const sequelize = await database();

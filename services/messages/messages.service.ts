@@ -247,7 +247,7 @@ export default defineService({
         for (;;) {
           this.wakeAgain = false;
           const pass = await this.sender.pass();
-          if (pass.sent + pass.failed + pass.retried === 0 && !this.wakeAgain) break;
+          if (pass.sent + pass.failed + pass.retried + pass.suppressed === 0 && !this.wakeAgain) break;
         }
       } catch (err) {
         this.logger.warn("Send pass failed", err);

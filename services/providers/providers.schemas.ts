@@ -65,6 +65,12 @@ export const configSchemas = {
       authToken: Secret("Twilio auth token"),
       from: Phone,
       baseUrl: BaseUrl,
+      providerHandlesOptOut: Type.Optional(
+        Type.Boolean({
+          description:
+            "Twilio answers STOP, START, HELP and their like itself (its Advanced Opt-Out, on by default): the service then records the opt-out or opt-in but sends no reply of its own. Off (the default): the service replies, and a reply Twilio refuses as opted out (error 21610) is recorded suppressed",
+        }),
+      ),
     },
     { additionalProperties: false },
   ),
