@@ -188,11 +188,12 @@ describeWithBrowser("unsubscribe and preference pages in a browser", () => {
     const page = await browser.newPage();
     await page.goto(preferencesUrl);
     await page.getByRole("heading", { name: "Your preferences" }).waitFor();
-    const channels = page.locator("input[name=channel]");
     // Email (the log provider sends it) and SMS (a provider): no push, chatapp1 or chatapp2.
-    await expect(
-      channels.evaluateAll((boxes) => boxes.map((b) => (b as HTMLInputElement).value)),
-    ).resolves.toEqual(["email", "sms"]);
+    const channels = await page.locator("input[name=channel]").all();
+    await expect(Promise.all(channels.map((box) => box.getAttribute("value")))).resolves.toEqual([
+      "email",
+      "sms",
+    ]);
     const email = page.getByRole("checkbox", { name: "Email" });
     const text = page.getByRole("checkbox", { name: "Text messages (SMS)" });
     // Nothing consented yet: nothing ticked.
