@@ -1,4 +1,5 @@
 import { createWriteStream } from "node:fs";
+import type { IncomingMessage } from "node:http";
 import { Transform, type Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import busboy from "busboy";
@@ -117,4 +118,63 @@ export async function readJsonBody(source: Readable, limit = 1024 * 1024): Promi
   } catch {
     throw validationError("The body is not valid JSON", [{ field: "body", message: "is not valid JSON" }]);
   }
+}
+
+/** A form's text fields: a few, short (an upload's file goes through a stream route instead). */
+const FORM_FIELDS = 100;
+const FORM_FIELD_BYTES = 16 * 1024;
+
+/**
+ * A body parser (a gateway route's `use`) for `multipart/form-data` posts of
+ * text fields, as body-parser is for form-encoded ones: RFC 8058 one-click
+ * unsubscribes come this way. A request already parsed (or a stream route's,
+ * which reads its own body) is left alone; files are refused.
+ */
+export function multipartFieldsParser() {
+  return (
+    req: IncomingMessage & { _body?: boolean; body?: unknown },
+    _res: unknown,
+    next: (err?: Error) => void,
+  ) => {
+    if (req._body || !(req.headers["content-type"] ?? "").toLowerCase().startsWith("multipart/form-data")) {
+      next();
+      return;
+    }
+    let form: ReturnType<typeof busboy>;
+    try {
+      form = busboy({
+        headers: req.headers,
+        limits: { files: 0, fields: FORM_FIELDS, fieldSize: FORM_FIELD_BYTES },
+      });
+    } catch (err) {
+      next(
+        validationError(`The multipart body is malformed: ${(err as Error).message}`, [
+          { field: "body", message: "is not a readable multipart body" },
+        ]),
+      );
+      return;
+    }
+    const fields: Record<string, string> = {};
+    let refused = false;
+    // The first refusal answers; busboy still reads the body to its end, so the client gets the 400.
+    const once = (message: string, field = "body") => {
+      if (refused) return;
+      refused = true;
+      next(validationError(`The multipart body ${message}`, [{ field, message }]));
+    };
+    form.on("field", (name, value, info) => {
+      if (info.valueTruncated) once(`field ${name} is longer than 16 KiB`, name);
+      else fields[name] = value;
+    });
+    form.on("filesLimit", () => once("carries a file; send files to an upload route"));
+    form.on("fieldsLimit", () => once(`has more than ${FORM_FIELDS} fields`));
+    form.on("error", (err: Error) => once(`is malformed: ${err.message}`));
+    form.on("close", () => {
+      if (refused) return;
+      req.body = fields;
+      req._body = true;
+      next();
+    });
+    req.pipe(form);
+  };
 }

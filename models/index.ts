@@ -78,6 +78,8 @@ export interface ConsentEntry {
   status: ConsentStatus;
   source: string | null;
   updatedAt: string | null;
+  /** The message whose link the contact used for this change, when there was one. */
+  messageId?: string | null;
 }
 
 // Factories, not shared objects: Sequelize writes into each attribute definition it is given.

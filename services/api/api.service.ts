@@ -13,6 +13,7 @@ import type { AppContext } from "../../lib/moleculer-types";
 import { buildOpenApi } from "../../lib/openapi";
 import { PUBLIC_DIR } from "../../lib/paths";
 import { servePage } from "../../lib/pages";
+import { multipartFieldsParser } from "../../lib/uploads";
 import { checkHealth, HealthSchema } from "./health";
 import { SESSIONS_REVOKED_EVENT } from "../../lib/session-token";
 import {
@@ -94,6 +95,8 @@ const ApiService: ServiceSchema = {
           json: { limit: BODY_LIMIT, verify: keepRawBody },
           urlencoded: { extended: false, limit: BODY_LIMIT, verify: keepRawBody },
         },
+        // Text fields of multipart/form-data posts (RFC 8058 one-click unsubscribe); uploads are stream routes.
+        use: [multipartFieldsParser()],
         onBeforeCall(ctx: AppContext, _route: unknown, req: GatewayRequest) {
           requestMeta(ctx, req);
           const idempotencyKey = req.headers["idempotency-key"];

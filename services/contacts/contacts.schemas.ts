@@ -47,7 +47,19 @@ export const filterParams = {
 const ConsentStatus = StringEnum(["opted_in", "opted_out", "unknown"]);
 export const ConsentEntrySchema = Component(
   "ConsentEntry",
-  Type.Object({ status: ConsentStatus, source: Nullable(Type.String()), updatedAt: Nullable(DateTime()) }),
+  Type.Object({
+    status: ConsentStatus,
+    source: Nullable(Type.String()),
+    updatedAt: Nullable(DateTime()),
+    messageId: Type.Optional(
+      Nullable(
+        Type.String({
+          description:
+            "The message whose link the contact used (unsubscribe link, one-click, preference centre): what proves the choice",
+        }),
+      ),
+    ),
+  }),
 );
 export const ConsentSchema = Component(
   "Consent",

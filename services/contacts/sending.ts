@@ -88,7 +88,12 @@ export async function applyPreferences(
       : (Object.entries(changes.channels ?? {}) as Array<[string, "opted_in" | "opted_out"]>);
     for (const [channel, status] of wanted) {
       if (consent[channel]?.status === status) continue;
-      consent[channel] = { status, source: changes.source, updatedAt: now };
+      consent[channel] = {
+        status,
+        source: changes.source,
+        updatedAt: now,
+        ...(changes.messageId ? { messageId: changes.messageId } : {}),
+      };
       if (status === "opted_out") optedOut.push(channel);
     }
     const attributes = { ...(row.attributes ?? {}) } as Record<string, unknown>;

@@ -392,6 +392,17 @@ export async function markFailed(row: ClaimedMessage, error: string): Promise<vo
   );
 }
 
+/** The provider refuses because the recipient opted out with it: suppressed with the reason, not failed. */
+export async function markSuppressed(row: ClaimedMessage, reason: string, error: string): Promise<void> {
+  const sequelize = await database();
+  await sequelize.query(
+    `UPDATE messages SET status = 'suppressed', reason = $3, error = $4, lease_until = NULL, updated_at = now(),
+            history = ${historyEntry("suppressed", "$3::text")}
+      WHERE id = $1 AND attempts = $2 AND status = 'sending'`,
+    { bind: [row.id, row.attempts, reason, error.slice(0, 2000)] },
+  );
+}
+
 /** A transient failure: back to the queue, due at `at`. */
 export async function retryAt(row: ClaimedMessage, at: Date, error: string): Promise<void> {
   const sequelize = await database();
@@ -508,6 +519,7 @@ export async function linkUrl(workspaceId: string, code: string): Promise<string
  * Count a click on a short link from a message, and whether it looks like a
  * link scanner's: other links of the same message first clicked within
  * `burstMs` (a person opens one link; a scanner follows them all at once).
+ * The link's unique click is the person's first, whoever clicked before.
  */
 export async function recordLinkClick(
   workspaceId: string,
@@ -530,16 +542,22 @@ export async function recordLinkClick(
         WHERE message_id = $1 AND code <> $2 AND first_at > now() - $3 * interval '1 millisecond'`,
       { bind: [messageId, code, burstMs], type: QueryTypes.SELECT, transaction },
     );
-    const [{ first }] = await sequelize.query<{ first: boolean }>(
-      `INSERT INTO short_link_clicks (code, message_id, workspace_id, contact_id) VALUES ($1, $2, $3, $4)
-       ON CONFLICT (code, message_id) DO UPDATE SET clicks = short_link_clicks.clicks + 1, last_at = now()
-       RETURNING (xmax = 0) AS first`,
-      { bind: [code, messageId, workspaceId, contactId], type: QueryTypes.SELECT, transaction },
+    const person = !machine && !burst;
+    const [{ personClicks }] = await sequelize.query<{ personClicks: number }>(
+      `INSERT INTO short_link_clicks (code, message_id, workspace_id, contact_id, person_clicks) VALUES ($1, $2, $3, $4, $5)
+       ON CONFLICT (code, message_id) DO UPDATE SET clicks = short_link_clicks.clicks + 1,
+         person_clicks = short_link_clicks.person_clicks + EXCLUDED.person_clicks, last_at = now()
+       RETURNING person_clicks AS "personClicks"`,
+      {
+        bind: [code, messageId, workspaceId, contactId, person ? 1 : 0],
+        type: QueryTypes.SELECT,
+        transaction,
+      },
     );
-    if (!machine && !burst)
+    if (person)
       await sequelize.query(
         `UPDATE short_links SET clicks = clicks + 1, unique_clicks = unique_clicks + $2, updated_at = now() WHERE code = $1`,
-        { bind: [code, first ? 1 : 0], transaction },
+        { bind: [code, personClicks === 1 ? 1 : 0], transaction },
       );
     return { url: link.url, burst };
   });

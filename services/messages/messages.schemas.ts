@@ -223,7 +223,12 @@ export const results = {
       clicked: Type.Integer(),
     }),
   ),
-  processDue: Type.Object({ sent: Type.Integer(), failed: Type.Integer(), retried: Type.Integer() }),
+  processDue: Type.Object({
+    sent: Type.Integer(),
+    failed: Type.Integer(),
+    retried: Type.Integer(),
+    suppressed: Type.Integer(),
+  }),
   providerEvents: Type.Object({
     applied: Type.Integer(),
     pending: Type.Integer(),

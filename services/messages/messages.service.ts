@@ -247,7 +247,7 @@ export default defineService({
         for (;;) {
           this.wakeAgain = false;
           const pass = await this.sender.pass();
-          if (pass.sent + pass.failed + pass.retried === 0 && !this.wakeAgain) break;
+          if (pass.sent + pass.failed + pass.retried + pass.suppressed === 0 && !this.wakeAgain) break;
         }
       } catch (err) {
         this.logger.warn("Send pass failed", err);
@@ -257,7 +257,7 @@ export default defineService({
     async open(ctx: AppContext, messageId: string) {
       const message = await repo.getMessageById(messageId);
       if (!message) return;
-      const machine = isMachine(ctx.meta.userAgent, message.sent_at, new Date());
+      const machine = isMachine("open", ctx.meta, message.sent_at, new Date());
       const row = machine ? message : await repo.recordOpen(messageId);
       if (row) await recordActivity(this.broker, row, "message.open", { machine });
     },
@@ -269,7 +269,7 @@ export default defineService({
 
     async click(ctx: AppContext, messageId: string, code: string): Promise<string> {
       const message = found(await repo.getMessageById(messageId), "Message");
-      const agentMachine = isMachine(ctx.meta.userAgent, message.sent_at, new Date());
+      const agentMachine = isMachine("click", ctx.meta, message.sent_at, new Date());
       const link = found(
         await repo.recordLinkClick(
           message.workspace_id,

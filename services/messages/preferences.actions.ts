@@ -5,7 +5,7 @@ import type { AppContext } from "../../lib/moleculer-types";
 import { prefersHtml, renderPage } from "../../lib/pages";
 import { isServiceAvailable } from "../../lib/registry";
 import { Nullable, Params, StringEnum } from "../../lib/schema";
-import { CHANNELS } from "../templates/render";
+import { CHANNELS, type Channel } from "../templates/render";
 import { preferencesUrl, signLinkToken, verifyLinkToken, type LinkClaims, type LinkType } from "./links";
 
 /**
@@ -15,17 +15,17 @@ import { preferencesUrl, signLinkToken, verifyLinkToken, type LinkClaims, type L
  */
 
 const tags = ["Preferences"];
+const ERROR = { $ref: "#/components/responses/Error" };
 const Token = Type.String({ minLength: 1, maxLength: 4096, description: "The signed link token" });
 const ConsentStatus = StringEnum(["opted_in", "opted_out", "unknown"]);
-const CHANNEL_NAMES: Record<string, string> = {
+/** What a contact reads for each channel (chatapp1 and chatapp2 speak the Telegram and WhatsApp wires, contract 4). */
+const CHANNEL_NAMES: Record<Channel, string> = {
   email: "Email",
-  sms: "SMS",
-  push: "Push",
-  chatapp1: "chatapp1",
-  chatapp2: "chatapp2",
+  sms: "Text messages (SMS)",
+  push: "Push notifications",
+  chatapp1: "Telegram",
+  chatapp2: "WhatsApp",
 };
-/** Channels that need an explicit opt-in: unknown is not subscribed. */
-const OPT_IN_CHANNELS = new Set(["sms", "chatapp2"]);
 
 const PreferencesSchema = Type.Object({
   contact: Type.Object({ email: Nullable(Type.String()), firstName: Nullable(Type.String()) }),
@@ -36,6 +36,14 @@ const html = (description: string) => ({
   description,
   content: { "text/html": { schema: { type: "string" } } },
 });
+/** A bad or expired token (contract 6): the error as JSON, or a page when the client prefers HTML. */
+const badLink = {
+  description: "The link is invalid or expired (INVALID_TOKEN): a page when the client prefers HTML",
+  content: {
+    "application/json": { schema: { $ref: "#/components/responses/Error/content/application~1json/schema" } },
+    "text/html": { schema: { type: "string" } },
+  },
+};
 
 interface Contact {
   id: string;
@@ -54,27 +62,40 @@ function scoped(claims: LinkClaims) {
   return { meta: { principal: SYSTEM, workspaceId: claims.ws } };
 }
 
+/**
+ * The channels the preference centre offers: those the workspace can send
+ * on. Email always (with no provider the log provider sends, contract 4);
+ * the others only once the workspace has a provider for them.
+ */
+async function sendableChannels(ctx: AppContext, claims: LinkClaims): Promise<Channel[]> {
+  const configured = isServiceAvailable(ctx.broker, "providers")
+    ? ((await ctx.call("providers.configuredChannels", {}, scoped(claims))) as string[])
+    : [];
+  return CHANNELS.filter((c) => c === "email" || configured.includes(c));
+}
+
 async function load(
   ctx: AppContext,
   claims: LinkClaims,
-): Promise<{ contact: Contact; workspace: Workspace }> {
-  const [contact, workspace] = await Promise.all([
+): Promise<{ contact: Contact; workspace: Workspace; channels: Channel[] }> {
+  const [contact, workspace, channels] = await Promise.all([
     ctx.call(
       "contacts.get",
       { workspaceId: claims.ws, contactId: claims.sub },
       scoped(claims),
     ) as Promise<Contact>,
     ctx.call("workspaces.get", { workspaceId: claims.ws }, scoped(claims)) as Promise<Workspace>,
+    sendableChannels(ctx, claims),
   ]);
-  return { contact, workspace };
+  return { contact, workspace, channels };
 }
 
-function preferencesOf(contact: Contact, workspace: Workspace) {
+function preferencesOf(contact: Contact, workspace: Workspace, channels: Channel[]) {
   const topics = (contact.attributes?.topics ?? {}) as Record<string, boolean>;
   return {
     contact: { email: contact.email, firstName: contact.firstName },
     channels: Object.fromEntries(
-      CHANNELS.map((c) => [
+      channels.map((c) => [
         c,
         (contact.consent?.[c]?.status ?? "unknown") as "opted_in" | "opted_out" | "unknown",
       ]),
@@ -110,19 +131,24 @@ async function claimsOr(
   }
 }
 
-/** The preference centre's page (HTML). */
-async function preferencesPage(ctx: AppContext, token: string, contact: Contact, workspace: Workspace) {
-  const prefs = preferencesOf(contact, workspace);
+/** The preference centre's page (HTML): a box ticked only for a consent given, never for an unknown one. */
+async function preferencesPage(
+  ctx: AppContext,
+  token: string,
+  contact: Contact,
+  workspace: Workspace,
+  channels: Channel[],
+) {
+  const prefs = preferencesOf(contact, workspace, channels);
   return renderPage(ctx, "preferences", {
     title: "Your preferences",
     token,
     address: contact.email ?? contact.phone ?? "you",
     workspaceName: workspace.name,
-    channels: CHANNELS.map((c) => ({
+    channels: channels.map((c) => ({
       key: c,
       name: CHANNEL_NAMES[c],
-      subscribed:
-        prefs.channels[c] === "opted_in" || (prefs.channels[c] === "unknown" && !OPT_IN_CHANNELS.has(c)),
+      subscribed: prefs.channels[c] === "opted_in",
     })),
     topics: prefs.topics,
   });
@@ -138,11 +164,10 @@ export const preferenceActions = {
       openapi: {
         tags,
         summary: "Unsubscribe confirm page (HTML; changes nothing)",
-        responses: { "200": html("The confirm page"), "400": html("The link is invalid or expired") },
+        responses: { "200": html("The confirm page"), "400": badLink, "4XX": ERROR },
       },
       params: Params({ token: Type.Optional(Token) }),
       async handler(ctx) {
-        ctx.meta.accept = "text/html";
         const claims = await claimsOr(ctx, ctx.params.token, ["unsubscribe"]);
         if (typeof claims === "string") return claims;
         const { contact, workspace } = await load(ctx, claims);
@@ -150,7 +175,7 @@ export const preferenceActions = {
         return renderPage(ctx, "unsubscribe", {
           title: "Unsubscribe",
           token: ctx.params.token,
-          channelName: CHANNEL_NAMES[channel] ?? channel,
+          channelName: CHANNEL_NAMES[channel as Channel] ?? channel,
           workspaceName: workspace.name,
           address: channel === "email" ? contact.email : (contact.phone ?? contact.email),
           preferencesUrl: preferencesUrl(
@@ -181,7 +206,8 @@ export const preferenceActions = {
               "text/html": { schema: { type: "string" } },
             },
           },
-          "4XX": { $ref: "#/components/responses/Error" },
+          "400": badLink,
+          "4XX": ERROR,
         },
       },
       params: Params(
@@ -212,7 +238,7 @@ export const preferenceActions = {
         return renderPage(ctx, "unsubscribed", {
           title: "Unsubscribed",
           channel,
-          channelName: CHANNEL_NAMES[channel] ?? channel,
+          channelName: CHANNEL_NAMES[channel as Channel] ?? channel,
           workspaceName: workspace.name,
           preferencesUrl: preferencesUrl(
             signLinkToken({ typ: "preferences", ws: claims.ws, sub: claims.sub }),
@@ -236,17 +262,18 @@ export const preferenceActions = {
               "text/html": { schema: { type: "string" } },
             },
           },
-          "4XX": { $ref: "#/components/responses/Error" },
+          "400": badLink,
+          "4XX": ERROR,
         },
       },
       params: Params({ token: Type.Optional(Token) }),
       async handler(ctx) {
         const claims = await claimsOr(ctx, ctx.params.token, ["preferences", "unsubscribe"]);
         if (typeof claims === "string") return claims;
-        const { contact, workspace } = await load(ctx, claims);
+        const { contact, workspace, channels } = await load(ctx, claims);
         if (prefersHtml(ctx.meta.accept))
-          return preferencesPage(ctx, ctx.params.token as string, contact, workspace);
-        return preferencesOf(contact, workspace);
+          return preferencesPage(ctx, ctx.params.token as string, contact, workspace, channels);
+        return preferencesOf(contact, workspace, channels);
       },
     }),
 
@@ -273,17 +300,27 @@ export const preferenceActions = {
       result: PreferencesSchema,
       async handler(ctx) {
         const claims = verifyLinkToken(ctx.params.token, ["preferences", "unsubscribe"]);
-        const { workspace } = await load(ctx, claims);
+        const { workspace, channels } = await load(ctx, claims);
         const known = new Set((workspace.settings?.topics ?? []).map((t) => t.key));
         const topics = Object.fromEntries(
           Object.entries(ctx.params.topics ?? {}).filter(([key]) => known.has(key)),
         );
+        // Only the channels the centre offers; the link's message is what proves the choice was the contact's.
+        const wanted = Object.fromEntries(
+          Object.entries(ctx.params.channels ?? {}).filter(([c]) => channels.includes(c as Channel)),
+        );
         const { contact } = (await ctx.call(
           "contacts.applyPreferences",
-          { contactId: claims.sub, channels: ctx.params.channels ?? {}, topics, source: "preference_centre" },
+          {
+            contactId: claims.sub,
+            channels: wanted,
+            topics,
+            source: "preference_centre",
+            messageId: claims.mid ?? null,
+          },
           scoped(claims),
         )) as { contact: Contact };
-        return preferencesOf(contact, workspace);
+        return preferencesOf(contact, workspace, channels);
       },
     }),
 
@@ -299,12 +336,12 @@ export const preferenceActions = {
           "302": {
             description: "To the form's confirmRedirectUrl (a form's double opt-in), else the workspace's",
           },
-          "4XX": { $ref: "#/components/responses/Error" },
+          "400": badLink,
+          "4XX": ERROR,
         },
       },
       params: Params({ token: Type.Optional(Token) }),
       async handler(ctx) {
-        ctx.meta.accept ??= "text/html";
         const claims = await claimsOr(ctx, ctx.params.token, ["confirm"]);
         if (typeof claims === "string") return claims;
         const { workspace } = await load(ctx, claims);

@@ -126,6 +126,8 @@ export interface PassResult {
   sent: number;
   failed: number;
   retried: number;
+  /** Refused by the provider because the recipient opted out with it. */
+  suppressed: number;
 }
 
 export class Sender {
@@ -141,7 +143,7 @@ export class Sender {
   /** One pass: claim up to `limit` due sends and send them. */
   async pass(limit = config().messageBatch): Promise<PassResult> {
     const rows = await repo.claimDue(limit, config().messageLeaseMs);
-    const result: PassResult = { sent: 0, failed: 0, retried: 0 };
+    const result: PassResult = { sent: 0, failed: 0, retried: 0, suppressed: 0 };
     if (!rows.length) return result;
     const byWorkspace = new Map<string, ClaimedMessage[]>();
     for (const row of rows)
@@ -438,7 +440,8 @@ export class Sender {
       unsubscribeUrl: unsubscribeUrl(
         signLinkToken({ typ: "unsubscribe", ...base, ch: row.channel, mid: row.id }),
       ),
-      preferencesUrl: preferencesUrl(signLinkToken({ typ: "preferences", ...base })),
+      // The message id proves a choice made from this message (an SMS opt-in from an email, say).
+      preferencesUrl: preferencesUrl(signLinkToken({ typ: "preferences", ...base, mid: row.id })),
     };
   }
 
@@ -487,6 +490,10 @@ export class Sender {
 
   private async failed(row: ClaimedMessage, err: unknown): Promise<keyof PassResult> {
     const message = err instanceof Error ? err.message : String(err);
+    if (err instanceof ProviderError && err.suppression) {
+      await repo.markSuppressed(row, err.suppression, message);
+      return "suppressed";
+    }
     const permanent = err instanceof TemplateFault || (err instanceof ProviderError && !err.transient);
     const delays = config().messageRetryDelaysMs;
     if (permanent || row.attempts > delays.length) {

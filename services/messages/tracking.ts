@@ -1,4 +1,5 @@
 import type { ServiceBroker } from "moleculer";
+import ipaddr from "ipaddr.js";
 import { SYSTEM } from "../../lib/access";
 import { isServiceAvailable } from "../../lib/registry";
 import { trackingUrl } from "./links";
@@ -39,17 +40,50 @@ export function addOpenPixel(html: string, messageId: string): string {
   return /<\/body>/i.test(html) ? html.replace(/<\/body>/i, `${pixel}</body>`) : `${html}${pixel}`;
 }
 
-/** Image proxies of mail-privacy features and security scanners that open or follow links by themselves. */
+/**
+ * Security scanners and link checkers that open or follow links by
+ * themselves. Gmail's GoogleImageProxy and Yahoo's YahooMailProxy are not
+ * here: they fetch the image when the reader opens the mail, so their opens
+ * are the person's (README, "Tracking: opens and clicks").
+ */
 const MACHINE_AGENTS =
-  /GoogleImageProxy|YahooMailProxy|Mail Privacy|Barracuda|Proofpoint|Mimecast|MessageLabs|Symantec|TrendMicro|Trend Micro|Sophos|FireEye|Forcepoint|SafeLinks|Microsoft Office Protection|bot\b|crawler|spider|python-requests|python-urllib|curl\/|wget|go-http-client|okhttp|java\/|HeadlessChrome|facebookexternalhit|Slackbot|LinkPreview/i;
+  /Barracuda|Proofpoint|Mimecast|MessageLabs|Symantec|TrendMicro|Trend Micro|Sophos|FireEye|Forcepoint|SafeLinks|Microsoft Office Protection|bot\b|crawler|spider|python-requests|python-urllib|curl\/|wget|go-http-client|okhttp|java\/|HeadlessChrome|facebookexternalhit|Slackbot|LinkPreview/i;
 
-/** Opens sooner than this after the send are machines: no person opens a mail that fast. */
+/**
+ * Apple's own network (17.0.0.0/8, Apple's ARIN allocation): Apple Mail
+ * Privacy Protection fetches every image through Apple's proxies when the
+ * mail arrives, read or not, and sends no telling user agent.
+ */
+const APPLE_PROXY_RANGES = ["17.0.0.0/8"].map((cidr) => ipaddr.parseCIDR(cidr));
+
+/** Opens sooner than this after the send are machines (a prefetch): no person opens a mail that fast. */
 export const MACHINE_OPEN_MS = 1000;
 /** Clicks on other links of the same message this shortly before: a scanner following every link. */
 export const SCANNER_BURST_MS = 2000;
 
-export function isMachine(userAgent: string | undefined, sentAt: Date | null, now: Date): boolean {
-  if (!userAgent || MACHINE_AGENTS.test(userAgent)) return true;
+/** Whether a request comes from Apple's mail-privacy proxies. */
+function fromAppleProxy(ip: string | undefined): boolean {
+  if (!ip || !ipaddr.isValid(ip)) return false;
+  const address = ipaddr.process(ip); // an IPv4-mapped IPv6 address as the IPv4 it is
+  return APPLE_PROXY_RANGES.some(
+    ([range, bits]) => range.kind() === address.kind() && address.match(range, bits),
+  );
+}
+
+/**
+ * A machine's open or click: no user agent or a scanner's, sooner after the
+ * send than a person could (a prefetch), or, for an open, Apple's privacy
+ * proxy (it fetches images only; a click from Apple Mail comes from the
+ * reader's own device).
+ */
+export function isMachine(
+  kind: "open" | "click",
+  request: { userAgent?: string; ip?: string },
+  sentAt: Date | null,
+  now: Date,
+): boolean {
+  if (!request.userAgent || MACHINE_AGENTS.test(request.userAgent)) return true;
+  if (kind === "open" && fromAppleProxy(request.ip)) return true;
   return sentAt !== null && now.getTime() - new Date(sentAt).getTime() < MACHINE_OPEN_MS;
 }
 

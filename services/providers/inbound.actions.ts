@@ -8,6 +8,7 @@ import type { AppContext } from "../../lib/moleculer-types";
 import { isServiceAvailable } from "../../lib/registry";
 import { workspaceOf } from "../../lib/tenancy";
 import { readEvents, verifyCallback, type ProviderEvent } from "./callbacks";
+import { SMSAPI1_ANSWERED_KEYWORDS } from "./clients/smsapi1";
 import { checkCommands, DEFAULT_COMMANDS, matchCommand } from "./commands";
 import { openedConfig } from "./credentials";
 import * as repo from "./providers.repo";
@@ -124,6 +125,15 @@ async function receive(ctx: AppContext<{ providerId: string }>, channel: Provide
   return { received: true as const };
 }
 
+/** Whether the provider answers this keyword itself (smsapi1 with `providerHandlesOptOut`). */
+function providerAnswered(provider: CallbackProvider, keyword: string): boolean {
+  return (
+    provider.type === "smsapi1" &&
+    provider.config.providerHandlesOptOut === true &&
+    SMSAPI1_ANSWERED_KEYWORDS.has(keyword.trim().toUpperCase())
+  );
+}
+
 /** An inbound text: its contact (found by phone, else created), the activity, and a command it may be. */
 async function receiveText(broker: ServiceBroker, provider: CallbackProvider, text: Inbound): Promise<void> {
   const workspaceId = provider.workspace_id;
@@ -159,12 +169,13 @@ async function receiveText(broker: ServiceBroker, provider: CallbackProvider, te
       {
         contactId: contact.id,
         channels: { sms: command.action === "opt_out" ? "opted_out" : "opted_in" },
-        source: "sms_stop",
+        source: command.action === "opt_out" ? "sms_stop" : "sms_start",
       },
       meta,
     );
-  // The confirmation a carrier requires, even to a number that just opted out: transactional.
-  if (command.reply)
+  // The confirmation a carrier requires, even to a number that just opted out: transactional. Not
+  // when the provider has answered the keyword itself: the person would get two.
+  if (command.reply && !providerAnswered(provider, command.keyword))
     await broker.call(
       "messages.create",
       {

@@ -50,6 +50,16 @@ export const opened = (r: ProviderRow): OpenedProvider => ({
   updatedAt: r.updated_at,
 });
 
+/** The channels the workspace has at least one provider for. */
+export async function configuredChannels(workspaceId: string): Promise<ProviderChannel[]> {
+  const sequelize = await database();
+  const rows = await sequelize.query<{ channel: ProviderChannel }>(
+    `SELECT DISTINCT channel FROM providers WHERE workspace_id = $1 ORDER BY channel`,
+    { bind: [workspaceId], type: QueryTypes.SELECT },
+  );
+  return rows.map((r) => r.channel);
+}
+
 /** A channel's providers: the default first, then by priority and age (the failover order). */
 export async function listProviders(workspaceId: string, channel: ProviderChannel): Promise<ProviderRow[]> {
   const sequelize = await database();

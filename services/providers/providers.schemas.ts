@@ -65,6 +65,12 @@ export const configSchemas = {
       authToken: Secret("Twilio auth token"),
       from: Phone,
       baseUrl: BaseUrl,
+      providerHandlesOptOut: Type.Optional(
+        Type.Boolean({
+          description:
+            "Twilio answers STOP, START, HELP and their like itself (its Advanced Opt-Out, on by default): the service then records the opt-out or opt-in but sends no reply of its own. Off (the default): the service replies, and a reply Twilio refuses as opted out (error 21610) is recorded suppressed",
+        }),
+      ),
     },
     { additionalProperties: false },
   ),
@@ -141,6 +147,7 @@ export const schemas = {
   update: Params({ workspaceId: WorkspaceId, providerId: Id, config: Type.Optional(Config), ...writable }),
   forSend: Params({ channel: StringEnum(["email", "sms"]), providerId: Type.Optional(Nullable(Id)) }),
   known: Params({ channel: StringEnum(["email", "sms"]), providerId: Id }),
+  configuredChannels: Params({}),
   reportHealth: Params({
     providerId: Id,
     accepted: Int32({ minimum: 0 }),
@@ -221,6 +228,7 @@ export const results = {
   success: Type.Object({ success: Type.Literal(true) }),
   forSend: Type.Array(OpenedProviderSchema),
   known: Type.Object({ known: Type.Literal(true) }),
+  configuredChannels: Type.Array(StringEnum(["email", "sms"])),
   reportHealth: Type.Object({ status: StringEnum(["active", "failing"]) }),
   domainCheck: Component(
     "DomainCheck",

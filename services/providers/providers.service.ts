@@ -235,6 +235,15 @@ export default defineService({
       },
     }),
 
+    /** Internal (the preference centre): the channels the workspace has a provider for; no secret opened. */
+    configuredChannels: defineAction({
+      params: schemas.configuredChannels,
+      result: results.configuredChannels,
+      handler(ctx) {
+        return repo.configuredChannels(workspaceOf(ctx));
+      },
+    }),
+
     /**
      * Internal (the sender): a channel's providers in failover order with
      * their secrets opened; `providerId` alone when given (404 when it is

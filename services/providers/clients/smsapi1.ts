@@ -1,6 +1,6 @@
 import { config as appConfig } from "../../../lib/config";
 import { basicAuth, errorText, refusal, send } from "./http";
-import type { ProviderClient } from "./types";
+import { ProviderError, type ProviderClient } from "./types";
 
 /**
  * `smsapi1`: the Twilio wire. `POST /2010-04-01/Accounts/{sid}/Messages.json`,
@@ -15,9 +15,35 @@ export interface Smsapi1Config {
   authToken: string;
   from: string;
   baseUrl?: string;
+  /** Twilio's Advanced Opt-Out answers the keywords below itself: we do not reply to them too. */
+  providerHandlesOptOut?: boolean;
 }
 
 const NAME = "smsapi1";
+
+/**
+ * The keywords Twilio's default Advanced Opt-Out answers itself, opt-out,
+ * opt-in and help alike
+ * (https://help.twilio.com/articles/223134027-Twilio-support-for-opt-out-keywords-SMS-STOP-filtering-).
+ */
+export const SMSAPI1_ANSWERED_KEYWORDS = new Set([
+  "STOP",
+  "STOPALL",
+  "UNSUBSCRIBE",
+  "CANCEL",
+  "END",
+  "QUIT",
+  "OPTOUT",
+  "REVOKE",
+  "START",
+  "YES",
+  "UNSTOP",
+  "HELP",
+  "INFO",
+]);
+
+/** Twilio's error for a message to a number that opted out with it (https://www.twilio.com/docs/api/errors/21610). */
+const OPTED_OUT_CODE = 21610;
 
 export function smsapi1Client(id: string, config: Smsapi1Config): ProviderClient {
   const base = (config.baseUrl ?? "https://api.twilio.com").replace(/\/$/, "");
@@ -41,12 +67,16 @@ export function smsapi1Client(id: string, config: Smsapi1Config): ProviderClient
         },
         body: form.toString(),
       });
-      if (answer.status !== 201 && answer.status !== 200)
-        throw refusal(
+      if (answer.status !== 201 && answer.status !== 200) {
+        const error = refusal(
           NAME,
           answer.status,
           errorText(answer.body, (j) => (j.code ? `${j.code} ${String(j.message ?? "")}` : j.message)),
         );
+        throw errorCode(answer.body) === OPTED_OUT_CODE
+          ? new ProviderError(error.message, false, "unsubscribed")
+          : error;
+      }
       const json = JSON.parse(answer.body) as { sid: string; num_segments?: string | number };
       const segments = Number(json.num_segments);
       return {
@@ -55,4 +85,14 @@ export function smsapi1Client(id: string, config: Smsapi1Config): ProviderClient
       };
     },
   };
+}
+
+/** Twilio's numeric error code of a refusal, if its body names one. */
+function errorCode(body: string): number | null {
+  try {
+    const code = (JSON.parse(body) as { code?: unknown }).code;
+    return typeof code === "number" ? code : null;
+  } catch {
+    return null;
+  }
 }

@@ -27,13 +27,16 @@ export interface Accepted {
 
 /**
  * A provider's refusal: `transient` ones (429, 5xx, the network) are retried
- * with backoff, the others fail the message. `message` carries the
+ * with backoff, the others fail the message, except a refusal because the
+ * recipient opted out with the provider itself, which suppresses it with
+ * `suppression` as the reason (no fault of the send). `message` carries the
  * provider's own code and text, never a credential.
  */
 export class ProviderError extends Error {
   constructor(
     message: string,
     readonly transient: boolean,
+    readonly suppression: "unsubscribed" | null = null,
   ) {
     super(message);
   }

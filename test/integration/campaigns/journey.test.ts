@@ -93,12 +93,16 @@ test("event → trigger → enrollment → send → wait → condition on the op
     const [e] = (await c.get(`${ctx.ws}/campaigns/${id}/enrollments`)).body.data;
     return m?.status === "sent" && e.status === "waiting" ? m : undefined;
   }, 10_000);
-  // The contact opens it (later than a second after the send, which counts as a machine's): the pixel it carries.
+  // The contact opens it in Gmail (later than a second after the send, which counts as a machine's): Gmail's
+  // image proxy fetches the pixel as the reader opens the mail, so the journey must see it opened.
   await new Promise((resolve) => setTimeout(resolve, 1100));
   const detail = (await c.get(`${ctx.ws}/messages/${first.id}`)).body;
   const pixel = /src="[^"]*(\/api\/messages\/[^"]+\/track\?[^"]+)"/.exec(String(detail.content.html))![1];
   const open = await fetch(`${app.baseUrl}${pixel.replaceAll("&amp;", "&")}`, {
-    headers: { "user-agent": "Mozilla/5.0" },
+    headers: {
+      "user-agent":
+        "Mozilla/5.0 (Windows NT 5.1; rv:11.0) Gecko Firefox/11.0 (via ggpht.com GoogleImageProxy)",
+    },
   });
   expect(open.status).toBe(200);
   await waitFor(

@@ -3,7 +3,7 @@ import { SYSTEM } from "../../../lib/access";
 import { database } from "../../../lib/database";
 import * as repo from "../../../services/messages/messages.repo";
 import { startApp, type TestApp } from "../../helpers/app";
-import { ownerWithWorkspace } from "../../helpers/http";
+import { multipartBody, ownerWithWorkspace } from "../../helpers/http";
 import { waitFor } from "../../helpers/wait";
 import { startReceiver } from "../webhooks/receiver";
 
@@ -297,7 +297,7 @@ test("tracking: the pixel counts a signed open, a click redirects only when sign
   });
 
   const scanner = await c.get(pixelPath.replace(/&amp;/g, "&"), {
-    headers: { "user-agent": "Mozilla/5.0 (via ggpht.com GoogleImageProxy)" },
+    headers: { "user-agent": "Barracuda Sentinel (EE)" },
   });
   expect(scanner.status).toBe(200);
   expect((await c.get(`${ctx.ws}/messages/${res.body.id}`)).body.opens).toBe(1);
@@ -317,6 +317,81 @@ test("tracking: the pixel counts a signed open, a click redirects only when sign
     { bind: [contactId], type: QueryTypes.SELECT },
   );
   expect(left[0].n).toBe(0);
+});
+
+/** A sent email with one link: its pixel and click paths, sent a minute ago (no prefetch timing in play). */
+async function trackedEmail(email: string) {
+  const c = ctx.owner.client;
+  const contactId = await contact({ email });
+  const res = await c.post(`${ctx.ws}/messages`, {
+    contactId,
+    channel: "email",
+    content: { subject: "s", html: '<p><a href="https://example.org/offer">offer</a></p>' },
+  });
+  const sent = await sentTo(res.body.id);
+  await (
+    await database()
+  ).query(`UPDATE messages SET sent_at = now() - interval '1 minute' WHERE id = $1`, { bind: [res.body.id] });
+  const path = (re: RegExp) => (re.exec(sent.content.html) as RegExpExecArray)[1].replace(/&amp;/g, "&");
+  return {
+    contactId,
+    messageId: res.body.id as string,
+    pixelPath: path(/src="https?:\/\/[^/]+(\/api\/messages\/[^"]+)"/),
+    clickPath: path(/href="https?:\/\/[^/]+(\/api\/messages\/[^"]+u=[^"]+)"/),
+  };
+}
+
+test("tracking: Gmail's and Yahoo's image proxies open for the reader and count; Apple's privacy proxy does not", async () => {
+  const c = ctx.owner.client;
+  const gmail = await trackedEmail("gmail-reader@example.com");
+  const viaGmail =
+    "Mozilla/5.0 (Windows NT 5.1; rv:11.0) Gecko Firefox/11.0 (via ggpht.com GoogleImageProxy)";
+  expect((await c.get(gmail.pixelPath, { headers: { "user-agent": viaGmail } })).status).toBe(200);
+  const opened = (await c.get(`${ctx.ws}/messages/${gmail.messageId}`)).body;
+  expect(opened).toMatchObject({ status: "opened", opens: 1, openedAt: expect.any(String) });
+
+  const yahoo = await trackedEmail("yahoo-reader@example.com");
+  const viaYahoo = "YahooMailProxy; https://help.yahoo.com/kb/yahoo-mail-proxy-SLN28749.html";
+  await c.get(yahoo.pixelPath, { headers: { "user-agent": viaYahoo } });
+  expect((await c.get(`${ctx.ws}/messages/${yahoo.messageId}`)).body).toMatchObject({ opens: 1 });
+
+  // Apple Mail Privacy Protection fetches from Apple's network (17.0.0.0/8) with an ordinary agent: a machine.
+  const apple = await trackedEmail("apple-reader@example.com");
+  const safari = "Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7) AppleWebKit/605.1.15 (KHTML, like Gecko)";
+  await c.get(apple.pixelPath, { headers: { "user-agent": safari, "x-forwarded-for": "17.58.101.20" } });
+  expect((await c.get(`${ctx.ws}/messages/${apple.messageId}`)).body).toMatchObject({
+    status: "sent",
+    opens: 0,
+    openedAt: null,
+  });
+  const events = (await c.get(`${ctx.ws}/events?contactId=${apple.contactId}`)).body as Array<{
+    type: string;
+    metadata: Record<string, unknown>;
+  }>;
+  expect(events).toEqual([
+    expect.objectContaining({ type: "message.open", metadata: expect.objectContaining({ machine: true }) }),
+  ]);
+  // The same agent from elsewhere is the reader.
+  await c.get(apple.pixelPath, { headers: { "user-agent": safari, "x-forwarded-for": "203.0.113.9" } });
+  expect((await c.get(`${ctx.ws}/messages/${apple.messageId}`)).body).toMatchObject({ opens: 1 });
+});
+
+test("tracking: a link scanner clicking first leaves the person's first click its unique click", async () => {
+  const c = ctx.owner.client;
+  const { messageId, clickPath } = await trackedEmail("corporate@example.com");
+  const scanner = await c.get(clickPath, { headers: { "user-agent": "Mimecast URL Protect" } });
+  expect(scanner.status).toBe(302);
+  const person = { "user-agent": "Mozilla/5.0 (Windows NT 10.0; Win64; x64) Firefox/128.0" };
+  expect((await c.get(clickPath, { headers: person })).status).toBe(302);
+  expect((await c.get(clickPath, { headers: person })).status).toBe(302);
+
+  const code = /u=([^&]+)/.exec(clickPath)![1];
+  const links = (await c.get(`${ctx.ws}/short-links`)).body.data as Array<Record<string, unknown>>;
+  expect(links.find((l) => l.code === code)).toMatchObject({ clicks: 2, uniqueClicks: 1 });
+  expect((await c.get(`${ctx.ws}/messages/${messageId}`)).body).toMatchObject({
+    status: "clicked",
+    clicks: 2,
+  });
 });
 
 test("unsubscribe: GET shows a page and changes nothing, one-click POST opts out once with the message id", async () => {
@@ -385,6 +460,50 @@ test("unsubscribe: GET shows a page and changes nothing, one-click POST opts out
   expect(badJson.body.code).toBe("INVALID_TOKEN");
 });
 
+test("unsubscribe: RFC 8058 one-click as multipart/form-data is one_click; a file in it is refused", async () => {
+  const c = ctx.owner.client;
+  const contactId = await contact({ email: "multipart@example.com" });
+  const res = await c.post(`${ctx.ws}/messages`, {
+    contactId,
+    channel: "email",
+    content: { subject: "s", html: '<a href="{{ unsubscribeUrl }}">u</a>' },
+  });
+  const sent = await sentTo(res.body.id);
+  const [, token] = /unsubscribe\?token=([^"&]+)/.exec(sent.content.html) as RegExpExecArray;
+  const form = new FormData();
+  form.append("List-Unsubscribe", "One-Click");
+  const oneClick = await c.request("POST", `/api/unsubscribe?token=${token}`, await multipartBody(form));
+  expect(oneClick.status).toBe(200);
+  expect(oneClick.body).toEqual({ success: true, channel: "email" });
+  expect((await c.get(`${ctx.ws}/contacts/${contactId}/consent`)).body.email).toMatchObject({
+    status: "opted_out",
+    source: "one_click",
+    messageId: res.body.id,
+  });
+  const withFile = new FormData();
+  withFile.append("file", new Blob(["x"]), "x.txt");
+  expect(
+    (await c.request("POST", `/api/unsubscribe?token=${token}`, await multipartBody(withFile))).status,
+  ).toBe(400);
+});
+
+test("public pages: a bad link answers JSON unless HTML is preferred", async () => {
+  const c = ctx.owner.client;
+  const json = await c.get("/api/unsubscribe?token=bad", { headers: { accept: "application/json" } });
+  expect(json.status).toBe(400);
+  expect(json.headers.get("content-type")).toContain("application/json");
+  expect(json.body.code).toBe("INVALID_TOKEN");
+  const bare = await c.get("/api/preferences/confirm?token=bad");
+  expect(bare.headers.get("content-type")).toContain("application/json");
+  expect(bare.body.code).toBe("INVALID_TOKEN");
+  const browser = await c.get("/api/unsubscribe?token=bad", {
+    headers: { accept: "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8" },
+  });
+  expect(browser.status).toBe(400);
+  expect(browser.headers.get("content-type")).toContain("text/html");
+  expect(browser.text).toContain("This link no longer works");
+});
+
 test("preferences: JSON with channels and topics; PUT applies with source preference_centre; HTML for a browser", async () => {
   const c = ctx.owner.client;
   await c.patch(ctx.ws, {
@@ -411,12 +530,18 @@ test("preferences: JSON with channels and topics; PUT applies with source prefer
       { key: "offers", subscribed: true },
     ],
   });
+  // The workspace has no provider but the log one: email is the one channel it can send on.
+  expect(json.body.channels).toEqual({ email: "unknown" });
   const put = await c.put(`/api/preferences?token=${token}`, {
-    channels: { email: "opted_out" },
+    channels: { email: "opted_out", chatapp1: "opted_in" },
     topics: { offers: false, unknown: false },
   });
   expect(put.status).toBe(200);
-  expect(put.body.channels.email).toBe("opted_out");
+  expect(put.body.channels).toEqual({ email: "opted_out" });
+  expect((await c.get(`${ctx.ws}/contacts/${contactId}/consent`)).body).toMatchObject({
+    email: { status: "opted_out", source: "preference_centre", messageId: res.body.id },
+    chatapp1: { status: "unknown" },
+  });
   expect(put.body.topics).toEqual([
     { key: "news", name: "News", subscribed: true },
     { key: "offers", name: "Offers", subscribed: false },

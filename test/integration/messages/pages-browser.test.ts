@@ -21,7 +21,17 @@ describeWithBrowser("unsubscribe and preference pages in a browser", () => {
     // The links in a message name PUBLIC_URL, so the app must know its own port.
     const port = await freePort();
     app = await startApp({
-      services: ["api", "auth", "workspaces", "contacts", "events", "webhooks", "templates", "messages"],
+      services: [
+        "api",
+        "auth",
+        "workspaces",
+        "contacts",
+        "events",
+        "webhooks",
+        "templates",
+        "messages",
+        "providers",
+      ],
       env: {
         PORT: String(port),
         PUBLIC_URL: `http://127.0.0.1:${port}`,
@@ -47,9 +57,9 @@ describeWithBrowser("unsubscribe and preference pages in a browser", () => {
   });
 
   /** Sends an email to a new contact and answers the contact and the links its sent content carries. */
-  async function emailWithLinks(email: string) {
+  async function emailWithLinks(email: string, more: Record<string, unknown> = {}) {
     const c = ctx.owner.client;
-    const contact = await c.post(`${ctx.ws}/contacts`, { email, firstName: "Robin" });
+    const contact = await c.post(`${ctx.ws}/contacts`, { email, firstName: "Robin", ...more });
     expect(contact.status).toBe(201);
     const res = await c.post(`${ctx.ws}/messages`, {
       contactId: contact.body.id,
@@ -124,6 +134,12 @@ describeWithBrowser("unsubscribe and preference pages in a browser", () => {
       },
     });
     const { contactId, preferencesUrl } = await emailWithLinks("sam@example.com");
+    // Email is ticked for a consent given (an unknown one is not ticked).
+    const given = await ctx.owner.client.put(`${ctx.ws}/contacts/${contactId}/consent`, {
+      channel: "email",
+      status: "opted_in",
+    });
+    expect(given.status).toBe(200);
     const page = await browser.newPage();
     await page.goto(preferencesUrl);
     await page.getByRole("heading", { name: "Your preferences" }).waitFor();
@@ -152,5 +168,46 @@ describeWithBrowser("unsubscribe and preference pages in a browser", () => {
       "unsubscribe.email delivery",
     );
     expect(delivery).toMatchObject({ contactId, channel: "email", source: "preference_centre" });
+  }, 60_000);
+
+  it("offers the channels the workspace sends on, by name, unknown unticked; an SMS opt-in from an email records the message", async () => {
+    const c = ctx.owner.client;
+    const sms = await c.post(`${ctx.ws}/providers/sms`, {
+      type: "smsapi1",
+      config: {
+        accountSid: "AC1",
+        authToken: "twilio-auth",
+        from: "+15550009999",
+        baseUrl: receiver.url("/twilio"),
+      },
+    });
+    expect(sms.status).toBe(201);
+    const { contactId, messageId, preferencesUrl } = await emailWithLinks("kim@example.com", {
+      phone: "+14155550123",
+    });
+    const page = await browser.newPage();
+    await page.goto(preferencesUrl);
+    await page.getByRole("heading", { name: "Your preferences" }).waitFor();
+    // Email (the log provider sends it) and SMS (a provider): no push, chatapp1 or chatapp2.
+    const channels = await page.locator("input[name=channel]").all();
+    await expect(Promise.all(channels.map((box) => box.getAttribute("value")))).resolves.toEqual([
+      "email",
+      "sms",
+    ]);
+    const email = page.getByRole("checkbox", { name: "Email" });
+    const text = page.getByRole("checkbox", { name: "Text messages (SMS)" });
+    // Nothing consented yet: nothing ticked.
+    await expect(email.isChecked()).resolves.toBe(false);
+    await expect(text.isChecked()).resolves.toBe(false);
+    await screenshot(page, "preferences-channels");
+
+    await text.check();
+    await page.getByRole("button", { name: "Save" }).click();
+    await page.getByText("Saved.").waitFor();
+    await page.close();
+
+    const consent = (await c.get(`${ctx.ws}/contacts/${contactId}/consent`)).body;
+    expect(consent.sms).toMatchObject({ status: "opted_in", source: "preference_centre", messageId });
+    expect(consent.email.status).toBe("unknown");
   }, 60_000);
 });

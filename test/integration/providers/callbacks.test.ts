@@ -29,11 +29,25 @@ let sendgridId: string;
 let twilioId: string;
 let sgCounter = 0;
 
-/** The fake APIs' usual answers: SendGrid accepts with an X-Message-Id, Twilio with a sid. */
-const standardFake = (req: Received) =>
-  req.path.startsWith("/sendgrid")
-    ? { status: 202, body: "", headers: { "x-message-id": `sg-${++sgCounter}` } }
-    : { status: 201, body: JSON.stringify({ sid: `SM-${fake.received.length}`, num_segments: "1" }) };
+/**
+ * The fake APIs' usual answers: SendGrid accepts with an X-Message-Id, Twilio with a sid; under
+ * /twilio-opted-out Twilio refuses as it does a number that texted STOP to it (error 21610).
+ */
+const standardFake = (req: Received) => {
+  if (req.path.startsWith("/sendgrid"))
+    return { status: 202, body: "", headers: { "x-message-id": `sg-${++sgCounter}` } };
+  if (req.path.startsWith("/twilio-opted-out"))
+    return {
+      status: 400,
+      body: JSON.stringify({
+        code: 21610,
+        message: "Attempt to send to unsubscribed recipient",
+        more_info: "https://www.twilio.com/docs/errors/21610",
+        status: 400,
+      }),
+    };
+  return { status: 201, body: JSON.stringify({ sid: `SM-${fake.received.length}`, num_segments: "1" }) };
+};
 
 beforeAll(async () => {
   fake = await startReceiver(standardFake);
@@ -123,8 +137,8 @@ function postSendgrid(events: unknown[], providerId = sendgridId, sign = true) {
   });
 }
 
-function postTwilio(form: Record<string, string>, signWith = "twilio-auth") {
-  const path = `/api/providers/sms/webhooks?providerId=${twilioId}`;
+function postTwilio(form: Record<string, string>, signWith = "twilio-auth", providerId = twilioId) {
+  const path = `/api/providers/sms/webhooks?providerId=${providerId}`;
   return app.http().request("POST", path, {
     raw: new URLSearchParams(form).toString(),
     headers: {
@@ -335,7 +349,10 @@ test("smsapi1: STOP opts out (sms_stop) and is answered through the same provide
   await postTwilio({ MessageSid: "SMin1", From: phone, To: "+15550009999", Body: " stop " });
 
   await postTwilio({ MessageSid: "SMin2", From: phone, To: "+15550009999", Body: "START" });
-  expect((await c.get(`${ctx.ws}/contacts/${contactId}/consent`)).body.sms.status).toBe("opted_in");
+  expect((await c.get(`${ctx.ws}/contacts/${contactId}/consent`)).body.sms).toMatchObject({
+    status: "opted_in",
+    source: "sms_start",
+  });
   await postTwilio({ MessageSid: "SMin3", From: phone, To: "+15550009999", Body: "Help" });
   expect((await c.get(`${ctx.ws}/contacts/${contactId}/consent`)).body.sms.status).toBe("opted_in");
   await waitFor(() => (replies().length >= 3 ? true : undefined), 10_000, "three replies");
@@ -362,6 +379,80 @@ test("smsapi1: STOP opts out (sms_stop) and is answered through the same provide
   await postTwilio({ MessageSid: "SMin4", From: "+14155550171", To: "+15550009999", Body: "hello?" });
   const found = await c.get(`${ctx.ws}/contacts?search=4155550171`);
   expect(found.body.data).toHaveLength(1);
+});
+
+test("smsapi1 with providerHandlesOptOut: STOP and START are recorded, Twilio's own answer is not doubled", async () => {
+  const c = ctx.owner.client;
+  const created = await c.post(`${ctx.ws}/providers/sms`, {
+    type: "smsapi1",
+    name: "answers STOP itself",
+    config: {
+      accountSid: "AC10",
+      authToken: "twilio-auth",
+      from: "+15550008888",
+      baseUrl: fake.url("/twilio"),
+      providerHandlesOptOut: true,
+    },
+  });
+  expect(created.status).toBe(201);
+  expect(created.body.config.providerHandlesOptOut).toBe(true);
+  const phone = "+14155550290";
+  const contactId = await contact({ phone }, true);
+  const inbound = (sid: string, body: string) =>
+    postTwilio(
+      { MessageSid: sid, From: phone, To: "+15550008888", Body: body },
+      "twilio-auth",
+      created.body.id,
+    );
+
+  expect((await inbound("SMown1", "STOP")).status).toBe(200);
+  expect((await c.get(`${ctx.ws}/contacts/${contactId}/consent`)).body.sms).toMatchObject({
+    status: "opted_out",
+    source: "sms_stop",
+  });
+  expect((await inbound("SMown2", "unstop")).status).toBe(200);
+  expect((await c.get(`${ctx.ws}/contacts/${contactId}/consent`)).body.sms).toMatchObject({
+    status: "opted_in",
+    source: "sms_start",
+  });
+  // A reply is recorded before the callback answers: none was made.
+  expect((await c.get(`${ctx.ws}/messages?contactId=${contactId}`)).body.data).toEqual([]);
+});
+
+test("smsapi1: a reply Twilio refuses as opted out (21610) is suppressed, not failed", async () => {
+  const c = ctx.owner.client;
+  fake.setBehaviour(standardFake);
+  const created = await c.post(`${ctx.ws}/providers/sms`, {
+    type: "smsapi1",
+    name: "opted out at Twilio",
+    config: {
+      accountSid: "AC11",
+      authToken: "twilio-auth",
+      from: "+15550007777",
+      baseUrl: fake.url("/twilio-opted-out"),
+    },
+  });
+  expect(created.status).toBe(201);
+  const phone = "+14155550291";
+  const contactId = await contact({ phone }, true);
+  const stop = await postTwilio(
+    { MessageSid: "SMout1", From: phone, To: "+15550007777", Body: "STOP" },
+    "twilio-auth",
+    created.body.id,
+  );
+  expect(stop.status).toBe(200);
+  const [reply] = (await c.get(`${ctx.ws}/messages?contactId=${contactId}`)).body.data;
+  const settledReply = await waitFor(
+    async () => {
+      const m = await message(reply.id);
+      return m.status !== "queued" && m.status !== "sending" ? m : undefined;
+    },
+    10_000,
+    "the reply settled",
+  );
+  expect(settledReply).toMatchObject({ status: "suppressed", reason: "unsubscribed" });
+  expect(settledReply.error).toContain("21610");
+  expect(settledReply.history.map((h: { status: string }) => h.status)).toContain("suppressed");
 });
 
 test("smsapi2: Vonage's signed JSON; delivered by client_ref; an inbound 'stop' opts out", async () => {
