@@ -1,7 +1,7 @@
 import { QueryTypes } from "sequelize";
 import { MicroBatcher } from "../../lib/batcher";
 import { newId } from "../../lib/crypto";
-import { Binds, database, queryPrepared } from "../../lib/database";
+import { Binds, database, isoTimeSql, queryPrepared } from "../../lib/database";
 import { wakeOutboxRelays } from "../../lib/outbox";
 import type { EventListItem, EventRecord, RecordInput } from "./events.schemas";
 
@@ -60,7 +60,7 @@ const COLUMNS =
  */
 const ACTIVITY_FACT = `jsonb_build_object(
   'eventId', id, 'contactId', contact_id, 'type', type, 'metadata', metadata,
-  'timestamp', to_char(timestamp AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
+  'timestamp', ${isoTimeSql("timestamp")},
   'sessionId', session_id, 'pageUrl', page_url, 'referrer', referrer,
   'utmSource', utm_source, 'utmMedium', utm_medium, 'utmCampaign', utm_campaign)`;
 

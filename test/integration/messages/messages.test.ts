@@ -1,6 +1,7 @@
 import { QueryTypes } from "sequelize";
 import { SYSTEM } from "../../../lib/access";
 import { database } from "../../../lib/database";
+import { up as normaliseHistoryTimes } from "../../../models/migrations/0068-message-history-times";
 import * as repo from "../../../services/messages/messages.repo";
 import { startApp, type TestApp } from "../../helpers/app";
 import { ownerWithWorkspace } from "../../helpers/http";
@@ -75,6 +76,10 @@ test("a template send is queued (202), sent through the log provider, and messag
   expect(sent.content.html).toContain("/api/messages/");
   expect(sent.content.html).toContain("/api/unsubscribe?token=");
   expect(sent.history.map((h: { status: string }) => h.status)).toEqual(["queued", "sending", "sent"]);
+  // One form of moment, the statuses in the order they happened.
+  const times: string[] = sent.history.map((h: { at: string }) => h.at);
+  for (const at of times) expect(at).toMatch(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/);
+  expect(times).toEqual([...times].sort());
 
   const delivered = await waitFor(
     () => {
@@ -451,6 +456,7 @@ test("lists filter by status, channel and contact, newest first; the contact's t
     channel: "email",
     status: "sent",
     to: "timeline@example.com",
+    sentAt: expect.stringMatching(/\.\d{3}Z$/),
   });
   expect(item.data).not.toHaveProperty("to_address");
 });
@@ -499,4 +505,31 @@ test("enqueue (broadcasts, journeys): a template to many contacts, each checked,
     { meta: { principal: SYSTEM, workspaceId: ctx.workspaceId } },
   );
   await expect(wrongChannel).rejects.toMatchObject({ code: 400 });
+});
+
+test("history written before times were formatted in SQL is rewritten by its migration, in its order", async () => {
+  const c = ctx.owner.client;
+  const contactId = await contact({ email: "history@example.com" });
+  const res = await c.post(`${ctx.ws}/messages`, {
+    contactId,
+    channel: "email",
+    content: { subject: "s", html: "<p>x</p>" },
+  });
+  await sentTo(res.body.id);
+  const sequelize = await database();
+  const old = [
+    { status: "queued", at: "2026-01-01T10:00:00.120Z", reason: null },
+    { status: "sending", at: "2026-01-01T10:00:00.120345+00:00", reason: null },
+    { status: "sent", at: "2026-01-01T12:00:01.5+02:00", reason: null },
+  ];
+  await sequelize.query("UPDATE messages SET history = $1::jsonb WHERE id = $2", {
+    bind: [JSON.stringify(old), res.body.id],
+  });
+  await normaliseHistoryTimes(sequelize);
+  const detail = await c.get(`${ctx.ws}/messages/${res.body.id}`);
+  expect(detail.body.history).toEqual([
+    { status: "queued", at: "2026-01-01T10:00:00.120Z", reason: null },
+    { status: "sending", at: "2026-01-01T10:00:00.120Z", reason: null },
+    { status: "sent", at: "2026-01-01T10:00:01.500Z", reason: null },
+  ]);
 });
