@@ -39,6 +39,8 @@ import * as pushSubscriptions from "./0065-push-subscriptions";
 import * as focusItemCounts from "./0066-focus-item-counts";
 import * as assets from "./0067-assets";
 import * as messageHistoryTimes from "./0068-message-history-times";
+import * as dashboardWidgetKinds from "./0069-dashboard-widget-kinds";
+import * as searchNameIndexes from "./0070-search-name-indexes";
 
 export interface Migration {
   name: string;
@@ -87,4 +89,6 @@ export const migrations: Migration[] = [
   { name: "0066-focus-item-counts", up: focusItemCounts.up },
   { name: "0067-assets", up: assets.up },
   { name: "0068-message-history-times", up: messageHistoryTimes.up },
+  { name: "0069-dashboard-widget-kinds", up: dashboardWidgetKinds.up },
+  { name: "0070-search-name-indexes", up: searchNameIndexes.up },
 ];
