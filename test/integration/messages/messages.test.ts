@@ -58,7 +58,7 @@ test("a template send is queued (202), sent through the log provider, and messag
     channel: "email",
     content: {
       subject: "Hi {{ contact.firstName }}",
-      html: '<p>Hi {{ contact.firstName }} <a href="https://example.com/a?x=1&amp;y=2">go</a> <a href="{{ unsubscribeUrl }}">unsubscribe</a></p>',
+      html: '<h1>Hello {{ contact.firstName }}!</h1><p>Hi {{ contact.firstName }} <a href="https://example.com/a?x=1&amp;y=2">go</a> <a href="{{ unsubscribeUrl }}">unsubscribe</a></p>',
     },
   });
   const res = await c.post(`${ctx.ws}/messages`, { contactId, channel: "email", templateId: t.body.id });
@@ -75,6 +75,12 @@ test("a template send is queued (202), sent through the log provider, and messag
   expect(sent.content.subject).toBe("Hi Mia");
   expect(sent.content.html).toContain("/api/messages/");
   expect(sent.content.html).toContain("/api/unsubscribe?token=");
+  // The text part comes from the rendered HTML (the heading as written, the name filled), its link
+  // through the same signed short link as the HTML's.
+  const tracked = /href="([^"]*\/track\?u=[^"]+)"/.exec(sent.content.html)![1].replace(/&amp;/g, "&");
+  expect(sent.content.text).toMatch(/^Hello Mia!\n\nHi Mia go \[/);
+  expect(sent.content.text).toContain(`go [${tracked}]`);
+  expect(sent.content.text).not.toContain("https://example.com/a");
   expect(sent.history.map((h: { status: string }) => h.status)).toEqual(["queued", "sending", "sent"]);
   // One form of moment, the statuses in the order they happened.
   const times: string[] = sent.history.map((h: { at: string }) => h.at);
