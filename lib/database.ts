@@ -237,3 +237,24 @@ export function dataException(err: unknown): string | null {
     ? String(e?.message ?? "invalid value")
     : null;
 }
+
+/**
+ * A timestamptz as the API writes every moment (ISO 8601 UTC, milliseconds,
+ * `Z`), for timestamps SQL puts into JSON itself: jsonb renders a timestamptz
+ * as `+00:00` with microseconds, unlike the driver's Dates.
+ */
+export const isoTimeSql = (expression: string): string =>
+  `to_char((${expression}) AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
+
+/** How jsonb renders a timestamptz column (`to_jsonb(row)`): offset, up to microseconds. */
+const JSONB_TIMESTAMPTZ = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,6})?[+-]\d{2}:\d{2}$/;
+
+/** A row read whole as jsonb (`to_jsonb(t)`), its timestamptz columns written as the API writes moments. */
+export function isoTimeColumns(row: Record<string, unknown>): Record<string, unknown> {
+  return Object.fromEntries(
+    Object.entries(row).map(([column, value]) => [
+      column,
+      typeof value === "string" && JSONB_TIMESTAMPTZ.test(value) ? new Date(value).toISOString() : value,
+    ]),
+  );
+}

@@ -132,9 +132,10 @@ export class DashboardWidget extends Model {
   declare id: string;
   declare workspaceId: string;
   declare userId: string;
-  declare type: string;
   declare title: string;
-  declare config: Record<string, unknown>;
+  declare kind: string;
+  declare endpoint: string;
+  declare params: Record<string, unknown>;
   declare position: Record<string, number>;
   declare createdAt: Date;
   declare updatedAt: Date;
@@ -273,9 +274,10 @@ export function initCrmModels(sequelize: Sequelize): void {
       id: id(),
       workspaceId: requiredText(),
       userId: requiredText(),
-      type: requiredText(),
       title: requiredText(),
-      config: json(),
+      kind: requiredText(),
+      endpoint: requiredText(),
+      params: json(),
       position: json(),
     },
     { sequelize, tableName: "dashboard_widgets" },

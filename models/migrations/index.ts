@@ -39,6 +39,9 @@ import * as pushSubscriptions from "./0065-push-subscriptions";
 import * as focusItemCounts from "./0066-focus-item-counts";
 import * as assets from "./0067-assets";
 import * as shortLinkPersonClicks from "./0068-short-link-person-clicks";
+import * as messageHistoryTimes from "./0069-message-history-times";
+import * as dashboardWidgetKinds from "./0070-dashboard-widget-kinds";
+import * as searchNameIndexes from "./0071-search-name-indexes";
 
 export interface Migration {
   name: string;
@@ -87,4 +90,7 @@ export const migrations: Migration[] = [
   { name: "0066-focus-item-counts", up: focusItemCounts.up },
   { name: "0067-assets", up: assets.up },
   { name: "0068-short-link-person-clicks", up: shortLinkPersonClicks.up },
+  { name: "0069-message-history-times", up: messageHistoryTimes.up },
+  { name: "0070-dashboard-widget-kinds", up: dashboardWidgetKinds.up },
+  { name: "0071-search-name-indexes", up: searchNameIndexes.up },
 ];

@@ -1,4 +1,4 @@
-import { Binds, database, selectRows } from "../../lib/database";
+import { Binds, database, isoTimeSql, selectRows } from "../../lib/database";
 import { compileFilter } from "../segments/filter-compiler";
 import type { FilterGroup } from "../segments/filter-schema";
 import { emptyWorkflow } from "./workflow";
@@ -83,7 +83,7 @@ export async function takeAudience(
         transaction,
       );
       await selectRows(
-        `UPDATE campaigns SET broadcast = broadcast || jsonb_build_object('audienceTakenAt', now()) WHERE id = $1`,
+        `UPDATE campaigns SET broadcast = broadcast || jsonb_build_object('audienceTakenAt', ${isoTimeSql("now()")}) WHERE id = $1`,
         [campaignId],
         transaction,
       );

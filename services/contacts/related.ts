@@ -1,5 +1,5 @@
 import { QueryTypes, type Transaction } from "sequelize";
-import { database } from "../../lib/database";
+import { database, isoTimeColumns } from "../../lib/database";
 
 /**
  * Tables of other areas that point at contacts. Each is optional (skipped
@@ -45,5 +45,5 @@ export async function rowsOf(
     `SELECT to_jsonb(t) AS row FROM ${table} t WHERE t.contact_id = $1 ORDER BY ${orderBy}`,
     { bind: [contactId], type: QueryTypes.SELECT },
   );
-  return rows.map((r) => r.row);
+  return rows.map((r) => isoTimeColumns(r.row));
 }

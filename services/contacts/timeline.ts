@@ -1,5 +1,5 @@
 import { QueryTypes } from "sequelize";
-import { database } from "../../lib/database";
+import { database, isoTimeColumns, isoTimeSql } from "../../lib/database";
 import { pageOf, type Page, type PageRequest } from "../../lib/pagination";
 import { found } from "../../lib/errors";
 import { getRow } from "./contacts.repo";
@@ -42,7 +42,8 @@ export async function timeline(
     parts.push(`SELECT 'message', m.id, m.created_at,
             jsonb_build_object('messageId', m.id, 'channel', m.channel, 'status', m.status, 'reason', m.reason, 'to', m.to_address,
                                'templateId', m.template_id, 'campaignId', m.campaign_id, 'variant', m.variant,
-                               'sentAt', m.sent_at, 'openedAt', m.opened_at, 'clickedAt', m.clicked_at)
+                               'sentAt', ${isoTimeSql("m.sent_at")}, 'openedAt', ${isoTimeSql("m.opened_at")},
+                               'clickedAt', ${isoTimeSql("m.clicked_at")})
        FROM messages m WHERE m.contact_id = $1`);
   // Tables of areas still to come are read generically (every column but the workspace).
   if (present.has("form_submissions")) {
@@ -63,7 +64,13 @@ export async function timeline(
     }),
   ]);
   return pageOf(
-    rows.map((r) => ({ kind: r.kind, id: r.id, timestamp: new Date(r.at).toISOString(), data: r.data })),
+    rows.map((r) => ({
+      kind: r.kind,
+      id: r.id,
+      timestamp: new Date(r.at).toISOString(),
+      // A submission is its whole row as jsonb; the other kinds format their times in SQL.
+      data: r.kind === "form_submission" ? isoTimeColumns(r.data) : r.data,
+    })),
     Number(counted[0].n),
     page,
   );

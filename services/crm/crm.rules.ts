@@ -1,7 +1,10 @@
 import { fieldError, validationError, type FieldIssue } from "../../lib/errors";
 import type { DealStatus, PipelineStage } from "../../models";
+import { SEARCH_TYPES } from "./crm.schemas";
 
-/** Pure rules of the CRM area: domain normalisation, pipeline stages, deal status transitions, widget targets. */
+type SearchType = (typeof SEARCH_TYPES)[number];
+
+/** Pure rules of the CRM area: domain normalisation, pipeline stages, deal status transitions, search types. */
 
 const HOSTNAME =
   /^(?=.{1,253}$)(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)+(?:[a-z]{2,63}|xn--[a-z0-9-]{1,59})$/;
@@ -179,23 +182,15 @@ export function summariseDeals(
   };
 }
 
-/**
- * What a widget's config points at, which must exist: a saved view (required
- * for a `saved_view` widget), a pipeline. 400 naming the field when malformed.
- */
-export function widgetTargets(
-  type: string,
-  config: Record<string, unknown>,
-): { viewId?: string; pipelineId?: string } {
-  const targets: { viewId?: string; pipelineId?: string } = {};
-  if (type === "saved_view") {
-    if (typeof config.viewId !== "string")
-      throw fieldError("config.viewId", "is required for a saved_view widget");
-    targets.viewId = config.viewId;
-  }
-  if (config.pipelineId !== undefined) {
-    if (typeof config.pipelineId !== "string") throw fieldError("config.pipelineId", "must be a pipeline id");
-    targets.pipelineId = config.pipelineId;
-  }
-  return targets;
+/** The record types a search asks for: all, or the comma-separated `types` (400 naming `types` for an unknown one). */
+export function searchTypes(types: string | undefined): SearchType[] {
+  if (!types) return [...SEARCH_TYPES];
+  const asked = types
+    .split(",")
+    .map((t) => t.trim())
+    .filter(Boolean);
+  const unknown = asked.find((t) => !(SEARCH_TYPES as readonly string[]).includes(t));
+  if (unknown || !asked.length)
+    throw fieldError("types", `must be a comma-separated list of ${SEARCH_TYPES.join(", ")}`);
+  return [...new Set(asked as SearchType[])];
 }

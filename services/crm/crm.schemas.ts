@@ -1,4 +1,5 @@
 import { Type, type TProperties } from "@sinclair/typebox";
+import { ANALYTICS_ENDPOINTS } from "../../lib/analytics";
 import { Paginated, PageQuery } from "../../lib/pagination";
 import { Component, DateTime, Int32, Nullable, Params, StringEnum, Trimmed } from "../../lib/schema";
 
@@ -118,18 +119,17 @@ const taskFields = {
 };
 
 export const VIEW_RESOURCES = ["contacts", "companies", "deals", "tasks", "segments", "campaigns"] as const;
-export const WIDGET_TYPES = [
-  "deals_by_stage",
-  "deals_won_lost",
-  "pipeline_value",
-  "tasks_due",
-  "recent_activity",
-  "contacts_total",
-  "contacts_growth",
-  "saved_view",
-  "metric",
+export const WIDGET_KINDS = ["metric", "timeseries", "table", "funnel"] as const;
+/** What `{ws}/search` finds, each with the permission it needs (search.repo.ts). */
+export const SEARCH_TYPES = [
+  "contact",
+  "company",
+  "deal",
+  "campaign",
+  "template",
+  "segment",
+  "form",
 ] as const;
-export const SEARCH_TYPES = ["contacts", "companies", "deals"] as const;
 
 const Position = Type.Object(
   {
@@ -140,6 +140,18 @@ const Position = Type.Object(
   },
   { additionalProperties: false },
 );
+const widgetFields = {
+  title: Trimmed({ minLength: 1, maxLength: 100 }),
+  kind: StringEnum(WIDGET_KINDS),
+  endpoint: StringEnum(ANALYTICS_ENDPOINTS, { description: "The analytics answer the widget shows" }),
+  params: Type.Optional(
+    Type.Record(Type.String(), Type.Unknown(), {
+      maxProperties: 50,
+      description: "The analytics query (from, to, granularity, metric, ...)",
+    }),
+  ),
+  position: Type.Optional(Position),
+};
 const viewFields = {
   filters: Type.Optional(
     Type.Record(Type.String(), Type.Unknown(), { description: "The list's query parameters" }),
@@ -311,31 +323,24 @@ export const schemas = {
   },
   widgets: {
     list: Params({ workspaceId: WorkspaceId }),
-    create: Params({
+    create: Params({ workspaceId: WorkspaceId, ...widgetFields }),
+    update: Params({
       workspaceId: WorkspaceId,
-      type: StringEnum(WIDGET_TYPES),
-      title: Type.Optional(Trimmed({ minLength: 1, maxLength: 100 })),
-      config: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
-      position: Type.Optional(Position),
+      widgetId: Id,
+      title: Type.Optional(widgetFields.title),
+      kind: Type.Optional(widgetFields.kind),
+      endpoint: Type.Optional(widgetFields.endpoint),
+      params: widgetFields.params,
+      position: widgetFields.position,
     }),
+    remove: one("widgetId"),
   },
-  activity: Params({
-    workspaceId: WorkspaceId,
-    ...PageQuery,
-    type: Type.Optional(Type.String({ maxLength: 100 })),
-    targetType: Type.Optional(Type.String({ maxLength: 50 })),
-    targetId: OptionalId,
-    actorId: OptionalId,
-    from: Moment,
-    to: Moment,
-  }),
   search: Params({
     workspaceId: WorkspaceId,
-    q: Trimmed({ minLength: 1, maxLength: 200 }),
+    q: Trimmed({ minLength: 2, maxLength: 200, description: "At least 2 characters" }),
     types: Type.Optional(
       Type.String({ maxLength: 200, description: `Comma separated: ${SEARCH_TYPES.join(", ")}` }),
     ),
-    limit: Type.Optional(Int32({ minimum: 1, description: "Per type (default 5, max 20)" })),
   }),
   dueTasks: Params({}),
 };
@@ -517,9 +522,10 @@ export const WidgetSchema = Component(
   "DashboardWidget",
   obj({
     id: str,
-    type: str,
     title: str,
-    config: Type.Record(Type.String(), Type.Unknown()),
+    kind: Type.Unsafe<string>(StringEnum(WIDGET_KINDS)),
+    endpoint: Type.Unsafe<string>(StringEnum(ANALYTICS_ENDPOINTS)),
+    params: Type.Record(Type.String(), Type.Unknown()),
     position: Type.Unsafe<Record<string, number>>(
       obj({ x: Type.Integer(), y: Type.Integer(), w: Type.Integer(), h: Type.Integer() }),
     ),
@@ -528,35 +534,16 @@ export const WidgetSchema = Component(
   }),
 );
 
-export const ActivitySchema = Component(
-  "Activity",
-  obj({
-    id: str,
-    type: Type.String({ description: "The audit action, e.g. deal.stage_changed" }),
-    actor: obj({
-      type: Type.Unsafe<string>(StringEnum(["user", "api_key", "system"])),
-      id: nstr,
-      name: nstr,
-    }),
-    target: Nullable(obj({ type: str, id: nstr })),
-    metadata: Type.Record(Type.String(), Type.Unknown()),
-    createdAt: DateTime(),
-  }),
-);
-
 export const SearchResultSchema = obj({
-  query: str,
-  data: Type.Array(
+  results: Type.Array(
     obj({
-      type: Type.String({ description: "contacts, companies, deals (campaigns, templates later)" }),
+      type: Type.Unsafe<string>(StringEnum(SEARCH_TYPES)),
       id: str,
       title: str,
       subtitle: nstr,
-      score: Type.Number(),
-      updatedAt: DateTime(),
     }),
+    { description: "At most 10 per type; within a type, prefix matches before substring matches" },
   ),
-  totals: Type.Record(Type.String(), Type.Integer(), { description: "Matches per searched type" }),
 });
 
 export const SuccessSchema = Type.Object({ success: Type.Literal(true) });
@@ -569,7 +556,6 @@ export const results = {
     Paginated(NotificationSchema),
     Type.Object({ unreadCount: Type.Integer({ description: "The caller's unread notifications in all" }) }),
   ]),
-  activity: Paginated(ActivitySchema),
   pipelines: Type.Array(PipelineSchema),
   views: Type.Array(SavedViewSchema),
   widgets: Type.Array(WidgetSchema),

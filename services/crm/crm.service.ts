@@ -1,11 +1,11 @@
 import { Type } from "@sinclair/typebox";
 import { holdsPermission } from "../../lib/access";
 import { defineAction, defineService } from "../../lib/define-service";
-import { fieldError, found, notFound } from "../../lib/errors";
+import { ANALYTICS_ENDPOINTS } from "../../lib/analytics";
+import { found, notFound } from "../../lib/errors";
 import { pageRequest } from "../../lib/pagination";
 import { userOf, workspaceOf } from "../../lib/tenancy";
 import { DatabaseMixin } from "../../mixins/database.mixin";
-import { listActivity } from "./activity.repo";
 import {
   NotificationSchema,
   results,
@@ -15,11 +15,9 @@ import {
   SuccessSchema,
   WidgetSchema,
 } from "./crm.schemas";
-import { widgetTargets } from "./crm.rules";
-import { asDate } from "./crm.shared";
+import { searchTypes } from "./crm.rules";
 import * as notifications from "./notifications.repo";
-import { findPipeline } from "./pipelines.repo";
-import { search } from "./search.repo";
+import { search, SEARCH_LIMIT } from "./search.repo";
 import { notifyDueTasks } from "./tasks.repo";
 import * as widgets from "./widgets.repo";
 
@@ -32,8 +30,9 @@ const dashboardDoc = tagged("Dashboard");
 
 /**
  * The signed-in user's CRM surface (notifications and dashboard
- * widgets: session only, each user sees their own), the workspace's activity
- * feed and search, and the due-task check the cron tick runs.
+ * widgets: session only, each user sees their own), the workspace's search,
+ * and the due-task check the cron tick runs. The activity feed is the events
+ * area's (`events.activity`).
  */
 export default defineService({
   name: "crm",
@@ -124,8 +123,10 @@ export default defineService({
       rest: "GET /workspaces/:workspaceId/dashboard-widgets",
       auth: "session",
       params: schemas.widgets.list,
-      result: Type.Array(WidgetSchema),
-      openapi: dashboardDoc("The caller's dashboard widgets in layout order"),
+      result: results.widgets,
+      openapi: dashboardDoc(
+        "The caller's dashboard widgets in layout order (top to bottom, then left to right)",
+      ),
       handler: (ctx) => widgets.listWidgets(workspaceOf(ctx), userOf(ctx)),
     }),
 
@@ -137,58 +138,51 @@ export default defineService({
       status: 201,
       result: WidgetSchema,
       openapi: dashboardDoc(
-        "Add a dashboard widget {type, title?, config?, position?: {x, y, w, h}} (saved_view needs config.viewId; config.pipelineId must exist)",
+        `Add a dashboard widget {title, kind, endpoint, params?, position?: {x, y, w, h}}; endpoint is an analytics answer (${ANALYTICS_ENDPOINTS.join(", ")}); without a position it goes below the others`,
       ),
+      handler: (ctx) => widgets.createWidget(workspaceOf(ctx), userOf(ctx), ctx.params),
+    }),
+
+    /** Change one of the caller's widgets (fields sent replace theirs). Session. */
+    updateWidget: defineAction({
+      rest: "PATCH /workspaces/:workspaceId/dashboard-widgets/:widgetId",
+      auth: "session",
+      params: schemas.widgets.update,
+      result: WidgetSchema,
+      openapi: dashboardDoc("Change a dashboard widget's title, kind, endpoint, params or position"),
+      handler: async (ctx) => {
+        const { workspaceId: _ws, widgetId, ...changes } = ctx.params;
+        return found(await widgets.updateWidget(workspaceOf(ctx), userOf(ctx), widgetId, changes), "Widget");
+      },
+    }),
+
+    /** Remove one of the caller's widgets. Session. */
+    removeWidget: defineAction({
+      rest: "DELETE /workspaces/:workspaceId/dashboard-widgets/:widgetId",
+      auth: "session",
+      params: schemas.widgets.remove,
+      result: SuccessSchema,
+      openapi: dashboardDoc("Remove a dashboard widget"),
       async handler(ctx) {
-        const workspaceId = workspaceOf(ctx);
-        const { viewId, pipelineId } = widgetTargets(ctx.params.type, ctx.params.config ?? {});
-        if (viewId !== undefined && !(await ctx.call("savedViews.visible", { viewId })))
-          throw notFound("Saved view");
-        if (pipelineId !== undefined && !(await findPipeline(workspaceId, pipelineId)))
-          throw notFound("Pipeline");
-        return widgets.createWidget(workspaceId, userOf(ctx), ctx.params);
+        if (!(await widgets.removeWidget(workspaceOf(ctx), userOf(ctx), ctx.params.widgetId)))
+          throw notFound("Widget");
+        return { success: true as const };
       },
     }),
 
-    /** Recent activity of the workspace (the audit log without access and settings entries). contacts.read. */
-    activity: defineAction({
-      rest: "GET /workspaces/:workspaceId/activity",
-      auth: "any",
-      permission: "contacts.read",
-      params: schemas.activity,
-      result: results.activity,
-      openapi: dashboardDoc(
-        "Recent activity across the workspace, newest first (filters type (prefix with *), targetType, targetId, actorId, from, to)",
-      ),
-      handler(ctx) {
-        const filters = { ...ctx.params, from: asDate(ctx.params.from), to: asDate(ctx.params.to) };
-        return listActivity(workspaceOf(ctx), filters, pageRequest(ctx.params));
-      },
-    }),
-
-    /** One query across contacts, companies and deals the caller may read. Any member or key. */
+    /** One query across the kinds of record the caller may read. Any member or key. */
     search: defineAction({
       rest: "GET /workspaces/:workspaceId/search",
       auth: "any",
       params: schemas.search,
       result: SearchResultSchema,
       openapi: dashboardDoc(
-        `Search contacts, companies and deals at once: {query, data: [{type, id, title, subtitle, score, updatedAt}], totals: {type: n}}; types=${SEARCH_TYPES.join(",")} (comma separated), limit per type (default 5, max 20)`,
+        `Search the workspace (q: 2 characters or more): {results: [{type, id, title, subtitle}]}, at most ${SEARCH_LIMIT} per type, prefix matches first; types=${SEARCH_TYPES.join(",")} (comma separated) narrows it; contacts by email, name or phone`,
       ),
       handler(ctx) {
-        const types = ctx.params.types
-          ? String(ctx.params.types)
-              .split(",")
-              .map((t) => t.trim())
-              .filter(Boolean)
-          : [...SEARCH_TYPES];
-        const unknown = types.find((t) => !(SEARCH_TYPES as readonly string[]).includes(t));
-        if (unknown)
-          throw fieldError("types", `must be a comma-separated list of ${SEARCH_TYPES.join(", ")}`);
-        const limit = Math.min(20, ctx.params.limit ?? 5);
+        const types = searchTypes(ctx.params.types);
         return search(workspaceOf(ctx), ctx.params.q, {
           types,
-          limit,
           may: (p) => holdsPermission(ctx.meta, p),
         });
       },

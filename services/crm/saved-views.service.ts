@@ -3,7 +3,6 @@ import { Op } from "sequelize";
 import { uniqueViolation } from "../../lib/database";
 import { defineAction, defineService } from "../../lib/define-service";
 import { conflict, found, notFound } from "../../lib/errors";
-import { Params } from "../../lib/schema";
 import { userOf } from "../../lib/tenancy";
 import { DbMixin, inWorkspace } from "../../mixins/db.mixin";
 import { SavedView } from "../../models";
@@ -118,20 +117,6 @@ export default defineService({
         });
         if (!removed) throw notFound("Saved view");
         return { success: true as const };
-      },
-    }),
-
-    /** Internal (dashboard widgets): whether the caller may see a view (theirs, or shared). */
-    visible: defineAction({
-      params: Params({ viewId: Type.String() }),
-      result: Type.Boolean(),
-      async handler(ctx) {
-        const userId = userOf(ctx);
-        const view = await inWorkspace<SavedView>(this, ctx).findOne({
-          id: ctx.params.viewId,
-          [Op.or]: [{ userId }, { shared: true }],
-        });
-        return view !== null;
       },
     }),
   },

@@ -1,29 +1,32 @@
 import { newId } from "../../lib/crypto";
 import { DashboardWidget } from "../../models";
 
-/** Dashboard widgets: each belongs to one user of one workspace. */
+/** Dashboard widgets: each belongs to one member of one workspace, who alone sees and changes it. */
 
 export const widgetView = (w: DashboardWidget) => ({
   id: w.id,
-  type: w.type,
   title: w.title,
-  config: w.config,
+  kind: w.kind,
+  endpoint: w.endpoint,
+  params: w.params,
   position: w.position,
   createdAt: w.createdAt,
   updatedAt: w.updatedAt,
 });
 
-const DEFAULT_TITLES: Record<string, string> = {
-  deals_by_stage: "Deals by stage",
-  deals_won_lost: "Won and lost deals",
-  pipeline_value: "Pipeline value",
-  tasks_due: "Tasks due",
-  recent_activity: "Recent activity",
-  contacts_total: "Contacts",
-  contacts_growth: "Contact growth",
-  saved_view: "Saved view",
-  metric: "Metric",
-};
+type Position = Record<string, number>;
+
+export interface WidgetInput {
+  title: string;
+  kind: string;
+  endpoint: string;
+  params?: Record<string, unknown>;
+  position?: Position;
+}
+
+/** Top to bottom, then left to right. */
+const byPosition = (a: { position: Position }, b: { position: Position }) =>
+  (a.position.y ?? 0) - (b.position.y ?? 0) || (a.position.x ?? 0) - (b.position.x ?? 0);
 
 export async function listWidgets(workspaceId: string, userId: string) {
   const rows = await DashboardWidget.findAll({
@@ -33,22 +36,11 @@ export async function listWidgets(workspaceId: string, userId: string) {
       ["id", "ASC"],
     ],
   });
-  return rows
-    .map(widgetView)
-    .sort((a, b) => (a.position.y ?? 0) - (b.position.y ?? 0) || (a.position.x ?? 0) - (b.position.x ?? 0));
+  return rows.map(widgetView).sort(byPosition);
 }
 
-/** Add a widget (its targets checked first, see `widgetTargets` in crm.rules.ts); without a position it goes below the others, full width. */
-export async function createWidget(
-  workspaceId: string,
-  userId: string,
-  input: {
-    type: string;
-    title?: string;
-    config?: Record<string, unknown>;
-    position?: Record<string, number>;
-  },
-) {
+/** Add a widget; without a position it goes below the others, full width. */
+export async function createWidget(workspaceId: string, userId: string, input: WidgetInput) {
   let position = input.position;
   if (!position) {
     const existing = await listWidgets(workspaceId, userId);
@@ -59,10 +51,29 @@ export async function createWidget(
     id: newId(),
     workspaceId,
     userId,
-    type: input.type,
-    title: input.title ?? DEFAULT_TITLES[input.type] ?? input.type,
-    config: input.config ?? {},
+    title: input.title,
+    kind: input.kind,
+    endpoint: input.endpoint,
+    params: input.params ?? {},
     position,
   });
   return widgetView(widget);
+}
+
+/** The fields sent replace the widget's; null when the member has no such widget. */
+export async function updateWidget(
+  workspaceId: string,
+  userId: string,
+  widgetId: string,
+  changes: Partial<WidgetInput>,
+) {
+  const widget = await DashboardWidget.findOne({ where: { id: widgetId, workspaceId, userId } });
+  if (!widget) return null;
+  await widget.update(changes);
+  return widgetView(widget);
+}
+
+/** Whether the member had such a widget. */
+export async function removeWidget(workspaceId: string, userId: string, widgetId: string) {
+  return (await DashboardWidget.destroy({ where: { id: widgetId, workspaceId, userId } })) > 0;
 }

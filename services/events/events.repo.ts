@@ -1,9 +1,10 @@
 import { QueryTypes } from "sequelize";
 import { MicroBatcher } from "../../lib/batcher";
 import { newId } from "../../lib/crypto";
-import { Binds, database, queryPrepared } from "../../lib/database";
+import { Binds, database, isoTimeSql, queryPrepared } from "../../lib/database";
 import { wakeOutboxRelays } from "../../lib/outbox";
-import type { EventListItem, EventRecord, RecordInput } from "./events.schemas";
+import { pageOf, type Page, type PageRequest } from "../../lib/pagination";
+import type { ActivityItem, EventListItem, EventRecord, RecordInput } from "./events.schemas";
 
 interface EventRow {
   id: string;
@@ -19,12 +20,7 @@ interface EventRow {
   utm_campaign: string | null;
 }
 
-interface EventListRow extends EventRow {
-  c_id: string | null;
-  c_email: string | null;
-  c_first_name: string | null;
-  c_last_name: string | null;
-}
+type EventListRow = EventRow & ContactColumns;
 
 export function toEvent(row: EventRow): EventRecord {
   return {
@@ -42,13 +38,20 @@ export function toEvent(row: EventRow): EventRecord {
   };
 }
 
+interface ContactColumns {
+  c_id: string | null;
+  c_email: string | null;
+  c_first_name: string | null;
+  c_last_name: string | null;
+}
+
+const contactSummary = (row: ContactColumns) =>
+  row.c_id
+    ? { id: row.c_id, email: row.c_email, firstName: row.c_first_name, lastName: row.c_last_name }
+    : null;
+
 function toListItem(row: EventListRow): EventListItem {
-  return {
-    ...toEvent(row),
-    contact: row.c_id
-      ? { id: row.c_id, email: row.c_email, firstName: row.c_first_name, lastName: row.c_last_name }
-      : null,
-  };
+  return { ...toEvent(row), contact: contactSummary(row) };
 }
 
 const COLUMNS =
@@ -60,7 +63,7 @@ const COLUMNS =
  */
 const ACTIVITY_FACT = `jsonb_build_object(
   'eventId', id, 'contactId', contact_id, 'type', type, 'metadata', metadata,
-  'timestamp', to_char(timestamp AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
+  'timestamp', ${isoTimeSql("timestamp")},
   'sessionId', session_id, 'pageUrl', page_url, 'referrer', referrer,
   'utmSource', utm_source, 'utmMedium', utm_medium, 'utmCampaign', utm_campaign)`;
 
@@ -150,6 +153,62 @@ export async function listEvents(
     { type: QueryTypes.SELECT, bind: binds.values },
   );
   return rows.map(toListItem);
+}
+
+export interface ActivityFilter {
+  type?: string;
+  contactId?: string;
+  from?: Date;
+  to?: Date;
+}
+
+/** The workspace's activity feed: recorded events newest first, each with its contact, one page and the total. */
+export async function activityFeed(
+  workspaceId: string,
+  filter: ActivityFilter,
+  page: PageRequest,
+): Promise<Page<ActivityItem>> {
+  const sequelize = await database();
+  const binds = new Binds([workspaceId]);
+  const where = ["e.workspace_id = $1"];
+  if (filter.type) where.push(`e.type = ${binds.p(filter.type)}`);
+  if (filter.contactId) where.push(`e.contact_id = ${binds.p(filter.contactId)}`);
+  if (filter.from) where.push(`e.timestamp >= ${binds.p(filter.from)}`);
+  // Inclusive to the millisecond the API writes (a stored time has microseconds).
+  if (filter.to) where.push(`e.timestamp < ${binds.p(filter.to)}::timestamptz + interval '1 millisecond'`);
+  const filterValues = [...binds.values];
+  const rows = await sequelize.query<
+    Pick<EventRow, "id" | "type" | "metadata" | "timestamp" | "contact_id"> &
+      ContactColumns & { total: string }
+  >(
+    `SELECT e.id, e.type, e.metadata, e.timestamp, e.contact_id,
+            c.id AS c_id, c.email AS c_email, c.first_name AS c_first_name, c.last_name AS c_last_name,
+            count(*) OVER () AS total
+       FROM events e
+       LEFT JOIN contacts c ON c.id = e.contact_id
+      WHERE ${where.join(" AND ")}
+      ORDER BY e.timestamp DESC, e.id DESC
+      LIMIT ${binds.p(page.limit)} OFFSET ${binds.p(page.offset)}`,
+    { type: QueryTypes.SELECT, bind: binds.values },
+  );
+  let total = rows.length ? Number(rows[0].total) : 0;
+  // Past the last page the window count has no row to ride on.
+  if (!rows.length && page.offset > 0) {
+    const [{ n }] = await sequelize.query<{ n: string }>(
+      `SELECT count(*) AS n FROM events e WHERE ${where.join(" AND ")}`,
+      { bind: filterValues, type: QueryTypes.SELECT },
+    );
+    total = Number(n);
+  }
+  const items = rows.map((row) => ({
+    id: row.id,
+    type: row.type,
+    contactId: row.contact_id,
+    contact: contactSummary(row),
+    metadata: row.metadata ?? {},
+    occurredAt: new Date(row.timestamp).toISOString(),
+  }));
+  return pageOf(items, total, page);
 }
 
 /** A visitor identified: the anonymous events of its session become the contact's; answers how many. */

@@ -1,5 +1,6 @@
 import { Type, type Static } from "@sinclair/typebox";
-import { Component, Int32, Nullable, Params, Trimmed } from "../../lib/schema";
+import { Paginated, PageQuery } from "../../lib/pagination";
+import { Component, DateTime, Int32, Nullable, Params, Trimmed } from "../../lib/schema";
 
 const Id = Type.String({ minLength: 1, maxLength: 64 });
 const Text = (maxLength: number) => Type.Optional(Nullable(Type.String({ maxLength })));
@@ -59,6 +60,25 @@ export const EventListItemSchema = Component(
 );
 export type EventListItem = Static<typeof EventListItemSchema>;
 
+/** An item of the workspace's activity feed (contract-messaging 15): a recorded event with its contact. */
+export const ActivityItemSchema = Component(
+  "ActivityItem",
+  Type.Object({
+    id: Type.String(),
+    type: Type.String(),
+    contactId: Nullable(Type.String()),
+    contact: Nullable(ContactSummarySchema),
+    metadata: Metadata,
+    occurredAt: DateTime(),
+  }),
+);
+export type ActivityItem = Static<typeof ActivityItemSchema>;
+
+/** A time bound of the feed: a date (midnight UTC) or a date-time. */
+const Moment = Type.Optional(
+  Type.Union([Type.String({ format: "date-time" }), Type.String({ format: "date" })]),
+);
+
 /** Events list limit (spec 8): default 50, larger values clamped to 200. */
 export const EVENTS_LIMIT = { default: 50, max: 200 } as const;
 const Limit = Type.Optional(
@@ -88,6 +108,15 @@ export const schemas = {
       }),
     ),
   }),
+  activity: Params({
+    workspaceId: Id,
+    ...PageQuery,
+    type: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
+    contactId: Type.Optional(Id),
+    from: Moment,
+    to: Moment,
+  }),
+  activityResult: Paginated(ActivityItemSchema),
   listForContact: Params({ contactId: Id, limit: Limit }),
   claimSession: Params({ sessionId: Type.String({ minLength: 1, maxLength: 200 }), contactId: Id }),
   createResult: EventSchema,

@@ -1,5 +1,6 @@
 import { Type } from "@sinclair/typebox";
 import { defineAction, defineService } from "../../lib/define-service";
+import { pageRequest } from "../../lib/pagination";
 import { workspaceOf } from "../../lib/tenancy";
 import { DatabaseMixin } from "../../mixins/database.mixin";
 import { OutboxRelayMixin } from "../../mixins/outbox-relay";
@@ -40,6 +41,28 @@ export default defineService({
       handler(ctx) {
         const { contactId, type, limit } = ctx.params;
         return repo.listEvents(workspaceOf(ctx), { contactId, type }, clampEventsLimit(limit));
+      },
+    }),
+
+    /** The workspace's activity feed: recorded events newest first with their contact (filters type, contactId, from, to). contacts.read. */
+    activity: defineAction({
+      rest: "GET /workspaces/:workspaceId/activity",
+      auth: "any",
+      permission: "contacts.read",
+      params: schemas.activity,
+      result: schemas.activityResult,
+      openapi: {
+        tags: ["Events"],
+        summary:
+          "The activity feed: recorded events newest first, each with its contact (filters type, contactId, from, to)",
+      },
+      handler(ctx) {
+        const { type, contactId, from, to } = ctx.params;
+        return repo.activityFeed(
+          workspaceOf(ctx),
+          { type, contactId, from: from ? new Date(from) : undefined, to: to ? new Date(to) : undefined },
+          pageRequest(ctx.params),
+        );
       },
     }),
 

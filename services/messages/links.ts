@@ -113,3 +113,25 @@ export const confirmUrl = (token: string) =>
   `${base()}/api/preferences/confirm?token=${encodeURIComponent(token)}`;
 export const assetDownloadUrl = (assetId: string, token: string) =>
   `${base()}/api/assets/${encodeURIComponent(assetId)}/download?token=${encodeURIComponent(token)}`;
+
+/**
+ * An http(s) address in a plain-text part: up to white space, a bracket or a
+ * quote, without the punctuation that ends a sentence after it (a derived
+ * text part writes each link's address in brackets after its text).
+ */
+const TEXT_URL = /https?:\/\/[^\s<>"'[\]]+?(?=[.,;:!?)]*(?:[\s<>"'[\]]|$))/g;
+
+/** The addresses of a text part a person may open, except our own (unsubscribe, preferences, tracking). */
+export function trackableTextLinks(text: string, publicUrl: string): string[] {
+  const urls = new Set<string>();
+  for (const [url] of text.matchAll(TEXT_URL)) if (!url.startsWith(`${publicUrl}/api/`)) urls.add(url);
+  return [...urls];
+}
+
+/** Each trackable address of a text part through its short link: the same signed URL the HTML's link gets. */
+export function rewriteTextLinks(text: string, messageId: string, codes: Map<string, string>): string {
+  return text.replace(TEXT_URL, (url) => {
+    const code = codes.get(url);
+    return code ? trackingUrl(messageId, code) : url;
+  });
+}

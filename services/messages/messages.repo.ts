@@ -1,6 +1,6 @@
 import { QueryTypes, type Transaction } from "sequelize";
 import { randomBase62 } from "../../lib/crypto";
-import { Binds, database, queryPrepared } from "../../lib/database";
+import { Binds, database, isoTimeSql, queryPrepared } from "../../lib/database";
 import { stageDomainEvents } from "../../lib/outbox";
 import { pageOf, type Page, type PageRequest } from "../../lib/pagination";
 import type { Channel, Content } from "../templates/render";
@@ -102,9 +102,18 @@ const detailView = (r: MessageRow): MessageDetail => ({
   history: r.history,
 });
 
-/** A history entry appended in SQL: the status and reason as SQL (a `$n` bind, or a literal through `historyEntry`). */
+/**
+ * A history entry built in SQL: the status and reason as SQL (a `$n` bind, or
+ * a literal through `historyEntry`). Its time is the statement's clock, not the
+ * transaction's start (`now()`), so entries written one after another never go
+ * back in time (a claim whose transaction began before the insert committed).
+ */
+const historyItem = (statusSql: string, reasonSql: string) =>
+  `jsonb_build_array(jsonb_build_object('status', ${statusSql}, 'at', ${isoTimeSql("clock_timestamp()")}, 'reason', ${reasonSql}))`;
+
+/** A history entry appended in SQL (see `historyItem`). */
 export const historyAppend = (statusSql: string, reasonSql = "NULL") =>
-  `history || jsonb_build_array(jsonb_build_object('status', ${statusSql}, 'at', now(), 'reason', ${reasonSql}))`;
+  `history || ${historyItem(statusSql, reasonSql)}`;
 
 /** A history entry of a fixed status (`$n` is the reason). */
 const historyEntry = (status: string, reasonParam = "NULL") => historyAppend(`'${status}'`, reasonParam);
@@ -134,7 +143,6 @@ export interface NewMessage {
 export async function insertMessages(workspaceId: string, messages: NewMessage[]): Promise<MessageView[]> {
   if (!messages.length) return [];
   const sequelize = await database();
-  const at = new Date().toISOString();
   const rows = messages.map((m) => ({
     id: m.id,
     contact_id: m.contactId,
@@ -152,16 +160,17 @@ export async function insertMessages(workspaceId: string, messages: NewMessage[]
     content: m.content,
     variables: m.variables,
     send_at: m.sendAt.toISOString(),
-    history: [{ status: m.status, at, reason: m.reason ?? m.deferred }],
+    history_reason: m.reason ?? m.deferred,
   }));
   const inserted = await sequelize.query<MessageRow>(
     `INSERT INTO messages (id, workspace_id, contact_id, channel, status, reason, to_address, template_id, locale,
                            campaign_id, enrollment_id, topic, transactional, provider_id, content, variables, send_at, history)
      SELECT r.id, $1, r.contact_id, r.channel, r.status, r.reason, r.to_address, r.template_id, r.locale,
-            r.campaign_id, r.enrollment_id, r.topic, r.transactional, r.provider_id, r.content, r.variables, r.send_at, r.history
+            r.campaign_id, r.enrollment_id, r.topic, r.transactional, r.provider_id, r.content, r.variables, r.send_at,
+            ${historyItem("r.status", "r.history_reason")}
        FROM jsonb_to_recordset($2::jsonb) AS r(id text, contact_id text, channel text, status text, reason text,
               to_address text, template_id text, locale text, campaign_id text, enrollment_id text, topic text,
-              transactional boolean, provider_id text, content jsonb, variables jsonb, send_at timestamptz, history jsonb)
+              transactional boolean, provider_id text, content jsonb, variables jsonb, send_at timestamptz, history_reason text)
      ON CONFLICT (id) DO NOTHING
      RETURNING *`,
     { bind: [workspaceId, JSON.stringify(rows)], type: QueryTypes.SELECT },

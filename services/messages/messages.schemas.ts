@@ -68,7 +68,7 @@ export const MessageDetailSchema = Component(
         Type.Record(Type.String(), Type.Unknown(), { description: "What was sent (rendered)" }),
       ),
       history: Type.Array(
-        Type.Object({ status: Type.String(), at: Type.String(), reason: Nullable(Type.String()) }),
+        Type.Object({ status: Type.String(), at: DateTime(), reason: Nullable(Type.String()) }),
       ),
     }),
   ]),

@@ -5,7 +5,7 @@ import { compose, emailSource, renderableOf, type Renderable } from "../template
 import { dynamicSlotsOf, TemplateFault, type Content } from "../templates/render";
 import { isServiceAvailable } from "../../lib/registry";
 import type { ResolvedTemplate } from "../templates/templates.schemas";
-import { preferencesUrl, signLinkToken, unsubscribeUrl } from "./links";
+import { preferencesUrl, rewriteTextLinks, signLinkToken, trackableTextLinks, unsubscribeUrl } from "./links";
 import * as repo from "./messages.repo";
 import type { ClaimedMessage, SentRecord } from "./messages.repo";
 import {
@@ -327,25 +327,19 @@ export class Sender {
       batch.workspace.settings?.defaultLocale ?? "en",
     );
     const html = typeof source.html === "string" ? skeletonOf(source.html, true) : null;
-    const text = typeof source.text === "string" && source.text ? skeletonOf(source.text, false) : null;
-    if (
-      !html ||
-      (source.text && !text) ||
-      [...html, ...(text ?? [])].some((part) => part.includes(BATCH_KEY))
-    )
-      return null;
+    if (!html || html.some((part) => part.includes(BATCH_KEY))) return null;
+    // The text part is each recipient's own, whole: derived from its rendered HTML or rendered from the
+    // template's, its links signed for its message.
+    const text = ["", ""];
     const recipients: Array<{ draft: Draft; html: string[]; text: string[] | null }> = [];
     const misfits: Draft[] = [];
     const maxBytes = client.batchLimits?.holeBytes ?? Infinity;
     for (const draft of members) {
       const holes = holesOf(String(draft.content.html ?? ""), html);
-      const textHoles = text ? holesOf(String(draft.content.text ?? ""), text) : null;
-      const all = [...(holes ?? []), ...(textHoles ?? [])];
+      const textHoles = [String(draft.content.text ?? "")];
+      const all = [...(holes ?? []), ...textHoles];
       const fits =
-        holes &&
-        (text ? textHoles : !draft.content.text) &&
-        !all.some((hole) => hole.includes(BATCH_KEY)) &&
-        Buffer.byteLength(all.join("")) <= maxBytes;
+        holes && !all.some((hole) => hole.includes(BATCH_KEY)) && Buffer.byteLength(all.join("")) <= maxBytes;
       if (fits) recipients.push({ draft, html: holes, text: textHoles });
       else misfits.push(draft);
     }
@@ -453,19 +447,22 @@ export class Sender {
 
   /**
    * Email HTML with its links through short links and an open pixel, as
-   * `settings.tracking` allows (both on by default). The links of all the
+   * `settings.tracking` allows (both on by default); the text part's links go
+   * through the same short links, signed alike. The links of all the
    * drafts of one template and campaign are coded in one query.
    */
   private async track(drafts: Draft[], workspace: WorkspaceInfo): Promise<void> {
     const tracking = workspace.settings?.tracking ?? {};
     const emails = drafts.filter((d) => d.row.channel === "email" && typeof d.content.html === "string");
     if (tracking.clicks !== false) {
+      const { publicUrl } = config();
       const groups = new Map<string, { row: ClaimedMessage; urls: Set<string> }>();
       for (const draft of emails) {
-        const urls = trackableLinks(draft.content.html as string, config().publicUrl);
         const key = linkGroup(draft.row);
         const group = groups.get(key) ?? { row: draft.row, urls: new Set<string>() };
-        for (const url of urls) group.urls.add(url);
+        for (const url of trackableLinks(draft.content.html as string, publicUrl)) group.urls.add(url);
+        if (typeof draft.content.text === "string")
+          for (const url of trackableTextLinks(draft.content.text, publicUrl)) group.urls.add(url);
         groups.set(key, group);
       }
       const codes = new Map<string, Map<string, string>>();
@@ -475,12 +472,13 @@ export class Sender {
           await repo.shortLinkCodes(row.workspace_id, row.template_id, row.campaign_id, [...urls]),
         );
       for (const draft of emails) {
-        const html = rewriteLinks(
-          draft.content.html as string,
-          draft.row.id,
-          codes.get(linkGroup(draft.row))!,
-        );
-        draft.content = { ...draft.content, html };
+        const linkCodes = codes.get(linkGroup(draft.row))!;
+        const html = rewriteLinks(draft.content.html as string, draft.row.id, linkCodes);
+        const text =
+          typeof draft.content.text === "string"
+            ? rewriteTextLinks(draft.content.text, draft.row.id, linkCodes)
+            : draft.content.text;
+        draft.content = { ...draft.content, html, text };
       }
     }
     if (tracking.opens !== false)

@@ -11,6 +11,13 @@ import { Output, TokenKind, type Liquid, type Template } from "liquidjs";
  * (`if`, `for`, `assign`...) is rendered whole, as before.
  */
 
+/**
+ * Ours (render.ts): the text of the HTML a derived text part's output prints,
+ * which is the string itself when it has no markup or entity.
+ */
+export const TEXT_OF_HTML = "text_of_html";
+const MARKUP = /[<&]/;
+
 /** Filters whose output depends on their input and literal arguments alone (`date` reads the clock for "now"). */
 const PURE_FILTERS = new Set([
   "abs",
@@ -46,6 +53,7 @@ const PURE_FILTERS = new Set([
   "upcase",
   "url_decode",
   "url_encode",
+  TEXT_OF_HTML,
 ]);
 /** Property names Liquid answers itself on arrays and strings: their values are not plain lookups. */
 const SPECIAL_PROPERTIES = new Set(["size", "first", "last"]);
@@ -61,6 +69,8 @@ interface MemoOutput {
   path: string[];
   /** No filters: a string value prints as it is, with no need for Liquid. */
   plain: boolean;
+  /** Only TEXT_OF_HTML: a string value without markup or entities prints as it is. */
+  textOnly: boolean;
   memo: Map<unknown, string> | null;
   hits: number;
   misses: number;
@@ -93,7 +103,15 @@ function outputPart(engine: Liquid, node: Output): Part {
   if (variables.length > 1) return { node };
   const path = variables.length ? variables[0].segments : [];
   if (!path.every((s) => typeof s === "string" && !SPECIAL_PROPERTIES.has(s))) return { node };
-  return { node, path: path as string[], plain: !filters.length, memo: new Map(), hits: 0, misses: 0 };
+  return {
+    node,
+    path: path as string[],
+    plain: !filters.length,
+    textOnly: filters.length === 1 && filters[0].name === TEXT_OF_HTML,
+    memo: new Map(),
+    hits: 0,
+    misses: 0,
+  };
 }
 
 /** A scope's value at `path` as Liquid looks it up: own properties only, missing is undefined. */
@@ -151,7 +169,7 @@ function printed(
   byLiquid: (node: Template) => string,
 ): string {
   const value = part.path.length ? valueAt(scope, part.path) : undefined;
-  if (part.plain && typeof value === "string") return value;
+  if (typeof value === "string" && (part.plain || (part.textOnly && !MARKUP.test(value)))) return value;
   if (!part.memo) return byLiquid(part.node);
   const key = part.path.length ? keyOf(value) : "";
   const kept = key === UNKEPT ? undefined : part.memo.get(key);

@@ -1,5 +1,5 @@
 import crypto from "node:crypto";
-import { convert as htmlToText } from "html-to-text";
+import { compile as compileHtmlToText } from "html-to-text";
 import juice from "juice";
 import {
   Liquid,
@@ -11,13 +11,13 @@ import {
   type TopLevelToken,
 } from "liquidjs";
 import type { FieldIssue } from "../../lib/errors";
-import { planOf, renderPlan, type Plan } from "./render-plan";
+import { planOf, renderPlan, TEXT_OF_HTML, type Plan } from "./render-plan";
 
 /**
  * Rendering, pure: Liquid over the contract's variable namespace (sandboxed:
  * no files, bounded memory and time), MJML compiled at save, email HTML with
- * its CSS inlined and a text part derived when none is given; the locale and
- * A/B variant a contact gets.
+ * its CSS inlined and, when no text part is given, one that reads as the
+ * rendered HTML does; the locale and A/B variant a contact gets.
  */
 
 export const CHANNELS = ["email", "sms", "push", "chatapp1", "chatapp2"] as const;
@@ -73,6 +73,33 @@ class DynamicTag extends Tag {
   }
 }
 
+/**
+ * The text part of HTML: what a reader sees, headings as written
+ * (html-to-text would upper-case them), images left out, each link's address
+ * in brackets after its text (where the send's click tracking finds it).
+ */
+const htmlToText = compileHtmlToText({
+  wordwrap: 78,
+  selectors: [
+    { selector: "img", format: "skip" },
+    ...["h1", "h2", "h3", "h4", "h5", "h6"].map((selector) => ({ selector, options: { uppercase: false } })),
+  ],
+});
+
+/** Texts of printed HTML made most recently (a slot's content, a variable with markup), by that HTML. */
+const htmlTexts = new Map<string, string>();
+const HTML_TEXT_CACHE_SIZE = 500;
+
+function textOfHtml(html: string): string {
+  let text = htmlTexts.get(html);
+  if (text === undefined) {
+    text = htmlToText(html);
+    if (htmlTexts.size >= HTML_TEXT_CACHE_SIZE) htmlTexts.delete(htmlTexts.keys().next().value as string);
+    htmlTexts.set(html, text);
+  }
+  return text;
+}
+
 function newEngine(): Liquid {
   const engine = new Liquid({
     strictFilters: true,
@@ -89,6 +116,9 @@ function newEngine(): Liquid {
     cache: false,
   });
   engine.registerTag("dynamic", DynamicTag);
+  engine.registerFilter(TEXT_OF_HTML, (value: unknown) =>
+    typeof value === "string" && /[<&]/.test(value) ? textOfHtml(value) : value,
+  );
   return engine;
 }
 
@@ -248,12 +278,30 @@ const STAND_IN = /\u{E000}(\d+)\u{E001}/gu;
 const preparedEmails = new Map<string, Map<string, { html: string | null; text: string }>>();
 let preparedCount = 0;
 
+const OUTPUT_TOKEN = /^\{\{(-?)([\s\S]*?)(-?)\}\}$/;
+const DYNAMIC_TOKEN = /^\{%-?\s*dynamic\s+["']([^"']{1,100})["']\s*-?%\}$/;
+
+/**
+ * A Liquid token of the HTML as the derived text part prints it: what it
+ * prints into the HTML, as text (a variable or a dynamic content slot holding
+ * markup or entities reads as the reader sees it). Other tags stay as they are.
+ */
+function asTextToken(token: string): string {
+  const output = OUTPUT_TOKEN.exec(token);
+  if (output && output[2].trim())
+    return `{{${output[1]}${output[2].trimEnd()} | ${TEXT_OF_HTML} ${output[3]}}}`;
+  const slot = DYNAMIC_TOKEN.exec(token);
+  return slot ? `{{ dynamic["${slot[1]}"] | ${TEXT_OF_HTML} }}` : token;
+}
+
 /**
  * An email's source as mail clients want it, prepared once per template
- * text rather than once per message: CSS inlined (juice) and a text part
- * derived (html-to-text) when none is given, both still Liquid. Each Liquid
- * token travels through the HTML tools as an opaque stand-in and is put back
- * after, so neither tool can split or alter it.
+ * text rather than once per message: CSS inlined (juice) and, when none is
+ * given, a text part derived from the HTML (html-to-text), both still Liquid.
+ * Each Liquid token travels through the HTML tools as an opaque stand-in and
+ * is put back after, so neither tool can split or alter it; in the text part
+ * each output prints the text of what it prints into the HTML, so the text
+ * part reads as the rendered HTML does without deriving it per message.
  */
 export function prepareEmail(content: Content): Content {
   const html = typeof content.html === "string" && content.html ? content.html : null;
@@ -265,13 +313,17 @@ export function prepareEmail(content: Content): Content {
     else {
       const tokens: string[] = [];
       const masked = html.replace(LIQUID_TOKEN, (token) => standIn(tokens.push(token) - 1));
-      const restore = (text: string) => text.replace(STAND_IN, (_, n: string) => tokens[Number(n)] ?? "");
       const inlined = juice(masked, { removeStyleTags: false, preserveMediaQueries: true });
+      // Inside `{% raw %}` an output is text to print, not one to convert.
+      const raw = /\{%-?\s*raw\b/.test(html);
       prepared = {
-        html: restore(inlined),
+        html: inlined.replace(STAND_IN, (_, n: string) => tokens[Number(n)] ?? ""),
         text:
           given ??
-          restore(htmlToText(inlined, { wordwrap: 78, selectors: [{ selector: "img", format: "skip" }] })),
+          htmlToText(inlined).replace(STAND_IN, (_, n: string) => {
+            const token = tokens[Number(n)] ?? "";
+            return raw ? token : asTextToken(token);
+          }),
       };
     }
     if (preparedCount >= PARSE_CACHE_SIZE) {

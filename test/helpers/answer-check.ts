@@ -1,3 +1,5 @@
+import Ajv from "ajv";
+import addFormats from "ajv-formats";
 import { schemaIssues } from "../../lib/schema";
 
 /**
@@ -5,7 +7,10 @@ import { schemaIssues } from "../../lib/schema";
  * against what `GET /api/openapi` declares for its operation and status, so
  * the document cannot drift from the code. Operations whose success schema
  * is still the untyped `{}` (areas not yet on TypeBox) are checked for
- * errors only.
+ * errors only. Every moment in an answer is written one way, the contract's
+ * ISO 8601 UTC with milliseconds and `Z`: a declared date-time in another
+ * form fails, and so does a string anywhere that has the form jsonb gives a
+ * timestamptz (`+00:00`, microseconds), declared or not.
  */
 
 interface Operation {
@@ -63,6 +68,42 @@ function responseSchema(operation: Operation, status: number): Record<string, un
   return declared?.content?.["application/json"]?.schema;
 }
 
+/** The one form of a moment in an answer. */
+export const API_MOMENT = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
+/** A moment with an offset, as PostgreSQL writes a timestamptz into JSON: never what the API answers. */
+const OFFSET_MOMENT = /^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(\.\d+)?[+-]\d{2}(:\d{2})?$/;
+
+/** The answer schemas again, with `date-time` meaning exactly API_MOMENT. */
+const momentAjv = addFormats(new Ajv({ allErrors: true, strict: false }));
+momentAjv.addFormat("date-time", API_MOMENT);
+const momentValidators = new WeakMap<object, ReturnType<typeof momentAjv.compile>>();
+
+/** Date-time fields of the answer not written as API_MOMENT, and offset-form moments anywhere in it. */
+export function momentIssues(schema: Record<string, unknown> | undefined, body: unknown): string[] {
+  const issues: string[] = [];
+  if (schema) {
+    let validate = momentValidators.get(schema);
+    if (!validate) {
+      validate = momentAjv.compile(schema);
+      momentValidators.set(schema, validate);
+    }
+    if (!validate(body))
+      for (const error of validate.errors ?? [])
+        if (error.keyword === "format" && error.params.format === "date-time")
+          issues.push(`${error.instancePath || "(answer)"} is not ISO 8601 UTC with milliseconds and Z`);
+  }
+  const walk = (value: unknown, path: string) => {
+    if (typeof value === "string") {
+      if (OFFSET_MOMENT.test(value))
+        issues.push(`${path || "(answer)"} is a moment with an offset (${value})`);
+    } else if (Array.isArray(value)) value.forEach((item, i) => walk(item, `${path}/${i}`));
+    else if (value && typeof value === "object")
+      for (const [key, item] of Object.entries(value)) walk(item, `${path}/${key}`);
+  };
+  walk(body, "");
+  return [...new Set(issues)];
+}
+
 const isTyped = (schema: Record<string, unknown> | undefined) => !!schema && Object.keys(schema).length > 0;
 
 /** Throws when an answer does not match its operation's declaration. */
@@ -82,6 +123,11 @@ export async function checkAnswer(
   const operation = route?.methods[method.toLowerCase()];
   if (!operation) return;
   const schema = responseSchema(operation, status);
+  const moments = momentIssues(isTyped(schema) ? rooted(schema!, loaded.doc) : undefined, body);
+  if (moments.length)
+    throw new Error(
+      `${method} ${path} answered ${status} with moments in another form: ${moments.join("; ")}`,
+    );
   if (status < 300) {
     const typedSuccess = Object.entries(operation.responses ?? {}).find(
       ([code, response]) => code.startsWith("2") && isTyped(response.content?.["application/json"]?.schema),

@@ -17,6 +17,22 @@ describe("answers checked against their description", () => {
         },
         post: { responses: { "201": { content: { "application/json": { schema: {} } } } } },
       },
+      "/api/things/{id}/moments": {
+        get: {
+          responses: {
+            "200": {
+              content: {
+                "application/json": {
+                  schema: {
+                    type: "object",
+                    properties: { at: { type: "string", format: "date-time" }, data: { type: "object" } },
+                  },
+                },
+              },
+            },
+          },
+        },
+      },
       "/api/things/special": {
         get: { responses: { "202": { content: { "application/json": { schema: { type: "object" } } } } } },
       },
@@ -31,6 +47,13 @@ describe("answers checked against their description", () => {
     "GET /api/things/missing": [404, { message: "no" }],
     "POST /api/things/legacy": [200, { anything: true }],
     "GET /api/things/special": [200, {}],
+    "GET /api/things/ms/moments": [200, { at: "2026-11-27T01:02:03.456Z", data: { t: "2026-11-27" } }],
+    "GET /api/things/seconds/moments": [200, { at: "2026-11-27T01:02:03Z" }],
+    "GET /api/things/offset/moments": [200, { at: "2026-11-27T01:02:03.456+00:00" }],
+    "GET /api/things/nested/moments": [
+      200,
+      { at: "2026-11-27T01:02:03.456Z", data: { history: [{ at: "2026-11-27T01:02:03.456789+00:00" }] } },
+    ],
   };
   let server: http.Server;
   let client: HttpClient;
@@ -59,5 +82,14 @@ describe("answers checked against their description", () => {
       "answered 200; the description declares 202",
     );
     await expect(client.post("/api/things/legacy", {})).resolves.toMatchObject({ status: 200 });
+  });
+
+  it("fails a moment not written as ISO 8601 UTC with milliseconds and Z, declared or inside untyped data", async () => {
+    await expect(client.get("/api/things/ms/moments")).resolves.toMatchObject({ status: 200 });
+    await expect(client.get("/api/things/seconds/moments")).rejects.toThrow("/at is not ISO 8601 UTC");
+    await expect(client.get("/api/things/offset/moments")).rejects.toThrow("/at is not ISO 8601 UTC");
+    await expect(client.get("/api/things/nested/moments")).rejects.toThrow(
+      "/data/history/0/at is a moment with an offset",
+    );
   });
 });

@@ -7,6 +7,7 @@ import {
   dueNotificationKey,
   mergeObject,
   normaliseDomain,
+  searchTypes,
   statusOfStage,
   summariseDeals,
 } from "../../services/crm/crm.rules";
@@ -167,4 +168,28 @@ test("summariseDeals lists every stage, sums per currency and computes the win r
   });
   expect(result.winRate).toBe(0.75);
   expect(summariseDeals([], []).winRate).toBeNull();
+});
+
+describe("searchTypes", () => {
+  test("every type when none is asked; the asked ones, once each; an unknown or empty list names `types`", () => {
+    expect(searchTypes(undefined)).toEqual([
+      "contact",
+      "company",
+      "deal",
+      "campaign",
+      "template",
+      "segment",
+      "form",
+    ]);
+    expect(searchTypes(" deal, contact,deal ")).toEqual(["deal", "contact"]);
+    for (const types of ["contacts", "deal,planet", ","]) {
+      let err: unknown;
+      try {
+        searchTypes(types);
+      } catch (e) {
+        err = e;
+      }
+      expect((err as { data: { details: Array<{ field: string }> } }).data.details[0].field).toBe("types");
+    }
+  });
 });

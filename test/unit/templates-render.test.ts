@@ -205,11 +205,11 @@ describe("prepareEmail (once per template text)", () => {
     expect(out.html).toMatch(/<p style="color: red;">Hi<\/p>/);
   });
 
-  it("derives a text part when none is given, skipping images, and keeps a given one", () => {
+  it("derives a text part when none is given, headings as written, skipping images, and keeps a given one", () => {
     const derived = prepareEmail({
       html: '<h1>Title</h1><p>Body <a href="https://x.test">link</a></p><img src="a.png">',
     });
-    expect(derived.text).toMatch(/TITLE/);
+    expect(derived.text).toMatch(/^Title\n/);
     expect(derived.text).toMatch(/Body link \[https:\/\/x\.test\]/);
     expect(derived.text).not.toMatch(/a\.png/);
     expect(prepareEmail({ html: "<p>x</p>", text: "mine" }).text).toBe("mine");
@@ -221,8 +221,12 @@ describe("prepareEmail (once per template text)", () => {
     const out = prepareEmail({ html });
     expect(out.html).toContain('<td title="{{ item.title | escape }}" style="padding: 4px;">');
     expect(out.html).toContain("{% for item in items %}<tr>");
-    expect(out.text).toContain('{{ item.name | upcase | append: " and a long tail that would wrap" }}');
-    expect(out.text).toContain("Unsubscribe [{{ unsubscribeUrl }}]");
+    // In the text part each output prints the text of what it prints into the HTML.
+    expect(out.text).toContain(
+      '{{ item.name | upcase | append: " and a long tail that would wrap" | text_of_html }}',
+    );
+    expect(out.text).toContain("Unsubscribe [{{ unsubscribeUrl | text_of_html }}]");
+    expect(out.text).toContain("{% for item in items %}");
   });
 
   it("gives an email without HTML an empty text part rather than undefined", () => {
@@ -268,6 +272,34 @@ describe("compose of an email", () => {
     expect(out.content.html).toContain(">For Ada</div>");
     expect(out.content.text).toContain("Hi Ada");
     expect(out.content.text).toContain("u [https://u.test/x]");
+  });
+
+  it("gives a text part that reads as the rendered HTML: a heading as written, markup and entities of values as text", async () => {
+    const out = await compose(
+      template({
+        content: {
+          subject: "Hi",
+          html: '<h1>Hello {{ contact.firstName }}!</h1><p>{% dynamic "promo" %} {{ note }} {{ formula | escape }}</p>',
+          text: null,
+        },
+      }),
+      {
+        contact: { id: "c", firstName: "Ana" },
+        defaultLocale: "en",
+        workspace,
+        dynamic: { promo: "<b>Half price</b>" },
+        variables: { note: "for Tom &amp; <i>Jerry</i>", formula: "a < b" },
+      },
+    );
+    expect(out.content.text).toBe("Hello Ana!\n\nHalf price for Tom & Jerry a < b");
+  });
+
+  it("leaves outputs inside {% raw %} as they print", async () => {
+    const out = await compose(
+      template({ content: { subject: "Hi", html: "<p>{% raw %}{{ kept }}{% endraw %}</p>", text: null } }),
+      { contact: { id: "c" }, defaultLocale: "en", workspace },
+    );
+    expect(out.content.text).toBe("{{ kept }}");
   });
 });
 

@@ -1,10 +1,14 @@
-import { database } from "../../../lib/database";
+import { ANALYTICS_ENDPOINTS } from "../../../lib/analytics";
+import { createSequelize, database } from "../../../lib/database";
+import { up as convertWidgets } from "../../../models/migrations/0070-dashboard-widget-kinds";
 import { SOURCES } from "../../../services/crm/search.repo";
+import { createTestDatabase } from "../../helpers/database";
 import { crmWorld, insertContact, type CrmWorld } from "./crm-fixtures";
 
 let w: CrmWorld;
 beforeAll(async () => {
-  w = await crmWorld();
+  // The activity feed is the events area's.
+  w = await crmWorld({ services: ["events"] });
 });
 afterAll(() => w.app.stop());
 
@@ -123,7 +127,6 @@ describe("saved views through moleculer-db's adapter", () => {
       "savedViews.list",
       "savedViews.remove",
       "savedViews.update",
-      "savedViews.visible",
     ]);
     const shared = await w.owner.client.post(`${w.ws}/saved-views`, {
       name: "Everyone's",
@@ -149,146 +152,248 @@ describe("saved views through moleculer-db's adapter", () => {
 });
 
 describe("dashboard widgets", () => {
-  test("create and list the caller's widgets in layout order", async () => {
-    const first = await w.member.client.post(`${w.ws}/dashboard-widgets`, { type: "deals_by_stage" });
+  const widget = (fields: Record<string, unknown> = {}) => ({
+    title: "Sends",
+    kind: "timeseries",
+    endpoint: "timeseries",
+    params: { metric: "sent", granularity: "day" },
+    ...fields,
+  });
+
+  test("the caller's own widgets: created (201), listed by position, changed and removed", async () => {
+    const first = await w.member.client.post(`${w.ws}/dashboard-widgets`, widget());
     expect(first.status).toBe(201);
-    expect(first.body).toMatchObject({
-      type: "deals_by_stage",
-      title: "Deals by stage",
-      config: {},
+    expect(first.body).toEqual({
+      id: expect.any(String),
+      title: "Sends",
+      kind: "timeseries",
+      endpoint: "timeseries",
+      params: { metric: "sent", granularity: "day" },
       position: { x: 0, y: 0, w: 12, h: 4 },
+      createdAt: expect.any(String),
+      updatedAt: expect.any(String),
     });
-    const second = await w.member.client.post(`${w.ws}/dashboard-widgets`, {
-      type: "tasks_due",
-      title: "My tasks",
-      config: { assignee: "me" },
-    });
+    const second = await w.member.client.post(
+      `${w.ws}/dashboard-widgets`,
+      widget({ title: "Funnel", kind: "funnel", endpoint: "funnel", params: { steps: "a,b" } }),
+    );
     expect(second.body.position).toEqual({ x: 0, y: 4, w: 12, h: 4 });
-    const top = await w.member.client.post(`${w.ws}/dashboard-widgets`, {
-      type: "metric",
-      position: { x: 0, y: 0, w: 3, h: 2 },
-    });
+    const top = await w.member.client.post(
+      `${w.ws}/dashboard-widgets`,
+      widget({
+        title: "Contacts",
+        kind: "metric",
+        endpoint: "overview",
+        params: undefined,
+        position: { x: 6, y: 0, w: 3, h: 2 },
+      }),
+    );
+    expect(top.body.params).toEqual({});
     const list = await w.member.client.get(`${w.ws}/dashboard-widgets`);
     expect(list.status).toBe(200);
     expect(list.body.map((x: { id: string }) => x.id)).toEqual([first.body.id, top.body.id, second.body.id]);
     expect((await w.owner.client.get(`${w.ws}/dashboard-widgets`)).body).toEqual([]);
+
+    const moved = await w.member.client.patch(`${w.ws}/dashboard-widgets/${second.body.id}`, {
+      title: "Signup funnel",
+      position: { x: 3, y: 0, w: 3, h: 3 },
+    });
+    expect(moved.status).toBe(200);
+    expect(moved.body).toMatchObject({
+      title: "Signup funnel",
+      kind: "funnel",
+      endpoint: "funnel",
+      params: { steps: "a,b" },
+      position: { x: 3, y: 0, w: 3, h: 3 },
+    });
+    expect(
+      (await w.member.client.get(`${w.ws}/dashboard-widgets`)).body.map((x: { id: string }) => x.id),
+    ).toEqual([first.body.id, second.body.id, top.body.id]);
+
+    // Another member's widget, or one in another workspace, is not found.
+    expect(
+      (await w.owner.client.patch(`${w.ws}/dashboard-widgets/${first.body.id}`, { title: "x" })).status,
+    ).toBe(404);
+    expect((await w.owner.client.delete(`${w.ws}/dashboard-widgets/${first.body.id}`)).status).toBe(404);
+    expect(
+      (await w.other.owner.client.delete(`${w.other.ws}/dashboard-widgets/${first.body.id}`)).status,
+    ).toBe(404);
+
+    const removed = await w.member.client.delete(`${w.ws}/dashboard-widgets/${top.body.id}`);
+    expect(removed.status).toBe(200);
+    expect(removed.body).toEqual({ success: true });
+    expect((await w.member.client.delete(`${w.ws}/dashboard-widgets/${top.body.id}`)).status).toBe(404);
+    expect(
+      (await w.member.client.get(`${w.ws}/dashboard-widgets`)).body.map((x: { id: string }) => x.id),
+    ).toEqual([first.body.id, second.body.id]);
   });
 
-  test("a widget's references must exist; invalid widgets are 400", async () => {
-    const pipelineId = (await w.owner.client.get(`${w.ws}/pipelines`)).body[0].id;
-    expect(
-      (
-        await w.owner.client.post(`${w.ws}/dashboard-widgets`, {
-          type: "pipeline_value",
-          config: { pipelineId },
-        })
-      ).status,
-    ).toBe(201);
-    const foreignPipeline = (await w.other.owner.client.get(`${w.other.ws}/pipelines`)).body[0].id;
-    expect(
-      (
-        await w.owner.client.post(`${w.ws}/dashboard-widgets`, {
-          type: "pipeline_value",
-          config: { pipelineId: foreignPipeline },
-        })
-      ).status,
-    ).toBe(404);
-    const view = (await w.owner.client.post(`${w.ws}/saved-views`, { name: "For widget", resource: "deals" }))
-      .body;
-    expect(
-      (
-        await w.owner.client.post(`${w.ws}/dashboard-widgets`, {
-          type: "saved_view",
-          config: { viewId: view.id },
-        })
-      ).status,
-    ).toBe(201);
-    // The member cannot see the owner's private view.
-    expect(
-      (
-        await w.member.client.post(`${w.ws}/dashboard-widgets`, {
-          type: "saved_view",
-          config: { viewId: view.id },
-        })
-      ).status,
-    ).toBe(404);
+  test("every analytics name is an endpoint; an unknown endpoint and other invalid widgets are 400 naming the field", async () => {
+    for (const endpoint of ANALYTICS_ENDPOINTS)
+      expect((await w.viewer.client.post(`${w.ws}/dashboard-widgets`, widget({ endpoint }))).status).toBe(
+        201,
+      );
+    const existing = (await w.viewer.client.get(`${w.ws}/dashboard-widgets`)).body[0];
     for (const [body, field] of [
-      [{}, "type"],
-      [{ type: "horoscope" }, "type"],
-      [{ type: "saved_view" }, "config.viewId"],
-      [{ type: "metric", position: { x: 0, y: 0, w: 20, h: 1 } }, "position.w"],
-      [{ type: "metric", config: { pipelineId: 5 } }, "config.pipelineId"],
+      [widget({ endpoint: "horoscope" }), "endpoint"],
+      [widget({ endpoint: undefined }), "endpoint"],
+      [widget({ kind: "pie" }), "kind"],
+      [widget({ title: undefined }), "title"],
+      [widget({ params: "metric=sent" }), "params"],
+      [widget({ position: { x: 0, y: 0, w: 20, h: 1 } }), "position.w"],
     ] as const) {
       const res = await w.owner.client.post(`${w.ws}/dashboard-widgets`, body);
       expect({ body, status: res.status }).toEqual({ body, status: 400 });
       expect(res.body.details.map((d: { field: string }) => d.field)).toContain(field);
     }
+    const badPatch = await w.viewer.client.patch(`${w.ws}/dashboard-widgets/${existing.id}`, {
+      endpoint: "horoscope",
+    });
+    expect(badPatch.status).toBe(400);
+    expect(badPatch.body.details.map((d: { field: string }) => d.field)).toEqual(["endpoint"]);
     expect((await w.fullKey.get(`${w.ws}/dashboard-widgets`)).status).toBe(401);
-    expect((await w.other.owner.client.post(`${w.ws}/dashboard-widgets`, { type: "metric" })).status).toBe(
-      403,
-    );
+    expect((await w.other.owner.client.post(`${w.ws}/dashboard-widgets`, widget())).status).toBe(403);
+  });
+
+  test("the migration turns CRM widgets into analytics widgets, keeping title, position and config", async () => {
+    const scratch = await createTestDatabase();
+    const sequelize = createSequelize(scratch.url);
+    try {
+      // The table as it was before the migration, with one widget of each kind it knew.
+      await sequelize.query(`
+        DROP TABLE dashboard_widgets;
+        CREATE TABLE dashboard_widgets (
+          id text PRIMARY KEY, workspace_id text NOT NULL, user_id text NOT NULL, type text NOT NULL,
+          title text NOT NULL, config jsonb NOT NULL DEFAULT '{}'::jsonb, position jsonb NOT NULL DEFAULT '{}'::jsonb,
+          created_at timestamptz NOT NULL DEFAULT now(), updated_at timestamptz NOT NULL DEFAULT now());
+        CREATE INDEX dashboard_widgets_user_idx ON dashboard_widgets (workspace_id, user_id, created_at);
+        INSERT INTO dashboard_widgets (id, workspace_id, user_id, type, title, config, position) VALUES
+          ('w1', 'ws', 'u', 'contacts_growth', 'Growth', '{"days": 30}', '{"x": 0, "y": 0, "w": 6, "h": 4}'),
+          ('w2', 'ws', 'u', 'deals_by_stage', 'Stages', '{"pipelineId": "p1"}', '{"x": 6, "y": 0, "w": 6, "h": 4}'),
+          ('w3', 'ws', 'u', 'recent_activity', 'Recent', '{}', '{"x": 0, "y": 4, "w": 12, "h": 4}'),
+          ('w4', 'ws', 'u', 'contacts_total', 'Contacts', '{}', '{"x": 0, "y": 8, "w": 3, "h": 2}'),
+          ('w5', 'ws', 'u', 'pipeline_value', 'Pipeline', '{}', '{"x": 3, "y": 8, "w": 3, "h": 2}');
+      `);
+      await convertWidgets(sequelize);
+      const [rows] = await sequelize.query(
+        "SELECT id, title, kind, endpoint, params, position FROM dashboard_widgets ORDER BY id",
+      );
+      expect(rows).toEqual([
+        {
+          id: "w1",
+          title: "Growth",
+          kind: "timeseries",
+          endpoint: "timeseries",
+          params: { metric: "contacts", days: 30 },
+          position: { x: 0, y: 0, w: 6, h: 4 },
+        },
+        {
+          id: "w2",
+          title: "Stages",
+          kind: "funnel",
+          endpoint: "funnel",
+          params: { pipelineId: "p1" },
+          position: { x: 6, y: 0, w: 6, h: 4 },
+        },
+        {
+          id: "w3",
+          title: "Recent",
+          kind: "table",
+          endpoint: "activity",
+          params: {},
+          position: { x: 0, y: 4, w: 12, h: 4 },
+        },
+        {
+          id: "w4",
+          title: "Contacts",
+          kind: "metric",
+          endpoint: "overview",
+          params: {},
+          position: { x: 0, y: 8, w: 3, h: 2 },
+        },
+        {
+          id: "w5",
+          title: "Pipeline",
+          kind: "metric",
+          endpoint: "revenue",
+          params: {},
+          position: { x: 3, y: 8, w: 3, h: 2 },
+        },
+      ]);
+    } finally {
+      await sequelize.close();
+      await scratch.drop();
+    }
   });
 });
 
 describe("activity", () => {
-  test("recent CRM changes across the workspace, newest first, without access entries", async () => {
-    const company = (await w.owner.client.post(`${w.ws}/companies`, { name: "Activity Co" })).body;
-    const deal = (
-      await w.member.client.post(`${w.ws}/deals`, { title: "Activity deal", companyId: company.id })
-    ).body;
-    const stages = (await w.owner.client.get(`${w.ws}/pipelines`)).body[0].stages;
-    await w.member.client.patch(`${w.ws}/deals/${deal.id}/stage`, { stageId: stages[1].id });
-    const task = (await w.fullKey.post(`${w.ws}/tasks`, { title: "Activity task" })).body;
+  test("the recorded-activity feed: events newest first with their contact, filtered by type, contact and time", async () => {
+    const ana = await insertContact(w.workspaceId, {
+      email: "ana@feed.test",
+      firstName: "Ana",
+      lastName: "Lima",
+    });
+    const bo = await insertContact(w.workspaceId, { email: "bo@feed.test" });
+    const record = async (body: Record<string, unknown>) => {
+      const res = await w.owner.client.post(`${w.ws}/events`, body);
+      expect(res.status).toBe(201);
+      return res.body as { id: string; timestamp: string };
+    };
+    const viewed = await record({ type: "page_view", contactId: ana, metadata: { title: "Pricing" } });
+    const bought = await record({ type: "purchase", contactId: ana, metadata: { amount: 42 } });
+    const anonymous = await record({ type: "page_view", metadata: { title: "Home" } });
+    const boViewed = await record({ type: "page_view", contactId: bo });
+    // An audit entry (a CRM write) is not activity.
+    await w.owner.client.post(`${w.ws}/companies`, { name: "Not activity" });
 
-    const res = await w.viewer.client.get(`${w.ws}/activity?limit=4`);
+    const res = await w.viewer.client.get(`${w.ws}/activity?limit=3`);
     expect(res.status).toBe(200);
-    expect(res.body.data.map((a: { type: string }) => a.type)).toEqual([
-      "task.created",
-      "deal.stage_changed",
-      "deal.created",
-      "company.created",
-    ]);
-    expect(res.body.data[0]).toMatchObject({
-      actor: { type: "api_key" },
-      target: { type: "task", id: task.id },
+    expect(res.body.data.map((a: { id: string }) => a.id)).toEqual([boViewed.id, anonymous.id, bought.id]);
+    expect(res.body.pagination).toMatchObject({ limit: 3, total: 4 });
+    expect(res.body.data[1]).toEqual({
+      id: anonymous.id,
+      type: "page_view",
+      contactId: null,
+      contact: null,
+      metadata: { title: "Home" },
+      occurredAt: anonymous.timestamp,
     });
-    expect(res.body.data[1]).toMatchObject({
-      actor: { type: "user", id: w.member.id, name: "Mia Member" },
-      target: { type: "deal", id: deal.id },
+    expect(res.body.data[2]).toEqual({
+      id: bought.id,
+      type: "purchase",
+      contactId: ana,
+      contact: { id: ana, email: "ana@feed.test", firstName: "Ana", lastName: "Lima" },
+      metadata: { amount: 42 },
+      occurredAt: bought.timestamp,
     });
-    expect(res.body.pagination.limit).toBe(4);
 
-    const all = await w.owner.client.get(`${w.ws}/activity?limit=100`);
-    const types = all.body.data.map((a: { type: string }) => a.type);
-    expect(types).not.toContain("api_key.created");
-    expect(types).not.toContain("member.added");
-    expect(types).not.toContain("workspace.created");
-
-    expect(
-      (await w.owner.client.get(`${w.ws}/activity?type=deal.*`)).body.data.map(
-        (a: { type: string }) => a.type,
-      ),
-    ).toEqual(["deal.stage_changed", "deal.created"]);
-    expect((await w.owner.client.get(`${w.ws}/activity?type=company.created`)).body.pagination.total).toBe(1);
-    expect((await w.owner.client.get(`${w.ws}/activity?targetId=${deal.id}`)).body.pagination.total).toBe(2);
-    expect((await w.owner.client.get(`${w.ws}/activity?targetType=task`)).body.pagination.total).toBe(1);
-    expect((await w.owner.client.get(`${w.ws}/activity?actorId=${w.member.id}`)).body.pagination.total).toBe(
-      2,
-    );
-    expect((await w.owner.client.get(`${w.ws}/activity?from=2999-01-01`)).body.data).toEqual([]);
+    const ids = async (query: string) =>
+      (await w.readKey.get(`${w.ws}/activity?${query}`)).body.data.map((a: { id: string }) => a.id);
+    expect(await ids(`contactId=${ana}`)).toEqual([bought.id, viewed.id]);
+    expect(await ids("type=page_view")).toEqual([boViewed.id, anonymous.id, viewed.id]);
+    expect(await ids(`type=page_view&contactId=${ana}`)).toEqual([viewed.id]);
+    expect(await ids("from=2999-01-01")).toEqual([]);
+    expect(await ids(`to=${encodeURIComponent(viewed.timestamp)}`)).toEqual([viewed.id]);
+    expect(await ids(`from=${encodeURIComponent(boViewed.timestamp)}`)).toEqual([boViewed.id]);
     const beyond = await w.owner.client.get(`${w.ws}/activity?page=50`);
     expect(beyond.body.data).toEqual([]);
-    expect(beyond.body.pagination.total).toBe(all.body.pagination.total);
+    expect(beyond.body.pagination.total).toBe(4);
     expect((await w.owner.client.get(`${w.ws}/activity?from=someday`)).status).toBe(400);
-    expect((await w.readKey.get(`${w.ws}/activity`)).status).toBe(200);
     const otherWs = await w.other.owner.client.get(`${w.other.ws}/activity`);
-    expect(otherWs.body.data.map((a: { target: { id: string } | null }) => a.target?.id)).not.toContain(
-      deal.id,
-    );
+    expect(otherWs.body.data).toEqual([]);
+    expect((await w.other.owner.client.get(`${w.ws}/activity`)).status).toBe(403);
+  });
+
+  test("the audit log stays at audit-logs", async () => {
+    const res = await w.owner.client.get(`${w.ws}/audit-logs?action=company.created`);
+    expect(res.status).toBe(200);
+    expect(res.body.data.length).toBeGreaterThan(0);
   });
 });
 
 describe("search", () => {
+  const sqlInsert = async (sql: string, bind: unknown[]) => (await database()).query(sql, { bind });
   beforeAll(async () => {
     await insertContact(w.workspaceId, {
       email: "zelda.quark@hyrule.test",
@@ -296,35 +401,63 @@ describe("search", () => {
       lastName: "Quark",
     });
     await insertContact(w.workspaceId, { email: "link@hyrule.test", firstName: "Link" });
+    await insertContact(w.workspaceId, { email: "quark@hyrule.test", firstName: "Quinn" });
     await w.owner.client.post(`${w.ws}/companies`, { name: "Quarkonium Labs", domain: "quarkonium.io" });
-    await w.owner.client.post(`${w.ws}/deals`, { title: "Quark expansion", value: 1200, currency: "EUR" });
+    await w.owner.client.post(`${w.ws}/deals`, {
+      title: "Big Quark expansion",
+      value: 1200,
+      currency: "EUR",
+    });
+    await sqlInsert(
+      `INSERT INTO campaigns (id, workspace_id, name, type, workflow) VALUES ($1, $2, 'Quark welcome', 'workflow', '{}')`,
+      [`cp_${w.workspaceId}`, w.workspaceId],
+    );
+    await sqlInsert(
+      `INSERT INTO templates (id, workspace_id, name, channel, locale, content) VALUES ($1, $2, 'The quark letter', 'email', 'en', '{}')`,
+      [`tp_${w.workspaceId}`, w.workspaceId],
+    );
+    await sqlInsert(
+      `INSERT INTO segments (id, workspace_id, name, type) VALUES ($1, $2, 'Quark fans', 'static')`,
+      [`sg_${w.workspaceId}`, w.workspaceId],
+    );
+    await sqlInsert(
+      `INSERT INTO forms (id, workspace_id, name, fields, settings) VALUES ($1, $2, 'Quark signup', '[]', '{}')`,
+      [`fm_${w.workspaceId}`, w.workspaceId],
+    );
+    for (let i = 0; i < 12; i++) await insertContact(w.workspaceId, { email: `many${i}@crowd.test` });
     await insertContact(w.other.workspaceId, { email: "quark@elsewhere.test" });
   });
 
-  test("one query across contacts, companies and deals, best match first", async () => {
-    const res = await w.viewer.client.get(`${w.ws}/search?q=quark`);
+  test("one query across every kind of record, prefix matches first, case-insensitive", async () => {
+    const res = await w.owner.client.get(`${w.ws}/search?q=QUARK`);
     expect(res.status).toBe(200);
-    expect(res.body.query).toBe("quark");
-    expect(res.body.totals).toEqual({ contacts: 1, companies: 1, deals: 1 });
-    const byType = Object.fromEntries(res.body.data.map((h: { type: string }) => [h.type, h]));
-    expect(byType.contacts).toMatchObject({ title: "Zelda Quark", subtitle: "zelda.quark@hyrule.test" });
-    expect(byType.companies).toMatchObject({ title: "Quarkonium Labs", subtitle: "quarkonium.io" });
-    expect(byType.deals).toMatchObject({ title: "Quark expansion", subtitle: "1200.00 EUR · open" });
-    const scores = res.body.data.map((h: { score: number }) => h.score);
-    expect(scores).toEqual([...scores].sort((a, b) => b - a));
-    expect(res.body.data.map((h: { id: string }) => h.id)).toHaveLength(3);
+    expect(res.body.results).toEqual([
+      { type: "contact", id: expect.any(String), title: "Quinn", subtitle: "quark@hyrule.test" },
+      { type: "contact", id: expect.any(String), title: "Zelda Quark", subtitle: "zelda.quark@hyrule.test" },
+      { type: "company", id: expect.any(String), title: "Quarkonium Labs", subtitle: "quarkonium.io" },
+      { type: "deal", id: expect.any(String), title: "Big Quark expansion", subtitle: "1200.00 EUR · open" },
+      { type: "campaign", id: `cp_${w.workspaceId}`, title: "Quark welcome", subtitle: "workflow · draft" },
+      { type: "template", id: `tp_${w.workspaceId}`, title: "The quark letter", subtitle: "email" },
+      { type: "segment", id: `sg_${w.workspaceId}`, title: "Quark fans", subtitle: "static" },
+      { type: "form", id: `fm_${w.workspaceId}`, title: "Quark signup", subtitle: "active" },
+    ]);
+    // Contacts by name and by the start of their last name.
+    const byName = await w.owner.client.get(`${w.ws}/search?q=zel&types=contact`);
+    expect(byName.body.results.map((h: { title: string }) => h.title)).toEqual(["Zelda Quark"]);
   });
 
-  test("types and limit narrow it; bad input is 400", async () => {
-    const companies = await w.readKey.get(`${w.ws}/search?q=QUARK&types=companies`);
-    expect(companies.body.data.map((h: { type: string }) => h.type)).toEqual(["companies"]);
-    expect(companies.body.totals).toEqual({ companies: 1 });
-    const limited = await w.owner.client.get(`${w.ws}/search?q=hyrule&types=contacts&limit=1`);
-    expect(limited.body.data).toHaveLength(1);
-    expect(limited.body.totals.contacts).toBe(2);
-    expect((await w.owner.client.get(`${w.ws}/search?q=%25`)).body.data).toEqual([]);
-    expect((await w.owner.client.get(`${w.ws}/search`)).status).toBe(400);
-    const badType = await w.owner.client.get(`${w.ws}/search?q=x&types=contacts,planets`);
+  test("types narrows it, at most 10 per type; q under 2 characters or an unknown type is 400", async () => {
+    const companies = await w.readKey.get(`${w.ws}/search?q=quark&types=company,deal`);
+    expect(companies.body.results.map((h: { type: string }) => h.type)).toEqual(["company", "deal"]);
+    const crowd = await w.owner.client.get(`${w.ws}/search?q=crowd&types=contact`);
+    expect(crowd.body.results).toHaveLength(10);
+    expect((await w.owner.client.get(`${w.ws}/search?q=%25%25`)).body.results).toEqual([]);
+    for (const query of ["", "q=", "q=a", "q=%20a%20"]) {
+      const res = await w.owner.client.get(`${w.ws}/search?${query}`);
+      expect({ query, status: res.status }).toEqual({ query, status: 400 });
+      expect(res.body.details[0].field).toBe("q");
+    }
+    const badType = await w.owner.client.get(`${w.ws}/search?q=xy&types=contact,planets`);
     expect(badType.status).toBe(400);
     expect(badType.body.details[0].field).toBe("types");
   });
@@ -354,7 +487,7 @@ describe("search", () => {
             };
           },
         });
-        await source.run(explaining, w.workspaceId, "quark", 5);
+        await source.run(explaining, w.workspaceId, "quark");
       });
       expect({ type: source.type, usesIndex: plans.some((line) => /_search\w*_idx/.test(line)) }).toEqual({
         type: source.type,
@@ -363,18 +496,18 @@ describe("search", () => {
     }
   });
 
-  test("a key without contacts.read finds nothing; another workspace sees only its own", async () => {
+  test("each kind needs its read permission; another workspace sees only its own", async () => {
     const created = await w.owner.client.post(`${w.ws}/keys`, {
-      name: "analytics only",
-      scopes: ["analytics.read"],
+      name: "templates only",
+      scopes: ["templates.read"],
     });
     const key = w.app.http();
     key.bearer = created.body.key;
     const res = await key.get(`${w.ws}/search?q=quark`);
     expect(res.status).toBe(200);
-    expect(res.body).toEqual({ query: "quark", data: [], totals: {} });
+    expect(res.body.results.map((h: { type: string }) => h.type)).toEqual(["template"]);
     const other = await w.other.owner.client.get(`${w.other.ws}/search?q=quark`);
-    expect(other.body.data.map((h: { subtitle: string }) => h.subtitle)).toEqual(["quark@elsewhere.test"]);
+    expect(other.body.results.map((h: { subtitle: string }) => h.subtitle)).toEqual(["quark@elsewhere.test"]);
     expect((await w.other.owner.client.get(`${w.ws}/search?q=quark`)).status).toBe(403);
   });
 });
@@ -416,6 +549,8 @@ test("every CRM route is in the OpenAPI description with its access rule and res
     ["get", "/activity", "contacts.read", "200"],
     ["get", "/dashboard-widgets", undefined, "200"],
     ["post", "/dashboard-widgets", undefined, "201"],
+    ["patch", "/dashboard-widgets/{widgetId}", undefined, "200"],
+    ["delete", "/dashboard-widgets/{widgetId}", undefined, "200"],
     ["get", "/search", undefined, "200"],
   ];
   /** A named component's schema in place of its `$ref`. */

@@ -1,6 +1,7 @@
 import { QueryTypes } from "sequelize";
 import { SYSTEM } from "../../../lib/access";
 import { database } from "../../../lib/database";
+import { up as normaliseHistoryTimes } from "../../../models/migrations/0069-message-history-times";
 import * as repo from "../../../services/messages/messages.repo";
 import { startApp, type TestApp } from "../../helpers/app";
 import { multipartBody, ownerWithWorkspace } from "../../helpers/http";
@@ -57,7 +58,7 @@ test("a template send is queued (202), sent through the log provider, and messag
     channel: "email",
     content: {
       subject: "Hi {{ contact.firstName }}",
-      html: '<p>Hi {{ contact.firstName }} <a href="https://example.com/a?x=1&amp;y=2">go</a> <a href="{{ unsubscribeUrl }}">unsubscribe</a></p>',
+      html: '<h1>Hello {{ contact.firstName }}!</h1><p>Hi {{ contact.firstName }} <a href="https://example.com/a?x=1&amp;y=2">go</a> <a href="{{ unsubscribeUrl }}">unsubscribe</a></p>',
     },
   });
   const res = await c.post(`${ctx.ws}/messages`, { contactId, channel: "email", templateId: t.body.id });
@@ -74,7 +75,17 @@ test("a template send is queued (202), sent through the log provider, and messag
   expect(sent.content.subject).toBe("Hi Mia");
   expect(sent.content.html).toContain("/api/messages/");
   expect(sent.content.html).toContain("/api/unsubscribe?token=");
+  // The text part comes from the rendered HTML (the heading as written, the name filled), its link
+  // through the same signed short link as the HTML's.
+  const tracked = /href="([^"]*\/track\?u=[^"]+)"/.exec(sent.content.html)![1].replace(/&amp;/g, "&");
+  expect(sent.content.text).toMatch(/^Hello Mia!\n\nHi Mia go \[/);
+  expect(sent.content.text).toContain(`go [${tracked}]`);
+  expect(sent.content.text).not.toContain("https://example.com/a");
   expect(sent.history.map((h: { status: string }) => h.status)).toEqual(["queued", "sending", "sent"]);
+  // One form of moment, the statuses in the order they happened.
+  const times: string[] = sent.history.map((h: { at: string }) => h.at);
+  for (const at of times) expect(at).toMatch(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/);
+  expect(times).toEqual([...times].sort());
 
   const delivered = await waitFor(
     () => {
@@ -576,6 +587,7 @@ test("lists filter by status, channel and contact, newest first; the contact's t
     channel: "email",
     status: "sent",
     to: "timeline@example.com",
+    sentAt: expect.stringMatching(/\.\d{3}Z$/),
   });
   expect(item.data).not.toHaveProperty("to_address");
 });
@@ -624,4 +636,31 @@ test("enqueue (broadcasts, journeys): a template to many contacts, each checked,
     { meta: { principal: SYSTEM, workspaceId: ctx.workspaceId } },
   );
   await expect(wrongChannel).rejects.toMatchObject({ code: 400 });
+});
+
+test("history written before times were formatted in SQL is rewritten by its migration, in its order", async () => {
+  const c = ctx.owner.client;
+  const contactId = await contact({ email: "history@example.com" });
+  const res = await c.post(`${ctx.ws}/messages`, {
+    contactId,
+    channel: "email",
+    content: { subject: "s", html: "<p>x</p>" },
+  });
+  await sentTo(res.body.id);
+  const sequelize = await database();
+  const old = [
+    { status: "queued", at: "2026-01-01T10:00:00.120Z", reason: null },
+    { status: "sending", at: "2026-01-01T10:00:00.120345+00:00", reason: null },
+    { status: "sent", at: "2026-01-01T12:00:01.5+02:00", reason: null },
+  ];
+  await sequelize.query("UPDATE messages SET history = $1::jsonb WHERE id = $2", {
+    bind: [JSON.stringify(old), res.body.id],
+  });
+  await normaliseHistoryTimes(sequelize);
+  const detail = await c.get(`${ctx.ws}/messages/${res.body.id}`);
+  expect(detail.body.history).toEqual([
+    { status: "queued", at: "2026-01-01T10:00:00.120Z", reason: null },
+    { status: "sending", at: "2026-01-01T10:00:00.120Z", reason: null },
+    { status: "sent", at: "2026-01-01T10:00:01.500Z", reason: null },
+  ]);
 });
