@@ -231,6 +231,14 @@ function embedScript(markup: string): string {
   box.innerHTML = ${JSON.stringify(markup).replace(/</g, "\\u003c")};
   var form = box.querySelector("form");
   form.action = base + form.getAttribute("action");
+  // The forms' look (scoped to .cms-form), once per page.
+  if (!document.querySelector("link[data-cms-form-style]")) {
+    var style = document.createElement("link");
+    style.rel = "stylesheet";
+    style.href = base + "/form.css";
+    style.setAttribute("data-cms-form-style", "");
+    document.head.appendChild(style);
+  }
   script.parentNode.insertBefore(box, script);
   window.cmsForms.enhance(form);
 })();
