@@ -38,6 +38,7 @@ import * as websiteScript from "./0064-website-script";
 import * as pushSubscriptions from "./0065-push-subscriptions";
 import * as focusItemCounts from "./0066-focus-item-counts";
 import * as assets from "./0067-assets";
+import * as refusedOrigins from "./0068-refused-origins";
 
 export interface Migration {
   name: string;
@@ -85,4 +86,5 @@ export const migrations: Migration[] = [
   { name: "0065-push-subscriptions", up: pushSubscriptions.up },
   { name: "0066-focus-item-counts", up: focusItemCounts.up },
   { name: "0067-assets", up: assets.up },
+  { name: "0068-refused-origins", up: refusedOrigins.up },
 ];

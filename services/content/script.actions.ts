@@ -7,6 +7,7 @@ import { defineAction } from "../../lib/define-service";
 import { fieldError, forbidden, unauthorized } from "../../lib/errors";
 import type { AppContext } from "../../lib/moleculer-types";
 import { consume } from "../../lib/rate-limit";
+import { RefusedOrigins } from "../../lib/refused-origins";
 import { isServiceAvailable } from "../../lib/registry";
 import { VersionedCache } from "../../lib/versioned-cache";
 import { linkedContact } from "../messages/links";
@@ -44,8 +45,12 @@ const EVENT_LIMIT = { name: "script-event", points: 300, durationSeconds: 60 };
 const SITE_TTL_MS = 5_000;
 const sites = new LRUCache<string, Promise<ScriptSite>>({ max: 10_000, ttl: SITE_TTL_MS });
 
-/** The workspace of `?key=` (401 when unknown), its origins checked and echoed for CORS. */
-async function siteOf(ctx: AppContext, { key, page }: { key?: string; page?: string }): Promise<ScriptSite> {
+/** The workspace of `?key=` (401 when unknown), its origins checked (a refusal noted) and echoed for CORS. */
+async function siteOf(
+  ctx: AppContext,
+  { key, page }: { key?: string; page?: string },
+  refused: RefusedOrigins,
+): Promise<ScriptSite> {
   if (!key) throw unauthorized("The site key is missing (?key=)");
   let lookup = sites.get(key);
   if (!lookup) {
@@ -61,8 +66,10 @@ async function siteOf(ctx: AppContext, { key, page }: { key?: string; page?: str
   const site = await lookup;
   const origin = ctx.meta.origin;
   if (origin) {
-    if (!scriptOriginAllowed(origin, page, site))
+    if (!scriptOriginAllowed(origin, page, site)) {
+      refused.note(site.workspaceId, origin);
       throw forbidden("This site is not among the workspace's allowedOrigins");
+    }
     ctx.meta.$responseHeaders = {
       ...ctx.meta.$responseHeaders,
       "Access-Control-Allow-Origin": origin,
@@ -163,7 +170,7 @@ export const scriptActions: Partial<ServiceSchema> = {
       params: schemas.scriptConfig,
       result: results.scriptConfig,
       async handler(ctx) {
-        const site = await siteOf(ctx, ctx.params);
+        const site = await siteOf(ctx, ctx.params, this.refusedOrigins);
         const contactId = visitorOf(site, ctx.params.visitorToken);
         const cached = await (this.siteConfigs as VersionedCache<SiteConfig>).get(site.workspaceId);
         // Only an identified visitor can be in a segment: anyone else gets the answer made once per version.
@@ -197,7 +204,7 @@ export const scriptActions: Partial<ServiceSchema> = {
       result: results.scriptEvent,
       async handler(ctx) {
         const { key, page, visitorToken, metadata, type, ...fields } = ctx.params;
-        const site = await siteOf(ctx, { key, page });
+        const site = await siteOf(ctx, { key, page }, this.refusedOrigins);
         await consume(EVENT_LIMIT, ctx.meta.ip ?? "unknown");
         if (RESERVED_TYPES.test(type))
           throw forbidden(`${type} is recorded by the service itself, not by the website script`);
@@ -249,7 +256,7 @@ export const scriptActions: Partial<ServiceSchema> = {
       },
       params: schemas.scriptStream,
       async handler(ctx) {
-        const site = await siteOf(ctx, ctx.params);
+        const site = await siteOf(ctx, ctx.params, this.refusedOrigins);
         const contactId = visitorOf(site, ctx.params.visitorToken);
         const slots = [...new Set((ctx.params.slots ?? "").split(",").map((s) => s.trim()))].filter(Boolean);
         const content = slots.length
@@ -282,7 +289,7 @@ export const scriptActions: Partial<ServiceSchema> = {
       alsoAnswers: { 200: results.pushSubscription },
       result: results.pushSubscription,
       async handler(ctx) {
-        const site = await siteOf(ctx, ctx.params);
+        const site = await siteOf(ctx, ctx.params, this.refusedOrigins);
         await consume(EVENT_LIMIT, ctx.meta.ip ?? "unknown");
         const contactId = visitorOf(site, ctx.params.visitorToken);
         const { endpoint, keys } = ctx.params.subscription;
@@ -305,7 +312,7 @@ export const scriptActions: Partial<ServiceSchema> = {
       params: schemas.scriptPrefill,
       result: results.scriptPrefill,
       async handler(ctx) {
-        const site = await siteOf(ctx, ctx.params);
+        const site = await siteOf(ctx, ctx.params, this.refusedOrigins);
         const contactId = visitorOf(site, ctx.params.visitorToken);
         if (!contactId) return { fields: {} };
         ctx.meta.$responseHeaders = { ...ctx.meta.$responseHeaders, "Cache-Control": "no-store" };
@@ -338,6 +345,7 @@ export const scriptActions: Partial<ServiceSchema> = {
 
   created() {
     this.streams = new EventStreams(config().scriptHeartbeatMs);
+    this.refusedOrigins = new RefusedOrigins(this.broker);
     // Read on every page load: rebuilt only when the workspace's focus items or forms change (one probe per batch of reads).
     this.siteConfigs = new VersionedCache<SiteConfig>(
       focus.scriptConfigVersions,
@@ -348,5 +356,6 @@ export const scriptActions: Partial<ServiceSchema> = {
 
   stopped() {
     this.streams.closeAll();
+    return (this.refusedOrigins as RefusedOrigins).flush();
   },
 };

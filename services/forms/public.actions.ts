@@ -1,11 +1,13 @@
 import fs from "node:fs";
 import path from "node:path";
+import type { ServiceSchema } from "moleculer";
 import { SYSTEM } from "../../lib/access";
 import { defineAction } from "../../lib/define-service";
 import { notFound, type ErrorData, type FieldIssue } from "../../lib/errors";
 import type { AppContext } from "../../lib/moleculer-types";
 import { prefersHtml, renderPage, renderPartial } from "../../lib/pages";
 import { PUBLIC_DIR } from "../../lib/paths";
+import { RefusedOrigins } from "../../lib/refused-origins";
 import { workspaceOf } from "../../lib/tenancy";
 import * as repo from "./forms.repo";
 import { results, schemas, type FormView } from "./forms.schemas";
@@ -66,7 +68,7 @@ const formMarkup = (form: FormView) =>
 const messagePage = (ctx: AppContext, status: number, heading: string, text: string) =>
   renderPage(ctx, "message", { title: heading, heading, text }, status);
 
-export const publicActions = {
+export const publicActions: Partial<ServiceSchema> = {
   actions: {
     /** Submit a form (JSON or form-encoded). Public. */
     submit: defineAction({
@@ -104,6 +106,7 @@ export const publicActions = {
         const origin = ctx.meta.origin ?? null;
         if (origin && originAllowed(origin, form.allowedOrigins))
           ctx.meta.$responseHeaders = { "Access-Control-Allow-Origin": origin, Vary: "Origin" };
+        else if (origin) (this.refusedOrigins as RefusedOrigins).note(form.workspaceId, origin);
         try {
           const visitor = { ip: ctx.meta.ip ?? null, userAgent: ctx.meta.userAgent ?? null, origin };
           const answer = await submitForm(ctx.broker, form, body, visitor);
@@ -217,6 +220,14 @@ export const publicActions = {
         return redirectAllowed(url, form.allowedOrigins) ? url : null;
       },
     }),
+  },
+
+  created() {
+    this.refusedOrigins = new RefusedOrigins(this.broker);
+  },
+
+  stopped() {
+    return (this.refusedOrigins as RefusedOrigins).flush();
   },
 };
 

@@ -309,3 +309,40 @@ test("Origin null (a sandboxed page) is answered only for the workspace's own la
   for (const pageToken of [undefined, "forged", landingPageToken("another-workspace", "lp")])
     expect((await page().get(...sandboxed(pageToken))).status).toBe(403);
 });
+
+test("refused origins (script and forms) are shown in the workspace's GET, most recent first, with counts", async () => {
+  const form = await c().post(`${ctx.ws}/forms`, {
+    name: "Refusals",
+    fields: [{ key: "email", label: "Email", type: "email", required: true, mapTo: "email" }],
+  });
+  const stranger = "https://stranger.example";
+  for (let i = 0; i < 3; i++)
+    expect(
+      (await page().get(`/api/script/config?key=${key}`, { headers: { origin: stranger } })).status,
+    ).toBe(403);
+  const posted = await page().post(
+    `/api/forms/${form.body.id}/submit`,
+    { email: "x@example.test" },
+    { headers: { origin: "https://copycat.example" } },
+  );
+  expect(posted.status).toBe(403);
+  const seen = await waitFor(
+    async () => {
+      const refused = (await c().get(ctx.ws)).body.refusedOrigins as Array<Record<string, unknown>>;
+      return refused.some((r) => r.origin === "https://copycat.example") &&
+        refused.some((r) => r.origin === stranger)
+        ? refused
+        : undefined;
+    },
+    15_000,
+    "the refusals in the workspace",
+  );
+  expect(seen.find((r) => r.origin === stranger)).toEqual({
+    origin: stranger,
+    count: 3,
+    lastAt: expect.stringMatching(/Z$/),
+  });
+  expect(seen.length).toBeLessThanOrEqual(10);
+  const times = seen.map((r) => String(r.lastAt));
+  expect(times).toEqual([...times].sort().reverse());
+});
