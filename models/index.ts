@@ -24,8 +24,17 @@ export class Workspace extends Model {
   /** Public key of the website script; set by the database, never written here. */
   declare siteKey: string;
   declare settings: Record<string, unknown>;
+  /** Written by one statement in workspaces.repo.ts (noteRefusedOrigins), only read here. */
+  declare refusedOrigins: RefusedOrigin[];
   declare createdAt: Date;
   declare updatedAt: Date;
+}
+
+/** A browser origin the workspace's `allowedOrigins` refused: how often, and when last. */
+export interface RefusedOrigin {
+  origin: string;
+  count: number;
+  lastAt: string;
 }
 
 export class Member extends Model {
@@ -101,6 +110,7 @@ export function initModels(sequelize: Sequelize): void {
       slug: requiredText(),
       siteKey: { type: DataTypes.TEXT },
       settings: json(),
+      refusedOrigins: { type: DataTypes.JSONB, allowNull: false, defaultValue: [] },
     },
     { sequelize, tableName: "workspaces" },
   );

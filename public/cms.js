@@ -7,14 +7,38 @@
   if (!script) return;
   var base = new URL(script.src).origin;
   var key = script.getAttribute("data-key");
-  var store = window.localStorage;
-  var session = sessionStorage.getItem("cms_session");
+  // On the workspace's landing pages (sandboxed, Origin: null): the token that says the page is its own.
+  var pageToken = document.querySelector('meta[name="cms-page"]');
+  // The browser's storage, or one kept in memory for this page where there is none: a sandboxed
+  // page (the service's landing pages) throws on reading it, and a browser may refuse it.
+  var memory = {};
+  function storage(name) {
+    try {
+      var real = window[name];
+      real.getItem("cms_session");
+      return real;
+    } catch (e) {
+      return (memory[name] = memory[name] || {
+        items: {},
+        getItem: function (k) {
+          return Object.prototype.hasOwnProperty.call(this.items, k) ? this.items[k] : null;
+        },
+        setItem: function (k, v) {
+          this.items[k] = String(v);
+        },
+      });
+    }
+  }
+  var store = storage("localStorage");
+  var session = storage("sessionStorage").getItem("cms_session");
   if (!session) {
     session = Math.random().toString(36).slice(2) + Date.now().toString(36);
-    sessionStorage.setItem("cms_session", session);
+    storage("sessionStorage").setItem("cms_session", session);
   }
+  // The forms on this page send it with a submission (form.js).
+  window.cmsSessionId = session;
   var STYLES = {
-    bar: "position:fixed;top:0;left:0;right:0;z-index:2147483000;padding:12px 40px 12px 16px;background:#1c1f26;color:#fff",
+    bar: "position:fixed;top:0;left:0;right:0;z-index:2147483000;padding:8px 64px 8px 16px;background:#1c1f26;color:#fff;font:14px/1.4 system-ui,sans-serif",
     modal:
       "position:fixed;top:50%;left:50%;transform:translate(-50%,-50%);z-index:2147483000;max-width:min(480px,92vw);padding:24px;background:#fff;color:#1c1f26;border-radius:8px;box-shadow:0 8px 40px rgba(0,0,0,.35)",
     slide_in:
@@ -27,6 +51,7 @@
   function endpoint(path, params) {
     var query = new URLSearchParams(params || {});
     query.set("key", key);
+    if (pageToken) query.set("page", pageToken.content);
     return base + path + "?" + query;
   }
   function track(type, metadata) {
@@ -67,6 +92,8 @@
     }
   }
   function allowed(item) {
+    // A visitor who sent an item's form has answered it: it is not shown again.
+    if (item.formId && store.getItem("cms_done_" + item.id)) return false;
     var urls = item.rules.urls;
     if (
       urls.length &&
@@ -93,7 +120,9 @@
     box.setAttribute("role", item.type === "modal" ? "dialog" : "region");
     box.setAttribute("aria-label", item.name);
     box.style.cssText = STYLES[item.type] || STYLES.slide_in;
-    box.innerHTML = item.content;
+    var content = document.createElement("div");
+    content.innerHTML = item.content;
+    box.appendChild(content);
     var close = document.createElement("button");
     close.type = "button";
     close.textContent = "\u00d7";
@@ -105,15 +134,44 @@
     };
     box.appendChild(close);
     box.addEventListener("cms:submitted", function () {
+      store.setItem("cms_done_" + item.id, "1");
       track("focus_item.conversion", { focusItemId: item.id });
     });
     document.body.appendChild(box);
-    if (item.formId) {
-      var embed = document.createElement("script");
-      embed.src = base + "/api/forms/" + encodeURIComponent(item.formId) + "/embed";
-      box.appendChild(embed);
-    }
+    if (item.type === "bar") slim(box, content, item);
+    else if (item.formId) drawForm(box, item.formId);
     track("focus_item.view", { focusItemId: item.id });
+  }
+  function drawForm(holder, formId) {
+    var embed = document.createElement("script");
+    embed.src = base + "/api/forms/" + encodeURIComponent(formId) + "/embed";
+    holder.appendChild(embed);
+  }
+  // A bar is one slim line over the top of the site: its content without margins, and its
+  // form (if it has one) drawn in a panel below it only when the visitor asks for it.
+  function slim(box, content, item) {
+    Array.prototype.forEach.call(content.children, function (element) {
+      element.style.margin = "0";
+    });
+    if (!item.formId) return;
+    var panel = document.createElement("div");
+    panel.hidden = true;
+    panel.style.cssText =
+      "max-width:420px;margin-top:8px;padding:12px 16px;background:#fff;color:#1c1f26;border-radius:6px";
+    var open = document.createElement("button");
+    open.type = "button";
+    open.textContent = "\u25be";
+    open.setAttribute("aria-label", "Show the form");
+    open.setAttribute("aria-expanded", "false");
+    open.style.cssText =
+      "position:absolute;top:4px;right:36px;border:0;background:none;color:inherit;font-size:20px;cursor:pointer";
+    open.onclick = function () {
+      panel.hidden = !panel.hidden;
+      open.setAttribute("aria-expanded", String(!panel.hidden));
+      if (!panel.hidden && !panel.firstChild) drawForm(panel, item.formId);
+    };
+    box.appendChild(open);
+    box.appendChild(panel);
   }
   function arm(item) {
     if (!allowed(item)) return;

@@ -9,15 +9,6 @@
       if (params.has(input.name)) input.value = params.get(input.name);
     });
     form.querySelector("input[name=pageUrl]").value = global.location.href;
-    // The website script's session: the submission makes its anonymous page views the contact's.
-    var session = global.sessionStorage.getItem("cms_session");
-    if (session) {
-      var sessionField = document.createElement("input");
-      sessionField.type = "hidden";
-      sessionField.name = "sessionId";
-      sessionField.value = session;
-      form.appendChild(sessionField);
-    }
     form.addEventListener("submit", function (event) {
       event.preventDefault();
       var button = form.querySelector("button[type=submit]");
@@ -26,11 +17,11 @@
       });
       var general = form.querySelector("[data-error-for=_form]");
       button.disabled = true;
-      fetch(form.action, {
-        method: "POST",
-        headers: { Accept: "application/json" },
-        body: new URLSearchParams(new FormData(form)),
-      })
+      var body = new URLSearchParams(new FormData(form));
+      // The website script's session: the submission makes its anonymous page views the contact's.
+      var session = websiteSession();
+      if (session) body.set("sessionId", session);
+      fetch(form.action, { method: "POST", headers: { Accept: "application/json" }, body: body })
         .then(function (res) {
           return res.json().then(function (body) {
             return { ok: res.ok, body: body };
@@ -70,5 +61,18 @@
         );
     });
   }
+  // cms.js's session id: its own on this page, else the one it kept in the tab. A sandboxed
+  // page (our landing pages) has no storage at all: reading it throws.
+  function websiteSession() {
+    if (global.cmsSessionId) return global.cmsSessionId;
+    try {
+      return global.sessionStorage.getItem("cms_session");
+    } catch (e) {
+      return null;
+    }
+  }
   global.cmsForms = { enhance: enhance };
+  // <script src="/form.js" data-enhance>: the page's forms drawn by the service are enhanced at once.
+  var own = document.currentScript;
+  if (own && own.hasAttribute("data-enhance")) document.querySelectorAll("form.cms-form").forEach(enhance);
 })(window);

@@ -42,6 +42,7 @@ import * as shortLinkPersonClicks from "./0068-short-link-person-clicks";
 import * as messageHistoryTimes from "./0069-message-history-times";
 import * as dashboardWidgetKinds from "./0070-dashboard-widget-kinds";
 import * as searchNameIndexes from "./0071-search-name-indexes";
+import * as refusedOrigins from "./0072-refused-origins";
 
 export interface Migration {
   name: string;
@@ -93,4 +94,5 @@ export const migrations: Migration[] = [
   { name: "0069-message-history-times", up: messageHistoryTimes.up },
   { name: "0070-dashboard-widget-kinds", up: dashboardWidgetKinds.up },
   { name: "0071-search-name-indexes", up: searchNameIndexes.up },
+  { name: "0072-refused-origins", up: refusedOrigins.up },
 ];

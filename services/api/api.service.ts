@@ -14,6 +14,7 @@ import { buildOpenApi } from "../../lib/openapi";
 import { PUBLIC_DIR } from "../../lib/paths";
 import { servePage } from "../../lib/pages";
 import { multipartFieldsParser } from "../../lib/uploads";
+import { setSecurityHeaders } from "../../lib/security-headers";
 import { checkHealth, HealthSchema } from "./health";
 import { SESSIONS_REVOKED_EVENT } from "../../lib/session-token";
 import {
@@ -146,9 +147,11 @@ const ApiService: ServiceSchema = {
      * HEAD is answered as GET (Node leaves the body out of a HEAD response by
      * itself). OPTIONS never runs an action: moleculer-web would route it by its
      * Access-Control-Request-Method (GET when absent), so anything that is not a
-     * CORS preflight answered by the CORS settings is a missing route.
+     * CORS preflight answered by the CORS settings is a missing route. Every
+     * answer, static files and errors included, gets the security headers.
      */
     httpHandler(req: GatewayRequest, res: ServerResponse, next?: unknown) {
+      setSecurityHeaders(req, res);
       if (req.method === "HEAD") {
         req.method = "GET";
         req.headRequest = true;

@@ -42,6 +42,12 @@ const pageBody = {
 };
 
 const SiteKey = Type.String({ minLength: 1, maxLength: 100, description: "The workspace's public siteKey" });
+const PageToken = Type.String({
+  minLength: 1,
+  maxLength: 2000,
+  description:
+    'On the workspace\'s own landing pages (served sandboxed, `Origin: null`): the token the page carries (`<meta name="cms-page">`)',
+});
 const VisitorToken = Type.String({
   minLength: 1,
   maxLength: 2000,
@@ -232,10 +238,12 @@ export const schemas = {
   }),
   scriptConfig: Params({
     key: Type.Optional(SiteKey),
+    page: Type.Optional(PageToken),
     visitorToken: Type.Optional(VisitorToken),
   }),
   scriptEvent: Params({
     key: Type.Optional(SiteKey),
+    page: Type.Optional(PageToken),
     type: Type.String({
       pattern: "^[A-Za-z0-9_.:-]{1,100}$",
       errorMessage: "must be 1-100 letters, digits and _ . : -",
@@ -255,6 +263,7 @@ export const schemas = {
   }),
   scriptStream: Params({
     key: Type.Optional(SiteKey),
+    page: Type.Optional(PageToken),
     visitorToken: Type.Optional(VisitorToken),
     slots: Type.Optional(
       Type.String({ maxLength: 1000, description: "Dynamic content slots the page shows, comma-separated" }),
@@ -262,6 +271,7 @@ export const schemas = {
   }),
   scriptPush: Params({
     key: Type.Optional(SiteKey),
+    page: Type.Optional(PageToken),
     visitorToken: Type.Optional(VisitorToken),
     subscription: Type.Object(
       {
@@ -284,6 +294,7 @@ export const schemas = {
   }),
   scriptPrefill: Params({
     key: Type.Optional(SiteKey),
+    page: Type.Optional(PageToken),
     formId: Id,
     visitorToken: Type.Optional(VisitorToken),
   }),

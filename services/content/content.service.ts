@@ -14,6 +14,7 @@ import { dynamicActions } from "./dynamic.actions";
 import { focusActions } from "./focus.actions";
 import { scriptActions } from "./script.actions";
 import { formIdsIn, LANDING_PAGE_HEADERS, landingDocument } from "./landing-page";
+import { landingPageToken } from "./script-origin";
 import * as repo from "./landing-pages.repo";
 
 const WS = "/workspaces/:workspaceId/landing-pages";
@@ -136,6 +137,7 @@ export default defineService({
           page.title,
           page.html,
           await formMarkup(ctx, page.workspaceId, page.html),
+          landingPageToken(page.workspaceId, page.id),
         );
         if (visit && isServiceAvailable(ctx.broker, "events"))
           await ctx.call(

@@ -22,19 +22,30 @@ export function formIdsIn(html: string): string[] {
   return [...new Set([...html.matchAll(FORM_MARKER)].map((m) => m[1]))];
 }
 
-/** The document served: markers replaced by their form (an unknown or closed form leaves nothing), the forms' script once. */
-export function landingDocument(title: string, html: string, formMarkup: Record<string, string>): string {
+/**
+ * The document served: markers replaced by their form (an unknown or closed
+ * form leaves nothing), the forms' style (in the head when the page has one)
+ * and script once, and `pageToken` for the website script (script-origin.ts)
+ * in `<meta name="cms-page">`.
+ */
+export function landingDocument(
+  title: string,
+  html: string,
+  formMarkup: Record<string, string>,
+  pageToken: string,
+): string {
   let drewForm = false;
-  const body = html.replace(FORM_MARKER, (_marker, id: string) => {
+  let body = html.replace(FORM_MARKER, (_marker, id: string) => {
     const markup = Object.hasOwn(formMarkup, id) ? formMarkup[id] : undefined;
     if (!markup) return "";
     drewForm = true;
     return markup;
   });
-  const scripts = drewForm
-    ? '<script src="/form.js"></script><script>document.querySelectorAll("form.cms-form").forEach(cmsForms.enhance);</script>'
-    : "";
+  const head = `<meta name="cms-page" content="${escapeHtml(pageToken)}">${drewForm ? '<link rel="stylesheet" href="/form.css">' : ""}`;
+  let scripts = drewForm ? '<script src="/form.js" data-enhance></script>' : "";
   if (/^\s*(<!doctype|<html)/i.test(body)) {
+    if (/<\/head>/i.test(body)) body = body.replace(/<\/head>/i, `${head}</head>`);
+    else scripts = head + scripts;
     return /<\/body>/i.test(body)
       ? body.replace(/<\/body>(?![\s\S]*<\/body>)/i, `${scripts}</body>`)
       : body + scripts;
@@ -45,6 +56,7 @@ export function landingDocument(title: string, html: string, formMarkup: Record<
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>${escapeHtml(title)}</title>
+${head}
 </head>
 <body>
 ${body}

@@ -6,8 +6,8 @@ import { sha256Hex } from "../../lib/crypto";
 import { defineAction } from "../../lib/define-service";
 import { fieldError, forbidden, unauthorized } from "../../lib/errors";
 import type { AppContext } from "../../lib/moleculer-types";
-import { ownOrListedOrigin } from "../../lib/origins";
 import { consume } from "../../lib/rate-limit";
+import { RefusedOrigins } from "../../lib/refused-origins";
 import { isServiceAvailable } from "../../lib/registry";
 import { VersionedCache } from "../../lib/versioned-cache";
 import { linkedContact } from "../messages/links";
@@ -16,13 +16,15 @@ import { slotsFor } from "./dynamic.actions";
 import { EventStreams } from "./event-streams";
 import * as focus from "./focus-items.repo";
 import * as push from "./push-subscriptions.repo";
+import { scriptOriginAllowed, type ScriptSite } from "./script-origin";
 import type { FocusItemView } from "./content.schemas";
 
 /**
  * The website script's endpoints (contract 10; mixed into `content`),
  * public: a workspace's `siteKey` (`?key=`) names it, a page's `Origin`
- * must be one of its `allowedOrigins` (echoed back for CORS) or this
- * service's own, and a visitor is known only by the `visitorToken` a form
+ * must be one of its `allowedOrigins` (echoed back for CORS), this
+ * service's own or one of the workspace's landing pages (script-origin.ts),
+ * and a visitor is known only by the `visitorToken` a form
  * submission gave it. `public/cms.js` is the script that calls them.
  */
 
@@ -34,11 +36,6 @@ const FOCUS_COUNTERS = { "focus_item.view": "views", "focus_item.conversion": "c
 /** Events one address may record per minute. */
 const EVENT_LIMIT = { name: "script-event", points: 300, durationSeconds: 60 };
 
-interface Site {
-  workspaceId: string;
-  allowedOrigins: string[];
-}
-
 /**
  * Sites by key, kept in the process a few seconds: every script request names
  * its site, and a round trip to a shared cache for each costs more than
@@ -46,10 +43,14 @@ interface Site {
  * within SITE_TTL_MS; unknown keys are not kept.
  */
 const SITE_TTL_MS = 5_000;
-const sites = new LRUCache<string, Promise<Site>>({ max: 10_000, ttl: SITE_TTL_MS });
+const sites = new LRUCache<string, Promise<ScriptSite>>({ max: 10_000, ttl: SITE_TTL_MS });
 
-/** The workspace of `?key=` (401 when unknown), its origins checked and echoed for CORS. */
-async function siteOf(ctx: AppContext, key: string | undefined): Promise<Site> {
+/** The workspace of `?key=` (401 when unknown), its origins checked (a refusal noted) and echoed for CORS. */
+async function siteOf(
+  ctx: AppContext,
+  { key, page }: { key?: string; page?: string },
+  refused: RefusedOrigins,
+): Promise<ScriptSite> {
   if (!key) throw unauthorized("The site key is missing (?key=)");
   let lookup = sites.get(key);
   if (!lookup) {
@@ -57,7 +58,7 @@ async function siteOf(ctx: AppContext, key: string | undefined): Promise<Site> {
       "workspaces.bySiteKey",
       { siteKey: key },
       { meta: { principal: SYSTEM } },
-    ) as Promise<Site>;
+    ) as Promise<ScriptSite>;
     sites.set(key, lookup);
     const kept = lookup;
     kept.catch(() => sites.peek(key) === kept && sites.delete(key));
@@ -65,8 +66,10 @@ async function siteOf(ctx: AppContext, key: string | undefined): Promise<Site> {
   const site = await lookup;
   const origin = ctx.meta.origin;
   if (origin) {
-    if (!ownOrListedOrigin(origin, site.allowedOrigins))
+    if (!scriptOriginAllowed(origin, page, site)) {
+      refused.note(site.workspaceId, origin);
       throw forbidden("This site is not among the workspace's allowedOrigins");
+    }
     ctx.meta.$responseHeaders = {
       ...ctx.meta.$responseHeaders,
       "Access-Control-Allow-Origin": origin,
@@ -77,10 +80,10 @@ async function siteOf(ctx: AppContext, key: string | undefined): Promise<Site> {
 }
 
 /** The contact a visitor token names in this workspace (400 INVALID_TOKEN otherwise); none without a token. */
-const visitorOf = (site: Site, token: string | undefined) =>
+const visitorOf = (site: ScriptSite, token: string | undefined) =>
   linkedContact(token, ["visitor"], site.workspaceId);
 
-const scoped = (site: Site) => ({ meta: { principal: SYSTEM, workspaceId: site.workspaceId } });
+const scoped = (site: ScriptSite) => ({ meta: { principal: SYSTEM, workspaceId: site.workspaceId } });
 
 /** A focus item as the script takes it (its segment rule applied by the service). */
 const scriptItem = (i: FocusItemView) => ({
@@ -167,7 +170,7 @@ export const scriptActions: Partial<ServiceSchema> = {
       params: schemas.scriptConfig,
       result: results.scriptConfig,
       async handler(ctx) {
-        const site = await siteOf(ctx, ctx.params.key);
+        const site = await siteOf(ctx, ctx.params, this.refusedOrigins);
         const contactId = visitorOf(site, ctx.params.visitorToken);
         const cached = await (this.siteConfigs as VersionedCache<SiteConfig>).get(site.workspaceId);
         // Only an identified visitor can be in a segment: anyone else gets the answer made once per version.
@@ -200,8 +203,8 @@ export const scriptActions: Partial<ServiceSchema> = {
       params: schemas.scriptEvent,
       result: results.scriptEvent,
       async handler(ctx) {
-        const { key, visitorToken, metadata, type, ...fields } = ctx.params;
-        const site = await siteOf(ctx, key);
+        const { key, page, visitorToken, metadata, type, ...fields } = ctx.params;
+        const site = await siteOf(ctx, { key, page }, this.refusedOrigins);
         await consume(EVENT_LIMIT, ctx.meta.ip ?? "unknown");
         if (RESERVED_TYPES.test(type))
           throw forbidden(`${type} is recorded by the service itself, not by the website script`);
@@ -253,7 +256,7 @@ export const scriptActions: Partial<ServiceSchema> = {
       },
       params: schemas.scriptStream,
       async handler(ctx) {
-        const site = await siteOf(ctx, ctx.params.key);
+        const site = await siteOf(ctx, ctx.params, this.refusedOrigins);
         const contactId = visitorOf(site, ctx.params.visitorToken);
         const slots = [...new Set((ctx.params.slots ?? "").split(",").map((s) => s.trim()))].filter(Boolean);
         const content = slots.length
@@ -286,7 +289,7 @@ export const scriptActions: Partial<ServiceSchema> = {
       alsoAnswers: { 200: results.pushSubscription },
       result: results.pushSubscription,
       async handler(ctx) {
-        const site = await siteOf(ctx, ctx.params.key);
+        const site = await siteOf(ctx, ctx.params, this.refusedOrigins);
         await consume(EVENT_LIMIT, ctx.meta.ip ?? "unknown");
         const contactId = visitorOf(site, ctx.params.visitorToken);
         const { endpoint, keys } = ctx.params.subscription;
@@ -309,7 +312,7 @@ export const scriptActions: Partial<ServiceSchema> = {
       params: schemas.scriptPrefill,
       result: results.scriptPrefill,
       async handler(ctx) {
-        const site = await siteOf(ctx, ctx.params.key);
+        const site = await siteOf(ctx, ctx.params, this.refusedOrigins);
         const contactId = visitorOf(site, ctx.params.visitorToken);
         if (!contactId) return { fields: {} };
         ctx.meta.$responseHeaders = { ...ctx.meta.$responseHeaders, "Cache-Control": "no-store" };
@@ -342,6 +345,7 @@ export const scriptActions: Partial<ServiceSchema> = {
 
   created() {
     this.streams = new EventStreams(config().scriptHeartbeatMs);
+    this.refusedOrigins = new RefusedOrigins(this.broker);
     // Read on every page load: rebuilt only when the workspace's focus items or forms change (one probe per batch of reads).
     this.siteConfigs = new VersionedCache<SiteConfig>(
       focus.scriptConfigVersions,
@@ -352,5 +356,6 @@ export const scriptActions: Partial<ServiceSchema> = {
 
   stopped() {
     this.streams.closeAll();
+    return (this.refusedOrigins as RefusedOrigins).flush();
   },
 };

@@ -1,11 +1,13 @@
 import fs from "node:fs";
 import path from "node:path";
+import type { ServiceSchema } from "moleculer";
 import { SYSTEM } from "../../lib/access";
 import { defineAction } from "../../lib/define-service";
 import { notFound, type ErrorData, type FieldIssue } from "../../lib/errors";
 import type { AppContext } from "../../lib/moleculer-types";
 import { prefersHtml, renderPage, renderPartial } from "../../lib/pages";
 import { PUBLIC_DIR } from "../../lib/paths";
+import { RefusedOrigins } from "../../lib/refused-origins";
 import { workspaceOf } from "../../lib/tenancy";
 import * as repo from "./forms.repo";
 import { results, schemas, type FormView } from "./forms.schemas";
@@ -66,7 +68,7 @@ const formMarkup = (form: FormView) =>
 const messagePage = (ctx: AppContext, status: number, heading: string, text: string) =>
   renderPage(ctx, "message", { title: heading, heading, text }, status);
 
-export const publicActions = {
+export const publicActions: Partial<ServiceSchema> = {
   actions: {
     /** Submit a form (JSON or form-encoded). Public. */
     submit: defineAction({
@@ -104,6 +106,7 @@ export const publicActions = {
         const origin = ctx.meta.origin ?? null;
         if (origin && originAllowed(origin, form.allowedOrigins))
           ctx.meta.$responseHeaders = { "Access-Control-Allow-Origin": origin, Vary: "Origin" };
+        else if (origin) (this.refusedOrigins as RefusedOrigins).note(form.workspaceId, origin);
         try {
           const visitor = { ip: ctx.meta.ip ?? null, userAgent: ctx.meta.userAgent ?? null, origin };
           const answer = await submitForm(ctx.broker, form, body, visitor);
@@ -218,6 +221,14 @@ export const publicActions = {
       },
     }),
   },
+
+  created() {
+    this.refusedOrigins = new RefusedOrigins(this.broker);
+  },
+
+  stopped() {
+    return (this.refusedOrigins as RefusedOrigins).flush();
+  },
 };
 
 /** The form's markup, put before the script tag that loaded it, posting to the service the script came from. */
@@ -231,6 +242,14 @@ function embedScript(markup: string): string {
   box.innerHTML = ${JSON.stringify(markup).replace(/</g, "\\u003c")};
   var form = box.querySelector("form");
   form.action = base + form.getAttribute("action");
+  // The forms' look (scoped to .cms-form), once per page.
+  if (!document.querySelector("link[data-cms-form-style]")) {
+    var style = document.createElement("link");
+    style.rel = "stylesheet";
+    style.href = base + "/form.css";
+    style.setAttribute("data-cms-form-style", "");
+    document.head.appendChild(style);
+  }
   script.parentNode.insertBefore(box, script);
   window.cmsForms.enhance(form);
 })();

@@ -12,7 +12,8 @@ import { invalidToken } from "../../lib/errors";
  * leaked link key reveals nothing about sessions or the other key.
  */
 
-export type LinkType = "unsubscribe" | "preferences" | "confirm" | "visitor" | "asset";
+/** `page`: a landing page as served (`sub` its id), so the website script knows the sandboxed page is the workspace's. */
+export type LinkType = "unsubscribe" | "preferences" | "confirm" | "visitor" | "asset" | "page";
 
 export interface LinkClaims {
   typ: LinkType;
@@ -43,9 +44,9 @@ function derivedKey(info: string): crypto.KeyObject {
 const linkKey = () => derivedKey("cms link token v1");
 const trackingKey = () => derivedKey("cms tracking v1");
 
-/** A link token: 365 days, `confirm` 7. */
+/** A link token: 365 days, `confirm` 7, `page` 1 (a visit's). */
 export function signLinkToken(claims: LinkClaims): string {
-  const days = claims.typ === "confirm" ? 7 : 365;
+  const days = claims.typ === "confirm" ? 7 : claims.typ === "page" ? 1 : 365;
   return jwt.sign(claims, linkKey(), { algorithm: "HS256", expiresIn: days * DAY_SECONDS });
 }
 

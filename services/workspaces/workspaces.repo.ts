@@ -1,9 +1,9 @@
 import { Op, type Transaction } from "sequelize";
-import { database, uniqueViolation } from "../../lib/database";
+import { database, selectRows, uniqueViolation } from "../../lib/database";
 import { newId } from "../../lib/crypto";
 import { conflict, validationError } from "../../lib/errors";
 import { pageOf, type PageRequest } from "../../lib/pagination";
-import { AuditLog, Member, User, Workspace, type Role } from "../../models";
+import { AuditLog, Member, User, Workspace, type RefusedOrigin, type Role } from "../../models";
 import { maskSecrets, openSecrets, sealSecrets } from "./settings";
 
 /** Every query of the workspaces area. Workspace-scoped functions take the workspace id first. */
@@ -14,10 +14,14 @@ export interface WorkspaceView {
   slug: string;
   siteKey: string;
   settings: Record<string, unknown>;
+  refusedOrigins: RefusedOrigin[];
   createdAt: Date;
   updatedAt: Date;
   role?: Role;
 }
+
+/** Refused origins a workspace keeps: the most recent. */
+export const REFUSED_ORIGINS_KEPT = 10;
 
 const view = (w: Workspace, role?: Role): WorkspaceView => ({
   id: w.id,
@@ -25,6 +29,7 @@ const view = (w: Workspace, role?: Role): WorkspaceView => ({
   slug: w.slug,
   siteKey: w.siteKey,
   settings: maskSecrets(w.settings),
+  refusedOrigins: w.refusedOrigins ?? [],
   createdAt: w.createdAt,
   updatedAt: w.updatedAt,
   ...(role ? { role } : {}),
@@ -107,6 +112,32 @@ export async function bySiteKey(
   if (!workspace) return null;
   const origins = workspace.settings?.allowedOrigins;
   return { workspaceId: workspace.id, allowedOrigins: Array.isArray(origins) ? (origins as string[]) : [] };
+}
+
+/**
+ * Add refusals to the workspace's refused origins in one statement (the row
+ * lock orders concurrent ones): counts summed per origin, the last time kept,
+ * only the REFUSED_ORIGINS_KEPT most recent origins. `lastAt` is ISO 8601 UTC,
+ * so it sorts as text. The workspace's `updatedAt` stays: nobody changed it.
+ */
+export async function noteRefusedOrigins(
+  workspaceId: string,
+  refused: Array<Omit<RefusedOrigin, "lastAt"> & { lastAt: string | Date }>,
+): Promise<void> {
+  await selectRows(
+    `UPDATE workspaces SET refused_origins = (
+       SELECT coalesce(jsonb_agg(kept.entry ORDER BY kept.entry->>'lastAt' DESC), '[]'::jsonb)
+       FROM (
+         SELECT jsonb_build_object('origin', e->>'origin', 'count', sum((e->>'count')::bigint), 'lastAt', max(e->>'lastAt')) AS entry
+         FROM jsonb_array_elements(refused_origins || $2::jsonb) AS e
+         GROUP BY e->>'origin'
+         ORDER BY max(e->>'lastAt') DESC
+         LIMIT $3
+       ) AS kept
+     )
+     WHERE id = $1`,
+    [workspaceId, JSON.stringify(refused), REFUSED_ORIGINS_KEPT],
+  );
 }
 
 /** The settings with their secrets opened, for the service that uses one (never answered to a caller). */

@@ -10,6 +10,13 @@ const Slug = Type.String({ minLength: 2, maxLength: 64, pattern: "^[a-z0-9]+(?:-
 const WorkspaceId = Type.String({ minLength: 1, maxLength: 64 });
 const MemberId = Type.String({ minLength: 1, maxLength: 64 });
 
+/** A browser origin the workspace's allowedOrigins refused. */
+const RefusedOriginSchema = Type.Object({
+  origin: Type.String({ maxLength: 200 }),
+  count: Type.Integer({ minimum: 1, description: "Requests refused (recorded within seconds)" }),
+  lastAt: DateTime(),
+});
+
 /** A workspace, with the caller's role where the answer is for a member. */
 export const WorkspaceSchema = Component(
   "Workspace",
@@ -19,6 +26,10 @@ export const WorkspaceSchema = Component(
     slug: Type.String(),
     siteKey: Type.String({ description: "Public key of the website script (`?key=`), read-only" }),
     settings: Settings,
+    refusedOrigins: Type.Array(RefusedOriginSchema, {
+      description:
+        "The last browser origins (at most 10, most recent first) whose forms or website script requests `settings.allowedOrigins` refused, read-only",
+    }),
     createdAt: DateTime(),
     updatedAt: DateTime(),
     role: Type.Optional(RoleSchema),
@@ -87,6 +98,10 @@ export const schemas = {
   membership: Params({ workspaceId: Type.String(), userId: Type.String() }),
   settingsWithSecrets: Params({ workspaceId: WorkspaceId }),
   bySiteKey: Params({ siteKey: Type.String({ minLength: 1, maxLength: 100 }) }),
+  noteRefusedOrigins: Params({
+    workspaceId: WorkspaceId,
+    refused: Type.Array(RefusedOriginSchema, { maxItems: 10 }),
+  }),
   memberUserIds: Params({
     workspaceId: WorkspaceId,
     userIds: Type.Array(Type.String({ maxLength: 255 }), { maxItems: 1000 }),

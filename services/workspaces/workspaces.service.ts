@@ -236,6 +236,12 @@ export default defineService({
       },
     }),
 
+    /** Internal (forms, website script): browser origins `allowedOrigins` refused, noted in the workspace. */
+    noteRefusedOrigins: defineAction({
+      params: schemas.noteRefusedOrigins,
+      handler: (ctx) => repo.noteRefusedOrigins(ctx.params.workspaceId, ctx.params.refused),
+    }),
+
     /** Internal: write one audit entry (see lib/audit.ts). */
     recordAudit: defineAction({
       params: schemas.recordAudit,

@@ -516,7 +516,9 @@ describe("the rest of the NextAuth surface", () => {
     expect(form).toMatch(/action="\/api\/auth\/callback\/credentials"/);
     for (const field of ["csrfToken", "email", "password", "callbackUrl"])
       expect(res.text).toContain(`name="${field}"`);
-    expect(res.text).toContain("/api/auth/csrf");
+    // Its script (a file: the pages' policy runs no inline script) fetches the csrf token.
+    expect(res.text).toContain('<script src="/signin.js"></script>');
+    expect((await app.http().get("/signin.js")).text).toContain("/api/auth/csrf");
   });
 });
 

@@ -207,7 +207,9 @@ test("GET /auth/reset-password serves the page that posts the token", async () =
   const res = await app.http().get("/auth/reset-password?token=abc");
   expect(res.status).toBe(200);
   expect(res.headers.get("content-type")).toMatch(/^text\/html/);
-  expect(res.text).toContain("/api/auth/reset-password");
+  // Its script (a file: the pages' policy runs no inline script) posts the token.
+  expect(res.text).toContain('<script src="/reset-password.js"></script>');
+  expect((await app.http().get("/reset-password.js")).text).toContain("/api/auth/reset-password");
 });
 
 test("with the mail server down, forgot-password for a known email still answers 200 (nothing to tell apart)", async () => {

@@ -83,4 +83,63 @@ describeWithBrowser("landing pages in a browser", () => {
     const contacts = (await ctx.owner.client.get(`${ctx.ws}/contacts?search=reader@example.com`)).body.data;
     expect(contacts).toMatchObject([{ email: "reader@example.com" }]);
   });
+
+  test("the website script on a landing page: its slot and focus item shown, its form sent in place", async () => {
+    const c = ctx.owner.client;
+    const workspace = (await c.get(ctx.ws)).body;
+    const form = await c.post(`${ctx.ws}/forms`, {
+      name: "Demo",
+      fields: [{ key: "email", label: "Email for the demo", type: "email", required: true, mapTo: "email" }],
+      settings: { submitLabel: "Book a demo", successMessage: "See you soon." },
+    });
+    await c.post(`${ctx.ws}/dynamic-content`, {
+      name: "Offer",
+      slot: "offer",
+      defaultContent: "<strong>Spring offer: 20% off</strong>",
+    });
+    await c.post(`${ctx.ws}/focus-items`, {
+      name: "Webinar",
+      type: "slide_in",
+      content: "<p>Join the webinar on Friday</p>",
+      trigger: { on: "load" },
+    });
+    await c.post(`${ctx.ws}/landing-pages`, {
+      name: "Demo",
+      slug: "demo",
+      title: "Book a demo",
+      status: "published",
+      html:
+        `<h1>Book a demo</h1><div data-cms-slot="offer"></div><div data-cms-form="${form.body.id}"></div>` +
+        `<script src="${app.baseUrl}/cms.js" data-key="${workspace.siteKey}" async></script>`,
+    });
+    const context = await browser.newContext();
+    const errors: string[] = [];
+    try {
+      const page = await context.newPage();
+      page.on("pageerror", (err) => errors.push(err.message));
+      const address = `${app.baseUrl}/p/${workspace.slug}/demo`;
+      await page.goto(address);
+      await page.getByText("Spring offer: 20% off").waitFor();
+      await page.getByRole("region", { name: "Webinar" }).getByText("Join the webinar on Friday").waitFor();
+      // The form wears the hosted page's look.
+      const button = page.getByRole("button", { name: "Book a demo" });
+      await expect(
+        page.evaluate<string>(
+          "getComputedStyle(document.querySelector('form.cms-form button')).backgroundColor",
+        ),
+      ).resolves.toBe("rgb(45, 91, 227)");
+      await page.getByLabel("Email for the demo").fill("demo@example.com");
+      await screenshot(page, "landing-page-with-script");
+      await button.click();
+      await page.getByRole("status").filter({ hasText: "See you soon." }).waitFor();
+      // Answered in place: still the landing page, not the service's thank-you page.
+      expect(page.url()).toBe(address);
+      await expect(page.locator("h1").textContent()).resolves.toBe("Book a demo");
+    } finally {
+      await context.close();
+    }
+    expect(errors).toEqual([]);
+    const contacts = (await c.get(`${ctx.ws}/contacts?search=demo@example.com`)).body.data;
+    expect(contacts).toMatchObject([{ email: "demo@example.com" }]);
+  });
 });

@@ -102,7 +102,7 @@ test("a published page is served sandboxed with its forms, counted and recorded 
   expect(served.text).toContain(`action="/api/forms/${form.body.id}/submit"`);
   expect(served.text).toContain("Work email");
   expect(served.text).not.toContain("data-cms-form");
-  expect(served.text).toContain('<script src="/form.js"></script>');
+  expect(served.text).toContain('<script src="/form.js" data-enhance></script>');
   await visitor().get(address);
   // A HEAD (a link checker, a preview) is no visit: the same headers, nothing counted.
   const head = await fetch(`${app.baseUrl}${address}`, { method: "HEAD" });

@@ -125,4 +125,50 @@ describeWithBrowser("the website script in a browser", () => {
     const [counted] = (await ctx.owner.client.get(`${ctx.ws}/focus-items`)).body.data;
     expect(counted).toMatchObject({ name: "Guide offer", views: 1, conversions: 1 });
   });
+
+  test("a bar holding a form: slim over the header, its form opened on click, gone once sent", async () => {
+    const form = await ctx.owner.client.post(`${ctx.ws}/forms`, {
+      name: "Updates",
+      fields: [{ key: "email", label: "Email for updates", type: "email", required: true, mapTo: "email" }],
+      settings: { submitLabel: "Keep me posted", successMessage: "You are on the list." },
+    });
+    const bar = await ctx.owner.client.post(`${ctx.ws}/focus-items`, {
+      name: "Updates bar",
+      type: "bar",
+      content: "<p>News every month</p>",
+      formId: form.body.id,
+      trigger: { on: "load" },
+      rules: { urls: ["/bar"] },
+    });
+    expect(bar.status).toBe(201);
+    const context = await browser.newContext();
+    try {
+      const page = await context.newPage();
+      await page.goto(`${siteOrigin}/bar`);
+      const region = page.getByRole("region", { name: "Updates bar" });
+      await region.getByText("News every month").waitFor();
+      const closed = await region.boundingBox();
+      expect(closed!.height).toBeLessThanOrEqual(48);
+      expect(await page.getByLabel("Email for updates").count()).toBe(0);
+      await screenshot(page, "website-script-bar");
+
+      await region.getByRole("button", { name: "Show the form" }).click();
+      await region.getByLabel("Email for updates").fill("bar-reader@example.com");
+      await screenshot(page, "website-script-bar-open");
+      await region.getByRole("button", { name: "Keep me posted" }).click();
+      await region.getByText("You are on the list.").waitFor();
+
+      // The next page's configuration is applied as soon as it arrives: the answered bar is not among its items.
+      const configured = page.waitForResponse((res) => res.url().includes("/api/script/config"));
+      await page.goto(`${siteOrigin}/bar`);
+      await (await configured).finished();
+      // The answer is read and applied in the page's next tasks: two frames later it has been.
+      await page.evaluate(
+        "new Promise((resolve) => requestAnimationFrame(() => requestAnimationFrame(() => resolve(null))))",
+      );
+      expect(await page.locator(".cms-focus").count()).toBe(0);
+    } finally {
+      await context.close();
+    }
+  });
 });

@@ -4,6 +4,7 @@ import path from "node:path";
 import { selectRows } from "../../../lib/database";
 import { PUBLIC_DIR } from "../../../lib/paths";
 import { open } from "../../../lib/secret-box";
+import { landingPageToken } from "../../../services/content/script-origin";
 import { startApp, type TestApp } from "../../helpers/app";
 import { waitFor } from "../../helpers/wait";
 import { HttpClient, ownerWithWorkspace } from "../../helpers/http";
@@ -283,4 +284,65 @@ test("push: a browser's subscription stored (201), the same endpoint updated (20
   );
   expect(bad.status).toBe(400);
   expect(bad.body.details[0].field).toBe("subscription.endpoint");
+});
+
+test("Origin null (a sandboxed page) is answered only for the workspace's own landing pages", async () => {
+  const slug = (await c().get(ctx.ws)).body.slug;
+  await c().post(`${ctx.ws}/landing-pages`, {
+    name: "Guide",
+    slug: "guide",
+    title: "Guide",
+    status: "published",
+    html: "<h1>Guide</h1>",
+  });
+  const served = await page().get(`/p/${slug}/guide`);
+  const token = /<meta name="cms-page" content="([^"]+)">/.exec(served.text)![1];
+  const sandboxed = (pageToken?: string) =>
+    [
+      `/api/script/config?key=${key}${pageToken ? `&page=${encodeURIComponent(pageToken)}` : ""}`,
+      { headers: { origin: "null" } },
+    ] as const;
+  const ok = await page().get(...sandboxed(token));
+  expect(ok.status).toBe(200);
+  expect(ok.headers.get("access-control-allow-origin")).toBe("null");
+  // Any site's sandboxed frame says `null` too: without our landing page's token it proves nothing.
+  for (const pageToken of [undefined, "forged", landingPageToken("another-workspace", "lp")])
+    expect((await page().get(...sandboxed(pageToken))).status).toBe(403);
+});
+
+test("refused origins (script and forms) are shown in the workspace's GET, most recent first, with counts", async () => {
+  const form = await c().post(`${ctx.ws}/forms`, {
+    name: "Refusals",
+    fields: [{ key: "email", label: "Email", type: "email", required: true, mapTo: "email" }],
+  });
+  const stranger = "https://stranger.example";
+  for (let i = 0; i < 3; i++)
+    expect(
+      (await page().get(`/api/script/config?key=${key}`, { headers: { origin: stranger } })).status,
+    ).toBe(403);
+  const posted = await page().post(
+    `/api/forms/${form.body.id}/submit`,
+    { email: "x@example.test" },
+    { headers: { origin: "https://copycat.example" } },
+  );
+  expect(posted.status).toBe(403);
+  const seen = await waitFor(
+    async () => {
+      const refused = (await c().get(ctx.ws)).body.refusedOrigins as Array<Record<string, unknown>>;
+      return refused.some((r) => r.origin === "https://copycat.example") &&
+        refused.some((r) => r.origin === stranger)
+        ? refused
+        : undefined;
+    },
+    15_000,
+    "the refusals in the workspace",
+  );
+  expect(seen.find((r) => r.origin === stranger)).toEqual({
+    origin: stranger,
+    count: 3,
+    lastAt: expect.stringMatching(/Z$/),
+  });
+  expect(seen.length).toBeLessThanOrEqual(10);
+  const times = seen.map((r) => String(r.lastAt));
+  expect(times).toEqual([...times].sort().reverse());
 });
