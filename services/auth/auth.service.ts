@@ -259,6 +259,12 @@ export default defineService({
       handler: (ctx) => servePage(ctx, "signin.html"),
     }),
 
+    /** The HTML sign-up page at /auth/signup; it posts to `register` above (same limits), then signs in. */
+    signupPage: defineAction({
+      auth: "public",
+      handler: (ctx) => servePage(ctx, "signup.html"),
+    }),
+
     /** Internal: whether a session token still speaks for its user (not signed out, issued after the last reset). */
     sessionActive: defineAction({
       params: schemas.sessionActive,
