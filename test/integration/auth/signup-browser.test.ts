@@ -58,7 +58,9 @@ describeWithBrowser("sign-up page in a browser", () => {
     await fillSignup(page, email);
     await page.waitForURL(`${app.baseUrl}/`);
     await page.getByText(`Signed in as ${email}.`).waitFor();
-    const session = await page.evaluate(() => fetch("/api/auth/session").then((r) => r.json()));
+    const session = await page.evaluate(() =>
+      fetch("/api/auth/session").then((r) => r.json() as Promise<{ user?: object }>),
+    );
     expect(session.user).toMatchObject({ email, name: "Ana Newcomer" });
     expect(errors).toEqual([]);
     await page.context().close();
