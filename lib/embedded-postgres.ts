@@ -152,9 +152,10 @@ function checkRunnable(postgresBinary: string): void {
  * ts-node or the build): it holds the read end of a pipe from the service,
  * which the kernel closes when the service exits however it dies (SIGKILL,
  * the OOM killer), and then stops the postmaster of argv's data folder
- * (fast shutdown; immediate after 10 s). It signals only while the folder's
- * postmaster.pid still names that pid, so a reused pid is never touched.
- * With stdin already closed, it stops an orphan at once (see stopOrphan).
+ * (fast shutdown; immediate after 10 s) and exits once it is gone. It
+ * signals only while the folder's postmaster.pid still names that pid, so a
+ * reused pid is never touched. With stdin already closed, it stops an
+ * orphan at once (see clearOrphan).
  */
 const WATCHDOG = `
 const fs = require("node:fs");
@@ -167,10 +168,11 @@ const running = () => {
 const stop = () => {
   if (!running()) process.exit(0);
   process.kill(pid, "SIGINT");
-  const deadline = Date.now() + 10000;
+  const quitAt = Date.now() + 10000;
+  let quit = false;
   setInterval(() => {
-    if (!running()) process.exit(0);
-    if (Date.now() > deadline) { process.kill(pid, "SIGQUIT"); process.exit(0); }
+    if (!running() || Date.now() > quitAt + 10000) process.exit(0);
+    if (Date.now() > quitAt && !quit) { quit = true; process.kill(pid, "SIGQUIT"); }
   }, 50);
 };
 process.stdin.on("end", stop).on("error", stop).on("data", () => {});
@@ -334,9 +336,10 @@ export async function startEmbeddedPostgres(
           `stop it, or give this one its own DATA_DIR`,
       );
     }
+    // Written before the start: from its first moment, the server's parent is the owner a concurrent start reads.
+    fs.writeFileSync(ownerFile(databaseDir), `${process.pid}\n`);
     await server.start();
     const watchdog = watchPostmaster(server.process!.pid!, databaseDir);
-    fs.writeFileSync(ownerFile(databaseDir), `${process.pid}\n`);
     return {
       url: urlOf(port),
       async stop() {
