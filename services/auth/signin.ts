@@ -137,7 +137,10 @@ export async function credentialsCallback(req: AuthRequest): Promise<AuthOutcome
 /** The user these credentials are of, or null: `npm run setup` run again for an existing account. */
 export async function checkCredentials(email: string, password: string): Promise<UserView | null> {
   const user = await findUserByEmail(email);
-  if (!user) return (await burnPasswordCheck(password), null);
+  if (!user) {
+    await burnPasswordCheck(password); // as long as a real check: the answer's time does not tell who has an account
+    return null;
+  }
   return (await verifyPassword(password, user.passwordHash)) ? userView(user) : null;
 }
 
