@@ -99,11 +99,20 @@ export function createSequelize(url: string): Sequelize {
   });
 }
 
+let shareRunningEmbedded = false;
+
+/** For a one-off command beside a running service (`npm run setup`): use the service's embedded server, if it runs. */
+export function shareEmbeddedDatabase(): void {
+  shareRunningEmbedded = true;
+}
+
 async function open(signal: AbortSignal): Promise<Database> {
   let url = config().databaseUrl;
   let embedded: RunningPostgres | undefined;
   if (!url) {
-    embedded = await startEmbeddedPostgres(path.join(config().dataDir, "pg"));
+    embedded = await startEmbeddedPostgres(path.join(config().dataDir, "pg"), {
+      shareRunning: shareRunningEmbedded,
+    });
     url = await ensureDatabase(embedded.url, "campaigns");
   }
   const sequelize = createSequelize(url);

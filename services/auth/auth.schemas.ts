@@ -151,5 +151,6 @@ export const schemas = {
   revokeKey: Params({ workspaceId: WorkspaceId, keyId: Type.String({ minLength: 1, maxLength: 64 }) }),
   verifyApiKey: Params({ keyHash: Type.String({ minLength: 64, maxLength: 64 }) }),
   touchApiKey: Params({ id: Type.String() }),
+  checkCredentials: Params({ email: Email, password: Type.String({ maxLength: 256 }) }),
   sessionActive: Params({ userId: Type.String(), sessionId: Type.String(), issuedAt: Type.Number() }),
 };

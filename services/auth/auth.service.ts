@@ -4,6 +4,7 @@ import { config } from "../../lib/config";
 import { defineAction, defineService } from "../../lib/define-service";
 import type { AppContext } from "../../lib/moleculer-types";
 import { servePage } from "../../lib/pages";
+import { Nullable } from "../../lib/schema";
 import { consume, resetLimiters } from "../../lib/rate-limit";
 import { closeRedis } from "../../lib/redis";
 import { SESSIONS_REVOKED_EVENT } from "../../lib/session-token";
@@ -59,7 +60,7 @@ export default defineService({
   settings: { rest: "/" },
 
   actions: {
-    /** Create an account. Public; 10 per client IP per hour. */
+    /** Create an account. Public; 10 per client IP per hour (not for `npm run setup`). */
     register: defineAction({
       rest: "POST /auth/register",
       auth: "public",
@@ -68,7 +69,9 @@ export default defineService({
       result: UserSchema,
       openapi: { tags: ["Auth"], summary: "Register a user" },
       async handler(ctx) {
-        await consume(REGISTRATIONS_PER_IP, ctx.meta.ip ?? "unknown");
+        // The limit is per client address; the service's own setup command (the system principal) is no client.
+        if (ctx.meta.principal?.kind !== "system")
+          await consume(REGISTRATIONS_PER_IP, ctx.meta.ip ?? "unknown");
         return repo.createUser(ctx.params.name, ctx.params.email, ctx.params.password);
       },
     }),
@@ -257,6 +260,19 @@ export default defineService({
     signinPage: defineAction({
       auth: "public",
       handler: (ctx) => servePage(ctx, "signin.html"),
+    }),
+
+    /** The HTML sign-up page at /auth/signup; it posts to `register` above (same limits), then signs in. */
+    signupPage: defineAction({
+      auth: "public",
+      handler: (ctx) => servePage(ctx, "signup.html"),
+    }),
+
+    /** Internal (`npm run setup`): the user these credentials are of, or null. */
+    checkCredentials: defineAction({
+      params: schemas.checkCredentials,
+      result: Nullable(UserSchema),
+      handler: (ctx) => signin.checkCredentials(ctx.params.email, ctx.params.password),
     }),
 
     /** Internal: whether a session token still speaks for its user (not signed out, issued after the last reset). */

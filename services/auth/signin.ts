@@ -12,7 +12,7 @@ import {
   verifyCsrfCookie,
   type SessionClaims,
 } from "../../lib/session-token";
-import { findUserByEmail, revokeSession, sessionActive } from "./auth.repo";
+import { findUserByEmail, revokeSession, sessionActive, userView, type UserView } from "./auth.repo";
 import { clearSessionCookies, cookieNames, readSessionCookie, setCookie } from "./cookies";
 import { authBase, credentialsErrorUrl, resolveCallbackUrl, wantsJson } from "./nextauth";
 
@@ -132,6 +132,16 @@ export async function credentialsCallback(req: AuthRequest): Promise<AuthOutcome
     setCookie(cookieNames().callbackUrl, url),
     deviceCookie(email),
   ]);
+}
+
+/** The user these credentials are of, or null: `npm run setup` run again for an existing account. */
+export async function checkCredentials(email: string, password: string): Promise<UserView | null> {
+  const user = await findUserByEmail(email);
+  if (!user) {
+    await burnPasswordCheck(password); // as long as a real check: the answer's time does not tell who has an account
+    return null;
+  }
+  return (await verifyPassword(password, user.passwordHash)) ? userView(user) : null;
 }
 
 /** The claims of the request's session cookie while that session is still live, else null. */
