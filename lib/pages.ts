@@ -1,6 +1,7 @@
 import fs from "node:fs";
 import path from "node:path";
 import { Liquid } from "liquidjs";
+import Negotiator from "negotiator";
 import type { AppContext } from "./moleculer-types";
 import { PUBLIC_DIR } from "./paths";
 
@@ -41,10 +42,11 @@ export async function renderPartial(name: string, data: Record<string, unknown>)
   return pageEngine.renderFile(name, data) as Promise<string>;
 }
 
-/** Whether the client would rather read HTML than JSON (a browser's Accept lists text/html first or alone). */
+/**
+ * Whether the client would rather read HTML than JSON, by its Accept header's
+ * order and q-values (a browser's lists text/html first; none, or any, means JSON).
+ */
 export function prefersHtml(accept: string | undefined): boolean {
   if (!accept) return false;
-  const html = accept.indexOf("text/html");
-  const json = accept.indexOf("application/json");
-  return html >= 0 && (json < 0 || html < json);
+  return new Negotiator({ headers: { accept } }).mediaType(["application/json", "text/html"]) === "text/html";
 }
