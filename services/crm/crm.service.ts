@@ -4,6 +4,7 @@ import { defineAction, defineService } from "../../lib/define-service";
 import { fieldError, found, notFound } from "../../lib/errors";
 import { pageRequest } from "../../lib/pagination";
 import { userOf, workspaceOf } from "../../lib/tenancy";
+import { BackgroundMixin } from "../../mixins/background";
 import { DatabaseMixin } from "../../mixins/database.mixin";
 import { listActivity } from "./activity.repo";
 import {
@@ -24,7 +25,6 @@ import { notifyDueTasks } from "./tasks.repo";
 import * as widgets from "./widgets.repo";
 
 /** How often each replica runs the due check on its own (the cron tick may run it more often). */
-const DUE_CHECK_INTERVAL_MS = 60_000;
 
 const tagged = (tag: string) => (summary: string) => ({ tags: [tag], summary });
 const notificationDoc = tagged("Notifications");
@@ -37,7 +37,7 @@ const dashboardDoc = tagged("Dashboard");
  */
 export default defineService({
   name: "crm",
-  mixins: [DatabaseMixin],
+  mixins: [DatabaseMixin, BackgroundMixin],
   settings: { rest: "/" },
 
   actions: {
@@ -193,16 +193,5 @@ export default defineService({
         });
       },
     }),
-  },
-
-  started() {
-    this.dueTimer = setInterval(() => {
-      notifyDueTasks().catch((err) => this.logger.warn("Due-task check failed", err));
-    }, DUE_CHECK_INTERVAL_MS);
-    this.dueTimer.unref();
-  },
-
-  stopped() {
-    clearInterval(this.dueTimer);
   },
 });
