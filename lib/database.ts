@@ -17,7 +17,7 @@ import { migrations } from "../models/migrations";
 interface Database {
   sequelize: Sequelize;
   embedded?: RunningPostgres;
-  stopStatistics: () => void;
+  stopStatistics: () => Promise<void>;
 }
 
 let opening: Promise<Database> | undefined;
@@ -124,9 +124,7 @@ async function open(signal: AbortSignal): Promise<Database> {
     await embedded?.stop();
     throw err;
   }
-  const stopStatistics = keepStatistics(sequelize, config().tableStatsIntervalMs, (err) =>
-    console.warn(`Refreshing table statistics failed: ${err.message}`),
-  );
+  const stopStatistics = keepStatistics(sequelize, config().tableStatsIntervalMs, console);
   return { sequelize, embedded, stopStatistics };
 }
 
@@ -157,7 +155,7 @@ export async function releaseDatabase(): Promise<void> {
   const db = await opening.catch(() => undefined);
   opening = undefined;
   if (!db) return;
-  db.stopStatistics();
+  await db.stopStatistics();
   await db.sequelize.close();
   await db.embedded?.stop();
 }

@@ -3,6 +3,7 @@ import type { Transaction } from "sequelize";
 import { config } from "./config";
 import { acquireDatabase, database, queryPrepared, releaseDatabase } from "./database";
 import { sendDomainEvent, type DomainEvent } from "./domain-events";
+import { Poller } from "./worker";
 
 /**
  * The transactional outbox of domain facts. A write stages its facts in the
@@ -22,7 +23,7 @@ export type Fact = Pick<DomainEvent, "type" | "data" | "changedFields">;
 
 /** Rows one relay pass takes: sent in parallel, deleted by one commit. */
 const RELAY_BATCH = 500;
-/** The wait before the pass that follows a busy one (see OutboxRelay). */
+/** A wake during a pass runs the next one this long after it, so facts staged meanwhile go together. */
 const RELAY_GAP_MS = 5;
 
 /** Stage `facts` in the write's transaction (one INSERT); relays of this process wake when it commits. */
@@ -159,85 +160,8 @@ export async function relayBatch(
   });
 }
 
-export interface RelayOptions {
-  /** One batch (relayBatch); returns how many facts it took. */
-  pass: () => Promise<number>;
-  /** A pass that took this many may have left more: run another at once. */
-  batch: number;
-  /** A wake during a pass runs the next pass this long after it ends, so facts staged meanwhile go together. */
-  gapMs: number;
-  pollMs: number;
-  onError: (err: Error) => void;
-}
-
-/**
- * When to run passes: at once when woken (a fact was staged here), and every
- * `pollMs` for facts staged by a process that died before sending them, and
- * for failed facts whose backoff ended. One pass at a time; a wake during a
- * pass runs one more `gapMs` after it (under load, passes take what a few
- * milliseconds of writes staged, not a fact or two each). After a pass that
- * failed as a whole (the database) only the poll retries.
- */
-export class OutboxRelay {
-  private timer?: NodeJS.Timeout;
-  private running?: Promise<void>;
-  /** The pass that follows a busy one, `gapMs` after it. */
-  private next?: NodeJS.Timeout;
-  private again = false;
-  private failing = false;
-
-  constructor(private readonly opts: RelayOptions) {}
-
-  start(): void {
-    if (this.timer) return;
-    this.timer = setInterval(() => {
-      this.failing = false;
-      this.wake();
-    }, this.opts.pollMs);
-    this.timer.unref();
-    this.wake();
-  }
-
-  wake(): void {
-    if (!this.timer || this.failing) return;
-    if (this.running || this.next) {
-      this.again = true;
-      return;
-    }
-    this.again = false;
-    this.running = this.drain().finally(() => {
-      this.running = undefined;
-      if (!this.again || !this.timer) return;
-      this.next = setTimeout(() => {
-        this.next = undefined;
-        this.wake();
-      }, this.opts.gapMs);
-    });
-  }
-
-  private async drain(): Promise<void> {
-    try {
-      let taken: number;
-      do taken = await this.opts.pass();
-      while (this.timer && taken >= this.opts.batch);
-    } catch (err) {
-      this.failing = true;
-      this.opts.onError(err as Error);
-    }
-  }
-
-  /** No more passes; the one in flight finishes (if it fails, its rows stay staged for any relay). */
-  async stop(): Promise<void> {
-    clearInterval(this.timer);
-    clearTimeout(this.next);
-    this.timer = undefined;
-    this.next = undefined;
-    await this.running;
-  }
-}
-
 /** One relay per broker (tests run several brokers in a process), shared by the services that stage facts. */
-const relays = new Map<ServiceBroker, { relay: OutboxRelay; users: number }>();
+const relays = new Map<ServiceBroker, { relay: Poller; users: number }>();
 /**
  * Brokers whose channel adapter is connected and subscribed. Services start
  * before it is: the embedded adapter would have no consumer to hand a fact
@@ -259,7 +183,19 @@ export async function holdOutboxRelay(broker: ServiceBroker): Promise<void> {
   }
   const logger = broker.getLogger("outbox");
   const { outboxPollMs } = config();
-  const relay = new OutboxRelay({
+  // Passes at once when woken (a fact was staged here), and every `outboxPollMs` for facts staged by a process
+  // that died before sending them and failed facts whose backoff ended. Under load a pass takes what a few
+  // milliseconds of writes staged (gapMs), not a fact or two each; after a pass that failed as a whole (the
+  // database, the channel) only the poll retries.
+  const relay = new Poller({
+    name: "outbox.relay",
+    logger,
+    metrics: broker.metrics,
+    intervalMs: outboxPollMs,
+    gapMs: RELAY_GAP_MS,
+    passAtStart: true,
+    retryOnInterval: true,
+    failureNote: "its facts stay staged for the next poll",
     pass: async () => {
       const { taken, failed } = await relayBatch((event) => sendDomainEvent(broker, event), outboxPollMs);
       if (failed.length) {
@@ -268,13 +204,9 @@ export async function holdOutboxRelay(broker: ServiceBroker): Promise<void> {
           `${failed.length} of ${taken} facts were not sent (first: ${first.type} ${first.id}, attempt ${first.attempts}: ${first.error}); they stay staged and are retried with backoff`,
         );
       }
-      return taken;
+      // A full batch may have left more.
+      return taken >= RELAY_BATCH;
     },
-    batch: RELAY_BATCH,
-    gapMs: RELAY_GAP_MS,
-    pollMs: outboxPollMs,
-    onError: (err) =>
-      logger.warn(`Outbox relay pass failed (${err.message}); its facts stay staged for the next poll`),
   });
   relays.set(broker, { relay, users: 1 });
   // Its own reference to the pool: the last batch may still run while the services' references are given back.

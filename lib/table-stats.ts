@@ -1,5 +1,7 @@
+import type { LoggerInstance } from "moleculer";
 import type { Sequelize } from "sequelize";
 import { QueryTypes } from "sequelize";
+import { Poller } from "./worker";
 
 /**
  * Statistics that keep up with fast-growing tables. Every statement runs on
@@ -47,21 +49,26 @@ export async function refreshStatistics(sequelize: Sequelize): Promise<string[]>
   });
 }
 
-/** Refresh statistics every `intervalMs` until the returned stop is called (0: never). */
+/**
+ * Refresh statistics every `intervalMs` (0: never) until the returned stop is
+ * called, which waits for the refresh in flight. A loop of the pool's process,
+ * not a service's periodic step: each process keeps the plans of its own pool.
+ */
 export function keepStatistics(
   sequelize: Sequelize,
   intervalMs: number,
-  onError: (err: Error) => void,
-): () => void {
-  if (intervalMs <= 0) return () => undefined;
-  let running = false;
-  const timer = setInterval(() => {
-    if (running) return;
-    running = true;
-    refreshStatistics(sequelize)
-      .catch(onError)
-      .finally(() => (running = false));
-  }, intervalMs);
-  timer.unref();
-  return () => clearInterval(timer);
+  logger: Pick<LoggerInstance, "warn">,
+): () => Promise<void> {
+  if (intervalMs <= 0) return async () => undefined;
+  const loop = new Poller({
+    name: "table-stats.refresh",
+    intervalMs,
+    logger,
+    pass: async () => {
+      await refreshStatistics(sequelize);
+      return false;
+    },
+  });
+  loop.start();
+  return () => loop.stop();
 }

@@ -126,9 +126,13 @@ export async function sessionActive(userId: string, sessionId: string, issuedAt:
 }
 
 /** Revocations past their token's expiry are no longer needed: the token is refused as expired. */
-export async function pruneRevokedSessions(): Promise<void> {
+export async function pruneRevokedSessions(): Promise<number> {
   const sequelize = await database();
-  await sequelize.query(`DELETE FROM revoked_sessions WHERE expires_at < now() - interval '1 minute'`);
+  const rows = await sequelize.query(
+    `DELETE FROM revoked_sessions WHERE expires_at < now() - interval '1 minute' RETURNING 1`,
+    { type: QueryTypes.SELECT },
+  );
+  return rows.length;
 }
 
 export interface ApiKeyView {

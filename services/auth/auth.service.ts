@@ -8,6 +8,7 @@ import { Nullable } from "../../lib/schema";
 import { consume, resetLimiters } from "../../lib/rate-limit";
 import { closeRedis } from "../../lib/redis";
 import { SESSIONS_REVOKED_EVENT } from "../../lib/session-token";
+import { BackgroundMixin } from "../../mixins/background";
 import { DatabaseMixin } from "../../mixins/database.mixin";
 import { apiKeyActions } from "./api-keys.actions";
 import * as repo from "./auth.repo";
@@ -17,7 +18,6 @@ import { passwordResetActions } from "./password-reset.actions";
 import * as signin from "./signin";
 
 const REGISTRATIONS_PER_IP = { name: "register-ip", points: 10, durationSeconds: 60 * 60 };
-const PRUNE_INTERVAL_MS = 60 * 60 * 1000;
 
 function authRequest(ctx: AppContext<object>): signin.AuthRequest {
   return {
@@ -56,7 +56,7 @@ function text(ctx: AppContext<object>, status: number, body: string) {
 /** Users, NextAuth-compatible sessions, password reset, and workspace API keys. */
 export default defineService({
   name: "auth",
-  mixins: [DatabaseMixin, passwordResetActions, apiKeyActions],
+  mixins: [DatabaseMixin, passwordResetActions, apiKeyActions, BackgroundMixin],
   settings: { rest: "/" },
 
   actions: {
@@ -281,6 +281,12 @@ export default defineService({
       result: Type.Boolean(),
       handler: (ctx) => repo.sessionActive(ctx.params.userId, ctx.params.sessionId, ctx.params.issuedAt),
     }),
+
+    /** Internal (timer, cron tick): forget revocations of sessions that have expired anyway; answers how many. */
+    pruneRevokedSessions: defineAction({
+      result: Type.Integer(),
+      handler: () => repo.pruneRevokedSessions(),
+    }),
   },
 
   /** Fail fast without AUTH_SECRET in production; embedded, generate and keep it now. */
@@ -288,18 +294,8 @@ export default defineService({
     authSecret();
   },
 
-  started() {
-    this.pruner = setInterval(() => {
-      repo
-        .pruneRevokedSessions()
-        .catch((err: Error) => this.logger.warn(`revoked sessions prune failed: ${err.message}`));
-    }, PRUNE_INTERVAL_MS);
-    this.pruner.unref();
-  },
-
   /** Limits live with the Redis client: close it, and forget limiters bound to it. */
   async stopped() {
-    clearInterval(this.pruner);
     resetLimiters();
     await closeRedis();
   },

@@ -1,6 +1,7 @@
 import type { ServiceSchema } from "moleculer";
 import { config } from "../../lib/config";
 import { DOMAIN_EVENTS_CHANNEL, type DomainEvent } from "../../lib/domain-events";
+import { stepPoller } from "../../lib/periodic-steps";
 import { decideSplits } from "./ab-tests";
 import * as repo from "./campaigns.repo";
 import { sendBroadcast } from "./broadcast";
@@ -16,11 +17,11 @@ const MINUTE_MS = 60_000;
 /**
  * The campaigns service's background work, mixed into `campaigns`: every
  * `CAMPAIGN_POLL_MS` (and on `wake()` after a write that made work), one
- * drain at a time per process: scheduled campaigns due become active,
- * stopped broadcasts send on, the membership log enrolls by segment
- * triggers, A/B splits that ask for it get their winner and contacts'
- * dates enroll by `date_anniversary` triggers (each minute), and due
- * enrollment steps run until none is left.
+ * drain at a time per process (a poller of lib/worker.ts): scheduled
+ * campaigns due become active, stopped broadcasts send on, the membership
+ * log enrolls by segment triggers, A/B splits that ask for it get their
+ * winner and contacts' dates enroll by `date_anniversary` triggers (each
+ * minute), and due enrollment steps run until none is left.
  */
 export const backgroundWork: Partial<ServiceSchema> = {
   methods: {
@@ -71,45 +72,22 @@ export const backgroundWork: Partial<ServiceSchema> = {
       return { advanced, failed };
     },
 
-    /** Stop the clock and wait for the drain under way (the service's own `stopped`, before its pool is released). */
+    /** Stop the clock and wait for the pass under way (the service's own `stopped`, before its pool is released). */
     async stopBackground() {
-      this.stopping = true;
-      clearInterval(this.pollTimer);
-      await this.draining;
+      await this.stepQueue.stop();
       closeWebhookSender();
     },
 
     /**
-     * Run passes until nothing is due (one drain at a time per process; a
-     * wake during one runs another). A wake for `steps` (an enrollment just
-     * made) runs passes only: the rest (scheduled campaigns, stopped
-     * broadcasts, the membership log, the minute's work) is looked for on
-     * the clock and after a status change, not on every enrollment.
+     * Run passes until nothing is due (a wake during one runs another). A
+     * wake for `steps` (an enrollment just made) runs passes only: the rest
+     * (scheduled campaigns, stopped broadcasts, the membership log, the
+     * minute's work) is looked for on the clock and after a status change,
+     * not on every enrollment.
      */
     wake(work: "all" | "steps" = "all") {
-      if (this.stopping) return;
       if (work === "all") this.lookForWork = true;
-      if (this.draining) {
-        this.wakeAgain = true;
-        return;
-      }
-      this.draining = (async () => {
-        try {
-          while (!this.stopping) {
-            this.wakeAgain = false;
-            if (this.lookForWork) {
-              this.lookForWork = false;
-              await this.findWork();
-            }
-            const { advanced, failed } = await this.pass(PASS_SIZE);
-            if (advanced + failed === 0 && !this.wakeAgain) break;
-          }
-        } catch (err) {
-          this.logger.warn("Campaign pass failed", err);
-        } finally {
-          this.draining = null;
-        }
-      })();
+      this.stepQueue.wake();
     },
 
     /**
@@ -149,14 +127,26 @@ export const backgroundWork: Partial<ServiceSchema> = {
 
   created() {
     this.minuteWorkAt = 0;
-    this.draining = null;
-    this.wakeAgain = false;
     this.lookForWork = false;
-    this.stopping = false;
+    this.stepQueue = stepPoller("campaigns.processDue", {
+      logger: this.logger,
+      metrics: this.broker.metrics,
+      // The clock looks for every kind of work, not only due steps.
+      onInterval: () => {
+        this.lookForWork = true;
+      },
+      pass: async () => {
+        if (this.lookForWork) {
+          this.lookForWork = false;
+          await this.findWork();
+        }
+        const { advanced, failed } = await this.pass(PASS_SIZE);
+        return advanced + failed > 0;
+      },
+    });
   },
 
   started() {
-    this.pollTimer = setInterval(() => this.wake(), config().campaignPollMs);
-    this.pollTimer.unref();
+    this.stepQueue.start();
   },
 };

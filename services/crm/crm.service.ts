@@ -5,6 +5,7 @@ import { ANALYTICS_ENDPOINTS } from "../../lib/analytics";
 import { found, notFound } from "../../lib/errors";
 import { pageRequest } from "../../lib/pagination";
 import { userOf, workspaceOf } from "../../lib/tenancy";
+import { BackgroundMixin } from "../../mixins/background";
 import { DatabaseMixin } from "../../mixins/database.mixin";
 import {
   NotificationSchema,
@@ -22,7 +23,6 @@ import { notifyDueTasks } from "./tasks.repo";
 import * as widgets from "./widgets.repo";
 
 /** How often each replica runs the due check on its own (the cron tick may run it more often). */
-const DUE_CHECK_INTERVAL_MS = 60_000;
 
 const tagged = (tag: string) => (summary: string) => ({ tags: [tag], summary });
 const notificationDoc = tagged("Notifications");
@@ -36,7 +36,7 @@ const dashboardDoc = tagged("Dashboard");
  */
 export default defineService({
   name: "crm",
-  mixins: [DatabaseMixin],
+  mixins: [DatabaseMixin, BackgroundMixin],
   settings: { rest: "/" },
 
   actions: {
@@ -187,16 +187,5 @@ export default defineService({
         });
       },
     }),
-  },
-
-  started() {
-    this.dueTimer = setInterval(() => {
-      notifyDueTasks().catch((err) => this.logger.warn("Due-task check failed", err));
-    }, DUE_CHECK_INTERVAL_MS);
-    this.dueTimer.unref();
-  },
-
-  stopped() {
-    clearInterval(this.dueTimer);
   },
 });

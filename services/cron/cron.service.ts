@@ -1,26 +1,8 @@
 import { Type } from "@sinclair/typebox";
 import { defineAction, defineService } from "../../lib/define-service";
+import { ownerOf, PERIODIC_STEPS } from "../../lib/periodic-steps";
 import { isServiceAvailable } from "../../lib/registry";
 import { DateTime } from "../../lib/schema";
-
-/**
- * One pass of every due queue, for deployments that prefer an external
- * clock (a Kubernetes CronJob) to the services' own timers. Each step is an
- * internal action of the service that owns the queue; steps of services not
- * deployed are skipped and reported as such.
- */
-export const TICK_STEPS = [
-  "webhooks.dispatchDue",
-  "messages.processDue",
-  "campaigns.processDue",
-  "crm.notifyDueTasks",
-  // Decay first: the score segments it moves are current before time-relative segments refresh.
-  "scoring.applyDecay",
-  "segments.refreshTimeBased",
-  "jobs.sweep",
-  "messages.sweepProviderCallbacks",
-  "providers.sweepEventLog",
-] as const;
 
 const TickResult = Type.Object({
   ok: Type.Literal(true),
@@ -42,14 +24,13 @@ export default defineService({
       result: TickResult,
       openapi: { tags: ["System"], summary: "Run one pass of every due queue (bearer CRON_SECRET)" },
       async handler(ctx) {
+        // One pass of every periodic step (lib/periodic-steps.ts), for deployments that prefer an external clock
+        // (a Kubernetes CronJob) to the services' own timers; a step whose service is not deployed is named so.
         const results: Record<string, unknown> = {};
-        for (const step of TICK_STEPS) {
-          const service = step.split(".")[0];
-          if (!isServiceAvailable(this.broker, service)) {
-            results[step] = "not deployed";
-            continue;
-          }
-          results[step] = await ctx.call(step);
+        for (const step of PERIODIC_STEPS) {
+          results[step.action] = isServiceAvailable(this.broker, ownerOf(step))
+            ? await ctx.call(step.action)
+            : "not deployed";
         }
         return { ok: true as const, ranAt: new Date().toISOString(), results };
       },

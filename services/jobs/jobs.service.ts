@@ -2,15 +2,14 @@ import { defineAction, defineService } from "../../lib/define-service";
 import { failAbandonedJobs, listJobs } from "../../lib/jobs";
 import { pageOf, pageRequest } from "../../lib/pagination";
 import { workspaceOf } from "../../lib/tenancy";
+import { BackgroundMixin } from "../../mixins/background";
 import { DatabaseMixin } from "../../mixins/database.mixin";
 import { schemas } from "./jobs.schemas";
-
-const SWEEP_INTERVAL_MS = 60_000;
 
 /** Long-running work (imports, bulk changes, recomputes) and its progress. */
 export default defineService({
   name: "jobs",
-  mixins: [DatabaseMixin],
+  mixins: [DatabaseMixin, BackgroundMixin],
   settings: { rest: "/" },
 
   actions: {
@@ -37,20 +36,9 @@ export default defineService({
       },
     }),
 
-    /** Internal (cron tick): fail jobs whose worker died. */
+    /** Internal (timer, cron tick): fail jobs whose worker died. */
     sweep: {
       handler: () => failAbandonedJobs(),
     },
-  },
-
-  started() {
-    this.sweepTimer = setInterval(() => {
-      failAbandonedJobs().catch((err) => this.logger.warn("Job sweep failed", err));
-    }, SWEEP_INTERVAL_MS);
-    this.sweepTimer.unref();
-  },
-
-  stopped() {
-    clearInterval(this.sweepTimer);
   },
 });

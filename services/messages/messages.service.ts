@@ -5,7 +5,9 @@ import { found, invalidToken } from "../../lib/errors";
 import { idempotent } from "../../lib/idempotency";
 import type { AppContext } from "../../lib/moleculer-types";
 import { pageRequest } from "../../lib/pagination";
+import { stepPoller } from "../../lib/periodic-steps";
 import { workspaceOf } from "../../lib/tenancy";
+import { BackgroundMixin } from "../../mixins/background";
 import { DatabaseMixin } from "../../mixins/database.mixin";
 import { trackingSignatureValid } from "./links";
 import * as repo from "./messages.repo";
@@ -25,12 +27,11 @@ const write = { auth: "any", permission: "campaigns.write" } as const;
 
 /** How long a provider callback waits for the record of its send before it is dropped. */
 const PENDING_CALLBACK_DAYS = 7;
-const HOUR_MS = 3_600_000;
 
 /** Messages: the one send path (checks, durable queue, provider), tracking and short links. */
 export default defineService({
   name: "messages",
-  mixins: [DatabaseMixin, preferenceActions],
+  mixins: [DatabaseMixin, preferenceActions, BackgroundMixin],
   settings: { rest: "/" },
 
   actions: {
@@ -210,7 +211,7 @@ export default defineService({
       handler: () => dropStalePending(PENDING_CALLBACK_DAYS),
     }),
 
-    /** Internal (timer, cron tick): one pass of the send queue. */
+    /** Internal (cron tick; in process, the service's poller): one pass of the send queue. */
     processDue: defineAction({
       params: schemas.processDue,
       result: results.processDue,
@@ -226,32 +227,9 @@ export default defineService({
       return new Date();
     },
 
-    /**
-     * Run MESSAGE_WORKERS loops of passes until the queue has nothing due: one
-     * renders while another waits on the database (each claims its own rows).
-     */
+    /** Drain the send queue now (a message was queued here). */
     wake() {
-      if (this.draining) {
-        this.wakeAgain = true;
-        return;
-      }
-      this.draining = Promise.all(Array.from({ length: config().messageWorkers }, () => this.drain())).then(
-        () => {
-          this.draining = null;
-        },
-      );
-    },
-
-    async drain() {
-      try {
-        for (;;) {
-          this.wakeAgain = false;
-          const pass = await this.sender.pass();
-          if (pass.sent + pass.failed + pass.retried + pass.suppressed === 0 && !this.wakeAgain) break;
-        }
-      } catch (err) {
-        this.logger.warn("Send pass failed", err);
-      }
+      this.sendQueue.wake();
     },
 
     async open(ctx: AppContext, messageId: string) {
@@ -290,23 +268,25 @@ export default defineService({
 
   created() {
     this.sender = new Sender(this.broker, this.logger);
-    this.draining = null;
-    this.wakeAgain = false;
+    // MESSAGE_WORKERS drains side by side until nothing is due: one renders while another waits on the database
+    // (each pass claims its own rows).
+    this.sendQueue = stepPoller("messages.processDue", {
+      logger: this.logger,
+      metrics: this.broker.metrics,
+      workers: config().messageWorkers,
+      pass: async () => {
+        const pass = await this.sender.pass();
+        return pass.sent + pass.failed + pass.retried + pass.suppressed > 0;
+      },
+    });
   },
 
   started() {
-    this.pollTimer = setInterval(() => this.wake(), config().messagePollMs);
-    this.pollTimer.unref();
-    this.sweepTimer = setInterval(() => {
-      dropStalePending(PENDING_CALLBACK_DAYS).catch((err) => this.logger.warn("Callback sweep failed", err));
-    }, HOUR_MS);
-    this.sweepTimer.unref();
+    this.sendQueue.start();
   },
 
   async stopped() {
-    clearInterval(this.pollTimer);
-    clearInterval(this.sweepTimer);
-    await this.draining;
+    await this.sendQueue.stop();
     await this.sender.providers.close();
     await closeHttp();
   },

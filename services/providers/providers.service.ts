@@ -6,6 +6,7 @@ import { defineAction, defineService } from "../../lib/define-service";
 import { fieldError, found, notFound } from "../../lib/errors";
 import type { AppContext } from "../../lib/moleculer-types";
 import { workspaceOf } from "../../lib/tenancy";
+import { BackgroundMixin } from "../../mixins/background";
 import { DatabaseMixin } from "../../mixins/database.mixin";
 import { storedConfig } from "./credentials";
 import { checkDomain } from "./domain-check";
@@ -18,7 +19,6 @@ const tags = ["Providers"];
 const manage = { auth: "any", permission: "providers.manage" } as const;
 /** How long an applied callback event id is remembered. */
 const EVENT_ID_DAYS = 30;
-const HOUR_MS = 3_600_000;
 
 type CreateParams = Static<typeof schemas.createEmail>;
 type UpdateParams = Static<typeof schemas.update>;
@@ -31,7 +31,7 @@ type UpdateParams = Static<typeof schemas.update>;
  */
 export default defineService({
   name: "providers",
-  mixins: [DatabaseMixin, inboundActions],
+  mixins: [DatabaseMixin, inboundActions, BackgroundMixin],
   settings: { rest: "/" },
 
   actions: {
@@ -341,16 +341,5 @@ export default defineService({
       await audit(ctx, "provider.deleted", { type: "provider", id: providerId }, { channel });
       return { success: true as const };
     },
-  },
-
-  started() {
-    this.sweepTimer = setInterval(() => {
-      repo.dropOldEventIds(EVENT_ID_DAYS).catch((err) => this.logger.warn("Event id sweep failed", err));
-    }, HOUR_MS);
-    this.sweepTimer.unref();
-  },
-
-  stopped() {
-    clearInterval(this.sweepTimer);
   },
 });

@@ -8,6 +8,7 @@ import type { AppMeta } from "../../lib/moleculer-types";
 import { pageRequest } from "../../lib/pagination";
 import { isServiceAvailable } from "../../lib/registry";
 import { workspaceOf } from "../../lib/tenancy";
+import { BackgroundMixin } from "../../mixins/background";
 import { DatabaseMixin } from "../../mixins/database.mixin";
 import { decayDue } from "./decay";
 import * as engine from "./engine";
@@ -20,7 +21,6 @@ type Ctx = Context<unknown, AppMeta>;
 const HISTORY_DEFAULT = 50;
 const HISTORY_MAX = 200;
 /** How often the service expires due points (also run by `GET /api/cron/tick`). */
-const DECAY_CHECK_MS = 60_000;
 /** Score segments follow changed contacts one batch at a time; past this many, a full recompute is cheaper. */
 const EVALUATE_BATCH = 1000;
 const FULL_RECOMPUTE_ABOVE = 20_000;
@@ -28,7 +28,7 @@ const FULL_RECOMPUTE_ABOVE = 20_000;
 /** Lead scoring: rules (segments.* scopes), a contact's score and history (contacts.* scopes), the chain's score step. */
 export default defineService({
   name: "scoring",
-  mixins: [DatabaseMixin],
+  mixins: [DatabaseMixin, BackgroundMixin],
   settings: { rest: "/" },
 
   actions: {
@@ -272,16 +272,5 @@ export default defineService({
       for (const [ws, contactIds] of byWorkspace) await this.scoresChanged(ws, contactIds);
       return { contacts: decayed.length, points: decayed.reduce((sum, d) => sum + d.points, 0) };
     },
-  },
-
-  started() {
-    this.decayTimer = setInterval(() => {
-      this.applyDecay().catch((err: unknown) => this.logger.warn("Score decay pass failed", err));
-    }, DECAY_CHECK_MS);
-    this.decayTimer.unref();
-  },
-
-  stopped() {
-    clearInterval(this.decayTimer);
   },
 });

@@ -1,12 +1,12 @@
 import type { Context } from "moleculer";
 import { SYSTEM } from "../../lib/access";
 import { actingUserId } from "../../lib/audit";
-import { config } from "../../lib/config";
 import { defineAction, defineService } from "../../lib/define-service";
 import { fieldError, found, notFound } from "../../lib/errors";
 import { pageRequest } from "../../lib/pagination";
 import { isServiceAvailable } from "../../lib/registry";
 import { workspaceOf } from "../../lib/tenancy";
+import { BackgroundMixin } from "../../mixins/background";
 import { DatabaseMixin } from "../../mixins/database.mixin";
 import { computeMembership, prepareFilter, recomputeJob } from "./compute";
 import {
@@ -27,14 +27,13 @@ const WS = "/workspaces/:workspaceId/segments";
 const tags = ["Segments"];
 const DAY_MS = 86_400_000;
 /** How often the service looks for time-relative segments due a refresh (each is refreshed every SEGMENT_TIME_REFRESH_MS). */
-const REFRESH_CHECK_MS = 60_000;
 /** Membership changes per broker event, so a large refresh never makes one huge message. */
 const ANNOUNCE_CHUNK = 1000;
 
 /** Segments: definitions, exact incremental membership, recompute jobs, members, growth and preview. */
 export default defineService({
   name: "segments",
-  mixins: [DatabaseMixin, memberActions],
+  mixins: [DatabaseMixin, memberActions, BackgroundMixin],
   settings: { rest: "/" },
 
   actions: {
@@ -305,17 +304,5 @@ export default defineService({
         });
       }
     },
-  },
-
-  started() {
-    const period = Math.min(REFRESH_CHECK_MS, Math.max(1000, config().segmentTimeRefreshMs));
-    this.refreshTimer = setInterval(() => {
-      this.refreshTimeBased().catch((err: unknown) => this.logger.warn("Time refresh failed", err));
-    }, period);
-    this.refreshTimer.unref();
-  },
-
-  stopped() {
-    clearInterval(this.refreshTimer);
   },
 });

@@ -1,9 +1,11 @@
 import http from "node:http";
 import https from "node:https";
 import type { LookupFunction } from "node:net";
-import type { LoggerInstance } from "moleculer";
+import type { LoggerInstance, MetricRegistry } from "moleculer";
 import * as repo from "./webhooks.repo";
+import { stepPoller } from "../../lib/periodic-steps";
 import { open } from "../../lib/secret-box";
+import type { Poller } from "../../lib/worker";
 import { signOutbound } from "./signature";
 
 export { deliveryBody } from "./signature";
@@ -19,12 +21,13 @@ export interface DispatcherOptions {
   retryDelaysMs: number[];
   timeoutMs: number;
   leaseMs: number;
-  pollMs: number;
   concurrency: number;
   /** Of those, how many one endpoint may have; it has one batch more claimed. */
   endpointConcurrency: number;
   /** Whether the SSRF guard applies (production unless private targets are allowed). */
   guard: () => boolean;
+  /** The broker's metrics, for the claim loop's passes. */
+  metrics?: MetricRegistry;
 }
 
 export interface SendOutcome {
@@ -251,8 +254,6 @@ export class Dispatcher {
   /** An endpoint is claimed for only with room for this many (half a cap). */
   private readonly minRoom: number;
   private stopped = true;
-  private pumping = false;
-  private again = false;
   /** Sends holding a slot: every send in flight but those that lapsed. */
   private inFlight = 0;
   /** Sends still in flight after `fastMs`: their slots went back. */
@@ -269,7 +270,8 @@ export class Dispatcher {
   private pending: repo.AttemptResult[] = [];
   private flushing: Promise<void> | null = null;
   private readonly timers = new Set<NodeJS.Timeout>();
-  private poller?: NodeJS.Timeout;
+  /** The claim loop: woken by new rows, finished sends and retry times, and every WEBHOOK_POLL_MS for the rest. */
+  private readonly poller: Poller;
   private readonly active = new Set<Promise<unknown>>();
 
   constructor(private readonly opts: DispatcherOptions) {
@@ -279,6 +281,17 @@ export class Dispatcher {
     this.minRoom = Math.ceil(opts.endpointConcurrency / 2);
     this.probeGapMs = (opts.retryDelaysMs[0] ?? 2000) / 2;
     this.maxProbeGapMs = Math.max(this.probeGapMs, ...opts.retryDelaysMs);
+    this.poller = stepPoller("webhooks.dispatchDue", {
+      logger: opts.logger,
+      metrics: opts.metrics,
+      passAtStart: true,
+      onInterval: () => {
+        this.forgetIdle();
+        void this.pruneFailing();
+      },
+      pass: () => this.claimPass(),
+      failureNote: "due rows wait for the next wake or poll",
+    });
   }
 
   /** Endpoints sent one attempt at a time until one succeeds. */
@@ -288,23 +301,13 @@ export class Dispatcher {
 
   start(): void {
     this.stopped = false;
-    this.poller = setInterval(() => {
-      this.forgetIdle();
-      this.wake();
-      void this.pruneFailing();
-    }, this.opts.pollMs);
-    this.poller.unref();
-    this.wake();
+    this.poller.start();
   }
 
   /** Look for due work now (new rows, a timer, a poll). */
   wake(): void {
     if (this.stopped) return;
-    if (this.pumping) {
-      this.again = true;
-      return;
-    }
-    void this.pump();
+    this.poller.wake();
   }
 
   /** One pass of the queue for an external clock (`GET /api/cron/tick`): claims what is due and waits for it. */
@@ -421,7 +424,7 @@ export class Dispatcher {
     return rows;
   }
 
-  /** Whether the pump's next claim would read this endpoint. */
+  /** Whether the claim loop's next pass would read this endpoint. */
   private claimable(endpointId: string): boolean {
     return this.claimRoom(endpointId, 2) > 0;
   }
@@ -429,7 +432,7 @@ export class Dispatcher {
   /**
    * Claim up to `limit` due rows, at most `claimRoom` each endpoint; an
    * endpoint this dispatcher holds nothing of starts with room for one send
-   * per batch (slow start). Claims run one at a time (the pump, a cron pass),
+   * per batch (slow start). Claims run one at a time (the claim loop, a cron pass),
    * so each sees what the last one took.
    */
   private claim(limit: number, batches: number): Promise<repo.ClaimedDelivery[]> {
@@ -513,29 +516,20 @@ export class Dispatcher {
       );
   }
 
-  private async pump(): Promise<void> {
-    this.pumping = true;
-    try {
-      do {
-        this.again = false;
-        // Keep up to two batches claimed ahead of the sends in flight and claim one when a batch is left: a claim
-        // takes about as long as a batch of sends, so the slots never wait for one.
-        const want = this.opts.concurrency * 3 - this.inFlight - this.ready();
-        if (want < this.opts.concurrency || this.stopped) break;
-        const rows = await this.claim(want, 2);
-        if (this.stopped) {
-          await repo.releaseClaims(rows.map((r) => ({ id: r.id, token: r.claim_token })));
-          break;
-        }
-        this.queue.push(...rows);
-        this.drain();
-        if (rows.length === want) this.again = true;
-      } while (this.again && !this.stopped);
-    } catch (err) {
-      this.opts.logger.warn(`webhook dispatcher: claim failed: ${(err as Error).message}`);
-    } finally {
-      this.pumping = false;
+  /** One pass of the claim loop: claim what the slots will want and start it; true when the claim came back full. */
+  private async claimPass(): Promise<boolean> {
+    // Keep up to two batches claimed ahead of the sends in flight and claim one when a batch is left: a claim
+    // takes about as long as a batch of sends, so the slots never wait for one.
+    const want = this.opts.concurrency * 3 - this.inFlight - this.ready();
+    if (want < this.opts.concurrency || this.stopped) return false;
+    const rows = await this.claim(want, 2);
+    if (this.stopped) {
+      await repo.releaseClaims(rows.map((r) => ({ id: r.id, token: r.claim_token })));
+      return false;
     }
+    this.queue.push(...rows);
+    this.drain();
+    return rows.length === want;
   }
 
   /**
@@ -648,7 +642,7 @@ export class Dispatcher {
   /** Stop claiming, abort sends in flight (their claims are given back, nothing is recorded). */
   async stop(): Promise<void> {
     this.stopped = true;
-    if (this.poller) clearInterval(this.poller);
+    await this.poller.stop();
     for (const t of this.timers) clearTimeout(t);
     this.timers.clear();
     await this.giveBack(() => true);

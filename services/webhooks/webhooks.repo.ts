@@ -457,11 +457,12 @@ export async function forgetReplay(endpointId: string, digest: string): Promise<
   );
 }
 
-export async function pruneReplays(windowSeconds: number): Promise<void> {
-  await select(
+export async function pruneReplays(windowSeconds: number): Promise<number> {
+  const rows = await select(
     `DELETE FROM webhook_inbound_replays WHERE received_at < now() - make_interval(secs => $1) RETURNING digest`,
     [windowSeconds],
   );
+  return rows.length;
 }
 
 export async function contactExists(workspaceId: string, id: string): Promise<boolean> {

@@ -1,3 +1,4 @@
+import { Type } from "@sinclair/typebox";
 import { actingUserId, audit } from "../../lib/audit";
 import { config } from "../../lib/config";
 import { DOMAIN_EVENTS_CHANNEL, type DomainEvent } from "../../lib/domain-events";
@@ -6,6 +7,7 @@ import { conflict, fieldError, found, notFound, notRetryable } from "../../lib/e
 import { pageRequest } from "../../lib/pagination";
 import { workspaceOf } from "../../lib/tenancy";
 import { DatabaseMixin } from "../../mixins/database.mixin";
+import { BackgroundMixin } from "../../mixins/background";
 import { OutboxRelayMixin } from "../../mixins/outbox-relay";
 import { attempt, Dispatcher } from "./dispatcher";
 import { receiveInbound, REPLAY_WINDOW_SECONDS } from "./inbound";
@@ -28,7 +30,7 @@ async function checkTarget(url: string): Promise<void> {
 /** Webhook endpoints, the inbound receiver, the outbound fan-out and its dispatcher, deliveries. */
 export default defineService({
   name: "webhooks",
-  mixins: [DatabaseMixin, OutboxRelayMixin],
+  mixins: [DatabaseMixin, OutboxRelayMixin, BackgroundMixin],
   settings: { rest: "/" },
 
   actions: {
@@ -190,14 +192,18 @@ export default defineService({
       },
     }),
 
-    /** Internal: one pass of the outbound queue (cron tick). */
+    /** Internal: one pass of the outbound queue (cron tick; in process, the dispatcher's own poller). */
     dispatchDue: defineAction({
       result: results.dispatchDue,
-      async handler() {
-        const result = await this.dispatcher.runOnce();
-        await repo.pruneReplays(REPLAY_WINDOW_SECONDS);
-        return result;
+      handler() {
+        return this.dispatcher.runOnce();
       },
+    }),
+
+    /** Internal (timer, cron tick): forget inbound signatures older than the replay window; answers how many. */
+    pruneReplays: defineAction({
+      result: Type.Integer(),
+      handler: () => repo.pruneReplays(REPLAY_WINDOW_SECONDS),
     }),
   },
 
@@ -222,7 +228,7 @@ export default defineService({
       retryDelaysMs: cfg.webhookRetryDelaysMs,
       timeoutMs: cfg.webhookTimeoutMs,
       leaseMs: cfg.webhookLeaseMs,
-      pollMs: cfg.webhookPollMs,
+      metrics: this.broker.metrics,
       concurrency: cfg.webhookConcurrency,
       endpointConcurrency: cfg.webhookEndpointConcurrency,
       guard: guardEnabled,
@@ -231,16 +237,9 @@ export default defineService({
 
   started() {
     this.dispatcher.start();
-    this.pruner = setInterval(() => {
-      repo
-        .pruneReplays(REPLAY_WINDOW_SECONDS)
-        .catch((err: Error) => this.logger.warn(`replay prune failed: ${err.message}`));
-    }, 60_000);
-    this.pruner.unref();
   },
 
-  async stopped() {
-    clearInterval(this.pruner);
-    await this.dispatcher.stop();
+  stopped() {
+    return this.dispatcher.stop();
   },
 });

@@ -1,3 +1,4 @@
+import { PERIODIC_STEPS } from "../../../lib/periodic-steps";
 import { startApp, type TestApp } from "../../helpers/app";
 
 let app: TestApp;
@@ -27,6 +28,13 @@ test("the tick runs every deployed queue and names the ones not deployed", async
   // Score decay and the time refresh of segments are steps too (run in their own suites).
   expect(res.body.results["scoring.applyDecay"]).toBe("not deployed");
   expect(res.body.results["segments.refreshTimeBased"]).toBe("not deployed");
+  // The sweep of revoked sessions, once only the auth service's own timer.
+  expect(res.body.results["auth.pruneRevokedSessions"]).toBe(0);
+});
+
+test("the tick runs every periodic step the services run on their own clocks, in the registry's order", async () => {
+  const res = await app.http().get("/api/cron/tick", { bearer: CRON_SECRET });
+  expect(Object.keys(res.body.results)).toEqual(PERIODIC_STEPS.map((step) => step.action));
 });
 
 test("the tick is described in the OpenAPI document with its own security scheme", async () => {

@@ -1,0 +1,62 @@
+import { config } from "./config";
+import { Poller, type PollerOptions } from "./worker";
+
+/**
+ * The one registry of periodic steps: what each service runs on its own
+ * clock (mixins/background.ts, lib/worker.ts) and what `GET /api/cron/tick`
+ * runs once, in this order, on whichever node holds the owning service. A
+ * static list, so the cron service knows every step even when their services
+ * run on other nodes; a service cannot run a periodic step that is not here.
+ */
+export interface PeriodicStep {
+  /** `<service>.<action>`: the owner's internal action, one pass of the step. */
+  action: string;
+  /** How often the owner passes on its own (read when it starts). */
+  everyMs: () => number;
+  /**
+   * `timer`: the runtime calls the action every `everyMs`. `queue`: the owner's
+   * poller (woken by writes, draining until a pass finds nothing) falls back to
+   * `everyMs`; the action is the tick's single pass.
+   */
+  runs: "timer" | "queue";
+}
+
+const MINUTE_MS = 60_000;
+const HOUR_MS = 60 * MINUTE_MS;
+
+export const PERIODIC_STEPS: readonly PeriodicStep[] = [
+  { action: "webhooks.dispatchDue", everyMs: () => config().webhookPollMs, runs: "queue" },
+  { action: "webhooks.pruneReplays", everyMs: () => MINUTE_MS, runs: "timer" },
+  { action: "messages.processDue", everyMs: () => config().messagePollMs, runs: "queue" },
+  { action: "campaigns.processDue", everyMs: () => config().campaignPollMs, runs: "queue" },
+  { action: "crm.notifyDueTasks", everyMs: () => MINUTE_MS, runs: "timer" },
+  // Decay first: the score segments it moves are current before time-relative segments refresh.
+  { action: "scoring.applyDecay", everyMs: () => MINUTE_MS, runs: "timer" },
+  // Each minute, or at the refresh period when that is shorter (never below a second).
+  {
+    action: "segments.refreshTimeBased",
+    everyMs: () => Math.min(MINUTE_MS, Math.max(1000, config().segmentTimeRefreshMs)),
+    runs: "timer",
+  },
+  { action: "jobs.sweep", everyMs: () => MINUTE_MS, runs: "timer" },
+  { action: "messages.sweepProviderCallbacks", everyMs: () => HOUR_MS, runs: "timer" },
+  { action: "providers.sweepEventLog", everyMs: () => HOUR_MS, runs: "timer" },
+  { action: "auth.pruneRevokedSessions", everyMs: () => HOUR_MS, runs: "timer" },
+];
+
+/** The service that owns a step. */
+export function ownerOf(step: PeriodicStep): string {
+  return step.action.split(".")[0];
+}
+
+/** A registered step by its action; throws for one not registered (a loop outside the registry is a bug). */
+export function periodicStep(action: string): PeriodicStep {
+  const step = PERIODIC_STEPS.find((s) => s.action === action);
+  if (!step) throw new Error(`'${action}' is not a registered periodic step (lib/periodic-steps.ts)`);
+  return step;
+}
+
+/** The poller of a registered step: named for it, passing every `everyMs` at least. */
+export function stepPoller(action: string, opts: Omit<PollerOptions, "name" | "intervalMs">): Poller {
+  return new Poller({ ...opts, name: action, intervalMs: periodicStep(action).everyMs() });
+}

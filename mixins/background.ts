@@ -1,0 +1,34 @@
+import type { ServiceSchema } from "moleculer";
+import { ownerOf, PERIODIC_STEPS, stepPoller } from "../lib/periodic-steps";
+import type { Poller } from "../lib/worker";
+
+/**
+ * A service's timer steps (lib/periodic-steps.ts) on the background runtime:
+ * each of its registered `timer` steps calls its own action every `everyMs`
+ * from `started` until `stopped`, which waits for the passes in flight. The
+ * services that own such steps take this mixin; their `queue` steps are the
+ * pollers they build with `stepPoller`.
+ */
+export const BackgroundMixin: Partial<ServiceSchema> = {
+  started() {
+    this.timerSteps = PERIODIC_STEPS.filter(
+      (step) => step.runs === "timer" && ownerOf(step) === this.name,
+    ).map((step) => {
+      const action = step.action.slice(this.name.length + 1);
+      const poller = stepPoller(step.action, {
+        logger: this.logger,
+        metrics: this.broker.metrics,
+        pass: async () => {
+          await this.actions[action]({});
+          return false;
+        },
+      });
+      poller.start();
+      return poller;
+    });
+  },
+
+  async stopped() {
+    await Promise.all((this.timerSteps as Poller[]).map((poller) => poller.stop()));
+  },
+};
