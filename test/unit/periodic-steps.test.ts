@@ -53,8 +53,13 @@ describe("periodic steps", () => {
   it("no background work runs on its own timer: only the runtime sets intervals and builds pollers", () => {
     const files = ["services", "mixins", "lib"].flatMap(sourceFiles);
     const intervals = files.filter((f) => /\bsetInterval\(/.test(readFileSync(path.join(ROOT, f), "utf8")));
-    // SSE heartbeats are per connection, not background steps.
-    expect(intervals.sort()).toEqual(["lib/worker.ts", "services/content/event-streams.ts"]);
+    // SSE heartbeats are per connection, not background steps; the embedded PostgreSQL's watchdog is a
+    // script run in a process of its own (its polling for the server's exit is in a string).
+    expect(intervals.sort()).toEqual([
+      "lib/embedded-postgres.ts",
+      "lib/worker.ts",
+      "services/content/event-streams.ts",
+    ]);
     const pollers = files.filter((f) => /\bnew Poller\(/.test(readFileSync(path.join(ROOT, f), "utf8")));
     // Registered steps (stepPoller) and the two loops of every process: the outbox relay and table statistics.
     expect(pollers.sort()).toEqual(["lib/outbox.ts", "lib/periodic-steps.ts", "lib/table-stats.ts"]);
