@@ -14,7 +14,7 @@ export function paramsChecker(action: ActionSchema): Checker | null {
   if (!isJsonSchema(action.params)) {
     throw new Error(`${action.name}: params must be a TypeBox schema (see lib/define-service.ts)`);
   }
-  return compileParamsChecker(action.params);
+  return compileParamsChecker(action.params, { rawBody: Boolean(action.rawBody) });
 }
 
 /**

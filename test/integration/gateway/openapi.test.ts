@@ -289,3 +289,38 @@ test("/api/docs serves Swagger UI over the description", async () => {
   expect(script.status).toBe(200);
   expect(script.text).toContain('url: "/api/openapi"');
 });
+
+/**
+ * Where a request schema holds a list without maxItems: the gateway refuses
+ * a list past its maxItems before looking at its items (lib/schema.ts
+ * `oversizedInput`), so a list without one would be validated item by item
+ * whatever its length. Objects need no declaration: MAX_OBJECT_KEYS holds
+ * those without maxProperties.
+ */
+function unboundedLists(schema: any, where: string, found: string[], seen = new Set<unknown>()) {
+  if (!schema || typeof schema !== "object" || seen.has(schema)) return;
+  seen.add(schema);
+  if (schema.$ref) return unboundedLists(resolveRef(schema.$ref), where, found, seen);
+  const types = Array.isArray(schema.type) ? schema.type : [schema.type];
+  if (types.includes("array") && schema.maxItems === undefined) found.push(where);
+  for (const [name, sub] of Object.entries(schema.properties ?? {}))
+    unboundedLists(sub, `${where}.${name}`, found, seen);
+  for (const sub of Object.values(schema.patternProperties ?? {}))
+    unboundedLists(sub, `${where}.*`, found, seen);
+  if (typeof schema.additionalProperties === "object")
+    unboundedLists(schema.additionalProperties, `${where}.*`, found, seen);
+  if (schema.items !== undefined) unboundedLists(schema.items, `${where}[]`, found, seen);
+  for (const key of ["anyOf", "oneOf", "allOf", "prefixItems"])
+    for (const sub of schema[key] ?? []) unboundedLists(sub, where, found, seen);
+}
+
+test("every list a request may send declares its maxItems", () => {
+  const found: string[] = [];
+  for (const { path, method, op } of operations()) {
+    const where = `${method.toUpperCase()} ${path}`;
+    for (const p of op.parameters ?? []) unboundedLists(p.schema, `${where} ${p.name}`, found);
+    for (const media of Object.values<any>(op.requestBody?.content ?? {}))
+      unboundedLists(media.schema, `${where} body`, found);
+  }
+  expect(found).toEqual([]);
+});
