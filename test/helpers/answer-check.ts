@@ -3,9 +3,11 @@ import { schemaIssues } from "../../lib/schema";
 /**
  * Every answer an integration test receives through the gateway is checked
  * against what `GET /api/openapi` declares for its operation and status, so
- * the document cannot drift from the code. Operations whose success schema
- * is still the untyped `{}` (areas not yet on TypeBox) are checked for
- * errors only.
+ * the document cannot drift from the code: a status below 500 must be
+ * declared (itself, as `4XX` or as `default`), and a JSON body must match
+ * its schema.
+ * Operations whose success schema is still the untyped `{}` (areas not yet
+ * on TypeBox) are checked for errors only.
  */
 
 interface Operation {
@@ -65,6 +67,33 @@ function responseSchema(operation: Operation, status: number): Record<string, un
 
 const isTyped = (schema: Record<string, unknown> | undefined) => !!schema && Object.keys(schema).length > 0;
 
+/** Whether the operation declares `status`: itself, its class (`4XX`) or `default`. */
+const declares = (operation: Operation, status: number) =>
+  [String(status), `${String(status)[0]}XX`, "default"].some((code) => code in (operation.responses ?? {}));
+
+/** The operation `GET /api/...` (query ignored) falls under, if the description has one. */
+async function operationOf(baseUrl: string, method: string, url: string) {
+  const path = url.split("?")[0];
+  if (!path.startsWith("/api/")) return null;
+  const loaded = await load(baseUrl);
+  if (!loaded) return null;
+  const route = loaded.routes.find((candidate) => candidate.pattern.test(path));
+  const operation = route?.methods[method.toLowerCase()];
+  return operation ? { operation, doc: loaded.doc, path } : null;
+}
+
+/** `METHOD path → status` when the description does not declare that status for the operation, else null. */
+export async function undeclaredStatus(
+  baseUrl: string,
+  method: string,
+  url: string,
+  status: number,
+): Promise<string | null> {
+  const found = await operationOf(baseUrl, method, url);
+  if (!found || declares(found.operation, status)) return null;
+  return `${method} ${found.path} → ${status}`;
+}
+
 /** Throws when an answer does not match its operation's declaration. */
 export async function checkAnswer(
   baseUrl: string,
@@ -74,13 +103,13 @@ export async function checkAnswer(
   contentType: string,
   body: unknown,
 ): Promise<void> {
-  const path = url.split("?")[0];
-  if (!path.startsWith("/api/") || !contentType.includes("json")) return;
-  const loaded = await load(baseUrl);
-  if (!loaded) return;
-  const route = loaded.routes.find((candidate) => candidate.pattern.test(path));
-  const operation = route?.methods[method.toLowerCase()];
-  if (!operation) return;
+  const found = await operationOf(baseUrl, method, url);
+  if (!found) return;
+  const { operation, doc, path } = found;
+  // A 5xx is a failure, not an answer: the tests that provoke one assert it themselves.
+  if (status < 500 && !declares(operation, status))
+    throw new Error(`${method} ${path} answered ${status}, a status its description does not declare`);
+  if (!contentType.includes("json")) return;
   const schema = responseSchema(operation, status);
   if (status < 300) {
     const typedSuccess = Object.entries(operation.responses ?? {}).find(
@@ -91,7 +120,7 @@ export async function checkAnswer(
       throw new Error(`${method} ${path} answered ${status}; the description declares ${typedSuccess[0]}`);
   }
   if (!isTyped(schema)) return;
-  const issues = schemaIssues(rooted(schema!, loaded.doc), body);
+  const issues = schemaIssues(rooted(schema!, doc), body);
   if (issues.length) {
     const list = issues.map((issue) => `${issue.field || "(answer)"} ${issue.message}`).join("; ");
     throw new Error(

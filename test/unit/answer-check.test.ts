@@ -31,6 +31,7 @@ describe("answers checked against their description", () => {
     "GET /api/things/missing": [404, { message: "no" }],
     "POST /api/things/legacy": [200, { anything: true }],
     "GET /api/things/special": [200, {}],
+    "GET /api/things/declined": [409, { error: "Taken", code: "CONFLICT" }],
   };
   let server: http.Server;
   let client: HttpClient;
@@ -54,10 +55,13 @@ describe("answers checked against their description", () => {
     await expect(client.get("/api/things/missing")).rejects.toThrow("must have required property 'error'");
   });
 
-  it("fails a typed operation answering a status it does not declare, and leaves untyped ones alone", async () => {
+  it("fails any operation answering a status it does not declare, itself or by its class", async () => {
     await expect(client.get("/api/things/special")).rejects.toThrow(
-      "answered 200; the description declares 202",
+      "GET /api/things/special answered 200, a status its description does not declare",
     );
-    await expect(client.post("/api/things/legacy", {})).resolves.toMatchObject({ status: 200 });
+    await expect(client.post("/api/things/legacy", {})).rejects.toThrow(
+      "POST /api/things/legacy answered 200, a status its description does not declare",
+    );
+    await expect(client.get("/api/things/declined")).resolves.toMatchObject({ status: 409 });
   });
 });

@@ -3,7 +3,9 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
+import { undeclaredStatus } from "../../helpers/answer-check";
 import { startApp, type TestApp } from "../../helpers/app";
+import { ownerWithWorkspace } from "../../helpers/http";
 
 /**
  * GET /api/openapi against the running gateway: a structurally valid
@@ -324,3 +326,47 @@ test("every list a request may send declares its maxItems", () => {
   }
   expect(found).toEqual([]);
 });
+
+test("every status an operation answers is one the description declares", async () => {
+  const { owner, workspaceId } = await ownerWithWorkspace(app.baseUrl);
+  const session = `next-auth.session-token=${owner.client.cookies.get("next-auth.session-token")}`;
+  const unknownId = "00000000-0000-4000-8000-000000000000";
+  const fill = (path: string, segment?: string) =>
+    path.replace(/\{([^}]+)\}/g, (_, name) =>
+      name === "workspaceId" && segment === undefined ? workspaceId : (segment ?? unknownId),
+    );
+  const undeclared = new Set<string>();
+  const observe = async (method: string, url: string, init: RequestInit = {}) => {
+    const res = await fetch(`${app.baseUrl}${url}`, { method, redirect: "manual", ...init });
+    await res.arrayBuffer();
+    const found = await undeclaredStatus(app.baseUrl, method, url, res.status);
+    if (found) undeclared.add(found);
+  };
+  // Deletes last: they may remove the workspace the others run in.
+  const ops = operations().sort((a, b) => Number(a.method === "delete") - Number(b.method === "delete"));
+  for (const { path, method } of ops) {
+    const verb = method.toUpperCase();
+    const json = ["POST", "PUT", "PATCH"].includes(verb)
+      ? { body: "{}", headers: { "content-type": "application/json" } }
+      : {};
+    await observe(verb, fill(path), json);
+    await observe(verb, fill(path), { ...json, headers: { ...json.headers, cookie: session } });
+    if (path.includes("{"))
+      await observe(verb, fill(path, "x".repeat(300)), {
+        ...json,
+        headers: { ...json.headers, cookie: session },
+      });
+  }
+  // Answers the probes above do not reach: a click whose signature does not verify, credentials by GET.
+  await observe("GET", `/api/messages/${unknownId}/track?u=abc&s=forged`);
+  await observe("GET", `/api/messages/${unknownId}/track?s=forged`);
+  await observe("GET", "/api/auth/callback/credentials");
+  await observe("GET", "/api/auth/callback/credentials", { headers: { cookie: session } });
+  await observe("GET", "/api/auth/callback/github");
+  const { siteKey } = (await owner.client.get(`/api/workspaces/${workspaceId}`)).body;
+  const config = await fetch(`${app.baseUrl}/api/script/config?key=${siteKey}`);
+  await observe("GET", `/api/script/config?key=${siteKey}`, {
+    headers: { "if-none-match": config.headers.get("etag") ?? "" },
+  });
+  expect([...undeclared].sort()).toEqual([]);
+}, 120_000);
