@@ -185,6 +185,8 @@ function hoistComponents(node: unknown, components: Record<string, JsonSchema>):
   return { $ref: `#/components/schemas/${name}` };
 }
 
+const tagsOf = (operation: JsonSchema) => (operation.tags as string[] | undefined) ?? [];
+
 export function buildOpenApi(services: unknown[], serverUrl: string): JsonSchema {
   const paths: Record<string, Record<string, JsonSchema>> = {};
   const seen = new Set<string>();
@@ -215,10 +217,19 @@ export function buildOpenApi(services: unknown[], serverUrl: string): JsonSchema
     Object.fromEntries(Object.entries(paths).sort(([a], [b]) => a.localeCompare(b))),
     schemas,
   );
+  // The reference lists its groups in this order: alphabetical, not the order the services load in.
+  const tags = [
+    ...new Set(
+      Object.values(paths)
+        .flatMap((item) => Object.values(item))
+        .flatMap(tagsOf),
+    ),
+  ];
   return {
     openapi: "3.1.0",
     info: { title: "Campaign Messaging Service API", version: VERSION },
     servers: [{ url: serverUrl }],
+    tags: tags.sort((a, b) => a.localeCompare(b, "en")).map((name) => ({ name })),
     paths: sorted,
     components: {
       schemas,

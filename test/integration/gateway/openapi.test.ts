@@ -128,6 +128,17 @@ test("validates against the official OpenAPI 3.1 schema (@seriousme/openapi-sche
   expect(JSON.parse(stdout)).toEqual({ valid: true });
 });
 
+test("lists every operation's tag once, alphabetically (the reference's groups in that order)", () => {
+  const names = doc.tags.map((tag: { name: string }) => tag.name);
+  const used = [...new Set(operations().flatMap(({ op }) => op.tags as string[]))];
+  expect(names.length).toBeGreaterThan(20);
+  expect([...names].sort()).toEqual([...used].sort());
+  const disorder = names.filter(
+    (name: string, i: number) => i > 0 && names[i - 1].toLowerCase() > name.toLowerCase(),
+  );
+  expect(disorder).toEqual([]);
+});
+
 test("security schemes: the NextAuth session cookie and bearer API keys", () => {
   expect(doc.components.securitySchemes.sessionCookie).toEqual({
     type: "apiKey",
