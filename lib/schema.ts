@@ -172,18 +172,23 @@ function admits(node: SchemaNode, kind: "array" | "object"): boolean {
 
 /**
  * The first list in `value` longer than its schema's maxItems, or object
- * with more keys than its maxProperties (or MAX_OBJECT_KEYS), found before
+ * with more keys than its maxProperties (or `keyLimit`), found before
  * any item is validated: Ajv with `allErrors` (which ajv-errors needs) checks
  * every item, and ajv-errors scans all errors so far for each of its
  * messages, so 100,000 invalid items held the event loop for minutes. A
  * union holds the value when one of its branches' limits does.
  */
-export function oversizedInput(schema: unknown, value: unknown, path: string[] = []): SizeIssue | null {
+export function oversizedInput(
+  schema: unknown,
+  value: unknown,
+  path: string[] = [],
+  keyLimit = MAX_OBJECT_KEYS,
+): SizeIssue | null {
   if (typeof schema !== "object" || schema === null || typeof value !== "object" || value === null)
     return null;
   const node = schema as SchemaNode;
   for (const part of (node.allOf as unknown[] | undefined) ?? []) {
-    const issue = oversizedInput(part, value, path);
+    const issue = oversizedInput(part, value, path, keyLimit);
     if (issue) return issue;
   }
   const branches = (node.anyOf ?? node.oneOf) as SchemaNode[] | undefined;
@@ -191,35 +196,47 @@ export function oversizedInput(schema: unknown, value: unknown, path: string[] =
     const kind = Array.isArray(value) ? "array" : "object";
     const issues = branches
       .filter((branch) => admits(branch, kind))
-      .map((branch) => oversizedInput(branch, value, path));
+      .map((branch) => oversizedInput(branch, value, path, keyLimit));
     if (issues.length === 0 || issues.some((issue) => issue === null)) return null;
     return issues[0];
   }
-  if (Array.isArray(value)) return oversizedList(node, value, path);
-  return oversizedObject(node, value as Record<string, unknown>, path);
+  if (Array.isArray(value)) return oversizedList(node, value, path, keyLimit);
+  return oversizedObject(node, value as Record<string, unknown>, path, keyLimit);
 }
 
-function oversizedList(node: SchemaNode, value: unknown[], path: string[]): SizeIssue | null {
+function oversizedList(
+  node: SchemaNode,
+  value: unknown[],
+  path: string[],
+  keyLimit: number,
+): SizeIssue | null {
   if (!admits(node, "array")) return null;
   if (typeof node.maxItems === "number" && value.length > node.maxItems)
     return { field: fieldName(path), message: `must have at most ${node.maxItems} items`, type: "maxItems" };
   if (typeof node.items !== "object" || node.items === null) return null;
   for (const [i, item] of value.entries()) {
-    const issue = oversizedInput(node.items, item, [...path, String(i)]);
+    const issue = oversizedInput(node.items, item, [...path, String(i)], keyLimit);
     if (issue) return issue;
   }
   return null;
 }
 
-function oversizedObject(node: SchemaNode, value: Record<string, unknown>, path: string[]): SizeIssue | null {
+function oversizedObject(
+  node: SchemaNode,
+  value: Record<string, unknown>,
+  path: string[],
+  keyLimit: number,
+): SizeIssue | null {
   if (!admits(node, "object") || typesOf(node).length === 0) return null;
-  const max = typeof node.maxProperties === "number" ? node.maxProperties : MAX_OBJECT_KEYS;
+  const max = typeof node.maxProperties === "number" ? node.maxProperties : keyLimit;
   const keys = Object.keys(value);
   if (keys.length > max)
     return { field: fieldName(path), message: `must have at most ${max} keys`, type: "maxProperties" };
   const properties = (node.properties ?? {}) as Record<string, unknown>;
   for (const [key, sub] of Object.entries(properties)) {
-    const issue = Object.hasOwn(value, key) ? oversizedInput(sub, value[key], [...path, key]) : null;
+    const issue = Object.hasOwn(value, key)
+      ? oversizedInput(sub, value[key], [...path, key], keyLimit)
+      : null;
     if (issue) return issue;
   }
   const patterns = Object.entries((node.patternProperties ?? {}) as Record<string, unknown>).map(
@@ -230,7 +247,7 @@ function oversizedObject(node: SchemaNode, value: Record<string, unknown>, path:
   for (const key of keys) {
     if (Object.hasOwn(properties, key)) continue;
     const sub = patterns.find(([pattern]) => pattern.test(key))?.[1] ?? additional;
-    const issue = oversizedInput(sub, value[key], [...path, key]);
+    const issue = oversizedInput(sub, value[key], [...path, key], keyLimit);
     if (issue) return issue;
   }
   return null;
@@ -268,10 +285,15 @@ export type Checker = (value: unknown, typed?: boolean) => true | Array<FieldIss
  * boolean or list is expected (a query string, a form), read that text as
  * the schema asks. Ajv's own coercion would also turn `42` into `"42"`.
  */
-export function compileParamsChecker(schema: TSchema, options: { rawBody?: boolean } = {}): Checker {
+export function compileParamsChecker(
+  schema: TSchema,
+  options: { rawBody?: boolean; internal?: boolean } = {},
+): Checker {
   // An action that reads its raw body (a provider's callbacks) may get a list of events, which the
   // gateway merges into the params as one key per item: its top level keeps no count of keys.
   const sized = options.rawBody ? { ...schema, maxProperties: Number.MAX_SAFE_INTEGER } : schema;
+  // An internal action's params come from a service that checked its own request: only declared limits hold.
+  const keyLimit = options.internal ? Infinity : MAX_OBJECT_KEYS;
   const validate = paramsAjv.compile(schema);
   const scalars = scalarAjv.compile(schema);
   const lists = listAjv.compile(schema);
@@ -280,7 +302,7 @@ export function compileParamsChecker(schema: TSchema, options: { rawBody?: boole
     return issue ? [{ ...issue, type: "finite" }] : true;
   };
   return (value, typed = false) => {
-    const oversized = oversizedInput(sized, value);
+    const oversized = oversizedInput(sized, value, [], keyLimit);
     if (oversized) return [oversized];
     if (validate(value)) return finite(value);
     const readable = (error: ErrorObject) =>

@@ -176,6 +176,21 @@ describe("refusing oversized lists and objects before their items", () => {
     ]);
   });
 
+  it("holds an internal action's objects to their declared limits only", () => {
+    const internal = compileParamsChecker(
+      Params({
+        byContact: Type.Record(Type.String(), Type.Integer()),
+        ids: Type.Array(Type.String(), { maxItems: 2 }),
+      }),
+      { internal: true },
+    );
+    const byContact = Object.fromEntries(Array.from({ length: 5_000 }, (_, i) => [`c${i}`, i]));
+    expect(internal({ byContact, ids: ["a"] }, true)).toBe(true);
+    expect(internal({ byContact, ids: ["a", "b", "c"] }, true)).toEqual([
+      expect.objectContaining({ field: "ids", type: "maxItems" }),
+    ]);
+  });
+
   it("leaves the top level of an action that reads its raw body (a provider's list of events) uncounted", () => {
     const callback = compileParamsChecker(Params({ providerId: Type.String() }), { rawBody: true });
     const merged: Record<string, unknown> = { providerId: "p" };
