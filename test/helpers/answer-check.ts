@@ -18,6 +18,7 @@ interface Document {
   components?: Record<string, unknown>;
 }
 interface Route {
+  template: string;
   pattern: RegExp;
   params: number;
   methods: Record<string, Operation>;
@@ -33,6 +34,7 @@ function load(baseUrl: string) {
       .then((doc) => {
         if (!doc) return null;
         const routes = Object.entries(doc.paths).map(([template, methods]) => ({
+          template,
           pattern: new RegExp(`^${template.replace(/\{[^}]+\}/g, "[^/]+")}$`),
           params: (template.match(/\{/g) ?? []).length,
           methods,
@@ -76,13 +78,12 @@ async function operationOf(baseUrl: string, method: string, url: string) {
   const path = url.split("?")[0];
   if (!path.startsWith("/api/")) return null;
   const loaded = await load(baseUrl);
-  if (!loaded) return null;
-  const route = loaded.routes.find((candidate) => candidate.pattern.test(path));
+  const route = loaded?.routes.find((candidate) => candidate.pattern.test(path));
   const operation = route?.methods[method.toLowerCase()];
-  return operation ? { operation, doc: loaded.doc, path } : null;
+  return loaded && route && operation ? { operation, doc: loaded.doc, path, template: route.template } : null;
 }
 
-/** `METHOD path → status` when the description does not declare that status for the operation, else null. */
+/** `METHOD /api/path/{param} → status` when the operation does not declare that status, else null. */
 export async function undeclaredStatus(
   baseUrl: string,
   method: string,
@@ -91,7 +92,7 @@ export async function undeclaredStatus(
 ): Promise<string | null> {
   const found = await operationOf(baseUrl, method, url);
   if (!found || declares(found.operation, status)) return null;
-  return `${method} ${found.path} → ${status}`;
+  return `${method} ${found.template} → ${status}`;
 }
 
 /** Throws when an answer does not match its operation's declaration. */
