@@ -114,6 +114,15 @@ function successResponses(action: RegistryAction, method: string): JsonSchema {
   };
 }
 
+/**
+ * An action's own answers, with the gateway's refusals (400 invalid params,
+ * 401, 403, 404, 429) as the error body unless it names its 4xx answers
+ * another way: any route may answer them.
+ */
+function withRefusals(responses: Record<string, unknown>): Record<string, unknown> {
+  return "4XX" in responses ? responses : { ...responses, "4XX": ERROR_RESPONSE };
+}
+
 function operationFor(action: RegistryAction, method: string, fullPath: string): JsonSchema {
   const pathParams = [...fullPath.matchAll(/\{([^}]+)\}/g)].map((m) => m[1]);
   const hasBody = ["POST", "PUT", "PATCH"].includes(method);
@@ -147,7 +156,7 @@ function operationFor(action: RegistryAction, method: string, fullPath: string):
     tags: tags ?? [action.name.split(".")[0]],
     security,
     parameters: [...parameters, ...((headers as JsonSchema[] | undefined) ?? [])],
-    responses: responses ?? successResponses(action, method),
+    responses: responses ? withRefusals(responses) : successResponses(action, method),
     ...rest,
   };
   if (action.permission) operation["x-permission"] = action.permission;
@@ -175,6 +184,8 @@ function hoistComponents(node: unknown, components: Record<string, JsonSchema>):
   components[name] ??= out;
   return { $ref: `#/components/schemas/${name}` };
 }
+
+const tagsOf = (operation: JsonSchema) => (operation.tags as string[] | undefined) ?? [];
 
 export function buildOpenApi(services: unknown[], serverUrl: string): JsonSchema {
   const paths: Record<string, Record<string, JsonSchema>> = {};
@@ -206,10 +217,19 @@ export function buildOpenApi(services: unknown[], serverUrl: string): JsonSchema
     Object.fromEntries(Object.entries(paths).sort(([a], [b]) => a.localeCompare(b))),
     schemas,
   );
+  // The reference lists its groups in this order: alphabetical, not the order the services load in.
+  const tags = [
+    ...new Set(
+      Object.values(paths)
+        .flatMap((item) => Object.values(item))
+        .flatMap(tagsOf),
+    ),
+  ];
   return {
     openapi: "3.1.0",
     info: { title: "Campaign Messaging Service API", version: VERSION },
     servers: [{ url: serverUrl }],
+    tags: tags.sort((a, b) => a.localeCompare(b, "en")).map((name) => ({ name })),
     paths: sorted,
     components: {
       schemas,

@@ -104,6 +104,13 @@ export function isJsonSchema(schema: unknown): schema is TSchema {
   );
 }
 
+/** `["attributes", "plan"]` → `attributes.plan`, `["tags", "0"]` → `tags[0]`. */
+const fieldName = (path: string[]) =>
+  path.reduce(
+    (field, part) => (/^\d+$/.test(part) ? `${field}[${part}]` : field ? `${field}.${part}` : part),
+    "",
+  );
+
 /** `/attributes/plan` → `attributes.plan`, `/tags/0` → `tags[0]`; a missing or unknown property names itself. */
 function fieldOf(error: ErrorObject): string {
   const path = error.instancePath
@@ -112,25 +119,159 @@ function fieldOf(error: ErrorObject): string {
     .map((part) => part.replace(/~1/g, "/").replace(/~0/g, "~"));
   if (error.keyword === "required") path.push(String(error.params.missingProperty));
   if (error.keyword === "additionalProperties") path.push(String(error.params.additionalProperty));
-  return path.reduce(
-    (field, part) => (/^\d+$/.test(part) ? `${field}[${part}]` : field ? `${field}.${part}` : part),
-    "",
-  );
+  return fieldName(path);
 }
 
-/** Ajv's errors as the contract's details; a union's failed branches are folded into one line per field. */
-export function fieldIssues(errors: ErrorObject[] | null | undefined): FieldIssue[] {
+/** Issues one refusal names at most: enough to correct a request, few enough that a refusal stays small. */
+export const MAX_ISSUES = 20;
+
+/**
+ * Ajv's errors as the contract's details (each with its failing keyword as
+ * `type`); a union's failed branches are folded into one line per field, and
+ * no more than MAX_ISSUES are kept.
+ */
+function keywordIssues(errors: ErrorObject[] | null | undefined): Array<FieldIssue & { type: string }> {
   const seen = new Set<string>();
-  const issues: FieldIssue[] = [];
+  const issues: Array<FieldIssue & { type: string }> = [];
   for (const error of errors ?? []) {
+    if (issues.length === MAX_ISSUES) break;
     const message = error.keyword === "additionalProperties" ? "is not a known field" : error.message;
-    const issue = { field: fieldOf(error), message: message ?? "is invalid" };
+    const issue = { field: fieldOf(error), message: message ?? "is invalid", type: error.keyword };
     const key = `${issue.field}\u0000${issue.message}`;
     if (seen.has(key)) continue;
     seen.add(key);
     issues.push(issue);
   }
   return issues;
+}
+
+/** Ajv's errors as the contract's details, at most MAX_ISSUES of them. */
+export function fieldIssues(errors: ErrorObject[] | null | undefined): FieldIssue[] {
+  return keywordIssues(errors).map(({ field, message }) => ({ field, message }));
+}
+
+/**
+ * Keys an object may hold where its schema sets no maxProperties: free keys
+ * (attributes, metadata, variables) are each validated, and a closed
+ * object's undeclared keys each removed, so neither may come by the
+ * hundred thousand.
+ */
+export const MAX_OBJECT_KEYS = 1_000;
+
+type SchemaNode = Record<string, unknown>;
+type SizeIssue = FieldIssue & { type: "maxItems" | "maxProperties" };
+
+const typesOf = (node: SchemaNode): unknown[] =>
+  Array.isArray(node.type) ? node.type : node.type === undefined ? [] : [node.type];
+
+/** Whether a schema node (no `type` admits anything) may be a list or an object. */
+function admits(node: SchemaNode, kind: "array" | "object"): boolean {
+  const types = typesOf(node);
+  return types.length === 0 || types.includes(kind);
+}
+
+/**
+ * The first list in `value` longer than its schema's maxItems, or object
+ * with more keys than its maxProperties (or `keyLimit`), found before
+ * any item is validated: Ajv with `allErrors` (which ajv-errors needs) checks
+ * every item, and ajv-errors scans all errors so far for each of its
+ * messages, so 100,000 invalid items held the event loop for minutes. A
+ * union holds the value when one of its branches' limits does.
+ */
+export function oversizedInput(
+  schema: unknown,
+  value: unknown,
+  path: string[] = [],
+  keyLimit = MAX_OBJECT_KEYS,
+): SizeIssue | null {
+  if (typeof schema !== "object" || schema === null || typeof value !== "object" || value === null)
+    return null;
+  const node = schema as SchemaNode;
+  for (const part of (node.allOf as unknown[] | undefined) ?? []) {
+    const issue = oversizedInput(part, value, path, keyLimit);
+    if (issue) return issue;
+  }
+  const branches = (node.anyOf ?? node.oneOf) as SchemaNode[] | undefined;
+  if (branches) {
+    const kind = Array.isArray(value) ? "array" : "object";
+    const issues = branches
+      .filter((branch) => admits(branch, kind))
+      .map((branch) => oversizedInput(branch, value, path, keyLimit));
+    if (issues.length === 0 || issues.some((issue) => issue === null)) return null;
+    return issues[0];
+  }
+  if (Array.isArray(value)) return oversizedList(node, value, path, keyLimit);
+  return oversizedObject(node, value as Record<string, unknown>, path, keyLimit);
+}
+
+function oversizedList(
+  node: SchemaNode,
+  value: unknown[],
+  path: string[],
+  keyLimit: number,
+): SizeIssue | null {
+  if (!admits(node, "array")) return null;
+  if (typeof node.maxItems === "number" && value.length > node.maxItems)
+    return { field: fieldName(path), message: `must have at most ${node.maxItems} items`, type: "maxItems" };
+  if (typeof node.items !== "object" || node.items === null) return null;
+  for (const [i, item] of value.entries()) {
+    const issue = oversizedInput(node.items, item, [...path, String(i)], keyLimit);
+    if (issue) return issue;
+  }
+  return null;
+}
+
+function oversizedObject(
+  node: SchemaNode,
+  value: Record<string, unknown>,
+  path: string[],
+  keyLimit: number,
+): SizeIssue | null {
+  if (!admits(node, "object") || typesOf(node).length === 0) return null;
+  const max = typeof node.maxProperties === "number" ? node.maxProperties : keyLimit;
+  const keys = Object.keys(value);
+  if (keys.length > max)
+    return { field: fieldName(path), message: `must have at most ${max} keys`, type: "maxProperties" };
+  const properties = (node.properties ?? {}) as Record<string, unknown>;
+  for (const [key, sub] of Object.entries(properties)) {
+    const issue = Object.hasOwn(value, key)
+      ? oversizedInput(sub, value[key], [...path, key], keyLimit)
+      : null;
+    if (issue) return issue;
+  }
+  const patterns = Object.entries((node.patternProperties ?? {}) as Record<string, unknown>).map(
+    ([pattern, sub]) => [new RegExp(pattern, "u"), sub] as const,
+  );
+  const additional = typeof node.additionalProperties === "object" ? node.additionalProperties : undefined;
+  if (!patterns.length && !additional) return null;
+  for (const key of keys) {
+    if (Object.hasOwn(properties, key)) continue;
+    const sub = patterns.find(([pattern]) => pattern.test(key))?.[1] ?? additional;
+    const issue = oversizedInput(sub, value[key], [...path, key], keyLimit);
+    if (issue) return issue;
+  }
+  return null;
+}
+
+/** A list or a plain object (what JSON parses to); streams, dates and buffers are not looked into. */
+function isPlain(value: unknown): value is object {
+  if (typeof value !== "object" || value === null) return false;
+  const prototype = Object.getPrototypeOf(value);
+  return Array.isArray(value) || prototype === Object.prototype || prototype === null;
+}
+
+/** The first number in `value` that JSON cannot carry and no column holds (`1e400` reads as Infinity). */
+export function nonFiniteNumber(value: unknown, path: string[] = []): FieldIssue | null {
+  if (typeof value === "number")
+    return Number.isFinite(value) ? null : { field: fieldName(path), message: "must be a finite number" };
+  if (!isPlain(value)) return null;
+  for (const key of Object.keys(value)) {
+    path.push(key);
+    const issue = nonFiniteNumber((value as Record<string, unknown>)[key], path);
+    path.pop();
+    if (issue) return issue;
+  }
+  return null;
 }
 
 /**
@@ -144,12 +285,26 @@ export type Checker = (value: unknown, typed?: boolean) => true | Array<FieldIss
  * boolean or list is expected (a query string, a form), read that text as
  * the schema asks. Ajv's own coercion would also turn `42` into `"42"`.
  */
-export function compileParamsChecker(schema: TSchema): Checker {
+export function compileParamsChecker(
+  schema: TSchema,
+  options: { rawBody?: boolean; internal?: boolean } = {},
+): Checker {
+  // An action that reads its raw body (a provider's callbacks) may get a list of events, which the
+  // gateway merges into the params as one key per item: its top level keeps no count of keys.
+  const sized = options.rawBody ? { ...schema, maxProperties: Number.MAX_SAFE_INTEGER } : schema;
+  // An internal action's params come from a service that checked its own request: only declared limits hold.
+  const keyLimit = options.internal ? Infinity : MAX_OBJECT_KEYS;
   const validate = paramsAjv.compile(schema);
   const scalars = scalarAjv.compile(schema);
   const lists = listAjv.compile(schema);
+  const finite: Checker = (value) => {
+    const issue = nonFiniteNumber(value);
+    return issue ? [{ ...issue, type: "finite" }] : true;
+  };
   return (value, typed = false) => {
-    if (validate(value)) return true;
+    const oversized = oversizedInput(sized, value, [], keyLimit);
+    if (oversized) return [oversized];
+    if (validate(value)) return finite(value);
     const readable = (error: ErrorObject) =>
       error.keyword === "type" &&
       String(error.params.type)
@@ -158,10 +313,10 @@ export function compileParamsChecker(schema: TSchema): Checker {
     const faults = (validate.errors ?? []).filter((error) => !readable(error));
     if (faults.length === 0) {
       const coerce = typed ? scalars : lists;
-      if (coerce(value)) return true;
+      if (coerce(value)) return finite(value);
       faults.push(...(coerce.errors ?? []));
     }
-    return faults.map((error) => ({ ...fieldIssues([error])[0], type: error.keyword }));
+    return keywordIssues(faults);
   };
 }
 
@@ -195,23 +350,16 @@ export function unstorableInput(value: unknown, path: string[] = []): FieldIssue
       ? { field: path.join("."), message: "must not contain NUL characters or unpaired surrogates" }
       : null;
   }
-  if (typeof value !== "object" || value === null) return null;
-  const plain =
-    Array.isArray(value) ||
-    Object.getPrototypeOf(value) === Object.prototype ||
-    Object.getPrototypeOf(value) === null;
-  if (!plain) return null;
+  if (!isPlain(value)) return null;
   if (path.length >= MAX_NESTING)
     return { field: path.join("."), message: `must not nest deeper than ${MAX_NESTING} levels` };
-  for (const [key, item] of Object.entries(value)) {
-    const at = [...path, key];
-    if (unstorableText(key)) {
-      return {
-        field: at.join("."),
-        message: "must not have a key with NUL characters or unpaired surrogates",
-      };
-    }
-    const issue = unstorableInput(item, at);
+  // One path, grown and shrunk in place: a body of 100,000 keys is walked without a copy per key.
+  for (const key of Object.keys(value)) {
+    path.push(key);
+    const issue = unstorableText(key)
+      ? { field: path.join("."), message: "must not have a key with NUL characters or unpaired surrogates" }
+      : unstorableInput((value as Record<string, unknown>)[key], path);
+    path.pop();
     if (issue) return issue;
   }
   return null;

@@ -8,13 +8,19 @@ type Handler = (ctx: AppContext) => Promise<unknown>;
 /** Actions of the libraries we mix in (moleculer-web's), internal only, which keep their own fastest-validator rules. */
 const LIBRARY_ACTIONS = new Set(["api.rest", "api.addRoute", "api.removeRoute"]);
 
+/**
+ * Whether requests reach the action: it has a `rest`, or is a public page
+ * the gateway routes by an alias (`/f/{formId}`, `/p/{workspaceSlug}/{slug}`).
+ */
+const routed = (action: ActionSchema) => Boolean(action.rest) || action.auth === "public";
+
 /** An action's params checker: its TypeBox schema through Ajv (lib/schema.ts). Anything else is a mistake caught at start. */
 export function paramsChecker(action: ActionSchema): Checker | null {
   if (!action.params || typeof action.params !== "object") return null;
   if (!isJsonSchema(action.params)) {
     throw new Error(`${action.name}: params must be a TypeBox schema (see lib/define-service.ts)`);
   }
-  return compileParamsChecker(action.params);
+  return compileParamsChecker(action.params, { rawBody: Boolean(action.rawBody), internal: !routed(action) });
 }
 
 /**
@@ -23,9 +29,7 @@ export function paramsChecker(action: ActionSchema): Checker | null {
  * authenticated, then authorized, then validated: an anonymous caller with a
  * bad body gets 401 and a VIEWER 403, never a 400 that reveals the schema.
  * A request's params (routes only: internal calls carry what was already
- * checked) must also be storable text before any schema looks at them. A
- * route's action has a `rest`, or is a public page the gateway routes by an
- * alias (`/f/{formId}`, `/p/{workspaceSlug}/{slug}`).
+ * checked) must also be storable text before any schema looks at them.
  * Moleculer's own `$node` actions and moleculer-web's keep their own rules (internal only).
  */
 export function validatorMiddleware() {
@@ -33,10 +37,10 @@ export function validatorMiddleware() {
     localAction(handler: Handler, action: ActionSchema): Handler {
       if (action.name?.startsWith("$") || LIBRARY_ACTIONS.has(action.name ?? "")) return handler;
       const check = paramsChecker(action);
-      const routed = Boolean(action.rest) || action.auth === "public";
-      if (!check && !routed) return handler;
+      const fromRequests = routed(action);
+      if (!check && !fromRequests) return handler;
       return function validateParams(ctx: AppContext) {
-        const issue = routed ? unstorableInput(ctx.params) : null;
+        const issue = fromRequests ? unstorableInput(ctx.params) : null;
         if (issue)
           return Promise.reject(validationError(`${issue.field || "body"} ${issue.message}`, [issue]));
         const result = check ? check(ctx.params ?? {}, (ctx.meta.contentType ?? "").includes("json")) : true;

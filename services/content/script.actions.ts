@@ -166,7 +166,17 @@ export const scriptActions: Partial<ServiceSchema> = {
     scriptConfig: defineAction({
       rest: "GET /script/config",
       auth: "public",
-      openapi: { tags, summary: "The website script's configuration (ETag)" },
+      openapi: {
+        tags,
+        summary: "The website script's configuration (ETag)",
+        responses: {
+          "200": {
+            description: "What applies to the page, with its ETag",
+            content: { "application/json": { schema: results.scriptConfig } },
+          },
+          "304": { description: "Unchanged since the ETag sent as `If-None-Match`" },
+        },
+      },
       params: schemas.scriptConfig,
       result: results.scriptConfig,
       async handler(ctx) {

@@ -239,5 +239,9 @@ export const results = {
       content: { "image/gif": { schema: { type: "string", format: "binary" } } },
     },
     "302": { description: "Click: to the short link's URL" },
+    "400": {
+      $ref: "#/components/responses/Error",
+      description: "Click: the link's signature does not verify (INVALID_TOKEN)",
+    },
   },
 };

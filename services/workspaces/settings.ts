@@ -15,7 +15,8 @@ const Clock = Type.String({
   errorMessage: "must be a time as HH:MM",
 });
 const HttpUrl = Type.String({ format: "uri", pattern: "^https?://", maxLength: 2048 });
-const Channel = StringEnum(["email", "sms", "push", "chatapp1", "chatapp2"]);
+const CHANNEL_NAMES = ["email", "sms", "push", "chatapp1", "chatapp2"] as const;
+const Channel = StringEnum(CHANNEL_NAMES);
 
 export const SettingsSchema = Type.Object(
   {
@@ -38,7 +39,9 @@ export const SettingsSchema = Type.Object(
           {
             count: Int32({ minimum: 1, maximum: 10_000 }),
             periodHours: Int32({ minimum: 1, maximum: 8760 }),
-            channels: Type.Optional(Nullable(Type.Array(Channel, { uniqueItems: true }))),
+            channels: Type.Optional(
+              Nullable(Type.Array(Channel, { uniqueItems: true, maxItems: CHANNEL_NAMES.length })),
+            ),
           },
           { additionalProperties: false, description: "Non-transactional sends per contact and period" },
         ),

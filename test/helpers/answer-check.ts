@@ -5,12 +5,14 @@ import { schemaIssues } from "../../lib/schema";
 /**
  * Every answer an integration test receives through the gateway is checked
  * against what `GET /api/openapi` declares for its operation and status, so
- * the document cannot drift from the code. Operations whose success schema
- * is still the untyped `{}` (areas not yet on TypeBox) are checked for
- * errors only. Every moment in an answer is written one way, the contract's
- * ISO 8601 UTC with milliseconds and `Z`: a declared date-time in another
- * form fails, and so does a string anywhere that has the form jsonb gives a
- * timestamptz (`+00:00`, microseconds), declared or not.
+ * the document cannot drift from the code: a status below 500 must be
+ * declared (itself, as `4XX` or as `default`), and a JSON body must match
+ * its schema. Operations whose success schema is still the untyped `{}`
+ * (areas not yet on TypeBox) are checked for errors only. Every moment in an
+ * answer is written one way, the contract's ISO 8601 UTC with milliseconds
+ * and `Z`: a declared date-time in another form fails, and so does a string
+ * anywhere that has the form jsonb gives a timestamptz (`+00:00`,
+ * microseconds), declared or not.
  */
 
 interface Operation {
@@ -21,6 +23,7 @@ interface Document {
   components?: Record<string, unknown>;
 }
 interface Route {
+  template: string;
   pattern: RegExp;
   params: number;
   methods: Record<string, Operation>;
@@ -36,6 +39,7 @@ function load(baseUrl: string) {
       .then((doc) => {
         if (!doc) return null;
         const routes = Object.entries(doc.paths).map(([template, methods]) => ({
+          template,
           pattern: new RegExp(`^${template.replace(/\{[^}]+\}/g, "[^/]+")}$`),
           params: (template.match(/\{/g) ?? []).length,
           methods,
@@ -106,6 +110,32 @@ export function momentIssues(schema: Record<string, unknown> | undefined, body: 
 
 const isTyped = (schema: Record<string, unknown> | undefined) => !!schema && Object.keys(schema).length > 0;
 
+/** Whether the operation declares `status`: itself, its class (`4XX`) or `default`. */
+const declares = (operation: Operation, status: number) =>
+  [String(status), `${String(status)[0]}XX`, "default"].some((code) => code in (operation.responses ?? {}));
+
+/** The operation `GET /api/...` (query ignored) falls under, if the description has one. */
+async function operationOf(baseUrl: string, method: string, url: string) {
+  const path = url.split("?")[0];
+  if (!path.startsWith("/api/")) return null;
+  const loaded = await load(baseUrl);
+  const route = loaded?.routes.find((candidate) => candidate.pattern.test(path));
+  const operation = route?.methods[method.toLowerCase()];
+  return loaded && route && operation ? { operation, doc: loaded.doc, path, template: route.template } : null;
+}
+
+/** `METHOD /api/path/{param} → status` when the operation does not declare that status, else null. */
+export async function undeclaredStatus(
+  baseUrl: string,
+  method: string,
+  url: string,
+  status: number,
+): Promise<string | null> {
+  const found = await operationOf(baseUrl, method, url);
+  if (!found || declares(found.operation, status)) return null;
+  return `${method} ${found.template} → ${status}`;
+}
+
 /** Throws when an answer does not match its operation's declaration. */
 export async function checkAnswer(
   baseUrl: string,
@@ -115,15 +145,15 @@ export async function checkAnswer(
   contentType: string,
   body: unknown,
 ): Promise<void> {
-  const path = url.split("?")[0];
-  if (!path.startsWith("/api/") || !contentType.includes("json")) return;
-  const loaded = await load(baseUrl);
-  if (!loaded) return;
-  const route = loaded.routes.find((candidate) => candidate.pattern.test(path));
-  const operation = route?.methods[method.toLowerCase()];
-  if (!operation) return;
+  const found = await operationOf(baseUrl, method, url);
+  if (!found) return;
+  const { operation, doc, path } = found;
+  // A 5xx is a failure, not an answer: the tests that provoke one assert it themselves.
+  if (status < 500 && !declares(operation, status))
+    throw new Error(`${method} ${path} answered ${status}, a status its description does not declare`);
+  if (!contentType.includes("json")) return;
   const schema = responseSchema(operation, status);
-  const moments = momentIssues(isTyped(schema) ? rooted(schema!, loaded.doc) : undefined, body);
+  const moments = momentIssues(isTyped(schema) ? rooted(schema!, doc) : undefined, body);
   if (moments.length)
     throw new Error(
       `${method} ${path} answered ${status} with moments in another form: ${moments.join("; ")}`,
@@ -137,7 +167,7 @@ export async function checkAnswer(
       throw new Error(`${method} ${path} answered ${status}; the description declares ${typedSuccess[0]}`);
   }
   if (!isTyped(schema)) return;
-  const issues = schemaIssues(rooted(schema!, loaded.doc), body);
+  const issues = schemaIssues(rooted(schema!, doc), body);
   if (issues.length) {
     const list = issues.map((issue) => `${issue.field || "(answer)"} ${issue.message}`).join("; ");
     throw new Error(

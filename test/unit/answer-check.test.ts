@@ -54,6 +54,7 @@ describe("answers checked against their description", () => {
       200,
       { at: "2026-11-27T01:02:03.456Z", data: { history: [{ at: "2026-11-27T01:02:03.456789+00:00" }] } },
     ],
+    "GET /api/things/declined": [409, { error: "Taken", code: "CONFLICT" }],
   };
   let server: http.Server;
   let client: HttpClient;
@@ -77,11 +78,14 @@ describe("answers checked against their description", () => {
     await expect(client.get("/api/things/missing")).rejects.toThrow("must have required property 'error'");
   });
 
-  it("fails a typed operation answering a status it does not declare, and leaves untyped ones alone", async () => {
+  it("fails any operation answering a status it does not declare, itself or by its class", async () => {
     await expect(client.get("/api/things/special")).rejects.toThrow(
-      "answered 200; the description declares 202",
+      "GET /api/things/special answered 200, a status its description does not declare",
     );
-    await expect(client.post("/api/things/legacy", {})).resolves.toMatchObject({ status: 200 });
+    await expect(client.post("/api/things/legacy", {})).rejects.toThrow(
+      "POST /api/things/legacy answered 200, a status its description does not declare",
+    );
+    await expect(client.get("/api/things/declined")).resolves.toMatchObject({ status: 409 });
   });
 
   it("fails a moment not written as ISO 8601 UTC with milliseconds and Z, declared or inside untyped data", async () => {

@@ -9,7 +9,9 @@ import {
   Component,
   Int32,
   isJsonSchema,
+  MAX_ISSUES,
   MAX_NESTING,
+  MAX_OBJECT_KEYS,
   Nullable,
   Params,
   schemaIssues,
@@ -129,6 +131,97 @@ describe("params schemas (TypeBox through Ajv)", () => {
     expect(schemaIssues(closed, { config: { host: "h", tls: true } })).toEqual([
       { field: "config.tls", message: "is not a known field" },
     ]);
+  });
+});
+
+describe("refusing oversized lists and objects before their items", () => {
+  const check = compileParamsChecker(
+    Params({
+      locales: Type.Optional(
+        Type.Array(Type.String({ pattern: "^[a-z]{2}$", errorMessage: "must be a language" }), {
+          maxItems: 20,
+        }),
+      ),
+      attributes: Type.Optional(Type.Record(Type.String(), Type.String({ maxLength: 3 }))),
+      rows: Type.Optional(
+        Type.Array(Type.Object({ tags: Type.Array(Type.String(), { maxItems: 2 }) }), { maxItems: 5 }),
+      ),
+      either: Type.Optional(
+        Type.Union([Type.Array(Type.String(), { maxItems: 1 }), Type.Array(Type.Integer(), { maxItems: 3 })]),
+      ),
+      amount: Type.Optional(Type.Number()),
+    }),
+  );
+  const timed = (value: Record<string, unknown>) => {
+    const started = performance.now();
+    const result = check(value, true);
+    return { result, ms: performance.now() - started };
+  };
+
+  it("refuses 100,000 invalid items at once, naming the list", () => {
+    const { result, ms } = timed({ locales: Array(100_000).fill("a") });
+    expect(result).toEqual([{ field: "locales", message: "must have at most 20 items", type: "maxItems" }]);
+    expect(ms).toBeLessThan(500);
+  });
+
+  it("refuses 100,000 keys at once, in a record or where a closed object would remove them one by one", () => {
+    const keys = Object.fromEntries(Array.from({ length: 100_000 }, (_, i) => [`k${i}`, { bad: i }]));
+    const { result, ms } = timed({ attributes: keys });
+    expect(result).toEqual([
+      { field: "attributes", message: `must have at most ${MAX_OBJECT_KEYS} keys`, type: "maxProperties" },
+    ]);
+    expect(ms).toBeLessThan(250);
+    expect(timed({ ...keys }).result).toEqual([
+      { field: "", message: `must have at most ${MAX_OBJECT_KEYS} keys`, type: "maxProperties" },
+    ]);
+  });
+
+  it("holds an internal action's objects to their declared limits only", () => {
+    const internal = compileParamsChecker(
+      Params({
+        byContact: Type.Record(Type.String(), Type.Integer()),
+        ids: Type.Array(Type.String(), { maxItems: 2 }),
+      }),
+      { internal: true },
+    );
+    const byContact = Object.fromEntries(Array.from({ length: 5_000 }, (_, i) => [`c${i}`, i]));
+    expect(internal({ byContact, ids: ["a"] }, true)).toBe(true);
+    expect(internal({ byContact, ids: ["a", "b", "c"] }, true)).toEqual([
+      expect.objectContaining({ field: "ids", type: "maxItems" }),
+    ]);
+  });
+
+  it("leaves the top level of an action that reads its raw body (a provider's list of events) uncounted", () => {
+    const callback = compileParamsChecker(Params({ providerId: Type.String() }), { rawBody: true });
+    const merged: Record<string, unknown> = { providerId: "p" };
+    for (let i = 0; i < 2_000; i++) merged[i] = { event: "delivered" };
+    expect(callback(merged, true)).toBe(true);
+    expect(merged).toEqual({ providerId: "p" });
+  });
+
+  it("names a nested list by its path, and lets a union through when one branch's limit holds", () => {
+    expect(check({ rows: [{ tags: ["a"] }, { tags: ["a", "b", "c"] }] }, true)).toEqual([
+      expect.objectContaining({ field: "rows[1].tags", message: "must have at most 2 items" }),
+    ]);
+    expect(check({ either: [1, 2, 3] }, true)).toBe(true);
+    expect(check({ either: [1, 2, 3, 4] }, true)).toEqual([
+      expect.objectContaining({ field: "either", type: "maxItems" }),
+    ]);
+  });
+
+  it(`answers at most ${MAX_ISSUES} issues however many items fail`, () => {
+    const result = check({ locales: Array(20).fill("a"), attributes: { a: "long", b: "long" } }, true);
+    expect(Array.isArray(result) && result.length).toBe(MAX_ISSUES);
+  });
+
+  it("refuses numbers that are not finite, as sent or read from a query string", () => {
+    expect(check({ amount: Infinity }, true)).toEqual([
+      { field: "amount", message: "must be a finite number", type: "finite" },
+    ]);
+    expect(check({ amount: "1e400" })).toEqual([expect.objectContaining({ field: "amount" })]);
+    expect(check({ amount: "-1e400" })).toEqual([expect.objectContaining({ field: "amount" })]);
+    expect(check({ amount: "NaN" })).toEqual([expect.objectContaining({ field: "amount" })]);
+    expect(check({ amount: "1e300" })).toBe(true);
   });
 });
 

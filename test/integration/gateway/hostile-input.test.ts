@@ -173,6 +173,129 @@ test("the public surface (forms, landing pages, the website script) answers host
   expectFieldError(await c.get(`${ctx.ws}/forms/${form.body.id}/submissions?page=99999999999`), "page");
 });
 
+/** 100,000 items, or keys, each failing its schema ("a" is no language tag, 0 no boolean); both within the 1 MB body limit. */
+const MANY = 100_000;
+const invalidItems = `[${Array(MANY).fill('"a"').join(",")}]`;
+const invalidKeys = `{${Array.from({ length: MANY }, (_, i) => `"${i.toString(36)}":0`).join(",")}}`;
+
+test("100,000 invalid items are refused at once, naming the list, and /api/health answers within 1 s meanwhile", async () => {
+  const template = await ctx.owner.client.post(`${ctx.ws}/templates`, {
+    name: "Hostile",
+    channel: "email",
+    content: { subject: "Hi", html: "<p>Hi</p>" },
+  });
+  const started = performance.now();
+  let settled = false;
+  const refused = rawJson(
+    "POST",
+    `${ctx.ws}/templates/${template.body.id}/translate`,
+    `{"targetLocales":${invalidItems}}`,
+  ).finally(() => {
+    settled = true;
+  });
+  let checks = 0;
+  while (!settled || checks === 0) {
+    const health = await fetch(`${app.baseUrl}/api/health`, { signal: AbortSignal.timeout(1_000) });
+    expect(health.status).toBe(200);
+    checks += 1;
+  }
+  const answer = await refused;
+  expect(performance.now() - started).toBeLessThan(1_000);
+  expectFieldError(answer, "targetLocales");
+  expect(answer.body.details[0].message).toBe("must have at most 20 items");
+}, 30_000);
+
+test("100,000 invalid items or keys on the public routes and the API are refused at once, naming the field", async () => {
+  const c = ctx.owner.client;
+  const form = await c.post(`${ctx.ws}/forms`, {
+    name: "Many keys",
+    fields: [{ key: "email", label: "Email", type: "email", required: true, mapTo: "email" }],
+  });
+  const key = (await c.get(ctx.ws)).body.siteKey;
+  const anonymous = app.http();
+  const json = (method: string, path: string, raw: string) =>
+    anonymous.request(method, path, { raw, headers: { "content-type": "application/json" } });
+  const signedInbound = (raw: string) =>
+    anonymous.request("POST", `/api/webhooks/inbound/${inbound.id}`, {
+      raw,
+      headers: {
+        "content-type": "application/json",
+        "x-webhook-signature": crypto.createHmac("sha256", inbound.secret).update(raw).digest("hex"),
+      },
+    });
+  const cases: Array<[string, () => Promise<{ status: number; body: any }>, string]> = [
+    ["a form submission", () => json("POST", `/api/forms/${form.body.id}/submit`, invalidKeys), ""],
+    [
+      "website script metadata",
+      () => json("POST", `/api/script/event?key=${key}`, `{"type":"page_view","metadata":${invalidKeys}}`),
+      "metadata",
+    ],
+    [
+      "preference topics",
+      () => json("PUT", "/api/preferences", `{"token":"x","topics":${invalidKeys}}`),
+      "topics",
+    ],
+    ["a one-click unsubscribe", () => json("POST", "/api/unsubscribe?token=x", invalidKeys), ""],
+    [
+      "inbound webhook metadata",
+      () => signedInbound(`{"type":"signup","metadata":${invalidKeys}}`),
+      "metadata",
+    ],
+    [
+      "contact attributes",
+      () => rawJson("POST", `${ctx.ws}/contacts`, `{"attributes":${invalidKeys}}`),
+      "attributes",
+    ],
+    [
+      "event metadata",
+      () => rawJson("POST", `${ctx.ws}/events`, `{"type":"x","metadata":${invalidKeys}}`),
+      "metadata",
+    ],
+    [
+      "workspace origins",
+      () => rawJson("PATCH", ctx.ws, `{"settings":{"allowedOrigins":${invalidItems}}}`),
+      "settings.allowedOrigins",
+    ],
+  ];
+  for (const [what, send, field] of cases) {
+    const started = performance.now();
+    const res = await send();
+    expect({ what, ms: performance.now() - started < 1_000 }).toEqual({ what, ms: true });
+    expect({ what, status: res.status, details: res.body.details }).toEqual({
+      what,
+      status: 400,
+      details: [
+        expect.objectContaining({
+          field,
+          message: expect.stringMatching(/^must have at most \d+ (items|keys)$/),
+        }),
+      ],
+    });
+  }
+  // A provider's batch is a list its signature covers; unsigned here, it is refused after a fast read.
+  const started = performance.now();
+  const batch = await json(
+    "POST",
+    "/api/providers/email/webhooks?providerId=00000000-0000-4000-8000-000000000000",
+    invalidItems,
+  );
+  expect(performance.now() - started).toBeLessThan(1_000);
+  expect(batch.status).toBe(404);
+}, 60_000);
+
+test.each(["minValue", "maxValue"])("GET deals?%s=1e400 is a 400 naming the field", async (field) => {
+  expectFieldError(await ctx.owner.client.get(`${ctx.ws}/deals?${field}=1e400`), field);
+  expectFieldError(await ctx.owner.client.get(`${ctx.ws}/deals?${field}=-1e400`), field);
+});
+
+test("a number past what JSON carries (1e400 reads as Infinity) is a 400 naming the field, wherever it is", async () => {
+  expectFieldError(await rawJson("POST", `${ctx.ws}/deals`, '{"title":"Big","value":1e400}'), "value");
+  expectFieldError(
+    await rawJson("POST", `${ctx.ws}/contacts`, '{"email":"inf@example.test","attributes":{"score":-1e400}}'),
+    "attributes.score",
+  );
+});
+
 test("the service is healthy after all of it", async () => {
   expect((await app.http().get("/api/health")).status).toBe(200);
   expect((await ctx.owner.client.get(`${ctx.ws}/contacts`)).status).toBe(200);

@@ -3,7 +3,9 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
+import { undeclaredStatus } from "../../helpers/answer-check";
 import { startApp, type TestApp } from "../../helpers/app";
+import { ownerWithWorkspace } from "../../helpers/http";
 
 /**
  * GET /api/openapi against the running gateway: a structurally valid
@@ -124,6 +126,17 @@ test("validates against the official OpenAPI 3.1 schema (@seriousme/openapi-sche
     (err: { stdout: string }) => err,
   );
   expect(JSON.parse(stdout)).toEqual({ valid: true });
+});
+
+test("lists every operation's tag once, alphabetically (the reference's groups in that order)", () => {
+  const names = doc.tags.map((tag: { name: string }) => tag.name);
+  const used = [...new Set(operations().flatMap(({ op }) => op.tags as string[]))];
+  expect(names.length).toBeGreaterThan(20);
+  expect([...names].sort()).toEqual([...used].sort());
+  const disorder = names.filter(
+    (name: string, i: number) => i > 0 && names[i - 1].toLowerCase() > name.toLowerCase(),
+  );
+  expect(disorder).toEqual([]);
 });
 
 test("security schemes: the NextAuth session cookie and bearer API keys", () => {
@@ -289,3 +302,84 @@ test("/api/docs serves Swagger UI over the description", async () => {
   expect(script.status).toBe(200);
   expect(script.text).toContain('url: "/api/openapi"');
 });
+
+/**
+ * Where a request schema holds a list without maxItems: the gateway refuses
+ * a list past its maxItems before looking at its items (lib/schema.ts
+ * `oversizedInput`), so a list without one would be validated item by item
+ * whatever its length. Objects need no declaration: MAX_OBJECT_KEYS holds
+ * those without maxProperties.
+ */
+function unboundedLists(schema: any, where: string, found: string[], seen = new Set<unknown>()) {
+  if (!schema || typeof schema !== "object" || seen.has(schema)) return;
+  seen.add(schema);
+  if (schema.$ref) return unboundedLists(resolveRef(schema.$ref), where, found, seen);
+  const types = Array.isArray(schema.type) ? schema.type : [schema.type];
+  if (types.includes("array") && schema.maxItems === undefined) found.push(where);
+  for (const [name, sub] of Object.entries(schema.properties ?? {}))
+    unboundedLists(sub, `${where}.${name}`, found, seen);
+  for (const sub of Object.values(schema.patternProperties ?? {}))
+    unboundedLists(sub, `${where}.*`, found, seen);
+  if (typeof schema.additionalProperties === "object")
+    unboundedLists(schema.additionalProperties, `${where}.*`, found, seen);
+  if (schema.items !== undefined) unboundedLists(schema.items, `${where}[]`, found, seen);
+  for (const key of ["anyOf", "oneOf", "allOf", "prefixItems"])
+    for (const sub of schema[key] ?? []) unboundedLists(sub, where, found, seen);
+}
+
+test("every list a request may send declares its maxItems", () => {
+  const found: string[] = [];
+  for (const { path, method, op } of operations()) {
+    const where = `${method.toUpperCase()} ${path}`;
+    for (const p of op.parameters ?? []) unboundedLists(p.schema, `${where} ${p.name}`, found);
+    for (const media of Object.values<any>(op.requestBody?.content ?? {}))
+      unboundedLists(media.schema, `${where} body`, found);
+  }
+  expect(found).toEqual([]);
+});
+
+test("every status an operation answers is one the description declares", async () => {
+  const { owner, workspaceId } = await ownerWithWorkspace(app.baseUrl);
+  const session = `next-auth.session-token=${owner.client.cookies.get("next-auth.session-token")}`;
+  const unknownId = "00000000-0000-4000-8000-000000000000";
+  const fill = (path: string, segment?: string) =>
+    path.replace(/\{([^}]+)\}/g, (_, name) =>
+      name === "workspaceId" && segment === undefined ? workspaceId : (segment ?? unknownId),
+    );
+  const undeclared = new Set<string>();
+  const observe = async (method: string, url: string, init: RequestInit = {}) => {
+    const res = await fetch(`${app.baseUrl}${url}`, { method, redirect: "manual", ...init });
+    await res.arrayBuffer();
+    const found = await undeclaredStatus(app.baseUrl, method, url, res.status);
+    if (found) undeclared.add(found);
+    return res.status;
+  };
+  // Answers the probes below do not reach: a forged click, credentials by GET, an ETag revalidation.
+  expect(await observe("GET", `/api/messages/${unknownId}/track?u=abc&s=forged`)).toBe(400);
+  await observe("GET", `/api/messages/${unknownId}/track?s=forged`);
+  expect(await observe("GET", "/api/auth/callback/credentials")).toBe(302);
+  await observe("GET", "/api/auth/callback/credentials", { headers: { cookie: session } });
+  await observe("GET", "/api/auth/callback/github");
+  const { siteKey } = (await owner.client.get(`/api/workspaces/${workspaceId}`)).body;
+  const config = await fetch(`${app.baseUrl}/api/script/config?key=${siteKey}`);
+  const revalidated = await observe("GET", `/api/script/config?key=${siteKey}`, {
+    headers: { "if-none-match": config.headers.get("etag") ?? "" },
+  });
+  expect(revalidated).toBe(304);
+  // Deletes last: they may remove the workspace the others run in.
+  const ops = operations().sort((a, b) => Number(a.method === "delete") - Number(b.method === "delete"));
+  for (const { path, method } of ops) {
+    const verb = method.toUpperCase();
+    const json = ["POST", "PUT", "PATCH"].includes(verb)
+      ? { body: "{}", headers: { "content-type": "application/json" } }
+      : {};
+    await observe(verb, fill(path), json);
+    await observe(verb, fill(path), { ...json, headers: { ...json.headers, cookie: session } });
+    if (path.includes("{"))
+      await observe(verb, fill(path, "x".repeat(300)), {
+        ...json,
+        headers: { ...json.headers, cookie: session },
+      });
+  }
+  expect([...undeclared].sort()).toEqual([]);
+}, 120_000);
