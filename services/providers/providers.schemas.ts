@@ -89,7 +89,8 @@ export const configSchemas = {
 export type ProviderType = keyof typeof configSchemas;
 export const EMAIL_TYPES = ["smtp", "emailapi1", "emailapi2"] as const;
 export const SMS_TYPES = ["smsapi1", "smsapi2"] as const;
-export type ProviderChannel = "email" | "sms";
+export const PROVIDER_CHANNELS = ["email", "sms"] as const;
+export type ProviderChannel = (typeof PROVIDER_CHANNELS)[number];
 
 /** The secret fields of each type: sealed at rest, masked in every answer. */
 export const SECRET_FIELDS: Record<ProviderType, readonly string[]> = {
@@ -145,7 +146,6 @@ export const schemas = {
   createSms: createParams(SMS_TYPES),
   get: Params({ workspaceId: WorkspaceId, providerId: Id }),
   update: Params({ workspaceId: WorkspaceId, providerId: Id, config: Type.Optional(Config), ...writable }),
-  forSend: Params({ channel: StringEnum(["email", "sms"]), providerId: Type.Optional(Nullable(Id)) }),
   known: Params({ channel: StringEnum(["email", "sms"]), providerId: Id }),
   configuredChannels: Params({}),
   reportHealth: Params({
@@ -182,19 +182,6 @@ const RecordCheckSchema = Type.Object({
   problem: Nullable(Type.String({ description: "What is missing or malformed" })),
 });
 
-export const OpenedProviderSchema = Type.Object({
-  id: Type.String(),
-  type: Type.String(),
-  name: Type.String(),
-  isDefault: Type.Boolean(),
-  priority: Type.Integer(),
-  status: StringEnum(["active", "failing"]),
-  probeAt: Nullable(DateTime()),
-  config: Type.Record(Type.String(), Type.Unknown(), { description: "Secrets opened: internal calls only" }),
-  updatedAt: DateTime(),
-});
-export type OpenedProvider = Static<typeof OpenedProviderSchema>;
-
 const CommandSchema = Component(
   "ChannelCommand",
   Type.Object(
@@ -226,7 +213,6 @@ export const results = {
   list: Type.Array(ProviderSchema),
   provider: ProviderSchema,
   success: Type.Object({ success: Type.Literal(true) }),
-  forSend: Type.Array(OpenedProviderSchema),
   known: Type.Object({ known: Type.Literal(true) }),
   configuredChannels: Type.Array(StringEnum(["email", "sms"])),
   reportHealth: Type.Object({ status: StringEnum(["active", "failing"]) }),

@@ -1,4 +1,4 @@
-import type { OpenedProvider } from "../providers.schemas";
+import type { OpenedProvider } from "../providers.repo";
 import { emailapi1Client, type Emailapi1Config } from "./emailapi1";
 import { emailapi2Client, type Emailapi2Config } from "./emailapi2";
 import { smsapi1Client, type Smsapi1Config } from "./smsapi1";
