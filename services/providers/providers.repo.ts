@@ -2,7 +2,8 @@ import { QueryTypes, type Transaction } from "sequelize";
 import { database } from "../../lib/database";
 import type { ChannelCommand } from "./commands";
 import { maskedConfig, openedConfig } from "./credentials";
-import type { ProviderChannel, ProviderType, ProviderView } from "./providers.schemas";
+import type { ProviderType } from "./kinds";
+import type { ProviderChannel, ProviderView } from "./providers.schemas";
 
 /** Every query of the providers area. Workspace id first. */
 

@@ -12,7 +12,8 @@ import { PROVIDERS_CHANGED_EVENT } from "./for-send";
 import { checkDomain } from "./domain-check";
 import { inboundActions } from "./inbound.actions";
 import * as repo from "./providers.repo";
-import { results, schemas, type ProviderChannel, type ProviderType } from "./providers.schemas";
+import type { ProviderType } from "./kinds";
+import { results, schemas, type ProviderChannel } from "./providers.schemas";
 
 const WS = "/workspaces/:workspaceId/providers";
 const tags = ["Providers"];
