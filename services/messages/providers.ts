@@ -25,7 +25,11 @@ export class ProviderDirectory {
   private readonly providers = new LRUCache<string, OpenedProvider[]>({ max: 10_000, ttl: PROVIDERS_TTL_MS });
   private readonly log: ProviderClient;
 
-  constructor(logger: LoggerInstance) {
+  constructor(
+    logger: LoggerInstance,
+    /** The providers area's read (tests pass their own). */
+    private readonly read: typeof providersForSend = providersForSend,
+  ) {
     this.log = logClient(logger);
   }
 
@@ -71,7 +75,7 @@ export class ProviderDirectory {
     if (kept) return kept;
     let providers: OpenedProvider[];
     try {
-      providers = await providersForSend(workspaceId, channel);
+      providers = await this.read(workspaceId, channel);
     } catch (err) {
       throw new ProviderError(`Providers could not be read: ${(err as Error).message}`, true);
     }
