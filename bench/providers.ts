@@ -17,9 +17,9 @@ import { spawn, type ChildProcess } from "node:child_process";
 import nodemailer from "nodemailer";
 import { Agent, request } from "undici";
 import { closeHttp } from "../services/providers/clients";
-import { emailapi1Client } from "../services/providers/clients/emailapi1";
-import { emailapi2Client } from "../services/providers/clients/emailapi2";
-import { smtpClient } from "../services/providers/clients/smtp";
+import { emailapi1Client } from "../services/providers/emailapi1/client";
+import { emailapi2Client } from "../services/providers/emailapi2/client";
+import { smtpClient } from "../services/providers/smtp/client";
 import { skeletonOf } from "../services/providers/clients/batch";
 import type { BatchSend, Outgoing } from "../services/providers/clients/types";
 

@@ -14,6 +14,7 @@ import * as repo from "./messages.repo";
 import { results, schemas } from "./messages.schemas";
 import { preferenceActions } from "./preferences.actions";
 import { closeHttp } from "../providers/clients";
+import { PROVIDERS_CHANGED_EVENT } from "../providers/for-send";
 import { applyProviderEvents } from "./provider-events";
 import { dropStalePending } from "./provider-events.repo";
 import { capState, createMessage, enqueueMessages } from "./send";
@@ -219,6 +220,13 @@ export default defineService({
         return this.sender.pass(ctx.params.limit);
       },
     }),
+  },
+
+  events: {
+    /** A workspace's providers changed: this process reads (and opens) them again at its next send. */
+    [PROVIDERS_CHANGED_EVENT](ctx: AppContext<{ workspaceId: string }>) {
+      this.sender.providers.forget(ctx.params.workspaceId);
+    },
   },
 
   methods: {

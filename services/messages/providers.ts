@@ -1,26 +1,34 @@
-import type { LoggerInstance, ServiceBroker } from "moleculer";
-import { SYSTEM } from "../../lib/access";
+import { LRUCache } from "lru-cache";
+import type { LoggerInstance } from "moleculer";
 import { config } from "../../lib/config";
 import { takeTurn } from "../../lib/rate-limit";
-import { isServiceAvailable } from "../../lib/registry";
-import { clientFor, logClient, ProviderError, type ProviderClient } from "../providers/clients";
-import type { OpenedProvider } from "../providers/providers.schemas";
+import { logClient, ProviderError, type ProviderClient } from "../providers/clients";
+import { clientFor } from "../providers/kinds";
+import { providersForSend, type OpenedProvider } from "../providers/for-send";
+import { PROVIDER_CHANNELS, type ProviderChannel } from "../providers/providers.schemas";
 import type { Channel } from "../templates/render";
+
+/** How long a sender keeps a workspace's providers without hearing of a change (a missed event's bound). */
+const PROVIDERS_TTL_MS = 30_000;
 
 /**
  * Which client a send goes through: the message's provider, else its
  * channel's default, else `log` (none configured, or a channel whose
- * providers arrive later). Clients are kept per provider and replaced when
- * the provider changes, so SMTP pools and keep-alive connections live
- * across batches.
+ * providers arrive later). This process reads and opens its providers
+ * itself (`providersForSend`): no credential crosses the broker. They are
+ * kept briefly per workspace and channel, dropped on PROVIDERS_CHANGED_EVENT;
+ * clients are kept per provider and replaced when the provider changes, so
+ * SMTP pools and keep-alive connections live across batches.
  */
 export class ProviderDirectory {
   private readonly clients = new Map<string, { updatedAt: string; client: ProviderClient }>();
+  private readonly providers = new LRUCache<string, OpenedProvider[]>({ max: 10_000, ttl: PROVIDERS_TTL_MS });
   private readonly log: ProviderClient;
 
   constructor(
-    private readonly broker: ServiceBroker,
     logger: LoggerInstance,
+    /** The providers area's read (tests pass their own). */
+    private readonly read: typeof providersForSend = providersForSend,
   ) {
     this.log = logClient(logger);
   }
@@ -28,24 +36,51 @@ export class ProviderDirectory {
   /** The client for a workspace's send on `channel`; a named provider that is gone fails the send. */
   async clientFor(workspaceId: string, channel: Channel, providerId: string | null): Promise<ProviderClient> {
     if (channel !== "email" && channel !== "sms") return this.log;
-    if (!isServiceAvailable(this.broker, "providers")) {
-      if (providerId) throw new ProviderError("The providers service is not reachable", true);
-      return this.log;
+    let providers = await this.providersOf(workspaceId, channel);
+    // A provider added since the copy was read (its event still on the way) is read again before it is missed.
+    if (providerId && !providers.some((p) => p.id === providerId)) {
+      this.forget(workspaceId);
+      providers = await this.providersOf(workspaceId, channel);
     }
-    let providers: OpenedProvider[];
-    try {
-      providers = (await this.broker.call(
-        "providers.forSend",
-        { channel, providerId },
-        { meta: { principal: SYSTEM, workspaceId } },
-      )) as OpenedProvider[];
-    } catch (err) {
-      if ((err as { code?: number }).code === 404)
-        throw new ProviderError(`Provider ${providerId} no longer exists`, false);
-      throw new ProviderError(`Providers could not be read: ${(err as Error).message}`, true);
+    if (providerId) {
+      const named = providers.find((p) => p.id === providerId);
+      if (!named) throw new ProviderError(`Provider ${providerId} no longer exists`, false);
+      return this.cached(named);
     }
     if (!providers.length) return this.log;
-    return this.cached(providerId ? providers[0] : firstUsable(providers, Date.now()));
+    return this.cached(firstUsable(providers, Date.now()));
+  }
+
+  /** Drop the workspace's kept providers (they changed, or a health report switched one). */
+  forget(workspaceId: string): void {
+    for (const channel of PROVIDER_CHANNELS) this.providers.delete(`${workspaceId}\n${channel}`);
+  }
+
+  /**
+   * A batch's health report answered: when the provider is failing (its
+   * probe time moved) or no longer as kept, the next batch reads again,
+   * without waiting for the event.
+   */
+  healthReported(workspaceId: string, providerId: string, status: "active" | "failing"): void {
+    const kept = PROVIDER_CHANNELS.flatMap(
+      (channel) => this.providers.peek(`${workspaceId}\n${channel}`) ?? [],
+    );
+    const was = kept.find((p) => p.id === providerId)?.status;
+    if (status === "failing" || (was && was !== status)) this.forget(workspaceId);
+  }
+
+  private async providersOf(workspaceId: string, channel: ProviderChannel): Promise<OpenedProvider[]> {
+    const key = `${workspaceId}\n${channel}`;
+    const kept = this.providers.get(key);
+    if (kept) return kept;
+    let providers: OpenedProvider[];
+    try {
+      providers = await this.read(workspaceId, channel);
+    } catch (err) {
+      throw new ProviderError(`Providers could not be read: ${(err as Error).message}`, true);
+    }
+    this.providers.set(key, providers);
+    return providers;
   }
 
   private cached(provider: OpenedProvider): ProviderClient {
@@ -61,6 +96,7 @@ export class ProviderDirectory {
   async close(): Promise<void> {
     await Promise.all([...this.clients.values()].map(({ client }) => client.close?.()));
     this.clients.clear();
+    this.providers.clear();
   }
 }
 

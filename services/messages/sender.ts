@@ -137,7 +137,7 @@ export class Sender {
     private readonly broker: ServiceBroker,
     private readonly logger: LoggerInstance,
   ) {
-    this.providers = new ProviderDirectory(broker, logger);
+    this.providers = new ProviderDirectory(logger);
   }
 
   /** One pass: claim up to `limit` due sends and send them. */
@@ -213,8 +213,12 @@ export class Sender {
       })),
     ).catch((err: unknown) => this.logger.warn("Kept provider callbacks could not be applied", err));
     for (const [providerId, outcome] of batch.health)
-      await this.call(ws, "providers.reportHealth", { providerId, ...outcome }).catch((err: unknown) =>
-        this.logger.warn(`Provider ${providerId}'s health could not be recorded`, err),
+      await this.call<{ status: "active" | "failing" }>(ws, "providers.reportHealth", {
+        providerId,
+        ...outcome,
+      }).then(
+        ({ status }) => this.providers.healthReported(ws, providerId, status),
+        (err: unknown) => this.logger.warn(`Provider ${providerId}'s health could not be recorded`, err),
       );
   }
 

@@ -1,7 +1,7 @@
 import { validationError } from "../../lib/errors";
 import { schemaIssues } from "../../lib/schema";
 import { isSealed, maskSecret, open, sealUnlessMask } from "../../lib/secret-box";
-import { configSchemas, SECRET_FIELDS, type ProviderType } from "./providers.schemas";
+import { PROVIDER_KINDS, type ProviderType } from "./kinds";
 
 /**
  * A provider's settings at rest, in answers and in use: secret fields are
@@ -22,12 +22,12 @@ export function storedConfig(type: ProviderType, incoming: Config, current: Conf
     if (value === null) delete merged[key];
     else merged[key] = value;
   }
-  const issues = schemaIssues(configSchemas[type] as unknown as Record<string, unknown>, merged);
+  const issues = schemaIssues(PROVIDER_KINDS[type].config as unknown as Record<string, unknown>, merged);
   if (issues.length) {
     const details = issues.map((i) => ({ ...i, field: i.field ? `config.${i.field}` : "config" }));
     throw validationError(`${details[0].field} ${details[0].message}`, details);
   }
-  for (const field of SECRET_FIELDS[type]) {
+  for (const field of PROVIDER_KINDS[type].secretFields) {
     const value = incoming[field];
     if (typeof value !== "string") continue;
     const stored = typeof current[field] === "string" ? (current[field] as string) : undefined;
@@ -39,7 +39,7 @@ export function storedConfig(type: ProviderType, incoming: Config, current: Conf
 /** The settings as any answer shows them: each secret as `••••` and its last four characters. */
 export function maskedConfig(type: ProviderType, stored: Config): Config {
   const out = { ...stored };
-  for (const field of SECRET_FIELDS[type])
+  for (const field of PROVIDER_KINDS[type].secretFields)
     if (isSealed(out[field])) out[field] = maskSecret(open(out[field] as string));
   return out;
 }
@@ -47,6 +47,7 @@ export function maskedConfig(type: ProviderType, stored: Config): Config {
 /** The settings as the sender uses them: secrets opened. */
 export function openedConfig(type: ProviderType, stored: Config): Config {
   const out = { ...stored };
-  for (const field of SECRET_FIELDS[type]) if (isSealed(out[field])) out[field] = open(out[field] as string);
+  for (const field of PROVIDER_KINDS[type].secretFields)
+    if (isSealed(out[field])) out[field] = open(out[field] as string);
   return out;
 }

@@ -2,7 +2,8 @@ import { QueryTypes, type Transaction } from "sequelize";
 import { database } from "../../lib/database";
 import type { ChannelCommand } from "./commands";
 import { maskedConfig, openedConfig } from "./credentials";
-import type { OpenedProvider, ProviderChannel, ProviderType, ProviderView } from "./providers.schemas";
+import type { ProviderType } from "./kinds";
+import type { ProviderChannel, ProviderView } from "./providers.schemas";
 
 /** Every query of the providers area. Workspace id first. */
 
@@ -37,6 +38,19 @@ export const view = (r: ProviderRow): ProviderView => ({
   createdAt: r.created_at,
   updatedAt: r.updated_at,
 });
+
+/** A provider as its sender uses it: secrets opened (never answered, never in a broker message). */
+export interface OpenedProvider {
+  id: string;
+  type: ProviderType;
+  name: string;
+  isDefault: boolean;
+  priority: number;
+  status: "active" | "failing";
+  probeAt: Date | null;
+  config: Record<string, unknown>;
+  updatedAt: Date;
+}
 
 export const opened = (r: ProviderRow): OpenedProvider => ({
   id: r.id,

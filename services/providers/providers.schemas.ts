@@ -1,104 +1,13 @@
-import { Type, type Static, type TSchema } from "@sinclair/typebox";
+import { Type, type Static } from "@sinclair/typebox";
 import { Component, DateTime, Int32, Nullable, Params, StringEnum, Trimmed } from "../../lib/schema";
 import { COMMAND_CHANNELS } from "./commands";
+import { EMAIL_TYPES, SMS_TYPES, type ProviderType } from "./kinds";
 
 const WorkspaceId = Type.String({ minLength: 1, maxLength: 64 });
 const Id = Type.String({ minLength: 1, maxLength: 64 });
-const Text = (maxLength: number, description?: string) =>
-  Type.String({ minLength: 1, maxLength, description });
-const Secret = (description: string) =>
-  Type.String({ minLength: 1, maxLength: 4096, description: `${description}. Secret: answered masked` });
-const BaseUrl = Type.Optional(
-  Type.String({
-    format: "uri",
-    pattern: "^https?://",
-    maxLength: 2048,
-    description: "The API's address; the provider's own when absent",
-  }),
-);
-const Phone = Text(32, "The sender: a number in E.164 or an alphanumeric sender id");
 
-/** Contract 4: each provider type's settings; secret fields are sealed at rest and masked in answers. */
-export const configSchemas = {
-  smtp: Type.Object(
-    {
-      host: Text(255),
-      port: Int32({ minimum: 1, maximum: 65535 }),
-      secure: Type.Optional(
-        Type.Boolean({ description: "TLS from the start (465); else STARTTLS when offered" }),
-      ),
-      username: Type.Optional(Text(255)),
-      password: Type.Optional(Secret("The SMTP password")),
-      maxConnections: Type.Optional(
-        Int32({ minimum: 1, maximum: 100, description: "Pooled connections (5)" }),
-      ),
-      maxMessages: Type.Optional(
-        Int32({
-          minimum: 1,
-          maximum: 100_000,
-          description: "Messages per connection before it is renewed (100)",
-        }),
-      ),
-    },
-    { additionalProperties: false },
-  ),
-  emailapi1: Type.Object(
-    {
-      apiKey: Secret("SendGrid v3 API key"),
-      webhookPublicKey: Type.Optional(Text(1024, "The event webhook's ECDSA public key (base64)")),
-      baseUrl: BaseUrl,
-    },
-    { additionalProperties: false },
-  ),
-  emailapi2: Type.Object(
-    {
-      apiKey: Secret("Mailgun API key"),
-      domain: Text(255),
-      webhookSigningKey: Type.Optional(Secret("Mailgun webhook signing key")),
-      baseUrl: BaseUrl,
-    },
-    { additionalProperties: false },
-  ),
-  smsapi1: Type.Object(
-    {
-      accountSid: Text(64),
-      authToken: Secret("Twilio auth token"),
-      from: Phone,
-      baseUrl: BaseUrl,
-      providerHandlesOptOut: Type.Optional(
-        Type.Boolean({
-          description:
-            "Twilio answers STOP, START, HELP and their like itself (its Advanced Opt-Out, on by default): the service then records the opt-out or opt-in but sends no reply of its own. Off (the default): the service replies, and a reply Twilio refuses as opted out (error 21610) is recorded suppressed",
-        }),
-      ),
-    },
-    { additionalProperties: false },
-  ),
-  smsapi2: Type.Object(
-    {
-      apiKey: Text(64),
-      apiSecret: Secret("Vonage API secret"),
-      signatureSecret: Type.Optional(Secret("Vonage signature secret (signed callbacks)")),
-      from: Phone,
-      baseUrl: BaseUrl,
-    },
-    { additionalProperties: false },
-  ),
-} satisfies Record<string, TSchema>;
-
-export type ProviderType = keyof typeof configSchemas;
-export const EMAIL_TYPES = ["smtp", "emailapi1", "emailapi2"] as const;
-export const SMS_TYPES = ["smsapi1", "smsapi2"] as const;
-export type ProviderChannel = "email" | "sms";
-
-/** The secret fields of each type: sealed at rest, masked in every answer. */
-export const SECRET_FIELDS: Record<ProviderType, readonly string[]> = {
-  smtp: ["password"],
-  emailapi1: ["apiKey"],
-  emailapi2: ["apiKey", "webhookSigningKey"],
-  smsapi1: ["authToken"],
-  smsapi2: ["apiSecret", "signatureSecret"],
-};
+export const PROVIDER_CHANNELS = ["email", "sms"] as const;
+export type ProviderChannel = (typeof PROVIDER_CHANNELS)[number];
 
 export const ProviderSchema = Component(
   "Provider",
@@ -145,7 +54,6 @@ export const schemas = {
   createSms: createParams(SMS_TYPES),
   get: Params({ workspaceId: WorkspaceId, providerId: Id }),
   update: Params({ workspaceId: WorkspaceId, providerId: Id, config: Type.Optional(Config), ...writable }),
-  forSend: Params({ channel: StringEnum(["email", "sms"]), providerId: Type.Optional(Nullable(Id)) }),
   known: Params({ channel: StringEnum(["email", "sms"]), providerId: Id }),
   configuredChannels: Params({}),
   reportHealth: Params({
@@ -182,19 +90,6 @@ const RecordCheckSchema = Type.Object({
   problem: Nullable(Type.String({ description: "What is missing or malformed" })),
 });
 
-export const OpenedProviderSchema = Type.Object({
-  id: Type.String(),
-  type: Type.String(),
-  name: Type.String(),
-  isDefault: Type.Boolean(),
-  priority: Type.Integer(),
-  status: StringEnum(["active", "failing"]),
-  probeAt: Nullable(DateTime()),
-  config: Type.Record(Type.String(), Type.Unknown(), { description: "Secrets opened: internal calls only" }),
-  updatedAt: DateTime(),
-});
-export type OpenedProvider = Static<typeof OpenedProviderSchema>;
-
 const CommandSchema = Component(
   "ChannelCommand",
   Type.Object(
@@ -226,7 +121,6 @@ export const results = {
   list: Type.Array(ProviderSchema),
   provider: ProviderSchema,
   success: Type.Object({ success: Type.Literal(true) }),
-  forSend: Type.Array(OpenedProviderSchema),
   known: Type.Object({ known: Type.Literal(true) }),
   configuredChannels: Type.Array(StringEnum(["email", "sms"])),
   reportHealth: Type.Object({ status: StringEnum(["active", "failing"]) }),

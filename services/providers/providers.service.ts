@@ -9,10 +9,12 @@ import { workspaceOf } from "../../lib/tenancy";
 import { BackgroundMixin } from "../../mixins/background";
 import { DatabaseMixin } from "../../mixins/database.mixin";
 import { storedConfig } from "./credentials";
+import { PROVIDERS_CHANGED_EVENT } from "./for-send";
 import { checkDomain } from "./domain-check";
 import { inboundActions } from "./inbound.actions";
 import * as repo from "./providers.repo";
-import { results, schemas, type ProviderChannel, type ProviderType } from "./providers.schemas";
+import type { ProviderType } from "./kinds";
+import { results, schemas, type ProviderChannel } from "./providers.schemas";
 
 const WS = "/workspaces/:workspaceId/providers";
 const tags = ["Providers"];
@@ -27,7 +29,9 @@ type UpdateParams = Static<typeof schemas.update>;
  * Email and SMS providers per workspace (contract 4): the first of a channel
  * is its default, `isDefault: true` moves the default, and the rest follow
  * in `priority` order when the sender fails over. Credentials are sealed at
- * rest and masked in every answer; only `forSend` opens them.
+ * rest and masked in every answer; no action answers them opened: the
+ * sending process opens its own through `providersForSend` (for-send.ts),
+ * told of each change by PROVIDERS_CHANGED_EVENT.
  */
 export default defineService({
   name: "providers",
@@ -131,6 +135,7 @@ export default defineService({
               consecutiveFailures: row.consecutive_failures,
             },
           );
+          await this.changed(row.workspace_id);
         }
         return { status: row.status };
       },
@@ -243,30 +248,14 @@ export default defineService({
         return repo.configuredChannels(workspaceOf(ctx));
       },
     }),
-
-    /**
-     * Internal (the sender): a channel's providers in failover order with
-     * their secrets opened; `providerId` alone when given (404 when it is
-     * not one of the channel's).
-     */
-    forSend: defineAction({
-      params: schemas.forSend,
-      result: results.forSend,
-      async handler(ctx) {
-        const rows = await repo.listProviders(workspaceOf(ctx), ctx.params.channel);
-        if (!ctx.params.providerId) return rows.map(repo.opened);
-        const chosen = rows.find((r) => r.id === ctx.params.providerId);
-        if (!chosen)
-          throw notFound("Provider", {
-            field: "providerId",
-            message: `no ${ctx.params.channel} provider ${ctx.params.providerId}`,
-          });
-        return [repo.opened(chosen)];
-      },
-    }),
   },
 
   methods: {
+    /** Every sending process drops its copies of the workspace's providers. */
+    changed(workspaceId: string) {
+      return this.broker.broadcast(PROVIDERS_CHANGED_EVENT, { workspaceId });
+    },
+
     async create(ctx: AppContext<CreateParams>, channel: ProviderChannel) {
       const ws = workspaceOf(ctx);
       const { type, name, isDefault, priority, config } = ctx.params;
@@ -286,6 +275,7 @@ export default defineService({
         });
         return found(await repo.getProvider(ws, id, transaction), "Provider");
       });
+      await this.changed(ws);
       await audit(
         ctx,
         "provider.created",
@@ -317,6 +307,7 @@ export default defineService({
         });
         return found(await repo.getProvider(ws, providerId, transaction), "Provider");
       });
+      await this.changed(ws);
       await audit(
         ctx,
         "provider.updated",
@@ -338,6 +329,7 @@ export default defineService({
         return repo.deleteProvider(transaction, ws, providerId, channel);
       });
       if (!deleted) throw notFound("Provider");
+      await this.changed(ws);
       await audit(ctx, "provider.deleted", { type: "provider", id: providerId }, { channel });
       return { success: true as const };
     },

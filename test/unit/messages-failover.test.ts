@@ -1,5 +1,5 @@
 import { firstUsable } from "../../services/messages/providers";
-import type { OpenedProvider } from "../../services/providers/providers.schemas";
+import type { OpenedProvider } from "../../services/providers/for-send";
 
 const provider = (
   id: string,
@@ -12,9 +12,9 @@ const provider = (
   isDefault: id === "a",
   priority: 0,
   status,
-  probeAt,
+  probeAt: probeAt === null ? null : new Date(probeAt),
   config: {},
-  updatedAt: new Date(0).toISOString(),
+  updatedAt: new Date(0),
 });
 
 describe("failover: the provider a send goes through", () => {

@@ -1,5 +1,5 @@
 import { holesOf, joinWithKeys, skeletonOf } from "../../services/providers/clients/batch";
-import { rounds } from "../../services/providers/clients/emailapi2";
+import { rounds } from "../../services/providers/emailapi2/client";
 import type { BatchRecipient } from "../../services/providers/clients/types";
 
 describe("batched bodies", () => {

@@ -1,4 +1,4 @@
-import { readEvents, verifyCallback } from "../../services/providers/callbacks";
+import { readEvents, verifyCallback } from "../../services/providers/kinds";
 import {
   mailgunSignature,
   sendgridHeaders,

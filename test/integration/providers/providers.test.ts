@@ -1,4 +1,4 @@
-import { SYSTEM } from "../../../lib/access";
+import { providersForSend } from "../../../services/providers/for-send";
 import { startApp, type TestApp } from "../../helpers/app";
 import { ownerWithWorkspace } from "../../helpers/http";
 
@@ -16,12 +16,8 @@ afterAll(async () => {
   await app?.stop();
 });
 
-const opened = (channel: string, providerId?: string) =>
-  app.broker.call(
-    "providers.forSend",
-    { channel, providerId },
-    { meta: { principal: SYSTEM, workspaceId: ctx.workspaceId } },
-  ) as Promise<Array<{ id: string; config: Record<string, unknown> }>>;
+/** What the sending process reads: the channel's providers in failover order, secrets opened. */
+const opened = (channel: "email" | "sms") => providersForSend(ctx.workspaceId, channel);
 
 test("email providers: the first is the default, a new default moves it, secrets are masked and kept", async () => {
   const c = ctx.owner.client;
@@ -64,9 +60,9 @@ test("email providers: the first is the default, a new default moves it, secrets
   });
   expect(kept.status).toBe(200);
   expect(kept.body.config).toMatchObject({ port: 2525, password: "••••d-42" });
-  const [forSend] = await opened("email", smtp.body.id);
-  expect(forSend.config).toMatchObject({ password: "relay-password-42", port: 2525 });
-  expect((await opened("email"))[0].id).toBe(api.body.id);
+  const forSend = await opened("email");
+  expect(forSend.map((p) => p.id)).toEqual([api.body.id, smtp.body.id]);
+  expect(forSend[1].config).toMatchObject({ password: "relay-password-42", port: 2525 });
 
   const got = await c.get(`${ctx.ws}/providers/email/${smtp.body.id}`);
   expect(got.body.config.password).toBe("••••d-42");

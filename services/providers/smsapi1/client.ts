@@ -1,6 +1,7 @@
 import { config as appConfig } from "../../../lib/config";
-import { basicAuth, errorText, refusal, send } from "./http";
-import { ProviderError, type ProviderClient } from "./types";
+import { basicAuth, errorText, refusal, send } from "../clients/http";
+import { ProviderError, type ProviderClient } from "../clients/types";
+import type { Smsapi1Config } from "./config";
 
 /**
  * `smsapi1`: the Twilio wire. `POST /2010-04-01/Accounts/{sid}/Messages.json`,
@@ -9,15 +10,6 @@ import { ProviderError, type ProviderClient } from "./types";
  * long text itself and reports the parts. Its status callbacks come to our
  * callback URL, named in each send.
  */
-
-export interface Smsapi1Config {
-  accountSid: string;
-  authToken: string;
-  from: string;
-  baseUrl?: string;
-  /** Twilio's Advanced Opt-Out answers the keywords below itself: we do not reply to them too. */
-  providerHandlesOptOut?: boolean;
-}
 
 const NAME = "smsapi1";
 

@@ -1,6 +1,7 @@
-import { errorText, refusal, send } from "./http";
-import { holeKey, joinWithKeys } from "./batch";
-import { emailParts, type ProviderClient } from "./types";
+import { errorText, refusal, send } from "../clients/http";
+import { holeKey, joinWithKeys } from "../clients/batch";
+import { emailParts, type ProviderClient } from "../clients/types";
+import type { Emailapi1Config } from "./config";
 
 /**
  * `emailapi1`: the SendGrid v3 wire. `POST /v3/mail/send` with a bearer
@@ -9,11 +10,6 @@ import { emailParts, type ProviderClient } from "./types";
  * request of up to 1,000 personalizations, each with its own subject,
  * headers, custom args and substitutions into the shared content.
  */
-
-export interface Emailapi1Config {
-  apiKey: string;
-  baseUrl?: string;
-}
 
 const NAME = "emailapi1";
 

@@ -1,6 +1,7 @@
 import { SegmentedMessage } from "sms-segments-calculator";
-import { errorText, refusal, send } from "./http";
-import { ProviderError, type ProviderClient } from "./types";
+import { errorText, refusal, send } from "../clients/http";
+import { ProviderError, type ProviderClient } from "../clients/types";
+import type { Smsapi2Config } from "./config";
 
 /**
  * `smsapi2`: the Vonage SMS API wire. `POST /sms/json`, form-encoded with
@@ -8,13 +9,6 @@ import { ProviderError, type ProviderClient } from "./types";
  * characters outside GSM-7 goes as `type=unicode`. Vonage answers 200 with
  * one entry per part it sent; a part's `status` other than "0" is a refusal.
  */
-
-export interface Smsapi2Config {
-  apiKey: string;
-  apiSecret: string;
-  from: string;
-  baseUrl?: string;
-}
 
 const NAME = "smsapi2";
 /** Vonage statuses worth a retry: 1 throttled, 5 internal error. */

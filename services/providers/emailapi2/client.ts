@@ -1,6 +1,7 @@
-import { basicAuth, errorText, refusal, send } from "./http";
-import { joinWithKeys } from "./batch";
-import { emailParts, type Accepted, type BatchRecipient, type ProviderClient } from "./types";
+import { basicAuth, errorText, refusal, send } from "../clients/http";
+import { joinWithKeys } from "../clients/batch";
+import { emailParts, type Accepted, type BatchRecipient, type ProviderClient } from "../clients/types";
+import type { Emailapi2Config } from "./config";
 
 /**
  * `emailapi2`: the Mailgun wire. `POST /v3/{domain}/messages`, form-encoded,
@@ -11,12 +12,6 @@ import { emailParts, type Accepted, type BatchRecipient, type ProviderClient } f
  * anywhere in the message, headers and variables included, from that
  * address's entry.
  */
-
-export interface Emailapi2Config {
-  apiKey: string;
-  domain: string;
-  baseUrl?: string;
-}
 
 const NAME = "emailapi2";
 const RECIPIENT = "%recipient.";

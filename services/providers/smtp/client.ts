@@ -1,6 +1,7 @@
 import nodemailer from "nodemailer";
 import { config as appConfig } from "../../../lib/config";
-import { ProviderError, emailParts, type ProviderClient } from "./types";
+import { ProviderError, emailParts, type ProviderClient } from "../clients/types";
+import type { SmtpConfig } from "./config";
 
 /**
  * `smtp` through nodemailer's pooled transport: connections are reused for
@@ -8,16 +9,6 @@ import { ProviderError, emailParts, type ProviderClient } from "./types";
  * a connection failure is transient; a 5xx reply fails the message with the
  * server's words.
  */
-
-export interface SmtpConfig {
-  host: string;
-  port: number;
-  secure?: boolean;
-  username?: string;
-  password?: string;
-  maxConnections?: number;
-  maxMessages?: number;
-}
 
 const NAME = "smtp";
 
