@@ -146,6 +146,16 @@ export async function deleteContacts(
   );
 }
 
+/** A deleted company's contacts keep their rows, unlinked (contacts.company_id carries no foreign key). */
+export async function unlinkCompany(workspaceId: string, companyId: string): Promise<number> {
+  const sequelize = await database();
+  const [, affected] = await sequelize.query(
+    `UPDATE contacts SET company_id = NULL, updated_at = now() WHERE workspace_id = $1 AND company_id = $2`,
+    { bind: [workspaceId, companyId], type: QueryTypes.UPDATE },
+  );
+  return affected;
+}
+
 export async function recordStageChange(
   workspaceId: string,
   contactId: string,

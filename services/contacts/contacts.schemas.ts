@@ -294,6 +294,7 @@ export const schemas = {
     emails: Type.Optional(Type.Array(Type.String())),
     phones: Type.Optional(Type.Array(Type.String())),
   }),
+  unlinkCompany: Params({ companyId: Type.String({ minLength: 1, maxLength: 64 }) }),
   redeemLinkToken: Params({
     token: Type.String({ maxLength: 200 }),
     channel: Type.String({ maxLength: 50 }),

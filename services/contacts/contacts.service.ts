@@ -276,6 +276,15 @@ export default defineService({
       handler: (ctx) => duplicatesOf(workspaceOf(ctx), ctx.params.contactId),
     }),
 
+    /** Internal (crm, after deleting a company): its contacts stay, unlinked; answers how many. */
+    unlinkCompany: defineAction({
+      params: schemas.unlinkCompany,
+      result: Type.Object({ unlinked: Type.Integer() }),
+      handler: async (ctx) => ({
+        unlinked: await repo.unlinkCompany(workspaceOf(ctx), ctx.params.companyId),
+      }),
+    }),
+
     /** Internal (chat bot inbound): the contact a one-time link token binds, once; null when unknown, used or expired. */
     redeemLinkToken: defineAction({
       params: schemas.redeemLinkToken,
