@@ -5,6 +5,7 @@ import { conflict, validationError } from "../../lib/errors";
 import { pageOf, sortOrder, type Page, type PageRequest } from "../../lib/pagination";
 import type { ConsentEntry } from "../../models";
 import type { CustomFieldDef } from "./custom-fields";
+import { normalizeEmail, normalizePhone } from "./normalize";
 import {
   COLUMNS,
   fieldsOfKind,
@@ -82,6 +83,32 @@ export async function getContact(workspaceId: string, id: string): Promise<Conta
   return row ? contactView(row) : null;
 }
 
+export async function contactsByIds(workspaceId: string, ids: string[]): Promise<ContactView[]> {
+  if (!ids.length) return [];
+  const sequelize = await database();
+  const rows = await sequelize.query<ContactRow>(
+    `SELECT * FROM contacts WHERE workspace_id = $1 AND id = ANY ($2::text[])`,
+    { bind: [workspaceId, ids], type: QueryTypes.SELECT },
+  );
+  return rows.map(contactView);
+}
+
+/** The contact an address belongs to (email or phone, normalised), or null. */
+export async function contactByAddress(
+  workspaceId: string,
+  channel: "email" | "phone",
+  address: string,
+): Promise<ContactView | null> {
+  const value = channel === "email" ? normalizeEmail(address) : normalizePhone(address);
+  if (!value) return null;
+  const sequelize = await database();
+  const [row] = await sequelize.query<ContactRow>(
+    `SELECT * FROM contacts WHERE workspace_id = $1 AND ${channel === "email" ? "email" : "phone"} = $2 ORDER BY created_at LIMIT 1`,
+    { bind: [workspaceId, value], type: QueryTypes.SELECT },
+  );
+  return row ? contactView(row) : null;
+}
+
 export async function insertContact(
   workspaceId: string,
   write: ContactWrite,
@@ -132,6 +159,32 @@ export async function updateColumns(
   } catch (err) {
     rethrowUnique(err);
   }
+}
+
+/** The contact's row locked for its erasure, or null. */
+export async function lockContact(
+  workspaceId: string,
+  id: string,
+  transaction: Transaction,
+): Promise<{ id: string; email: string | null } | null> {
+  const sequelize = await database();
+  const rows = await sequelize.query<{ id: string; email: string | null }>(
+    `SELECT id, email FROM contacts WHERE workspace_id = $1 AND id = $2 FOR UPDATE`,
+    { bind: [workspaceId, id], type: QueryTypes.SELECT, transaction },
+  );
+  return rows[0] ?? null;
+}
+
+export async function deleteContactRow(
+  workspaceId: string,
+  id: string,
+  transaction: Transaction,
+): Promise<void> {
+  const sequelize = await database();
+  await sequelize.query(`DELETE FROM contacts WHERE workspace_id = $1 AND id = $2`, {
+    bind: [workspaceId, id],
+    transaction,
+  });
 }
 
 export async function deleteContacts(
@@ -402,6 +455,34 @@ export async function attributeKeys(
     { bind: [workspaceId], type: QueryTypes.SELECT },
   );
   return rows.map((r) => ({ key: r.key, count: Number(r.count), types: r.types }));
+}
+
+/** The attribute and custom field keys the matching contacts use, and the workspace's defined custom fields. */
+export async function exportKeys(
+  workspaceId: string,
+  filter: ContactFilter,
+): Promise<{ attrs: Array<{ key: string }>; custom: Array<{ key: string }>; defs: Array<{ key: string }> }> {
+  const sequelize = await database();
+  const b = new Binds();
+  const where = filterWhere(workspaceId, filter, b);
+  const [attrs, custom, defs] = await Promise.all([
+    sequelize.query<{ key: string }>(
+      `SELECT DISTINCT k AS key FROM contacts, jsonb_object_keys(attributes) k WHERE ${where} ORDER BY 1`,
+      { bind: b.values, type: QueryTypes.SELECT },
+    ),
+    sequelize.query<{ key: string }>(
+      `SELECT DISTINCT k AS key FROM contacts, jsonb_object_keys(custom_fields) k WHERE ${where} ORDER BY 1`,
+      { bind: b.values, type: QueryTypes.SELECT },
+    ),
+    sequelize.query<{ key: string }>(
+      `SELECT key FROM custom_fields WHERE workspace_id = $1 ORDER BY position, key`,
+      {
+        bind: [workspaceId],
+        type: QueryTypes.SELECT,
+      },
+    ),
+  ]);
+  return { attrs, custom, defs };
 }
 
 /** Contact counts by country and by city (contacts without a country count under `null`). */

@@ -29,12 +29,12 @@ import {
 import { exportCsv } from "./csv-export";
 import { dncActions } from "./dnc.actions";
 import { sendingActions } from "./sending.actions";
-import { duplicateGroups, duplicatesOf } from "./duplicates";
+import { duplicateGroups, duplicatesOf } from "./duplicates.repo";
 import { evaluateSegments } from "./effects";
 import { filterOf, inputOf } from "./filters";
 import { startImport } from "./import";
 import { ingestContacts } from "./ingest";
-import { redeemLinkToken } from "./link";
+import { redeemLinkToken } from "./link.repo";
 import { mergeContacts } from "./merge";
 
 const WS = CONTACTS_PATH;

@@ -1,10 +1,9 @@
-import { QueryTypes } from "sequelize";
 import { database } from "../../lib/database";
 import { found, notFound } from "../../lib/errors";
 import { stageDomainEvents } from "../../lib/outbox";
-import { contactView, getRow, type ContactView } from "./contacts.repo";
+import { contactView, deleteContactRow, getRow, lockContact, type ContactView } from "./contacts.repo";
 import { contactFacts } from "./effects";
-import { existingTables, rowsOf } from "./related";
+import { eraseRows, existingTables, rowsOf } from "./related.repo";
 
 /** Everything held about one contact, and its erasure. */
 
@@ -100,28 +99,13 @@ export async function gdprDelete(
 ): Promise<{ id: string; email: string | null }> {
   const sequelize = await database();
   return sequelize.transaction(async (transaction) => {
-    const rows = await sequelize.query<{ id: string; email: string | null }>(
-      `SELECT id, email FROM contacts WHERE workspace_id = $1 AND id = $2 FOR UPDATE`,
-      { bind: [workspaceId, contactId], type: QueryTypes.SELECT, transaction },
-    );
-    if (!rows[0]) throw notFound("Contact");
+    const locked = await lockContact(workspaceId, contactId, transaction);
+    if (!locked) throw notFound("Contact");
     const present = await existingTables([...ERASE, ...ERASE_AFTER], transaction);
-    const erase = async (tables: string[]) => {
-      for (const table of tables) {
-        if (present.has(table))
-          await sequelize.query(`DELETE FROM ${table} WHERE contact_id = $1`, {
-            bind: [contactId],
-            transaction,
-          });
-      }
-    };
-    await erase(ERASE);
-    await sequelize.query(`DELETE FROM contacts WHERE workspace_id = $1 AND id = $2`, {
-      bind: [workspaceId, contactId],
-      transaction,
-    });
-    await erase(ERASE_AFTER);
-    await stageDomainEvents(transaction, workspaceId, contactFacts({ deleted: [rows[0]] }));
-    return rows[0];
+    await eraseRows(ERASE, contactId, present, transaction);
+    await deleteContactRow(workspaceId, contactId, transaction);
+    await eraseRows(ERASE_AFTER, contactId, present, transaction);
+    await stageDomainEvents(transaction, workspaceId, contactFacts({ deleted: [locked] }));
+    return locked;
   });
 }

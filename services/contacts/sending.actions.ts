@@ -3,7 +3,9 @@ import { workspaceOf } from "../../lib/tenancy";
 import { sendingResults, sendingSchemas } from "./contacts.schemas";
 import { evaluateSegments } from "./effects";
 import { identifyContact } from "./identify";
-import { applyPreferences, contactByAddress, contactsByIds, dncReasons } from "./sending";
+import { contactByAddress, contactsByIds } from "./contacts.repo";
+import { dncReasons } from "./dnc.repo";
+import { applyPreferences } from "./sending";
 
 /**
  * Internal actions of the send path and the public surface (mixed into

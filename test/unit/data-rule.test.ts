@@ -89,13 +89,14 @@ const CROSS_AREA: Record<string, string> = {
   "services/content/landing-pages.repo.ts workspaces": "a public page's address carries its workspace's slug",
   "services/content/push-subscriptions.repo.ts contacts":
     "a subscription binds a contact only when it is the workspace's",
-  "services/contacts/notes.ts users": "a note shows its author's name, joined in its page",
-  "services/contacts/merge.ts segment_members":
+  "services/contacts/notes.repo.ts users": "a note shows its author's name, joined in its page",
+  "services/contacts/merge.repo.ts segment_members":
     "a merge moves segment memberships in the merge's transaction so no membership is lost",
-  "services/contacts/timeline.ts events": "the timeline merges events, messages and submissions in one page",
-  "services/contacts/timeline.ts messages":
+  "services/contacts/timeline.repo.ts events":
     "the timeline merges events, messages and submissions in one page",
-  "services/contacts/timeline.ts form_submissions":
+  "services/contacts/timeline.repo.ts messages":
+    "the timeline merges events, messages and submissions in one page",
+  "services/contacts/timeline.repo.ts form_submissions":
     "the timeline merges events, messages and submissions in one page",
   "services/events/events.repo.ts contacts":
     "an event keeps its contact only when it is the workspace's, in the insert",
@@ -123,19 +124,6 @@ const CROSS_AREA: Record<string, string> = {
  */
 const OWN_SQL_OUTSIDE_REPOS = new Set<string>([
   "services/campaigns/live-state.ts",
-  "services/contacts/bulk.ts",
-  "services/contacts/consent.ts",
-  "services/contacts/csv-export.ts",
-  "services/contacts/dnc.ts",
-  "services/contacts/duplicates.ts",
-  "services/contacts/gdpr.ts",
-  "services/contacts/link.ts",
-  "services/contacts/merge.ts",
-  "services/contacts/notes.ts",
-  "services/contacts/sending.ts",
-  "services/contacts/stages.ts",
-  "services/contacts/timeline.ts",
-  "services/contacts/upsert.ts",
   "services/scoring/conditions.ts",
   "services/scoring/decay.ts",
   "services/scoring/engine.ts",
