@@ -104,9 +104,9 @@ const CROSS_AREA: Record<string, string> = {
   "services/forms/forms.repo.ts workspaces": "a public form is read with its workspace's allowed origins",
   "services/scoring/scoring.repo.ts contacts":
     "scoring owns the score column: scores move with their history, set-based, in scoring's locked transaction",
-  "services/scoring/conditions.ts contacts":
+  "services/scoring/conditions.repo.ts contacts":
     "scoring owns the score column: scores move with their history, set-based, in scoring's locked transaction",
-  "services/scoring/decay.ts contacts":
+  "services/scoring/decay.repo.ts contacts":
     "scoring owns the score column: decay claims contacts and moves scores in one transaction",
   "services/scoring/scoring.repo.ts events":
     "a rule saved later is applied to the workspace's past events, set-based",
@@ -124,9 +124,6 @@ const CROSS_AREA: Record<string, string> = {
  */
 const OWN_SQL_OUTSIDE_REPOS = new Set<string>([
   "services/campaigns/live-state.ts",
-  "services/scoring/conditions.ts",
-  "services/scoring/decay.ts",
-  "services/scoring/engine.ts",
   "services/segments/filter-compiler.ts",
   "services/segments/membership.ts",
 ]);
