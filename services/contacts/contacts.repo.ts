@@ -93,6 +93,16 @@ export async function contactsByIds(workspaceId: string, ids: string[]): Promise
   return rows.map(contactView);
 }
 
+export async function existingContactIds(workspaceId: string, ids: string[]): Promise<string[]> {
+  if (!ids.length) return [];
+  const sequelize = await database();
+  const rows = await sequelize.query<{ id: string }>(
+    `SELECT id FROM contacts WHERE workspace_id = $1 AND id = ANY ($2::text[])`,
+    { bind: [workspaceId, ids], type: QueryTypes.SELECT },
+  );
+  return rows.map((r) => r.id);
+}
+
 /** The contact an address belongs to (email or phone, normalised), or null. */
 export async function contactByAddress(
   workspaceId: string,

@@ -3,7 +3,7 @@ import { workspaceOf } from "../../lib/tenancy";
 import { sendingResults, sendingSchemas } from "./contacts.schemas";
 import { evaluateSegments } from "./effects";
 import { identifyContact } from "./identify";
-import { contactByAddress, contactsByIds } from "./contacts.repo";
+import { contactByAddress, contactsByIds, existingContactIds } from "./contacts.repo";
 import { dncReasons } from "./dnc.repo";
 import { applyPreferences } from "./sending";
 
@@ -18,6 +18,13 @@ export const sendingActions = {
       params: sendingSchemas.forSend,
       result: sendingResults.forSend,
       handler: (ctx) => contactsByIds(workspaceOf(ctx), ctx.params.contactIds),
+    }),
+
+    /** Which of `ids` are contacts of the workspace (another area checking a reference). */
+    existingIds: defineAction({
+      params: sendingSchemas.existingIds,
+      result: sendingResults.existingIds,
+      handler: (ctx) => existingContactIds(workspaceOf(ctx), ctx.params.ids),
     }),
 
     /** The contact a visitor's input names (by email, else externalId), updated or created; blank fields are left out. */

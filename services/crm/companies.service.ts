@@ -97,7 +97,7 @@ export default defineService({
         const deleted = await repo.deleteCompany(ws, ctx.params.companyId);
         // The contacts area writes its own rows (it may run on another node); unlinking also when the company is
         // already gone lets a retry finish an unlink that failed after the delete.
-        await ctx.call(
+        await ctx.broker.call(
           "contacts.unlinkCompany",
           { companyId: ctx.params.companyId },
           { meta: { principal: SYSTEM, workspaceId: ws } },

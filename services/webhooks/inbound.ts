@@ -90,11 +90,7 @@ async function resolveContact(
 ): Promise<string | null> {
   const meta = { principal: SYSTEM, workspaceId };
   if (params.contactId) {
-    const found = (await ctx.call(
-      "contacts.forSend",
-      { contactIds: [params.contactId] },
-      { meta },
-    )) as unknown[];
+    const found = (await ctx.call("contacts.existingIds", { ids: [params.contactId] }, { meta })) as string[];
     if (found.length) return params.contactId;
   }
   const email = params.email?.trim().toLowerCase();
