@@ -4,7 +4,8 @@ import { fieldError, validationError } from "../../lib/errors";
 import { startJob } from "../../lib/jobs";
 import { stageDomainEvents } from "../../lib/outbox";
 import { removeContacts } from "./contact-write";
-import { idsMatching, stageKeys, type ContactFilter } from "./contacts.repo";
+import { idsMatching, type ContactFilter } from "./contact-search.repo";
+import { stageKeys } from "./contacts.repo";
 import { updateInBulk } from "./bulk.repo";
 import { contactFacts, evaluateSegments } from "./effects";
 

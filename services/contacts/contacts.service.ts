@@ -13,6 +13,7 @@ import { runBulk } from "./bulk";
 import { contactDataActions } from "./contact-data.actions";
 import { setConsent } from "./consent";
 import { createContact, removeContacts, updateContact } from "./contact-write";
+import * as search from "./contact-search.repo";
 import * as repo from "./contacts.repo";
 import {
   ACCESS,
@@ -57,7 +58,7 @@ export default defineService({
       params: schemas.list,
       result: results.list,
       handler: (ctx) =>
-        repo.listContacts(workspaceOf(ctx), filterOf(ctx.params), ctx.params.sort, pageRequest(ctx.params)),
+        search.listContacts(workspaceOf(ctx), filterOf(ctx.params), ctx.params.sort, pageRequest(ctx.params)),
     }),
 
     /** Create a contact (409 on a taken email or externalId). contacts.write. */
@@ -82,7 +83,7 @@ export default defineService({
       ...read,
       params: schemas.workspaceOnly,
       result: results.attributeKeys,
-      handler: (ctx) => repo.attributeKeys(workspaceOf(ctx)),
+      handler: (ctx) => search.attributeKeys(workspaceOf(ctx)),
     }),
 
     /** Contact counts by country and city (`?country=` narrows the cities). contacts.read. */
@@ -92,7 +93,7 @@ export default defineService({
       ...read,
       params: schemas.geo,
       result: results.geo,
-      handler: (ctx) => repo.geoCounts(workspaceOf(ctx), ctx.params.country),
+      handler: (ctx) => search.geoCounts(workspaceOf(ctx), ctx.params.country),
     }),
 
     /** Upload a CSV (raw text/csv or multipart `file`, optional `mapping`); 202 {jobId}. contacts.write. */

@@ -4,15 +4,8 @@ import { stringify } from "csv-stringify";
 import { stringify as stringifySync } from "csv-stringify/sync";
 import { pageRequest } from "../../lib/pagination";
 import { found } from "../../lib/errors";
-import {
-  CONSENT_CHANNELS,
-  contactView,
-  exportKeys,
-  getContact,
-  rowsMatching,
-  type ContactFilter,
-  type ContactView,
-} from "./contacts.repo";
+import { CONSENT_CHANNELS, contactView, getContact, type ContactView } from "./contacts.repo";
+import { exportKeys, rowsMatching, type ContactFilter } from "./contact-search.repo";
 import { decodeAttributeCell } from "./csv-import";
 import { listNotes, type NoteView } from "./notes.repo";
 import { stageHistory, type StageChange } from "./stages.repo";
