@@ -59,14 +59,14 @@ const OWNERS: Record<string, string[]> = {
   lib: ["domain_event_outbox", "jobs", "idempotency_keys", "audit_logs"],
 };
 
+const MERGE_MOVES = "a merge moves the duplicates' rows to the primary in the merge's one transaction";
+const GDPR = "a GDPR export reads, and an erasure deletes, everything held about the contact, in one place";
+const SEARCH = "the workspace search reads each kind's trigram-indexed name in one place, kind by kind";
 /**
  * Deliberate uses of another area's tables, `file table` → why. Each is a
  * set-based statement that an action per row or per batch would turn into a
  * loop or split from its transaction.
  */
-const MERGE_MOVES = "a merge moves the duplicates' rows to the primary in the merge's one transaction";
-const GDPR = "a GDPR export reads, and an erasure deletes, everything held about the contact, in one place";
-const SEARCH = "the workspace search reads each kind's trigram-indexed name in one place, kind by kind";
 const CROSS_AREA: Record<string, string> = {
   "services/campaigns/ab.repo.ts messages":
     "A/B winners count each variant's sends, opens and clicks in one aggregate",
