@@ -1,5 +1,4 @@
 import { Type, type Static } from "@sinclair/typebox";
-import { QueryTypes } from "sequelize";
 import { database } from "../../lib/database";
 import { VERSION } from "../../lib/paths";
 import { Component, DateTime, StringEnum } from "../../lib/schema";
@@ -17,7 +16,7 @@ export type HealthReport = Static<typeof HealthSchema>;
 
 const PROBE_TIMEOUT_MS = 2000;
 
-/** `SELECT 1` against the shared pool, bounded so a dead database answers quickly. */
+/** A round trip on the shared pool (Sequelize's `authenticate`), bounded so a dead database answers quickly. */
 export async function checkHealth(): Promise<HealthReport> {
   let databaseOk = false;
   try {
@@ -26,9 +25,7 @@ export async function checkHealth(): Promise<HealthReport> {
     const timeout = new Promise<never>((_, reject) => {
       timer = setTimeout(() => reject(new Error("timeout")), PROBE_TIMEOUT_MS);
     });
-    await Promise.race([sequelize.query("SELECT 1", { type: QueryTypes.SELECT }), timeout]).finally(() =>
-      clearTimeout(timer),
-    );
+    await Promise.race([sequelize.authenticate(), timeout]).finally(() => clearTimeout(timer));
     databaseOk = true;
   } catch {
     databaseOk = false;

@@ -3,6 +3,7 @@ import type { Transaction } from "sequelize";
 import { newId } from "../../lib/crypto";
 import { Binds, database, likeEscape, queryPrepared, selectRows } from "../../lib/database";
 import { stageDomainEvents, wakeOutboxRelays } from "../../lib/outbox";
+import { sqlProbe } from "../../lib/versioned-cache";
 import { audienceSource, type Audience } from "./broadcasts.repo";
 import { pageOf, type Page, type PageRequest } from "../../lib/pagination";
 import type {
@@ -955,3 +956,13 @@ export async function messageEngaged(
   );
   return row?.yes ?? false;
 }
+
+/** The version of a workspace's live campaigns and their triggers, for live-state.ts's cache. */
+export const liveStateProbe = sqlProbe(
+  "campaigns",
+  `SELECT c.workspace_id,
+            count(*) FILTER (WHERE c.status IN ('active', 'paused')) || '/' || max(c.updated_at)::text || '/' ||
+            COALESCE((SELECT count(*) || '/' || max(t.updated_at)::text
+                        FROM campaign_triggers t WHERE t.workspace_id = c.workspace_id), '') AS version
+       FROM campaigns c WHERE c.workspace_id = ANY($1::text[]) GROUP BY c.workspace_id`,
+);

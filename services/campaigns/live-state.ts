@@ -1,4 +1,4 @@
-import { sqlProbe, VersionedCache } from "../../lib/versioned-cache";
+import { VersionedCache } from "../../lib/versioned-cache";
 import * as repo from "./campaigns.repo";
 
 /**
@@ -14,14 +14,7 @@ export const liveState = new VersionedCache<{
   goals: Set<string>;
   waits: Set<string>;
 }>(
-  sqlProbe(
-    "campaigns",
-    `SELECT c.workspace_id,
-            count(*) FILTER (WHERE c.status IN ('active', 'paused')) || '/' || max(c.updated_at)::text || '/' ||
-            COALESCE((SELECT count(*) || '/' || max(t.updated_at)::text
-                        FROM campaign_triggers t WHERE t.workspace_id = c.workspace_id), '') AS version
-       FROM campaigns c WHERE c.workspace_id = ANY($1::text[]) GROUP BY c.workspace_id`,
-  ),
+  repo.liveStateProbe,
   async (workspaceId) => {
     const awaited = await repo.awaitedEventTypes(workspaceId);
     return {

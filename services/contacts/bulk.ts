@@ -1,11 +1,12 @@
 import type { LoggerInstance, ServiceBroker } from "moleculer";
-import { QueryTypes } from "sequelize";
 import { database } from "../../lib/database";
 import { fieldError, validationError } from "../../lib/errors";
 import { startJob } from "../../lib/jobs";
 import { stageDomainEvents } from "../../lib/outbox";
 import { removeContacts } from "./contact-write";
-import { idsMatching, stageKeys, type ContactFilter } from "./contacts.repo";
+import { idsMatching, type ContactFilter } from "./contact-search.repo";
+import { stageKeys } from "./contacts.repo";
+import { updateInBulk } from "./bulk.repo";
 import { contactFacts, evaluateSegments } from "./effects";
 
 /**
@@ -61,13 +62,6 @@ export async function checkBulkValue(
   }
 }
 
-interface Changed {
-  id: string;
-  email: string | null;
-  first_name: string | null;
-  last_name: string | null;
-}
-
 export async function applyBulk(
   broker: ServiceBroker,
   workspaceId: string,
@@ -81,55 +75,8 @@ export async function applyBulk(
     return (await removeContacts(workspaceId, ids)).length;
   }
   const sequelize = await database();
-  const bind: unknown[] = [workspaceId, ids];
-  let set: string;
-  let changedOnly: string;
-  // The one field each action changes, which its `contact.updated` facts name.
-  let field: string;
-  if (action === "tag") {
-    field = "tags";
-    bind.push(value.tag);
-    set = "tags = c.tags || ARRAY[$3]::text[]";
-    changedOnly = "NOT (c.tags @> ARRAY[$3]::text[])";
-  } else if (action === "untag") {
-    field = "tags";
-    bind.push(value.tag);
-    set = "tags = array_remove(c.tags, $3)";
-    changedOnly = "c.tags @> ARRAY[$3]::text[]";
-  } else if (action === "setStage") {
-    field = "stage";
-    bind.push(value.stage);
-    set = "stage = $3";
-    changedOnly = "c.stage IS DISTINCT FROM $3";
-  } else {
-    field = `attributes.${value.key}`;
-    bind.push(
-      value.key,
-      value.value === null || value.value === undefined ? null : JSON.stringify(value.value),
-    );
-    set =
-      "attributes = CASE WHEN $4::jsonb IS NULL THEN c.attributes - $3::text ELSE jsonb_set(c.attributes, ARRAY[$3::text], $4::jsonb) END";
-    changedOnly = "(c.attributes -> $3::text) IS DISTINCT FROM $4::jsonb";
-  }
-  const stageHistory =
-    action === "setStage"
-      ? `, history AS (
-           INSERT INTO contact_stage_history (id, workspace_id, contact_id, from_stage, to_stage, reason, changed_by_type, changed_by_id)
-           SELECT gen_random_uuid()::text, $1, u.id, u.from_stage, u.stage, 'bulk', ${bindNext(bind, actor.actorType)}, ${bindNext(bind, actor.actorId)}
-             FROM updated u)`
-      : "";
   const rows = await sequelize.transaction(async (transaction) => {
-    const changed = await sequelize.query<Changed>(
-      `WITH before AS (
-       SELECT c.id, c.stage AS from_stage FROM contacts c
-        WHERE c.workspace_id = $1 AND c.id = ANY($2::text[]) AND ${changedOnly} FOR UPDATE),
-     updated AS (
-       UPDATE contacts c SET ${set}, updated_at = now() FROM before b
-        WHERE c.id = b.id RETURNING c.id, c.email, c.first_name, c.last_name, c.stage, b.from_stage)
-     ${stageHistory}
-     SELECT id, email, first_name, last_name FROM updated`,
-      { bind, type: QueryTypes.SELECT, transaction },
-    );
+    const { field, changed } = await updateInBulk(workspaceId, action, value, ids, actor, transaction);
     const updated = changed.map((r) => ({
       id: r.id,
       email: r.email,
@@ -146,11 +93,6 @@ export async function applyBulk(
     rows.map((r) => r.id),
   );
   return rows.length;
-}
-
-function bindNext(bind: unknown[], value: unknown): string {
-  bind.push(value);
-  return `$${bind.length}`;
 }
 
 /** Bulk sets up to this size run in the request; larger ones (and filters) run as a job. */

@@ -1,4 +1,3 @@
-import { QueryTypes } from "sequelize";
 import { database } from "../../lib/database";
 import { stageDomainEvents } from "../../lib/outbox";
 import { found } from "../../lib/errors";
@@ -8,9 +7,9 @@ import {
   contactView,
   getRow,
   type ConsentChannel,
-  type ContactRow,
   type ContactView,
 } from "./contacts.repo";
+import { writeConsent } from "./consent.repo";
 import { changedFields } from "./fields";
 import { contactFacts, optOutFact } from "./effects";
 
@@ -46,13 +45,10 @@ export async function setConsent(
   return sequelize.transaction(async (transaction) => {
     const row = found(await getRow(workspaceId, contactId, transaction, true), "Contact");
     const { consent, optOuts } = applyConsent(row.consent ?? {}, channel, status, source, new Date());
-    const rows = await sequelize.query<ContactRow>(
-      `UPDATE contacts SET consent = $1::jsonb, updated_at = now() WHERE workspace_id = $2 AND id = $3 RETURNING *`,
-      { bind: [JSON.stringify(consent), workspaceId, contactId], type: QueryTypes.SELECT, transaction },
-    );
-    const contact = contactView(rows[0]);
+    const written = await writeConsent(workspaceId, contactId, consent, transaction);
+    const contact = contactView(written);
     await stageDomainEvents(transaction, workspaceId, [
-      ...contactFacts({ updated: [{ ...contact, changedFields: changedFields(row, rows[0]) }] }),
+      ...contactFacts({ updated: [{ ...contact, changedFields: changedFields(row, written) }] }),
       ...optOuts.map((c) => optOutFact(contact, c, source)),
     ]);
     return contact;

@@ -18,9 +18,9 @@ import { exportContact } from "./csv-export";
 import { evaluateSegments } from "./effects";
 import { gdprDelete, gdprExport } from "./gdpr";
 import { chatapp1Link } from "./link";
-import { addNote, listNotes } from "./notes";
-import { stageHistory } from "./stages";
-import { timeline } from "./timeline";
+import { addNote, listNotes } from "./notes.repo";
+import { stageHistory } from "./stages.repo";
+import { timeline } from "./timeline.repo";
 
 const WS = CONTACTS_PATH;
 const tags = CONTACTS_TAGS;

@@ -294,6 +294,7 @@ export const schemas = {
     emails: Type.Optional(Type.Array(Type.String())),
     phones: Type.Optional(Type.Array(Type.String())),
   }),
+  unlinkCompany: Params({ companyId: Type.String({ minLength: 1, maxLength: 64 }) }),
   redeemLinkToken: Params({
     token: Type.String({ maxLength: 200 }),
     channel: Type.String({ maxLength: 50 }),
@@ -402,6 +403,7 @@ const ConsentWish = Type.Partial(
 
 export const sendingSchemas = {
   forSend: Params({ contactIds: Ids }),
+  existingIds: Params({ ids: Ids }),
   identify: Params({
     contact: Type.Record(Type.String(), Type.Unknown(), {
       description: "Contact fields by name (blank ones are left out)",
@@ -431,6 +433,7 @@ export const sendingSchemas = {
 
 export const sendingResults = {
   forSend: Type.Array(ContactSchema),
+  existingIds: Type.Array(Type.String()),
   identify: Type.Object({ contactId: Type.String(), created: Type.Boolean() }),
   byAddress: Nullable(ContactSchema),
   dncReasons: Type.Array(

@@ -13,6 +13,7 @@ import { runBulk } from "./bulk";
 import { contactDataActions } from "./contact-data.actions";
 import { setConsent } from "./consent";
 import { createContact, removeContacts, updateContact } from "./contact-write";
+import * as search from "./contact-search.repo";
 import * as repo from "./contacts.repo";
 import {
   ACCESS,
@@ -29,12 +30,12 @@ import {
 import { exportCsv } from "./csv-export";
 import { dncActions } from "./dnc.actions";
 import { sendingActions } from "./sending.actions";
-import { duplicateGroups, duplicatesOf } from "./duplicates";
+import { duplicateGroups, duplicatesOf } from "./duplicates.repo";
 import { evaluateSegments } from "./effects";
 import { filterOf, inputOf } from "./filters";
 import { startImport } from "./import";
 import { ingestContacts } from "./ingest";
-import { redeemLinkToken } from "./link";
+import { redeemLinkToken } from "./link.repo";
 import { mergeContacts } from "./merge";
 
 const WS = CONTACTS_PATH;
@@ -57,7 +58,7 @@ export default defineService({
       params: schemas.list,
       result: results.list,
       handler: (ctx) =>
-        repo.listContacts(workspaceOf(ctx), filterOf(ctx.params), ctx.params.sort, pageRequest(ctx.params)),
+        search.listContacts(workspaceOf(ctx), filterOf(ctx.params), ctx.params.sort, pageRequest(ctx.params)),
     }),
 
     /** Create a contact (409 on a taken email or externalId). contacts.write. */
@@ -82,7 +83,7 @@ export default defineService({
       ...read,
       params: schemas.workspaceOnly,
       result: results.attributeKeys,
-      handler: (ctx) => repo.attributeKeys(workspaceOf(ctx)),
+      handler: (ctx) => search.attributeKeys(workspaceOf(ctx)),
     }),
 
     /** Contact counts by country and city (`?country=` narrows the cities). contacts.read. */
@@ -92,7 +93,7 @@ export default defineService({
       ...read,
       params: schemas.geo,
       result: results.geo,
-      handler: (ctx) => repo.geoCounts(workspaceOf(ctx), ctx.params.country),
+      handler: (ctx) => search.geoCounts(workspaceOf(ctx), ctx.params.country),
     }),
 
     /** Upload a CSV (raw text/csv or multipart `file`, optional `mapping`); 202 {jobId}. contacts.write. */
@@ -274,6 +275,15 @@ export default defineService({
       params: schemas.get,
       result: results.contactDuplicates,
       handler: (ctx) => duplicatesOf(workspaceOf(ctx), ctx.params.contactId),
+    }),
+
+    /** Internal (crm, after deleting a company): its contacts stay, unlinked; answers how many. */
+    unlinkCompany: defineAction({
+      params: schemas.unlinkCompany,
+      result: Type.Object({ unlinked: Type.Integer() }),
+      handler: async (ctx) => ({
+        unlinked: await repo.unlinkCompany(workspaceOf(ctx), ctx.params.companyId),
+      }),
     }),
 
     /** Internal (chat bot inbound): the contact a one-time link token binds, once; null when unknown, used or expired. */

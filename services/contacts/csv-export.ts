@@ -1,23 +1,14 @@
 import { Readable, pipeline } from "node:stream";
 import { CSV_FIELDS } from "./fields";
-import { QueryTypes } from "sequelize";
 import { stringify } from "csv-stringify";
 import { stringify as stringifySync } from "csv-stringify/sync";
-import { Binds, database } from "../../lib/database";
 import { pageRequest } from "../../lib/pagination";
 import { found } from "../../lib/errors";
-import {
-  CONSENT_CHANNELS,
-  contactView,
-  filterWhere,
-  getContact,
-  rowsMatching,
-  type ContactFilter,
-  type ContactView,
-} from "./contacts.repo";
+import { CONSENT_CHANNELS, contactView, getContact, type ContactView } from "./contacts.repo";
+import { exportKeys, rowsMatching, type ContactFilter } from "./contact-search.repo";
 import { decodeAttributeCell } from "./csv-import";
-import { listNotes, type NoteView } from "./notes";
-import { stageHistory, type StageChange } from "./stages";
+import { listNotes, type NoteView } from "./notes.repo";
+import { stageHistory, type StageChange } from "./stages.repo";
 
 /**
  * Contacts as CSV, streamed: a header of field names, then one row per
@@ -73,26 +64,7 @@ export function contactRow(c: ContactView, columns: ExportColumns): string[] {
 
 /** The attribute and custom field keys used by the matching contacts (plus every defined custom field). */
 export async function exportColumns(workspaceId: string, filter: ContactFilter): Promise<ExportColumns> {
-  const sequelize = await database();
-  const b = new Binds();
-  const where = filterWhere(workspaceId, filter, b);
-  const [attrs, custom, defs] = await Promise.all([
-    sequelize.query<{ key: string }>(
-      `SELECT DISTINCT k AS key FROM contacts, jsonb_object_keys(attributes) k WHERE ${where} ORDER BY 1`,
-      { bind: b.values, type: QueryTypes.SELECT },
-    ),
-    sequelize.query<{ key: string }>(
-      `SELECT DISTINCT k AS key FROM contacts, jsonb_object_keys(custom_fields) k WHERE ${where} ORDER BY 1`,
-      { bind: b.values, type: QueryTypes.SELECT },
-    ),
-    sequelize.query<{ key: string }>(
-      `SELECT key FROM custom_fields WHERE workspace_id = $1 ORDER BY position, key`,
-      {
-        bind: [workspaceId],
-        type: QueryTypes.SELECT,
-      },
-    ),
-  ]);
+  const { attrs, custom, defs } = await exportKeys(workspaceId, filter);
   const customKeys = [...new Set([...defs.map((d) => d.key), ...custom.map((c) => c.key)])];
   return { attributes: attrs.map((a) => a.key), customFields: customKeys };
 }

@@ -11,7 +11,7 @@ import {
   schemas,
   SuccessSchema,
 } from "./contacts.schemas";
-import { addDnc, blockedValues, listDnc, removeDnc } from "./dnc";
+import { addDnc, blockedValues, listDnc, removeDnc } from "./dnc.repo";
 
 const WS = CONTACTS_PATH;
 const tags = CONTACTS_TAGS;

@@ -1,5 +1,5 @@
 import type { Static, TObject } from "@sinclair/typebox";
-import type { ContactFilter } from "./contacts.repo";
+import type { ContactFilter } from "./contact-search.repo";
 import { contactFields, type filterParams } from "./contacts.schemas";
 import type { ContactInput } from "./fields";
 

@@ -1,10 +1,9 @@
-import { QueryTypes } from "sequelize";
 import { database } from "../../lib/database";
 import { found, notFound } from "../../lib/errors";
 import { stageDomainEvents } from "../../lib/outbox";
-import { contactView, getRow, type ContactView } from "./contacts.repo";
+import { contactView, getRow, lockContact, type ContactView } from "./contacts.repo";
 import { contactFacts } from "./effects";
-import { existingTables, rowsOf } from "./related";
+import { contactRowsElsewhere, eraseContactEverywhere } from "./gdpr.repo";
 
 /** Everything held about one contact, and its erasure. */
 
@@ -23,19 +22,6 @@ export interface GdprExport {
   segments: Array<Record<string, unknown>>;
 }
 
-const OPTIONAL = [
-  "events",
-  "messages",
-  "short_link_clicks",
-  "form_submissions",
-  "score_history",
-  "deals",
-  "tasks",
-  "segment_members",
-  "contact_notes",
-  "contact_stage_history",
-];
-
 /** snake_case keys of a generic row → camelCase, as the API speaks. */
 export function camelRow(row: Record<string, unknown>): Record<string, unknown> {
   const out: Record<string, unknown> = {};
@@ -46,20 +32,18 @@ export function camelRow(row: Record<string, unknown>): Record<string, unknown> 
 
 export async function gdprExport(workspaceId: string, contactId: string): Promise<GdprExport> {
   const contact = contactView(found(await getRow(workspaceId, contactId), "Contact"));
-  const present = await existingTables(OPTIONAL);
-  const [events, messages, linkClicks, notes, formSubmissions, scores, stageHistory, deals, tasks, segments] =
-    await Promise.all([
-      rowsOf("events", contactId, "t.timestamp DESC, t.id DESC", present),
-      rowsOf("messages", contactId, "t.created_at DESC, t.id DESC", present),
-      rowsOf("short_link_clicks", contactId, "t.last_at DESC", present),
-      rowsOf("contact_notes", contactId, "t.created_at DESC, t.id DESC", present),
-      rowsOf("form_submissions", contactId, "t.created_at DESC, t.id DESC", present),
-      rowsOf("score_history", contactId, "t.created_at DESC, t.id DESC", present),
-      rowsOf("contact_stage_history", contactId, "t.created_at DESC, t.id DESC", present),
-      rowsOf("deals", contactId, "t.created_at DESC, t.id DESC", present),
-      rowsOf("tasks", contactId, "t.created_at DESC, t.id DESC", present),
-      rowsOf("segment_members", contactId, "t.entered_at DESC", present),
-    ]);
+  const {
+    events,
+    messages,
+    linkClicks,
+    notes,
+    formSubmissions,
+    scores,
+    stageHistory,
+    deals,
+    tasks,
+    segments,
+  } = await contactRowsElsewhere(contactId);
   const strip = (rows: Array<Record<string, unknown>>) =>
     rows.map((r) => {
       const rest = { ...r };
@@ -82,11 +66,6 @@ export async function gdprExport(workspaceId: string, contactId: string): Promis
   };
 }
 
-/** Tables whose rows about the contact are removed outright (others cascade or lose the link with the contact). */
-const ERASE = ["events", "messages", "short_link_clicks", "form_submissions"];
-/** Cleared after the contact row: its cascade to segment_members writes exits into this log. */
-const ERASE_AFTER = ["segment_membership_log"];
-
 /**
  * Erase the contact: its events, messages, form submissions and segment
  * membership log go, the contact row goes (notes, scores, stage history, memberships and
@@ -100,28 +79,10 @@ export async function gdprDelete(
 ): Promise<{ id: string; email: string | null }> {
   const sequelize = await database();
   return sequelize.transaction(async (transaction) => {
-    const rows = await sequelize.query<{ id: string; email: string | null }>(
-      `SELECT id, email FROM contacts WHERE workspace_id = $1 AND id = $2 FOR UPDATE`,
-      { bind: [workspaceId, contactId], type: QueryTypes.SELECT, transaction },
-    );
-    if (!rows[0]) throw notFound("Contact");
-    const present = await existingTables([...ERASE, ...ERASE_AFTER], transaction);
-    const erase = async (tables: string[]) => {
-      for (const table of tables) {
-        if (present.has(table))
-          await sequelize.query(`DELETE FROM ${table} WHERE contact_id = $1`, {
-            bind: [contactId],
-            transaction,
-          });
-      }
-    };
-    await erase(ERASE);
-    await sequelize.query(`DELETE FROM contacts WHERE workspace_id = $1 AND id = $2`, {
-      bind: [workspaceId, contactId],
-      transaction,
-    });
-    await erase(ERASE_AFTER);
-    await stageDomainEvents(transaction, workspaceId, contactFacts({ deleted: [rows[0]] }));
-    return rows[0];
+    const locked = await lockContact(workspaceId, contactId, transaction);
+    if (!locked) throw notFound("Contact");
+    await eraseContactEverywhere(workspaceId, contactId, transaction);
+    await stageDomainEvents(transaction, workspaceId, contactFacts({ deleted: [locked] }));
+    return locked;
   });
 }

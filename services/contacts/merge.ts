@@ -1,12 +1,17 @@
-import { QueryTypes } from "sequelize";
 import { database } from "../../lib/database";
 import { notFound, validationError } from "../../lib/errors";
 import { stageDomainEvents } from "../../lib/outbox";
 import type { ConsentEntry } from "../../models";
-import { contactView, rethrowUnique, type ContactRow, type ContactView } from "./contacts.repo";
+import {
+  contactView,
+  deleteContacts,
+  rethrowUnique,
+  type ContactRow,
+  type ContactView,
+} from "./contacts.repo";
 import { changedFields } from "./fields";
 import { contactFacts } from "./effects";
-import { existingTables, MOVABLE_TABLES } from "./related";
+import { lockContacts, moveRelatedRows, writeMergedProfile } from "./merge.repo";
 
 /**
  * Merge duplicates into a primary contact, in one transaction: related rows
@@ -90,80 +95,24 @@ export async function mergeContacts(
   }
   const sequelize = await database();
   return sequelize.transaction(async (transaction) => {
-    const rows = await sequelize.query<ContactRow>(
-      `SELECT * FROM contacts WHERE workspace_id = $1 AND id = ANY($2::text[]) ORDER BY id FOR UPDATE`,
-      { bind: [workspaceId, [primaryId, ...ids]], type: QueryTypes.SELECT, transaction },
-    );
+    const rows = await lockContacts(workspaceId, [primaryId, ...ids], transaction);
     const byId = new Map(rows.map((r) => [r.id, r]));
     const primary = byId.get(primaryId);
     if (!primary || ids.some((id) => !byId.has(id))) throw notFound("Contact");
     const duplicates = ids.map((id) => byId.get(id)!);
 
-    const present = await existingTables([...MOVABLE_TABLES, "segment_members"], transaction);
-    for (const table of MOVABLE_TABLES) {
-      if (!present.has(table)) continue;
-      await sequelize.query(`UPDATE ${table} SET contact_id = $1 WHERE contact_id = ANY($2::text[])`, {
-        bind: [primaryId, ids],
-        transaction,
-      });
-    }
-    if (present.has("segment_members")) {
-      await sequelize.query(
-        `INSERT INTO segment_members (segment_id, contact_id, entered_at)
-         SELECT segment_id, $1, min(entered_at) FROM segment_members WHERE contact_id = ANY($2::text[]) GROUP BY segment_id
-         ON CONFLICT DO NOTHING`,
-        { bind: [primaryId, ids], transaction },
-      );
-      await sequelize.query(`DELETE FROM segment_members WHERE contact_id = ANY($1::text[])`, {
-        bind: [ids],
-        transaction,
-      });
-    }
-
-    const removed = await sequelize.query<{ id: string; email: string | null }>(
-      `DELETE FROM contacts WHERE workspace_id = $1 AND id = ANY($2::text[]) RETURNING id, email`,
-      { bind: [workspaceId, ids], type: QueryTypes.SELECT, transaction },
-    );
+    await moveRelatedRows(primaryId, ids, transaction);
+    const removed = await deleteContacts(workspaceId, ids, transaction);
 
     const m = mergedProfile(primary, duplicates);
     try {
-      const updated = await sequelize.query<ContactRow>(
-        `UPDATE contacts SET email = $3, phone = $4, first_name = $5, last_name = $6, external_id = $7, locale = $8,
-                timezone = $9, country = $10, city = $11, stage = $12, company_id = $13, owner_id = $14, tags = $15::text[],
-                attributes = $16::jsonb, custom_fields = $17::jsonb, consent = $18::jsonb, score = $19, updated_at = now()
-          WHERE workspace_id = $1 AND id = $2 RETURNING *`,
-        {
-          bind: [
-            workspaceId,
-            primaryId,
-            m.email,
-            m.phone,
-            m.first_name,
-            m.last_name,
-            m.external_id,
-            m.locale,
-            m.timezone,
-            m.country,
-            m.city,
-            m.stage,
-            m.company_id,
-            m.owner_id,
-            m.tags,
-            JSON.stringify(m.attributes),
-            JSON.stringify(m.custom_fields),
-            JSON.stringify(m.consent),
-            m.score,
-          ],
-          type: QueryTypes.SELECT,
-          transaction,
-        },
-      );
-      const contact = contactView(updated[0]);
+      const updated = await writeMergedProfile(workspaceId, primaryId, m, transaction);
+      const contact = contactView(updated);
       await stageDomainEvents(
         transaction,
         workspaceId,
         contactFacts({
-          updated: [{ ...contact, changedFields: changedFields(primary, updated[0]) }],
+          updated: [{ ...contact, changedFields: changedFields(primary, updated) }],
           deleted: removed,
         }),
       );

@@ -3,7 +3,9 @@ import { workspaceOf } from "../../lib/tenancy";
 import { sendingResults, sendingSchemas } from "./contacts.schemas";
 import { evaluateSegments } from "./effects";
 import { identifyContact } from "./identify";
-import { applyPreferences, contactByAddress, contactsByIds, dncReasons } from "./sending";
+import { contactByAddress, contactsByIds, existingContactIds } from "./contacts.repo";
+import { dncReasons } from "./dnc.repo";
+import { applyPreferences } from "./sending";
 
 /**
  * Internal actions of the send path and the public surface (mixed into
@@ -16,6 +18,13 @@ export const sendingActions = {
       params: sendingSchemas.forSend,
       result: sendingResults.forSend,
       handler: (ctx) => contactsByIds(workspaceOf(ctx), ctx.params.contactIds),
+    }),
+
+    /** Which of `ids` are contacts of the workspace (another area checking a reference). */
+    existingIds: defineAction({
+      params: sendingSchemas.existingIds,
+      result: sendingResults.existingIds,
+      handler: (ctx) => existingContactIds(workspaceOf(ctx), ctx.params.ids),
     }),
 
     /** The contact a visitor's input names (by email, else externalId), updated or created; blank fields are left out. */

@@ -3,7 +3,7 @@ import { defineAction, defineService } from "../../lib/define-service";
 import { workspaceOf } from "../../lib/tenancy";
 import { DatabaseMixin } from "../../mixins/database.mixin";
 import { schemas, StageDefSchema, SuccessSchema } from "./contacts.schemas";
-import { createStage, deleteStage, listStages, updateStage } from "./stages";
+import { createStage, deleteStage, listStages, updateStage } from "./stages.repo";
 
 const WS = "/workspaces/:workspaceId/stages";
 const tags = ["Lifecycle stages"];

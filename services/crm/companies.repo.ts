@@ -173,17 +173,7 @@ export async function updateCompany(workspaceId: string, companyId: string, inpu
   return saving(async () => companyView(await company.save()), domain);
 }
 
-/** Deals and tasks keep their rows (the reference is cleared by the foreign key); so do contacts. */
+/** Deals and tasks keep their rows (the reference is cleared by the foreign key); contacts are unlinked by their area. */
 export async function deleteCompany(workspaceId: string, companyId: string): Promise<boolean> {
-  const sequelize = await database();
-  return sequelize.transaction(async (transaction) => {
-    const deleted = await Company.destroy({ where: { id: companyId, workspaceId }, transaction });
-    if (!deleted) return false;
-    // contacts.company_id carries no foreign key (contacts came first), so clear it here.
-    await sequelize.query(
-      `UPDATE contacts SET company_id = NULL, updated_at = now() WHERE workspace_id = $1 AND company_id = $2`,
-      { bind: [workspaceId, companyId], transaction },
-    );
-    return true;
-  });
+  return (await Company.destroy({ where: { id: companyId, workspaceId } })) > 0;
 }

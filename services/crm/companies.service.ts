@@ -1,4 +1,5 @@
 import { Type } from "@sinclair/typebox";
+import { SYSTEM } from "../../lib/access";
 import { actingUserId, audit } from "../../lib/audit";
 import { defineAction, defineService } from "../../lib/define-service";
 import { found, notFound } from "../../lib/errors";
@@ -92,7 +93,16 @@ export default defineService({
       result: SuccessSchema,
       openapi: openapi("Delete a company (its contacts, deals and tasks are kept and unlinked)"),
       async handler(ctx) {
-        if (!(await repo.deleteCompany(workspaceOf(ctx), ctx.params.companyId))) throw notFound("Company");
+        const ws = workspaceOf(ctx);
+        const deleted = await repo.deleteCompany(ws, ctx.params.companyId);
+        // The contacts area writes its own rows (it may run on another node); unlinking also when the company is
+        // already gone lets a retry finish an unlink that failed after the delete.
+        await ctx.broker.call(
+          "contacts.unlinkCompany",
+          { companyId: ctx.params.companyId },
+          { meta: { principal: SYSTEM, workspaceId: ws } },
+        );
+        if (!deleted) throw notFound("Company");
         await audit(ctx, "company.deleted", { type: "company", id: ctx.params.companyId });
         return { success: true as const };
       },

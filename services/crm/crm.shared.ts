@@ -1,7 +1,8 @@
-import { QueryTypes } from "sequelize";
-import { database } from "../../lib/database";
+import { SYSTEM } from "../../lib/access";
 import { fieldError, notFound } from "../../lib/errors";
 import type { AppContext } from "../../lib/moleculer-types";
+import { existingCompanyIds } from "./companies.repo";
+import { findDeal } from "./deals.repo";
 
 /** Checks every CRM service makes on ids a client sends. */
 
@@ -21,32 +22,35 @@ export async function assertMember(
   if (!role) throw fieldError(field, "must be the user id of a member of this workspace");
 }
 
-const REFERENCES = {
-  contactId: ["contacts", "Contact"],
-  companyId: ["companies", "Company"],
-  dealId: ["deals", "Deal"],
-} as const;
-export type ReferenceField = keyof typeof REFERENCES;
+export type ReferenceField = "contactId" | "companyId" | "dealId";
 
 /**
  * A referenced contact, company or deal must exist in this workspace; one of
  * another workspace is simply not found (404), as the contract has it for
- * any id. The row itself stays its owner's: this only asks whether it exists.
+ * any id. A contact is asked of its area (which may run on another node).
  */
 export async function assertReferences(
+  ctx: AppContext<object>,
   workspaceId: string,
   refs: Partial<Record<ReferenceField, string | null | undefined>>,
 ) {
-  const sequelize = await database();
-  for (const [field, id] of Object.entries(refs) as Array<[ReferenceField, string | null | undefined]>) {
-    if (id === null || id === undefined) continue;
-    const [table, what] = REFERENCES[field];
-    const rows = await sequelize.query(`SELECT 1 FROM ${table} WHERE workspace_id = $1 AND id = $2`, {
-      bind: [workspaceId, id],
-      type: QueryTypes.SELECT,
-    });
-    if (!rows.length) throw notFound(what);
+  const { contactId, companyId, dealId } = refs;
+  if (contactId !== null && contactId !== undefined) {
+    const found = (await ctx.broker.call(
+      "contacts.existingIds",
+      { ids: [contactId] },
+      { meta: { principal: SYSTEM, workspaceId } },
+    )) as string[];
+    if (!found.length) throw notFound("Contact");
   }
+  if (
+    companyId !== null &&
+    companyId !== undefined &&
+    !(await existingCompanyIds(workspaceId, [companyId])).length
+  )
+    throw notFound("Company");
+  if (dealId !== null && dealId !== undefined && !(await findDeal(workspaceId, dealId)))
+    throw notFound("Deal");
 }
 
 /** Fields present in a PATCH body (undefined means "not sent"). */

@@ -24,7 +24,10 @@ async function checkLinks(
   workspaceId: string,
 ) {
   await assertMember(ctx, workspaceId, ctx.params.ownerId, "ownerId");
-  await assertReferences(workspaceId, { contactId: ctx.params.contactId, companyId: ctx.params.companyId });
+  await assertReferences(ctx, workspaceId, {
+    contactId: ctx.params.contactId,
+    companyId: ctx.params.companyId,
+  });
 }
 
 /** Deals: value, stage of a pipeline, status open/won/lost, links to a contact and a company. contacts.* scopes. */

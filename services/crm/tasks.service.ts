@@ -22,7 +22,7 @@ type Links = {
 async function checkLinks(ctx: AppContext<Links>, workspaceId: string) {
   await assertMember(ctx, workspaceId, ctx.params.assigneeId, "assigneeId");
   const { contactId, companyId, dealId } = ctx.params;
-  await assertReferences(workspaceId, { contactId, companyId, dealId });
+  await assertReferences(ctx, workspaceId, { contactId, companyId, dealId });
 }
 
 /** The new assignee hears of the task, unless they assigned it to themselves. */

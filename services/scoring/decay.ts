@@ -1,5 +1,6 @@
-import { QueryTypes, type Transaction } from "sequelize";
+import type { Transaction } from "sequelize";
 import { database } from "../../lib/database";
+import { addDecayToScores, claimDueContacts, expireDue } from "./decay.repo";
 
 /**
  * Score decay: points an event rule with `decay: {days}` gave expire `days`
@@ -12,28 +13,6 @@ export interface DecayedScore {
   workspaceId: string;
   contactId: string;
   points: number;
-}
-
-/** Expire the due entries selected by `where` over `h` (rows another transaction holds are left to it). */
-async function expireDue(where: string, bind: unknown[], transaction: Transaction): Promise<DecayedScore[]> {
-  const sequelize = await database();
-  return sequelize.query<DecayedScore>(
-    `WITH due AS (
-       SELECT h.id FROM score_history h
-        WHERE ${where} AND h.decays_at <= now() AND h.decayed_at IS NULL
-        FOR UPDATE SKIP LOCKED
-     ), marked AS (
-       UPDATE score_history h SET decayed_at = now() FROM due WHERE h.id = due.id
-       RETURNING h.id, h.workspace_id, h.contact_id, h.points, h.rule_id, h.reason, h.decays_at
-     )
-     INSERT INTO score_history (id, workspace_id, contact_id, points, rule_id, event_at, reason, decay_of, created_at)
-     SELECT gen_random_uuid()::text, m.workspace_id, m.contact_id, -m.points, m.rule_id, m.decays_at,
-            'decay: ' || COALESCE(m.reason, 'rule'), m.id, now()
-       FROM marked m
-     ON CONFLICT (decay_of) DO NOTHING
-     RETURNING workspace_id AS "workspaceId", contact_id AS "contactId", points`,
-    { bind, type: QueryTypes.SELECT, transaction },
-  );
 }
 
 /** Per contact, the sum of its decay entries. */
@@ -61,33 +40,12 @@ export async function decayDue(batch = BATCH, maxBatches = MAX_BATCHES): Promise
   const out: DecayedScore[] = [];
   for (let n = 0; n < maxBatches; n += 1) {
     const done = await sequelize.transaction(async (transaction) => {
-      const contacts = await sequelize.query<{ id: string }>(
-        `SELECT c.id FROM contacts c
-          WHERE c.id IN (SELECT h.contact_id FROM score_history h
-                          WHERE h.decays_at <= now() AND h.decayed_at IS NULL
-                          ORDER BY h.decays_at LIMIT $1)
-          ORDER BY c.id FOR UPDATE SKIP LOCKED`,
-        { bind: [batch], type: QueryTypes.SELECT, transaction },
-      );
+      const contacts = await claimDueContacts(batch, transaction);
       if (contacts.length === 0) return 0;
       const decayed = totals(
         await expireDue(`h.contact_id = ANY($1::text[])`, [contacts.map((c) => c.id)], transaction),
       ).filter((d) => d.points !== 0);
-      if (decayed.length) {
-        await sequelize.query(
-          `UPDATE contacts c SET score = c.score + d.delta
-             FROM unnest($1::text[], $2::text[], $3::int[]) AS d(workspace_id, id, delta)
-            WHERE c.workspace_id = d.workspace_id AND c.id = d.id`,
-          {
-            bind: [
-              decayed.map((d) => d.workspaceId),
-              decayed.map((d) => d.contactId),
-              decayed.map((d) => d.points),
-            ],
-            transaction,
-          },
-        );
-      }
+      if (decayed.length) await addDecayToScores(decayed, transaction);
       out.push(...decayed);
       return contacts.length;
     });

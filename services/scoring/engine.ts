@@ -1,15 +1,16 @@
 import type { Transaction } from "sequelize";
 import { MicroBatcher } from "../../lib/batcher";
 import { database } from "../../lib/database";
-import { sqlProbe, VersionedCache, type Versions } from "../../lib/versioned-cache";
+import { VersionedCache, type Versions } from "../../lib/versioned-cache";
 import {
   addToScores,
   applyConditionRules,
   holdWorkspace,
   rebuildConditionRule,
-  syncConditionRules,
+  lockContacts,
+  pendingContacts,
   tryHoldAndLockContacts,
-} from "./conditions";
+} from "./conditions.repo";
 import { decayWorkspace } from "./decay";
 import { scoringRounds, type RuleDefinition } from "./rules";
 import * as repo from "./scoring.repo";
@@ -19,7 +20,7 @@ import type { ScoreEvent } from "./scoring.repo";
  * The scoring engine: which rules apply, events scored in batches under row
  * locks with exact caps, condition rules following contacts, manual
  * adjustments and the full rebuild. Its SQL is in scoring.repo.ts,
- * conditions.ts and decay.ts.
+ * conditions.repo.ts and decay.repo.ts.
  */
 
 /**
@@ -29,17 +30,34 @@ import type { ScoreEvent } from "./scoring.repo";
  * the next read.
  */
 const ruleCache = new VersionedCache<RuleDefinition[]>(
-  sqlProbe(
-    "scoringRules",
-    `SELECT workspace_id, count(*) || '/' || max(updated_at)::text || '/' || max(created_at)::text AS version
-       FROM scoring_rules WHERE workspace_id = ANY($1::text[]) GROUP BY workspace_id`,
-  ),
+  repo.rulesVersionProbe,
   (workspaceId) => repo.activeRuleDefinitions(workspaceId),
   { area: "scoringRules" },
 );
 
 export const activeRules = (workspaceId: string, known?: Versions): Promise<RuleDefinition[]> =>
   ruleCache.get(workspaceId, known);
+
+/**
+ * Bring contacts (or, with `null`, the whole workspace: a rule was saved) in
+ * line with the workspace's condition rules. Answers the contacts whose score
+ * changed (their score segments follow).
+ */
+export async function syncConditionRules(
+  workspaceId: string,
+  rules: RuleDefinition[],
+  contactIds: string[] | null,
+): Promise<string[]> {
+  const pending = await pendingContacts(workspaceId, rules, contactIds);
+  if (pending.length === 0) return [];
+  const sequelize = await database();
+  return sequelize.transaction(async (transaction) => {
+    await holdWorkspace(workspaceId, transaction);
+    const locked = await lockContacts(workspaceId, pending, transaction);
+    const changes = await applyConditionRules(workspaceId, locked, rules, transaction);
+    return addToScores(workspaceId, changes, transaction);
+  });
+}
 
 /**
  * A condition rule was saved: every contact of the workspace that matches it

@@ -1,3 +1,4 @@
+import { sqlProbe } from "../../lib/versioned-cache";
 import { QueryTypes, type Transaction } from "sequelize";
 import { newId } from "../../lib/crypto";
 import { Binds, database, queryPrepared } from "../../lib/database";
@@ -409,3 +410,10 @@ export async function sumScores(workspaceId: string, transaction: Transaction): 
   );
   return changed.length;
 }
+
+/** The version of each workspace's rules, for the engine's rule cache (lib/versioned-cache.ts). */
+export const rulesVersionProbe = sqlProbe(
+  "scoringRules",
+  `SELECT workspace_id, count(*) || '/' || max(updated_at)::text || '/' || max(created_at)::text AS version
+       FROM scoring_rules WHERE workspace_id = ANY($1::text[]) GROUP BY workspace_id`,
+);

@@ -1,10 +1,19 @@
-import { QueryTypes, type Transaction } from "sequelize";
+import type { Transaction } from "sequelize";
 import { MicroBatcher } from "../../lib/batcher";
-import { Binds, database, queryPrepared } from "../../lib/database";
-import { sqlProbe, VersionedCache, type Versions } from "../../lib/versioned-cache";
+import { Binds, database } from "../../lib/database";
+import { VersionedCache, type Versions } from "../../lib/versioned-cache";
 import { config } from "../../lib/config";
 import { compileFilter } from "./filter-compiler";
 import type { FilterGroup } from "./filter-schema";
+import {
+  applyChanges,
+  holdRecompute,
+  levelMembership,
+  loadDynamicSegments,
+  lockContacts,
+  reconcileSegment,
+  segmentsVersionProbe,
+} from "./membership.repo";
 import { claimTimeRefresh } from "./segments.repo";
 
 /**
@@ -36,34 +45,7 @@ export interface EvaluationResult {
 /** What caused an evaluation: a contact change (all segments), an event of a type, or a score change. */
 export type Trigger = { kind: "contact" } | { kind: "event"; eventType?: string } | { kind: "score" };
 
-/** Working memory for the set-shaped queries: a semi-join over a million ids must hash, not loop. */
-const SET_QUERY_WORK_MEM = "256MB";
 const CHUNK = 500;
-
-export async function loadDynamicSegments(
-  workspaceId: string,
-  transaction?: Transaction,
-): Promise<DynamicSegment[]> {
-  const sequelize = await database();
-  const rows = await sequelize.query<{
-    id: string;
-    filter: FilterGroup;
-    depends_on: string[];
-    event_types: string[];
-    uses_score: boolean;
-  }>(
-    `SELECT id, filter, depends_on, event_types, uses_score FROM segments
-      WHERE workspace_id = $1 AND type = 'dynamic' ORDER BY created_at, id`,
-    { bind: [workspaceId], type: QueryTypes.SELECT, transaction },
-  );
-  return rows.map((r) => ({
-    id: r.id,
-    filter: r.filter,
-    dependsOn: r.depends_on,
-    eventTypes: r.event_types,
-    usesScore: r.uses_score,
-  }));
-}
 
 /**
  * The workspace's dynamic segments for the hot path, kept in process while a
@@ -71,15 +53,9 @@ export async function loadDynamicSegments(
  * unchanged (lib/versioned-cache.ts). Every write to a segment bumps
  * `updated_at`, so any node sees a change on its next read.
  */
-const segmentCache = new VersionedCache<DynamicSegment[]>(
-  sqlProbe(
-    "segments",
-    `SELECT workspace_id, count(*) || '/' || max(updated_at)::text || '/' || max(created_at)::text AS version
-       FROM segments WHERE workspace_id = ANY($1::text[]) AND type = 'dynamic' GROUP BY workspace_id`,
-  ),
-  loadDynamicSegments,
-  { area: "segments" },
-);
+const segmentCache = new VersionedCache<DynamicSegment[]>(segmentsVersionProbe, loadDynamicSegments, {
+  area: "segments",
+});
 
 /**
  * The segments a trigger could affect, plus every segment that depends on
@@ -124,27 +100,6 @@ export function dependencyLevels(segments: DynamicSegment[]): DynamicSegment[][]
   return levels;
 }
 
-/**
- * Serialise evaluations of the same contact across connections (advisory
- * locks, without touching its row lock), and say which event caused each
- * contact's entries and exits, read by the membership log's triggers
- * (migration 0033): one statement. A volatile output of a subquery is never
- * dropped, so every lock is taken.
- */
-async function lockContacts(contactIds: string[], causes: Map<string, string>, transaction: Transaction) {
-  const sequelize = await database();
-  await sequelize.query(
-    `SELECT (SELECT count(*) FROM (SELECT pg_advisory_xact_lock(hashtextextended('segments:contact:' || id, 0))
-                                     FROM unnest($1::text[]) AS id ORDER BY id) locked) AS locked,
-            set_config('segments.causes', $2, true) AS causes`,
-    {
-      bind: [[...contactIds].sort(), JSON.stringify(Object.fromEntries(causes))],
-      type: QueryTypes.SELECT,
-      transaction,
-    },
-  );
-}
-
 /** Predicates and current membership of contacts for one dependency level, in one query. */
 async function evaluateLevel(
   workspaceId: string,
@@ -154,16 +109,7 @@ async function evaluateLevel(
 ): Promise<LevelResult> {
   const binds = new Binds([workspaceId, contactIds, level.map((s) => s.id)]);
   const predicates = level.map((s) => compileFilter(s.filter, binds, { mode: "row", workspaceParam: "$1" }));
-  // The contacts are found by id alone (a fence keeps the workspace check out of it), so always through
-  // the primary key, whatever the statistics said when the statement's plan was made.
-  const rows = await queryPrepared<{ id: string; m: boolean[]; cur: string[] }>(
-    `SELECT c.id, ARRAY[${predicates.join(", ")}]::boolean[] AS m,
-            ARRAY(SELECT sm.segment_id FROM segment_members sm
-                   WHERE sm.contact_id = c.id AND sm.segment_id = ANY($3::text[])) AS cur
-       FROM (SELECT * FROM contacts x WHERE x.id = ANY($2::text[]) OFFSET 0) c WHERE c.workspace_id = $1`,
-    binds.values,
-    transaction,
-  );
+  const rows = await levelMembership(binds, predicates, transaction);
   const enter: MembershipChange[] = [];
   const exit: MembershipChange[] = [];
   for (const row of rows) {
@@ -317,28 +263,6 @@ export async function evaluateContacts(
   return result;
 }
 
-export async function applyChanges(
-  enter: MembershipChange[],
-  exit: MembershipChange[],
-  transaction: Transaction,
-) {
-  const sequelize = await database();
-  if (enter.length) {
-    await sequelize.query(
-      `INSERT INTO segment_members (segment_id, contact_id, entered_at)
-       SELECT s, c, now() FROM unnest($1::text[], $2::text[]) AS d(s, c) ON CONFLICT DO NOTHING`,
-      { bind: [enter.map((e) => e.segmentId), enter.map((e) => e.contactId)], transaction },
-    );
-  }
-  if (exit.length) {
-    await sequelize.query(
-      `DELETE FROM segment_members sm USING unnest($1::text[], $2::text[]) AS d(s, c)
-        WHERE sm.segment_id = d.s AND sm.contact_id = d.c`,
-      { bind: [exit.map((e) => e.segmentId), exit.map((e) => e.contactId)], transaction },
-    );
-  }
-}
-
 export interface RecomputeResult {
   added: number;
   removed: number;
@@ -364,48 +288,14 @@ export async function recomputeSegment(
 ): Promise<RecomputeResult> {
   const sequelize = await database();
   return sequelize.transaction(async (transaction) => {
-    await sequelize.query(`SELECT pg_advisory_xact_lock(hashtextextended('segments:recompute:' || $1, 0))`, {
-      bind: [segmentId],
-      type: QueryTypes.SELECT,
-      transaction,
-    });
-    await sequelize.query(`SET LOCAL work_mem = '${SET_QUERY_WORK_MEM}'`, { transaction });
+    await holdRecompute(segmentId, transaction);
     const binds = new Binds([workspaceId, segmentId]);
     const predicate = compileFilter(filter, binds, { mode: "set", workspaceParam: "$1" });
     // The changed ids come back only when asked for: a first build may add a million.
     const collect = changes
       ? `, ARRAY(SELECT contact_id FROM added) AS entered, ARRAY(SELECT contact_id FROM removed) AS exited`
       : "";
-    const [row] = await sequelize.query<{
-      added: string;
-      removed: string;
-      member_count: string;
-      entered?: string[];
-      exited?: string[];
-    }>(
-      `WITH target AS MATERIALIZED (
-         SELECT c.id FROM contacts c WHERE c.workspace_id = $1 AND ${predicate}
-       ),
-       -- EXCEPT scans each side once: an anti-join planned from stale statistics could rescan
-       -- segment_members for every row while this same statement fills it (quadratic).
-       removed AS (
-         DELETE FROM segment_members sm
-          USING (SELECT m.contact_id FROM segment_members m WHERE m.segment_id = $2
-                 EXCEPT SELECT t.id FROM target t) gone
-          WHERE sm.segment_id = $2 AND sm.contact_id = gone.contact_id
-          RETURNING sm.contact_id
-       ),
-       added AS (
-         INSERT INTO segment_members (segment_id, contact_id, entered_at)
-         SELECT $2, fresh.id, now()
-           FROM (SELECT t.id FROM target t
-                 EXCEPT SELECT m.contact_id FROM segment_members m WHERE m.segment_id = $2) fresh
-         RETURNING contact_id
-       )
-       SELECT (SELECT count(*) FROM added) AS added, (SELECT count(*) FROM removed) AS removed,
-              (SELECT count(*) FROM target) AS member_count${collect}`,
-      { bind: binds.values, type: QueryTypes.SELECT, transaction },
-    );
+    const row = await reconcileSegment(binds, predicate, collect, transaction);
     if (changes) {
       for (const contactId of row.entered ?? []) changes.entered.push({ segmentId, contactId });
       for (const contactId of row.exited ?? []) changes.exited.push({ segmentId, contactId });

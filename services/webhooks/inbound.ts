@@ -1,12 +1,7 @@
-import type { ServiceBroker } from "moleculer";
 import { SYSTEM } from "../../lib/access";
 import { sha256Hex } from "../../lib/crypto";
-import { database } from "../../lib/database";
 import { fieldError, forbidden, invalidSignature, notFound, conflict } from "../../lib/errors";
 import type { AppContext } from "../../lib/moleculer-types";
-import { stageDomainEvents } from "../../lib/outbox";
-import { isServiceAvailable } from "../../lib/registry";
-import { normalizePhone, PHONE_FORMAT_MESSAGE } from "../contacts/normalize";
 import * as repo from "./webhooks.repo";
 import type { InboundParams } from "./webhooks.schemas";
 import { open } from "../../lib/secret-box";
@@ -24,14 +19,6 @@ function headerOf(ctx: AppContext, name: string): string | undefined {
   return Array.isArray(value) ? value[0] : value;
 }
 
-/** The phone as E.164, null when none is given; a phone that cannot be a number is a 400, never silently dropped. */
-function inboundPhone(phone: string | null | undefined): string | null {
-  if (phone === undefined || phone === null || !phone.trim()) return null;
-  const normalized = normalizePhone(phone);
-  if (!normalized) throw fieldError("phone", PHONE_FORMAT_MESSAGE);
-  return normalized;
-}
-
 /**
  * `POST /api/webhooks/inbound/{endpointId}`: 404 unknown or not INBOUND,
  * 403 inactive, 401 bad signature, 409 replay, 400 no type; then the contact
@@ -39,7 +26,6 @@ function inboundPhone(phone: string | null | undefined): string | null {
  * `events.record`, and an INBOUND delivery record.
  */
 export async function receiveInbound(
-  broker: ServiceBroker,
   ctx: AppContext,
   params: InboundParams,
 ): Promise<{ received: true; deliveryId: string }> {
@@ -68,10 +54,7 @@ export async function receiveInbound(
   try {
     if (!params.type) throw fieldError("type", "is required");
     const workspaceId = endpoint.workspace_id;
-    const contactId = await resolveContact(broker, ctx, workspaceId, {
-      ...params,
-      phone: inboundPhone(params.phone),
-    });
+    const contactId = await resolveContact(ctx, workspaceId, params);
     const event = (await ctx.call(
       "events.record",
       { type: params.type, contactId, metadata: params.metadata ?? {} },
@@ -94,45 +77,34 @@ export async function receiveInbound(
   }
 }
 
+/**
+ * The event's contact: the given id when it is one of the workspace's
+ * contacts, else the contact of the email through `contacts.identify` (the
+ * one contact-write path: found or created exactly once, with its facts,
+ * segments and scoring as for any write).
+ */
 async function resolveContact(
-  broker: ServiceBroker,
   ctx: AppContext,
   workspaceId: string,
   params: InboundParams,
 ): Promise<string | null> {
-  if (params.contactId && (await repo.contactExists(workspaceId, params.contactId))) return params.contactId;
+  const meta = { principal: SYSTEM, workspaceId };
+  if (params.contactId) {
+    const found = (await ctx.call("contacts.existingIds", { ids: [params.contactId] }, { meta })) as string[];
+    if (found.length) return params.contactId;
+  }
   const email = params.email?.trim().toLowerCase();
   if (!email) {
     if (params.contactId) throw notFound("Contact");
     return null;
   }
-  const seed = {
-    email,
-    firstName: params.firstName?.trim() || null,
-    lastName: params.lastName?.trim() || null,
-    phone: params.phone ?? null,
-  };
-  const contact = await (
-    await database()
-  ).transaction(async (transaction) => {
-    const found = await repo.upsertContactByEmail(workspaceId, seed, transaction);
-    if (found.created) {
-      const data = {
-        contactId: found.id,
-        email: found.email,
-        firstName: found.firstName,
-        lastName: found.lastName,
-      };
-      await stageDomainEvents(transaction, workspaceId, [{ type: "contact.created", data }]);
-    }
-    return found;
-  });
-  if (contact.created && isServiceAvailable(broker, "segments")) {
-    await ctx.call(
-      "segments.evaluateContacts",
-      { contactIds: [contact.id] },
-      { meta: { principal: SYSTEM, workspaceId } },
-    );
-  }
-  return contact.id;
+  const { contactId } = (await ctx.call(
+    "contacts.identify",
+    {
+      contact: { email, firstName: params.firstName, lastName: params.lastName, phone: params.phone },
+      source: "webhook",
+    },
+    { meta },
+  )) as { contactId: string };
+  return contactId;
 }

@@ -1,4 +1,4 @@
-import { QueryTypes, type Sequelize, type Transaction } from "sequelize";
+import { QueryTypes, type Sequelize } from "sequelize";
 import { MicroBatcher } from "../../lib/batcher";
 import { newId } from "../../lib/crypto";
 import { Binds, database, queryPrepared } from "../../lib/database";
@@ -463,64 +463,6 @@ export async function pruneReplays(windowSeconds: number): Promise<number> {
     [windowSeconds],
   );
   return rows.length;
-}
-
-export async function contactExists(workspaceId: string, id: string): Promise<boolean> {
-  const rows = await select(`SELECT 1 FROM contacts WHERE workspace_id = $1 AND id = $2`, [workspaceId, id]);
-  return rows.length > 0;
-}
-
-export interface ContactSeed {
-  email: string;
-  firstName: string | null;
-  lastName: string | null;
-  phone: string | null;
-}
-
-/**
- * Find or create a contact by email, exactly once under concurrency: the
- * unique index `contacts_email_uq` decides, never a read-then-write.
- */
-/** In the caller's transaction, so the `contact.created` fact can be staged with the insert. */
-export async function upsertContactByEmail(
-  workspaceId: string,
-  seed: ContactSeed,
-  transaction: Transaction,
-): Promise<{
-  id: string;
-  created: boolean;
-  email: string;
-  firstName: string | null;
-  lastName: string | null;
-}> {
-  type Row = { id: string; email: string; first_name: string | null; last_name: string | null };
-  const sequelize = await database();
-  const inserted = await sequelize.query<Row>(
-    `INSERT INTO contacts (id, workspace_id, email, first_name, last_name, phone)
-     VALUES ($1, $2, $3, $4, $5, $6)
-     ON CONFLICT (workspace_id, email) WHERE email IS NOT NULL DO NOTHING
-     RETURNING id, email, first_name, last_name`,
-    {
-      type: QueryTypes.SELECT,
-      bind: [newId(), workspaceId, seed.email, seed.firstName, seed.lastName, seed.phone],
-      transaction,
-    },
-  );
-  const row =
-    inserted[0] ??
-    (
-      await sequelize.query<Row>(
-        `SELECT id, email, first_name, last_name FROM contacts WHERE workspace_id = $1 AND email = $2`,
-        { type: QueryTypes.SELECT, bind: [workspaceId, seed.email], transaction },
-      )
-    )[0];
-  return {
-    id: row.id,
-    created: inserted.length > 0,
-    email: row.email,
-    firstName: row.first_name,
-    lastName: row.last_name,
-  };
 }
 
 export async function insertInboundDelivery(

@@ -188,7 +188,7 @@ export default defineService({
         summary: "Inbound webhook (X-Webhook-Signature: hex HMAC-SHA256 of the raw body)",
       },
       handler(ctx) {
-        return receiveInbound(this.broker, ctx, ctx.params);
+        return receiveInbound(ctx, ctx.params);
       },
     }),
 

@@ -1,5 +1,5 @@
 import type { ContactRow } from "../../services/contacts/contacts.repo";
-import { emailKey } from "../../services/contacts/duplicates";
+import { emailKey } from "../../services/contacts/duplicates.repo";
 import { deepLink } from "../../services/contacts/link";
 import { mergedConsent, mergedProfile } from "../../services/contacts/merge";
 

@@ -1,5 +1,5 @@
 import { applyConsent } from "../../services/contacts/consent";
-import { jsonAlternatives } from "../../services/contacts/contacts.repo";
+import { jsonAlternatives } from "../../services/contacts/contact-search.repo";
 import {
   checkCustomFields,
   checkCustomValue,

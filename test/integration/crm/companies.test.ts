@@ -3,7 +3,7 @@ import { crmWorld, insertContact, type CrmWorld } from "./crm-fixtures";
 
 let w: CrmWorld;
 beforeAll(async () => {
-  w = await crmWorld();
+  w = await crmWorld({ services: ["contacts"] });
 });
 afterAll(() => w.app.stop());
 
@@ -184,6 +184,11 @@ test("delete answers success, unlinks its contacts, and is 404 afterwards", asyn
     replacements: { id: contactId },
   });
   expect(rows).toEqual([{ company_id: null }]);
+  // The unlink is the contacts area's system call; the deletion stays the member's.
+  const audit = await w.owner.client.get(`${w.ws}/audit-logs?action=company.deleted`);
+  expect(audit.body.data).toEqual([
+    expect.objectContaining({ actorType: "user", actorId: w.member.id, targetId: created.body.id }),
+  ]);
   expect((await w.owner.client.delete(`${w.ws}/companies/${created.body.id}`)).status).toBe(404);
 });
 

@@ -3,7 +3,7 @@ import { crmWorld, insertContact, type CrmWorld } from "./crm-fixtures";
 
 let w: CrmWorld;
 beforeAll(async () => {
-  w = await crmWorld();
+  w = await crmWorld({ services: ["contacts"] });
 });
 afterAll(() => w.app.stop());
 

@@ -4,7 +4,7 @@ import { crmWorld, insertContact, type CrmWorld } from "./crm-fixtures";
 let w: CrmWorld;
 const CRON_SECRET = "crm-cron-secret-for-tests-0123456789";
 beforeAll(async () => {
-  w = await crmWorld({ services: ["cron"], env: { CRON_SECRET } });
+  w = await crmWorld({ services: ["cron", "contacts"], env: { CRON_SECRET } });
 });
 afterAll(() => w.app.stop());
 

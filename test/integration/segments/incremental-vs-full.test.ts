@@ -3,11 +3,8 @@ import { SYSTEM } from "../../../lib/access";
 import { newId } from "../../../lib/crypto";
 import { database } from "../../../lib/database";
 import type { Condition, FilterGroup } from "../../../services/segments/filter-schema";
-import {
-  dependencyLevels,
-  loadDynamicSegments,
-  recomputeSegment,
-} from "../../../services/segments/membership";
+import { dependencyLevels, recomputeSegment } from "../../../services/segments/membership";
+import { loadDynamicSegments } from "../../../services/segments/membership.repo";
 import { startApp, type TestApp } from "../../helpers/app";
 import { ownerWithWorkspace } from "../../helpers/http";
 

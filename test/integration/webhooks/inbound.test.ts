@@ -29,7 +29,7 @@ async function count(sql: string, replacements: Record<string, unknown>) {
 
 beforeAll(async () => {
   app = await startApp({
-    services: ["api", "auth", "workspaces", "events", "webhooks"],
+    services: ["api", "auth", "workspaces", "contacts", "events", "webhooks"],
     env: { WEBHOOK_POLL_MS: "200" },
   });
   receiver = await startReceiver();
@@ -126,6 +126,22 @@ test("an existing contact is found by email or by contactId; an unknown contactI
   // No email and no contact: the event is recorded without one.
   expect((await post(endpoint.id, { type: "ping" })).status).toBe(200);
   expect((await ctx.owner.client.get(`${ctx.ws}/events?type=ping`)).body[0].contact).toBeNull();
+});
+
+test("a known email is written through contacts.identify: given fields fill in, blank ones never empty", async () => {
+  const email = `known-${crypto.randomUUID()}@example.test`;
+  const created = await ctx.owner.client.post(`${ctx.ws}/contacts`, { email, firstName: "Kim" });
+  expect(created.status).toBe(201);
+  const res = await post(endpoint.id, {
+    type: "visit",
+    email,
+    firstName: " ",
+    lastName: "Known",
+    phone: "+1 415 555 2672",
+  });
+  expect(res.status).toBe(200);
+  const contact = await ctx.owner.client.get(`${ctx.ws}/contacts/${created.body.id}`);
+  expect(contact.body).toMatchObject({ email, firstName: "Kim", lastName: "Known", phone: "+14155552672" });
 });
 
 test("concurrent deliveries with one new email create exactly one contact", async () => {

@@ -115,3 +115,24 @@ export async function blockedValues(
   );
   return rows.map((r) => r.value);
 }
+
+/** Do-not-contact reasons of the given addresses (normalised value → reason, `bounce` for a hard bounce). */
+export async function dncReasons(
+  workspaceId: string,
+  addresses: Array<{ type: "email" | "phone"; value: string }>,
+): Promise<Array<{ type: "email" | "phone"; value: string; reason: string | null }>> {
+  const values = addresses
+    .map((a) => ({
+      type: a.type,
+      value: a.type === "email" ? normalizeEmail(a.value) : normalizePhone(a.value),
+    }))
+    .filter((a): a is { type: "email" | "phone"; value: string } => a.value !== null);
+  if (!values.length) return [];
+  const sequelize = await database();
+  return sequelize.query<{ type: "email" | "phone"; value: string; reason: string | null }>(
+    `SELECT d.type, d.value, d.reason FROM dnc_entries d JOIN unnest($2::text[], $3::text[]) AS v(type, value)
+        ON d.type = v.type AND d.value = v.value
+      WHERE d.workspace_id = $1`,
+    { bind: [workspaceId, values.map((v) => v.type), values.map((v) => v.value)], type: QueryTypes.SELECT },
+  );
+}

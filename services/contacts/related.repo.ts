@@ -47,3 +47,20 @@ export async function rowsOf(
   );
   return rows.map((r) => isoTimeColumns(r.row));
 }
+
+/** Delete the contact's rows from those of `tables` that exist (a GDPR erasure, in its transaction). */
+export async function eraseRows(
+  tables: string[],
+  contactId: string,
+  present: Set<string>,
+  transaction: Transaction,
+): Promise<void> {
+  const sequelize = await database();
+  for (const table of tables) {
+    if (present.has(table))
+      await sequelize.query(`DELETE FROM ${table} WHERE contact_id = $1`, {
+        bind: [contactId],
+        transaction,
+      });
+  }
+}

@@ -192,27 +192,6 @@ export async function addToScores(
   return moved.map(([id]) => id);
 }
 
-/**
- * Bring contacts (or, with `null`, the whole workspace: a rule was saved) in
- * line with the workspace's condition rules. Answers the contacts whose score
- * changed (their score segments follow).
- */
-export async function syncConditionRules(
-  workspaceId: string,
-  rules: RuleDefinition[],
-  contactIds: string[] | null,
-): Promise<string[]> {
-  const pending = await pendingContacts(workspaceId, rules, contactIds);
-  if (pending.length === 0) return [];
-  const sequelize = await database();
-  return sequelize.transaction(async (transaction) => {
-    await holdWorkspace(workspaceId, transaction);
-    const locked = await lockContacts(workspaceId, pending, transaction);
-    const changes = await applyConditionRules(workspaceId, locked, rules, transaction);
-    return addToScores(workspaceId, changes, transaction);
-  });
-}
-
 /** Recalculation: give each condition rule's points to every contact matching it now (holdings cleared before). */
 export async function rebuildConditionRule(
   workspaceId: string,

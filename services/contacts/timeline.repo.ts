@@ -3,7 +3,7 @@ import { database, isoTimeColumns, isoTimeSql } from "../../lib/database";
 import { pageOf, type Page, type PageRequest } from "../../lib/pagination";
 import { found } from "../../lib/errors";
 import { getRow } from "./contacts.repo";
-import { existingTables } from "./related";
+import { existingTables } from "./related.repo";
 
 /**
  * One contact's history, newest first: events, notes, stage changes, and

@@ -1,0 +1,81 @@
+import { QueryTypes, type Transaction } from "sequelize";
+import { database } from "../../lib/database";
+import type { BulkAction, BulkValue } from "./bulk";
+
+/** The one statement of a bulk change batch (bulk.ts): only contacts it changes are locked, written and answered. */
+
+interface Changed {
+  id: string;
+  email: string | null;
+  first_name: string | null;
+  last_name: string | null;
+}
+
+/**
+ * Apply `action` to the contacts of `ids` that it changes, in the caller's
+ * transaction (a stage change writes its history rows in the same statement).
+ * Answers the one field each action changes, which its `contact.updated` facts name.
+ */
+export async function updateInBulk(
+  workspaceId: string,
+  action: Exclude<BulkAction, "delete">,
+  value: BulkValue,
+  ids: string[],
+  actor: { actorType: string; actorId: string | null },
+  transaction: Transaction,
+): Promise<{ field: string; changed: Changed[] }> {
+  const sequelize = await database();
+  const bind: unknown[] = [workspaceId, ids];
+  let set: string;
+  let changedOnly: string;
+  let field: string;
+  if (action === "tag") {
+    field = "tags";
+    bind.push(value.tag);
+    set = "tags = c.tags || ARRAY[$3]::text[]";
+    changedOnly = "NOT (c.tags @> ARRAY[$3]::text[])";
+  } else if (action === "untag") {
+    field = "tags";
+    bind.push(value.tag);
+    set = "tags = array_remove(c.tags, $3)";
+    changedOnly = "c.tags @> ARRAY[$3]::text[]";
+  } else if (action === "setStage") {
+    field = "stage";
+    bind.push(value.stage);
+    set = "stage = $3";
+    changedOnly = "c.stage IS DISTINCT FROM $3";
+  } else {
+    field = `attributes.${value.key}`;
+    bind.push(
+      value.key,
+      value.value === null || value.value === undefined ? null : JSON.stringify(value.value),
+    );
+    set =
+      "attributes = CASE WHEN $4::jsonb IS NULL THEN c.attributes - $3::text ELSE jsonb_set(c.attributes, ARRAY[$3::text], $4::jsonb) END";
+    changedOnly = "(c.attributes -> $3::text) IS DISTINCT FROM $4::jsonb";
+  }
+  const stageHistory =
+    action === "setStage"
+      ? `, history AS (
+           INSERT INTO contact_stage_history (id, workspace_id, contact_id, from_stage, to_stage, reason, changed_by_type, changed_by_id)
+           SELECT gen_random_uuid()::text, $1, u.id, u.from_stage, u.stage, 'bulk', ${bindNext(bind, actor.actorType)}, ${bindNext(bind, actor.actorId)}
+             FROM updated u)`
+      : "";
+  const changed = await sequelize.query<Changed>(
+    `WITH before AS (
+       SELECT c.id, c.stage AS from_stage FROM contacts c
+        WHERE c.workspace_id = $1 AND c.id = ANY($2::text[]) AND ${changedOnly} FOR UPDATE),
+     updated AS (
+       UPDATE contacts c SET ${set}, updated_at = now() FROM before b
+        WHERE c.id = b.id RETURNING c.id, c.email, c.first_name, c.last_name, c.stage, b.from_stage)
+     ${stageHistory}
+     SELECT id, email, first_name, last_name FROM updated`,
+    { bind, type: QueryTypes.SELECT, transaction },
+  );
+  return { field, changed };
+}
+
+function bindNext(bind: unknown[], value: unknown): string {
+  bind.push(value);
+  return `$${bind.length}`;
+}

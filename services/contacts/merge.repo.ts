@@ -1,0 +1,93 @@
+import { QueryTypes, type Transaction } from "sequelize";
+import { database } from "../../lib/database";
+import type { ContactRow } from "./contacts.repo";
+import { existingTables, MOVABLE_TABLES } from "./related.repo";
+
+/** The statements of a merge (merge.ts), each in the merge's transaction. */
+
+/** The contacts of a merge, locked in id order. */
+export async function lockContacts(
+  workspaceId: string,
+  ids: string[],
+  transaction: Transaction,
+): Promise<ContactRow[]> {
+  const sequelize = await database();
+  return sequelize.query<ContactRow>(
+    `SELECT * FROM contacts WHERE workspace_id = $1 AND id = ANY($2::text[]) ORDER BY id FOR UPDATE`,
+    { bind: [workspaceId, ids], type: QueryTypes.SELECT, transaction },
+  );
+}
+
+/**
+ * Rows pointing at the duplicates move to the primary; segment memberships
+ * are merged (earliest entry kept) so none is lost or doubled.
+ */
+export async function moveRelatedRows(
+  primaryId: string,
+  ids: string[],
+  transaction: Transaction,
+): Promise<void> {
+  const sequelize = await database();
+  const present = await existingTables([...MOVABLE_TABLES, "segment_members"], transaction);
+  for (const table of MOVABLE_TABLES) {
+    if (!present.has(table)) continue;
+    await sequelize.query(`UPDATE ${table} SET contact_id = $1 WHERE contact_id = ANY($2::text[])`, {
+      bind: [primaryId, ids],
+      transaction,
+    });
+  }
+  if (present.has("segment_members")) {
+    await sequelize.query(
+      `INSERT INTO segment_members (segment_id, contact_id, entered_at)
+         SELECT segment_id, $1, min(entered_at) FROM segment_members WHERE contact_id = ANY($2::text[]) GROUP BY segment_id
+         ON CONFLICT DO NOTHING`,
+      { bind: [primaryId, ids], transaction },
+    );
+    await sequelize.query(`DELETE FROM segment_members WHERE contact_id = ANY($1::text[])`, {
+      bind: [ids],
+      transaction,
+    });
+  }
+}
+
+/** The primary's merged profile, written whole. */
+export async function writeMergedProfile(
+  workspaceId: string,
+  primaryId: string,
+  m: Partial<ContactRow>,
+  transaction: Transaction,
+): Promise<ContactRow> {
+  const sequelize = await database();
+  const updated = await sequelize.query<ContactRow>(
+    `UPDATE contacts SET email = $3, phone = $4, first_name = $5, last_name = $6, external_id = $7, locale = $8,
+                timezone = $9, country = $10, city = $11, stage = $12, company_id = $13, owner_id = $14, tags = $15::text[],
+                attributes = $16::jsonb, custom_fields = $17::jsonb, consent = $18::jsonb, score = $19, updated_at = now()
+          WHERE workspace_id = $1 AND id = $2 RETURNING *`,
+    {
+      bind: [
+        workspaceId,
+        primaryId,
+        m.email,
+        m.phone,
+        m.first_name,
+        m.last_name,
+        m.external_id,
+        m.locale,
+        m.timezone,
+        m.country,
+        m.city,
+        m.stage,
+        m.company_id,
+        m.owner_id,
+        m.tags,
+        JSON.stringify(m.attributes),
+        JSON.stringify(m.custom_fields),
+        JSON.stringify(m.consent),
+        m.score,
+      ],
+      type: QueryTypes.SELECT,
+      transaction,
+    },
+  );
+  return updated[0];
+}

@@ -1,0 +1,65 @@
+import { QueryTypes, type Transaction } from "sequelize";
+import { database } from "../../lib/database";
+import type { DecayedScore } from "./decay";
+
+/** The statements of score decay (decay.ts). */
+
+/** Expire the due entries selected by `where` over `h` (rows another transaction holds are left to it). */
+export async function expireDue(
+  where: string,
+  bind: unknown[],
+  transaction: Transaction,
+): Promise<DecayedScore[]> {
+  const sequelize = await database();
+  return sequelize.query<DecayedScore>(
+    `WITH due AS (
+       SELECT h.id FROM score_history h
+        WHERE ${where} AND h.decays_at <= now() AND h.decayed_at IS NULL
+        FOR UPDATE SKIP LOCKED
+     ), marked AS (
+       UPDATE score_history h SET decayed_at = now() FROM due WHERE h.id = due.id
+       RETURNING h.id, h.workspace_id, h.contact_id, h.points, h.rule_id, h.reason, h.decays_at
+     )
+     INSERT INTO score_history (id, workspace_id, contact_id, points, rule_id, event_at, reason, decay_of, created_at)
+     SELECT gen_random_uuid()::text, m.workspace_id, m.contact_id, -m.points, m.rule_id, m.decays_at,
+            'decay: ' || COALESCE(m.reason, 'rule'), m.id, now()
+       FROM marked m
+     ON CONFLICT (decay_of) DO NOTHING
+     RETURNING workspace_id AS "workspaceId", contact_id AS "contactId", points`,
+    { bind, type: QueryTypes.SELECT, transaction },
+  );
+}
+
+/** Contacts with due entries, oldest due first, locked in id order; those another transaction holds are skipped. */
+export async function claimDueContacts(
+  batch: number,
+  transaction: Transaction,
+): Promise<Array<{ id: string }>> {
+  const sequelize = await database();
+  return sequelize.query<{ id: string }>(
+    `SELECT c.id FROM contacts c
+          WHERE c.id IN (SELECT h.contact_id FROM score_history h
+                          WHERE h.decays_at <= now() AND h.decayed_at IS NULL
+                          ORDER BY h.decays_at LIMIT $1)
+          ORDER BY c.id FOR UPDATE SKIP LOCKED`,
+    { bind: [batch], type: QueryTypes.SELECT, transaction },
+  );
+}
+
+/** Move each contact's score by its decayed points (across workspaces). */
+export async function addDecayToScores(decayed: DecayedScore[], transaction: Transaction): Promise<void> {
+  const sequelize = await database();
+  await sequelize.query(
+    `UPDATE contacts c SET score = c.score + d.delta
+             FROM unnest($1::text[], $2::text[], $3::int[]) AS d(workspace_id, id, delta)
+            WHERE c.workspace_id = d.workspace_id AND c.id = d.id`,
+    {
+      bind: [
+        decayed.map((d) => d.workspaceId),
+        decayed.map((d) => d.contactId),
+        decayed.map((d) => d.points),
+      ],
+      transaction,
+    },
+  );
+}
