@@ -175,6 +175,11 @@ test("the public surface (forms, landing pages, the website script) answers host
 
 /** 100,000 items, or keys, each failing its schema ("a" is no language tag, 0 no boolean); both within the 1 MB body limit. */
 const MANY = 100_000;
+/**
+ * How soon such a request is refused: before the fix 20,000 invalid items took 4 s and 100,000 held the
+ * event loop for minutes; now they take milliseconds. Loose, so a loaded machine does not fail it.
+ */
+const REFUSED_WITHIN_MS = 10_000;
 const invalidItems = `[${Array(MANY).fill('"a"').join(",")}]`;
 const invalidKeys = `{${Array.from({ length: MANY }, (_, i) => `"${i.toString(36)}":0`).join(",")}}`;
 
@@ -200,7 +205,7 @@ test("100,000 invalid items are refused at once, naming the list, and /api/healt
     checks += 1;
   }
   const answer = await refused;
-  expect(performance.now() - started).toBeLessThan(1_000);
+  expect(performance.now() - started).toBeLessThan(REFUSED_WITHIN_MS);
   expectFieldError(answer, "targetLocales");
   expect(answer.body.details[0].message).toBe("must have at most 20 items");
 }, 30_000);
@@ -260,7 +265,7 @@ test("100,000 invalid items or keys on the public routes and the API are refused
   for (const [what, send, field] of cases) {
     const started = performance.now();
     const res = await send();
-    expect({ what, ms: performance.now() - started < 1_000 }).toEqual({ what, ms: true });
+    expect({ what, ms: performance.now() - started < REFUSED_WITHIN_MS }).toEqual({ what, ms: true });
     expect({ what, status: res.status, details: res.body.details }).toEqual({
       what,
       status: 400,
@@ -279,7 +284,7 @@ test("100,000 invalid items or keys on the public routes and the API are refused
     "/api/providers/email/webhooks?providerId=00000000-0000-4000-8000-000000000000",
     invalidItems,
   );
-  expect(performance.now() - started).toBeLessThan(1_000);
+  expect(performance.now() - started).toBeLessThan(REFUSED_WITHIN_MS);
   expect(batch.status).toBe(404);
 }, 60_000);
 

@@ -1,6 +1,7 @@
 import { QueryTypes } from "sequelize";
 import { SYSTEM } from "../../../lib/access";
 import { database } from "../../../lib/database";
+import type { Poller } from "../../../lib/worker";
 import { up as normaliseHistoryTimes } from "../../../models/migrations/0069-message-history-times";
 import * as repo from "../../../services/messages/messages.repo";
 import { startApp, type TestApp } from "../../helpers/app";
@@ -213,9 +214,9 @@ test("Idempotency-Key: the same body replays the first answer; another body is 4
 
 test("a send claimed by a worker that crashed is claimed again after its lease and sent once", async () => {
   const c = ctx.owner.client;
-  const service = app.broker.getLocalService("messages") as unknown as { wake: () => void };
-  const wake = service.wake;
-  service.wake = () => undefined; // hold the local worker while the crash is staged
+  // The local worker is stopped while the crash is staged (its interval would otherwise claim the send first).
+  const { sendQueue } = app.broker.getLocalService("messages") as unknown as { sendQueue: Poller };
+  await sendQueue.stop();
   try {
     const res = await c.post(`${ctx.ws}/messages`, {
       to: "crash@example.com",
@@ -228,9 +229,8 @@ test("a send claimed by a worker that crashed is claimed again after its lease a
     // The crashed worker: it claimed the send with a short lease and never finished.
     const claimed = await repo.claimDue(1000, 50);
     expect(claimed.map((r) => r.id)).toContain(res.body.id);
-    await new Promise((r) => setTimeout(r, 100));
   } finally {
-    service.wake = wake;
+    sendQueue.start();
   }
   const sent = await waitFor(async () => {
     const rows = await (
