@@ -104,7 +104,10 @@ export interface ServiceDefinition<This extends ServiceThis> {
   /** `false` turns off an action a mixin brings (moleculer-web's alias listing). */
   actions?: Record<string, ActionSchema | ((this: This, ctx: AppContext) => unknown) | false>;
   methods?: { [K in keyof This]?: This[K] };
-  events?: Record<string, EventHandler<This> | (Omit<ServiceEvent, "handler"> & { handler: EventHandler<This> })>;
+  events?: Record<
+    string,
+    EventHandler<This> | (Omit<ServiceEvent, "handler"> & { handler: EventHandler<This> })
+  >;
   hooks?: ServiceHooks;
   channels?: Record<string, ChannelSubscription<This>>;
   created?: (this: This) => void;

@@ -39,7 +39,12 @@ interface MovedCampaign {
 /** The campaigns service's `this`: its background work (background.ts) and its lifecycle move. */
 export type CampaignsService = ServiceThis<
   CampaignsBackground & {
-    moveTo(ctx: AppContext, campaign: MovedCampaign, to: CampaignStatus, scheduledAt: Date | null): Promise<void>;
+    moveTo(
+      ctx: AppContext,
+      campaign: MovedCampaign,
+      to: CampaignStatus,
+      scheduledAt: Date | null,
+    ): Promise<void>;
   }
 >;
 

@@ -347,9 +347,7 @@ export const scriptActions = defineMixin<ScriptService>({
 
   events: {
     /** A saved focus item reaches this process's open streams of its workspace, where it applies. */
-    async [FOCUS_ITEM_CHANGED](
-      ctx: AppContext<{ workspaceId: string; focusItemId: string }>,
-    ) {
+    async [FOCUS_ITEM_CHANGED](ctx: AppContext<{ workspaceId: string; focusItemId: string }>) {
       const { workspaceId, focusItemId } = ctx.params;
       const streams = this.streams.of(workspaceId);
       if (!streams.length) return;
