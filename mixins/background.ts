@@ -1,4 +1,4 @@
-import type { ServiceSchema } from "moleculer";
+import { defineMixin, type ServiceThis } from "../lib/define-service";
 import { ownerOf, PERIODIC_STEPS, stepPoller } from "../lib/periodic-steps";
 import type { Poller } from "../lib/worker";
 
@@ -9,7 +9,12 @@ import type { Poller } from "../lib/worker";
  * services that own such steps take this mixin; their `queue` steps are the
  * pollers they build with `stepPoller`.
  */
-export const BackgroundMixin: Partial<ServiceSchema> = {
+/** What the mixin adds to a service's `this`: the pollers of its timer steps. */
+export interface BackgroundState {
+  timerSteps: Poller[];
+}
+
+export const BackgroundMixin = defineMixin<ServiceThis<BackgroundState>>({
   started() {
     this.timerSteps = PERIODIC_STEPS.filter(
       (step) => step.runs === "timer" && ownerOf(step) === this.name,
@@ -29,6 +34,6 @@ export const BackgroundMixin: Partial<ServiceSchema> = {
   },
 
   async stopped() {
-    await Promise.all((this.timerSteps as Poller[]).map((poller) => poller.stop()));
+    await Promise.all(this.timerSteps.map((poller) => poller.stop()));
   },
-};
+});

@@ -1,4 +1,4 @@
-import type { Service, ServiceSchema } from "moleculer";
+import type { ServiceSchema } from "moleculer";
 import DbService from "moleculer-db";
 import SequelizeDbAdapter from "moleculer-db-adapter-sequelize";
 import type { Model, ModelStatic, WhereOptions } from "sequelize";
@@ -90,10 +90,14 @@ export class WorkspaceScope<M extends Model> {
   }
 }
 
+/** What `DbMixin(model)` adds to a service's `this`: moleculer-db's adapter over the entity `M`. */
+export interface DbState<M extends Model> {
+  adapter: SequelizeAdapter<M>;
+}
+
 /** The service's entity in the caller's workspace (`DbMixin` services only). */
-export function inWorkspace<M extends Model>(service: Service, ctx: AppContext): WorkspaceScope<M> {
-  const adapter: SequelizeAdapter<M> = service.adapter;
-  return new WorkspaceScope(adapter, workspaceOf(ctx));
+export function inWorkspace<M extends Model>(service: DbState<M>, ctx: AppContext): WorkspaceScope<M> {
+  return new WorkspaceScope(service.adapter, workspaceOf(ctx));
 }
 
 /**

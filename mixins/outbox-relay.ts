@@ -1,4 +1,5 @@
-import type { Middleware, ServiceBroker, ServiceSchema } from "moleculer";
+import type { Middleware, ServiceBroker } from "moleculer";
+import { defineMixin } from "../lib/define-service";
 import { holdOutboxRelay, outboxChannels, releaseOutboxRelay } from "../lib/outbox";
 
 /**
@@ -8,14 +9,14 @@ import { holdOutboxRelay, outboxChannels, releaseOutboxRelay } from "../lib/outb
  * one left. Those services take the mixin; the middleware, placed after the
  * channels middleware, tells the relay when the channel can take its sends.
  */
-export const OutboxRelayMixin: Partial<ServiceSchema> = {
+export const OutboxRelayMixin = defineMixin({
   started() {
     return holdOutboxRelay(this.broker);
   },
   stopped() {
     return releaseOutboxRelay(this.broker);
   },
-};
+});
 
 /** `started` runs after the channels middleware's (adapter connected, channels subscribed), `stopped` before its. */
 export const OutboxRelayMiddleware: Middleware = {

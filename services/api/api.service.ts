@@ -1,5 +1,4 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
-import type { ServiceSchema } from "moleculer";
 import ApiGateway from "moleculer-web";
 import { Type } from "@sinclair/typebox";
 import serveStatic from "serve-static";
@@ -7,7 +6,7 @@ import swaggerUiDist from "swagger-ui-dist";
 import { parse as parseCookies } from "cookie";
 import { config } from "../../lib/config";
 import { acquireDatabase, releaseDatabase } from "../../lib/database";
-import { defineAction } from "../../lib/define-service";
+import { defineAction, defineService, type ServiceThis } from "../../lib/define-service";
 import { toHttpError } from "../../lib/errors";
 import type { AppContext } from "../../lib/moleculer-types";
 import { buildOpenApi } from "../../lib/openapi";
@@ -51,8 +50,29 @@ function requestMeta(ctx: AppContext, req: GatewayRequest): void {
   if (typeof req.headers.range === "string") ctx.meta.range = req.headers.range;
 }
 
+/** The gateway's `this`: the moleculer-web methods it calls and the ones it overrides. */
+type Gateway = ServiceThis<{
+  logResponse(req: GatewayRequest, res: ServerResponse): void;
+  checkOrigin(origin: string, allowed: unknown): boolean;
+  httpHandler(req: GatewayRequest, res: ServerResponse, next?: unknown): unknown;
+  routeHandler(
+    ctx: unknown,
+    route: unknown,
+    req: GatewayRequest & { _body?: boolean },
+    res: ServerResponse,
+    found?: { alias: { type?: string } },
+  ): unknown;
+  writeCorsHeaders(
+    route: { cors?: { origin?: unknown } },
+    req: GatewayRequest,
+    res: ServerResponse,
+    isPreFlight: boolean,
+  ): unknown;
+  authenticate(ctx: AppContext, route: unknown, req: GatewayRequest): ReturnType<typeof authenticateRequest>;
+}>;
+
 /** The moleculer-web gateway: routes come from each action's `rest`, access from its declarations. */
-const ApiService: ServiceSchema = {
+const ApiService = defineService<Gateway>({
   name: "api",
   mixins: [ApiGateway],
 
@@ -295,6 +315,6 @@ const ApiService: ServiceSchema = {
       handler: (ctx) => servePage(ctx, "index.html"),
     }),
   },
-};
+});
 
 export default ApiService;

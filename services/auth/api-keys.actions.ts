@@ -1,7 +1,6 @@
 import { Type } from "@sinclair/typebox";
-import type { Service } from "moleculer";
 import { actingUserId, audit } from "../../lib/audit";
-import { defineAction } from "../../lib/define-service";
+import { defineAction, defineMixin } from "../../lib/define-service";
 import { notFound, validationError } from "../../lib/errors";
 import { WORKSPACE_DELETED_EVENT, workspaceOf } from "../../lib/tenancy";
 import * as repo from "./auth.repo";
@@ -11,7 +10,7 @@ import { ApiKeySchema, schemas, SuccessSchema } from "./auth.schemas";
 const API_KEY_CACHE_EVENT = "auth.apiKeys.changed";
 
 /** The auth service's workspace API key actions (mixed into `auth`, so they are `auth.listKeys` and so on). */
-export const apiKeyActions = {
+export const apiKeyActions = defineMixin({
   actions: {
     /** API keys of the workspace, masked. Session + ADMIN. */
     listKeys: defineAction({
@@ -91,12 +90,12 @@ export const apiKeyActions = {
   },
 
   events: {
-    [API_KEY_CACHE_EVENT](this: Service) {
+    [API_KEY_CACHE_EVENT]() {
       return this.broker.cacher?.clean("auth.verifyApiKey:**");
     },
     /** The workspace's keys went with it. */
-    [WORKSPACE_DELETED_EVENT](this: Service) {
+    [WORKSPACE_DELETED_EVENT]() {
       return this.broker.cacher?.clean("auth.verifyApiKey:**");
     },
   },
-};
+});

@@ -1,7 +1,8 @@
-import type { ServiceSchema } from "moleculer";
 import { config } from "../../lib/config";
+import { defineMixin, type ServiceThis } from "../../lib/define-service";
 import { DOMAIN_EVENTS_CHANNEL, type DomainEvent } from "../../lib/domain-events";
 import { stepPoller } from "../../lib/periodic-steps";
+import type { Poller } from "../../lib/worker";
 import { decideSplits } from "./ab-tests";
 import * as repo from "./campaigns.repo";
 import { sendBroadcast } from "./broadcast";
@@ -23,7 +24,25 @@ const MINUTE_MS = 60_000;
  * winner and contacts' dates enroll by `date_anniversary` triggers (each
  * minute), and due enrollment steps run until none is left.
  */
-export const backgroundWork: Partial<ServiceSchema> = {
+/** What the background work adds to the campaigns service's `this`: its state and methods. */
+export interface CampaignsBackground {
+  /** The drain of due steps (and, when `lookForWork`, of the other work). */
+  stepQueue: Poller;
+  /** The next drain looks for scheduled campaigns, stopped broadcasts, the membership log and the minute's work. */
+  lookForWork: boolean;
+  /** When the minute's work (A/B splits, contacts' dates) last ran (epoch ms). */
+  minuteWorkAt: number;
+  resumeBroadcasts(): Promise<number>;
+  enrollFromSegmentLog(): Promise<number>;
+  pass(limit: number): Promise<{ advanced: number; failed: number }>;
+  stopBackground(): Promise<void>;
+  wake(work?: "all" | "steps"): void;
+  findWork(
+    minuteWork?: "when due" | "now",
+  ): Promise<{ activated: number; resumedBroadcasts: number; decidedAbTests: number }>;
+}
+
+export const backgroundWork = defineMixin<ServiceThis<CampaignsBackground>>({
   methods: {
     /** Broadcasts whose send stopped (a process gone, a pause lifted) send on from where their messages end. */
     async resumeBroadcasts(): Promise<number> {
@@ -119,7 +138,7 @@ export const backgroundWork: Partial<ServiceSchema> = {
       group: "campaigns",
       context: false,
       maxInFlight: 20,
-      async handler(this: { wake(work: "steps"): void }, fact: DomainEvent) {
+      async handler(fact: DomainEvent) {
         if (await enrollByContactFact(fact)) this.wake("steps");
       },
     },
@@ -149,4 +168,4 @@ export const backgroundWork: Partial<ServiceSchema> = {
   started() {
     this.stepQueue.start();
   },
-};
+});

@@ -1,5 +1,5 @@
 import { newId } from "../../lib/crypto";
-import { defineAction, defineService } from "../../lib/define-service";
+import { defineAction, defineService, type ServiceThis } from "../../lib/define-service";
 import { found, invalidState, notFound } from "../../lib/errors";
 import type { AppContext } from "../../lib/moleculer-types";
 import { pageRequest } from "../../lib/pagination";
@@ -18,7 +18,7 @@ import {
   WS,
 } from "./campaigns.shared";
 import { abActions } from "./ab.actions";
-import { backgroundWork } from "./background";
+import { backgroundWork, type CampaignsBackground } from "./background";
 import { broadcastActions } from "./broadcasts.actions";
 import { enrollmentActions } from "./enrollments.actions";
 import { flowActions } from "./flow.actions";
@@ -27,8 +27,29 @@ import { emptyWorkflow } from "./workflow";
 
 const { read, write, remove } = ACCESS;
 
+/** A campaign as a lifecycle move reads it. */
+interface MovedCampaign {
+  id: string;
+  type: "workflow" | "broadcast";
+  status: CampaignStatus;
+  publishedVersion: number | null;
+  workflow: unknown;
+}
+
+/** The campaigns service's `this`: its background work (background.ts) and its lifecycle move. */
+export type CampaignsService = ServiceThis<
+  CampaignsBackground & {
+    moveTo(
+      ctx: AppContext,
+      campaign: MovedCampaign,
+      to: CampaignStatus,
+      scheduledAt: Date | null,
+    ): Promise<void>;
+  }
+>;
+
 /** Campaigns: workflows with versions, triggers, enrollments that advance durably, their logs, and broadcasts. */
-export default defineService({
+export default defineService<CampaignsService>({
   name: "campaigns",
   mixins: [DatabaseMixin, flowActions, enrollmentActions, broadcastActions, abActions, backgroundWork],
   settings: { rest: "/" },
@@ -91,7 +112,7 @@ export default defineService({
       ...write,
       params: schemas.update,
       result: results.detail,
-      async handler(ctx) {
+      async handler(this: CampaignsService, ctx) {
         const { campaignId, name, priority, scheduledAt, status } = ctx.params;
         const campaign = await campaignOf(ctx, campaignId);
         assertEditable(campaign);
@@ -130,7 +151,7 @@ export default defineService({
       ...write,
       params: schemas.get,
       result: results.detail,
-      async handler(ctx) {
+      async handler(this: CampaignsService, ctx) {
         const campaign = await workflowCampaignOf(ctx, ctx.params.campaignId);
         assertEditable(campaign);
         await this.moveTo(
@@ -240,18 +261,7 @@ export default defineService({
 
   methods: {
     /** A lifecycle move with what it implies: activation publishes an unpublished draft; completion exits the live enrollments. */
-    async moveTo(
-      ctx: AppContext,
-      campaign: {
-        id: string;
-        type: "workflow" | "broadcast";
-        status: CampaignStatus;
-        publishedVersion: number | null;
-        workflow: unknown;
-      },
-      to: CampaignStatus,
-      scheduledAt: Date | null,
-    ) {
+    async moveTo(ctx: AppContext, campaign: MovedCampaign, to: CampaignStatus, scheduledAt: Date | null) {
       const ws = workspaceOf(ctx);
       const problem = transitionProblem(campaign.status, to, scheduledAt, new Date());
       if (problem) throw invalidState(problem);

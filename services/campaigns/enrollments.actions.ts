@@ -13,6 +13,7 @@ import { handleChainEvent } from "./chain-step";
 import { ACCESS, audienceOf, campaignOf, tags, workflowCampaignOf, WS } from "./campaigns.shared";
 import { dryRun } from "./interpreter";
 import { triggerMatches } from "./triggers";
+import type { CampaignsService } from "./campaigns.service";
 
 const { read, write } = ACCESS;
 const CONTACTS = "/workspaces/:workspaceId/contacts/automation";
@@ -50,7 +51,7 @@ export const enrollmentActions = {
       params: schemas.enroll,
       status: 201,
       result: results.enrollment,
-      async handler(ctx) {
+      async handler(this: CampaignsService, ctx) {
         const enrollment = await enrollOne(
           ctx,
           await campaignOf(ctx, ctx.params.campaignId),
@@ -72,7 +73,7 @@ export const enrollmentActions = {
       params: schemas.batch,
       result: results.batch,
       alsoAnswers: { 202: results.job },
-      async handler(ctx) {
+      async handler(this: CampaignsService, ctx) {
         const campaign = await workflowCampaignOf(ctx, ctx.params.campaignId);
         if (campaign.status !== "active" || !campaign.publishedVersion)
           throw invalidState("Only an active campaign enrolls contacts");
@@ -208,7 +209,7 @@ export const enrollmentActions = {
       params: schemas.automationEnroll,
       status: 201,
       result: results.enrollment,
-      async handler(ctx) {
+      async handler(this: CampaignsService, ctx) {
         const campaign = found(await repo.getCampaign(workspaceOf(ctx), ctx.params.campaignId), "Campaign");
         const enrollment = await enrollOne(ctx, campaign, ctx.params.contactId);
         this.wake("steps");
@@ -224,7 +225,7 @@ export const enrollmentActions = {
     handleEvent: defineAction({
       params: schemas.handleEvent,
       result: results.handleEvent,
-      async handler(ctx) {
+      async handler(this: CampaignsService, ctx) {
         const result = await handleChainEvent(ctx, ctx.params);
         if (result.enrolled || result.resumed) this.wake("steps");
         return result;
@@ -249,7 +250,7 @@ export const enrollmentActions = {
     processDue: defineAction({
       params: schemas.processDue,
       result: results.processDue,
-      async handler(ctx) {
+      async handler(this: CampaignsService, ctx) {
         const { activated, resumedBroadcasts, decidedAbTests } = await this.findWork("now");
         const { advanced, failed } = await this.pass(ctx.params.limit ?? PASS_SIZE);
         return { activated, advanced, failed, resumedBroadcasts, decidedAbTests };

@@ -1,8 +1,7 @@
 import { Readable } from "node:stream";
-import type { Service } from "moleculer";
 import { SYSTEM } from "../../lib/access";
 import { config } from "../../lib/config";
-import { defineAction } from "../../lib/define-service";
+import { defineAction, defineMixin } from "../../lib/define-service";
 import { forbidden, found, notFound, rangeNotSatisfiable, validationError } from "../../lib/errors";
 import type { AppContext } from "../../lib/moleculer-types";
 import { pageRequest } from "../../lib/pagination";
@@ -26,10 +25,10 @@ const publicUrl = () => config().publicUrl;
  * on local disk or in S3-compatible storage; a gated asset is downloaded
  * only with a link token, which the form gating it hands out.
  */
-export const assetActions = {
+export const assetActions = defineMixin({
   events: {
     /** The rows went with the workspace (ON DELETE CASCADE); its files go from every storage this replica reaches. */
-    async [WORKSPACE_DELETED_EVENT](this: Service, ctx: AppContext<{ workspaceId: string }>) {
+    async [WORKSPACE_DELETED_EVENT](ctx: AppContext<{ workspaceId: string }>) {
       for (const store of storesOf().all)
         await store
           .removeWorkspace(ctx.params.workspaceId)
@@ -41,7 +40,7 @@ export const assetActions = {
     },
   },
 
-  async started(this: Service) {
+  async started() {
     await sweepIncoming().catch((err: Error) =>
       this.logger.warn(`Abandoned uploads were not swept: ${err.message}`),
     );
@@ -250,4 +249,4 @@ export const assetActions = {
       },
     }),
   },
-};
+});

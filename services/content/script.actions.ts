@@ -1,9 +1,9 @@
 import { LRUCache } from "lru-cache";
-import type { ServiceBroker, ServiceSchema } from "moleculer";
+import type { ServiceBroker } from "moleculer";
 import { SYSTEM } from "../../lib/access";
 import { config } from "../../lib/config";
 import { sha256Hex } from "../../lib/crypto";
-import { defineAction } from "../../lib/define-service";
+import { defineAction, defineMixin, type ServiceThis } from "../../lib/define-service";
 import { fieldError, forbidden, unauthorized } from "../../lib/errors";
 import type { AppContext } from "../../lib/moleculer-types";
 import { consume } from "../../lib/rate-limit";
@@ -156,7 +156,19 @@ async function loadSiteConfig(broker: ServiceBroker, workspaceId: string): Promi
   return { ...site, anonymous: configAnswer(site, new Set()) };
 }
 
-export const scriptActions: Partial<ServiceSchema> = {
+/** What the website script's endpoints add to the content service's `this`. */
+export interface ScriptState {
+  /** The open event streams, by workspace. */
+  streams: EventStreams;
+  /** Requests from origins a workspace does not allow, noted in batches. */
+  refusedOrigins: RefusedOrigins;
+  /** Each workspace's script configuration, rebuilt when its focus items or forms change. */
+  siteConfigs: VersionedCache<SiteConfig>;
+}
+
+type ScriptService = ServiceThis<ScriptState>;
+
+export const scriptActions = defineMixin<ScriptService>({
   actions: {
     /**
      * What applies to the page: active focus items (those limited to a
@@ -179,10 +191,10 @@ export const scriptActions: Partial<ServiceSchema> = {
       },
       params: schemas.scriptConfig,
       result: results.scriptConfig,
-      async handler(ctx) {
+      async handler(this: ScriptService, ctx) {
         const site = await siteOf(ctx, ctx.params, this.refusedOrigins);
         const contactId = visitorOf(site, ctx.params.visitorToken);
-        const cached = await (this.siteConfigs as VersionedCache<SiteConfig>).get(site.workspaceId);
+        const cached = await this.siteConfigs.get(site.workspaceId);
         // Only an identified visitor can be in a segment: anyone else gets the answer made once per version.
         const answer =
           contactId && cached.segmentIds.length
@@ -212,7 +224,7 @@ export const scriptActions: Partial<ServiceSchema> = {
       openapi: { tags, summary: "Record a visitor's page view or custom event" },
       params: schemas.scriptEvent,
       result: results.scriptEvent,
-      async handler(ctx) {
+      async handler(this: ScriptService, ctx) {
         const { key, page, visitorToken, metadata, type, ...fields } = ctx.params;
         const site = await siteOf(ctx, { key, page }, this.refusedOrigins);
         await consume(EVENT_LIMIT, ctx.meta.ip ?? "unknown");
@@ -265,7 +277,7 @@ export const scriptActions: Partial<ServiceSchema> = {
         },
       },
       params: schemas.scriptStream,
-      async handler(ctx) {
+      async handler(this: ScriptService, ctx) {
         const site = await siteOf(ctx, ctx.params, this.refusedOrigins);
         const contactId = visitorOf(site, ctx.params.visitorToken);
         const slots = [...new Set((ctx.params.slots ?? "").split(",").map((s) => s.trim()))].filter(Boolean);
@@ -278,7 +290,7 @@ export const scriptActions: Partial<ServiceSchema> = {
           "Cache-Control": "no-cache",
           "X-Accel-Buffering": "no",
         };
-        const visitor = (this.streams as EventStreams).add(site.workspaceId, contactId);
+        const visitor = this.streams.add(site.workspaceId, contactId);
         for (const [slot, html] of Object.entries(content[contactId ?? ""] ?? {}))
           visitor.send("dynamic_content", { slot, html });
         return visitor.stream;
@@ -298,7 +310,7 @@ export const scriptActions: Partial<ServiceSchema> = {
       status: 201,
       alsoAnswers: { 200: results.pushSubscription },
       result: results.pushSubscription,
-      async handler(ctx) {
+      async handler(this: ScriptService, ctx) {
         const site = await siteOf(ctx, ctx.params, this.refusedOrigins);
         await consume(EVENT_LIMIT, ctx.meta.ip ?? "unknown");
         const contactId = visitorOf(site, ctx.params.visitorToken);
@@ -321,7 +333,7 @@ export const scriptActions: Partial<ServiceSchema> = {
       openapi: { tags, summary: "Known fields of a form for an identified visitor" },
       params: schemas.scriptPrefill,
       result: results.scriptPrefill,
-      async handler(ctx) {
+      async handler(this: ScriptService, ctx) {
         const site = await siteOf(ctx, ctx.params, this.refusedOrigins);
         const contactId = visitorOf(site, ctx.params.visitorToken);
         if (!contactId) return { fields: {} };
@@ -335,12 +347,9 @@ export const scriptActions: Partial<ServiceSchema> = {
 
   events: {
     /** A saved focus item reaches this process's open streams of its workspace, where it applies. */
-    async [FOCUS_ITEM_CHANGED](
-      this: { streams: EventStreams },
-      ctx: AppContext<{ workspaceId: string; focusItemId: string }>,
-    ) {
+    async [FOCUS_ITEM_CHANGED](ctx: AppContext<{ workspaceId: string; focusItemId: string }>) {
       const { workspaceId, focusItemId } = ctx.params;
-      const streams = (this.streams as EventStreams).of(workspaceId);
+      const streams = this.streams.of(workspaceId);
       if (!streams.length) return;
       const item = await focus.findItem(workspaceId, focusItemId);
       if (!item?.active) return;
@@ -366,6 +375,6 @@ export const scriptActions: Partial<ServiceSchema> = {
 
   stopped() {
     this.streams.closeAll();
-    return (this.refusedOrigins as RefusedOrigins).flush();
+    return this.refusedOrigins.flush();
   },
-};
+});

@@ -1,10 +1,10 @@
 import { Type } from "@sinclair/typebox";
 import { Op } from "sequelize";
 import { uniqueViolation } from "../../lib/database";
-import { defineAction, defineService } from "../../lib/define-service";
+import { defineAction, defineService, type ServiceThis } from "../../lib/define-service";
 import { conflict, found, notFound } from "../../lib/errors";
 import { userOf } from "../../lib/tenancy";
-import { DbMixin, inWorkspace } from "../../mixins/db.mixin";
+import { DbMixin, inWorkspace, type DbState } from "../../mixins/db.mixin";
 import { SavedView } from "../../models";
 import { SavedViewSchema, schemas, SuccessSchema } from "./crm.schemas";
 
@@ -40,7 +40,10 @@ async function saving<T>(work: () => Promise<T>, name: string | undefined): Prom
  * (another user's view is not found). The entity is read and written through
  * moleculer-db's adapter, scoped to the caller's workspace (mixins/db.mixin.ts).
  */
-export default defineService({
+/** The saved views service's `this`: moleculer-db's adapter over its entity. */
+type SavedViewsService = ServiceThis<DbState<SavedView>>;
+
+export default defineService<SavedViewsService>({
   name: "savedViews",
   mixins: [DbMixin(SavedView)],
   settings: { rest: "/" },
@@ -53,7 +56,7 @@ export default defineService({
       params: schemas.savedViews.list,
       result: Type.Array(SavedViewSchema),
       openapi: openapi("The caller's saved views and the views other members shared (filter by resource)"),
-      async handler(ctx) {
+      async handler(this: SavedViewsService, ctx) {
         const userId = userOf(ctx);
         const { resource } = ctx.params;
         const rows = await inWorkspace<SavedView>(this, ctx).find(
@@ -74,7 +77,7 @@ export default defineService({
       openapi: openapi(
         "Save a named list view {name, resource, filters, sort, columns, shared} (name unique per user and resource: 409)",
       ),
-      async handler(ctx) {
+      async handler(this: SavedViewsService, ctx) {
         const userId = userOf(ctx);
         const { workspaceId: _path, ...input } = ctx.params; // the workspace comes from ctx.meta
         const view = await saving(
@@ -92,7 +95,7 @@ export default defineService({
       params: schemas.savedViews.update,
       result: SavedViewSchema,
       openapi: openapi("Update one of the caller's saved views (another user's view: 404)"),
-      async handler(ctx) {
+      async handler(this: SavedViewsService, ctx) {
         const userId = userOf(ctx);
         const { workspaceId: _path, viewId, ...changes } = ctx.params;
         const views = inWorkspace<SavedView>(this, ctx);
@@ -110,7 +113,7 @@ export default defineService({
       params: schemas.savedViews.remove,
       result: SuccessSchema,
       openapi: openapi("Delete one of the caller's saved views"),
-      async handler(ctx) {
+      async handler(this: SavedViewsService, ctx) {
         const removed = await inWorkspace<SavedView>(this, ctx).remove({
           id: ctx.params.viewId,
           userId: userOf(ctx),

@@ -1,8 +1,7 @@
 import fs from "node:fs";
 import path from "node:path";
-import type { ServiceSchema } from "moleculer";
 import { SYSTEM } from "../../lib/access";
-import { defineAction } from "../../lib/define-service";
+import { defineAction, defineMixin, type ServiceThis } from "../../lib/define-service";
 import { notFound, type ErrorData, type FieldIssue } from "../../lib/errors";
 import type { AppContext } from "../../lib/moleculer-types";
 import { prefersHtml, renderPage, renderPartial } from "../../lib/pages";
@@ -68,7 +67,13 @@ const formMarkup = (form: FormView) =>
 const messagePage = (ctx: AppContext, status: number, heading: string, text: string) =>
   renderPage(ctx, "message", { title: heading, heading, text }, status);
 
-export const publicActions: Partial<ServiceSchema> = {
+/** What the public actions add to the forms service's `this`. */
+export interface PublicFormsState {
+  /** Submissions from origins a workspace does not allow, noted in batches. */
+  refusedOrigins: RefusedOrigins;
+}
+
+export const publicActions = defineMixin<ServiceThis<PublicFormsState>>({
   actions: {
     /** Submit a form (JSON or form-encoded). Public. */
     submit: defineAction({
@@ -95,7 +100,7 @@ export const publicActions: Partial<ServiceSchema> = {
         },
       },
       params: schemas.submit,
-      async handler(ctx) {
+      async handler(this: ServiceThis<PublicFormsState>, ctx) {
         const { formId, ...body } = ctx.params;
         const asPage = isPagePost(ctx);
         const form = await repo.findPublicForm(formId);
@@ -106,7 +111,7 @@ export const publicActions: Partial<ServiceSchema> = {
         const origin = ctx.meta.origin ?? null;
         if (origin && originAllowed(origin, form.allowedOrigins))
           ctx.meta.$responseHeaders = { "Access-Control-Allow-Origin": origin, Vary: "Origin" };
-        else if (origin) (this.refusedOrigins as RefusedOrigins).note(form.workspaceId, origin);
+        else if (origin) this.refusedOrigins.note(form.workspaceId, origin);
         try {
           const visitor = { ip: ctx.meta.ip ?? null, userAgent: ctx.meta.userAgent ?? null, origin };
           const answer = await submitForm(ctx.broker, form, body, visitor);
@@ -227,9 +232,9 @@ export const publicActions: Partial<ServiceSchema> = {
   },
 
   stopped() {
-    return (this.refusedOrigins as RefusedOrigins).flush();
+    return this.refusedOrigins.flush();
   },
-};
+});
 
 /** The form's markup, put before the script tag that loaded it, posting to the service the script came from. */
 function embedScript(markup: string): string {

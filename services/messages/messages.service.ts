@@ -1,11 +1,12 @@
 import { Type } from "@sinclair/typebox";
 import { config } from "../../lib/config";
-import { defineAction, defineService } from "../../lib/define-service";
+import { defineAction, defineService, type ServiceThis } from "../../lib/define-service";
 import { found, invalidToken } from "../../lib/errors";
 import { idempotent } from "../../lib/idempotency";
 import type { AppContext } from "../../lib/moleculer-types";
 import { pageRequest } from "../../lib/pagination";
 import { stepPoller } from "../../lib/periodic-steps";
+import type { Poller } from "../../lib/worker";
 import { workspaceOf } from "../../lib/tenancy";
 import { BackgroundMixin } from "../../mixins/background";
 import { DatabaseMixin } from "../../mixins/database.mixin";
@@ -29,8 +30,19 @@ const write = { auth: "any", permission: "campaigns.write" } as const;
 /** How long a provider callback waits for the record of its send before it is dropped. */
 const PENDING_CALLBACK_DAYS = 7;
 
+/** The messages service's `this`: its sender and send queue (set in `created`) and its methods. */
+export type MessagesService = ServiceThis<{
+  sender: Sender;
+  sendQueue: Poller;
+  now(): Date;
+  wake(): void;
+  open(ctx: AppContext, messageId: string): Promise<void>;
+  clickTarget(messageId: string, code: string): Promise<string>;
+  click(ctx: AppContext, messageId: string, code: string): Promise<string>;
+}>;
+
 /** Messages: the one send path (checks, durable queue, provider), tracking and short links. */
-export default defineService({
+export default defineService<MessagesService>({
   name: "messages",
   mixins: [DatabaseMixin, preferenceActions, BackgroundMixin],
   settings: { rest: "/" },
@@ -61,7 +73,7 @@ export default defineService({
       params: schemas.create,
       status: 202,
       result: results.message,
-      async handler(ctx) {
+      async handler(this: MessagesService, ctx) {
         const message = await idempotent(ctx, "messages.create", 202, () => createMessage(ctx, this.now()));
         if (message.status === "queued") this.wake();
         return message;
@@ -102,7 +114,7 @@ export default defineService({
       auth: "public",
       openapi: { tags, summary: "Open pixel and click redirect (signed)", responses: results.pixel },
       params: schemas.track,
-      async handler(ctx) {
+      async handler(this: MessagesService, ctx) {
         const { messageId, u, s } = ctx.params;
         // HEAD is safe (link checkers and previews send it): it answers as GET and records nothing.
         const head = ctx.meta.method === "HEAD";
@@ -138,7 +150,7 @@ export default defineService({
     sendTest: defineAction({
       params: schemas.sendTest,
       result: results.sendTest,
-      async handler(ctx) {
+      async handler(this: MessagesService, ctx) {
         const ws = workspaceOf(ctx);
         const { channel, to, content } = ctx.params;
         const workspace = (await ctx.call("workspaces.get", { workspaceId: ws })) as WorkspaceInfo;
@@ -175,7 +187,7 @@ export default defineService({
     enqueue: defineAction({
       params: schemas.enqueue,
       result: results.enqueue,
-      async handler(ctx) {
+      async handler(this: MessagesService, ctx) {
         const result = await enqueueMessages(ctx, this.now());
         if (result.queued) this.wake();
         return result;
@@ -186,7 +198,7 @@ export default defineService({
     capState: defineAction({
       params: schemas.capState,
       result: results.capState,
-      handler(ctx) {
+      handler(this: MessagesService, ctx) {
         return capState(ctx, this.now());
       },
     }),
@@ -216,7 +228,7 @@ export default defineService({
     processDue: defineAction({
       params: schemas.processDue,
       result: results.processDue,
-      handler(ctx) {
+      handler(this: MessagesService, ctx) {
         return this.sender.pass(ctx.params.limit);
       },
     }),

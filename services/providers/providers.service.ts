@@ -2,7 +2,7 @@ import { Type, type Static } from "@sinclair/typebox";
 import { audit } from "../../lib/audit";
 import { config } from "../../lib/config";
 import { newId } from "../../lib/crypto";
-import { defineAction, defineService } from "../../lib/define-service";
+import { defineAction, defineService, type ServiceThis } from "../../lib/define-service";
 import { fieldError, found, notFound } from "../../lib/errors";
 import type { AppContext } from "../../lib/moleculer-types";
 import { workspaceOf } from "../../lib/tenancy";
@@ -14,7 +14,7 @@ import { checkDomain } from "./domain-check";
 import { inboundActions } from "./inbound.actions";
 import * as repo from "./providers.repo";
 import type { ProviderType } from "./kinds";
-import { results, schemas, type ProviderChannel } from "./providers.schemas";
+import { results, schemas, type ProviderChannel, type ProviderView } from "./providers.schemas";
 
 const WS = "/workspaces/:workspaceId/providers";
 const tags = ["Providers"];
@@ -25,6 +25,15 @@ const EVENT_ID_DAYS = 30;
 type CreateParams = Static<typeof schemas.createEmail>;
 type UpdateParams = Static<typeof schemas.update>;
 
+/** The providers service's `this`: one implementation of each action for both channels. */
+type ProvidersService = ServiceThis<{
+  changed(workspaceId: string): Promise<void>;
+  create(ctx: AppContext<CreateParams>, channel: ProviderChannel): Promise<ProviderView>;
+  getOne(ctx: AppContext<{ providerId: string }>, channel: ProviderChannel): Promise<ProviderView>;
+  update(ctx: AppContext<UpdateParams>, channel: ProviderChannel): Promise<ProviderView>;
+  remove(ctx: AppContext<{ providerId: string }>, channel: ProviderChannel): Promise<{ success: true }>;
+}>;
+
 /**
  * Email and SMS providers per workspace (contract 4): the first of a channel
  * is its default, `isDefault: true` moves the default, and the rest follow
@@ -33,7 +42,7 @@ type UpdateParams = Static<typeof schemas.update>;
  * sending process opens its own through `providersForSend` (for-send.ts),
  * told of each change by PROVIDERS_CHANGED_EVENT.
  */
-export default defineService({
+export default defineService<ProvidersService>({
   name: "providers",
   mixins: [DatabaseMixin, inboundActions, BackgroundMixin],
   settings: { rest: "/" },
@@ -57,7 +66,7 @@ export default defineService({
       params: schemas.createEmail,
       status: 201,
       result: results.provider,
-      handler(ctx) {
+      handler(this: ProvidersService, ctx) {
         return this.create(ctx, "email");
       },
     }),
@@ -68,7 +77,7 @@ export default defineService({
       ...manage,
       params: schemas.get,
       result: results.provider,
-      handler(ctx) {
+      handler(this: ProvidersService, ctx) {
         return this.getOne(ctx, "email");
       },
     }),
@@ -80,7 +89,7 @@ export default defineService({
       ...manage,
       params: schemas.update,
       result: results.provider,
-      handler(ctx) {
+      handler(this: ProvidersService, ctx) {
         return this.update(ctx, "email");
       },
     }),
@@ -92,7 +101,7 @@ export default defineService({
       ...manage,
       params: schemas.get,
       result: results.success,
-      handler(ctx) {
+      handler(this: ProvidersService, ctx) {
         return this.remove(ctx, "email");
       },
     }),
@@ -106,7 +115,7 @@ export default defineService({
     reportHealth: defineAction({
       params: schemas.reportHealth,
       result: results.reportHealth,
-      async handler(ctx) {
+      async handler(this: ProvidersService, ctx) {
         const { providerId, accepted, transientFailures } = ctx.params;
         const change = await repo.reportHealth(
           workspaceOf(ctx),
@@ -186,7 +195,7 @@ export default defineService({
       params: schemas.createSms,
       status: 201,
       result: results.provider,
-      handler(ctx) {
+      handler(this: ProvidersService, ctx) {
         return this.create(ctx, "sms");
       },
     }),
@@ -197,7 +206,7 @@ export default defineService({
       ...manage,
       params: schemas.get,
       result: results.provider,
-      handler(ctx) {
+      handler(this: ProvidersService, ctx) {
         return this.getOne(ctx, "sms");
       },
     }),
@@ -208,7 +217,7 @@ export default defineService({
       ...manage,
       params: schemas.update,
       result: results.provider,
-      handler(ctx) {
+      handler(this: ProvidersService, ctx) {
         return this.update(ctx, "sms");
       },
     }),
@@ -219,7 +228,7 @@ export default defineService({
       ...manage,
       params: schemas.get,
       result: results.success,
-      handler(ctx) {
+      handler(this: ProvidersService, ctx) {
         return this.remove(ctx, "sms");
       },
     }),

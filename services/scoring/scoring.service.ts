@@ -1,7 +1,7 @@
 import type { Context } from "moleculer";
 import { SYSTEM } from "../../lib/access";
 import { actingUserId } from "../../lib/audit";
-import { defineAction, defineService } from "../../lib/define-service";
+import { defineAction, defineService, type ServiceThis } from "../../lib/define-service";
 import { found, notFound } from "../../lib/errors";
 import { startJob } from "../../lib/jobs";
 import type { AppMeta } from "../../lib/moleculer-types";
@@ -18,6 +18,14 @@ import { results, schemas } from "./scoring.schemas";
 
 type Ctx = Context<unknown, AppMeta>;
 
+/** The scoring service's `this`: how score changes reach segments, and the decay pass. */
+type ScoringService = ServiceThis<{
+  scoreChanged(ctx: Ctx, ws: string, contactId: string, eventId?: string): Promise<void>;
+  scoresChanged(ws: string, contactIds: string[], ctx?: Ctx): Promise<void>;
+  ruleSaved(ctx: Ctx, ws: string, ruleId: string): Promise<void>;
+  applyDecay(): Promise<{ contacts: number; points: number }>;
+}>;
+
 const HISTORY_DEFAULT = 50;
 const HISTORY_MAX = 200;
 /** How often the service expires due points (also run by `GET /api/cron/tick`). */
@@ -26,7 +34,7 @@ const EVALUATE_BATCH = 1000;
 const FULL_RECOMPUTE_ABOVE = 20_000;
 
 /** Lead scoring: rules (segments.* scopes), a contact's score and history (contacts.* scopes), the chain's score step. */
-export default defineService({
+export default defineService<ScoringService>({
   name: "scoring",
   mixins: [DatabaseMixin, BackgroundMixin],
   settings: { rest: "/" },
@@ -65,7 +73,7 @@ export default defineService({
       params: schemas.create,
       status: 201,
       result: results.rule,
-      async handler(ctx) {
+      async handler(this: ScoringService, ctx) {
         const ws = workspaceOf(ctx);
         const { workspaceId: _path, ...input } = ctx.params; // the workspace comes from ctx.meta
         const id = await repo.insertRule(ws, input, checkRule(input));
@@ -126,7 +134,7 @@ export default defineService({
       permission: "segments.write",
       params: schemas.update,
       result: results.rule,
-      async handler(ctx) {
+      async handler(this: ScoringService, ctx) {
         const ws = workspaceOf(ctx);
         const { workspaceId: _path, ruleId, ...changes } = ctx.params;
         const stored = found(await repo.findRule(ws, ruleId), "Scoring rule");
@@ -174,7 +182,7 @@ export default defineService({
       params: schemas.adjust,
       status: 201,
       result: results.score,
-      async handler(ctx) {
+      async handler(this: ScoringService, ctx) {
         const ws = workspaceOf(ctx);
         const { contactId, points, reason } = ctx.params;
         found(await engine.adjustScore(ws, contactId, points, reason ?? null), "Contact");
@@ -191,7 +199,7 @@ export default defineService({
     applyEvent: defineAction({
       params: schemas.applyEvent,
       result: results.applyEvent,
-      async handler(ctx) {
+      async handler(this: ScoringService, ctx) {
         const ws = workspaceOf(ctx);
         const { eventId, contactId, type, metadata, timestamp } = ctx.params;
         const event = { eventId, contactId, type, metadata: metadata ?? undefined, timestamp };
@@ -210,7 +218,7 @@ export default defineService({
     applyContactRules: defineAction({
       params: schemas.applyContactRules,
       result: results.applyContactRules,
-      async handler(ctx) {
+      async handler(this: ScoringService, ctx) {
         const ws = workspaceOf(ctx);
         const changed = await engine.applyContactRules(ws, ctx.params.contactIds);
         await this.scoresChanged(ws, changed, ctx);
@@ -220,7 +228,7 @@ export default defineService({
 
     /** Internal (service timer, cron tick): expire decayed points of every workspace; score segments follow. */
     applyDecay: defineAction({
-      handler() {
+      handler(this: ScoringService) {
         return this.applyDecay();
       },
     }),

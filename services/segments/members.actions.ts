@@ -3,6 +3,7 @@ import { fieldError, found, validationError } from "../../lib/errors";
 import { pageRequest } from "../../lib/pagination";
 import { workspaceOf } from "../../lib/tenancy";
 import { validateEventWhere, type FieldCondition, type FilterGroup } from "./filter-schema";
+import type { SegmentsService } from "./segments.service";
 import * as repo from "./segments.repo";
 import { results, schemas } from "./segments.schemas";
 
@@ -92,7 +93,7 @@ export const memberActions = {
       permission: "segments.write",
       params: schemas.addMembers,
       result: results.added,
-      async handler(ctx) {
+      async handler(this: SegmentsService, ctx) {
         const ws = workspaceOf(ctx);
         await staticSegment(ws, ctx.params.segmentId);
         const added = await repo.addStaticMembers(ws, ctx.params.segmentId, ctx.params.contactIds);
@@ -110,7 +111,7 @@ export const memberActions = {
       permission: "segments.write",
       params: schemas.removeMembers,
       result: results.removed,
-      async handler(ctx) {
+      async handler(this: SegmentsService, ctx) {
         const ws = workspaceOf(ctx);
         const raw = ctx.params.contactIds;
         const ids = Array.isArray(raw)

@@ -1,7 +1,7 @@
 import type { Context } from "moleculer";
 import { SYSTEM } from "../../lib/access";
 import { actingUserId } from "../../lib/audit";
-import { defineAction, defineService } from "../../lib/define-service";
+import { defineAction, defineService, type ServiceThis } from "../../lib/define-service";
 import { fieldError, found, notFound } from "../../lib/errors";
 import { pageRequest } from "../../lib/pagination";
 import { isServiceAvailable } from "../../lib/registry";
@@ -30,8 +30,25 @@ const DAY_MS = 86_400_000;
 /** Membership changes per broker event, so a large refresh never makes one huge message. */
 const ANNOUNCE_CHUNK = 1000;
 
+type Segment = NonNullable<Awaited<ReturnType<typeof repo.getSegment>>>;
+type MembershipChanges = { entered: MembershipChange[]; exited: MembershipChange[] };
+
+/** The segments service's `this`: what computes, follows and announces memberships (members.actions.ts too). */
+export type SegmentsService = ServiceThis<{
+  computed(
+    ctx: Context<unknown, { $statusCode?: number }>,
+    ws: string,
+    id: string,
+    background: boolean,
+  ): Promise<Segment | (Segment & { jobId: string })>;
+  followStatic(ws: string, segmentId: string, contactIds: string[]): Promise<void>;
+  refreshTimeBased(): ReturnType<typeof refreshTimeRelative>;
+  scoreContactRules(ctx: Context, ws: string, contactIds: string[]): Promise<void>;
+  announce(ws: string, result: MembershipChanges, eventId?: string): void;
+}>;
+
 /** Segments: definitions, exact incremental membership, recompute jobs, members, growth and preview. */
-export default defineService({
+export default defineService<SegmentsService>({
   name: "segments",
   mixins: [DatabaseMixin, memberActions, BackgroundMixin],
   settings: { rest: "/" },
@@ -62,7 +79,7 @@ export default defineService({
       status: 201,
       result: results.segment,
       alsoAnswers: { 202: results.computing },
-      async handler(ctx) {
+      async handler(this: SegmentsService, ctx) {
         const ws = workspaceOf(ctx);
         const { name, description, type = "dynamic", filter, contactIds } = ctx.params;
         const id = repo.newSegmentId();
@@ -116,7 +133,7 @@ export default defineService({
       params: schemas.update,
       result: results.segment,
       alsoAnswers: { 202: results.computing },
-      async handler(ctx) {
+      async handler(this: SegmentsService, ctx) {
         const ws = workspaceOf(ctx);
         const { segmentId, name, description, filter } = ctx.params;
         const current = found(await repo.getSegment(ws, segmentId), "Segment");
@@ -194,7 +211,7 @@ export default defineService({
     evaluateContact: defineAction({
       params: schemas.evaluateContact,
       result: results.evaluateContact,
-      async handler(ctx) {
+      async handler(this: SegmentsService, ctx) {
         const ws = workspaceOf(ctx);
         const { contactId, eventId, scoreChanged } = ctx.params;
         let trigger: Trigger = { kind: "contact" };
@@ -223,7 +240,7 @@ export default defineService({
     evaluateContacts: defineAction({
       params: schemas.evaluateContacts,
       result: results.evaluateContacts,
-      async handler(ctx) {
+      async handler(this: SegmentsService, ctx) {
         const ws = workspaceOf(ctx);
         const { contactIds, scoreChanged } = ctx.params;
         const result = await evaluateContacts(ws, contactIds, { kind: scoreChanged ? "score" : "contact" });
@@ -239,7 +256,7 @@ export default defineService({
      * leave and enter as time passes; changes are logged and announced.
      */
     refreshTimeBased: defineAction({
-      handler() {
+      handler(this: SegmentsService) {
         return this.refreshTimeBased();
       },
     }),

@@ -2,7 +2,7 @@ import { Type } from "@sinclair/typebox";
 import { actingUserId, audit } from "../../lib/audit";
 import { config } from "../../lib/config";
 import { DOMAIN_EVENTS_CHANNEL, type DomainEvent } from "../../lib/domain-events";
-import { defineAction, defineService } from "../../lib/define-service";
+import { defineAction, defineService, type ServiceThis } from "../../lib/define-service";
 import { conflict, fieldError, found, notFound, notRetryable } from "../../lib/errors";
 import { pageRequest } from "../../lib/pagination";
 import { workspaceOf } from "../../lib/tenancy";
@@ -28,7 +28,10 @@ async function checkTarget(url: string): Promise<void> {
 }
 
 /** Webhook endpoints, the inbound receiver, the outbound fan-out and its dispatcher, deliveries. */
-export default defineService({
+/** The webhooks service's `this`: its delivery dispatcher (set in `created`). */
+type WebhooksService = ServiceThis<{ dispatcher: Dispatcher }>;
+
+export default defineService<WebhooksService>({
   name: "webhooks",
   mixins: [DatabaseMixin, OutboxRelayMixin, BackgroundMixin],
   settings: { rest: "/" },
@@ -151,7 +154,7 @@ export default defineService({
       params: schemas.retry,
       result: DeliverySchema,
       openapi: { tags: ["Webhooks"], summary: "Retry an outbound delivery now" },
-      async handler(ctx) {
+      async handler(this: WebhooksService, ctx) {
         const workspaceId = workspaceOf(ctx);
         const delivery = found(await repo.findDelivery(workspaceId, ctx.params.deliveryId), "Delivery");
         if (delivery.direction !== "OUTBOUND") throw notRetryable("Only OUTBOUND deliveries can be retried");
@@ -195,7 +198,7 @@ export default defineService({
     /** Internal: one pass of the outbound queue (cron tick; in process, the dispatcher's own poller). */
     dispatchDue: defineAction({
       result: results.dispatchDue,
-      handler() {
+      handler(this: WebhooksService) {
         return this.dispatcher.runOnce();
       },
     }),
@@ -214,7 +217,7 @@ export default defineService({
       context: false,
       // Facts handled together share fan-out statements (repo.fanOut batches them), so a wide window pays.
       maxInFlight: 100,
-      async handler(this: { dispatcher: Dispatcher }, payload: DomainEvent) {
+      async handler(payload: DomainEvent) {
         if ((await repo.fanOut(payload)) > 0) this.dispatcher.wake();
       },
     },

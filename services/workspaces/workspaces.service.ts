@@ -1,7 +1,6 @@
 import { Type } from "@sinclair/typebox";
-import type { Service } from "moleculer";
 import { audit } from "../../lib/audit";
-import { defineAction, defineService } from "../../lib/define-service";
+import { defineAction, defineService, type ServiceThis } from "../../lib/define-service";
 import { forbidden, found, notFound, unauthorized } from "../../lib/errors";
 import type { AppContext } from "../../lib/moleculer-types";
 import { pageRequest } from "../../lib/pagination";
@@ -16,7 +15,13 @@ import { MemberSchema, RoleSchema, SuccessSchema, WorkspaceSchema, schemas } fro
 const MEMBERSHIP_CACHE_EVENT = "workspaces.membership.changed";
 
 /** Workspaces, members and roles, and the audit log every area writes to. */
-export default defineService({
+/** The workspaces service's `this`: the membership cache's reset and the OWNER rule. */
+type WorkspacesService = ServiceThis<{
+  forgetMemberships(): Promise<void>;
+  refuseOwnerChangeByAdmin(ctx: AppContext, memberId: string | null, role: Role | null): Promise<void>;
+}>;
+
+export default defineService<WorkspacesService>({
   name: "workspaces",
   mixins: [DatabaseMixin],
   settings: { rest: "/" },
@@ -92,7 +97,7 @@ export default defineService({
       role: "ADMIN",
       params: schemas.get,
       result: SuccessSchema,
-      async handler(ctx) {
+      async handler(this: WorkspacesService, ctx) {
         if (ctx.meta.role !== "OWNER") throw forbidden("Only an OWNER can delete the workspace");
         const workspaceId = workspaceOf(ctx);
         if (!(await repo.deleteWorkspace(workspaceId))) throw notFound("Workspace");
@@ -123,7 +128,7 @@ export default defineService({
       params: schemas.addMember,
       status: 201,
       result: MemberSchema,
-      async handler(ctx) {
+      async handler(this: WorkspacesService, ctx) {
         await this.refuseOwnerChangeByAdmin(ctx, null, ctx.params.role);
         const member = found(
           await repo.addMember(workspaceOf(ctx), ctx.params.email, ctx.params.role),
@@ -148,7 +153,7 @@ export default defineService({
       permission: "members.manage",
       params: schemas.updateMember,
       result: MemberSchema,
-      async handler(ctx) {
+      async handler(this: WorkspacesService, ctx) {
         await this.refuseOwnerChangeByAdmin(ctx, ctx.params.memberId, ctx.params.role);
         const member = found(
           await repo.changeRole(workspaceOf(ctx), ctx.params.memberId, ctx.params.role),
@@ -173,7 +178,7 @@ export default defineService({
       permission: "members.manage",
       params: schemas.removeMember,
       result: SuccessSchema,
-      async handler(ctx) {
+      async handler(this: WorkspacesService, ctx) {
         await this.refuseOwnerChangeByAdmin(ctx, ctx.params.memberId, null);
         if (!(await repo.removeMember(workspaceOf(ctx), ctx.params.memberId))) throw notFound("Member");
         await audit(ctx, "member.removed", { type: "member", id: ctx.params.memberId });
@@ -250,7 +255,7 @@ export default defineService({
   },
 
   events: {
-    [MEMBERSHIP_CACHE_EVENT](this: Service) {
+    [MEMBERSHIP_CACHE_EVENT]() {
       return this.broker.cacher?.clean("workspaces.membership:**");
     },
   },
