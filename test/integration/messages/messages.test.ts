@@ -3,6 +3,7 @@ import { SYSTEM } from "../../../lib/access";
 import { database } from "../../../lib/database";
 import { up as normaliseHistoryTimes } from "../../../models/migrations/0069-message-history-times";
 import * as repo from "../../../services/messages/messages.repo";
+import { MACHINE_OPEN_MS } from "../../../services/messages/tracking";
 import { startApp, type TestApp } from "../../helpers/app";
 import { multipartBody, ownerWithWorkspace } from "../../helpers/http";
 import { waitFor } from "../../helpers/wait";
@@ -228,7 +229,18 @@ test("a send claimed by a worker that crashed is claimed again after its lease a
     // The crashed worker: it claimed the send with a short lease and never finished.
     const claimed = await repo.claimDue(1000, 50);
     expect(claimed.map((r) => r.id)).toContain(res.body.id);
-    await new Promise((r) => setTimeout(r, 100));
+    await waitFor(
+      async () => {
+        // A lease gone (NULL) means the interval poller already took the send again.
+        const [row] = await sequelize.query<{ expired: boolean }>(
+          `SELECT lease_until IS NULL OR lease_until < now() AS expired FROM messages WHERE id = $1`,
+          { bind: [res.body.id], type: QueryTypes.SELECT },
+        );
+        return row.expired;
+      },
+      5000,
+      "the crashed worker's lease to expire",
+    );
   } finally {
     service.wake = wake;
   }
@@ -259,7 +271,8 @@ test("tracking: the pixel counts a signed open, a click redirects only when sign
   const [, clickPath] = /href="https?:\/\/[^/]+(\/api\/messages\/[^"]+u=[^"]+)"/.exec(
     sent.content.html,
   ) as RegExpExecArray;
-  await new Promise((r) => setTimeout(r, 1100)); // opens sooner than a second after the send count as machines
+  // Opens sooner than MACHINE_OPEN_MS after the send count as machines.
+  await waitFor(() => Date.now() - Date.parse(sent.sentAt) > MACHINE_OPEN_MS, 5000, "a person's open time");
   const browser = { "user-agent": "Mozilla/5.0 (X11; Linux x86_64) Firefox/128.0" };
 
   // A HEAD (a link checker, a preview) answers as GET and records nothing.
