@@ -2,11 +2,10 @@ import { LRUCache } from "lru-cache";
 import type { LoggerInstance } from "moleculer";
 import { config } from "../../lib/config";
 import { takeTurn } from "../../lib/rate-limit";
+import { type Channel, PROVIDER_CHANNELS, type ProviderChannel } from "../../lib/channels";
 import { logClient, ProviderError, type ProviderClient } from "../providers/clients";
 import { clientFor } from "../providers/kinds";
 import { providersForSend, type OpenedProvider } from "../providers/for-send";
-import { PROVIDER_CHANNELS, type ProviderChannel } from "../providers/providers.schemas";
-import type { Channel } from "../templates/render";
 
 /** How long a sender keeps a workspace's providers without hearing of a change (a missed event's bound). */
 const PROVIDERS_TTL_MS = 30_000;

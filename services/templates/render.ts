@@ -20,8 +20,6 @@ import { planOf, renderPlan, TEXT_OF_HTML, type Plan } from "./render-plan";
  * rendered HTML does; the locale and A/B variant a contact gets.
  */
 
-export const CHANNELS = ["email", "sms", "push", "chatapp1", "chatapp2"] as const;
-export type Channel = (typeof CHANNELS)[number];
 export type Content = Record<string, unknown>;
 
 /** Wall-clock budget of one render (liquidjs `renderLimit`); a runaway template fails instead of holding a worker. */
