@@ -1,3 +1,4 @@
+import { LRUCache } from "lru-cache";
 import { type Channel, OPT_IN_CHANNELS } from "../../lib/channels";
 import { normalizeEmail, normalizePhone } from "../contacts/normalize";
 
@@ -104,7 +105,7 @@ const minutesOf = (hhmm: string): number | null => {
 };
 
 /** Clock formatters by zone (IANA zones, validated on write: a few hundred at most): building one costs far more than using it. */
-const clocks = new Map<string, Intl.DateTimeFormat>();
+const clocks = new LRUCache<string, Intl.DateTimeFormat>({ max: 1_000 });
 
 function clockIn(timeZone: string): Intl.DateTimeFormat {
   let clock = clocks.get(timeZone);

@@ -20,7 +20,13 @@ const PROVIDERS_TTL_MS = 30_000;
  * SMTP pools and keep-alive connections live across batches.
  */
 export class ProviderDirectory {
-  private readonly clients = new Map<string, { updatedAt: string; client: ProviderClient }>();
+  private readonly clients = new LRUCache<string, { updatedAt: string; client: ProviderClient }>({
+    max: 1_000,
+    // One pushed out lets its connections go (one replaced, or all at close, is closed where that happens).
+    dispose: ({ client }, _id, reason) => {
+      if (reason === "evict") void client.close?.();
+    },
+  });
   private readonly providers = new LRUCache<string, OpenedProvider[]>({ max: 10_000, ttl: PROVIDERS_TTL_MS });
   private readonly log: ProviderClient;
 
