@@ -1,3 +1,4 @@
+import { LRUCache } from "lru-cache";
 import { MicroBatcher } from "./batcher";
 import { queryPrepared } from "./database";
 
@@ -17,7 +18,7 @@ import { queryPrepared } from "./database";
  * passes those versions to `get`, which then asks nothing.
  */
 export class VersionedCache<T> {
-  private readonly entries = new Map<string, { version: string; value: Promise<T> }>();
+  private readonly entries: LRUCache<string, { version: string; value: Promise<T> }>;
   private readonly probes: MicroBatcher<string, string>;
 
   constructor(
@@ -27,6 +28,7 @@ export class VersionedCache<T> {
     private readonly load: (workspaceId: string) => Promise<T>,
     private readonly options: { area?: string; maxEntries?: number } = {},
   ) {
+    this.entries = new LRUCache({ max: options.maxEntries ?? 1000 });
     this.probes = new MicroBatcher(
       async (workspaceIds: string[]) => {
         const versions = await probe([...new Set(workspaceIds)]);
@@ -45,7 +47,6 @@ export class VersionedCache<T> {
     if (cached?.version === version) return cached.value;
     // Concurrent readers of the same new version share one load; a failed load is not kept.
     const value = this.load(workspaceId);
-    if (this.entries.size >= (this.options.maxEntries ?? 1000) && !cached) this.entries.clear();
     this.entries.set(workspaceId, { version, value });
     value.catch(() => {
       if (this.entries.get(workspaceId)?.value === value) this.entries.delete(workspaceId);

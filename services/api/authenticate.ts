@@ -1,6 +1,7 @@
 import type { IncomingMessage } from "node:http";
 import type { ActionSchema, ServiceBroker } from "moleculer";
 import { parse as parseCookies } from "cookie";
+import { LRUCache } from "lru-cache";
 import proxyaddr from "proxy-addr";
 import { SYSTEM, type Principal } from "../../lib/access";
 import { authSecret } from "../../lib/auth-secret";
@@ -98,7 +99,8 @@ function refuseCrossSiteWrite(req: GatewayRequest): void {
 }
 
 const TOUCH_INTERVAL_MS = 60_000;
-const lastTouched = new Map<string, number>();
+/** When this process last had each key touched (kept for the keys used most recently). */
+const lastTouched = new LRUCache<string, number>({ max: 10_000 });
 
 /** `lastUsedAt` is written at most once a minute per key. */
 function touchApiKey(broker: ServiceBroker, key: VerifiedApiKey) {
@@ -135,25 +137,24 @@ async function principalFromBearer(broker: ServiceBroker, token: string): Promis
  * whether the session was ended cost more than the rest of authentication.
  * An entry lives at most SESSION_CACHE_TTL_MS and never past the token's own
  * `exp`; a sign-out or password reset clears it on every gateway at once
- * (`forgetSessions`), and the oldest entry goes when the cache is full.
+ * (`forgetSessions`), and the least recently used entry goes when the cache is full.
  */
 const SESSION_CACHE_TTL_MS = 30_000;
-const SESSION_CACHE_MAX = 1_000;
 interface CachedSession {
   principal: Principal;
   sessionId: string;
-  until: number;
 }
-const sessionCache = new Map<string, CachedSession>();
+const sessionCache = new LRUCache<string, CachedSession>({ max: 1_000, ttl: SESSION_CACHE_TTL_MS });
 
 /** Drop cached sessions that were just ended: one session, or every session of a user. */
 export function forgetSessions(ended: { sessionId?: string; userId?: string }): void {
-  for (const [token, entry] of sessionCache) {
-    const principal = entry.principal as { userId?: string };
-    if (entry.sessionId === ended.sessionId || (ended.userId && principal.userId === ended.userId)) {
-      sessionCache.delete(token);
-    }
-  }
+  const endedTokens = [...sessionCache.entries()]
+    .filter(([, entry]) => {
+      const principal = entry.principal as { userId?: string };
+      return entry.sessionId === ended.sessionId || (ended.userId && principal.userId === ended.userId);
+    })
+    .map(([token]) => token);
+  for (const token of endedTokens) sessionCache.delete(token);
 }
 
 async function principalFromSession(
@@ -163,10 +164,7 @@ async function principalFromSession(
   if (!token) return null;
   const now = Date.now();
   const cached = sessionCache.get(token);
-  if (cached) {
-    if (cached.until > now) return { ...cached.principal };
-    sessionCache.delete(token);
-  }
+  if (cached) return { ...cached.principal };
   const claims = await decodeSession(token, authSecret());
   if (!claims?.sub) return null;
   const sessionId = sessionIdOf(claims);
@@ -183,11 +181,7 @@ async function principalFromSession(
     name: claims.name ?? undefined,
   };
   const until = Math.min(now + SESSION_CACHE_TTL_MS, claims.exp! * 1000);
-  if (until > now) {
-    if (sessionCache.size >= SESSION_CACHE_MAX)
-      sessionCache.delete(sessionCache.keys().next().value as string);
-    sessionCache.set(token, { principal, sessionId, until });
-  }
+  if (until > now) sessionCache.set(token, { principal, sessionId }, { ttl: until - now });
   return principal;
 }
 

@@ -1,7 +1,7 @@
 import { Type, type Static } from "@sinclair/typebox";
 import { Paginated, PageQuery } from "../../lib/pagination";
 import { Component, DateTime, Int32, Nullable, Params, StringEnum, Trimmed } from "../../lib/schema";
-import { CHANNELS } from "../templates/render";
+import { CHANNELS } from "../../lib/channels";
 import { NODE_TYPES } from "./workflow";
 
 const WorkspaceId = Type.String({ minLength: 1, maxLength: 64 });

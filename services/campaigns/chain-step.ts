@@ -1,3 +1,4 @@
+import { LRUCache } from "lru-cache";
 import { SYSTEM } from "../../lib/access";
 import type { AppContext } from "../../lib/moleculer-types";
 import { workspaceOf } from "../../lib/tenancy";
@@ -74,15 +75,13 @@ export async function handleChainEvent(ctx: AppContext, event: ChainEvent) {
     timestamp: event.timestamp ?? null,
   });
   // After the statement the contact has (or had) an enrollment in each of these campaigns.
-  if (enteredOnce.size > MAX_ENTERED_ONCE) enteredOnce.clear();
-  for (const t of matched) if (t.reentry === "once") enteredOnce.add(`${t.campaign_id}:${contactId}`);
+  for (const t of matched) if (t.reentry === "once") enteredOnce.set(`${t.campaign_id}:${contactId}`, true);
   return { enrolled, resumed, completed };
 }
 
 /**
  * `campaign:contact` pairs this process has seen enrolled by a trigger with
  * re-entry `once`: such a contact never enters that campaign by a trigger
- * again, so its later events skip the statement. Bounded; cleared when full.
+ * again, so its later events skip the statement. Bounded: the least recently seen go first.
  */
-const enteredOnce = new Set<string>();
-const MAX_ENTERED_ONCE = 200_000;
+const enteredOnce = new LRUCache<string, true>({ max: 200_000 });

@@ -1,3 +1,4 @@
+import { LRUCache } from "lru-cache";
 import type { ServiceBroker } from "moleculer";
 import { SYSTEM } from "../../lib/access";
 import { config } from "../../lib/config";
@@ -32,8 +33,8 @@ export function derivedMessageId(scope: string, key: string): string {
   return `${h.slice(0, 8)}-${h.slice(8, 12)}-8${h.slice(13, 16)}-a${h.slice(17, 20)}-${h.slice(20, 32)}`;
 }
 
-/** Versions never change: a process keeps the workflows it has read. */
-const workflows = new Map<string, Workflow>();
+/** Versions never change: a process keeps the workflows it has read, the most recently used. */
+const workflows = new LRUCache<string, Workflow>({ max: 1_000 });
 export async function workflowOf(campaignId: string, version: number): Promise<Workflow | null> {
   const key = `${campaignId}:${version}`;
   let workflow = workflows.get(key);

@@ -2,8 +2,9 @@ import { Type, type TSchema } from "@sinclair/typebox";
 import type { FieldIssue } from "../../lib/errors";
 import { schemaIssues } from "../../lib/schema";
 import { Binds } from "../../lib/database";
+import { CONSENT_CHANNELS } from "../../lib/channels";
 import { CONTACT_FIELDS } from "../contacts/fields";
-import { CONSENT_CHANNELS, resolveField, validateEventWhere } from "../segments/filter-schema";
+import { resolveField, validateEventWhere } from "../segments/filter-schema";
 import type { TriggerType } from "./campaigns.schemas";
 
 /**

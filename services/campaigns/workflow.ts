@@ -2,9 +2,9 @@ import { Type, type TSchema } from "@sinclair/typebox";
 import { Duration } from "luxon";
 import type { FieldIssue } from "../../lib/errors";
 import { schemaIssues } from "../../lib/schema";
+import { CHANNELS } from "../../lib/channels";
 import { writableFieldSchemas } from "../contacts/fields";
 import { validateEventWhere, validateFilter } from "../segments/filter-schema";
-import { CHANNELS } from "../templates/render";
 
 /**
  * A campaign's workflow (contract 9): nodes with a type and a config, and

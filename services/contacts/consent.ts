@@ -1,14 +1,9 @@
 import { database } from "../../lib/database";
 import { stageDomainEvents } from "../../lib/outbox";
 import { found } from "../../lib/errors";
+import { CONSENT_CHANNELS, type ConsentChannel } from "../../lib/channels";
 import type { ConsentEntry } from "../../models";
-import {
-  CONSENT_CHANNELS,
-  contactView,
-  getRow,
-  type ConsentChannel,
-  type ContactView,
-} from "./contacts.repo";
+import { contactView, getRow, type ContactView } from "./contacts.repo";
 import { writeConsent } from "./consent.repo";
 import { changedFields } from "./fields";
 import { contactFacts, optOutFact } from "./effects";

@@ -2,6 +2,7 @@ import { QueryTypes, type Transaction } from "sequelize";
 import { newId } from "../../lib/crypto";
 import { Binds, database, queryPrepared, uniqueViolation } from "../../lib/database";
 import { conflict, validationError } from "../../lib/errors";
+import { CONSENT_CHANNELS, type ConsentChannel } from "../../lib/channels";
 import type { ConsentEntry } from "../../models";
 import type { CustomFieldDef } from "./custom-fields";
 import { normalizeEmail, normalizePhone } from "./normalize";
@@ -15,9 +16,6 @@ import {
 } from "./fields";
 
 /** Every query on `contacts` itself. Each function takes the workspace id first. */
-
-export const CONSENT_CHANNELS = ["email", "sms", "push", "chatapp1", "chatapp2"] as const;
-export type ConsentChannel = (typeof CONSENT_CHANNELS)[number];
 
 export type ContactView = { id: string } & ContactValues & {
     consent: Record<ConsentChannel, ConsentEntry>;

@@ -2,7 +2,7 @@ import { Type } from "@sinclair/typebox";
 import { answerFieldSchemas, writableFieldSchemas } from "./fields";
 import { Paginated, PageQuery } from "../../lib/pagination";
 import { Component, DateTime, Int32, Nullable, Params, StringEnum } from "../../lib/schema";
-import { CONSENT_CHANNELS } from "./contacts.repo";
+import { CONSENT_CHANNELS } from "../../lib/channels";
 import { CUSTOM_FIELD_TYPES } from "./custom-fields";
 
 /** Params and answers of the contacts, custom fields and stages actions (also the OpenAPI description). */

@@ -3,8 +3,8 @@ import { CSV_WRITABLE_FIELDS } from "./fields";
 import { parse } from "csv-parse";
 import type { FieldIssue } from "../../lib/errors";
 import { unstorableInput } from "../../lib/schema";
+import { CONSENT_CHANNELS, type ConsentChannel } from "../../lib/channels";
 import type { ConsentStatus } from "../../models";
-import { CONSENT_CHANNELS, type ConsentChannel } from "./contacts.repo";
 import type { ContactInput } from "./fields";
 import type { ConsentWanted } from "./upsert";
 

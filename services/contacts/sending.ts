@@ -1,8 +1,9 @@
 import { database } from "../../lib/database";
 import { found } from "../../lib/errors";
 import { stageDomainEvents, type Fact } from "../../lib/outbox";
+import { CONSENT_CHANNELS } from "../../lib/channels";
 import type { ConsentEntry } from "../../models";
-import { CONSENT_CHANNELS, contactView, getRow, type ContactView } from "./contacts.repo";
+import { contactView, getRow, type ContactView } from "./contacts.repo";
 import { changedFields } from "./fields";
 import { writePreferences } from "./consent.repo";
 import { contactFacts, optOutFact } from "./effects";

@@ -1,9 +1,9 @@
 import { newId } from "../../lib/crypto";
 import { database, dataException, uniqueViolation } from "../../lib/database";
 import { stageDomainEvents } from "../../lib/outbox";
+import type { ConsentChannel } from "../../lib/channels";
 import type { ConsentEntry } from "../../models";
 import { applyConsent } from "./consent";
-import type { ConsentChannel } from "./contacts.repo";
 import { contactFacts, optOutFact } from "./effects";
 import { changedFields, recordOf, type ContactWrite } from "./fields";
 import { upsertRecords, type Returned } from "./upsert.repo";

@@ -1,6 +1,6 @@
 import type { FieldIssue } from "../../lib/errors";
+import { CONSENT_CHANNELS } from "../../lib/channels";
 import { CONTACT_FIELDS } from "../contacts/fields";
-import { CONSENT_CHANNELS } from "../segments/filter-schema";
 import type { FormField } from "./forms.schemas";
 
 /**

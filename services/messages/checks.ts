@@ -1,5 +1,6 @@
+import { LRUCache } from "lru-cache";
+import { type Channel, OPT_IN_CHANNELS } from "../../lib/channels";
 import { normalizeEmail, normalizePhone } from "../contacts/normalize";
-import type { Channel } from "../templates/render";
 
 /**
  * The send path's checks (contract 3), pure: the address a channel reaches,
@@ -25,8 +26,7 @@ export interface SendContact {
   attributes?: Record<string, unknown> | null;
 }
 
-/** Channels that need an explicit opt-in before any marketing send. */
-const CONSENT_REQUIRED = new Set<Channel>(["sms", "chatapp2"]);
+const CONSENT_REQUIRED = new Set<Channel>(OPT_IN_CHANNELS);
 
 /** The contact's address on a channel (push reaches the contact's subscriptions, so its id). */
 export function addressOf(channel: Channel, contact: SendContact): string | null {
@@ -105,7 +105,7 @@ const minutesOf = (hhmm: string): number | null => {
 };
 
 /** Clock formatters by zone (IANA zones, validated on write: a few hundred at most): building one costs far more than using it. */
-const clocks = new Map<string, Intl.DateTimeFormat>();
+const clocks = new LRUCache<string, Intl.DateTimeFormat>({ max: 1_000 });
 
 function clockIn(timeZone: string): Intl.DateTimeFormat {
   let clock = clocks.get(timeZone);

@@ -1,5 +1,6 @@
 import crypto from "node:crypto";
 import jwt from "jsonwebtoken";
+import { LRUCache } from "lru-cache";
 import { authSecret } from "../../lib/auth-secret";
 import { config } from "../../lib/config";
 import { safeEqual } from "../../lib/crypto";
@@ -28,7 +29,7 @@ export interface LinkClaims {
 
 const DAY_SECONDS = 86_400;
 /** Keys are KeyObjects made once: jsonwebtoken turns a Buffer into one on every sign, which costs more than the signature. */
-const keys = new Map<string, { secret: string; key: crypto.KeyObject }>();
+const keys = new LRUCache<string, { secret: string; key: crypto.KeyObject }>({ max: 16 });
 
 function derivedKey(info: string): crypto.KeyObject {
   const secret = authSecret();

@@ -3,7 +3,8 @@ import { randomBase62 } from "../../lib/crypto";
 import { Binds, database, isoTimeSql, queryPrepared } from "../../lib/database";
 import { stageDomainEvents } from "../../lib/outbox";
 import { pageOf, type Page, type PageRequest } from "../../lib/pagination";
-import type { Channel, Content } from "../templates/render";
+import type { Channel } from "../../lib/channels";
+import type { Content } from "../templates/render";
 import type { MessageDetail, MessageView, ShortLinkView } from "./messages.schemas";
 
 /** Every query of the messages area: the message queue and record, short links and their clicks. */

@@ -5,7 +5,7 @@ import type { AppContext } from "../../lib/moleculer-types";
 import { prefersHtml, renderPage } from "../../lib/pages";
 import { isServiceAvailable } from "../../lib/registry";
 import { Nullable, Params, StringEnum } from "../../lib/schema";
-import { CHANNELS, type Channel } from "../templates/render";
+import { type Channel, CHANNELS } from "../../lib/channels";
 import { preferencesUrl, signLinkToken, verifyLinkToken, type LinkClaims, type LinkType } from "./links";
 
 /**

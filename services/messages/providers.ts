@@ -2,11 +2,10 @@ import { LRUCache } from "lru-cache";
 import type { LoggerInstance } from "moleculer";
 import { config } from "../../lib/config";
 import { takeTurn } from "../../lib/rate-limit";
+import { type Channel, PROVIDER_CHANNELS, type ProviderChannel } from "../../lib/channels";
 import { logClient, ProviderError, type ProviderClient } from "../providers/clients";
 import { clientFor } from "../providers/kinds";
 import { providersForSend, type OpenedProvider } from "../providers/for-send";
-import { PROVIDER_CHANNELS, type ProviderChannel } from "../providers/providers.schemas";
-import type { Channel } from "../templates/render";
 
 /** How long a sender keeps a workspace's providers without hearing of a change (a missed event's bound). */
 const PROVIDERS_TTL_MS = 30_000;
@@ -21,7 +20,13 @@ const PROVIDERS_TTL_MS = 30_000;
  * SMTP pools and keep-alive connections live across batches.
  */
 export class ProviderDirectory {
-  private readonly clients = new Map<string, { updatedAt: string; client: ProviderClient }>();
+  private readonly clients = new LRUCache<string, { updatedAt: string; client: ProviderClient }>({
+    max: 1_000,
+    // One pushed out lets its connections go (one replaced, or all at close, is closed where that happens).
+    dispose: ({ client }, _id, reason) => {
+      if (reason === "evict") void client.close?.();
+    },
+  });
   private readonly providers = new LRUCache<string, OpenedProvider[]>({ max: 10_000, ttl: PROVIDERS_TTL_MS });
   private readonly log: ProviderClient;
 

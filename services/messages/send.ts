@@ -4,8 +4,8 @@ import { newId } from "../../lib/crypto";
 import { fieldError, notFound } from "../../lib/errors";
 import type { AppContext } from "../../lib/moleculer-types";
 import { workspaceOf } from "../../lib/tenancy";
+import type { Channel } from "../../lib/channels";
 import { prepareContent } from "../templates/authoring";
-import type { Channel } from "../templates/render";
 import type { ResolvedTemplate } from "../templates/templates.schemas";
 import {
   addressOf,

@@ -1,4 +1,5 @@
 import { validationError } from "../../lib/errors";
+import { COMMAND_CHANNELS, type CommandChannel } from "../../lib/channels";
 
 /**
  * Channel commands (contract 4): a reply that is exactly a keyword (trimmed,
@@ -7,9 +8,6 @@ import { validationError } from "../../lib/errors";
  * HELP to work on every number; these are the defaults until a workspace
  * replaces them.
  */
-
-export const COMMAND_CHANNELS = ["sms", "chatapp1", "chatapp2"] as const;
-export type CommandChannel = (typeof COMMAND_CHANNELS)[number];
 
 export interface ChannelCommand {
   keyword: string;

@@ -1,6 +1,6 @@
+import type { ProviderChannel } from "../../lib/channels";
 import * as repo from "./providers.repo";
 import type { OpenedProvider } from "./providers.repo";
-import type { ProviderChannel } from "./providers.schemas";
 
 export type { OpenedProvider } from "./providers.repo";
 

@@ -7,13 +7,14 @@ import { invalidSignature, notFound } from "../../lib/errors";
 import type { AppContext } from "../../lib/moleculer-types";
 import { isServiceAvailable } from "../../lib/registry";
 import { workspaceOf } from "../../lib/tenancy";
+import type { ProviderChannel } from "../../lib/channels";
 import type { ProviderEvent } from "./callbacks";
 import { readEvents, verifyCallback } from "./kinds";
 import { SMSAPI1_ANSWERED_KEYWORDS } from "./smsapi1/client";
 import { checkCommands, DEFAULT_COMMANDS, matchCommand } from "./commands";
 import { openedConfig } from "./credentials";
 import * as repo from "./providers.repo";
-import { commandResults, commandSchemas, type ProviderChannel } from "./providers.schemas";
+import { commandResults, commandSchemas } from "./providers.schemas";
 
 /**
  * What comes back from providers (contract 5): signed callbacks that move

@@ -1,3 +1,4 @@
+import type { ProviderChannel } from "../../lib/channels";
 import type { TObject } from "@sinclair/typebox";
 import type { Callback, ProviderEvent } from "./callbacks";
 import type { ProviderClient } from "./clients/types";
@@ -26,7 +27,7 @@ import { SMTP_SECRET_FIELDS, smtpConfig } from "./smtp/config";
  * providers take the same shape.
  */
 export interface ProviderKind {
-  channel: "email" | "sms";
+  channel: ProviderChannel;
   config: TObject;
   secretFields: readonly string[];
   client(id: string, config: never): ProviderClient;

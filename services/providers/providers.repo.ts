@@ -1,9 +1,10 @@
 import { QueryTypes, type Transaction } from "sequelize";
 import { database } from "../../lib/database";
+import type { ProviderChannel } from "../../lib/channels";
 import type { ChannelCommand } from "./commands";
 import { maskedConfig, openedConfig } from "./credentials";
 import type { ProviderType } from "./kinds";
-import type { ProviderChannel, ProviderView } from "./providers.schemas";
+import type { ProviderView } from "./providers.schemas";
 
 /** Every query of the providers area. Workspace id first. */
 

@@ -1,19 +1,16 @@
 import { Type, type Static } from "@sinclair/typebox";
 import { Component, DateTime, Int32, Nullable, Params, StringEnum, Trimmed } from "../../lib/schema";
-import { COMMAND_CHANNELS } from "./commands";
+import { COMMAND_CHANNELS, PROVIDER_CHANNELS } from "../../lib/channels";
 import { EMAIL_TYPES, SMS_TYPES, type ProviderType } from "./kinds";
 
 const WorkspaceId = Type.String({ minLength: 1, maxLength: 64 });
 const Id = Type.String({ minLength: 1, maxLength: 64 });
 
-export const PROVIDER_CHANNELS = ["email", "sms"] as const;
-export type ProviderChannel = (typeof PROVIDER_CHANNELS)[number];
-
 export const ProviderSchema = Component(
   "Provider",
   Type.Object({
     id: Type.String(),
-    channel: StringEnum(["email", "sms"]),
+    channel: StringEnum(PROVIDER_CHANNELS),
     type: StringEnum([...EMAIL_TYPES, ...SMS_TYPES]),
     name: Type.String(),
     isDefault: Type.Boolean(),
@@ -54,7 +51,7 @@ export const schemas = {
   createSms: createParams(SMS_TYPES),
   get: Params({ workspaceId: WorkspaceId, providerId: Id }),
   update: Params({ workspaceId: WorkspaceId, providerId: Id, config: Type.Optional(Config), ...writable }),
-  known: Params({ channel: StringEnum(["email", "sms"]), providerId: Id }),
+  known: Params({ channel: StringEnum(PROVIDER_CHANNELS), providerId: Id }),
   configuredChannels: Params({}),
   reportHealth: Params({
     providerId: Id,
@@ -122,7 +119,7 @@ export const results = {
   provider: ProviderSchema,
   success: Type.Object({ success: Type.Literal(true) }),
   known: Type.Object({ known: Type.Literal(true) }),
-  configuredChannels: Type.Array(StringEnum(["email", "sms"])),
+  configuredChannels: Type.Array(StringEnum(PROVIDER_CHANNELS)),
   reportHealth: Type.Object({ status: StringEnum(["active", "failing"]) }),
   domainCheck: Component(
     "DomainCheck",

@@ -6,6 +6,7 @@ import { defineAction, defineService, type ServiceThis } from "../../lib/define-
 import { fieldError, found, notFound } from "../../lib/errors";
 import type { AppContext } from "../../lib/moleculer-types";
 import { workspaceOf } from "../../lib/tenancy";
+import type { ProviderChannel } from "../../lib/channels";
 import { BackgroundMixin } from "../../mixins/background";
 import { DatabaseMixin } from "../../mixins/database.mixin";
 import { storedConfig } from "./credentials";
@@ -14,7 +15,7 @@ import { checkDomain } from "./domain-check";
 import { inboundActions } from "./inbound.actions";
 import * as repo from "./providers.repo";
 import type { ProviderType } from "./kinds";
-import { results, schemas, type ProviderChannel, type ProviderView } from "./providers.schemas";
+import { results, schemas, type ProviderView } from "./providers.schemas";
 
 const WS = "/workspaces/:workspaceId/providers";
 const tags = ["Providers"];

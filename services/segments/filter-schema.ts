@@ -1,4 +1,5 @@
 import type { FieldIssue } from "../../lib/errors";
+import { CONSENT_CHANNELS } from "../../lib/channels";
 import { CONTACT_FIELDS as CONTACT_FIELD_DEFS, FILTER_TYPES } from "../contacts/fields";
 
 /**
@@ -111,7 +112,6 @@ export const CONTACT_JSON: Record<string, string> = Object.fromEntries(
 );
 export const EVENT_JSON: Record<string, string> = { metadata: "e.metadata" };
 
-export const CONSENT_CHANNELS = ["email", "sms", "push", "chatapp1", "chatapp2"] as const;
 export const CONSENT_STATUSES = ["opted_in", "opted_out", "unknown"] as const;
 
 const TEXT_OPS: FieldOperator[] = [

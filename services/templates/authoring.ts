@@ -1,6 +1,7 @@
 import { templateError, validationError } from "../../lib/errors";
 import { schemaIssues } from "../../lib/schema";
-import { checkLiquid, compileMjml, overlay, TemplateFault, type Channel, type Content } from "./render";
+import type { Channel } from "../../lib/channels";
+import { checkLiquid, compileMjml, overlay, TemplateFault, type Content } from "./render";
 import { contentSchemas } from "./templates.schemas";
 
 /**

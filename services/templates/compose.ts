@@ -1,3 +1,4 @@
+import type { Channel } from "../../lib/channels";
 import type { ResolvedTemplate } from "./templates.schemas";
 import {
   finishEmail,
@@ -7,7 +8,6 @@ import {
   pickVariant,
   renderContent,
   renderScope,
-  type Channel,
   type Content,
 } from "./render";
 

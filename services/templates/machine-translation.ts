@@ -1,5 +1,6 @@
+import type { Channel } from "../../lib/channels";
 import { Errors } from "moleculer";
-import { escapeHtml, type Channel, type Content } from "./render";
+import { escapeHtml, type Content } from "./render";
 
 /**
  * Machine translation through a LibreTranslate-compatible API

@@ -1,6 +1,7 @@
 import crypto from "node:crypto";
 import { compile as compileHtmlToText } from "html-to-text";
 import juice from "juice";
+import { LRUCache } from "lru-cache";
 import {
   Liquid,
   type Context as LiquidContext,
@@ -20,8 +21,6 @@ import { planOf, renderPlan, TEXT_OF_HTML, type Plan } from "./render-plan";
  * rendered HTML does; the locale and A/B variant a contact gets.
  */
 
-export const CHANNELS = ["email", "sms", "push", "chatapp1", "chatapp2"] as const;
-export type Channel = (typeof CHANNELS)[number];
 export type Content = Record<string, unknown>;
 
 /** Wall-clock budget of one render (liquidjs `renderLimit`); a runaway template fails instead of holding a worker. */
@@ -87,14 +86,12 @@ const htmlToText = compileHtmlToText({
 });
 
 /** Texts of printed HTML made most recently (a slot's content, a variable with markup), by that HTML. */
-const htmlTexts = new Map<string, string>();
-const HTML_TEXT_CACHE_SIZE = 500;
+const htmlTexts = new LRUCache<string, string>({ max: 500 });
 
 function textOfHtml(html: string): string {
   let text = htmlTexts.get(html);
   if (text === undefined) {
     text = htmlToText(html);
-    if (htmlTexts.size >= HTML_TEXT_CACHE_SIZE) htmlTexts.delete(htmlTexts.keys().next().value as string);
     htmlTexts.set(html, text);
   }
   return text;
@@ -123,26 +120,20 @@ function newEngine(): Liquid {
 }
 
 const engine = newEngine();
-const parsed = new Map<string, Template[]>();
-/** Plans of the texts rendered most recently (render-plan.ts); null: rendered whole. */
-const plans = new Map<string, Plan | null>();
-const PLAN_CACHE_SIZE = 200;
+const parsed = new LRUCache<string, Template[]>({ max: PARSE_CACHE_SIZE });
+/** Plans of the texts rendered most recently (render-plan.ts); a null plan: rendered whole. */
+const plans = new LRUCache<string, { plan: Plan | null }>({ max: 200 });
 
 function planFor(text: string): Plan | null {
-  let plan = plans.get(text);
-  if (plan === undefined) {
-    plan = planOf(engine, parse(text));
-    if (plans.size >= PLAN_CACHE_SIZE) plans.delete(plans.keys().next().value as string);
-    plans.set(text, plan);
-  }
-  return plan;
+  let kept = plans.get(text);
+  if (!kept) plans.set(text, (kept = { plan: planOf(engine, parse(text)) }));
+  return kept.plan;
 }
 
 function parse(text: string): Template[] {
   let templates = parsed.get(text);
   if (!templates) {
     templates = engine.parse(text);
-    if (parsed.size >= PARSE_CACHE_SIZE) parsed.delete(parsed.keys().next().value as string);
     parsed.set(text, templates);
   }
   return templates;
@@ -275,8 +266,10 @@ const STAND_IN = /\u{E000}(\d+)\u{E001}/gu;
  * renders the same template thousands of times (keyed by the strings
  * themselves, whose hashes V8 keeps, not a joined key made per message).
  */
-const preparedEmails = new Map<string, Map<string, { html: string | null; text: string }>>();
-let preparedCount = 0;
+const preparedEmails = new LRUCache<string, Map<string, { html: string | null; text: string }>>({
+  maxSize: PARSE_CACHE_SIZE,
+  sizeCalculation: (byText) => byText.size,
+});
 
 const OUTPUT_TOKEN = /^\{\{(-?)([\s\S]*?)(-?)\}\}$/;
 const DYNAMIC_TOKEN = /^\{%-?\s*dynamic\s+["']([^"']{1,100})["']\s*-?%\}$/;
@@ -326,14 +319,10 @@ export function prepareEmail(content: Content): Content {
           }),
       };
     }
-    if (preparedCount >= PARSE_CACHE_SIZE) {
-      preparedEmails.clear();
-      preparedCount = 0;
-      byText = undefined;
-    }
-    if (!byText) preparedEmails.set(html ?? "", (byText = new Map()));
+    byText ??= new Map();
     byText.set(given ?? "", prepared);
-    preparedCount += 1;
+    // Set again: the html's entry is sized by the texts it holds.
+    preparedEmails.set(html ?? "", byText);
   }
   return { ...content, ...prepared };
 }

@@ -1,7 +1,8 @@
 import { QueryTypes, type Transaction } from "sequelize";
 import { Binds, database, likeEscape, uniqueViolation } from "../../lib/database";
 import { pageOf, type Page, type PageRequest } from "../../lib/pagination";
-import type { Channel, Content, Variant } from "./render";
+import type { Channel } from "../../lib/channels";
+import type { Content, Variant } from "./render";
 import type { TemplateView, TranslationView } from "./templates.schemas";
 
 /** Every query of the templates area. Workspace id first. */

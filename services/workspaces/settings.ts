@@ -2,6 +2,7 @@ import { Type } from "@sinclair/typebox";
 import { fieldError } from "../../lib/errors";
 import { isSealed, maskSecret, open, sealUnlessMask } from "../../lib/secret-box";
 import { Int32, Nullable, StringEnum } from "../../lib/schema";
+import { CHANNELS } from "../../lib/channels";
 import { normalizeLocale, normalizeTimezone } from "../contacts/normalize";
 
 /**
@@ -15,8 +16,7 @@ const Clock = Type.String({
   errorMessage: "must be a time as HH:MM",
 });
 const HttpUrl = Type.String({ format: "uri", pattern: "^https?://", maxLength: 2048 });
-const CHANNEL_NAMES = ["email", "sms", "push", "chatapp1", "chatapp2"] as const;
-const Channel = StringEnum(CHANNEL_NAMES);
+const Channel = StringEnum(CHANNELS);
 
 export const SettingsSchema = Type.Object(
   {
@@ -40,7 +40,7 @@ export const SettingsSchema = Type.Object(
             count: Int32({ minimum: 1, maximum: 10_000 }),
             periodHours: Int32({ minimum: 1, maximum: 8760 }),
             channels: Type.Optional(
-              Nullable(Type.Array(Channel, { uniqueItems: true, maxItems: CHANNEL_NAMES.length })),
+              Nullable(Type.Array(Channel, { uniqueItems: true, maxItems: CHANNELS.length })),
             ),
           },
           { additionalProperties: false, description: "Non-transactional sends per contact and period" },

@@ -3,10 +3,13 @@ import { MicroBatcher } from "../../lib/batcher";
 describe("MicroBatcher", () => {
   it("groups the items of one burst, and those that arrive while lanes are busy", async () => {
     const batches: number[][] = [];
+    // The first batch holds its lane until the later items have arrived.
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
     const batcher = new MicroBatcher(
       async (items: number[]) => {
         batches.push(items);
-        await new Promise((r) => setTimeout(r, 5));
+        await released;
         return items.map((n) => n * 2);
       },
       { maxBatch: 3, lanes: 1 },
@@ -15,6 +18,7 @@ describe("MicroBatcher", () => {
     await new Promise((r) => setImmediate(r));
     // The lane is busy with [1, 2]: these wait and go in batches of at most 3.
     const later = Promise.all([3, 4, 5, 6].map((n) => batcher.add(n)));
+    release();
     expect(await burst).toEqual([2, 4]);
     expect(await later).toEqual([6, 8, 10, 12]);
     expect(batches).toEqual([[1, 2], [3, 4, 5], [6]]);

@@ -39,7 +39,7 @@ const counter = defineService<Counter>({
       if (work === "all") this.count += 1;
     },
     // @ts-expect-error a method the service's type does not declare
-    sleep() {},
+    rest() {},
   },
 
   created() {

@@ -1,4 +1,5 @@
-import type { Channel, Content } from "../../templates/render";
+import type { Channel } from "../../../lib/channels";
+import type { Content } from "../../templates/render";
 
 /**
  * What every provider client takes and answers. The send path (messages'

@@ -1,4 +1,5 @@
 import { database } from "../../../lib/database";
+import { MACHINE_OPEN_MS } from "../../../services/messages/tracking";
 import { startApp, type TestApp } from "../../helpers/app";
 import { ownerWithWorkspace } from "../../helpers/http";
 import { waitFor } from "../../helpers/wait";
@@ -95,8 +96,8 @@ test("event → trigger → enrollment → send → wait → condition on the op
   }, 10_000);
   // The contact opens it in Gmail (later than a second after the send, which counts as a machine's): Gmail's
   // image proxy fetches the pixel as the reader opens the mail, so the journey must see it opened.
-  await new Promise((resolve) => setTimeout(resolve, 1100));
   const detail = (await c.get(`${ctx.ws}/messages/${first.id}`)).body;
+  await waitFor(() => Date.now() - Date.parse(detail.sentAt) > MACHINE_OPEN_MS, 5000, "a person's open time");
   const pixel = /src="[^"]*(\/api\/messages\/[^"]+\/track\?[^"]+)"/.exec(String(detail.content.html))![1];
   const open = await fetch(`${app.baseUrl}${pixel.replaceAll("&amp;", "&")}`, {
     headers: {

@@ -3,6 +3,7 @@ import { database } from "../../../lib/database";
 import { refreshStatistics, staleTables } from "../../../lib/table-stats";
 import { startApp, type TestApp } from "../../helpers/app";
 import { ownerWithWorkspace } from "../../helpers/http";
+import { waitFor } from "../../helpers/wait";
 
 let app: TestApp;
 let ctx: Awaited<ReturnType<typeof ownerWithWorkspace>>;
@@ -39,13 +40,7 @@ test("a plan made while a table was empty is made again once the table has grown
     [ctx.workspaceId],
   );
   // The keeper's timer analyzes the grown table; the analysis retires the plan made from the empty one.
-  const deadline = Date.now() + 15_000;
-  let plan = await planOf();
-  while (!/contacts_pkey/.test(plan) && Date.now() < deadline) {
-    await new Promise((resolve) => setTimeout(resolve, 200));
-    plan = await planOf();
-  }
-  expect(plan).toMatch(/contacts_pkey/);
+  await waitFor(async () => /contacts_pkey/.test(await planOf()), 15_000, "a plan using contacts_pkey");
   const { rows } = await session.query(
     "SELECT last_analyze IS NOT NULL AS analyzed FROM pg_stat_user_tables WHERE relname = 'contacts'",
   );

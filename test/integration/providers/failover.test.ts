@@ -1,3 +1,5 @@
+import { QueryTypes } from "sequelize";
+import { database } from "../../../lib/database";
 import { startApp, type TestApp } from "../../helpers/app";
 import { ownerWithWorkspace } from "../../helpers/http";
 import { waitFor } from "../../helpers/wait";
@@ -111,7 +113,19 @@ test("the default fails past the threshold, sends move to the next provider, and
   expect(fake.received.filter((r) => r.path.startsWith("/primary"))).toHaveLength(2);
 
   primaryUp = true;
-  await new Promise((resolve) => setTimeout(resolve, 3100));
+  await waitFor(
+    async () => {
+      const [row] = await (
+        await database()
+      ).query<{ due: boolean }>(`SELECT probe_at <= now() AS due FROM providers WHERE id = $1`, {
+        bind: [primary],
+        type: QueryTypes.SELECT,
+      });
+      return row.due;
+    },
+    10_000,
+    "the primary's probe to come due",
+  );
   const probed = await send("three@example.com");
   expect(probed.providerId).toBe(primary);
   const recovered = await waitFor(async () => {
