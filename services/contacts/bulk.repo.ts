@@ -1,6 +1,14 @@
 import { QueryTypes, type Transaction } from "sequelize";
 import { database } from "../../lib/database";
-import type { BulkAction, BulkValue } from "./bulk";
+
+export type BulkAction = "tag" | "untag" | "delete" | "setStage" | "setAttribute";
+
+export interface BulkValue {
+  tag?: string;
+  stage?: string | null;
+  key?: string;
+  value?: unknown;
+}
 
 /** The one statement of a bulk change batch (bulk.ts): only contacts it changes are locked, written and answered. */
 

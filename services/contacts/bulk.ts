@@ -6,7 +6,7 @@ import { stageDomainEvents } from "../../lib/outbox";
 import { removeContacts } from "./contact-write";
 import { idsMatching, type ContactFilter } from "./contact-search.repo";
 import { stageKeys } from "./contacts.repo";
-import { updateInBulk } from "./bulk.repo";
+import { updateInBulk, type BulkAction, type BulkValue } from "./bulk.repo";
 import { contactFacts, evaluateSegments } from "./effects";
 
 /**
@@ -14,15 +14,6 @@ import { contactFacts, evaluateSegments } from "./effects";
  * counts the contacts actually changed; each gets its `contact.updated` (or
  * `contact.deleted`) fact, staged in the batch's transaction.
  */
-
-export type BulkAction = "tag" | "untag" | "delete" | "setStage" | "setAttribute";
-
-export interface BulkValue {
-  tag?: string;
-  stage?: string | null;
-  key?: string;
-  value?: unknown;
-}
 
 /** Check `value` for the action (400 naming `value`) and return its normalised form. */
 export async function checkBulkValue(

@@ -11,7 +11,8 @@ import { hasIdentity } from "./normalize";
 import type { ContactWrite } from "./fields";
 import { referenceIssues } from "./references";
 import { spoolUpload } from "./upload";
-import { upsertMany, type ConsentWanted, type UpsertedRow, type UpsertOrigin } from "./upsert";
+import { upsertMany, type ConsentWanted, type UpsertedRow } from "./upsert";
+import type { UpsertOrigin } from "./upsert.repo";
 
 /** The import job: stream the spooled CSV, validate each row, upsert in batches, report bad rows by line. */
 

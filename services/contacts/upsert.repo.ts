@@ -2,7 +2,13 @@ import { QueryTypes, type Transaction } from "sequelize";
 import { database } from "../../lib/database";
 import type { ConsentEntry } from "../../models";
 import { RECORD_COLUMN_TYPES, SCALAR_COLUMNS } from "./fields";
-import type { UpsertOrigin } from "./upsert";
+
+/** Who writes and why: stage history rows of an upsert carry it, and the consent it writes has the reason as source. */
+export interface UpsertOrigin {
+  actorType: string;
+  actorId: string | null;
+  reason: string;
+}
 
 /** The upsert statement of upsert.ts: one per conflict key and batch, with its stage history and the rows before. */
 

@@ -6,7 +6,7 @@ import type { ConsentEntry } from "../../models";
 import { applyConsent } from "./consent";
 import { contactFacts, optOutFact } from "./effects";
 import { changedFields, recordOf, type ContactWrite } from "./fields";
-import { upsertRecords, type Returned } from "./upsert.repo";
+import { upsertRecords, type Returned, type UpsertOrigin } from "./upsert.repo";
 
 /**
  * Update-or-create many contacts in one statement per key: by email when the
@@ -39,13 +39,6 @@ export interface UpsertedRow {
 }
 
 export type UpsertResult = { row: UpsertedRow; error?: undefined } | { row?: undefined; error: string };
-
-/** Who writes and why: stage history rows of an upsert carry it, and the consent it writes has the reason as source. */
-export interface UpsertOrigin {
-  actorType: string;
-  actorId: string | null;
-  reason: string;
-}
 
 /** The consent entries a wish writes (as the consent API would set them) and the opt-outs among them. */
 function consentEntries(wanted: ConsentWanted | undefined, source: string, now: Date) {

@@ -1,6 +1,11 @@
 import { QueryTypes, type Transaction } from "sequelize";
 import { database } from "../../lib/database";
-import type { DecayedScore } from "./decay";
+
+export interface DecayedScore {
+  workspaceId: string;
+  contactId: string;
+  points: number;
+}
 
 /** The statements of score decay (decay.ts). */
 

@@ -1,6 +1,6 @@
 import type { Transaction } from "sequelize";
 import { database } from "../../lib/database";
-import { addDecayToScores, claimDueContacts, expireDue } from "./decay.repo";
+import { addDecayToScores, claimDueContacts, expireDue, type DecayedScore } from "./decay.repo";
 
 /**
  * Score decay: points an event rule with `decay: {days}` gave expire `days`
@@ -8,12 +8,6 @@ import { addDecayToScores, claimDueContacts, expireDue } from "./decay.repo";
  * ("decay: <rule>", `decay_of` = the entry; unique, so never twice) and is
  * marked `decayed_at`; the contact's score drops by the same amount.
  */
-
-export interface DecayedScore {
-  workspaceId: string;
-  contactId: string;
-  points: number;
-}
 
 /** Per contact, the sum of its decay entries. */
 function totals(decayed: DecayedScore[]): DecayedScore[] {
