@@ -2,7 +2,8 @@ import type { ServiceBroker } from "moleculer";
 import type { Static } from "@sinclair/typebox";
 import type { ApiKeySchema, UserSchema } from "../services/auth/auth.schemas";
 import type { WorkspaceSchema } from "../services/workspaces/workspaces.schemas";
-import { SYSTEM, type Principal } from "./access";
+import type { Principal } from "./access";
+import { systemCall } from "./system-call";
 
 /**
  * The operator's first run (`npm run setup`, as listmonk's `--install`):
@@ -43,20 +44,19 @@ export class FirstRunError extends Error {
 }
 
 export async function firstRun(broker: ServiceBroker, input: FirstRunInput): Promise<FirstRunOutcome> {
-  const system = { meta: { principal: SYSTEM } };
   const credentials = { email: input.email, password: input.password };
-  let user = await broker.call<User | null, typeof credentials>("auth.checkCredentials", credentials, system);
+  let user = await systemCall<User | null>(broker, undefined, "auth.checkCredentials", credentials);
   const userCreated = !user;
   if (!user) {
     const name = input.name ?? input.email.split("@")[0];
-    user = await broker
-      .call<User, typeof credentials & { name: string }>("auth.register", { ...credentials, name }, system)
-      .catch((err: { type?: string }) => {
+    user = await systemCall<User>(broker, undefined, "auth.register", { ...credentials, name }).catch(
+      (err: { type?: string }) => {
         if (err.type !== "CONFLICT") throw err;
         throw new FirstRunError(
           `an account with the email ${input.email} exists and that is not its password; nothing was changed`,
         );
-      });
+      },
+    );
   }
 
   const principal: Principal = { kind: "user", userId: user.id, email: user.email, name: user.name };

@@ -1,5 +1,5 @@
 import type { ServiceBroker } from "moleculer";
-import { SYSTEM } from "./access";
+import { systemCall } from "./system-call";
 
 /** An origin refused in this process since the last flush: how often, and when last. */
 interface Refusals {
@@ -61,15 +61,12 @@ export class RefusedOrigins {
     this.flushing = this.flushing.then(() =>
       Promise.all(
         [...batch].map(([workspaceId, origins]) =>
-          this.broker
-            .call(
-              "workspaces.noteRefusedOrigins",
-              { workspaceId, refused: [...origins].map(([origin, r]) => ({ origin, ...r })) },
-              { meta: { principal: SYSTEM, workspaceId } },
-            )
-            .catch((err: Error) =>
-              this.broker.logger.warn(`Refused origins of workspace ${workspaceId} not kept: ${err.message}`),
-            ),
+          systemCall(this.broker, workspaceId, "workspaces.noteRefusedOrigins", {
+            workspaceId,
+            refused: [...origins].map(([origin, r]) => ({ origin, ...r })),
+          }).catch((err: Error) =>
+            this.broker.logger.warn(`Refused origins of workspace ${workspaceId} not kept: ${err.message}`),
+          ),
         ),
       ).then(() => undefined),
     );

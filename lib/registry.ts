@@ -1,7 +1,7 @@
 import type { ServiceBroker } from "moleculer";
-import { SYSTEM } from "./access";
 import type { FieldIssue } from "./errors";
 import type { AppContext } from "./moleculer-types";
+import { systemCall } from "./system-call";
 import { workspaceOf } from "./tenancy";
 
 /** Whether some node currently runs the named service (optional steps skip an absent one). */
@@ -27,7 +27,7 @@ export async function referenceIssue(
     return { field, message: `cannot be checked: ${service} is not deployed` };
   const ws = workspaceOf(ctx);
   try {
-    await ctx.call(action, { workspaceId: ws, ...params }, { meta: { principal: SYSTEM, workspaceId: ws } });
+    await systemCall(ctx, ws, action, { workspaceId: ws, ...params });
     return null;
   } catch (err) {
     if ((err as { code?: number }).code === 404) return { field, message: "is not one of the workspace's" };

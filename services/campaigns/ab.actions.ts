@@ -1,8 +1,8 @@
-import { SYSTEM } from "../../lib/access";
 import { defineAction } from "../../lib/define-service";
 import { conflict, fieldError, notFound } from "../../lib/errors";
 import type { AppContext } from "../../lib/moleculer-types";
 import { pageOf, pageRequest } from "../../lib/pagination";
+import { systemCall } from "../../lib/system-call";
 import { workspaceOf } from "../../lib/tenancy";
 import * as ab from "./ab.repo";
 import { splitsOf, splitTest, templateTest } from "./ab-tests";
@@ -23,9 +23,7 @@ async function testedWorkflow(campaign: { id: string; publishedVersion: number |
 }
 
 const templateTests = (ctx: AppContext) =>
-  ctx.call("templates.abList", {}, { meta: { principal: SYSTEM, workspaceId: workspaceOf(ctx) } }) as Promise<
-    TemplateAb[]
-  >;
+  systemCall<TemplateAb[]>(ctx, workspaceOf(ctx), "templates.abList", {});
 
 export const abActions = {
   actions: {
@@ -109,16 +107,24 @@ export const abActions = {
       result: results.abTest,
       async handler(ctx) {
         const { workspaceId, templateId, variants, metric } = ctx.params;
-        const meta = { meta: { principal: SYSTEM, workspaceId: workspaceOf(ctx) } };
-        const current = (await ctx.call("templates.abGet", { workspaceId, templateId }, meta)) as {
+        const current = await systemCall<{
           variants: unknown[];
-        };
+        }>(ctx, workspaceOf(ctx), "templates.abGet", {
+          workspaceId,
+          templateId,
+        });
         if (current.variants.length) throw conflict("The template already has an A/B test");
-        const set = (await ctx.call(
+        const set = await systemCall<Omit<TemplateAb, "templateId">>(
+          ctx,
+          workspaceOf(ctx),
           "templates.abPut",
-          { workspaceId, templateId, variants, ...(metric ? { metric } : {}) },
-          meta,
-        )) as Omit<TemplateAb, "templateId">;
+          {
+            workspaceId,
+            templateId,
+            variants,
+            ...(metric ? { metric } : {}),
+          },
+        );
         return templateTest({ templateId, ...set });
       },
     }),

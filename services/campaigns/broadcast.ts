@@ -1,6 +1,6 @@
 import type { LoggerInstance, ServiceBroker } from "moleculer";
-import { SYSTEM } from "../../lib/access";
 import { startJob } from "../../lib/jobs";
+import { systemCall } from "../../lib/system-call";
 import * as repo from "./broadcasts.repo";
 import { derivedMessageId } from "./runner";
 
@@ -23,7 +23,6 @@ export async function sendBroadcast(
   createdBy: string | null,
 ): Promise<string> {
   const { id, workspace_id: workspaceId, broadcast: spec } = broadcast;
-  const meta = { meta: { principal: SYSTEM, workspaceId } };
   const { jobId } = await startJob(
     { workspaceId, type: "campaigns.broadcast", createdBy },
     async (progress) => {
@@ -41,22 +40,17 @@ export async function sendBroadcast(
         if (!contactIds.length) break;
         after = contactIds[contactIds.length - 1];
         // A few pages queue at once: each waits on its checks' queries while another is checked.
-        const page: Promise<void> = broker
-          .call(
-            "messages.enqueue",
-            {
-              channel: spec.channel,
-              templateId: spec.templateId,
-              contactIds,
-              messageIds: contactIds.map((contactId) => derivedMessageId(id, contactId)),
-              campaignId: id,
-              transactional: spec.transactional,
-              ...(spec.sendAt ? { sendAt: spec.sendAt } : {}),
-              ...(spec.variables ? { variables: spec.variables } : {}),
-              ...(spec.topic ? { topic: spec.topic } : {}),
-            },
-            meta,
-          )
+        const page: Promise<void> = systemCall(broker, workspaceId, "messages.enqueue", {
+          channel: spec.channel,
+          templateId: spec.templateId,
+          contactIds,
+          messageIds: contactIds.map((contactId) => derivedMessageId(id, contactId)),
+          campaignId: id,
+          transactional: spec.transactional,
+          ...(spec.sendAt ? { sendAt: spec.sendAt } : {}),
+          ...(spec.variables ? { variables: spec.variables } : {}),
+          ...(spec.topic ? { topic: spec.topic } : {}),
+        })
           .then(() => {
             done += contactIds.length;
             return progress(done, total);

@@ -1,9 +1,9 @@
-import { SYSTEM } from "../../lib/access";
 import { actingUserId } from "../../lib/audit";
 import { newId } from "../../lib/crypto";
 import { defineAction } from "../../lib/define-service";
 import { fieldError, notFound } from "../../lib/errors";
 import { idempotent } from "../../lib/idempotency";
+import { systemCall } from "../../lib/system-call";
 import { workspaceOf } from "../../lib/tenancy";
 import { sendBroadcast } from "./broadcast";
 import { insertBroadcast } from "./broadcasts.repo";
@@ -42,15 +42,14 @@ export const broadcastActions = {
         return idempotent(ctx, "campaigns.broadcast", 202, async () => {
           const p = ctx.params;
           const ws = workspaceOf(ctx);
-          const meta = { meta: { principal: SYSTEM, workspaceId: ws } };
           const audience = await audienceOf(ctx, p);
-          const template = (await ctx
-            .call("templates.resolve", { templateId: p.templateId }, meta)
-            .catch((err: { code?: number }) => {
-              if (err.code === 404)
-                throw notFound("Template", { field: "templateId", message: `no template ${p.templateId}` });
-              throw err;
-            })) as { template: { channel: string } };
+          const template = await systemCall<{ template: { channel: string } }>(ctx, ws, "templates.resolve", {
+            templateId: p.templateId,
+          }).catch((err: { code?: number }) => {
+            if (err.code === 404)
+              throw notFound("Template", { field: "templateId", message: `no template ${p.templateId}` });
+            throw err;
+          });
           if (template.template.channel !== p.channel)
             throw fieldError("templateId", `is a ${template.template.channel} template, not ${p.channel}`);
           const campaignId = newId();

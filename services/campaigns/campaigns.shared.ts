@@ -1,6 +1,6 @@
-import { SYSTEM } from "../../lib/access";
 import { fieldError, found, invalidState, notFound, validationError } from "../../lib/errors";
 import type { AppContext } from "../../lib/moleculer-types";
+import { systemCall } from "../../lib/system-call";
 import { workspaceOf } from "../../lib/tenancy";
 import { validateFilter, type FilterGroup } from "../segments/filter-schema";
 import type { Audience } from "./broadcasts.repo";
@@ -33,11 +33,9 @@ export async function workflowCampaignOf(ctx: AppContext, campaignId: string): P
 export async function segmentOf(ctx: AppContext, segmentId: unknown): Promise<{ type: string } | null> {
   const workspaceId = workspaceOf(ctx);
   try {
-    return (await ctx.call(
-      "segments.get",
-      { workspaceId, segmentId },
-      { meta: { principal: SYSTEM, workspaceId } },
-    )) as { type: string };
+    return await systemCall<{
+      type: string;
+    }>(ctx, workspaceId, "segments.get", { workspaceId, segmentId });
   } catch (err) {
     if ((err as { code?: number }).code === 404) return null;
     throw err;
@@ -58,14 +56,13 @@ export async function workflowIssues(ctx: AppContext, input: unknown) {
   const issues = validateWorkflow(input);
   if (issues.length) return issues;
   const ws = workspaceOf(ctx);
-  const meta = { meta: { principal: SYSTEM, workspaceId: ws } };
   const refs = references(input as Workflow);
   const checks = [
     ...refs.templates.map(async ({ field, id, channel }) => {
       try {
-        const resolved = (await ctx.call("templates.resolve", { templateId: id }, meta)) as {
+        const resolved = await systemCall<{
           template: { channel: string };
-        };
+        }>(ctx, ws, "templates.resolve", { templateId: id });
         return resolved.template.channel === channel
           ? null
           : { field, message: `is a ${resolved.template.channel} template, not ${channel}` };

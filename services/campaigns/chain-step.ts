@@ -1,6 +1,6 @@
 import { LRUCache } from "lru-cache";
-import { SYSTEM } from "../../lib/access";
 import type { AppContext } from "../../lib/moleculer-types";
+import { systemCall } from "../../lib/system-call";
 import { workspaceOf } from "../../lib/tenancy";
 import * as repo from "./campaigns.repo";
 import { enrollByChanges } from "./feed-triggers";
@@ -31,12 +31,14 @@ export async function handleChainEvent(ctx: AppContext, event: ChainEvent) {
   if (!contactId) return none;
   const state = await liveState.get(ws, ctx.meta.configVersions);
   if (!state.live) return none;
-  const meta = { meta: { principal: SYSTEM, workspaceId: ws } };
   // An event condition's `where` is asked of the stored event.
   const meets = async (where: unknown) =>
     where === undefined ||
-    ((await ctx.call("segments.eventMatches", { eventId: event.id, where }, meta)) as { matches: boolean })
-      .matches;
+    (
+      await systemCall<{
+        matches: boolean;
+      }>(ctx, ws, "segments.eventMatches", { eventId: event.id, where })
+    ).matches;
 
   // Goals and waits are looked for only where a live campaign's version names this event.
   const completed = state.goals.has(type) ? await repo.completeGoals(ws, contactId, type) : 0;

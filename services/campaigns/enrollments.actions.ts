@@ -1,10 +1,10 @@
-import { SYSTEM } from "../../lib/access";
 import { actingUserId } from "../../lib/audit";
 import { defineAction } from "../../lib/define-service";
 import { startJob } from "../../lib/jobs";
 import { conflict, found, invalidState, notFound } from "../../lib/errors";
 import type { AppContext } from "../../lib/moleculer-types";
 import { pageRequest } from "../../lib/pagination";
+import { systemCall } from "../../lib/system-call";
 import { workspaceOf } from "../../lib/tenancy";
 import { winnerOf } from "./ab.repo";
 import * as repo from "./campaigns.repo";
@@ -170,13 +170,12 @@ export const enrollmentActions = {
         const live = await repo.enrollable(ws, campaignId, [contactId]);
         if (!live.has(contactId))
           throw notFound("Contact", { field: "contactId", message: `no contact ${contactId}` });
-        const meta = { meta: { principal: SYSTEM, workspaceId: ws } };
         const path = await dryRun(
           campaign.workflow,
           { campaignId, enrollmentId: `dry-run:${contactId}`, contactId, now: new Date() },
           {
             matches: async (filter) =>
-              ((await ctx.call("segments.matches", { contactId, filter }, meta)) as { matches: boolean })
+              (await systemCall<{ matches: boolean }>(ctx, ws, "segments.matches", { contactId, filter }))
                 .matches,
             winner: (nodeId) => winnerOf(campaignId, nodeId),
           },

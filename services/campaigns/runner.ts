@@ -1,8 +1,8 @@
 import { LRUCache } from "lru-cache";
 import type { ServiceBroker } from "moleculer";
-import { SYSTEM } from "../../lib/access";
 import { config } from "../../lib/config";
 import { sha256Hex } from "../../lib/crypto";
+import { systemCall } from "../../lib/system-call";
 import { Sender } from "../webhooks/dispatcher";
 import { guardEnabled } from "../webhooks/url-guard";
 import { winnerOf } from "./ab.repo";
@@ -51,13 +51,15 @@ export function storeProbe(
   broker: ServiceBroker,
   e: { workspace_id: string; campaign_id: string; id: string; contact_id: string },
 ): Probe {
-  const meta = { meta: { principal: SYSTEM, workspaceId: e.workspace_id } };
   return {
     matches: async (filter) =>
       (
-        (await broker.call("segments.matches", { contactId: e.contact_id, filter }, meta)) as {
+        await systemCall<{
           matches: boolean;
-        }
+        }>(broker, e.workspace_id, "segments.matches", {
+          contactId: e.contact_id,
+          filter,
+        })
       ).matches,
     engaged: (nodeId, kind, url) =>
       repo.messageEngaged(e.workspace_id, e.contact_id, derivedMessageId(e.id, nodeId), kind, url),
@@ -80,37 +82,40 @@ interface Held {
 /** Perform an action node; answers the log line's detail, or that the cap holds its send. */
 async function perform(broker: ServiceBroker, e: EnrollmentRow, node: WorkflowNode): Promise<string | Held> {
   const c = node.config;
-  const meta = { meta: { principal: SYSTEM, workspaceId: e.workspace_id } };
   const workspaceId = e.workspace_id;
   switch (node.type) {
     case "send": {
       const messageId = derivedMessageId(e.id, node.id);
       if (c.onFrequencyCap === "wait" && !c.transactional) {
-        const cap = (await broker.call(
+        const cap = await systemCall<{ capped: boolean; freeAt: string | null }>(
+          broker,
+          workspaceId,
           "messages.capState",
-          { contactId: e.contact_id, channel: c.channel },
-          meta,
-        )) as { capped: boolean; freeAt: string | null };
+          {
+            contactId: e.contact_id,
+            channel: c.channel,
+          },
+        );
         if (cap.capped && cap.freeAt)
           return {
             until: new Date(cap.freeAt),
             detail: `the frequency cap holds the send until ${cap.freeAt}`,
           };
       }
-      const result = (await broker.call(
-        "messages.enqueue",
-        {
-          channel: c.channel,
-          templateId: c.templateId,
-          contactIds: [e.contact_id],
-          messageIds: [messageId],
-          campaignId: e.campaign_id,
-          enrollmentId: e.id,
-          transactional: c.transactional ?? false,
-          ...(c.variables ? { variables: c.variables } : {}),
-        },
-        meta,
-      )) as { queued: number; suppressed: number; skipped: Array<{ reason: string }> };
+      const result = await systemCall<{
+        queued: number;
+        suppressed: number;
+        skipped: Array<{ reason: string }>;
+      }>(broker, workspaceId, "messages.enqueue", {
+        channel: c.channel,
+        templateId: c.templateId,
+        contactIds: [e.contact_id],
+        messageIds: [messageId],
+        campaignId: e.campaign_id,
+        enrollmentId: e.id,
+        transactional: c.transactional ?? false,
+        ...(c.variables ? { variables: c.variables } : {}),
+      });
       if (result.queued) return `message ${messageId} queued`;
       if (result.suppressed) return `message ${messageId} suppressed`;
       const reason = result.skipped[0]?.reason ?? "skipped";
@@ -122,34 +127,40 @@ async function perform(broker: ServiceBroker, e: EnrollmentRow, node: WorkflowNo
     case "update_contact": {
       const changes: Record<string, unknown> = { ...((c.set as Record<string, unknown>) ?? {}) };
       if (c.addTags || c.removeTags) {
-        const contact = (await broker.call(
-          "contacts.get",
-          { workspaceId, contactId: e.contact_id },
-          meta,
-        )) as {
+        const contact = await systemCall<{
           tags: string[];
-        };
+        }>(broker, workspaceId, "contacts.get", {
+          workspaceId,
+          contactId: e.contact_id,
+        });
         const removed = new Set(c.removeTags as string[] | undefined);
         changes.tags = [...new Set([...contact.tags, ...((c.addTags as string[]) ?? [])])].filter(
           (t) => !removed.has(t),
         );
       }
       if (Object.keys(changes).length)
-        await broker.call("contacts.update", { workspaceId, contactId: e.contact_id, ...changes }, meta);
+        await systemCall(broker, workspaceId, "contacts.update", {
+          workspaceId,
+          contactId: e.contact_id,
+          ...changes,
+        });
       for (const [channel, status] of Object.entries((c.consent as Record<string, string>) ?? {}))
-        await broker.call(
-          "contacts.consentPut",
-          { workspaceId, contactId: e.contact_id, channel, status, source: "automation" },
-          meta,
-        );
+        await systemCall(broker, workspaceId, "contacts.consentPut", {
+          workspaceId,
+          contactId: e.contact_id,
+          channel,
+          status,
+          source: "automation",
+        });
       return "contact updated";
     }
     case "segment_add":
     case "segment_remove":
-      await broker.call(
+      await systemCall(
+        broker,
+        workspaceId,
         node.type === "segment_add" ? "segments.addMembers" : "segments.removeMembers",
         { workspaceId, segmentId: c.segmentId, contactIds: [e.contact_id] },
-        meta,
       );
       return `${node.type === "segment_add" ? "added to" : "removed from"} segment ${String(c.segmentId)}`;
     case "enroll_campaign": {
@@ -188,46 +199,39 @@ async function perform(broker: ServiceBroker, e: EnrollmentRow, node: WorkflowNo
     }
     case "create_task": {
       const days = c.dueInDays as number | undefined;
-      await broker.call(
-        "tasks.createOnce",
-        {
-          workspaceId,
-          taskId: derivedMessageId(e.id, node.id),
-          title: c.title,
-          contactId: e.contact_id,
-          ...(days !== undefined ? { dueAt: new Date(Date.now() + days * 86_400_000).toISOString() } : {}),
-          ...(c.assigneeId ? { assigneeId: c.assigneeId } : {}),
-        },
-        meta,
-      );
+      await systemCall(broker, workspaceId, "tasks.createOnce", {
+        workspaceId,
+        taskId: derivedMessageId(e.id, node.id),
+        title: c.title,
+        contactId: e.contact_id,
+        ...(days !== undefined ? { dueAt: new Date(Date.now() + days * 86_400_000).toISOString() } : {}),
+        ...(c.assigneeId ? { assigneeId: c.assigneeId } : {}),
+      });
       return `task "${String(c.title)}" created`;
     }
     case "notify_member": {
       const userIds = c.userId
-        ? ((await broker.call(
-            "workspaces.memberUserIds",
-            { workspaceId, userIds: [c.userId] },
-            meta,
-          )) as string[])
+        ? await systemCall<string[]>(broker, workspaceId, "workspaces.memberUserIds", {
+            workspaceId,
+            userIds: [c.userId],
+          })
         : (
-            (await broker.call("workspaces.listMembers", { workspaceId }, meta)) as Array<{
-              userId: string;
-              role: string;
-            }>
+            await systemCall<
+              Array<{
+                userId: string;
+                role: string;
+              }>
+            >(broker, workspaceId, "workspaces.listMembers", { workspaceId })
           )
             .filter((m) => m.role === c.role)
             .map((m) => m.userId);
-      const { notified } = (await broker.call(
-        "crm.notifyMembers",
-        {
-          userIds,
-          type: "campaign.notification",
-          title: String(c.message).slice(0, 300),
-          data: { campaignId: e.campaign_id, enrollmentId: e.id, contactId: e.contact_id, nodeId: node.id },
-          dedupeKey: `campaign:${e.id}:${node.id}`,
-        },
-        meta,
-      )) as { notified: number };
+      const { notified } = await systemCall<{ notified: number }>(broker, workspaceId, "crm.notifyMembers", {
+        userIds,
+        type: "campaign.notification",
+        title: String(c.message).slice(0, 300),
+        data: { campaignId: e.campaign_id, enrollmentId: e.id, contactId: e.contact_id, nodeId: node.id },
+        dedupeKey: `campaign:${e.id}:${node.id}`,
+      });
       return `${notified} member(s) notified`;
     }
     default:

@@ -1,7 +1,7 @@
 import type { ServiceBroker } from "moleculer";
-import { SYSTEM } from "../../lib/access";
 import type { Fact } from "../../lib/outbox";
 import { isServiceAvailable } from "../../lib/registry";
+import { systemCall } from "../../lib/system-call";
 
 /**
  * What every contact write (API, import, ingest, merge, bulk, GDPR delete)
@@ -33,11 +33,9 @@ export async function evaluateSegments(
 ): Promise<void> {
   if (!contactIds.length || !isServiceAvailable(broker, "segments")) return;
   for (let i = 0; i < contactIds.length; i += EVALUATE_BATCH) {
-    await broker.call(
-      "segments.evaluateContacts",
-      { contactIds: contactIds.slice(i, i + EVALUATE_BATCH) },
-      { meta: { principal: SYSTEM, workspaceId } },
-    );
+    await systemCall(broker, workspaceId, "segments.evaluateContacts", {
+      contactIds: contactIds.slice(i, i + EVALUATE_BATCH),
+    });
   }
 }
 

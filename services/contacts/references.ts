@@ -1,7 +1,7 @@
 import type { ServiceBroker } from "moleculer";
-import { SYSTEM } from "../../lib/access";
 import { notFound, type FieldIssue } from "../../lib/errors";
 import { isServiceAvailable } from "../../lib/registry";
+import { systemCall } from "../../lib/system-call";
 import type { ContactWrite } from "./fields";
 
 type References = Pick<ContactWrite, "companyId" | "ownerId">;
@@ -25,18 +25,16 @@ export async function referenceIssues(
 ): Promise<Array<FieldIssue | null>> {
   const companyIds = distinct(writes.map((w) => w.companyId));
   const ownerIds = distinct(writes.map((w) => w.ownerId));
-  const meta = { principal: SYSTEM, workspaceId };
   // Without a companies service no company exists: every companyId is unknown.
   const [companies, owners] = await Promise.all([
     companyIds.length && isServiceAvailable(broker, "companies")
-      ? broker.call<string[], { ids: string[] }>("companies.existingIds", { ids: companyIds }, { meta })
+      ? systemCall<string[]>(broker, workspaceId, "companies.existingIds", { ids: companyIds })
       : [],
     ownerIds.length
-      ? broker.call<string[], { workspaceId: string; userIds: string[] }>(
-          "workspaces.memberUserIds",
-          { workspaceId, userIds: ownerIds },
-          { meta },
-        )
+      ? systemCall<string[]>(broker, workspaceId, "workspaces.memberUserIds", {
+          workspaceId,
+          userIds: ownerIds,
+        })
       : [],
   ]);
   const knownCompanies = new Set(companies);

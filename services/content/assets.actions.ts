@@ -1,11 +1,11 @@
 import { Readable } from "node:stream";
-import { SYSTEM } from "../../lib/access";
 import { config } from "../../lib/config";
 import { defineAction, defineMixin } from "../../lib/define-service";
 import { forbidden, found, notFound, rangeNotSatisfiable, validationError } from "../../lib/errors";
 import type { AppContext } from "../../lib/moleculer-types";
 import { pageRequest } from "../../lib/pagination";
 import { isServiceAvailable } from "../../lib/registry";
+import { systemCall } from "../../lib/system-call";
 import { WORKSPACE_DELETED_EVENT, workspaceOf } from "../../lib/tenancy";
 import { linkedContact } from "../messages/links";
 import { downloadHeaders, requestedRange } from "./asset-file";
@@ -220,11 +220,11 @@ export const assetActions = defineMixin({
           if (!head && (!range || range.start === 0)) {
             await repo.countDownload(asset.workspaceId, asset.id);
             if (contactId && isServiceAvailable(ctx.broker, "events"))
-              await ctx.call(
-                "events.record",
-                { type: "asset.downloaded", contactId, metadata: { assetId: asset.id, name: asset.name } },
-                { meta: { principal: SYSTEM, workspaceId: asset.workspaceId } },
-              );
+              await systemCall(ctx, asset.workspaceId, "events.record", {
+                type: "asset.downloaded",
+                contactId,
+                metadata: { assetId: asset.id, name: asset.name },
+              });
           }
         } catch (err) {
           file?.destroy();

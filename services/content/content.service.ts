@@ -1,4 +1,3 @@
-import { SYSTEM } from "../../lib/access";
 import { config } from "../../lib/config";
 import { defineAction, defineService } from "../../lib/define-service";
 import { found, notFound } from "../../lib/errors";
@@ -6,6 +5,7 @@ import type { AppContext } from "../../lib/moleculer-types";
 import { renderPage } from "../../lib/pages";
 import { pageRequest } from "../../lib/pagination";
 import { isServiceAvailable } from "../../lib/registry";
+import { systemCall } from "../../lib/system-call";
 import { workspaceOf } from "../../lib/tenancy";
 import { DatabaseMixin } from "../../mixins/database.mixin";
 import { assetActions } from "./assets.actions";
@@ -31,11 +31,7 @@ async function formMarkup(
 ): Promise<Record<string, string>> {
   const formIds = formIdsIn(html);
   if (!formIds.length || !isServiceAvailable(ctx.broker, "forms")) return {};
-  return (await ctx.call(
-    "forms.markup",
-    { formIds },
-    { meta: { principal: SYSTEM, workspaceId } },
-  )) as Record<string, string>;
+  return await systemCall<Record<string, string>>(ctx, workspaceId, "forms.markup", { formIds });
 }
 
 /**
@@ -140,16 +136,12 @@ export default defineService({
           landingPageToken(page.workspaceId, page.id),
         );
         if (visit && isServiceAvailable(ctx.broker, "events"))
-          await ctx.call(
-            "events.record",
-            {
-              type: "page_view",
-              metadata: { landingPageId: page.id, title: page.title },
-              pageUrl: `${publicUrl()}/p/${ctx.params.workspaceSlug}/${ctx.params.slug}`,
-              ...(ctx.meta.referrer ? { referrer: ctx.meta.referrer.slice(0, 2048) } : {}),
-            },
-            { meta: { principal: SYSTEM, workspaceId: page.workspaceId } },
-          );
+          await systemCall(ctx, page.workspaceId, "events.record", {
+            type: "page_view",
+            metadata: { landingPageId: page.id, title: page.title },
+            pageUrl: `${publicUrl()}/p/${ctx.params.workspaceSlug}/${ctx.params.slug}`,
+            ...(ctx.meta.referrer ? { referrer: ctx.meta.referrer.slice(0, 2048) } : {}),
+          });
         ctx.meta.$responseType = "text/html; charset=utf-8";
         ctx.meta.$responseHeaders = LANDING_PAGE_HEADERS;
         return html;

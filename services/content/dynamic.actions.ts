@@ -1,9 +1,9 @@
-import { SYSTEM } from "../../lib/access";
 import { defineAction } from "../../lib/define-service";
 import type { AppContext } from "../../lib/moleculer-types";
 import { validationError } from "../../lib/errors";
 import { pageRequest } from "../../lib/pagination";
 import { isServiceAvailable } from "../../lib/registry";
+import { systemCall } from "../../lib/system-call";
 import { workspaceOf } from "../../lib/tenancy";
 import { validateFilter } from "../segments/filter-schema";
 import { results, schemas } from "./content.schemas";
@@ -25,11 +25,15 @@ export async function slotsFor(
   return contentFor(defined, ids, async (filter, undecided) => {
     const known = undecided.filter(Boolean);
     if (!canMatch || !known.length) return [];
-    const { contactIds: matched } = (await ctx.call(
+    const { contactIds: matched } = await systemCall<{ contactIds: string[] }>(
+      ctx,
+      ws,
       "segments.matchingContacts",
-      { contactIds: known, filter },
-      { meta: { principal: SYSTEM, workspaceId: ws } },
-    )) as { contactIds: string[] };
+      {
+        contactIds: known,
+        filter,
+      },
+    );
     return matched;
   });
 }

@@ -1,6 +1,5 @@
 import { LRUCache } from "lru-cache";
 import type { ServiceBroker } from "moleculer";
-import { SYSTEM } from "../../lib/access";
 import { config } from "../../lib/config";
 import { sha256Hex } from "../../lib/crypto";
 import { defineAction, defineMixin, type ServiceThis } from "../../lib/define-service";
@@ -9,6 +8,7 @@ import type { AppContext } from "../../lib/moleculer-types";
 import { consume } from "../../lib/rate-limit";
 import { RefusedOrigins } from "../../lib/refused-origins";
 import { isServiceAvailable } from "../../lib/registry";
+import { systemCall } from "../../lib/system-call";
 import { VersionedCache } from "../../lib/versioned-cache";
 import { linkedContact } from "../messages/links";
 import { results, schemas } from "./content.schemas";
@@ -54,11 +54,7 @@ async function siteOf(
   if (!key) throw unauthorized("The site key is missing (?key=)");
   let lookup = sites.get(key);
   if (!lookup) {
-    lookup = ctx.call(
-      "workspaces.bySiteKey",
-      { siteKey: key },
-      { meta: { principal: SYSTEM } },
-    ) as Promise<ScriptSite>;
+    lookup = systemCall<ScriptSite>(ctx, undefined, "workspaces.bySiteKey", { siteKey: key });
     sites.set(key, lookup);
     const kept = lookup;
     kept.catch(() => sites.peek(key) === kept && sites.delete(key));
@@ -83,8 +79,6 @@ async function siteOf(
 const visitorOf = (site: ScriptSite, token: string | undefined) =>
   linkedContact(token, ["visitor"], site.workspaceId);
 
-const scoped = (site: ScriptSite) => ({ meta: { principal: SYSTEM, workspaceId: site.workspaceId } });
-
 /** A focus item as the script takes it (its segment rule applied by the service). */
 const scriptItem = (i: FocusItemView) => ({
   id: i.id,
@@ -105,11 +99,15 @@ async function memberships(
 ) {
   if (!contactId || !segmentIds.length || !isServiceAvailable(ctx.broker, "segments"))
     return new Set<string>();
-  const { segmentIds: member } = (await ctx.call(
+  const { segmentIds: member } = await systemCall<{ segmentIds: string[] }>(
+    ctx,
+    workspaceId,
     "segments.memberOf",
-    { contactId, segmentIds },
-    { meta: { principal: SYSTEM, workspaceId } },
-  )) as { segmentIds: string[] };
+    {
+      contactId,
+      segmentIds,
+    },
+  );
   return new Set(member);
 }
 
@@ -143,10 +141,12 @@ function configAnswer(site: Omit<SiteConfig, "anonymous">, member: Set<string>):
 async function loadSiteConfig(broker: ServiceBroker, workspaceId: string): Promise<SiteConfig> {
   const items = await focus.activeItems(workspaceId);
   const forms = isServiceAvailable(broker, "forms")
-    ? ((await broker.call("forms.active", {}, { meta: { principal: SYSTEM, workspaceId } })) as Array<{
-        id: string;
-        name: string;
-      }>)
+    ? await systemCall<
+        Array<{
+          id: string;
+          name: string;
+        }>
+      >(broker, workspaceId, "forms.active", {})
     : [];
   const site = {
     items,
@@ -242,12 +242,16 @@ export const scriptActions = defineMixin<ScriptService>({
         if (!meta || typeof meta !== "object" || Array.isArray(meta))
           throw fieldError("metadata", "must be a JSON object");
         if (contactId && fields.sessionId)
-          await ctx.call("events.claimSession", { sessionId: fields.sessionId, contactId }, scoped(site));
-        const event = (await ctx.call(
-          "events.record",
-          { type, contactId, metadata: meta, ...fields },
-          scoped(site),
-        )) as { id: string };
+          await systemCall(ctx, site.workspaceId, "events.claimSession", {
+            sessionId: fields.sessionId,
+            contactId,
+          });
+        const event = await systemCall<{ id: string }>(ctx, site.workspaceId, "events.record", {
+          type,
+          contactId,
+          metadata: meta,
+          ...fields,
+        });
         const counter = FOCUS_COUNTERS[type as keyof typeof FOCUS_COUNTERS];
         const focusItemId = (meta as { focusItemId?: unknown }).focusItemId;
         if (counter && typeof focusItemId === "string")
@@ -338,9 +342,12 @@ export const scriptActions = defineMixin<ScriptService>({
         const contactId = visitorOf(site, ctx.params.visitorToken);
         if (!contactId) return { fields: {} };
         ctx.meta.$responseHeaders = { ...ctx.meta.$responseHeaders, "Cache-Control": "no-store" };
-        return ctx.call("forms.prefill", { formId: ctx.params.formId, contactId }, scoped(site)) as Promise<{
+        return systemCall<{
           fields: Record<string, unknown>;
-        }>;
+        }>(ctx, site.workspaceId, "forms.prefill", {
+          formId: ctx.params.formId,
+          contactId,
+        });
       },
     }),
   },

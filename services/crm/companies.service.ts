@@ -1,9 +1,9 @@
 import { Type } from "@sinclair/typebox";
-import { SYSTEM } from "../../lib/access";
 import { actingUserId, audit } from "../../lib/audit";
 import { defineAction, defineService } from "../../lib/define-service";
 import { found, notFound } from "../../lib/errors";
 import { pageRequest } from "../../lib/pagination";
+import { systemCall } from "../../lib/system-call";
 import { workspaceOf } from "../../lib/tenancy";
 import { DatabaseMixin } from "../../mixins/database.mixin";
 import * as repo from "./companies.repo";
@@ -97,11 +97,7 @@ export default defineService({
         const deleted = await repo.deleteCompany(ws, ctx.params.companyId);
         // The contacts area writes its own rows (it may run on another node); unlinking also when the company is
         // already gone lets a retry finish an unlink that failed after the delete.
-        await ctx.broker.call(
-          "contacts.unlinkCompany",
-          { companyId: ctx.params.companyId },
-          { meta: { principal: SYSTEM, workspaceId: ws } },
-        );
+        await systemCall(ctx, ws, "contacts.unlinkCompany", { companyId: ctx.params.companyId });
         if (!deleted) throw notFound("Company");
         await audit(ctx, "company.deleted", { type: "company", id: ctx.params.companyId });
         return { success: true as const };

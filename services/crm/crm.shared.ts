@@ -1,6 +1,6 @@
-import { SYSTEM } from "../../lib/access";
 import { fieldError, notFound } from "../../lib/errors";
 import type { AppContext } from "../../lib/moleculer-types";
+import { systemCall } from "../../lib/system-call";
 import { existingCompanyIds } from "./companies.repo";
 import { findDeal } from "./deals.repo";
 
@@ -36,11 +36,9 @@ export async function assertReferences(
 ) {
   const { contactId, companyId, dealId } = refs;
   if (contactId !== null && contactId !== undefined) {
-    const found = (await ctx.broker.call(
-      "contacts.existingIds",
-      { ids: [contactId] },
-      { meta: { principal: SYSTEM, workspaceId } },
-    )) as string[];
+    const found = await systemCall<string[]>(ctx, workspaceId, "contacts.existingIds", {
+      ids: [contactId],
+    });
     if (!found.length) throw notFound("Contact");
   }
   if (

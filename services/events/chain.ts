@@ -1,8 +1,8 @@
 import type { ServiceBroker } from "moleculer";
-import { SYSTEM } from "../../lib/access";
 import { notFound } from "../../lib/errors";
 import type { AppContext } from "../../lib/moleculer-types";
 import { isServiceAvailable } from "../../lib/registry";
+import { systemCall } from "../../lib/system-call";
 import { workspaceOf } from "../../lib/tenancy";
 import { probeVersions, type Versions } from "../../lib/versioned-cache";
 import { insertEvent } from "./events.repo";
@@ -44,33 +44,30 @@ export async function runChain(
   event: EventRecord,
   configVersions?: Versions,
 ): Promise<string[]> {
-  const opts = { meta: { principal: SYSTEM, workspaceId, configVersions } };
+  const call = (action: string, params: object) =>
+    systemCall(ctx, workspaceId, action, params, { configVersions });
   const ran: string[] = [];
   if (event.contactId && isServiceAvailable(broker, "segments")) {
     // The event type rides along so segments need not read the event back.
-    await ctx.call(
-      "segments.evaluateContact",
-      { contactId: event.contactId, eventId: event.id, eventType: event.type },
-      opts,
-    );
+    await call("segments.evaluateContact", {
+      contactId: event.contactId,
+      eventId: event.id,
+      eventType: event.type,
+    });
     ran.push("segments.evaluateContact");
   }
   if (isServiceAvailable(broker, "campaigns")) {
-    await ctx.call("campaigns.handleEvent", { ...event }, opts);
+    await call("campaigns.handleEvent", { ...event });
     ran.push("campaigns.handleEvent");
   }
   if (event.contactId && isServiceAvailable(broker, "scoring")) {
-    await ctx.call(
-      "scoring.applyEvent",
-      {
-        eventId: event.id,
-        contactId: event.contactId,
-        type: event.type,
-        metadata: event.metadata,
-        timestamp: event.timestamp,
-      },
-      opts,
-    );
+    await call("scoring.applyEvent", {
+      eventId: event.id,
+      contactId: event.contactId,
+      type: event.type,
+      metadata: event.metadata,
+      timestamp: event.timestamp,
+    });
     ran.push("scoring.applyEvent");
   }
   return ran;

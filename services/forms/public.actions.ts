@@ -1,12 +1,12 @@
 import fs from "node:fs";
 import path from "node:path";
-import { SYSTEM } from "../../lib/access";
 import { defineAction, defineMixin, type ServiceThis } from "../../lib/define-service";
 import { notFound, type ErrorData, type FieldIssue } from "../../lib/errors";
 import type { AppContext } from "../../lib/moleculer-types";
 import { prefersHtml, renderPage, renderPartial } from "../../lib/pages";
 import { PUBLIC_DIR } from "../../lib/paths";
 import { RefusedOrigins } from "../../lib/refused-origins";
+import { systemCall } from "../../lib/system-call";
 import { workspaceOf } from "../../lib/tenancy";
 import * as repo from "./forms.repo";
 import { results, schemas, type FormView } from "./forms.schemas";
@@ -205,11 +205,10 @@ export const publicActions = defineMixin<ServiceThis<PublicFormsState>>({
         const ws = workspaceOf(ctx);
         const form = await repo.findForm(ws, ctx.params.formId);
         if (!form?.active) throw notFound("Form");
-        const contact = (await ctx.call(
-          "contacts.get",
-          { workspaceId: ws, contactId: ctx.params.contactId },
-          { meta: { principal: SYSTEM, workspaceId: ws } },
-        )) as Record<string, unknown>;
+        const contact = await systemCall<Record<string, unknown>>(ctx, ws, "contacts.get", {
+          workspaceId: ws,
+          contactId: ctx.params.contactId,
+        });
         return { fields: prefillOf(form.fields, contact) };
       },
     }),

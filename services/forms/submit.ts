@@ -1,10 +1,10 @@
 import type { ServiceBroker } from "moleculer";
 import type { AppContext } from "../../lib/moleculer-types";
-import { SYSTEM } from "../../lib/access";
 import { forbidden, validationError, type ErrorData } from "../../lib/errors";
 import { newId } from "../../lib/crypto";
 import { ownOrListedOrigin } from "../../lib/origins";
 import { consume } from "../../lib/rate-limit";
+import { systemCall } from "../../lib/system-call";
 import { assetDownloadUrl, confirmUrl, signLinkToken } from "../messages/links";
 import { contactWriteOf, readSubmission } from "./form-fields";
 import * as repo from "./forms.repo";
@@ -33,11 +33,9 @@ export interface Visitor {
 
 /** The workspace's `allowedOrigins`: the sites that may post its forms and be sent to after. */
 export async function allowedOriginsOf(ctx: AppContext, workspaceId: string): Promise<string[] | null> {
-  const workspace = (await ctx.call(
-    "workspaces.get",
-    { workspaceId },
-    { meta: { principal: SYSTEM, workspaceId } },
-  )) as { settings?: { allowedOrigins?: string[] | null } };
+  const workspace = await systemCall<{
+    settings?: { allowedOrigins?: string[] | null };
+  }>(ctx, workspaceId, "workspaces.get", { workspaceId });
   return workspace.settings?.allowedOrigins ?? null;
 }
 
@@ -63,7 +61,7 @@ export function redirectAllowed(url: string, allowedOrigins: string[] | null | u
 }
 
 const call = <T>(broker: ServiceBroker, workspaceId: string, action: string, params: object) =>
-  broker.call(action, params, { meta: { principal: SYSTEM, workspaceId } }) as Promise<T>;
+  systemCall<T>(broker, workspaceId, action, params);
 
 export async function submitForm(
   broker: ServiceBroker,

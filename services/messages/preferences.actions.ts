@@ -1,11 +1,11 @@
 import { Type } from "@sinclair/typebox";
-import { SYSTEM } from "../../lib/access";
 import { defineAction } from "../../lib/define-service";
 import type { AppContext } from "../../lib/moleculer-types";
 import { prefersHtml, renderPage } from "../../lib/pages";
 import { isServiceAvailable } from "../../lib/registry";
 import { Nullable, Params, StringEnum } from "../../lib/schema";
 import { type Channel, CHANNELS } from "../../lib/channels";
+import { systemCall } from "../../lib/system-call";
 import { preferencesUrl, signLinkToken, verifyLinkToken, type LinkClaims, type LinkType } from "./links";
 
 /**
@@ -58,10 +58,6 @@ interface Workspace {
   settings?: { topics?: Array<{ key: string; name: string }>; confirmRedirectUrl?: string };
 }
 
-function scoped(claims: LinkClaims) {
-  return { meta: { principal: SYSTEM, workspaceId: claims.ws } };
-}
-
 /**
  * The channels the preference centre offers: those the workspace can send
  * on. Email always (with no provider the log provider sends, contract 4);
@@ -69,7 +65,7 @@ function scoped(claims: LinkClaims) {
  */
 async function sendableChannels(ctx: AppContext, claims: LinkClaims): Promise<Channel[]> {
   const configured = isServiceAvailable(ctx.broker, "providers")
-    ? ((await ctx.call("providers.configuredChannels", {}, scoped(claims))) as string[])
+    ? await systemCall<string[]>(ctx, claims.ws, "providers.configuredChannels", {})
     : [];
   return CHANNELS.filter((c) => c === "email" || configured.includes(c));
 }
@@ -79,12 +75,11 @@ async function load(
   claims: LinkClaims,
 ): Promise<{ contact: Contact; workspace: Workspace; channels: Channel[] }> {
   const [contact, workspace, channels] = await Promise.all([
-    ctx.call(
-      "contacts.get",
-      { workspaceId: claims.ws, contactId: claims.sub },
-      scoped(claims),
-    ) as Promise<Contact>,
-    ctx.call("workspaces.get", { workspaceId: claims.ws }, scoped(claims)) as Promise<Workspace>,
+    systemCall<Contact>(ctx, claims.ws, "contacts.get", {
+      workspaceId: claims.ws,
+      contactId: claims.sub,
+    }),
+    systemCall<Workspace>(ctx, claims.ws, "workspaces.get", { workspaceId: claims.ws }),
     sendableChannels(ctx, claims),
   ]);
   return { contact, workspace, channels };
@@ -224,16 +219,12 @@ export const preferenceActions = {
         const oneClick = ctx.params["List-Unsubscribe"] === "One-Click";
         const channel = ctx.params.channel === "all" ? "all" : (claims.ch ?? "email");
         const { workspace } = await load(ctx, claims);
-        await ctx.call(
-          "contacts.applyPreferences",
-          {
-            contactId: claims.sub,
-            ...(channel === "all" ? { all: "opted_out" } : { channels: { [channel]: "opted_out" } }),
-            source: oneClick ? "one_click" : "link",
-            messageId: claims.mid ?? null,
-          },
-          scoped(claims),
-        );
+        await systemCall(ctx, claims.ws, "contacts.applyPreferences", {
+          contactId: claims.sub,
+          ...(channel === "all" ? { all: "opted_out" } : { channels: { [channel]: "opted_out" } }),
+          source: oneClick ? "one_click" : "link",
+          messageId: claims.mid ?? null,
+        });
         if (!prefersHtml(ctx.meta.accept)) return { success: true as const, channel };
         return renderPage(ctx, "unsubscribed", {
           title: "Unsubscribed",
@@ -309,7 +300,9 @@ export const preferenceActions = {
         const wanted = Object.fromEntries(
           Object.entries(ctx.params.channels ?? {}).filter(([c]) => channels.includes(c as Channel)),
         );
-        const { contact } = (await ctx.call(
+        const { contact } = await systemCall<{ contact: Contact }>(
+          ctx,
+          claims.ws,
           "contacts.applyPreferences",
           {
             contactId: claims.sub,
@@ -318,8 +311,7 @@ export const preferenceActions = {
             source: "preference_centre",
             messageId: claims.mid ?? null,
           },
-          scoped(claims),
-        )) as { contact: Contact };
+        );
         return preferencesOf(contact, workspace, channels);
       },
     }),
@@ -345,19 +337,14 @@ export const preferenceActions = {
         const claims = await claimsOr(ctx, ctx.params.token, ["confirm"]);
         if (typeof claims === "string") return claims;
         const { workspace } = await load(ctx, claims);
-        await ctx.call(
-          "contacts.applyPreferences",
-          {
-            contactId: claims.sub,
-            channels: { [claims.ch ?? "email"]: "opted_in" },
-            source: claims.src ?? "form",
-          },
-          scoped(claims),
-        );
+        await systemCall(ctx, claims.ws, "contacts.applyPreferences", {
+          contactId: claims.sub,
+          channels: { [claims.ch ?? "email"]: "opted_in" },
+          source: claims.src ?? "form",
+        });
         const formRedirect =
           claims.fid && isServiceAvailable(ctx.broker, "forms")
-            ? ((await ctx.call("forms.confirmRedirect", { formId: claims.fid }, scoped(claims))) as
-                string | null)
+            ? await systemCall<string | null>(ctx, claims.ws, "forms.confirmRedirect", { formId: claims.fid })
             : null;
         const redirect = formRedirect ?? workspace.settings?.confirmRedirectUrl;
         if (typeof redirect === "string" && /^https?:\/\//.test(redirect)) {

@@ -1,10 +1,10 @@
 import type { ServiceBroker } from "moleculer";
-import { SYSTEM } from "../../lib/access";
 import type { ProviderEvent } from "../providers/callbacks";
 import * as repo from "./messages.repo";
 import type { MessageRow } from "./messages.repo";
 import * as events from "./provider-events.repo";
 import { recordActivity } from "./tracking";
+import { systemCall } from "../../lib/system-call";
 
 /**
  * What a provider's callback does to a message (contracts 3 and 7): status
@@ -71,11 +71,12 @@ export async function applyPending(
 }
 
 async function applyOne(broker: ServiceBroker, row: MessageRow, event: StatusEvent): Promise<void> {
-  const meta = { meta: { principal: SYSTEM, workspaceId: row.workspace_id } };
   if (event.kind === "opened" || event.kind === "clicked") {
-    const workspace = (await broker.call("workspaces.get", { workspaceId: row.workspace_id }, meta)) as {
+    const workspace = await systemCall<{
       settings?: { tracking?: { opens?: boolean; clicks?: boolean } | null };
-    };
+    }>(broker, row.workspace_id, "workspaces.get", {
+      workspaceId: row.workspace_id,
+    });
     const tracking = workspace.settings?.tracking ?? {};
     if ((event.kind === "opened" ? tracking.opens : tracking.clicks) !== false) return;
     const updated = event.kind === "opened" ? await repo.recordOpen(row.id) : await repo.recordClick(row.id);
@@ -94,19 +95,19 @@ async function applyOne(broker: ServiceBroker, row: MessageRow, event: StatusEve
     error: event.kind === "delivered" ? null : (event.reason ?? null),
   });
   if (event.kind === "bounced" && event.hard && row.channel === "email")
-    await broker
-      .call(
-        "contacts.dncAdd",
-        { workspaceId: row.workspace_id, type: "email", value: row.to_address, reason: "bounce" },
-        meta,
-      )
-      .catch((err: { code?: number }) => {
-        if (err.code !== 409) throw err; // already on the list
-      });
+    await systemCall(broker, row.workspace_id, "contacts.dncAdd", {
+      workspaceId: row.workspace_id,
+      type: "email",
+      value: row.to_address,
+      reason: "bounce",
+    }).catch((err: { code?: number }) => {
+      if (err.code !== 409) throw err; // already on the list
+    });
   if (event.kind === "complained" && row.contact_id)
-    await broker.call(
-      "contacts.applyPreferences",
-      { contactId: row.contact_id, channels: { email: "opted_out" }, source: "complaint", messageId: row.id },
-      meta,
-    );
+    await systemCall(broker, row.workspace_id, "contacts.applyPreferences", {
+      contactId: row.contact_id,
+      channels: { email: "opted_out" },
+      source: "complaint",
+      messageId: row.id,
+    });
 }

@@ -1,8 +1,8 @@
 import type { Static } from "@sinclair/typebox";
-import { SYSTEM } from "../../lib/access";
 import { newId } from "../../lib/crypto";
 import { fieldError, notFound } from "../../lib/errors";
 import type { AppContext } from "../../lib/moleculer-types";
+import { systemCall } from "../../lib/system-call";
 import { workspaceOf } from "../../lib/tenancy";
 import type { Channel } from "../../lib/channels";
 import { prepareContent } from "../templates/authoring";
@@ -54,9 +54,7 @@ interface Recipient {
 const HOUR_MS = 3_600_000;
 
 function call<T>(ctx: AppContext, action: string, params: object): Promise<T> {
-  return ctx.call(action, params, {
-    meta: { principal: SYSTEM, workspaceId: workspaceOf(ctx) },
-  }) as Promise<T>;
+  return systemCall<T>(ctx, workspaceOf(ctx), action, params);
 }
 
 /** A 404 naming the field when another area does not know the id. */

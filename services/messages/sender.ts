@@ -1,9 +1,9 @@
 import type { LoggerInstance, ServiceBroker } from "moleculer";
-import { SYSTEM } from "../../lib/access";
 import { config } from "../../lib/config";
 import { compose, emailSource, renderableOf, type Renderable } from "../templates/compose";
 import { dynamicSlotsOf, TemplateFault, type Content } from "../templates/render";
 import { isServiceAvailable } from "../../lib/registry";
+import { systemCall } from "../../lib/system-call";
 import type { ResolvedTemplate } from "../templates/templates.schemas";
 import { preferencesUrl, rewriteTextLinks, signLinkToken, trackableTextLinks, unsubscribeUrl } from "./links";
 import * as repo from "./messages.repo";
@@ -153,7 +153,7 @@ export class Sender {
   }
 
   private call<T>(ws: string, action: string, params: object): Promise<T> {
-    return this.broker.call(action, params, { meta: { principal: SYSTEM, workspaceId: ws } }) as Promise<T>;
+    return systemCall<T>(this.broker, ws, action, params);
   }
 
   /**

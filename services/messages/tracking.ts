@@ -1,7 +1,7 @@
 import type { ServiceBroker } from "moleculer";
 import ipaddr from "ipaddr.js";
-import { SYSTEM } from "../../lib/access";
 import { isServiceAvailable } from "../../lib/registry";
+import { systemCall } from "../../lib/system-call";
 import { trackingUrl } from "./links";
 import type { MessageRow } from "./messages.repo";
 
@@ -102,20 +102,16 @@ export async function recordActivity(
   extra: { machine: boolean; url?: string | null },
 ): Promise<void> {
   if (!row.contact_id || !isServiceAvailable(broker, "events")) return;
-  await broker.call(
-    "events.record",
-    {
-      type,
-      contactId: row.contact_id,
-      metadata: {
-        messageId: row.id,
-        campaignId: row.campaign_id,
-        channel: row.channel,
-        templateId: row.template_id,
-        variant: row.variant,
-        ...extra,
-      },
+  await systemCall(broker, row.workspace_id, "events.record", {
+    type,
+    contactId: row.contact_id,
+    metadata: {
+      messageId: row.id,
+      campaignId: row.campaign_id,
+      channel: row.channel,
+      templateId: row.template_id,
+      variant: row.variant,
+      ...extra,
     },
-    { meta: { principal: SYSTEM, workspaceId: row.workspace_id } },
-  );
+  });
 }

@@ -1,11 +1,11 @@
 import type { ServiceBroker } from "moleculer";
-import { SYSTEM } from "../../lib/access";
 import { audit } from "../../lib/audit";
 import { config } from "../../lib/config";
 import { defineAction } from "../../lib/define-service";
 import { invalidSignature, notFound } from "../../lib/errors";
 import type { AppContext } from "../../lib/moleculer-types";
 import { isServiceAvailable } from "../../lib/registry";
+import { systemCall } from "../../lib/system-call";
 import { workspaceOf } from "../../lib/tenancy";
 import type { ProviderChannel } from "../../lib/channels";
 import type { ProviderEvent } from "./callbacks";
@@ -114,10 +114,12 @@ async function receive(ctx: AppContext<{ providerId: string }>, channel: Provide
     events.flatMap((e) => (e.eventId ? [e.eventId] : [])),
   );
   const fresh = events.filter((e) => !e.eventId || !seen.has(e.eventId));
-  const meta = { meta: { principal: SYSTEM, workspaceId: provider.workspace_id } };
   const reports = fresh.filter((e): e is Exclude<ProviderEvent, Inbound> => e.kind !== "inbound");
   if (reports.length)
-    await ctx.call("messages.providerEvents", { providerId: provider.id, events: reports }, meta);
+    await systemCall(ctx, provider.workspace_id, "messages.providerEvents", {
+      providerId: provider.id,
+      events: reports,
+    });
   for (const text of fresh.filter((e): e is Inbound => e.kind === "inbound"))
     await receiveText(ctx.broker, provider, text);
   await repo.markSeen(
@@ -139,56 +141,48 @@ function providerAnswered(provider: CallbackProvider, keyword: string): boolean 
 /** An inbound text: its contact (found by phone, else created), the activity, and a command it may be. */
 async function receiveText(broker: ServiceBroker, provider: CallbackProvider, text: Inbound): Promise<void> {
   const workspaceId = provider.workspace_id;
-  const meta = { meta: { principal: SYSTEM, workspaceId } };
-  const known = (await broker.call("contacts.byAddress", { type: "phone", value: text.from }, meta)) as {
+  const known = await systemCall<{
     id: string;
-  } | null;
+  } | null>(broker, workspaceId, "contacts.byAddress", {
+    type: "phone",
+    value: text.from,
+  });
   const contact =
     known ??
-    ((await broker.call("contacts.create", { workspaceId, phone: text.from }, meta)) as { id: string });
+    (await systemCall<{
+      id: string;
+    }>(broker, workspaceId, "contacts.create", { workspaceId, phone: text.from }));
   if (isServiceAvailable(broker, "events"))
-    await broker.call(
-      "events.record",
-      {
-        type: "sms.message_received",
-        contactId: contact.id,
-        metadata: {
-          providerId: provider.id,
-          threadId: null,
-          from: text.from,
-          to: text.to,
-          text: text.text,
-          providerMessageId: text.providerMessageId,
-        },
+    await systemCall(broker, workspaceId, "events.record", {
+      type: "sms.message_received",
+      contactId: contact.id,
+      metadata: {
+        providerId: provider.id,
+        threadId: null,
+        from: text.from,
+        to: text.to,
+        text: text.text,
+        providerMessageId: text.providerMessageId,
       },
-      meta,
-    );
+    });
   const command = matchCommand((await repo.getCommands(workspaceId)) ?? DEFAULT_COMMANDS, "sms", text.text);
   if (!command) return;
   if (command.action !== "help")
-    await broker.call(
-      "contacts.applyPreferences",
-      {
-        contactId: contact.id,
-        channels: { sms: command.action === "opt_out" ? "opted_out" : "opted_in" },
-        source: command.action === "opt_out" ? "sms_stop" : "sms_start",
-      },
-      meta,
-    );
+    await systemCall(broker, workspaceId, "contacts.applyPreferences", {
+      contactId: contact.id,
+      channels: { sms: command.action === "opt_out" ? "opted_out" : "opted_in" },
+      source: command.action === "opt_out" ? "sms_stop" : "sms_start",
+    });
   // The confirmation a carrier requires, even to a number that just opted out: transactional. Not
   // when the provider has answered the keyword itself: the person would get two.
   if (command.reply && !providerAnswered(provider, command.keyword))
-    await broker.call(
-      "messages.create",
-      {
-        workspaceId,
-        contactId: contact.id,
-        to: text.from,
-        channel: "sms",
-        content: { body: command.reply },
-        transactional: true,
-        providerId: provider.id,
-      },
-      meta,
-    );
+    await systemCall(broker, workspaceId, "messages.create", {
+      workspaceId,
+      contactId: contact.id,
+      to: text.from,
+      channel: "sms",
+      content: { body: command.reply },
+      transactional: true,
+      providerId: provider.id,
+    });
 }

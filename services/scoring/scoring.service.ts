@@ -1,5 +1,4 @@
 import type { Context } from "moleculer";
-import { SYSTEM } from "../../lib/access";
 import { actingUserId } from "../../lib/audit";
 import { defineAction, defineService, type ServiceThis } from "../../lib/define-service";
 import { found, notFound } from "../../lib/errors";
@@ -7,6 +6,7 @@ import { startJob } from "../../lib/jobs";
 import type { AppMeta } from "../../lib/moleculer-types";
 import { pageRequest } from "../../lib/pagination";
 import { isServiceAvailable } from "../../lib/registry";
+import { systemCall } from "../../lib/system-call";
 import { workspaceOf } from "../../lib/tenancy";
 import { BackgroundMixin } from "../../mixins/background";
 import { DatabaseMixin } from "../../mixins/database.mixin";
@@ -98,11 +98,7 @@ export default defineService<ScoringService>({
           async (progress) => {
             const result = await engine.recalculate(ws, progress);
             if (isServiceAvailable(this.broker, "segments")) {
-              await this.broker.call(
-                "segments.recomputeScoreSegments",
-                {},
-                { meta: { principal: SYSTEM, workspaceId: ws } },
-              );
+              await systemCall(this.broker, ws, "segments.recomputeScoreSegments", {});
             }
             return result;
           },
@@ -238,20 +234,19 @@ export default defineService<ScoringService>({
     async scoreChanged(ctx: Ctx, ws: string, contactId: string, eventId?: string) {
       if (!isServiceAvailable(this.broker, "segments")) return;
       // The event's chain probed the definitions' versions once; the score segments are read at those too.
-      const { configVersions } = ctx.meta;
-      await ctx.call(
+      await systemCall(
+        ctx,
+        ws,
         "segments.evaluateContact",
         { contactId, eventId, scoreChanged: true },
-        { meta: { principal: SYSTEM, workspaceId: ws, configVersions } },
+        { configVersions: ctx.meta.configVersions },
       );
     },
 
     /** Score segments follow many contacts whose score changed (rule saved, decay, contact writes). */
     async scoresChanged(ws: string, contactIds: string[], ctx?: Ctx) {
       if (!contactIds.length || !isServiceAvailable(this.broker, "segments")) return;
-      const opts = { meta: { principal: SYSTEM, workspaceId: ws } };
-      const call = (action: string, params: object) =>
-        ctx ? ctx.call(action, params, opts) : this.broker.call(action, params, opts);
+      const call = (action: string, params: object) => systemCall(ctx ?? this.broker, ws, action, params);
       if (contactIds.length > FULL_RECOMPUTE_ABOVE) {
         await call("segments.recomputeScoreSegments", {});
         return;

@@ -1,10 +1,10 @@
 import type { Context } from "moleculer";
-import { SYSTEM } from "../../lib/access";
 import { actingUserId } from "../../lib/audit";
 import { defineAction, defineService, type ServiceThis } from "../../lib/define-service";
 import { fieldError, found, notFound } from "../../lib/errors";
 import { pageRequest } from "../../lib/pagination";
 import { isServiceAvailable } from "../../lib/registry";
+import { systemCall } from "../../lib/system-call";
 import { workspaceOf } from "../../lib/tenancy";
 import { BackgroundMixin } from "../../mixins/background";
 import { DatabaseMixin } from "../../mixins/database.mixin";
@@ -299,11 +299,7 @@ export default defineService<SegmentsService>({
     /** Contact-condition scoring rules follow a contact change (segments have seen the old score by now). */
     async scoreContactRules(ctx: Context, ws: string, contactIds: string[]) {
       if (!contactIds.length || !isServiceAvailable(this.broker, "scoring")) return;
-      await ctx.call(
-        "scoring.applyContactRules",
-        { contactIds },
-        { meta: { principal: SYSTEM, workspaceId: ws } },
-      );
+      await systemCall(ctx, ws, "scoring.applyContactRules", { contactIds });
     },
 
     announce(

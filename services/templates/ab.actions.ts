@@ -1,7 +1,7 @@
-import { SYSTEM } from "../../lib/access";
 import { defineAction } from "../../lib/define-service";
 import { fieldError, found, notFound } from "../../lib/errors";
 import type { AppContext } from "../../lib/moleculer-types";
+import { systemCall } from "../../lib/system-call";
 import { workspaceOf } from "../../lib/tenancy";
 import { preparePartial } from "./authoring";
 import type { Content } from "./render";
@@ -18,11 +18,7 @@ type VariantCounts = Array<{ variant: string; sent: number; opened: number; clic
 async function abView(ctx: AppContext, templateId: string, ab: AbState | null): Promise<AbView> {
   if (!ab) return { variants: [], metric: "open", winner: null, stats: [] };
   const counts: VariantCounts = messagesAvailable(ctx)
-    ? ((await ctx.call(
-        "messages.variantStats",
-        { templateId },
-        { meta: { principal: SYSTEM, workspaceId: workspaceOf(ctx) } },
-      )) as VariantCounts)
+    ? await systemCall<VariantCounts>(ctx, workspaceOf(ctx), "messages.variantStats", { templateId })
     : [];
   const stats = ab.variants.map((v) => {
     const c = counts.find((x) => x.variant === v.id) ?? { sent: 0, opened: 0, clicked: 0 };

@@ -1,9 +1,9 @@
 import { newId } from "../../lib/crypto";
 import { defineAction, defineService } from "../../lib/define-service";
-import { SYSTEM } from "../../lib/access";
 import { conflict, found, notFound } from "../../lib/errors";
 import { isServiceAvailable } from "../../lib/registry";
 import { pageRequest } from "../../lib/pagination";
+import { systemCall } from "../../lib/system-call";
 import { workspaceOf } from "../../lib/tenancy";
 import { DatabaseMixin } from "../../mixins/database.mixin";
 import { abActions } from "./ab.actions";
@@ -103,11 +103,9 @@ export default defineService({
         const ws = workspaceOf(ctx);
         const { templateId } = ctx.params;
         if (isServiceAvailable(ctx.broker, "campaigns")) {
-          const { campaigns } = (await ctx.call(
-            "campaigns.templateUse",
-            { templateId },
-            { meta: { principal: SYSTEM, workspaceId: ws } },
-          )) as { campaigns: string[] };
+          const { campaigns } = await systemCall<{
+            campaigns: string[];
+          }>(ctx, ws, "campaigns.templateUse", { templateId });
           if (campaigns.length) throw conflict(`The template is in use by campaign ${campaigns.join(", ")}`);
         }
         if (!(await repo.deleteTemplate(ws, templateId))) throw notFound("Template");

@@ -1,7 +1,7 @@
-import { SYSTEM } from "../../lib/access";
 import { found } from "../../lib/errors";
 import type { AppContext } from "../../lib/moleculer-types";
 import { isServiceAvailable } from "../../lib/registry";
+import { systemCall } from "../../lib/system-call";
 import { workspaceOf } from "../../lib/tenancy";
 import { renderableOf, SAMPLE_CONTACT, type Renderable } from "./compose";
 import { dynamicSlotsOf } from "./render";
@@ -26,13 +26,13 @@ interface WorkspaceInfo {
 /** What a render needs from other areas: the workspace, the contact (or the sample one) and its dynamic content. */
 export async function renderContext(ctx: AppContext, contactId?: string, template?: Renderable) {
   const ws = workspaceOf(ctx);
-  const meta = { meta: { principal: SYSTEM, workspaceId: ws } };
   const [workspace, contact] = await Promise.all([
-    ctx.call("workspaces.get", { workspaceId: ws }, meta) as Promise<WorkspaceInfo>,
+    systemCall<WorkspaceInfo>(ctx, ws, "workspaces.get", { workspaceId: ws }),
     contactId
-      ? (ctx.call("contacts.get", { workspaceId: ws, contactId }, meta) as Promise<
-          Record<string, unknown> & { id: string }
-        >)
+      ? systemCall<Record<string, unknown> & { id: string }>(ctx, ws, "contacts.get", {
+          workspaceId: ws,
+          contactId,
+        })
       : Promise.resolve(SAMPLE_CONTACT),
   ]);
   const defaultLocale =
@@ -41,10 +41,10 @@ export async function renderContext(ctx: AppContext, contactId?: string, templat
   const dynamic =
     slots.length && isServiceAvailable(ctx.broker, "content")
       ? (
-          (await ctx.call("content.dynamicFor", { contactIds: [contact.id], slots }, meta)) as Record<
-            string,
-            Record<string, string>
-          >
+          await systemCall<Record<string, Record<string, string>>>(ctx, ws, "content.dynamicFor", {
+            contactIds: [contact.id],
+            slots,
+          })
         )[contact.id as string]
       : {};
   return { workspace: { name: workspace.name, slug: workspace.slug }, contact, defaultLocale, dynamic };

@@ -1,10 +1,10 @@
-import { SYSTEM } from "../../lib/access";
 import { sha256Hex } from "../../lib/crypto";
 import { fieldError, forbidden, invalidSignature, notFound, conflict } from "../../lib/errors";
 import type { AppContext } from "../../lib/moleculer-types";
 import * as repo from "./webhooks.repo";
 import type { InboundParams } from "./webhooks.schemas";
 import { open } from "../../lib/secret-box";
+import { systemCall } from "../../lib/system-call";
 import { verifyInbound } from "./signature";
 
 /**
@@ -55,11 +55,11 @@ export async function receiveInbound(
     if (!params.type) throw fieldError("type", "is required");
     const workspaceId = endpoint.workspace_id;
     const contactId = await resolveContact(ctx, workspaceId, params);
-    const event = (await ctx.call(
-      "events.record",
-      { type: params.type, contactId, metadata: params.metadata ?? {} },
-      { meta: { principal: SYSTEM, workspaceId } },
-    )) as { id: string };
+    const event = await systemCall<{ id: string }>(ctx, workspaceId, "events.record", {
+      type: params.type,
+      contactId,
+      metadata: params.metadata ?? {},
+    });
     const { type, email, contactId: givenContactId, firstName, lastName, phone, metadata } = params;
     const payload = { type, email, contactId: givenContactId, firstName, lastName, phone, metadata };
     const deliveryId = await repo.insertInboundDelivery(
@@ -88,9 +88,10 @@ async function resolveContact(
   workspaceId: string,
   params: InboundParams,
 ): Promise<string | null> {
-  const meta = { principal: SYSTEM, workspaceId };
   if (params.contactId) {
-    const found = (await ctx.call("contacts.existingIds", { ids: [params.contactId] }, { meta })) as string[];
+    const found = await systemCall<string[]>(ctx, workspaceId, "contacts.existingIds", {
+      ids: [params.contactId],
+    });
     if (found.length) return params.contactId;
   }
   const email = params.email?.trim().toLowerCase();
@@ -98,13 +99,9 @@ async function resolveContact(
     if (params.contactId) throw notFound("Contact");
     return null;
   }
-  const { contactId } = (await ctx.call(
-    "contacts.identify",
-    {
-      contact: { email, firstName: params.firstName, lastName: params.lastName, phone: params.phone },
-      source: "webhook",
-    },
-    { meta },
-  )) as { contactId: string };
+  const { contactId } = await systemCall<{ contactId: string }>(ctx, workspaceId, "contacts.identify", {
+    contact: { email, firstName: params.firstName, lastName: params.lastName, phone: params.phone },
+    source: "webhook",
+  });
   return contactId;
 }

@@ -1,3 +1,4 @@
+import { QueryTypes } from "sequelize";
 import { SYSTEM } from "../../../lib/access";
 import { database } from "../../../lib/database";
 import { insertBroadcast } from "../../../services/campaigns/broadcasts.repo";
@@ -82,6 +83,13 @@ test("a segment broadcast sends through every check of the send path; the job sa
     type: "campaigns.broadcast",
     result: { queued: 1, suppressed: 1, skipped: 1 },
   });
+  // Checking the template is a system call: the owner still started the job, not the system.
+  const [started] = (await (
+    await database()
+  ).query(`SELECT created_by FROM jobs WHERE id = $1`, { bind: [jobId], type: QueryTypes.SELECT })) as Array<{
+    created_by: string | null;
+  }>;
+  expect(started.created_by).toBe(ctx.owner.id);
   const messages = await messagesOf(campaignId);
   expect(messages.map((m) => [m.contactId, m.status === "suppressed" ? m.reason : "sent"]).sort()).toEqual(
     [
