@@ -4,47 +4,34 @@ import { eraseRows, existingTables, rowsOf } from "./related.repo";
 
 /** Where a contact's data lives beyond its row, for its GDPR export and erasure (gdpr.ts). */
 
-const OPTIONAL = [
-  "events",
-  "messages",
-  "short_link_clicks",
-  "form_submissions",
-  "score_history",
-  "deals",
-  "tasks",
-  "segment_members",
-  "contact_notes",
-  "contact_stage_history",
-];
+/** Each section of the export: its table and the order of its rows (newest first). */
+const SECTIONS = {
+  events: ["events", "t.timestamp DESC, t.id DESC"],
+  messages: ["messages", "t.created_at DESC, t.id DESC"],
+  linkClicks: ["short_link_clicks", "t.last_at DESC"],
+  notes: ["contact_notes", "t.created_at DESC, t.id DESC"],
+  formSubmissions: ["form_submissions", "t.created_at DESC, t.id DESC"],
+  scores: ["score_history", "t.created_at DESC, t.id DESC"],
+  stageHistory: ["contact_stage_history", "t.created_at DESC, t.id DESC"],
+  deals: ["deals", "t.created_at DESC, t.id DESC"],
+  tasks: ["tasks", "t.created_at DESC, t.id DESC"],
+  segments: ["segment_members", "t.entered_at DESC"],
+} as const;
 
-/** The contact's rows in each of those tables, newest first (empty where a table does not exist yet). */
-export async function contactRowsElsewhere(contactId: string) {
-  const present = await existingTables(OPTIONAL);
-  const [events, messages, linkClicks, notes, formSubmissions, scores, stageHistory, deals, tasks, segments] =
-    await Promise.all([
-      rowsOf("events", contactId, "t.timestamp DESC, t.id DESC", present),
-      rowsOf("messages", contactId, "t.created_at DESC, t.id DESC", present),
-      rowsOf("short_link_clicks", contactId, "t.last_at DESC", present),
-      rowsOf("contact_notes", contactId, "t.created_at DESC, t.id DESC", present),
-      rowsOf("form_submissions", contactId, "t.created_at DESC, t.id DESC", present),
-      rowsOf("score_history", contactId, "t.created_at DESC, t.id DESC", present),
-      rowsOf("contact_stage_history", contactId, "t.created_at DESC, t.id DESC", present),
-      rowsOf("deals", contactId, "t.created_at DESC, t.id DESC", present),
-      rowsOf("tasks", contactId, "t.created_at DESC, t.id DESC", present),
-      rowsOf("segment_members", contactId, "t.entered_at DESC", present),
-    ]);
-  return {
-    events,
-    messages,
-    linkClicks,
-    notes,
-    formSubmissions,
-    scores,
-    stageHistory,
-    deals,
-    tasks,
-    segments,
-  };
+export type ContactSection = keyof typeof SECTIONS;
+export type ContactRows = Record<ContactSection, Array<Record<string, unknown>>>;
+
+/** The contact's rows in each section's table (empty where a table does not exist yet). */
+export async function contactRowsElsewhere(contactId: string): Promise<ContactRows> {
+  const sections = Object.entries(SECTIONS) as Array<[ContactSection, (typeof SECTIONS)[ContactSection]]>;
+  const present = await existingTables(sections.map(([, [table]]) => table));
+  const rows = await Promise.all(
+    sections.map(async ([section, [table, order]]) => [
+      section,
+      await rowsOf(table, contactId, order, present),
+    ]),
+  );
+  return Object.fromEntries(rows) as ContactRows;
 }
 
 /** Tables whose rows about the contact are removed outright (others cascade or lose the link with the contact). */

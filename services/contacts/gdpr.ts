@@ -3,24 +3,11 @@ import { found, notFound } from "../../lib/errors";
 import { stageDomainEvents } from "../../lib/outbox";
 import { contactView, getRow, lockContact, type ContactView } from "./contacts.repo";
 import { contactFacts } from "./effects";
-import { contactRowsElsewhere, eraseContactEverywhere } from "./gdpr.repo";
+import { contactRowsElsewhere, eraseContactEverywhere, type ContactRows } from "./gdpr.repo";
 
 /** Everything held about one contact, and its erasure. */
 
-export interface GdprExport {
-  contact: ContactView;
-  consent: ContactView["consent"];
-  events: Array<Record<string, unknown>>;
-  messages: Array<Record<string, unknown>>;
-  linkClicks: Array<Record<string, unknown>>;
-  notes: Array<Record<string, unknown>>;
-  formSubmissions: Array<Record<string, unknown>>;
-  scores: Array<Record<string, unknown>>;
-  stageHistory: Array<Record<string, unknown>>;
-  deals: Array<Record<string, unknown>>;
-  tasks: Array<Record<string, unknown>>;
-  segments: Array<Record<string, unknown>>;
-}
+export type GdprExport = { contact: ContactView; consent: ContactView["consent"] } & ContactRows;
 
 /** snake_case keys of a generic row → camelCase, as the API speaks. */
 export function camelRow(row: Record<string, unknown>): Record<string, unknown> {
@@ -32,38 +19,15 @@ export function camelRow(row: Record<string, unknown>): Record<string, unknown> 
 
 export async function gdprExport(workspaceId: string, contactId: string): Promise<GdprExport> {
   const contact = contactView(found(await getRow(workspaceId, contactId), "Contact"));
-  const {
-    events,
-    messages,
-    linkClicks,
-    notes,
-    formSubmissions,
-    scores,
-    stageHistory,
-    deals,
-    tasks,
-    segments,
-  } = await contactRowsElsewhere(contactId);
+  const elsewhere = await contactRowsElsewhere(contactId);
   const strip = (rows: Array<Record<string, unknown>>) =>
     rows.map((r) => {
       const rest = { ...r };
       delete rest.workspace_id;
       return camelRow(rest);
     });
-  return {
-    contact,
-    consent: contact.consent,
-    events: strip(events),
-    messages: strip(messages),
-    linkClicks: strip(linkClicks),
-    notes: strip(notes),
-    formSubmissions: strip(formSubmissions),
-    scores: strip(scores),
-    stageHistory: strip(stageHistory),
-    deals: strip(deals),
-    tasks: strip(tasks),
-    segments: strip(segments),
-  };
+  const sections = Object.entries(elsewhere).map(([section, rows]) => [section, strip(rows)]);
+  return { contact, consent: contact.consent, ...(Object.fromEntries(sections) as ContactRows) };
 }
 
 /**
