@@ -1,5 +1,6 @@
-import { readdirSync, readFileSync, statSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import path from "node:path";
+import { ROOT, sourceFiles } from "../helpers/source-files";
 
 /**
  * An in-process cache is a bounded `lru-cache`, never a Map or Set that grows
@@ -7,7 +8,6 @@ import path from "node:path";
  * is long-lived state: each one here is listed with why it is not a cache.
  */
 
-const ROOT = path.join(__dirname, "../..");
 const LONG_LIVED = [
   /^(?:export )?(?:const|let) (\w+)(?::[^=]+)? = new (?:Map|Set)\b[^(]*\(\)/,
   /^\s+(?:private |protected |public |readonly )+(\w+)(?::[^=]+)? = new (?:Map|Set)\b[^(]*\(\)/,
@@ -28,22 +28,16 @@ const NOT_CACHES: Record<string, string> = {
   "lib/versioned-cache.ts:probeStatements": "one statement per cached area the code declares",
 };
 
-function sourceFiles(dir: string): string[] {
-  return readdirSync(path.join(ROOT, dir)).flatMap((name) => {
-    const rel = path.join(dir, name);
-    if (statSync(path.join(ROOT, rel)).isDirectory()) return sourceFiles(rel);
-    return rel.endsWith(".ts") ? [rel] : [];
-  });
-}
-
 test("long-lived Maps and Sets are state, not caches: caches are bounded LRUCaches", () => {
-  const longLived = ["services", "mixins", "lib"].flatMap(sourceFiles).flatMap((file) =>
-    readFileSync(path.join(ROOT, file), "utf8")
-      .split("\n")
-      .flatMap((line) => {
-        const name = LONG_LIVED.map((pattern) => pattern.exec(line)?.[1]).find(Boolean);
-        return name ? [`${file.split(path.sep).join("/")}:${name}`] : [];
-      }),
-  );
+  const longLived = ["services", "mixins", "lib"]
+    .flatMap((dir) => sourceFiles(dir))
+    .flatMap((file) =>
+      readFileSync(path.join(ROOT, file), "utf8")
+        .split("\n")
+        .flatMap((line) => {
+          const name = LONG_LIVED.map((pattern) => pattern.exec(line)?.[1]).find(Boolean);
+          return name ? [`${file.split(path.sep).join("/")}:${name}`] : [];
+        }),
+    );
   expect(longLived.sort()).toEqual(Object.keys(NOT_CACHES).sort());
 });

@@ -1,5 +1,6 @@
 import fs from "node:fs";
 import path from "node:path";
+import { ROOT, sourceFiles } from "../helpers/source-files";
 
 /**
  * The data rule (style.md, Data): an area's tables are named in SQL only by
@@ -157,16 +158,6 @@ const NAMED = new RegExp(
   `\\b(?:FROM|JOIN|INTO|UPDATE|TABLE)\\s+(${[...TABLE_OWNER.keys()].join("|")})\\b`,
   "g",
 );
-
-const ROOT = path.resolve(__dirname, "../..");
-
-function sourceFiles(dir: string): string[] {
-  return fs.readdirSync(path.join(ROOT, dir), { withFileTypes: true }).flatMap((entry) => {
-    const rel = `${dir}/${entry.name}`;
-    if (entry.isDirectory()) return sourceFiles(rel);
-    return entry.name.endsWith(".ts") ? [rel] : [];
-  });
-}
 
 /** The area a file belongs to: its folder under services/, or `lib`. */
 const areaOf = (file: string) => (file.startsWith("lib/") ? "lib" : file.split("/")[1]);

@@ -1,5 +1,6 @@
-import { readdirSync, readFileSync, statSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import path from "node:path";
+import { ROOT, sourceFiles } from "../helpers/source-files";
 
 /**
  * Tests wait for the condition they need (test/helpers/wait.ts), never a fixed
@@ -7,8 +8,7 @@ import path from "node:path";
  * wait that proves something did NOT happen, or a deliberately slow stand-in.
  */
 
-const ROOT = path.join(__dirname, "../..");
-const SELF = path.join("test", "unit", "fixed-sleeps.test.ts");
+const SELF = "test/unit/fixed-sleeps.test.ts";
 const TIMER = /\bsetTimeout\(|\bsleep\(|\bpg_sleep\(|\bwaitForTimeout\(|\bdelay\(|timers\/promises/;
 
 /** Each allowed timer: its file, its line (trimmed) and why no condition can replace it. */
@@ -95,21 +95,15 @@ const ALLOWED: Array<{ file: string; line: string; reason: string }> = [
   },
 ];
 
-function testFiles(dir: string): string[] {
-  return readdirSync(path.join(ROOT, dir)).flatMap((name) => {
-    const rel = path.join(dir, name);
-    if (statSync(path.join(ROOT, rel)).isDirectory()) return testFiles(rel);
-    return /\.[jt]s$/.test(rel) && rel !== SELF ? [rel] : [];
-  });
-}
-
 test("no test waits a fixed time, but for the allowed waits that are the thing under test", () => {
-  const timers = testFiles("test").flatMap((file) =>
-    readFileSync(path.join(ROOT, file), "utf8")
-      .split("\n")
-      .filter((line) => TIMER.test(line))
-      .map((line) => `${file.split(path.sep).join("/")}: ${line.trim()}`),
-  );
+  const timers = sourceFiles("test", /\.[jt]s$/)
+    .filter((file) => file !== SELF)
+    .flatMap((file) =>
+      readFileSync(path.join(ROOT, file), "utf8")
+        .split("\n")
+        .filter((line) => TIMER.test(line))
+        .map((line) => `${file}: ${line.trim()}`),
+    );
   expect(timers.sort()).toEqual(ALLOWED.map(({ file, line }) => `${file}: ${line}`).sort());
   expect(ALLOWED.every(({ reason }) => reason.length > 0)).toBe(true);
 });

@@ -1,18 +1,9 @@
-import { readdirSync, readFileSync, statSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import path from "node:path";
 import type { ServiceSchema } from "moleculer";
 import { ownerOf, PERIODIC_STEPS, periodicStep } from "../../lib/periodic-steps";
 import { BackgroundMixin } from "../../mixins/background";
-
-const ROOT = path.join(__dirname, "../..");
-
-function sourceFiles(dir: string): string[] {
-  return readdirSync(path.join(ROOT, dir)).flatMap((name) => {
-    const rel = path.join(dir, name);
-    if (statSync(path.join(ROOT, rel)).isDirectory()) return sourceFiles(rel);
-    return rel.endsWith(".ts") ? [rel] : [];
-  });
-}
+import { ROOT, sourceFiles } from "../helpers/source-files";
 
 /** A schema with its mixins, depth first. */
 function withMixins(schema: Partial<ServiceSchema>): Array<Partial<ServiceSchema>> {
@@ -51,7 +42,7 @@ describe("periodic steps", () => {
 
   // The tick runs the registry (test/integration/cron): background work that bypasses it would be missed there.
   it("no background work runs on its own timer: only the runtime sets intervals and builds pollers", () => {
-    const files = ["services", "mixins", "lib"].flatMap(sourceFiles);
+    const files = ["services", "mixins", "lib"].flatMap((dir) => sourceFiles(dir));
     const intervals = files.filter((f) => /\bsetInterval\(/.test(readFileSync(path.join(ROOT, f), "utf8")));
     // SSE heartbeats are per connection, not background steps; the embedded PostgreSQL's watchdog is a
     // script run in a process of its own (its polling for the server's exit is in a string).

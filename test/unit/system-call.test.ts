@@ -1,18 +1,9 @@
-import { readdirSync, readFileSync, statSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import path from "node:path";
 import { ServiceBroker, type Context } from "moleculer";
 import type { AppMeta } from "../../lib/moleculer-types";
 import { systemCall } from "../../lib/system-call";
-
-const ROOT = path.join(__dirname, "../..");
-
-function sourceFiles(dir: string): string[] {
-  return readdirSync(path.join(ROOT, dir)).flatMap((name) => {
-    const rel = path.join(dir, name);
-    if (statSync(path.join(ROOT, rel)).isDirectory()) return sourceFiles(rel);
-    return rel.endsWith(".ts") ? [rel] : [];
-  });
-}
+import { ROOT, sourceFiles } from "../helpers/source-files";
 
 // Where the system principal may be set by hand, and why:
 const SYSTEM_PRINCIPAL_ALLOWED = [
@@ -24,7 +15,7 @@ const SYSTEM_PRINCIPAL_ALLOWED = [
 
 test("the system principal is given to a call only through systemCall", () => {
   const building = ["services", "mixins", "lib"]
-    .flatMap(sourceFiles)
+    .flatMap((dir) => sourceFiles(dir))
     .filter((file) => /principal(?::|\s*=)\s*SYSTEM\b/.test(readFileSync(path.join(ROOT, file), "utf8")));
   expect(building.sort()).toEqual([...SYSTEM_PRINCIPAL_ALLOWED].sort());
 });
