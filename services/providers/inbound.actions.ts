@@ -7,7 +7,7 @@ import type { AppContext } from "../../lib/moleculer-types";
 import { isServiceAvailable } from "../../lib/registry";
 import { systemCall } from "../../lib/system-call";
 import { workspaceOf } from "../../lib/tenancy";
-import type { ProviderChannel } from "../../lib/channels";
+import type { CommandChannel, ProviderChannel } from "../../lib/channels";
 import type { ProviderEvent } from "./callbacks";
 import { readEvents, verifyCallback } from "./kinds";
 import { SMSAPI1_ANSWERED_KEYWORDS } from "./smsapi1/client";
@@ -121,7 +121,7 @@ async function receive(ctx: AppContext<{ providerId: string }>, channel: Provide
       events: reports,
     });
   for (const text of fresh.filter((e): e is Inbound => e.kind === "inbound"))
-    await receiveText(ctx.broker, provider, text);
+    await receiveInbound(ctx.broker, provider, text);
   await repo.markSeen(
     provider.id,
     fresh.flatMap((e) => (e.eventId ? [e.eventId] : [])),
@@ -138,40 +138,55 @@ function providerAnswered(provider: CallbackProvider, keyword: string): boolean 
   );
 }
 
-/** An inbound text: its contact (found by phone, else created), the activity, and a command it may be. */
-async function receiveText(broker: ServiceBroker, provider: CallbackProvider, text: Inbound): Promise<void> {
+/**
+ * An inbound message on any channel: its contact (found by the channel's
+ * address, else created), the activity (`<channel>.message_received`), and
+ * a command it may be (STOP, START, HELP), answered on the same channel
+ * through the same provider. Each channel's callbacks read their provider's
+ * wire into the one `inbound` shape; this is the one path after that.
+ */
+async function receiveInbound(
+  broker: ServiceBroker,
+  provider: CallbackProvider,
+  inbound: Inbound,
+): Promise<void> {
   const workspaceId = provider.workspace_id;
+  const channel = provider.channel as CommandChannel;
   const known = await systemCall<{
     id: string;
   } | null>(broker, workspaceId, "contacts.byAddress", {
     type: "phone",
-    value: text.from,
+    value: inbound.from,
   });
   const contact =
     known ??
     (await systemCall<{
       id: string;
-    }>(broker, workspaceId, "contacts.create", { workspaceId, phone: text.from }));
+    }>(broker, workspaceId, "contacts.create", { workspaceId, phone: inbound.from }));
   if (isServiceAvailable(broker, "events"))
     await systemCall(broker, workspaceId, "events.record", {
-      type: "sms.message_received",
+      type: `${channel}.message_received`,
       contactId: contact.id,
       metadata: {
         providerId: provider.id,
         threadId: null,
-        from: text.from,
-        to: text.to,
-        text: text.text,
-        providerMessageId: text.providerMessageId,
+        from: inbound.from,
+        to: inbound.to,
+        text: inbound.text,
+        providerMessageId: inbound.providerMessageId,
       },
     });
-  const command = matchCommand((await repo.getCommands(workspaceId)) ?? DEFAULT_COMMANDS, "sms", text.text);
+  const command = matchCommand(
+    (await repo.getCommands(workspaceId)) ?? DEFAULT_COMMANDS,
+    channel,
+    inbound.text,
+  );
   if (!command) return;
   if (command.action !== "help")
     await systemCall(broker, workspaceId, "contacts.applyPreferences", {
       contactId: contact.id,
-      channels: { sms: command.action === "opt_out" ? "opted_out" : "opted_in" },
-      source: command.action === "opt_out" ? "sms_stop" : "sms_start",
+      channels: { [channel]: command.action === "opt_out" ? "opted_out" : "opted_in" },
+      source: COMMAND_SOURCES[channel][command.action],
     });
   // The confirmation a carrier requires, even to a number that just opted out: transactional. Not
   // when the provider has answered the keyword itself: the person would get two.
@@ -179,10 +194,17 @@ async function receiveText(broker: ServiceBroker, provider: CallbackProvider, te
     await systemCall(broker, workspaceId, "messages.create", {
       workspaceId,
       contactId: contact.id,
-      to: text.from,
-      channel: "sms",
+      to: inbound.from,
+      channel,
       content: { body: command.reply },
       transactional: true,
       providerId: provider.id,
     });
 }
+
+/** The opt-out source (contract 7) a channel command records. */
+const COMMAND_SOURCES: Record<CommandChannel, Record<"opt_out" | "opt_in", string>> = {
+  sms: { opt_out: "sms_stop", opt_in: "sms_start" },
+  chatapp1: { opt_out: "chat_command", opt_in: "chat_command" },
+  chatapp2: { opt_out: "chat_command", opt_in: "chat_command" },
+};
