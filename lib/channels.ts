@@ -13,9 +13,12 @@ export type ConsentChannel = Channel;
 /** Channels on which a marketing send needs the contact's explicit opt-in. */
 export const OPT_IN_CHANNELS = ["sms", "chatapp2"] as const satisfies readonly Channel[];
 
-/** Channels a workspace configures providers for. */
-export const PROVIDER_CHANNELS = ["email", "sms"] as const satisfies readonly Channel[];
-export type ProviderChannel = (typeof PROVIDER_CHANNELS)[number];
+/** Channels a workspace configures providers for: every channel. */
+export const PROVIDER_CHANNELS = CHANNELS;
+export type ProviderChannel = Channel;
+
+/** Channels with a list of providers (a default, failover by priority); the others have one provider per type. */
+export const LISTED_PROVIDER_CHANNELS = ["email", "sms"] as const satisfies readonly Channel[];
 
 /** Channels a contact replies on, so channel commands (STOP, START, HELP) arrive there. */
 export const COMMAND_CHANNELS = ["sms", "chatapp1", "chatapp2"] as const satisfies readonly Channel[];

@@ -17,6 +17,7 @@ import { smsapi2Client } from "./smsapi2/client";
 import { SMSAPI2_SECRET_FIELDS, smsapi2Config } from "./smsapi2/config";
 import { smtpClient } from "./smtp/client";
 import { SMTP_SECRET_FIELDS, smtpConfig } from "./smtp/config";
+import { VAPID_SECRET_FIELDS, vapidConfig } from "./vapid/config";
 
 /**
  * A provider type is one folder, `services/providers/<type>/`: `config.ts`
@@ -30,7 +31,8 @@ export interface ProviderKind {
   channel: ProviderChannel;
   config: TObject;
   secretFields: readonly string[];
-  client(id: string, config: never): ProviderClient;
+  /** Absent: the type sends through its channel's own clients (push), not a message client. */
+  client?(id: string, config: never): ProviderClient;
   /** Absent: the provider does not call back. */
   callbacks?: {
     verifyCallback(cb: Callback, config: Record<string, unknown>, now: Date): boolean;
@@ -68,9 +70,11 @@ export const PROVIDER_KINDS = {
     client: smsapi2Client,
     callbacks: smsapi2Callbacks,
   },
+  vapid: { channel: "push", config: vapidConfig, secretFields: VAPID_SECRET_FIELDS },
 } satisfies Record<string, ProviderKind>;
 
 export type ProviderType = keyof typeof PROVIDER_KINDS;
+export const PROVIDER_TYPES = Object.keys(PROVIDER_KINDS) as ProviderType[];
 export const EMAIL_TYPES = ["smtp", "emailapi1", "emailapi2"] as const satisfies readonly ProviderType[];
 export const SMS_TYPES = ["smsapi1", "smsapi2"] as const satisfies readonly ProviderType[];
 
@@ -80,7 +84,7 @@ const kindOf = (type: string): ProviderKind | undefined =>
 /** The client of a stored provider (its config checked at write, its secrets opened by the caller's process). */
 export function clientFor(provider: OpenedProvider): ProviderClient {
   const kind = kindOf(provider.type);
-  if (!kind) throw new Error(`Unknown provider type ${provider.type}`);
+  if (!kind?.client) throw new Error(`Provider type ${provider.type} has no message client`);
   return kind.client(provider.id, provider.config as never);
 }
 

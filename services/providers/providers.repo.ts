@@ -98,6 +98,20 @@ export async function getProvider(
   return row ?? null;
 }
 
+/** The workspace's provider of a one-per-workspace type (push and chat channels); null when none. */
+export async function providerOfType(
+  workspaceId: string,
+  type: ProviderType,
+  transaction?: Transaction,
+): Promise<ProviderRow | null> {
+  const sequelize = await database();
+  const [row] = await sequelize.query<ProviderRow>(
+    `SELECT * FROM providers WHERE workspace_id = $1 AND type = $2${transaction ? " FOR UPDATE" : ""}`,
+    { bind: [workspaceId, type], type: QueryTypes.SELECT, transaction },
+  );
+  return row ?? null;
+}
+
 export interface ProviderWrite {
   name: string;
   isDefault: boolean;

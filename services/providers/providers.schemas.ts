@@ -1,7 +1,7 @@
 import { Type, type Static } from "@sinclair/typebox";
 import { Component, DateTime, Int32, Nullable, Params, StringEnum, Trimmed } from "../../lib/schema";
 import { COMMAND_CHANNELS, PROVIDER_CHANNELS } from "../../lib/channels";
-import { EMAIL_TYPES, SMS_TYPES, type ProviderType } from "./kinds";
+import { EMAIL_TYPES, PROVIDER_TYPES, SMS_TYPES, type ProviderType } from "./kinds";
 
 const WorkspaceId = Type.String({ minLength: 1, maxLength: 64 });
 const Id = Type.String({ minLength: 1, maxLength: 64 });
@@ -11,7 +11,7 @@ export const ProviderSchema = Component(
   Type.Object({
     id: Type.String(),
     channel: StringEnum(PROVIDER_CHANNELS),
-    type: StringEnum([...EMAIL_TYPES, ...SMS_TYPES]),
+    type: StringEnum(PROVIDER_TYPES),
     name: Type.String(),
     isDefault: Type.Boolean(),
     priority: Type.Integer({ description: "Failover order after the default: lower first" }),

@@ -13,6 +13,7 @@ import { storedConfig } from "./credentials";
 import { PROVIDERS_CHANGED_EVENT } from "./for-send";
 import { checkDomain } from "./domain-check";
 import { inboundActions } from "./inbound.actions";
+import { singleProviderActions } from "./single.actions";
 import * as repo from "./providers.repo";
 import type { ProviderType } from "./kinds";
 import { results, schemas, type ProviderView } from "./providers.schemas";
@@ -45,7 +46,18 @@ type ProvidersService = ServiceThis<{
  */
 export default defineService<ProvidersService>({
   name: "providers",
-  mixins: [DatabaseMixin, inboundActions, BackgroundMixin],
+  mixins: [
+    DatabaseMixin,
+    inboundActions,
+    BackgroundMixin,
+    singleProviderActions({
+      type: "vapid",
+      channel: "push",
+      path: "push",
+      name: "Push",
+      label: "Web push (VAPID)",
+    }),
+  ],
   settings: { rest: "/" },
 
   actions: {
