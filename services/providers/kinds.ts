@@ -1,6 +1,7 @@
 import type { ProviderChannel } from "../../lib/channels";
 import type { TObject } from "@sinclair/typebox";
 import type { Callback, ProviderEvent } from "./callbacks";
+import type { PushClient } from "./clients/push";
 import type { ProviderClient } from "./clients/types";
 import * as emailapi1Callbacks from "./emailapi1/callbacks";
 import { emailapi1Client } from "./emailapi1/client";
@@ -33,6 +34,8 @@ export interface ProviderKind {
   secretFields: readonly string[];
   /** Absent: the type sends through its channel's own clients (push), not a message client. */
   client?(id: string, config: never): ProviderClient;
+  /** Push types: the client that sends to one subscription of their kind. */
+  pushClient?(id: string, config: never): PushClient;
   /** Absent: the provider does not call back. */
   callbacks?: {
     verifyCallback(cb: Callback, config: Record<string, unknown>, now: Date): boolean;
@@ -86,6 +89,13 @@ export function clientFor(provider: OpenedProvider): ProviderClient {
   const kind = kindOf(provider.type);
   if (!kind?.client) throw new Error(`Provider type ${provider.type} has no message client`);
   return kind.client(provider.id, provider.config as never);
+}
+
+/** The push client of a stored push provider (vapid, pushgw1, pushgw2). */
+export function pushClientFor(provider: OpenedProvider): PushClient {
+  const kind = kindOf(provider.type);
+  if (!kind?.pushClient) throw new Error(`Provider type ${provider.type} has no push client`);
+  return kind.pushClient(provider.id, provider.config as never);
 }
 
 /** Whether the callback carries the provider's valid signature; false when the provider has no key to check it with. */
