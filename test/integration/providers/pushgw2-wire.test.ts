@@ -169,3 +169,21 @@ test("a session the server closed is replaced by a new one; close() ends it", as
   await client.close!();
   await waitFor(() => second.closed, 5_000, "the client's session to close");
 });
+
+test("an unreachable APNs is a transient failure, send after send (no dead session kept)", async () => {
+  const client = pushgw2Client(`provider-${++providers}`, {
+    teamId: "TEAM123456",
+    keyId: "KEY1234567",
+    privateKey: key.privateKey,
+    bundleId: "com.example.shop",
+    production: false,
+    baseUrl: "http://127.0.0.1:1",
+  });
+  clients.push(client);
+  for (let i = 0; i < 2; i++)
+    expect(await client.push(target("device1"), notification)).toEqual({
+      status: "failed",
+      code: "network",
+      transient: true,
+    });
+});
