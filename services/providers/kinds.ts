@@ -10,6 +10,10 @@ import * as emailapi2Callbacks from "./emailapi2/callbacks";
 import { emailapi2Client } from "./emailapi2/client";
 import { EMAILAPI2_SECRET_FIELDS, emailapi2Config } from "./emailapi2/config";
 import type { OpenedProvider } from "./providers.repo";
+import { pushgw1Client } from "./pushgw1/client";
+import { PUSHGW1_SECRET_FIELDS, pushgw1Config } from "./pushgw1/config";
+import { pushgw2Client } from "./pushgw2/client";
+import { PUSHGW2_SECRET_FIELDS, pushgw2Config } from "./pushgw2/config";
 import * as smsapi1Callbacks from "./smsapi1/callbacks";
 import { smsapi1Client } from "./smsapi1/client";
 import { SMSAPI1_SECRET_FIELDS, smsapi1Config } from "./smsapi1/config";
@@ -74,6 +78,18 @@ export const PROVIDER_KINDS = {
     callbacks: smsapi2Callbacks,
   },
   vapid: { channel: "push", config: vapidConfig, secretFields: VAPID_SECRET_FIELDS },
+  pushgw1: {
+    channel: "push",
+    config: pushgw1Config,
+    secretFields: PUSHGW1_SECRET_FIELDS,
+    pushClient: pushgw1Client,
+  },
+  pushgw2: {
+    channel: "push",
+    config: pushgw2Config,
+    secretFields: PUSHGW2_SECRET_FIELDS,
+    pushClient: pushgw2Client,
+  },
 } satisfies Record<string, ProviderKind>;
 
 export type ProviderType = keyof typeof PROVIDER_KINDS;

@@ -13,6 +13,8 @@ import { storedConfig } from "./credentials";
 import { PROVIDERS_CHANGED_EVENT } from "./for-send";
 import { checkDomain } from "./domain-check";
 import { inboundActions } from "./inbound.actions";
+import { checkPushgw1 } from "./pushgw1/config";
+import { checkPushgw2 } from "./pushgw2/config";
 import { singleProviderActions } from "./single.actions";
 import * as repo from "./providers.repo";
 import type { ProviderType } from "./kinds";
@@ -56,6 +58,22 @@ export default defineService<ProvidersService>({
       path: "push",
       name: "Push",
       label: "Web push (VAPID)",
+    }),
+    singleProviderActions({
+      type: "pushgw1",
+      channel: "push",
+      path: "pushgw1",
+      name: "Pushgw1",
+      label: "Push gateway 1 (FCM HTTP v1)",
+      prepare: checkPushgw1,
+    }),
+    singleProviderActions({
+      type: "pushgw2",
+      channel: "push",
+      path: "pushgw2",
+      name: "Pushgw2",
+      label: "Push gateway 2 (APNs)",
+      prepare: checkPushgw2,
     }),
   ],
   settings: { rest: "/" },
