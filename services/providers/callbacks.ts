@@ -45,6 +45,14 @@ export type ProviderEvent =
       from: string;
       to: string;
       text: string;
+      /** The provider's id of the message this one answers (Telegram's `reply_to_message`). */
+      references?: string | null;
+      /** What channel commands are matched on when the channel writes them its own way (Telegram's `/stop`). */
+      command?: string;
+      /** A deep link's one-time token binding the sender to a contact (Telegram's `/start <token>`). */
+      linkToken?: string;
+      /** How the sender calls themselves, for the contact made from them. */
+      name?: { firstName: string | null; lastName: string | null };
     };
 
 export function parseJson(text: string): unknown {
