@@ -155,8 +155,8 @@ export async function removedChatapp1(config: Config, ctx: AppContext): Promise<
 export async function describeChatapp1(config: Config, providerId: string): Promise<ProviderHealth> {
   const checkedAt = new Date();
   const bot = botOf(config);
-  const unreachable = (error: string): ProviderHealth => ({
-    reachable: false,
+  const unknown = (reachable: boolean, error: string): ProviderHealth => ({
+    reachable,
     webhookRegistered: false,
     reRegistered: false,
     pendingUpdates: null,
@@ -164,23 +164,26 @@ export async function describeChatapp1(config: Config, providerId: string): Prom
     lastErrorAt: null,
     checkedAt,
   });
-  try {
-    const info = await getWebhookInfo(bot);
-    if (!info.ok || !info.result) return unreachable(`Telegram refused getWebhookInfo: ${info.description}`);
-    const lost = info.result.url !== webhookUrl(providerId);
-    if (lost) await registerWebhook(bot, providerId, String(config.webhookSecret));
-    return {
-      reachable: true,
-      webhookRegistered: true,
-      reRegistered: lost,
-      pendingUpdates: info.result.pending_update_count ?? null,
-      lastError: info.result.last_error_message ?? null,
-      lastErrorAt: info.result.last_error_date ? new Date(info.result.last_error_date * 1000) : null,
-      checkedAt,
-    };
-  } catch (err) {
-    return unreachable((err as Error).message);
+  const info = await getWebhookInfo(bot).catch((err: Error) => err);
+  if (info instanceof Error) return unknown(false, info.message);
+  if (!info.ok || !info.result) return unknown(true, `Telegram refused getWebhookInfo: ${info.description}`);
+  const lost = info.result.url !== webhookUrl(providerId);
+  if (lost) {
+    const again = await setWebhook(bot, webhookUrl(providerId), String(config.webhookSecret)).catch(
+      (err: Error) => err,
+    );
+    if (again instanceof Error) return unknown(false, again.message);
+    if (!again.ok) return unknown(true, `Telegram refused the webhook: ${again.description}`);
   }
+  return {
+    reachable: true,
+    webhookRegistered: true,
+    reRegistered: lost,
+    pendingUpdates: info.result.pending_update_count ?? null,
+    lastError: info.result.last_error_message ?? null,
+    lastErrorAt: info.result.last_error_date ? new Date(info.result.last_error_date * 1000) : null,
+    checkedAt,
+  };
 }
 
 /** Channel commands replaced: the bot's menu follows (a failure is logged; the commands themselves are saved). */

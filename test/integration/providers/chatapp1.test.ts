@@ -26,6 +26,7 @@ let providerId: string;
 /** The webhook URL the fake Bot API holds per token, as Telegram would. */
 const registered = new Map<string, string>();
 let messageIds = 100;
+let webhookInfoDown = false;
 
 const methodOf = (req: Received) => /^\/bot([^/]+)\/(\w+)$/.exec(req.path) ?? [];
 const ok = (result: unknown) => ({ status: 200, body: JSON.stringify({ ok: true, result }) });
@@ -48,6 +49,11 @@ function botApi(req: Received) {
       registered.set(token, "");
       return ok(true);
     case "getWebhookInfo":
+      if (webhookInfoDown)
+        return {
+          status: 502,
+          body: JSON.stringify({ ok: false, error_code: 502, description: "Bad Gateway" }),
+        };
       return ok({
         url: registered.get(token) ?? "",
         has_custom_certificate: false,
@@ -83,8 +89,19 @@ const lastBody = (method: string, token = TOKEN) => JSON.parse(calls(method, tok
 beforeAll(async () => {
   fake = await startReceiver(botApi);
   app = await startApp({
-    services: ["api", "auth", "workspaces", "contacts", "events", "templates", "messages", "providers"],
-    env: { PUBLIC_URL, MESSAGE_POLL_MS: "50" },
+    services: [
+      "api",
+      "auth",
+      "workspaces",
+      "contacts",
+      "events",
+      "segments",
+      "templates",
+      "messages",
+      "campaigns",
+      "providers",
+    ],
+    env: { PUBLIC_URL, MESSAGE_POLL_MS: "50", CAMPAIGN_POLL_MS: "50" },
   });
   ctx = await ownerWithWorkspace(app.baseUrl);
 });
@@ -219,6 +236,17 @@ describe("connecting the bot", () => {
     expect(lastBody("setWebhook")).toMatchObject({
       url: `${PUBLIC_URL}/api/providers/chatapp1/webhooks?providerId=${providerId}`,
       secret_token: secretBefore,
+    });
+
+    // Telegram failing: the provider still answers, saying what is known.
+    webhookInfoDown = true;
+    const down = await c.get(`${ctx.ws}/providers/chatapp1`);
+    webhookInfoDown = false;
+    expect(down.status).toBe(200);
+    expect(down.body.health).toMatchObject({
+      reachable: true,
+      webhookRegistered: false,
+      lastError: "Telegram refused getWebhookInfo: Bad Gateway",
     });
   });
 
@@ -404,6 +432,49 @@ describe("sending", () => {
       content: { text: "News" },
     });
     expect(queued.body).toMatchObject({ status: "suppressed", reason: "unsubscribed" });
+  });
+});
+
+test("a campaign's send node on chatapp1 renders the template and reaches the chat", async () => {
+  const c = ctx.owner.client;
+  const template = await c.post(`${ctx.ws}/templates`, {
+    name: "Chat welcome",
+    channel: "chatapp1",
+    content: {
+      text: "Hello {{ contact.firstName }}, welcome aboard",
+      buttons: [{ text: "Your account", url: "https://acme.example/account" }],
+    },
+  });
+  expect(template.status).toBe(201);
+  const campaign = await c.post(`${ctx.ws}/campaigns`, {
+    name: "Chat journey",
+    workflow: {
+      nodes: [
+        { id: "entry", type: "entry", config: {} },
+        { id: "hello", type: "send", config: { channel: "chatapp1", templateId: template.body.id } },
+      ],
+      edges: [{ from: "entry", to: "hello" }],
+    },
+  });
+  const id = campaign.body.id;
+  await c.post(`${ctx.ws}/campaigns/${id}/triggers`, { type: "event", config: { eventType: "signup" } });
+  expect((await c.post(`${ctx.ws}/campaigns/${id}/execute`)).status).toBeLessThan(300);
+  const who = await c.post(`${ctx.ws}/contacts`, {
+    email: "journey@example.com",
+    firstName: "Jo",
+    attributes: { chatapp1ChatId: "5030" },
+  });
+  expect((await c.post(`${ctx.ws}/events`, { type: "signup", contactId: who.body.id })).status).toBe(201);
+
+  const sent = await waitFor(async () => {
+    const [m] = (await c.get(`${ctx.ws}/messages?campaignId=${id}`)).body.data;
+    return m?.status === "sent" ? m : undefined;
+  });
+  expect(sent).toMatchObject({ channel: "chatapp1", to: "5030", templateId: template.body.id, providerId });
+  expect(JSON.parse(sentTo("5030")[0].body)).toEqual({
+    chat_id: "5030",
+    text: "Hello Jo, welcome aboard",
+    reply_markup: { inline_keyboard: [[{ text: "Your account", url: "https://acme.example/account" }]] },
   });
 });
 
