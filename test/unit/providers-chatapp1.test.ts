@@ -1,3 +1,5 @@
+import { sha256Hex } from "../../lib/crypto";
+import { forwardedHeaders } from "../../services/providers/callbacks";
 import { readEvents, verifyCallback } from "../../services/providers/chatapp1/callbacks";
 import { chatapp1Client } from "../../services/providers/chatapp1/client";
 import { menuOf } from "../../services/providers/chatapp1/connect";
@@ -57,7 +59,18 @@ describe("verifyCallback", () => {
   const cb = (secret?: string) => ({
     rawBody: "{}",
     url: "",
-    headers: secret === undefined ? {} : { "x-telegram-bot-api-secret-token": secret },
+    headers: forwardedHeaders(secret === undefined ? {} : { "x-telegram-bot-api-secret-token": secret }),
+  });
+  test("the gateway forwards the secret header hashed, and no cookie", () => {
+    const forwarded = forwardedHeaders({
+      "x-telegram-bot-api-secret-token": "s3cret",
+      cookie: "session=1",
+      "content-type": "application/json",
+    });
+    expect(forwarded).toEqual({
+      "x-telegram-bot-api-secret-token": sha256Hex("s3cret"),
+      "content-type": "application/json",
+    });
   });
   test("the secret header must equal the webhook secret", () => {
     expect(verifyCallback(cb("s3cret"), { webhookSecret: "s3cret" })).toBe(true);

@@ -1,14 +1,17 @@
-import { safeEqual } from "../../../lib/crypto";
+import { safeEqual, sha256Hex } from "../../../lib/crypto";
 import { header, parseJson, type Callback, type ProviderEvent } from "../callbacks";
 
 /**
  * chatapp1 (Telegram): each update carries the `secret_token` we registered
  * with the webhook in `X-Telegram-Bot-Api-Secret-Token`
- * (https://core.telegram.org/bots/api#setwebhook), compared in constant time.
+ * (https://core.telegram.org/bots/api#setwebhook); the gateway forwards it
+ * hashed (`forwardedHeaders`), compared in constant time with the stored
+ * secret's hash.
  */
 export function verifyCallback(cb: Callback, config: Record<string, unknown>): boolean {
-  const secret = header(cb, "X-Telegram-Bot-Api-Secret-Token");
-  return typeof config.webhookSecret === "string" && !!secret && safeEqual(secret, config.webhookSecret);
+  const hashed = header(cb, "X-Telegram-Bot-Api-Secret-Token");
+  const secret = config.webhookSecret;
+  return typeof secret === "string" && !!secret && !!hashed && safeEqual(hashed, sha256Hex(secret));
 }
 
 interface Update {
