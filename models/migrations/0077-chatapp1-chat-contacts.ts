@@ -11,6 +11,6 @@ export async function up(sequelize: Sequelize): Promise<void> {
     ALTER TABLE contacts ADD CONSTRAINT contacts_identity_check
       CHECK (email IS NOT NULL OR phone IS NOT NULL OR external_id IS NOT NULL OR attributes ? 'chatapp1ChatId');
     CREATE INDEX contacts_chatapp1_chat_idx ON contacts (workspace_id, (attributes->>'chatapp1ChatId'))
-      WHERE attributes ? 'chatapp1ChatId';
+      WHERE (attributes->>'chatapp1ChatId') IS NOT NULL;
   `);
 }

@@ -152,7 +152,8 @@ export function hasIdentity(row: {
   attributes?: Record<string, unknown> | null;
 }): boolean {
   const chatId = row.attributes?.chatapp1ChatId;
-  return Boolean(row.email || row.phone || row.externalId || (typeof chatId === "string" && chatId));
+  const chat = (typeof chatId === "string" && chatId !== "") || typeof chatId === "number";
+  return Boolean(row.email || row.phone || row.externalId || chat);
 }
 
 /** Apply a key-by-key patch (null removes a key) to a JSON object. */
