@@ -154,7 +154,7 @@ describe("chatapp1Client against a fake Bot API", () => {
     const limited = await refusal(429, "Too Many Requests: retry after 3", {
       parameters: { retry_after: 3 },
     });
-    expect([limited.transient, limited.suppression]).toEqual([true, null]);
+    expect([limited.transient, limited.suppression, limited.retryAfterMs]).toEqual([true, null, 3000]);
     expect(limited.message).toContain("retry after 3 s");
     expect((await refusal(502, "Bad Gateway")).transient).toBe(true);
     const notFound = await refusal(400, "Bad Request: chat not found");

@@ -40,7 +40,11 @@ export function chatapp1Client(id: string, config: Chatapp1Config): ProviderClie
             : answer.description;
         if (answer.status === 403 && BLOCKED.test(answer.description))
           throw new ProviderError(`${NAME} 403: ${detail}`, false, "unsubscribed");
-        throw refusal(NAME, answer.status === 200 ? 502 : answer.status, detail);
+        const error = refusal(NAME, answer.status === 200 ? 502 : answer.status, detail);
+        // Flood control: Telegram extends the wait of a bot that retries sooner than it asked.
+        if (answer.status === 429 && answer.retryAfter !== null)
+          throw new ProviderError(error.message, true, null, answer.retryAfter * 1000);
+        throw error;
       }
       return { providerMessageId: String(answer.result.message_id) };
     },

@@ -18,6 +18,7 @@ const PUBLIC_URL = "https://cms.example.test";
 const TOKEN = "123456:good-token-abcd";
 const OTHER_TOKEN = "654321:other-token-wxyz";
 const BLOCKED_CHAT = "999";
+const FLOODED_CHAT = "429";
 
 let app: TestApp;
 let ctx: Awaited<ReturnType<typeof ownerWithWorkspace>>;
@@ -64,6 +65,16 @@ function botApi(req: Received) {
     case "setMyCommands":
       return ok(true);
     case "sendMessage":
+      if (body.chat_id === FLOODED_CHAT)
+        return {
+          status: 429,
+          body: JSON.stringify({
+            ok: false,
+            error_code: 429,
+            description: "Too Many Requests: retry after 3600",
+            parameters: { retry_after: 3600 },
+          }),
+        };
       if (body.chat_id === BLOCKED_CHAT)
         return {
           status: 403,
@@ -404,6 +415,25 @@ describe("sending", () => {
     expect((await c.get(`${ctx.ws}/contacts/${contact.body.id}/consent`)).body.chatapp1?.status).not.toBe(
       "opted_out",
     );
+  });
+
+  test("Telegram's flood control: the send is retried no sooner than its retry_after", async () => {
+    const c = ctx.owner.client;
+    const contact = await c.post(`${ctx.ws}/contacts`, {
+      email: "flooded@example.com",
+      attributes: { chatapp1ChatId: FLOODED_CHAT },
+    });
+    const queued = await c.post(`${ctx.ws}/messages`, {
+      contactId: contact.body.id,
+      channel: "chatapp1",
+      content: { text: "Again" },
+    });
+    const retried = await waitFor(async () => {
+      const m = await message(queued.body.id);
+      return m.status === "queued" && m.error ? m : undefined;
+    });
+    expect(retried.error).toContain("retry after 3600 s");
+    expect(Date.parse(retried.sendAt) - Date.now()).toBeGreaterThan(3500_000);
   });
 
   test("STOP and /stop opt out with source chat_command and are answered; START opts back in", async () => {
