@@ -14,6 +14,7 @@ import { PUBLIC_DIR } from "../../lib/paths";
 import { servePage } from "../../lib/pages";
 import { multipartFieldsParser } from "../../lib/uploads";
 import { setSecurityHeaders } from "../../lib/security-headers";
+import { forwardedHeaders } from "../providers/callbacks";
 import { checkHealth, HealthSchema } from "./health";
 import { SESSIONS_REVOKED_EVENT } from "../../lib/session-token";
 import {
@@ -127,7 +128,7 @@ const ApiService = defineService<Gateway>({
           ctx.meta.cookies = req.cookies;
           if (req.$action?.rawBody) {
             ctx.meta.rawBody = req.rawBody?.toString("utf8") ?? "";
-            ctx.meta.requestHeaders = req.headers;
+            ctx.meta.requestHeaders = forwardedHeaders(req.headers);
             ctx.meta.requestUrl = req.originalUrl ?? req.url;
           }
         },

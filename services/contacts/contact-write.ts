@@ -51,6 +51,9 @@ export function checkInput(
   return { write, issues };
 }
 
+const IDENTITY_NEEDED =
+  "a contact needs at least one of email, phone, externalId (or attributes.chatapp1ChatId, a chat with the bot)";
+
 /** Nulls in a create mean "no value": drop them from JSON objects. */
 function withoutNulls(obj: Record<string, unknown> | undefined): Record<string, unknown> | undefined {
   return obj && mergeObject({}, obj);
@@ -59,7 +62,7 @@ function withoutNulls(obj: Record<string, unknown> | undefined): Record<string, 
 export function createIssues(write: ContactWrite, defs: WorkspaceDefs): FieldIssue[] {
   const issues: FieldIssue[] = [];
   if (!hasIdentity(write)) {
-    issues.push({ field: "email", message: "a contact needs at least one of email, phone, externalId" });
+    issues.push({ field: "email", message: IDENTITY_NEEDED });
   }
   issues.push(...missingRequired(defs.customFields, write.customFields ?? {}));
   return issues;
@@ -116,10 +119,10 @@ export async function updateContact(
       email: write.email !== undefined ? write.email : before.email,
       phone: write.phone !== undefined ? write.phone : before.phone,
       externalId: write.externalId !== undefined ? write.externalId : before.external_id,
+      attributes: write.attributes ?? before.attributes,
     };
     const more: FieldIssue[] = [];
-    if (!hasIdentity(identity))
-      more.push({ field: "email", message: "a contact needs at least one of email, phone, externalId" });
+    if (!hasIdentity(identity)) more.push({ field: "email", message: IDENTITY_NEEDED });
     if (write.customFields) more.push(...missingRequired(defs.customFields, write.customFields));
     assertNoIssues(more);
     const row = found(await updateColumns(workspaceId, id, write, transaction), "Contact");

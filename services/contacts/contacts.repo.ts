@@ -101,19 +101,36 @@ export async function existingContactIds(workspaceId: string, ids: string[]): Pr
 }
 
 /** The contact an address belongs to (email or phone, normalised), or null. */
+/** Where each kind of address is kept (a chatapp1 chat id in `attributes`, indexed by migration 0077). */
+const ADDRESS_COLUMNS = {
+  email: "email",
+  phone: "phone",
+  chatapp1ChatId: "(attributes->>'chatapp1ChatId')",
+} as const;
+
 export async function contactByAddress(
   workspaceId: string,
-  channel: "email" | "phone",
+  type: keyof typeof ADDRESS_COLUMNS,
   address: string,
 ): Promise<ContactView | null> {
-  const value = channel === "email" ? normalizeEmail(address) : normalizePhone(address);
+  const value =
+    type === "email" ? normalizeEmail(address) : type === "phone" ? normalizePhone(address) : address.trim();
   if (!value) return null;
   const sequelize = await database();
   const [row] = await sequelize.query<ContactRow>(
-    `SELECT * FROM contacts WHERE workspace_id = $1 AND ${channel === "email" ? "email" : "phone"} = $2 ORDER BY created_at LIMIT 1`,
+    `SELECT * FROM contacts WHERE workspace_id = $1 AND ${ADDRESS_COLUMNS[type]} = $2 ORDER BY created_at LIMIT 1`,
     { bind: [workspaceId, value], type: QueryTypes.SELECT },
   );
   return row ? contactView(row) : null;
+}
+
+/** Every contact a chatapp1 chat is noted on (one, unless a link moves it). */
+export async function contactsWithChat(workspaceId: string, chatId: string): Promise<ContactRow[]> {
+  const sequelize = await database();
+  return sequelize.query<ContactRow>(
+    `SELECT * FROM contacts WHERE workspace_id = $1 AND (attributes->>'chatapp1ChatId') = $2 ORDER BY created_at`,
+    { bind: [workspaceId, chatId], type: QueryTypes.SELECT },
+  );
 }
 
 export async function insertContact(

@@ -295,9 +295,9 @@ export const schemas = {
     phones: Type.Optional(Type.Array(Type.String())),
   }),
   unlinkCompany: Params({ companyId: Type.String({ minLength: 1, maxLength: 64 }) }),
-  redeemLinkToken: Params({
-    token: Type.String({ maxLength: 200 }),
-    channel: Type.String({ maxLength: 50 }),
+  linkChat: Params({
+    token: Type.String({ minLength: 1, maxLength: 200 }),
+    chatId: Type.String({ minLength: 1, maxLength: 64 }),
   }),
   stageDefCreate: Params({
     ...ws,
@@ -412,7 +412,7 @@ export const sendingSchemas = {
     source: Type.String({ minLength: 1, maxLength: 50 }),
   }),
   byAddress: Params({
-    type: StringEnum(["email", "phone"]),
+    type: StringEnum(["email", "phone", "chatapp1ChatId"]),
     value: Type.String({ minLength: 1, maxLength: 254 }),
   }),
   dncReasons: Params({

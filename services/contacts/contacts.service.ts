@@ -35,7 +35,7 @@ import { evaluateSegments } from "./effects";
 import { filterOf, inputOf } from "./filters";
 import { startImport } from "./import";
 import { ingestContacts } from "./ingest";
-import { redeemLinkToken } from "./link.repo";
+import { linkChat } from "./link";
 import { mergeContacts } from "./merge";
 
 const WS = CONTACTS_PATH;
@@ -286,11 +286,16 @@ export default defineService({
       }),
     }),
 
-    /** Internal (chat bot inbound): the contact a one-time link token binds, once; null when unknown, used or expired. */
-    redeemLinkToken: defineAction({
-      params: schemas.redeemLinkToken,
-      result: Nullable(Type.Unknown()),
-      handler: (ctx) => redeemLinkToken(ctx.params.token, ctx.params.channel),
+    /** Internal (chatapp1 inbound, `/start <token>`): bind the chat to the token's contact, once; null when the token is unknown, used or expired. */
+    linkChat: defineAction({
+      params: schemas.linkChat,
+      result: Nullable(ContactSchema),
+      async handler(ctx) {
+        const ws = workspaceOf(ctx);
+        const contact = await linkChat(this.broker, ws, ctx.params.token, ctx.params.chatId);
+        if (contact) await evaluateSegments(this.broker, ws, [contact.id]);
+        return contact;
+      },
     }),
   },
 });

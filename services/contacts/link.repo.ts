@@ -18,17 +18,18 @@ export async function insertLinkToken(
   );
 }
 
-/** The contact a token binds, once: a used, expired or unknown token gives null. */
+/** The contact a token of the workspace binds, once: a used, expired, unknown or other workspace's token gives null. */
 export async function redeemLinkToken(
+  workspaceId: string,
   token: string,
   channel: string,
-): Promise<{ workspaceId: string; contactId: string } | null> {
+): Promise<string | null> {
   const sequelize = await database();
-  const rows = await sequelize.query<{ workspace_id: string; contact_id: string }>(
+  const rows = await sequelize.query<{ contact_id: string }>(
     `UPDATE contact_link_tokens SET used_at = now()
-      WHERE token_hash = $1 AND channel = $2 AND used_at IS NULL AND expires_at > now()
-      RETURNING workspace_id, contact_id`,
-    { bind: [sha256Hex(token), channel], type: QueryTypes.SELECT },
+      WHERE workspace_id = $1 AND token_hash = $2 AND channel = $3 AND used_at IS NULL AND expires_at > now()
+      RETURNING contact_id`,
+    { bind: [workspaceId, sha256Hex(token), channel], type: QueryTypes.SELECT },
   );
-  return rows[0] ? { workspaceId: rows[0].workspace_id, contactId: rows[0].contact_id } : null;
+  return rows[0]?.contact_id ?? null;
 }

@@ -1,7 +1,10 @@
+import type { ServiceBroker } from "moleculer";
 import { randomBase62 } from "../../lib/crypto";
 import { found, validationError } from "../../lib/errors";
-import { getRow } from "./contacts.repo";
-import { insertLinkToken } from "./link.repo";
+import { updateContact } from "./contact-write";
+import { contactsWithChat, getRow, type ContactView } from "./contacts.repo";
+import { insertLinkToken, redeemLinkToken } from "./link.repo";
+import { mergeContacts } from "./merge";
 
 /**
  * One-time tokens binding a contact to a chat bot (chatapp1 deep links). The
@@ -45,4 +48,48 @@ export async function chatapp1Link(
   }
   const { token, expiresAt } = await issueLinkToken(workspaceId, contactId, "chatapp1");
   return { url: deepLink(botUrl, token), token, expiresAt };
+}
+
+const SYSTEM_ACTOR = { actorType: "system", actorId: null };
+
+/**
+ * The bot's `/start <token>`: the token's contact gets the chat
+ * (`attributes.chatapp1ChatId`), once; null when the token is unknown, used,
+ * expired or another workspace's. The chat leaves any other contact: one the
+ * bot made for it before the link was used (known by nothing else) is the
+ * same person and is merged into the linked one, history and all; another
+ * keeps its own addresses and loses only the chat.
+ */
+export async function linkChat(
+  broker: ServiceBroker,
+  workspaceId: string,
+  token: string,
+  chatId: string,
+): Promise<ContactView | null> {
+  const contactId = await redeemLinkToken(workspaceId, token, "chatapp1");
+  if (!contactId) return null;
+  const others = (await contactsWithChat(workspaceId, chatId)).filter((c) => c.id !== contactId);
+  const chatOnly = others.filter((c) => !c.email && !c.phone && !c.external_id);
+  if (chatOnly.length)
+    await mergeContacts(
+      workspaceId,
+      contactId,
+      chatOnly.map((c) => c.id),
+    );
+  for (const other of others.filter((c) => !chatOnly.includes(c)))
+    await updateContact(
+      broker,
+      workspaceId,
+      other.id,
+      { attributes: { chatapp1ChatId: null } },
+      SYSTEM_ACTOR,
+    );
+  const { after } = await updateContact(
+    broker,
+    workspaceId,
+    contactId,
+    { attributes: { chatapp1ChatId: chatId } },
+    SYSTEM_ACTOR,
+  );
+  return after;
 }

@@ -144,13 +144,16 @@ export function normalizeContactInput(
   return { write, issues };
 }
 
-/** Whether a row would still have one of the identifying fields. */
+/** Whether a row would still have one of the identifying fields (a chatapp1 chat is one: the bot's contacts have only it). */
 export function hasIdentity(row: {
   email?: string | null;
   phone?: string | null;
   externalId?: string | null;
+  attributes?: Record<string, unknown> | null;
 }): boolean {
-  return Boolean(row.email || row.phone || row.externalId);
+  const chatId = row.attributes?.chatapp1ChatId;
+  const chat = (typeof chatId === "string" && chatId !== "") || typeof chatId === "number";
+  return Boolean(row.email || row.phone || row.externalId || chat);
 }
 
 /** Apply a key-by-key patch (null removes a key) to a JSON object. */

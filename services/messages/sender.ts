@@ -503,7 +503,8 @@ export class Sender {
       return "failed";
     }
     this.logger.warn(`Send of message ${row.id} failed (attempt ${row.attempts}), retrying: ${message}`);
-    await repo.retryAt(row, new Date(Date.now() + delays[row.attempts - 1]), message);
+    const asked = err instanceof ProviderError ? (err.retryAfterMs ?? 0) : 0;
+    await repo.retryAt(row, new Date(Date.now() + Math.max(delays[row.attempts - 1], asked)), message);
     return "retried";
   }
 }

@@ -1,3 +1,5 @@
+import { sha256Hex } from "../../lib/crypto";
+
 /**
  * Provider callbacks (contract 5): what arrives and the one shape the send
  * path applies, and the helpers each provider's `<type>/callbacks.ts` (its
@@ -7,7 +9,29 @@
 /** A signed timestamp further than this from our clock is refused (a replay, or a clock gone wrong). */
 export const MAX_SKEW_SECONDS = 300;
 
-/** What arrived, as the gateway saw it. */
+/**
+ * Request headers that are themselves a shared secret (Telegram sends the
+ * webhook's `secret_token` back as it is): the gateway forwards their
+ * SHA-256 (hex), so the secret never crosses the broker, and the check
+ * hashes the stored one.
+ */
+export const SECRET_HEADERS = ["x-telegram-bot-api-secret-token"];
+
+/** The headers a callback's action gets from the gateway: no cookie, the secret ones hashed. */
+export function forwardedHeaders(
+  headers: Record<string, string | string[] | undefined>,
+): Record<string, string | string[] | undefined> {
+  const out = { ...headers };
+  delete out.cookie;
+  for (const name of SECRET_HEADERS) {
+    const value = out[name];
+    if (typeof value === "string") out[name] = sha256Hex(value);
+    else delete out[name];
+  }
+  return out;
+}
+
+/** What arrived, as the gateway forwarded it (`forwardedHeaders`). */
 export interface Callback {
   /** The exact bytes of the body. */
   rawBody: string;
@@ -45,6 +69,14 @@ export type ProviderEvent =
       from: string;
       to: string;
       text: string;
+      /** The provider's id of the message this one answers (Telegram's `reply_to_message`). */
+      references?: string | null;
+      /** What channel commands are matched on when the channel writes them its own way (Telegram's `/stop`). */
+      command?: string;
+      /** A deep link's one-time token binding the sender to a contact (Telegram's `/start <token>`). */
+      linkToken?: string;
+      /** How the sender calls themselves, for the contact made from them. */
+      name?: { firstName: string | null; lastName: string | null };
     };
 
 export function parseJson(text: string): unknown {

@@ -12,6 +12,7 @@ import type { ProviderEvent } from "./callbacks";
 import { readEvents, verifyCallback } from "./kinds";
 import { SMSAPI1_ANSWERED_KEYWORDS } from "./smsapi1/client";
 import { checkCommands, DEFAULT_COMMANDS, matchCommand } from "./commands";
+import { commandsChanged } from "./chatapp1/connect";
 import { openedConfig } from "./credentials";
 import * as repo from "./providers.repo";
 import { commandResults, commandSchemas } from "./providers.schemas";
@@ -53,6 +54,7 @@ export const inboundActions = {
       async handler(ctx) {
         const commands = checkCommands(ctx.params.commands);
         await repo.putCommands(workspaceOf(ctx), commands);
+        await commandsChanged(ctx, workspaceOf(ctx));
         await audit(
           ctx,
           "channel_commands.replaced",
@@ -88,6 +90,19 @@ export const inboundActions = {
       result: commandResults.callback,
       handler(ctx) {
         return receive(ctx, "sms");
+      },
+    }),
+
+    /** Telegram updates of the chatapp1 bot (the webhook's secret header). Public (provider signature). */
+    chatapp1Webhooks: defineAction({
+      rest: "POST /providers/chatapp1/webhooks",
+      auth: "public",
+      rawBody: true,
+      openapi: { tags, summary: "chatapp1 (Telegram) updates, carrying the webhook's secret token" },
+      params: commandSchemas.callback,
+      result: commandResults.callback,
+      handler(ctx) {
+        return receive(ctx, "chatapp1");
       },
     }),
   },
@@ -152,17 +167,7 @@ async function receiveInbound(
 ): Promise<void> {
   const workspaceId = provider.workspace_id;
   const channel = provider.channel as CommandChannel;
-  const known = await systemCall<{
-    id: string;
-  } | null>(broker, workspaceId, "contacts.byAddress", {
-    type: "phone",
-    value: inbound.from,
-  });
-  const contact =
-    known ??
-    (await systemCall<{
-      id: string;
-    }>(broker, workspaceId, "contacts.create", { workspaceId, phone: inbound.from }));
+  const contact = await inboundContact(broker, workspaceId, channel, inbound);
   if (isServiceAvailable(broker, "events"))
     await systemCall(broker, workspaceId, "events.record", {
       type: `${channel}.message_received`,
@@ -176,11 +181,25 @@ async function receiveInbound(
         providerMessageId: inbound.providerMessageId,
       },
     });
-  const command = matchCommand(
-    (await repo.getCommands(workspaceId)) ?? DEFAULT_COMMANDS,
-    channel,
-    inbound.text,
-  );
+  const reply = (text: string) =>
+    systemCall(broker, workspaceId, "messages.create", {
+      workspaceId,
+      contactId: contact.id,
+      to: inbound.from,
+      channel,
+      content: channel === "sms" ? { body: text } : { text },
+      transactional: true,
+      // SMS answers through the provider it came in on; a chat channel has only one provider.
+      ...(channel === "sms" && { providerId: provider.id }),
+    });
+  if (contact.linked) await reply(LINK_WELCOME);
+  const command =
+    !inbound.linkToken &&
+    matchCommand(
+      (await repo.getCommands(workspaceId)) ?? DEFAULT_COMMANDS,
+      channel,
+      inbound.command ?? inbound.text,
+    );
   if (!command) return;
   if (command.action !== "help")
     await systemCall(broker, workspaceId, "contacts.applyPreferences", {
@@ -190,17 +209,57 @@ async function receiveInbound(
     });
   // The confirmation a carrier requires, even to a number that just opted out: transactional. Not
   // when the provider has answered the keyword itself: the person would get two.
-  if (command.reply && !providerAnswered(provider, command.keyword))
-    await systemCall(broker, workspaceId, "messages.create", {
-      workspaceId,
-      contactId: contact.id,
-      to: inbound.from,
-      channel,
-      content: { body: command.reply },
-      transactional: true,
-      providerId: provider.id,
-    });
+  if (command.reply && !providerAnswered(provider, command.keyword)) await reply(command.reply);
 }
+
+/** How each channel's senders are addressed: the contact lookup's type. */
+const ADDRESS_TYPES: Record<CommandChannel, "phone" | "chatapp1ChatId"> = {
+  sms: "phone",
+  chatapp1: "chatapp1ChatId",
+  chatapp2: "phone",
+};
+
+/**
+ * The contact an inbound message is from: the one a deep link's token
+ * binds (chatapp1 `/start <token>`, `linked`), else the one with the
+ * sender's address, else a new one with it.
+ */
+async function inboundContact(
+  broker: ServiceBroker,
+  workspaceId: string,
+  channel: CommandChannel,
+  inbound: Inbound,
+): Promise<{ id: string; linked: boolean }> {
+  if (inbound.linkToken) {
+    const linked = await systemCall<{ id: string } | null>(broker, workspaceId, "contacts.linkChat", {
+      token: inbound.linkToken,
+      chatId: inbound.from,
+    });
+    if (linked) return { id: linked.id, linked: true };
+  }
+  const known = await systemCall<{ id: string } | null>(broker, workspaceId, "contacts.byAddress", {
+    type: ADDRESS_TYPES[channel],
+    value: inbound.from,
+  });
+  if (known) return { id: known.id, linked: false };
+  const address =
+    channel === "chatapp1"
+      ? {
+          attributes: { chatapp1ChatId: inbound.from },
+          ...(inbound.name?.firstName && { firstName: inbound.name.firstName }),
+          ...(inbound.name?.lastName && { lastName: inbound.name.lastName }),
+        }
+      : { phone: inbound.from };
+  const created = await systemCall<{ id: string }>(broker, workspaceId, "contacts.create", {
+    workspaceId,
+    ...address,
+  });
+  return { id: created.id, linked: false };
+}
+
+/** The answer to a chat that a deep link has just bound to its contact. */
+const LINK_WELCOME =
+  "You are connected: our messages will reach you here. Send STOP at any time to stop them.";
 
 /** The opt-out source (contract 7) a channel command records. */
 const COMMAND_SOURCES: Record<CommandChannel, Record<"opt_out" | "opt_in", string>> = {

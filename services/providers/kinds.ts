@@ -1,6 +1,9 @@
 import type { ProviderChannel } from "../../lib/channels";
 import type { TObject } from "@sinclair/typebox";
 import type { Callback, ProviderEvent } from "./callbacks";
+import * as chatapp1Callbacks from "./chatapp1/callbacks";
+import { chatapp1Client } from "./chatapp1/client";
+import { CHATAPP1_SECRET_FIELDS, chatapp1Config } from "./chatapp1/config";
 import type { PushClient } from "./clients/push";
 import type { ProviderClient } from "./clients/types";
 import * as emailapi1Callbacks from "./emailapi1/callbacks";
@@ -89,6 +92,13 @@ export const PROVIDER_KINDS = {
     config: pushgw2Config,
     secretFields: PUSHGW2_SECRET_FIELDS,
     pushClient: pushgw2Client,
+  },
+  chatapp1: {
+    channel: "chatapp1",
+    config: chatapp1Config,
+    secretFields: CHATAPP1_SECRET_FIELDS,
+    client: chatapp1Client,
+    callbacks: chatapp1Callbacks,
   },
 } satisfies Record<string, ProviderKind>;
 

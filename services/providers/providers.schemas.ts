@@ -6,6 +6,24 @@ import { EMAIL_TYPES, PROVIDER_TYPES, SMS_TYPES, type ProviderType } from "./kin
 const WorkspaceId = Type.String({ minLength: 1, maxLength: 64 });
 const Id = Type.String({ minLength: 1, maxLength: 64 });
 
+export const ProviderHealthSchema = Component(
+  "ProviderHealth",
+  Type.Object({
+    reachable: Type.Boolean({ description: "Whether the provider answered when asked just now" }),
+    webhookRegistered: Type.Boolean({
+      description: "Whether the provider's webhook points at this service (after any re-registration)",
+    }),
+    reRegistered: Type.Boolean({
+      description: "The webhook was lost (no URL, or another one) and was registered again by this read",
+    }),
+    pendingUpdates: Nullable(Type.Integer({ description: "Updates the provider holds, not yet delivered" })),
+    lastError: Nullable(Type.String({ description: "The provider's last delivery error, in its words" })),
+    lastErrorAt: Nullable(DateTime()),
+    checkedAt: DateTime(),
+  }),
+);
+export type ProviderHealth = Static<typeof ProviderHealthSchema>;
+
 export const ProviderSchema = Component(
   "Provider",
   Type.Object({
@@ -24,6 +42,7 @@ export const ProviderSchema = Component(
     config: Type.Record(Type.String(), Type.Unknown(), {
       description: "The type's settings, secrets masked",
     }),
+    health: Type.Optional(ProviderHealthSchema),
     createdAt: DateTime(),
     updatedAt: DateTime(),
   }),

@@ -11,6 +11,7 @@ import { BackgroundMixin } from "../../mixins/background";
 import { DatabaseMixin } from "../../mixins/database.mixin";
 import { storedConfig } from "./credentials";
 import { PROVIDERS_CHANGED_EVENT } from "./for-send";
+import { describeChatapp1, prepareChatapp1, removedChatapp1 } from "./chatapp1/connect";
 import { checkDomain } from "./domain-check";
 import { inboundActions } from "./inbound.actions";
 import { checkPushgw1 } from "./pushgw1/config";
@@ -74,6 +75,17 @@ export default defineService<ProvidersService>({
       name: "Pushgw2",
       label: "Push gateway 2 (APNs)",
       prepare: checkPushgw2,
+    }),
+    singleProviderActions({
+      type: "chatapp1",
+      channel: "chatapp1",
+      path: "chatapp1",
+      name: "Chatapp1",
+      label: "chatapp1 (Telegram Bot API)",
+      patch: true,
+      prepare: prepareChatapp1,
+      removed: removedChatapp1,
+      describe: describeChatapp1,
     }),
   ],
   settings: { rest: "/" },

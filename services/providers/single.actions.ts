@@ -11,7 +11,7 @@ import { openedConfig, storedConfig } from "./credentials";
 import { PROVIDERS_CHANGED_EVENT } from "./for-send";
 import type { ProviderType } from "./kinds";
 import * as repo from "./providers.repo";
-import { results } from "./providers.schemas";
+import { results, type ProviderHealth } from "./providers.schemas";
 
 type Config = Record<string, unknown>;
 
@@ -35,9 +35,11 @@ export interface SingleProviderSpec {
    * generated (a webhook secret; the registered webhook). Opened config in
    * and out; a 400 naming the field when the provider refuses it.
    */
-  prepare?(config: Config, providerId: string, ctx: AppContext): Promise<Config>;
+  prepare?(config: Config, providerId: string, ctx: AppContext, stored: Config | null): Promise<Config>;
   /** After removal: undo at the provider what `prepare` did (best effort; the row is gone either way). */
   removed?(config: Config, ctx: AppContext): Promise<void>;
+  /** The GET's `health`: what the provider says of the connection (a webhook's state), opened config in. */
+  describe?(config: Config, providerId: string, ctx: AppContext): Promise<ProviderHealth>;
 }
 
 const WorkspaceId = Type.String({ minLength: 1, maxLength: 64 });
@@ -79,7 +81,9 @@ export function singleProviderActions(spec: SingleProviderSpec) {
     const base = merge ? stored : Object.fromEntries(Object.keys(incoming).map((key) => [key, stored[key]]));
     // Checked (and a mask resolved) before the provider is asked; then stored with what preparing added.
     const checked = openedConfig(spec.type, storedConfig(spec.type, incoming, base));
-    const prepared = spec.prepare ? await spec.prepare(checked, id, ctx) : checked;
+    const prepared = spec.prepare
+      ? await spec.prepare(checked, id, ctx, current ? openedConfig(spec.type, current.config) : null)
+      : checked;
     const config = storedConfig(spec.type, prepared);
     const row = await repo.inChannel(ws, spec.channel, async (transaction) => {
       const existing = await repo.providerOfType(ws, spec.type, transaction);
@@ -116,8 +120,12 @@ export function singleProviderActions(spec: SingleProviderSpec) {
       ...access,
       params: getParams,
       result: results.provider,
-      handler: async (ctx) =>
-        repo.view(found(await repo.providerOfType(workspaceOf(ctx), spec.type), "Provider")),
+      async handler(ctx) {
+        const row = found(await repo.providerOfType(workspaceOf(ctx), spec.type), "Provider");
+        if (!spec.describe) return repo.view(row);
+        const health = await spec.describe(openedConfig(spec.type, row.config), row.id, ctx);
+        return { ...repo.view(row), health };
+      },
     }),
 
     [`save${spec.name}`]: defineAction({

@@ -7,6 +7,7 @@ import {
   type CustomFieldDef,
 } from "../../services/contacts/custom-fields";
 import {
+  hasIdentity,
   mergeObject,
   normalizeContactInput,
   normalizeEmail,
@@ -129,5 +130,16 @@ describe("attribute filter values", () => {
     expect(jsonAlternatives("true")).toEqual(["true", true]);
     expect(jsonAlternatives("pro")).toEqual(["pro"]);
     expect(jsonAlternatives("1e999")).toEqual(["1e999"]);
+  });
+});
+
+describe("hasIdentity", () => {
+  test("an email, phone, externalId or a chatapp1 chat identifies a contact; other attributes do not", () => {
+    expect(hasIdentity({ email: "a@b.co" })).toBe(true);
+    expect(hasIdentity({ externalId: "crm-1" })).toBe(true);
+    expect(hasIdentity({ attributes: { chatapp1ChatId: "12345" } })).toBe(true);
+    expect(hasIdentity({ attributes: { chatapp1ChatId: "" } })).toBe(false);
+    expect(hasIdentity({ attributes: { plan: "pro" } })).toBe(false);
+    expect(hasIdentity({ email: null, phone: null, attributes: null })).toBe(false);
   });
 });

@@ -38,6 +38,8 @@ export class ProviderError extends Error {
     message: string,
     readonly transient: boolean,
     readonly suppression: "unsubscribed" | null = null,
+    /** A transient refusal's wait the provider asked for (Telegram's `retry_after`); the retry is no sooner. */
+    readonly retryAfterMs: number | null = null,
   ) {
     super(message);
   }

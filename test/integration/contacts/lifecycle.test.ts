@@ -1,6 +1,7 @@
 import { QueryTypes, type Sequelize } from "sequelize";
 import { randomUUID } from "node:crypto";
 import { database } from "../../../lib/database";
+import { systemCall } from "../../../lib/system-call";
 import { startApp, type TestApp } from "../../helpers/app";
 import { finishedJob, ownerWithWorkspace, type HttpClient } from "../../helpers/http";
 import { domainEventProbe } from "./probe";
@@ -541,10 +542,14 @@ describe("exports of one contact and chatapp1 link", () => {
     expect(stored).toHaveLength(1);
     expect(stored[0].token_hash).not.toContain(res.body.token);
 
-    const redeem = () =>
-      app.broker.call("contacts.redeemLinkToken", { token: res.body.token, channel: "chatapp1" });
-    expect(await redeem()).toEqual({ workspaceId: ctx.workspaceId, contactId: person.id });
-    expect(await redeem()).toBeNull();
+    const redeem = (workspaceId: string) =>
+      systemCall(app.broker, workspaceId, "contacts.linkChat", { token: res.body.token, chatId: "4242" });
+    expect(await redeem("another-workspace")).toBeNull();
+    expect(await redeem(ctx.workspaceId)).toMatchObject({
+      id: person.id,
+      attributes: { chatapp1ChatId: "4242" },
+    });
+    expect(await redeem(ctx.workspaceId)).toBeNull();
     expect((await client.get(`${ctx.ws}/contacts/nope/chatapp1-link`)).status).toBe(404);
   });
 });

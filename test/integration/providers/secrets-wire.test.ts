@@ -30,6 +30,7 @@ const SECRETS = {
   twilioToken: "twilio-wire-token-6631",
   vonageSecret: "vonage-wire-secret-9902",
   vonageSignatureSecret: "vonage-signature-wire-3390",
+  botToken: "424242:telegram-wire-token-7310",
 };
 
 (NATS_URL ? describe : describe.skip)("provider secrets over NATS", () => {
@@ -68,6 +69,14 @@ const SECRETS = {
       if (req.path.startsWith("/mailgun/")) return { status: 200, body: '{"id":"<wire@mg.acme.test>"}' };
       if (req.path.startsWith("/twilio/"))
         return { status: 201, body: '{"sid":"SMwire","num_segments":"1"}' };
+      if (req.path.startsWith("/telegram/")) {
+        const method = req.path.split("/").at(-1);
+        const result = method === "getMe" ? { id: 1, is_bot: true, username: "wire_bot" } : true;
+        return {
+          status: 200,
+          body: JSON.stringify({ ok: true, result: method === "sendMessage" ? { message_id: 9 } : result }),
+        };
+      }
       if (req.path.startsWith("/vonage/"))
         return {
           status: 200,
@@ -172,7 +181,12 @@ const SECRETS = {
         }),
       },
     ];
-    const contactId = await newContact(c, ws, { email: "wire@example.com", phone: "+14155550199" }, true);
+    const contactId = await newContact(
+      c,
+      ws,
+      { email: "wire@example.com", phone: "+14155550199", attributes: { chatapp1ChatId: "777" } },
+      true,
+    );
 
     for (const { channel, id: providerId } of providers) {
       const content = channel === "email" ? { subject: "Hi", html: "<p>Hi</p>" } : { body: "Hi" };
@@ -188,6 +202,39 @@ const SECRETS = {
       );
       expect(done).toMatchObject({ status: "sent", providerId });
     }
+
+    // chatapp1: connected on the providers node; its send from the messages node; an inbound STOP through both.
+    const bot = await c.post(`${ws}/providers/chatapp1`, {
+      config: { botToken: SECRETS.botToken, baseUrl: api.url("/telegram") },
+    });
+    expect(bot.status).toBe(201);
+    const chat = await c.post(`${ws}/messages`, { channel: "chatapp1", contactId, content: { text: "Hi" } });
+    await waitFor(
+      async () => ((await c.get(`${ws}/messages/${chat.body.id}`)).body.status === "sent" ? true : undefined),
+      15_000,
+      "chatapp1 send",
+    );
+    const webhookSecret = JSON.parse(api.received.find((r) => r.path.endsWith("/setWebhook"))!.body)
+      .secret_token as string;
+    const update = JSON.stringify({
+      update_id: 1,
+      message: { message_id: 1, chat: { id: 777, type: "private" }, text: "STOP" },
+    });
+    const inbound = await providersNode
+      .http()
+      .request("POST", `/api/providers/chatapp1/webhooks?providerId=${bot.body.id}`, {
+        raw: update,
+        headers: { "content-type": "application/json", "x-telegram-bot-api-secret-token": webhookSecret },
+      });
+    expect(inbound.status).toBe(200);
+    await waitFor(
+      () => (api.received.filter((r) => r.path.endsWith("/sendMessage")).length >= 2 ? true : undefined),
+      15_000,
+      "the STOP reply",
+    );
+    expect(api.received.find((r) => r.path.endsWith("/sendMessage"))?.path).toBe(
+      `/telegram/bot${SECRETS.botToken}/sendMessage`,
+    );
 
     // Each provider got its credential: the messages node held every secret.
     expect(smtpLogins).toContain(SMTP_USER);
@@ -211,7 +258,7 @@ const SECRETS = {
       secret,
       Buffer.from(secret).toString("base64"),
     ]);
-    forbidden.push(twilioAuth.slice("Basic ".length));
+    forbidden.push(twilioAuth.slice("Basic ".length), webhookSecret);
     for (const secret of forbidden)
       expect({ secret, leaks: payloads.filter((p) => p.includes(secret)).length }).toEqual({
         secret,
