@@ -152,6 +152,9 @@ describe("refusing oversized lists and objects before their items", () => {
       amount: Type.Optional(Type.Number()),
     }),
   );
+  // A guard against the quadratic path (100,000 items took minutes), not a speed target: loose enough for a
+  // loaded machine, far below what the quadratic path needs.
+  const HANG_MS = 5_000;
   const timed = (value: Record<string, unknown>) => {
     const started = performance.now();
     const result = check(value, true);
@@ -161,7 +164,7 @@ describe("refusing oversized lists and objects before their items", () => {
   it("refuses 100,000 invalid items at once, naming the list", () => {
     const { result, ms } = timed({ locales: Array(100_000).fill("a") });
     expect(result).toEqual([{ field: "locales", message: "must have at most 20 items", type: "maxItems" }]);
-    expect(ms).toBeLessThan(500);
+    expect(ms).toBeLessThan(HANG_MS);
   });
 
   it("refuses 100,000 keys at once, in a record or where a closed object would remove them one by one", () => {
@@ -170,7 +173,7 @@ describe("refusing oversized lists and objects before their items", () => {
     expect(result).toEqual([
       { field: "attributes", message: `must have at most ${MAX_OBJECT_KEYS} keys`, type: "maxProperties" },
     ]);
-    expect(ms).toBeLessThan(250);
+    expect(ms).toBeLessThan(HANG_MS);
     expect(timed({ ...keys }).result).toEqual([
       { field: "", message: `must have at most ${MAX_OBJECT_KEYS} keys`, type: "maxProperties" },
     ]);
