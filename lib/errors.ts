@@ -23,6 +23,7 @@ export const ErrorCode = {
   RANGE_NOT_SATISFIABLE: "RANGE_NOT_SATISFIABLE",
   RATE_LIMITED: "RATE_LIMITED",
   SERVICE_UNAVAILABLE: "SERVICE_UNAVAILABLE",
+  UPSTREAM_ERROR: "UPSTREAM_ERROR",
   INTERNAL: "INTERNAL",
 } as const;
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
@@ -87,6 +88,9 @@ export const rangeNotSatisfiable = (size: number) =>
   });
 export const rateLimited = (retryAfter: number) =>
   clientError("Too many requests", 429, ErrorCode.RATE_LIMITED, { retryAfter });
+/** A provider this request had to ask could not be reached, or failed on its side (502). */
+export const upstreamError = (message: string) =>
+  new Errors.MoleculerError(message, 502, ErrorCode.UPSTREAM_ERROR);
 
 export interface HttpErrorResponse {
   status: number;
@@ -213,6 +217,8 @@ export function toHttpError(err: unknown, routeMissing: boolean): HttpErrorRespo
     if (data.details) body.details = data.details;
     return { status, headers, body };
   }
+  if (status === 502 && type === ErrorCode.UPSTREAM_ERROR)
+    return { status, headers, body: { error: String(e.message), code: type } };
   if (status === 401)
     return { status, headers, body: { error: "Authentication required", code: ErrorCode.UNAUTHORIZED } };
   if (status === 403) return { status, headers, body: { error: "Forbidden", code: ErrorCode.FORBIDDEN } };

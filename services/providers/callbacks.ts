@@ -45,6 +45,8 @@ export type ProviderEvent =
       from: string;
       to: string;
       text: string;
+      /** The provider's id of the message this one answers (a chat reply's context), when it says. */
+      references?: string | null;
     };
 
 export function parseJson(text: string): unknown {

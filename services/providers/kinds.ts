@@ -3,6 +3,9 @@ import type { TObject } from "@sinclair/typebox";
 import type { Callback, ProviderEvent } from "./callbacks";
 import type { PushClient } from "./clients/push";
 import type { ProviderClient } from "./clients/types";
+import * as chatapp2Callbacks from "./chatapp2/callbacks";
+import { chatapp2Client } from "./chatapp2/client";
+import { CHATAPP2_SECRET_FIELDS, chatapp2Config } from "./chatapp2/config";
 import * as emailapi1Callbacks from "./emailapi1/callbacks";
 import { emailapi1Client } from "./emailapi1/client";
 import { EMAILAPI1_SECRET_FIELDS, emailapi1Config } from "./emailapi1/config";
@@ -74,6 +77,13 @@ export const PROVIDER_KINDS = {
     callbacks: smsapi2Callbacks,
   },
   vapid: { channel: "push", config: vapidConfig, secretFields: VAPID_SECRET_FIELDS },
+  chatapp2: {
+    channel: "chatapp2",
+    config: chatapp2Config,
+    secretFields: CHATAPP2_SECRET_FIELDS,
+    client: chatapp2Client,
+    callbacks: chatapp2Callbacks,
+  },
 } satisfies Record<string, ProviderKind>;
 
 export type ProviderType = keyof typeof PROVIDER_KINDS;

@@ -12,6 +12,7 @@ import { DatabaseMixin } from "../../mixins/database.mixin";
 import { storedConfig } from "./credentials";
 import { PROVIDERS_CHANGED_EVENT } from "./for-send";
 import { checkDomain } from "./domain-check";
+import { chatapp2Actions, chatapp2Provider } from "./chatapp2/chatapp2.actions";
 import { inboundActions } from "./inbound.actions";
 import { singleProviderActions } from "./single.actions";
 import * as repo from "./providers.repo";
@@ -57,6 +58,8 @@ export default defineService<ProvidersService>({
       name: "Push",
       label: "Web push (VAPID)",
     }),
+    chatapp2Provider,
+    chatapp2Actions,
   ],
   settings: { rest: "/" },
 

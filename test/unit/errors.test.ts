@@ -11,6 +11,7 @@ import {
   rateLimited,
   toHttpError,
   unauthorized,
+  upstreamError,
   validationError,
 } from "../../lib/errors";
 
@@ -35,6 +36,7 @@ describe("toHttpError: the catalogue", () => {
     ["notFound", notFound("Contact"), 404, "NOT_FOUND"],
     ["conflict", conflict("taken"), 409, "CONFLICT"],
     ["rateLimited", rateLimited(42), 429, "RATE_LIMITED"],
+    ["upstreamError", upstreamError("the provider is unreachable"), 502, "UPSTREAM_ERROR"],
   ])("%s", (_name, err, status, code) => {
     const answer = toHttpError(err, false);
     expect(answer.status).toBe(status);
