@@ -520,3 +520,54 @@ test("a campaign's send node on chatapp2 sends its template content, rendered fo
     },
   });
 });
+
+test("the routes are in /api/openapi with typed answers, the provider's failure declared as 502", async () => {
+  const doc = (await app.http().get("/api/openapi")).body;
+  const provider = doc.paths["/api/workspaces/{workspaceId}/providers/chatapp2"];
+  expect(Object.keys(provider).sort()).toEqual(["delete", "get", "post"]);
+  expect(Object.keys(provider.post.responses).sort()).toEqual(["200", "201", "4XX", "502"]);
+  const templates =
+    doc.paths["/api/workspaces/{workspaceId}/providers/chatapp2/templates"].get.responses["200"];
+  expect(templates.content["application/json"].schema).toMatchObject({
+    type: "array",
+    items: { $ref: "#/components/schemas/Chatapp2Template" },
+  });
+  const sync = doc.paths["/api/workspaces/{workspaceId}/providers/chatapp2/templates/sync"].post.responses;
+  expect(Object.keys(sync).sort()).toEqual(["200", "4XX", "502"]);
+  const hooks = doc.paths["/api/providers/chatapp2/webhooks"];
+  expect(Object.keys(hooks.get.responses["200"].content)).toEqual(["text/plain"]);
+  expect(hooks.get.parameters.map((p: { name: string }) => p.name).sort()).toEqual([
+    "hub.challenge",
+    "hub.mode",
+    "hub.verify_token",
+    "providerId",
+  ]);
+  expect(hooks.post.responses["200"].content["application/json"]).toBeDefined();
+});
+
+test("a sync replaces the kept set; the API failing is a 502 that keeps it", async () => {
+  const c = ctx.owner.client;
+  const path = `/v19.0/${WABA_ID}/message_templates?limit=100`;
+  graph.setBehaviour((req) =>
+    req.path === path
+      ? {
+          status: 200,
+          body: JSON.stringify({ data: [template("welcome", "en_US", "APPROVED", "Hi")], paging: {} }),
+        }
+      : graphApi(req),
+  );
+  expect((await c.post(`${ctx.ws}/providers/chatapp2/templates/sync`)).body).toEqual({ synced: 1 });
+  const names = async () =>
+    (await c.get(`${ctx.ws}/providers/chatapp2/templates`)).body.map((t: { name: string }) => t.name);
+  expect(await names()).toEqual(["welcome"]);
+
+  graph.setBehaviour((req) =>
+    req.path === path
+      ? { status: 500, body: '{"error":{"message":"An unknown error occurred","code":1}}' }
+      : graphApi(req),
+  );
+  const failed = await c.post(`${ctx.ws}/providers/chatapp2/templates/sync`);
+  expect([failed.status, failed.body.code]).toEqual([502, "UPSTREAM_ERROR"]);
+  expect(await names()).toEqual(["welcome"]);
+  graph.setBehaviour(graphApi);
+});
