@@ -47,6 +47,8 @@ export type ProviderEvent =
       text: string;
       /** The provider's id of the message this one answers (a chat reply's context), when it says. */
       references?: string | null;
+      /** When the person sent it, when the provider says (a retried callback may arrive days later). */
+      sentAt?: Date | null;
     };
 
 export function parseJson(text: string): unknown {

@@ -84,6 +84,7 @@ describe("chatapp2 callbacks", () => {
                     type: "image",
                     image: { caption: "Receipt", id: "x" },
                   },
+                  { id: "wamid.nobody", type: "text", text: { body: "no sender" } },
                 ],
                 statuses: [
                   { id: "wamid.out1", status: "sent", recipient_id: "447700900123" },
@@ -103,16 +104,38 @@ describe("chatapp2 callbacks", () => {
     };
     const inbound = { kind: "inbound", from: "+447700900123", to: "+15550001111" };
     expect(readEvents(JSON.stringify(payload))).toEqual([
-      { ...inbound, providerMessageId: "wamid.t1", eventId: "wamid.t1", text: "Hi", references: null },
+      {
+        ...inbound,
+        providerMessageId: "wamid.t1",
+        eventId: "wamid.t1",
+        text: "Hi",
+        references: null,
+        sentAt: new Date("2023-11-14T22:13:20.000Z"),
+      },
       {
         ...inbound,
         providerMessageId: "wamid.b1",
         eventId: "wamid.b1",
         text: "Yes please",
         references: "wamid.out1",
+        sentAt: null,
       },
-      { ...inbound, providerMessageId: "wamid.i1", eventId: "wamid.i1", text: "Tomorrow", references: null },
-      { ...inbound, providerMessageId: "wamid.m1", eventId: "wamid.m1", text: "Receipt", references: null },
+      {
+        ...inbound,
+        providerMessageId: "wamid.i1",
+        eventId: "wamid.i1",
+        text: "Tomorrow",
+        references: null,
+        sentAt: null,
+      },
+      {
+        ...inbound,
+        providerMessageId: "wamid.m1",
+        eventId: "wamid.m1",
+        text: "Receipt",
+        references: null,
+        sentAt: null,
+      },
       {
         kind: "delivered",
         messageId: null,

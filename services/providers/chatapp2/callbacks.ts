@@ -50,6 +50,14 @@ function textOf(message: Json): string {
   );
 }
 
+/** The message's `timestamp` (Unix seconds, as a string) as a moment; null when it is not one. */
+function sentAt(value: unknown): Date | null {
+  const seconds = Number(value);
+  return value !== undefined && value !== null && value !== "" && Number.isFinite(seconds) && seconds > 0
+    ? new Date(seconds * 1000)
+    : null;
+}
+
 function statusEvent(status: Json): ProviderEvent | null {
   const id = str(status.id);
   const base = {
@@ -75,14 +83,18 @@ export function readEvents(body: string): ProviderEvent[] {
       const to = e164(obj(value.metadata).display_phone_number);
       for (const message of list(value.messages)) {
         const id = str(message.id);
+        const from = e164(message.from);
+        // Without a sender there is no contact to find: nothing to receive.
+        if (!from) continue;
         events.push({
           kind: "inbound",
           providerMessageId: id,
           eventId: id,
-          from: e164(message.from),
+          from,
           to,
           text: textOf(message),
           references: str(obj(message.context).id),
+          sentAt: sentAt(message.timestamp),
         });
       }
       for (const status of list(value.statuses)) {

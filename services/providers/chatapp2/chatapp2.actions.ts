@@ -144,10 +144,16 @@ export async function handshake(
   return challenge;
 }
 
-/** An inbound chatapp2 message opens (or extends) its sender's 24-hour window. */
+/**
+ * An inbound chatapp2 message opens (or extends) its sender's 24-hour
+ * window from when it was sent (a callback Meta retried late opens no
+ * window it did not), never from a time ahead of ours.
+ */
 export async function openWindow(
   workspaceId: string,
   inbound: Extract<ProviderEvent, { kind: "inbound" }>,
 ): Promise<void> {
-  if (inbound.from) await windowRepo.noteInbound(workspaceId, inbound.from, new Date());
+  const now = new Date();
+  const at = inbound.sentAt && inbound.sentAt < now ? inbound.sentAt : now;
+  await windowRepo.noteInbound(workspaceId, inbound.from, at);
 }

@@ -388,8 +388,21 @@ test("templates sync across every page keeping the approved ones, list answers t
     { type: "BODY", text: "Hi {{1}}, order {{2}} has shipped." },
   ]);
 
-  // Bob never wrote: a template may open the conversation, a text may not.
+  // Bob last wrote two days ago (a callback Meta retried late): a template may open the conversation, a text may not.
   const bobId = await contact("+15557770000", "Bob");
+  const late = await postCallback({
+    metadata: { display_phone_number: "15550001111", phone_number_id: PHONE_ID },
+    messages: [
+      {
+        from: "15557770000",
+        id: "wamid.late",
+        timestamp: String(Math.floor(Date.now() / 1000) - 2 * 86_400),
+        type: "text",
+        text: { body: "Where is my order?" },
+      },
+    ],
+  });
+  expect(late.status).toBe(200);
   const send = (content: Record<string, unknown>) =>
     c.post(`${ctx.ws}/messages`, { contactId: bobId, channel: "chatapp2", content });
   const refused = async (content: Record<string, unknown>) => {
