@@ -465,6 +465,24 @@ test("STOP on chatapp2 opts the contact out (source chat_command) and the confir
     type: "text",
     text: { body: expect.any(String) },
   });
+
+  // A STOP delivered two days late still opts out; its reply would fall outside the window, so there is none.
+  const erinId = await contact("+15556660000", "Erin");
+  const late = await postCallback({
+    metadata: { display_phone_number: "15550001111", phone_number_id: PHONE_ID },
+    messages: [
+      {
+        from: "15556660000",
+        id: "wamid.stop-late",
+        timestamp: String(Math.floor(Date.now() / 1000) - 2 * 86_400),
+        type: "text",
+        text: { body: "STOP" },
+      },
+    ],
+  });
+  expect([late.status, late.body]).toEqual([200, { received: true }]);
+  expect((await c.get(`${ctx.ws}/contacts/${erinId}/consent`)).body.chatapp2.status).toBe("opted_out");
+  expect((await c.get(`${ctx.ws}/messages?contactId=${erinId}`)).body.data).toEqual([]);
 });
 
 test("a campaign's send node on chatapp2 sends its template content, rendered for the contact", async () => {
