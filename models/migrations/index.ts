@@ -45,6 +45,7 @@ import * as searchNameIndexes from "./0071-search-name-indexes";
 import * as refusedOrigins from "./0072-refused-origins";
 import * as singleProviders from "./0073-single-providers";
 import * as chatapp1ChatContacts from "./0077-chatapp1-chat-contacts";
+import * as chatapp2 from "./0078-chatapp2";
 
 export interface Migration {
   name: string;
@@ -99,4 +100,5 @@ export const migrations: Migration[] = [
   { name: "0072-refused-origins", up: refusedOrigins.up },
   { name: "0073-single-providers", up: singleProviders.up },
   { name: "0077-chatapp1-chat-contacts", up: chatapp1ChatContacts.up },
+  { name: "0078-chatapp2", up: chatapp2.up },
 ];

@@ -12,7 +12,8 @@ import { systemCall } from "../../lib/system-call";
  * (reason `bounce`, consent untouched), a complaint opts the email out
  * (source `complaint`, `unsubscribe.email` with the message). Opens and
  * clicks the provider reports count only where our own tracking of them is
- * off, so one open is never counted twice.
+ * off, so one open is never counted twice (email: other channels have none
+ * of ours, so a chat's read receipt counts).
  */
 
 type StatusEvent = Exclude<ProviderEvent, { kind: "inbound" }>;
@@ -72,13 +73,16 @@ export async function applyPending(
 
 async function applyOne(broker: ServiceBroker, row: MessageRow, event: StatusEvent): Promise<void> {
   if (event.kind === "opened" || event.kind === "clicked") {
-    const workspace = await systemCall<{
-      settings?: { tracking?: { opens?: boolean; clicks?: boolean } | null };
-    }>(broker, row.workspace_id, "workspaces.get", {
-      workspaceId: row.workspace_id,
-    });
-    const tracking = workspace.settings?.tracking ?? {};
-    if ((event.kind === "opened" ? tracking.opens : tracking.clicks) !== false) return;
+    // Only email has our own pixel and short links; on chat channels the provider's read receipt is the open.
+    if (row.channel === "email") {
+      const workspace = await systemCall<{
+        settings?: { tracking?: { opens?: boolean; clicks?: boolean } | null };
+      }>(broker, row.workspace_id, "workspaces.get", {
+        workspaceId: row.workspace_id,
+      });
+      const tracking = workspace.settings?.tracking ?? {};
+      if ((event.kind === "opened" ? tracking.opens : tracking.clicks) !== false) return;
+    }
     const updated = event.kind === "opened" ? await repo.recordOpen(row.id) : await repo.recordClick(row.id);
     if (updated)
       await recordActivity(broker, updated, event.kind === "opened" ? "message.open" : "message.click", {

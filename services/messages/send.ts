@@ -6,6 +6,7 @@ import { systemCall } from "../../lib/system-call";
 import { workspaceOf } from "../../lib/tenancy";
 import type { Channel } from "../../lib/channels";
 import { prepareContent } from "../templates/authoring";
+import type { Content } from "../templates/render";
 import type { ResolvedTemplate } from "../templates/templates.schemas";
 import {
   addressOf,
@@ -68,8 +69,12 @@ async function known<T>(promise: Promise<T>, what: string, field: string, id: st
   }
 }
 
-/** The template must exist and be of the send's channel. */
-async function checkTemplate(ctx: AppContext, templateId: string, channel: Channel): Promise<void> {
+/** The template must exist and be of the send's channel; answers it. */
+async function checkTemplate(
+  ctx: AppContext,
+  templateId: string,
+  channel: Channel,
+): Promise<ResolvedTemplate> {
   const resolved = await known(
     call<ResolvedTemplate>(ctx, "templates.resolve", { templateId }),
     "Template",
@@ -78,6 +83,18 @@ async function checkTemplate(ctx: AppContext, templateId: string, channel: Chann
   );
   if (resolved.template.channel !== channel)
     throw fieldError("templateId", `is a ${resolved.template.channel} template, not ${channel}`);
+  return resolved;
+}
+
+/**
+ * chatapp2's own rules, checked now so the caller hears at once (the
+ * providers area holds the synced templates and the windows): a template
+ * send names an approved template with its parameter count (400), a
+ * free-form one to `to` falls in the 24-hour window (409). No `to`: a batch,
+ * whose free-form sends the provider itself refuses outside the window.
+ */
+async function checkChatapp2(ctx: AppContext, to: string | null, content: Content): Promise<void> {
+  await call(ctx, "providers.chatapp2SendCheck", { to, content });
 }
 
 /** A named provider must be one of the workspace's for the channel (404 naming `providerId`). */
@@ -105,7 +122,8 @@ export async function createMessage(ctx: AppContext<CreateParams>, now: Date): P
   await checkProvider(ctx, p.providerId, p.channel);
 
   let content = null;
-  if (p.templateId) await checkTemplate(ctx, p.templateId, p.channel);
+  let template: ResolvedTemplate | null = null;
+  if (p.templateId) template = await checkTemplate(ctx, p.templateId, p.channel);
   else content = await prepareContent(p.channel, p.content ?? {});
 
   let contact: SendContact | null = null;
@@ -125,6 +143,8 @@ export async function createMessage(ctx: AppContext<CreateParams>, now: Date): P
 
   const to = p.to ?? (contact ? addressOf(p.channel, contact) : null);
   if (!to) throw fieldError("to", `is required: the contact has no ${p.channel} address`);
+  if (p.channel === "chatapp2")
+    await checkChatapp2(ctx, normalizeAddress(p.channel, to), content ?? template?.template.content ?? {});
   const [message] = await queueMessages(
     ctx,
     {
@@ -157,7 +177,8 @@ export interface EnqueueResult {
 export async function enqueueMessages(ctx: AppContext<EnqueueParams>, now: Date): Promise<EnqueueResult> {
   const p = ctx.params;
   await checkProvider(ctx, p.providerId, p.channel);
-  await checkTemplate(ctx, p.templateId, p.channel);
+  const template = await checkTemplate(ctx, p.templateId, p.channel);
+  if (p.channel === "chatapp2") await checkChatapp2(ctx, null, template.template.content);
   if (p.messageIds && p.messageIds.length !== p.contactIds.length)
     throw fieldError("messageIds", "must give one id per contact");
   const idOf = new Map(p.messageIds?.map((id, i) => [p.contactIds[i], id]));

@@ -77,6 +77,8 @@ export type ProviderEvent =
       linkToken?: string;
       /** How the sender calls themselves, for the contact made from them. */
       name?: { firstName: string | null; lastName: string | null };
+      /** When the person sent it, when the provider says (a retried callback may arrive days later). */
+      sentAt?: Date | null;
     };
 
 export function parseJson(text: string): unknown {

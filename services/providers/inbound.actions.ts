@@ -9,6 +9,8 @@ import { systemCall } from "../../lib/system-call";
 import { workspaceOf } from "../../lib/tenancy";
 import type { CommandChannel, ProviderChannel } from "../../lib/channels";
 import type { ProviderEvent } from "./callbacks";
+import { handshake, openWindow } from "./chatapp2/chatapp2.actions";
+import { chatapp2Results, chatapp2Schemas } from "./chatapp2/chatapp2.schemas";
 import { readEvents, verifyCallback } from "./kinds";
 import { SMSAPI1_ANSWERED_KEYWORDS } from "./smsapi1/client";
 import { checkCommands, DEFAULT_COMMANDS, matchCommand } from "./commands";
@@ -105,6 +107,35 @@ export const inboundActions = {
         return receive(ctx, "chatapp1");
       },
     }),
+
+    /** Inbound messages and delivery/read statuses of chatapp2 (X-Hub-Signature-256). Public (provider signature). */
+    chatapp2Webhooks: defineAction({
+      rest: "POST /providers/chatapp2/webhooks",
+      auth: "public",
+      rawBody: true,
+      openapi: {
+        tags,
+        summary: "chatapp2 callbacks: inbound messages and statuses (signed with the app secret)",
+      },
+      params: commandSchemas.callback,
+      result: commandResults.callback,
+      handler(ctx) {
+        return receive(ctx, "chatapp2", openWindow);
+      },
+    }),
+
+    /** Meta's webhook verification: `hub.verify_token` = the provider's verifyToken → its `hub.challenge`. Public. */
+    chatapp2Handshake: defineAction({
+      rest: "GET /providers/chatapp2/webhooks",
+      auth: "public",
+      openapi: {
+        tags,
+        summary: "chatapp2 webhook verification (the challenge back as text/plain, else 403)",
+        responses: chatapp2Results.handshake,
+      },
+      params: chatapp2Schemas.handshake,
+      handler: (ctx) => handshake(ctx),
+    }),
   },
 };
 
@@ -113,7 +144,12 @@ export const inboundActions = {
  * callbacks, 401 INVALID_SIGNATURE unless the provider signed it; each event
  * applied once (a retried callback's events are recognised by their ids).
  */
-async function receive(ctx: AppContext<{ providerId: string }>, channel: ProviderChannel) {
+async function receive(
+  ctx: AppContext<{ providerId: string }>,
+  channel: ProviderChannel,
+  /** What the channel keeps of each new inbound message before it is received (chatapp2's window). */
+  noteInbound?: (workspaceId: string, inbound: Inbound) => Promise<void>,
+) {
   const provider = await repo.providerForCallback(ctx.params.providerId);
   if (!provider || provider.channel !== channel || provider.type === "smtp") throw notFound("Provider");
   const callback = {
@@ -135,8 +171,10 @@ async function receive(ctx: AppContext<{ providerId: string }>, channel: Provide
       providerId: provider.id,
       events: reports,
     });
-  for (const text of fresh.filter((e): e is Inbound => e.kind === "inbound"))
+  for (const text of fresh.filter((e): e is Inbound => e.kind === "inbound")) {
+    await noteInbound?.(provider.workspace_id, text);
     await receiveInbound(ctx.broker, provider, text);
+  }
   await repo.markSeen(
     provider.id,
     fresh.flatMap((e) => (e.eventId ? [e.eventId] : [])),
@@ -209,7 +247,11 @@ async function receiveInbound(
     });
   // The confirmation a carrier requires, even to a number that just opted out: transactional. Not
   // when the provider has answered the keyword itself: the person would get two.
-  if (command.reply && !providerAnswered(provider, command.keyword)) await reply(command.reply);
+  if (command.reply && !providerAnswered(provider, command.keyword))
+    await reply(command.reply).catch((err: { type?: string }) => {
+      // A command that arrived past its channel's reply window (chatapp2's 24 hours) gets no reply.
+      if (err.type !== "INVALID_STATE") throw err;
+    });
 }
 
 /** How each channel's senders are addressed: the contact lookup's type. */

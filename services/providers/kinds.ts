@@ -6,6 +6,9 @@ import { chatapp1Client } from "./chatapp1/client";
 import { CHATAPP1_SECRET_FIELDS, chatapp1Config } from "./chatapp1/config";
 import type { PushClient } from "./clients/push";
 import type { ProviderClient } from "./clients/types";
+import * as chatapp2Callbacks from "./chatapp2/callbacks";
+import { chatapp2Client } from "./chatapp2/client";
+import { CHATAPP2_SECRET_FIELDS, chatapp2Config } from "./chatapp2/config";
 import * as emailapi1Callbacks from "./emailapi1/callbacks";
 import { emailapi1Client } from "./emailapi1/client";
 import { EMAILAPI1_SECRET_FIELDS, emailapi1Config } from "./emailapi1/config";
@@ -99,6 +102,13 @@ export const PROVIDER_KINDS = {
     secretFields: CHATAPP1_SECRET_FIELDS,
     client: chatapp1Client,
     callbacks: chatapp1Callbacks,
+  },
+  chatapp2: {
+    channel: "chatapp2",
+    config: chatapp2Config,
+    secretFields: CHATAPP2_SECRET_FIELDS,
+    client: chatapp2Client,
+    callbacks: chatapp2Callbacks,
   },
 } satisfies Record<string, ProviderKind>;
 

@@ -13,6 +13,7 @@ import { storedConfig } from "./credentials";
 import { PROVIDERS_CHANGED_EVENT } from "./for-send";
 import { describeChatapp1, prepareChatapp1, removedChatapp1 } from "./chatapp1/connect";
 import { checkDomain } from "./domain-check";
+import { chatapp2Actions, chatapp2Provider } from "./chatapp2/chatapp2.actions";
 import { inboundActions } from "./inbound.actions";
 import { checkPushgw1 } from "./pushgw1/config";
 import { checkPushgw2 } from "./pushgw2/config";
@@ -87,6 +88,8 @@ export default defineService<ProvidersService>({
       removed: removedChatapp1,
       describe: describeChatapp1,
     }),
+    chatapp2Provider,
+    chatapp2Actions,
   ],
   settings: { rest: "/" },
 

@@ -52,7 +52,13 @@ const OWNERS: Record<string, string[]> = {
   events: ["events"],
   forms: ["forms", "form_views", "form_submissions"],
   messages: ["messages", "short_links", "short_link_clicks", "provider_callbacks_pending"],
-  providers: ["providers", "channel_commands", "provider_event_log"],
+  providers: [
+    "providers",
+    "channel_commands",
+    "provider_event_log",
+    "chatapp2_templates",
+    "chatapp2_windows",
+  ],
   scoring: ["scoring_rules", "scoring_rule_matches", "score_history"],
   segments: ["segments", "segment_members", "segment_membership_log"],
   templates: ["templates", "template_translations"],
@@ -167,7 +173,7 @@ function tablesNamed(file: string): string[] {
   const text = fs.readFileSync(path.join(ROOT, file), "utf8");
   const inStatements = [...text.matchAll(NAMED)].map((m) => m[1]);
   const quoted = file.endsWith(".repo.ts")
-    ? [...text.matchAll(/"([a-z_]+)"/g)].map((m) => m[1]).filter((name) => TABLE_OWNER.has(name))
+    ? [...text.matchAll(/"([a-z0-9_]+)"/g)].map((m) => m[1]).filter((name) => TABLE_OWNER.has(name))
     : [];
   return [...new Set([...inStatements, ...quoted])];
 }
@@ -178,7 +184,7 @@ test("every table the migrations create has an owning area", () => {
   const migrations = sourceFiles("models/migrations").map((f) => fs.readFileSync(path.join(ROOT, f), "utf8"));
   const created = new Set(
     migrations.flatMap((text) =>
-      [...text.matchAll(/CREATE TABLE (?:IF NOT EXISTS )?"?([a-z_]+)/g)].map((m) => m[1]),
+      [...text.matchAll(/CREATE TABLE (?:IF NOT EXISTS )?"?([a-z][a-z0-9_]*)/g)].map((m) => m[1]),
     ),
   );
   expect([...created].filter((t) => !TABLE_OWNER.has(t))).toEqual([]);

@@ -31,7 +31,7 @@ export interface Answer {
 export async function send(
   provider: string,
   url: string,
-  init: { method: "POST"; headers: Record<string, string>; body: string },
+  init: { method: "GET" | "POST"; headers: Record<string, string>; body?: string },
 ): Promise<Answer> {
   try {
     const res = await request(url, { ...init, dispatcher: dispatcher() });

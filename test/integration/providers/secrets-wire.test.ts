@@ -31,6 +31,8 @@ const SECRETS = {
   vonageSecret: "vonage-wire-secret-9902",
   vonageSignatureSecret: "vonage-signature-wire-3390",
   botToken: "424242:telegram-wire-token-7310",
+  chatapp2Token: "EAAG-chatapp2-wire-token-4471",
+  chatapp2AppSecret: "chatapp2-app-secret-wire-2208",
 };
 
 (NATS_URL ? describe : describe.skip)("provider secrets over NATS", () => {
@@ -81,6 +83,24 @@ const SECRETS = {
         return {
           status: 200,
           body: '{"message-count":"1","messages":[{"status":"0","message-id":"V-wire"}]}',
+        };
+      if (req.path === "/graph/1098765/messages")
+        return { status: 200, body: '{"messaging_product":"whatsapp","messages":[{"id":"wamid.wire"}]}' };
+      if (req.path === "/graph/1098765") return { status: 200, body: '{"id":"1098765"}' };
+      if (req.path.startsWith("/graph/2233445/message_templates"))
+        return {
+          status: 200,
+          body: JSON.stringify({
+            data: [
+              {
+                name: "hello_world",
+                language: "en_US",
+                status: "APPROVED",
+                category: "UTILITY",
+                components: [{ type: "BODY", text: "Hello {{1}}" }],
+              },
+            ],
+          }),
         };
       return { status: 404 };
     });
@@ -236,6 +256,36 @@ const SECRETS = {
       `/telegram/bot${SECRETS.botToken}/sendMessage`,
     );
 
+    // chatapp2: connecting and syncing ask the API from the providers node; the send check crosses to it,
+    // the send goes from the messages node.
+    const chatapp2 = await c.post(`${ws}/providers/chatapp2`, {
+      config: {
+        phoneNumberId: "1098765",
+        businessAccountId: "2233445",
+        accessToken: SECRETS.chatapp2Token,
+        appSecret: SECRETS.chatapp2AppSecret,
+        verifyToken: "wire-verify",
+        baseUrl: api.url("/graph"),
+      },
+    });
+    expect(chatapp2.status).toBe(201);
+    expect((await c.post(`${ws}/providers/chatapp2/templates/sync`)).body).toEqual({ synced: 1 });
+    await c.put(`${ws}/contacts/${contactId}/consent`, { channel: "chatapp2", status: "opted_in" });
+    const template = { templateName: "hello_world", language: "en_US", parameters: ["Wire"] };
+    const wrong = await c.post(`${ws}/messages`, {
+      channel: "chatapp2",
+      contactId,
+      content: { ...template, parameters: [] },
+    });
+    expect([wrong.status, wrong.body.details?.[0]?.field]).toEqual([400, "content.parameters"]);
+    const chat2 = await c.post(`${ws}/messages`, { channel: "chatapp2", contactId, content: template });
+    expect(chat2.status).toBe(202);
+    await waitFor(
+      async () => (await c.get(`${ws}/messages/${chat2.body.id}`)).body.status === "sent",
+      15_000,
+      "the chatapp2 message sent",
+    );
+
     // Each provider got its credential: the messages node held every secret.
     expect(smtpLogins).toContain(SMTP_USER);
     const header = (path: string, name: string) =>
@@ -249,6 +299,7 @@ const SECRETS = {
     expect(api.received.find((r) => r.path.startsWith("/vonage/"))?.body).toContain(
       `api_secret=${SECRETS.vonageSecret}`,
     );
+    expect(header("/graph/1098765/messages", "authorization")).toBe(`Bearer ${SECRETS.chatapp2Token}`);
 
     // The broker carried the sends (the hops are real), and not one secret.
     expect(payloads.some((p) => p.includes("messages.create") || p.includes("providers.reportHealth"))).toBe(
