@@ -23,6 +23,7 @@ export const ErrorCode = {
   RANGE_NOT_SATISFIABLE: "RANGE_NOT_SATISFIABLE",
   RATE_LIMITED: "RATE_LIMITED",
   SERVICE_UNAVAILABLE: "SERVICE_UNAVAILABLE",
+  UPSTREAM_ERROR: "UPSTREAM_ERROR",
   INTERNAL: "INTERNAL",
 } as const;
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
@@ -87,6 +88,9 @@ export const rangeNotSatisfiable = (size: number) =>
   });
 export const rateLimited = (retryAfter: number) =>
   clientError("Too many requests", 429, ErrorCode.RATE_LIMITED, { retryAfter });
+/** A remote API we call for the caller (an integration) is unreachable or failed (5xx): 502, its message kept. */
+export const upstreamError = (message: string) =>
+  new Errors.MoleculerError(message, 502, ErrorCode.UPSTREAM_ERROR);
 
 export interface HttpErrorResponse {
   status: number;
@@ -212,6 +216,9 @@ export function toHttpError(err: unknown, routeMissing: boolean): HttpErrorRespo
     const body: HttpErrorResponse["body"] = { error: String(e.message), code: type };
     if (data.details) body.details = data.details;
     return { status, headers, body };
+  }
+  if (type === ErrorCode.UPSTREAM_ERROR) {
+    return { status: 502, headers, body: { error: String(e.message), code: ErrorCode.UPSTREAM_ERROR } };
   }
   if (status === 401)
     return { status, headers, body: { error: "Authentication required", code: ErrorCode.UNAUTHORIZED } };
