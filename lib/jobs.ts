@@ -47,7 +47,10 @@ export async function startJob(
   );
 
   let lastWrite = 0;
+  // The latest progress reported, written or not: the final update keeps it.
+  let reported = { done: 0, total: spec.total ?? null };
   const progress: ProgressFn = async (done, total) => {
+    reported = { done, total: total ?? reported.total };
     const now = Date.now();
     if (now - lastWrite < PROGRESS_INTERVAL_MS) return;
     lastWrite = now;
@@ -63,9 +66,10 @@ export async function startJob(
       const result = await work(progress);
       await sequelize.query(
         `UPDATE jobs SET status = 'completed', result = $2::jsonb, finished_at = now(), heartbeat_at = now(),
-                progress_done = COALESCE(progress_total, progress_done)
+                progress_total = COALESCE($4::int, progress_total),
+                progress_done = COALESCE($4::int, progress_total, $3::int)
           WHERE id = $1`,
-        { bind: [jobId, JSON.stringify(result ?? null)] },
+        { bind: [jobId, JSON.stringify(result ?? null), reported.done, reported.total] },
       );
     } catch (err) {
       onError?.(err);
