@@ -32,7 +32,14 @@ export async function startMembersImport(
   const listId = tool.listId(request.listId);
   const first = await tool.client.members(listId, MAX_PAGE, 0);
   const { jobId } = await startJob(
-    { workspaceId, type: IMPORT_JOB, createdBy: request.createdBy, total: first.total },
+    // Each page stands on its own and a rerun updates what was written: stopping halfway is safe.
+    {
+      workspaceId,
+      type: IMPORT_JOB,
+      createdBy: request.createdBy,
+      total: first.total,
+      cancelPermission: "contacts.write",
+    },
     (progress) =>
       importMembers(broker, workspaceId, tool.client, listId, request.tags ?? [], first, progress),
     (err) => logger.error(`External tool import of list ${listId} failed`, err),

@@ -50,7 +50,8 @@ export async function pushContacts(
   // A large push runs as a job: a refused key or a missing list answers now, not in the job.
   await tool.client.members(listId, 1, 0);
   const { jobId } = await startJob(
-    { workspaceId, type: PUSH_JOB, createdBy: request.createdBy },
+    // Each member upsert stands on its own: stopping halfway is safe.
+    { workspaceId, type: PUSH_JOB, createdBy: request.createdBy, cancelPermission: "contacts.write" },
     async (progress) => {
       const result = { pushed: 0, failed: [] as PushResult["failed"], failedCount: 0 };
       let done = 0;
