@@ -35,7 +35,7 @@ interface Problem {
 }
 
 /** A request's answer the caller decides on (the member upsert's own refusals). */
-export type Answer = { ok: true; body: unknown } | { ok: false; status: number; problem: Problem };
+type Answer = { ok: true; body: unknown } | { ok: false; status: number; problem: Problem };
 
 /** Seconds to wait from a `Retry-After` (seconds or an HTTP date); 1 when absent or unreadable. */
 export function retryAfterSeconds(header: string | null, now = Date.now()): number {
