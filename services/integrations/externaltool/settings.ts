@@ -1,11 +1,14 @@
 import { fieldError } from "../../../lib/errors";
+import { resolveTarget, TargetRefused } from "../../webhooks/url-guard";
 import { openedSetting } from "../../workspaces/for-use";
 import { ExternalToolClient } from "./client";
 
 /**
  * The workspace's `settings.externaltool {baseUrl, apiKey*, listId}`
  * (contract-messaging 13, 15), its key opened in this process: a client
- * for it and the list a call works on. Unset: 400 naming the setting.
+ * for it and the list a call works on. Unset: 400 naming the setting. The
+ * address passes the outbound webhooks' guard (in production, no private,
+ * loopback, link-local or metadata address), checked as each route call starts.
  */
 export async function externalTool(workspaceId: string) {
   const setting = await openedSetting(workspaceId, "externaltool");
@@ -16,6 +19,13 @@ export async function externalTool(workspaceId: string) {
       "settings.externaltool",
       "is not set: add {baseUrl, apiKey, listId} of the external tool to the workspace settings",
     );
+  try {
+    await resolveTarget(baseUrl);
+  } catch (err) {
+    if (err instanceof TargetRefused)
+      throw fieldError("settings.externaltool.baseUrl", err.message.replace(/^url /, ""));
+    throw err;
+  }
   const defaultList = typeof setting?.listId === "string" ? setting.listId : null;
   return {
     client: new ExternalToolClient({ baseUrl, apiKey }),
