@@ -28,7 +28,7 @@ export interface JobSpec {
 }
 
 /** What `progress` throws once the job was cancelled; the work stops there. */
-export class JobCancelled extends Error {
+class JobCancelled extends Error {
   constructor() {
     super("The job was cancelled");
     this.name = "JobCancelled";
