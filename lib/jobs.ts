@@ -1,12 +1,20 @@
 import { QueryTypes } from "sequelize";
+import type { Scope } from "./access";
 import { newId } from "./crypto";
 import { Binds, database } from "./database";
+import { found, invalidState } from "./errors";
 
 /**
  * Long work as a job with progress. The row is written first and the caller
  * answers 202 `{jobId}` at once; the work runs in this process, writing
  * progress (which doubles as a heartbeat). A job whose process died stops
  * heartbeating and is marked failed by `failAbandonedJobs`.
+ *
+ * A job that can stop halfway without harm (each step it took stands on its
+ * own, and running it again finishes the work) names the permission its
+ * cancel needs. A cancel marks the row, on whichever node it arrives; the
+ * worker sees it at its next progress write (at most every half second
+ * while it reports) and stops there: `progress` throws `JobCancelled`.
  */
 export type ProgressFn = (done: number, total?: number) => Promise<void>;
 
@@ -15,6 +23,16 @@ export interface JobSpec {
   type: string;
   createdBy?: string | null;
   total?: number;
+  /** Set when stopping halfway is safe: the permission a cancel needs. */
+  cancelPermission?: Scope;
+}
+
+/** What `progress` throws once the job was cancelled; the work stops there. */
+class JobCancelled extends Error {
+  constructor() {
+    super("The job was cancelled");
+    this.name = "JobCancelled";
+  }
 }
 
 export interface JobView {
@@ -24,6 +42,8 @@ export interface JobView {
   progress: { done: number; total: number | null };
   result: unknown;
   error: string | null;
+  /** Whether a cancel would stop it now. */
+  cancellable: boolean;
   createdAt: string;
   startedAt: string | null;
   finishedAt: string | null;
@@ -41,21 +61,35 @@ export async function startJob(
   const sequelize = await database();
   const jobId = newId();
   await sequelize.query(
-    `INSERT INTO jobs (id, workspace_id, type, status, progress_total, created_by, created_at, started_at, heartbeat_at)
-     VALUES ($1, $2, $3, 'running', $4, $5, now(), now(), now())`,
-    { bind: [jobId, spec.workspaceId, spec.type, spec.total ?? null, spec.createdBy ?? null] },
+    `INSERT INTO jobs (id, workspace_id, type, status, progress_total, created_by, cancel_permission,
+                       created_at, started_at, heartbeat_at)
+     VALUES ($1, $2, $3, 'running', $4, $5, $6, now(), now(), now())`,
+    {
+      bind: [
+        jobId,
+        spec.workspaceId,
+        spec.type,
+        spec.total ?? null,
+        spec.createdBy ?? null,
+        spec.cancelPermission ?? null,
+      ],
+    },
   );
 
   let lastWrite = 0;
+  // The latest progress reported, written or not: the final update keeps it.
+  let reported = { done: 0, total: spec.total ?? null };
   const progress: ProgressFn = async (done, total) => {
+    reported = { done, total: total ?? reported.total };
     const now = Date.now();
     if (now - lastWrite < PROGRESS_INTERVAL_MS) return;
     lastWrite = now;
-    await sequelize.query(
+    const [row] = await sequelize.query<{ status: string }>(
       `UPDATE jobs SET progress_done = $2, progress_total = COALESCE($3::int, progress_total), heartbeat_at = now()
-        WHERE id = $1`,
-      { bind: [jobId, done, total ?? null] },
+        WHERE id = $1 RETURNING status`,
+      { bind: [jobId, done, total ?? null], type: QueryTypes.SELECT },
     );
+    if (row?.status === "cancelled") throw new JobCancelled();
   };
 
   const done = (async () => {
@@ -63,17 +97,21 @@ export async function startJob(
       const result = await work(progress);
       await sequelize.query(
         `UPDATE jobs SET status = 'completed', result = $2::jsonb, finished_at = now(), heartbeat_at = now(),
-                progress_done = COALESCE(progress_total, progress_done)
-          WHERE id = $1`,
-        { bind: [jobId, JSON.stringify(result ?? null)] },
+                progress_total = COALESCE($4::int, progress_total),
+                progress_done = COALESCE($4::int, progress_total, $3::int)
+          WHERE id = $1 AND status = 'running'`,
+        { bind: [jobId, JSON.stringify(result ?? null), reported.done, reported.total] },
       );
     } catch (err) {
+      // A cancel is no failure: the row already says cancelled.
+      if ((err as Error | undefined)?.name === "JobCancelled") return;
       onError?.(err);
       const message = err instanceof Error ? err.message : String(err);
       await sequelize
-        .query(`UPDATE jobs SET status = 'failed', error = $2, finished_at = now() WHERE id = $1`, {
-          bind: [jobId, message.slice(0, 2000)],
-        })
+        .query(
+          `UPDATE jobs SET status = 'failed', error = $2, finished_at = now() WHERE id = $1 AND status = 'running'`,
+          { bind: [jobId, message.slice(0, 2000)] },
+        )
         .catch(() => undefined);
     }
   })();
@@ -88,6 +126,7 @@ interface JobRow {
   progress_total: number | null;
   result: unknown;
   error: string | null;
+  cancel_permission: string | null;
   created_at: Date;
   started_at: Date | null;
   finished_at: Date | null;
@@ -101,6 +140,7 @@ export function jobView(row: JobRow): JobView {
     progress: { done: row.progress_done, total: row.progress_total },
     result: row.result,
     error: row.error,
+    cancellable: row.cancel_permission !== null && (row.status === "running" || row.status === "queued"),
     createdAt: row.created_at.toISOString(),
     startedAt: row.started_at?.toISOString() ?? null,
     finishedAt: row.finished_at?.toISOString() ?? null,
@@ -134,6 +174,37 @@ export async function listJobs(
     total = Number(counted[0].n);
   }
   return { rows: rows.map(jobView), total };
+}
+
+/**
+ * Cancel a job of the workspace: 404 when it is not one, 409 INVALID_STATE
+ * when it cannot stop halfway or has ended; `allowed` checks the caller
+ * holds the permission the job names (403 otherwise). The worker stops at
+ * its next progress write; what it did until then stays.
+ */
+export async function cancelJob(
+  workspaceId: string,
+  jobId: string,
+  allowed: (permission: Scope) => void,
+): Promise<JobView> {
+  const sequelize = await database();
+  const select = () =>
+    sequelize.query<JobRow>(`SELECT * FROM jobs WHERE workspace_id = $1 AND id = $2`, {
+      bind: [workspaceId, jobId],
+      type: QueryTypes.SELECT,
+    });
+  const job = found((await select())[0], "Job");
+  if (!job.cancel_permission)
+    throw invalidState(`A ${job.type} job cannot be stopped halfway: it runs to its end`);
+  allowed(job.cancel_permission as Scope);
+  const [cancelled] = await sequelize.query<JobRow>(
+    `UPDATE jobs SET status = 'cancelled', finished_at = now()
+      WHERE workspace_id = $1 AND id = $2 AND status IN ('queued', 'running') RETURNING *`,
+    { bind: [workspaceId, jobId], type: QueryTypes.SELECT },
+  );
+  if (!cancelled)
+    throw invalidState(`The job has already ended (${(await select())[0]?.status ?? job.status})`);
+  return jobView(cancelled);
 }
 
 /** Jobs whose worker stopped heartbeating are failed, so nobody waits on them forever. */

@@ -14,6 +14,8 @@ declare module "moleculer" {
       description?: string;
       tags?: string[];
       responses?: Record<string, unknown>;
+      /** Error statuses past 4xx the route answers with the error body (a remote API's 502). */
+      failures?: number[];
       requestBody?: Record<string, unknown>;
     };
   }

@@ -27,6 +27,7 @@ interface RegistryAction {
     summary?: string;
     tags?: string[];
     responses?: Record<string, unknown>;
+    failures?: number[];
   };
   [key: string]: unknown;
 }
@@ -145,10 +146,13 @@ function operationFor(action: RegistryAction, method: string, fullPath: string):
     description,
     tags,
     responses,
+    failures,
     requestBody,
     parameters: headers,
     ...rest
   } = action.openapi ?? {};
+  const answers = responses ? withRefusals(responses) : successResponses(action, method);
+  for (const status of failures ?? []) answers[String(status)] = ERROR_RESPONSE;
   const operation: JsonSchema = {
     operationId: `${action.name}${method === "*" ? "" : `.${method.toLowerCase()}`}`,
     summary: summary ?? action.name,
@@ -156,7 +160,7 @@ function operationFor(action: RegistryAction, method: string, fullPath: string):
     tags: tags ?? [action.name.split(".")[0]],
     security,
     parameters: [...parameters, ...((headers as JsonSchema[] | undefined) ?? [])],
-    responses: responses ? withRefusals(responses) : successResponses(action, method),
+    responses: answers,
     ...rest,
   };
   if (action.permission) operation["x-permission"] = action.permission;

@@ -46,6 +46,7 @@ import * as refusedOrigins from "./0072-refused-origins";
 import * as singleProviders from "./0073-single-providers";
 import * as chatapp1ChatContacts from "./0077-chatapp1-chat-contacts";
 import * as chatapp2 from "./0078-chatapp2";
+import * as jobCancel from "./0082-job-cancel";
 
 export interface Migration {
   name: string;
@@ -101,4 +102,5 @@ export const migrations: Migration[] = [
   { name: "0073-single-providers", up: singleProviders.up },
   { name: "0077-chatapp1-chat-contacts", up: chatapp1ChatContacts.up },
   { name: "0078-chatapp2", up: chatapp2.up },
+  { name: "0082-job-cancel", up: jobCancel.up },
 ];

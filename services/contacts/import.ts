@@ -167,7 +167,14 @@ export async function startImport(
   }
   const rows = Math.max(0, spooled.lines - 1);
   const { jobId } = await startJob(
-    { workspaceId, type: "contacts.import", createdBy: actor.actorId, total: rows },
+    // Each batch stands on its own and a rerun updates what was written: stopping halfway is safe.
+    {
+      workspaceId,
+      type: "contacts.import",
+      createdBy: actor.actorId,
+      total: rows,
+      cancelPermission: "contacts.write",
+    },
     (progress) =>
       importCsv(broker, workspaceId, spooled.file, mapping, progress, rows, actor).finally(spooled.cleanup),
     (err) => logger.error("Contact import failed", err),

@@ -89,7 +89,18 @@ const Limit = Type.Optional(
 );
 
 export const schemas = {
-  create: Params({ workspaceId: Id, type: EventType, ...eventFields }),
+  create: Params({
+    workspaceId: Id,
+    type: EventType,
+    ...eventFields,
+    timestamp: Type.Optional(
+      Type.String({
+        format: "date-time",
+        description:
+          "When it happened (backfill of history); default now. At most 5 minutes ahead of the server's clock",
+      }),
+    ),
+  }),
   list: Params({
     workspaceId: Id,
     contactId: Type.Optional(Id),

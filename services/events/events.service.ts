@@ -4,6 +4,7 @@ import { pageRequest } from "../../lib/pagination";
 import { workspaceOf } from "../../lib/tenancy";
 import { DatabaseMixin } from "../../mixins/database.mixin";
 import { OutboxRelayMixin } from "../../mixins/outbox-relay";
+import { backfillTime } from "./backfill";
 import { recordEvent } from "./chain";
 import * as repo from "./events.repo";
 import { clampEventsLimit, schemas } from "./events.schemas";
@@ -15,7 +16,7 @@ export default defineService({
   settings: { rest: "/" },
 
   actions: {
-    /** Record an event; answers after the chain (segments, campaigns, score). Session only. */
+    /** Record an event, now or at a past `timestamp` (backfill); answers after the chain (segments, campaigns, score). Session only. */
     create: defineAction({
       rest: "POST /workspaces/:workspaceId/events",
       auth: "session",
@@ -23,10 +24,14 @@ export default defineService({
       params: schemas.create,
       status: 201,
       result: schemas.createResult,
-      openapi: { tags: ["Events"], summary: "Record an activity event (answers after the 6.3 chain)" },
+      openapi: {
+        tags: ["Events"],
+        summary: "Record an activity event, now or at a past `timestamp` (answers after the 6.3 chain)",
+      },
       handler(ctx) {
         // The path's workspaceId rides along unread: the workspace comes from ctx.meta.
-        return recordEvent(this.broker, ctx, ctx.params);
+        const { timestamp, ...input } = ctx.params;
+        return recordEvent(this.broker, ctx, { ...input, timestamp: backfillTime(timestamp) });
       },
     }),
 

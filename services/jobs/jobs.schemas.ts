@@ -16,6 +16,10 @@ export const JobSchema = Component(
       description: "What the job produced, by type (an import: {created, updated, failed})",
     }),
     error: Nullable(Type.String()),
+    cancellable: Type.Boolean({
+      description:
+        "Whether `POST {ws}/jobs/{jobId}/cancel` would stop it now (running, and safe to stop halfway)",
+    }),
     createdAt: Type.String({ format: "date-time" }),
     startedAt: Nullable(Type.String({ format: "date-time" })),
     finishedAt: Nullable(Type.String({ format: "date-time" })),
@@ -31,4 +35,9 @@ export const schemas = {
     status: Type.Optional(JobStatus),
   }),
   listResult: Paginated(JobSchema),
+  cancel: Params({
+    workspaceId: Type.String({ minLength: 1, maxLength: 64 }),
+    jobId: Type.String({ minLength: 1, maxLength: 64 }),
+  }),
+  cancelResult: JobSchema,
 };

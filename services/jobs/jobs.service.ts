@@ -1,5 +1,7 @@
 import { defineAction, defineService } from "../../lib/define-service";
-import { failAbandonedJobs, listJobs } from "../../lib/jobs";
+import { requirePermission } from "../../lib/access";
+import { audit } from "../../lib/audit";
+import { cancelJob, failAbandonedJobs, listJobs } from "../../lib/jobs";
 import { pageOf, pageRequest } from "../../lib/pagination";
 import { workspaceOf } from "../../lib/tenancy";
 import { BackgroundMixin } from "../../mixins/background";
@@ -33,6 +35,29 @@ export default defineService({
           page.offset,
         );
         return pageOf(rows, total, page);
+      },
+    }),
+
+    /**
+     * Stop a running job that is safe to stop halfway (imports, integration
+     * pushes): what it did stays. The caller needs the permission the job names;
+     * 409 INVALID_STATE for a job that runs to its end or has ended.
+     */
+    cancel: defineAction({
+      rest: "POST /workspaces/:workspaceId/jobs/:jobId/cancel",
+      auth: "any",
+      params: schemas.cancel,
+      result: schemas.cancelResult,
+      openapi: {
+        tags: ["Jobs"],
+        summary: "Cancel a running job that can stop halfway (its work so far stays)",
+      },
+      async handler(ctx) {
+        const job = await cancelJob(workspaceOf(ctx), ctx.params.jobId, (permission) =>
+          requirePermission(ctx.meta, permission, `Cancelling this job needs the ${permission} permission`),
+        );
+        await audit(ctx, "job.cancelled", { type: "job", id: job.id }, { jobType: job.type });
+        return job;
       },
     }),
 

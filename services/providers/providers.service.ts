@@ -84,6 +84,7 @@ export default defineService<ProvidersService>({
       name: "Chatapp1",
       label: "chatapp1 (Telegram Bot API)",
       patch: true,
+      asksProvider: true,
       prepare: prepareChatapp1,
       removed: removedChatapp1,
       describe: describeChatapp1,

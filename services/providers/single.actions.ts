@@ -36,8 +36,8 @@ export interface SingleProviderSpec {
    * and out; a 400 naming the field when the provider refuses it.
    */
   prepare?(config: Config, providerId: string, ctx: AppContext, stored: Config | null): Promise<Config>;
-  /** When `prepare` asks the provider: what its 502 UPSTREAM_ERROR means, for the OpenAPI description. */
-  upstreamError?: string;
+  /** `prepare` asks the provider, so a POST may answer 502 UPSTREAM_ERROR (declared in OpenAPI). */
+  asksProvider?: boolean;
   /** After removal: undo at the provider what `prepare` did (best effort; the row is gone either way). */
   removed?(config: Config, ctx: AppContext): Promise<void>;
   /** The GET's `health`: what the provider says of the connection (a webhook's state), opened config in. */
@@ -135,13 +135,7 @@ export function singleProviderActions(spec: SingleProviderSpec) {
       openapi: {
         tags,
         summary: `${spec.label}: set the provider (201 created, 200 replaced)`,
-        ...(spec.upstreamError && {
-          responses: {
-            "200": { description: "Replaced", content: { "application/json": { schema: results.provider } } },
-            "201": { description: "Created", content: { "application/json": { schema: results.provider } } },
-            "502": { $ref: "#/components/responses/Error", description: spec.upstreamError },
-          },
-        }),
+        ...(spec.asksProvider && { failures: [502] }),
       },
       ...access,
       params: saveParams,

@@ -1,5 +1,5 @@
 import { defineAction } from "../../lib/define-service";
-import { fieldError, found, validationError } from "../../lib/errors";
+import { fieldError, found, notFound, validationError } from "../../lib/errors";
 import { pageRequest } from "../../lib/pagination";
 import { workspaceOf } from "../../lib/tenancy";
 import { validateEventWhere, type FieldCondition, type FilterGroup } from "./filter-schema";
@@ -58,6 +58,19 @@ export const memberActions = {
       handler: async (ctx) => ({
         segmentIds: await repo.memberOf(workspaceOf(ctx), ctx.params.contactId, ctx.params.segmentIds),
       }),
+    }),
+
+    /** Internal (pushing an audience elsewhere): a page of member ids in id order, after `after`; 404 naming segmentId. */
+    memberIds: defineAction({
+      params: schemas.memberIds,
+      result: results.memberIds,
+      async handler(ctx) {
+        const ws = workspaceOf(ctx);
+        const { segmentId, after, limit } = ctx.params;
+        if (!(await repo.getSegment(ws, segmentId)))
+          throw notFound("Segment", { field: "segmentId", message: "is not a segment of this workspace" });
+        return { contactIds: await repo.memberIdsPage(ws, segmentId, after ?? "", limit) };
+      },
     }),
 
     /** Internal (dynamic content): those of up to 1,000 contacts a filter matches now; 400 naming a bad node. */

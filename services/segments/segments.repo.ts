@@ -132,6 +132,23 @@ export async function contactMatches(
   return (await contactsMatching(workspaceId, [contactId], filter)).length > 0;
 }
 
+/** A page of a segment's member ids in id order, after `after` (keyset: a member entering or leaving moves no page). */
+export async function memberIdsPage(
+  workspaceId: string,
+  segmentId: string,
+  after: string,
+  limit: number,
+): Promise<string[]> {
+  const sequelize = await database();
+  const rows = await sequelize.query<{ id: string }>(
+    `SELECT sm.contact_id AS id FROM segment_members sm JOIN contacts c ON c.id = sm.contact_id
+      WHERE sm.segment_id = $1 AND c.workspace_id = $2 AND sm.contact_id > $3
+      ORDER BY sm.contact_id LIMIT $4`,
+    { bind: [segmentId, workspaceId, after, limit], type: QueryTypes.SELECT },
+  );
+  return rows.map((r) => r.id);
+}
+
 /** Which of `segmentIds` (of the workspace) the contact is a member of now. */
 export async function memberOf(
   workspaceId: string,

@@ -89,6 +89,7 @@ export const results = {
   matches: Type.Object({ matches: Type.Boolean() }),
   matchingContacts: Type.Object({ contactIds: Type.Array(Type.String()) }),
   memberOf: Type.Object({ segmentIds: Type.Array(Type.String()) }),
+  memberIds: Type.Object({ contactIds: Type.Array(Type.String()) }),
 };
 
 export const schemas = {
@@ -135,6 +136,11 @@ export const schemas = {
   memberOf: Params({
     contactId: Type.String({ minLength: 1, maxLength: 64 }),
     segmentIds: Type.Array(Type.String({ minLength: 1, maxLength: 64 }), { maxItems: 200 }),
+  }),
+  memberIds: Params({
+    segmentId: SegmentId,
+    after: Type.Optional(Type.String({ maxLength: 64, description: "The last id of the previous page" })),
+    limit: Int32({ minimum: 1, maximum: 5000 }),
   }),
   matchingContacts: Params({
     contactIds: Type.Array(Type.String({ minLength: 1, maxLength: 64 }), { maxItems: 1000 }),

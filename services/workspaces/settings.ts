@@ -109,6 +109,22 @@ export const SettingsSchema = Type.Object(
         ),
       ),
     ),
+    externaltool: Type.Optional(
+      Nullable(
+        Type.Object(
+          {
+            baseUrl: HttpUrl,
+            apiKey: Type.String({ minLength: 1, maxLength: 512, description: "Secret: answered masked" }),
+            listId: Type.Optional(Nullable(Type.String({ minLength: 1, maxLength: 100 }))),
+          },
+          {
+            additionalProperties: false,
+            description:
+              "The external marketing tool (Mailchimp Marketing API v3 wire): its API root, key and default list",
+          },
+        ),
+      ),
+    ),
     chatapp1: Type.Optional(
       Nullable(Type.Object({ botUrl: Type.Optional(Nullable(HttpUrl)) }, { additionalProperties: false })),
     ),
@@ -122,7 +138,6 @@ export const SettingsSchema = Type.Object(
 );
 
 type Settings = Record<string, unknown>;
-type Translation = { baseUrl: string; apiKey?: string | null } | null | undefined;
 
 /** What JSON Schema cannot say: the zone and locale must be real ones. Answers the settings normalised. */
 export function checkSettings(settings: Settings): Settings {
@@ -140,30 +155,44 @@ export function checkSettings(settings: Settings): Settings {
   return out;
 }
 
-/** The changes as stored: the translation API key sealed, or kept when the mask comes back. */
+/** Settings keys holding a secret, and the secret's field inside (sealed at rest, masked in reads). */
+const SECRET_SETTINGS = [
+  ["translation", "apiKey"],
+  ["externaltool", "apiKey"],
+] as const;
+
+type Section = Record<string, unknown> | null | undefined;
+
+/** `settings` with each present secret passed through `change` (the others as they are). */
+function eachSecret(
+  settings: Settings,
+  change: (value: string, key: string, field: string) => string | undefined,
+): Settings {
+  let out = settings;
+  for (const [key, field] of SECRET_SETTINGS) {
+    const section = settings[key] as Section;
+    const value = section?.[field];
+    if (typeof value !== "string" || !value) continue;
+    const changed = change(value, key, field);
+    if (changed !== undefined) out = { ...out, [key]: { ...section, [field]: changed } };
+  }
+  return out;
+}
+
+/** The changes as stored: each secret (the translation and external tool API keys) sealed, or kept when the mask comes back. */
 export function sealSecrets(changes: Settings, current: Settings): Settings {
-  const translation = changes.translation as Translation;
-  if (!translation?.apiKey) return changes;
-  const stored = (current.translation as Translation)?.apiKey;
-  return {
-    ...changes,
-    translation: {
-      ...translation,
-      apiKey: sealUnlessMask(translation.apiKey, stored, "settings.translation.apiKey"),
-    },
-  };
+  return eachSecret(changes, (value, key, field) => {
+    const stored = (current[key] as Section)?.[field];
+    return sealUnlessMask(value, typeof stored === "string" ? stored : null, `settings.${key}.${field}`);
+  });
 }
 
 /** Settings as any reader sees them: secrets masked. */
 export function maskSecrets(settings: Settings): Settings {
-  const translation = settings.translation as Translation;
-  if (!translation?.apiKey || !isSealed(translation.apiKey)) return settings;
-  return { ...settings, translation: { ...translation, apiKey: maskSecret(open(translation.apiKey)) } };
+  return eachSecret(settings, (value) => (isSealed(value) ? maskSecret(open(value)) : undefined));
 }
 
 /** Settings as the service that uses a secret needs them: opened. */
 export function openSecrets(settings: Settings): Settings {
-  const translation = settings.translation as Translation;
-  if (!translation?.apiKey || !isSealed(translation.apiKey)) return settings;
-  return { ...settings, translation: { ...translation, apiKey: open(translation.apiKey) } };
+  return eachSecret(settings, (value) => (isSealed(value) ? open(value) : undefined));
 }

@@ -174,6 +174,21 @@ describe("toHttpError: moleculer and moleculer-web errors", () => {
     );
     expect(toHttpError(new ApiGateway.Errors.ServiceUnavailableError("X", null), false).status).toBe(503);
   });
+
+  test("a remote API that failed is a 502 UPSTREAM_ERROR with its message, also after a NATS hop", () => {
+    const err = upstreamError("The external tool could not be reached: connect ECONNREFUSED 127.0.0.1:9");
+    const expected = {
+      status: 502,
+      body: {
+        error: "The external tool could not be reached: connect ECONNREFUSED 127.0.0.1:9",
+        code: "UPSTREAM_ERROR",
+      },
+    };
+    expect(toHttpError(err, false)).toMatchObject(expected);
+    // Over the wire only the plain fields remain.
+    const { name, message, code, type } = err;
+    expect(toHttpError({ name, message, code, type }, false)).toMatchObject(expected);
+  });
 });
 
 describe("toHttpError: anything unexpected is a bare 500", () => {

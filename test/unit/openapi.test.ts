@@ -109,3 +109,28 @@ describe("buildOpenApi", () => {
     expect(ids).toContain("things.catchAll.get.2");
   });
 });
+
+test("an action's `failures` add error answers past 4xx beside its typed success", () => {
+  const doc = buildOpenApi(
+    [
+      {
+        name: "remote",
+        settings: { rest: "/" },
+        actions: {
+          "remote.pull": {
+            name: "remote.pull",
+            rest: "POST /pull",
+            auth: "any",
+            result: Type.Object({ n: Type.Integer() }),
+            openapi: { failures: [502] },
+          },
+        },
+      },
+    ],
+    "https://app.example.test",
+  ) as any;
+  const op = doc.paths["/api/pull"].post;
+  expect(Object.keys(op.responses).sort()).toEqual(["200", "4XX", "502"]);
+  expect(op.responses["502"]).toEqual({ $ref: "#/components/responses/Error" });
+  expect(op.failures).toBeUndefined();
+});

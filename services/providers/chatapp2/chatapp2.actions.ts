@@ -26,7 +26,6 @@ import * as windowRepo from "./window.repo";
 const WS = "/workspaces/:workspaceId/providers/chatapp2";
 const tags = ["Providers"];
 const manage = { auth: "any", permission: "providers.manage" } as const;
-const UPSTREAM = "The WhatsApp Cloud API could not be reached or failed on its side (UPSTREAM_ERROR)";
 
 /** The workspace's chatapp2 provider with its secrets opened (this process only); 404 when none. */
 async function openedProvider(workspaceId: string) {
@@ -41,7 +40,7 @@ export const chatapp2Provider = singleProviderActions({
   path: "chatapp2",
   name: "Chatapp2",
   label: "chatapp2 (WhatsApp Cloud API)",
-  upstreamError: UPSTREAM,
+  asksProvider: true,
   async prepare(config) {
     const typed = config as Chatapp2Config;
     await readAccount(typed, `/${typed.phoneNumberId}`, "phoneNumberId");
@@ -71,13 +70,7 @@ export const chatapp2Actions = defineMixin({
       openapi: {
         tags,
         summary: "chatapp2: sync the approved message templates from the provider",
-        responses: {
-          "200": {
-            description: "Synced",
-            content: { "application/json": { schema: chatapp2Results.synced } },
-          },
-          "502": { $ref: "#/components/responses/Error", description: UPSTREAM },
-        },
+        failures: [502],
       },
       ...manage,
       params: chatapp2Schemas.templates,

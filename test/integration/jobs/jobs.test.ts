@@ -2,6 +2,7 @@ import { database } from "../../../lib/database";
 import { failAbandonedJobs, startJob } from "../../../lib/jobs";
 import { startApp, type TestApp } from "../../helpers/app";
 import { ownerWithWorkspace, signUp } from "../../helpers/http";
+import { waitFor } from "../../helpers/wait";
 
 let app: TestApp;
 let ctx: Awaited<ReturnType<typeof ownerWithWorkspace>>;
@@ -90,4 +91,83 @@ test("jobs are scoped to their workspace and validated", async () => {
   const otherWs = await other.client.post("/api/workspaces", { name: "Other" });
   const empty = await other.client.get(`/api/workspaces/${otherWs.body.id}/jobs`);
   expect(empty.body).toEqual({ data: [], pagination: { page: 1, limit: 50, total: 0, totalPages: 0 } });
+});
+
+test("a job safe to stop halfway is cancelled: it stops at its next progress, what it did stays, the cancel is audited", async () => {
+  let release!: () => void;
+  const gate = new Promise<void>((resolve) => (release = resolve));
+  const steps: number[] = [];
+  const { jobId, done } = await startJob(
+    { workspaceId: ctx.workspaceId, type: "test.stoppable", total: 3, cancelPermission: "contacts.write" },
+    async (progress) => {
+      for (let step = 1; step <= 3; step++) {
+        steps.push(step);
+        if (step === 1) await gate;
+        await progress(step, 3);
+      }
+      return { steps };
+    },
+  );
+  await waitFor(() => steps.length === 1);
+  const listed = await ctx.owner.client.get(`${ctx.ws}/jobs?id=${jobId}`);
+  expect(listed.body.data[0]).toMatchObject({ status: "running", cancellable: true });
+
+  const res = await ctx.owner.client.post(`${ctx.ws}/jobs/${jobId}/cancel`);
+  expect(res.status).toBe(200);
+  expect(res.body).toMatchObject({ id: jobId, status: "cancelled", cancellable: false });
+  expect(res.body.finishedAt).toEqual(expect.any(String));
+  release();
+  await done;
+  // Step 1 was under way; its progress write saw the cancel, so steps 2 and 3 never ran.
+  expect(steps).toEqual([1]);
+  const after = await ctx.owner.client.get(`${ctx.ws}/jobs?id=${jobId}`);
+  expect(after.body.data[0]).toMatchObject({ status: "cancelled", result: null, error: null });
+  const again = await ctx.owner.client.post(`${ctx.ws}/jobs/${jobId}/cancel`);
+  expect(again.status).toBe(409);
+  expect(again.body.code).toBe("INVALID_STATE");
+  const logged = await ctx.owner.client.get(`${ctx.ws}/audit-logs?action=job.cancelled`);
+  expect(logged.body.data[0]).toMatchObject({
+    targetType: "job",
+    targetId: jobId,
+    metadata: { jobType: "test.stoppable" },
+  });
+});
+
+test("cancel: a job that runs to its end or has ended is 409, another workspace's 404, without the job's permission 403", async () => {
+  let release!: () => void;
+  const gate = new Promise<void>((resolve) => (release = resolve));
+  const whole = await startJob({ workspaceId: ctx.workspaceId, type: "test.whole" }, () => gate);
+  const refused = await ctx.owner.client.post(`${ctx.ws}/jobs/${whole.jobId}/cancel`);
+  expect(refused.status).toBe(409);
+  expect(refused.body).toMatchObject({ code: "INVALID_STATE", error: expect.stringContaining("test.whole") });
+  expect((await ctx.owner.client.get(`${ctx.ws}/jobs?id=${whole.jobId}`)).body.data[0].cancellable).toBe(
+    false,
+  );
+
+  const ended = await startJob(
+    { workspaceId: ctx.workspaceId, type: "test.quick", cancelPermission: "contacts.write" },
+    async () => ({ ok: true }),
+  );
+  await ended.done;
+  expect((await ctx.owner.client.post(`${ctx.ws}/jobs/${ended.jobId}/cancel`)).status).toBe(409);
+
+  const stoppable = await startJob(
+    { workspaceId: ctx.workspaceId, type: "test.stoppable", cancelPermission: "contacts.write" },
+    () => gate,
+  );
+  const viewer = await signUp(app.baseUrl, "Viewer");
+  expect(
+    (await ctx.owner.client.post(`${ctx.ws}/members`, { email: viewer.email, role: "VIEWER" })).status,
+  ).toBe(201);
+  const forbidden = await viewer.client.post(`${ctx.ws}/jobs/${stoppable.jobId}/cancel`);
+  expect(forbidden.status).toBe(403);
+
+  const other = await ownerWithWorkspace(app.baseUrl);
+  expect((await other.owner.client.post(`${other.ws}/jobs/${stoppable.jobId}/cancel`)).status).toBe(404);
+  expect((await ctx.owner.client.post(`${ctx.ws}/jobs/no-such-job/cancel`)).status).toBe(404);
+  expect((await ctx.owner.client.get(`${ctx.ws}/jobs?id=${stoppable.jobId}`)).body.data[0].status).toBe(
+    "running",
+  );
+  release();
+  await Promise.all([whole.done, stoppable.done]);
 });

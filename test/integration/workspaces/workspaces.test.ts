@@ -97,6 +97,11 @@ describe("workspaces", () => {
     await refused({ topics: [{ key: "has space", name: "x" }] }, "settings.topics[0].key");
     await refused({ tracking: { opens: "yes" } }, "settings.tracking.opens");
     await refused({ translation: { apiKey: "k" } }, "settings.translation.baseUrl");
+    await refused(
+      { externaltool: { baseUrl: "https://us1.api.mailchimp.com" } },
+      "settings.externaltool.apiKey",
+    );
+    await refused({ externaltool: { baseUrl: "ftp://x", apiKey: "k" } }, "settings.externaltool.baseUrl");
     await refused({ sender: { fromEmail: "nobody" } }, "settings.sender.fromEmail");
     await refused({ allowedOrigins: ["https://example.com/path"] }, "settings.allowedOrigins[0]");
     // Nothing of a refused update was stored.
@@ -123,46 +128,52 @@ describe("workspaces", () => {
     expect(off.body.settings.quietHours).toBeNull();
   });
 
-  test("settings: the translation API key is sealed, masked in every read, kept when the mask comes back", async () => {
-    const { owner, ws, workspaceId } = await ownerWithWorkspace(app.baseUrl);
-    const translation = { baseUrl: "https://translate.example.com", apiKey: "secret-api-key-9876" };
-    const saved = await owner.client.patch(ws, { settings: { translation } });
-    expect(saved.body.settings.translation.apiKey).toBe("••••9876");
-    expect((await owner.client.get(ws)).body.settings.translation.apiKey).toBe("••••9876");
-    const listed = await owner.client.get("/api/workspaces");
-    expect(listed.body.find((w: { id: string }) => w.id === workspaceId).settings.translation.apiKey).toBe(
-      "••••9876",
-    );
-    const storedKey = async () =>
-      (
-        await db.query<{ key: string }>(
-          `SELECT settings->'translation'->>'apiKey' AS key FROM workspaces WHERE id = $1`,
-          [workspaceId],
-        )
-      ).rows[0].key;
-    const sealed = await storedKey();
-    expect(sealed).not.toContain("secret-api-key");
-    expect(open(sealed)).toBe(translation.apiKey);
+  test.each([
+    ["translation", { baseUrl: "https://translate.example.com" }],
+    ["externaltool", { baseUrl: "https://us1.api.mailchimp.com", listId: "a1b2c3" }],
+  ])(
+    "settings: the %s API key is sealed, masked in every read, kept when the mask comes back",
+    async (key, rest) => {
+      const { owner, ws, workspaceId } = await ownerWithWorkspace(app.baseUrl);
+      const setting = { ...rest, apiKey: "secret-api-key-9876" };
+      const saved = await owner.client.patch(ws, { settings: { [key]: setting } });
+      expect(saved.body.settings[key]).toEqual({ ...rest, apiKey: "••••9876" });
+      expect((await owner.client.get(ws)).body.settings[key].apiKey).toBe("••••9876");
+      const listed = await owner.client.get("/api/workspaces");
+      expect(listed.body.find((w: { id: string }) => w.id === workspaceId).settings[key].apiKey).toBe(
+        "••••9876",
+      );
+      const storedKey = async () =>
+        (
+          await db.query<{ key: string }>(
+            `SELECT settings->$2->>'apiKey' AS key FROM workspaces WHERE id = $1`,
+            [workspaceId, key],
+          )
+        ).rows[0].key;
+      const sealed = await storedKey();
+      expect(sealed).not.toContain("secret-api-key");
+      expect(open(sealed)).toBe(setting.apiKey);
 
-    await owner.client.patch(ws, { settings: { translation: { ...translation, apiKey: "••••9876" } } });
-    expect(await storedKey()).toBe(sealed);
-    const short = await owner.client.patch(ws, {
-      settings: { translation: { ...translation, apiKey: "abc" } },
-    });
-    expect(short.body.settings.translation.apiKey).toBe("••••");
-    // A mask of another secret is refused, never stored as the key.
-    const stale = await owner.client.patch(ws, {
-      settings: { translation: { ...translation, apiKey: "••••9876" } },
-    });
-    expect(stale.status).toBe(400);
-    expect(stale.body.details).toEqual([
-      {
-        field: "settings.translation.apiKey",
-        message: "is the mask of no stored secret: send the secret itself",
-      },
-    ]);
-    expect(open(await storedKey())).toBe("abc");
-  });
+      await owner.client.patch(ws, { settings: { [key]: { ...setting, apiKey: "••••9876" } } });
+      expect(await storedKey()).toBe(sealed);
+      const short = await owner.client.patch(ws, {
+        settings: { [key]: { ...setting, apiKey: "abc" } },
+      });
+      expect(short.body.settings[key].apiKey).toBe("••••");
+      // A mask of another secret is refused, never stored as the key.
+      const stale = await owner.client.patch(ws, {
+        settings: { [key]: { ...setting, apiKey: "••••9876" } },
+      });
+      expect(stale.status).toBe(400);
+      expect(stale.body.details).toEqual([
+        {
+          field: `settings.${key}.apiKey`,
+          message: "is the mask of no stored secret: send the secret itself",
+        },
+      ]);
+      expect(open(await storedKey())).toBe("abc");
+    },
+  );
 
   test("GET, PATCH and DELETE one workspace", async () => {
     const { owner, workspaceId, ws } = await ownerWithWorkspace(app.baseUrl);

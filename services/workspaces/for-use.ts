@@ -1,0 +1,18 @@
+import { settingsWithSecrets } from "./workspaces.repo";
+
+/**
+ * The workspaces area's read for a process that uses a secret setting (the
+ * external tool's API key): one top-level settings key with its secret
+ * opened here, in the caller's own process, so the key is never in a broker
+ * message. Null when the workspace or the key is unset.
+ */
+export async function openedSetting(
+  workspaceId: string,
+  key: string,
+): Promise<Record<string, unknown> | null> {
+  const settings = await settingsWithSecrets(workspaceId);
+  const value = settings?.[key];
+  return value && typeof value === "object" && !Array.isArray(value)
+    ? (value as Record<string, unknown>)
+    : null;
+}
