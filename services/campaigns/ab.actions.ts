@@ -8,7 +8,7 @@ import * as ab from "./ab.repo";
 import { splitsOf, splitTest, templateTest } from "./ab-tests";
 import { results, schemas } from "./campaigns.schemas";
 import { ACCESS, campaignOf, tags, WS } from "./campaigns.shared";
-import * as repo from "./campaigns.repo";
+import * as versionsRepo from "./versions.repo";
 import type { Workflow } from "./workflow";
 
 /** Campaign and template A/B tests with their significance; mixed into `campaigns`. */
@@ -18,7 +18,7 @@ type TemplateAb = Parameters<typeof templateTest>[0];
 /** The workflow a campaign's tests run in: its newest version, else its draft. */
 async function testedWorkflow(campaign: { id: string; publishedVersion: number | null; workflow: Workflow }) {
   return campaign.publishedVersion
-    ? ((await repo.versionWorkflow(campaign.id, campaign.publishedVersion)) ?? campaign.workflow)
+    ? ((await versionsRepo.versionWorkflow(campaign.id, campaign.publishedVersion)) ?? campaign.workflow)
     : campaign.workflow;
 }
 

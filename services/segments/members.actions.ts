@@ -5,6 +5,8 @@ import { workspaceOf } from "../../lib/tenancy";
 import { validateEventWhere, type FieldCondition, type FilterGroup } from "./filter-schema";
 import type { SegmentsService } from "./segments.service";
 import * as repo from "./segments.repo";
+import * as membersRepo from "./members.repo";
+import * as matchingRepo from "./matching.repo";
 import { results, schemas } from "./segments.schemas";
 
 const WS = "/workspaces/:workspaceId/segments";
@@ -34,7 +36,7 @@ export const memberActions = {
       async handler(ctx) {
         const ws = workspaceOf(ctx);
         found(await repo.getSegment(ws, ctx.params.segmentId), "Segment");
-        return repo.listMembers(ws, ctx.params.segmentId, pageRequest(ctx.params));
+        return membersRepo.listMembers(ws, ctx.params.segmentId, pageRequest(ctx.params));
       },
     }),
 
@@ -46,7 +48,11 @@ export const memberActions = {
         const ws = workspaceOf(ctx);
         await repo.checkFilter(ws, ctx.params.filter, "");
         return {
-          matches: await repo.contactMatches(ws, ctx.params.contactId, ctx.params.filter as FilterGroup),
+          matches: await matchingRepo.contactMatches(
+            ws,
+            ctx.params.contactId,
+            ctx.params.filter as FilterGroup,
+          ),
         };
       },
     }),
@@ -56,7 +62,7 @@ export const memberActions = {
       params: schemas.memberOf,
       result: results.memberOf,
       handler: async (ctx) => ({
-        segmentIds: await repo.memberOf(workspaceOf(ctx), ctx.params.contactId, ctx.params.segmentIds),
+        segmentIds: await membersRepo.memberOf(workspaceOf(ctx), ctx.params.contactId, ctx.params.segmentIds),
       }),
     }),
 
@@ -68,7 +74,7 @@ export const memberActions = {
         const ws = workspaceOf(ctx);
         await repo.checkFilter(ws, ctx.params.filter, "");
         const { contactIds, filter } = ctx.params;
-        return { contactIds: await repo.contactsMatching(ws, contactIds, filter as FilterGroup) };
+        return { contactIds: await matchingRepo.contactsMatching(ws, contactIds, filter as FilterGroup) };
       },
     }),
 
@@ -81,7 +87,7 @@ export const memberActions = {
         if (issues.length)
           throw validationError(`Invalid where: ${issues[0].field} ${issues[0].message}`, issues);
         const where = ctx.params.where as unknown as FieldCondition[];
-        return { matches: await repo.eventMatches(workspaceOf(ctx), ctx.params.eventId, where) };
+        return { matches: await matchingRepo.eventMatches(workspaceOf(ctx), ctx.params.eventId, where) };
       },
     }),
 
@@ -96,7 +102,7 @@ export const memberActions = {
       async handler(this: SegmentsService, ctx) {
         const ws = workspaceOf(ctx);
         await staticSegment(ws, ctx.params.segmentId);
-        const added = await repo.addStaticMembers(ws, ctx.params.segmentId, ctx.params.contactIds);
+        const added = await membersRepo.addStaticMembers(ws, ctx.params.segmentId, ctx.params.contactIds);
         await this.followStatic(ws, ctx.params.segmentId, ctx.params.contactIds);
         const { memberCount } = found(await repo.getSegment(ws, ctx.params.segmentId), "Segment");
         return { added, memberCount };
@@ -123,7 +129,7 @@ export const memberActions = {
         if (ids.length === 0 || ids.length > 1000)
           throw fieldError("contactIds", "must name 1 to 1000 contacts");
         await staticSegment(ws, ctx.params.segmentId);
-        const removed = await repo.removeStaticMembers(ctx.params.segmentId, ids);
+        const removed = await membersRepo.removeStaticMembers(ctx.params.segmentId, ids);
         await this.followStatic(ws, ctx.params.segmentId, ids);
         const { memberCount } = found(await repo.getSegment(ws, ctx.params.segmentId), "Segment");
         return { success: true as const, removed, memberCount };

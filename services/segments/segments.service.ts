@@ -18,6 +18,8 @@ import {
 } from "./membership";
 import { memberActions } from "./members.actions";
 import * as repo from "./segments.repo";
+import * as membersRepo from "./members.repo";
+import * as matchingRepo from "./matching.repo";
 import { results, schemas } from "./segments.schemas";
 
 /** Broker event with every entry and exit, for campaign triggers "entered/exited segment". */
@@ -85,9 +87,9 @@ export default defineService<SegmentsService>({
         const id = repo.newSegmentId();
         if (type === "static") {
           if (filter !== undefined) throw fieldError("filter", "applies only to dynamic segments");
-          if (contactIds) await repo.assertContacts(ws, contactIds);
+          if (contactIds) await membersRepo.assertContacts(ws, contactIds);
           await repo.insertSegment(ws, id, { name, description, type }, null, false);
-          if (contactIds) await repo.addStaticMembers(ws, id, contactIds);
+          if (contactIds) await membersRepo.addStaticMembers(ws, id, contactIds);
           return found(await repo.getSegment(ws, id), "Segment");
         }
         if (filter === undefined) throw fieldError("filter", "is required for a dynamic segment");
@@ -109,7 +111,7 @@ export default defineService<SegmentsService>({
       async handler(ctx) {
         const ws = workspaceOf(ctx);
         await repo.checkFilter(ws, ctx.params.filter, "\u0000preview");
-        return repo.preview(ws, ctx.params.filter);
+        return matchingRepo.preview(ws, ctx.params.filter);
       },
     }),
 
@@ -199,7 +201,7 @@ export default defineService<SegmentsService>({
         if (to.getTime() - from.getTime() > 366 * DAY_MS)
           throw fieldError("from", "the range may span at most 366 days");
         const segment = found(await repo.getSegment(workspaceOf(ctx), ctx.params.segmentId), "Segment");
-        return repo.growth(segment, { from, to });
+        return membersRepo.growth(segment, { from, to });
       },
     }),
 
@@ -219,7 +221,7 @@ export default defineService<SegmentsService>({
         else if (eventId)
           trigger = {
             kind: "event",
-            eventType: ctx.params.eventType ?? (await repo.eventTypeOf(ws, eventId)),
+            eventType: ctx.params.eventType ?? (await matchingRepo.eventTypeOf(ws, eventId)),
           };
         const result = await evaluateContacts(ws, [contactId], trigger, eventId, ctx.meta.configVersions);
         this.announce(ws, result, eventId);
