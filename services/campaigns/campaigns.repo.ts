@@ -1,7 +1,7 @@
 import type { Transaction } from "sequelize";
 import { Binds, database, likeEscape, selectRows } from "../../lib/database";
 import { sqlProbe } from "../../lib/versioned-cache";
-import { pageOf, type Page, type PageRequest } from "../../lib/pagination";
+import { selectPage, type Page, type PageRequest } from "../../lib/pagination";
 import type { CampaignDetail, CampaignStatus, CampaignView } from "./campaigns.schemas";
 import type { Workflow } from "./workflow";
 import { listTriggers } from "./triggers.repo";
@@ -65,14 +65,16 @@ export async function listCampaigns(
   if (filter.type) where.push(`c.type = ${binds.p(filter.type)}`);
   if (filter.search) where.push(`c.name ILIKE ${binds.p(`%${likeEscape(filter.search)}%`)}`);
   const clause = where.join(" AND ");
-  const [rows, [{ n }]] = await Promise.all([
-    selectRows<CampaignRow>(
-      `${SELECT_CAMPAIGN} WHERE ${clause} ORDER BY c.created_at DESC, c.id DESC LIMIT ${page.limit} OFFSET ${page.offset}`,
-      binds.values,
-    ),
-    selectRows<{ n: string }>(`SELECT count(*) AS n FROM campaigns c WHERE ${clause}`, binds.values),
-  ]);
-  return pageOf(rows.map(campaignView), Number(n), page);
+  return selectPage(
+    {
+      select: `${SELECT_CAMPAIGN} WHERE ${clause}`,
+      orderBy: "c.created_at DESC, c.id DESC",
+      countFrom: `FROM campaigns c WHERE ${clause}`,
+    },
+    binds.values,
+    page,
+    campaignView,
+  );
 }
 
 export async function getCampaign(workspaceId: string, id: string): Promise<CampaignDetail | null> {

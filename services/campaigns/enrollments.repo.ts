@@ -1,5 +1,5 @@
 import { Binds, queryPrepared, selectRows } from "../../lib/database";
-import { pageOf, type Page, type PageRequest } from "../../lib/pagination";
+import { selectPage, type Page, type PageRequest } from "../../lib/pagination";
 import type { EnrollmentView } from "./campaigns.schemas";
 
 /** Queries of enrollments as they run: claim, save steps, waits, goals, exits, listing. */
@@ -202,14 +202,12 @@ export async function listEnrollments(
   if (filter.contactId) where.push(`contact_id = ${binds.p(filter.contactId)}`);
   if (filter.status) where.push(`status = ${binds.p(filter.status)}`);
   const clause = where.join(" AND ");
-  const [rows, [{ n }]] = await Promise.all([
-    selectRows<EnrollmentRow>(
-      `SELECT * FROM campaign_enrollments WHERE ${clause} ORDER BY created_at DESC, id DESC LIMIT ${page.limit} OFFSET ${page.offset}`,
-      binds.values,
-    ),
-    selectRows<{ n: string }>(`SELECT count(*) AS n FROM campaign_enrollments WHERE ${clause}`, binds.values),
-  ]);
-  return pageOf(rows.map(enrollmentView), Number(n), page);
+  return selectPage(
+    { select: `SELECT * FROM campaign_enrollments WHERE ${clause}`, orderBy: "created_at DESC, id DESC" },
+    binds.values,
+    page,
+    enrollmentView,
+  );
 }
 
 /** Whether the message of a step was opened or clicked (on `url`, when given). */

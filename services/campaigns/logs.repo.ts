@@ -1,8 +1,19 @@
-import { Binds, selectRows } from "../../lib/database";
-import { pageOf, type Page, type PageRequest } from "../../lib/pagination";
+import { Binds } from "../../lib/database";
+import { selectPage, type Page, type PageRequest } from "../../lib/pagination";
 import type { LogView } from "./campaigns.schemas";
 
 /** Queries of the step logs (`campaign_logs`). Workspace id first. */
+
+interface LogRow {
+  id: string;
+  enrollment_id: string;
+  contact_id: string;
+  node_id: string;
+  outcome: LogView["outcome"];
+  branch: string | null;
+  detail: string | null;
+  created_at: Date;
+}
 
 export async function listLogs(
   workspaceId: string,
@@ -16,24 +27,11 @@ export async function listLogs(
   if (filter.contactId) where.push(`contact_id = ${binds.p(filter.contactId)}`);
   if (filter.nodeId) where.push(`node_id = ${binds.p(filter.nodeId)}`);
   const clause = where.join(" AND ");
-  const [rows, [{ n }]] = await Promise.all([
-    selectRows<{
-      id: string;
-      enrollment_id: string;
-      contact_id: string;
-      node_id: string;
-      outcome: LogView["outcome"];
-      branch: string | null;
-      detail: string | null;
-      created_at: Date;
-    }>(
-      `SELECT * FROM campaign_logs WHERE ${clause} ORDER BY id DESC LIMIT ${page.limit} OFFSET ${page.offset}`,
-      binds.values,
-    ),
-    selectRows<{ n: string }>(`SELECT count(*) AS n FROM campaign_logs WHERE ${clause}`, binds.values),
-  ]);
-  return pageOf(
-    rows.map((r) => ({
+  return selectPage(
+    { select: `SELECT * FROM campaign_logs WHERE ${clause}`, orderBy: "id DESC" },
+    binds.values,
+    page,
+    (r: LogRow): LogView => ({
       id: String(r.id),
       enrollmentId: r.enrollment_id,
       contactId: r.contact_id,
@@ -42,8 +40,6 @@ export async function listLogs(
       branch: r.branch,
       detail: r.detail,
       createdAt: r.created_at,
-    })),
-    Number(n),
-    page,
+    }),
   );
 }

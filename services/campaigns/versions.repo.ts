@@ -1,6 +1,6 @@
 import { newId } from "../../lib/crypto";
 import { database, selectRows } from "../../lib/database";
-import { pageOf, type Page, type PageRequest } from "../../lib/pagination";
+import { selectPage, type Page, type PageRequest } from "../../lib/pagination";
 import type { CampaignStatus, VersionView } from "./campaigns.schemas";
 import type { Workflow } from "./workflow";
 import { updateCampaign } from "./campaigns.repo";
@@ -67,18 +67,15 @@ export async function listVersions(
   campaignId: string,
   page: PageRequest,
 ): Promise<Page<VersionView>> {
-  const [rows, [{ n }]] = await Promise.all([
-    selectRows<VersionRow>(
-      `SELECT * FROM campaign_versions WHERE workspace_id = $1 AND campaign_id = $2
-        ORDER BY number DESC LIMIT ${page.limit} OFFSET ${page.offset}`,
-      [workspaceId, campaignId],
-    ),
-    selectRows<{ n: string }>(
-      `SELECT count(*) AS n FROM campaign_versions WHERE workspace_id = $1 AND campaign_id = $2`,
-      [workspaceId, campaignId],
-    ),
-  ]);
-  return pageOf(rows.map(versionView), Number(n), page);
+  return selectPage(
+    {
+      select: "SELECT * FROM campaign_versions WHERE workspace_id = $1 AND campaign_id = $2",
+      orderBy: "number DESC",
+    },
+    [workspaceId, campaignId],
+    page,
+    versionView,
+  );
 }
 
 export async function getVersion(

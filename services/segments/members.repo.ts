@@ -1,7 +1,7 @@
 import { QueryTypes } from "sequelize";
 import { database } from "../../lib/database";
 import { validationError } from "../../lib/errors";
-import { pageOf, type Page, type PageRequest } from "../../lib/pagination";
+import { selectPage, type Page, type PageRequest } from "../../lib/pagination";
 import { type SegmentView } from "./segments.repo";
 
 /** Queries of a segment's members: static membership, the members page, growth from the membership log. */
@@ -34,37 +34,24 @@ export async function listMembers(
   segmentId: string,
   page: PageRequest,
 ): Promise<Page<MemberSummary>> {
-  const sequelize = await database();
-  const rows = await sequelize.query<{
-    id: string;
-    email: string;
-    first_name: string;
-    last_name: string;
-    entered_at: Date;
-  }>(
-    `SELECT c.id, c.email, c.first_name, c.last_name, sm.entered_at
-       FROM segment_members sm JOIN contacts c ON c.id = sm.contact_id
-      WHERE sm.segment_id = $1 AND c.workspace_id = $2
-      ORDER BY sm.entered_at DESC, sm.contact_id DESC LIMIT $3 OFFSET $4`,
-    { bind: [segmentId, workspaceId, page.limit, page.offset], type: QueryTypes.SELECT },
-  );
-  const [{ n }] = await sequelize.query<{ n: string }>(
-    `SELECT count(*) AS n FROM segment_members WHERE segment_id = $1`,
+  return selectPage(
     {
-      bind: [segmentId],
-      type: QueryTypes.SELECT,
+      select: `SELECT c.id, c.email, c.first_name, c.last_name, sm.entered_at
+                 FROM segment_members sm JOIN contacts c ON c.id = sm.contact_id
+                WHERE sm.segment_id = $1 AND c.workspace_id = $2`,
+      orderBy: "sm.entered_at DESC, sm.contact_id DESC",
+      countFrom: "FROM segment_members WHERE segment_id = $1",
+      countBind: [segmentId],
     },
-  );
-  return pageOf(
-    rows.map((r) => ({
+    [segmentId, workspaceId],
+    page,
+    (r: { id: string; email: string; first_name: string; last_name: string; entered_at: Date }) => ({
       id: r.id,
       email: r.email,
       firstName: r.first_name,
       lastName: r.last_name,
       enteredAt: r.entered_at,
-    })),
-    Number(n),
-    page,
+    }),
   );
 }
 

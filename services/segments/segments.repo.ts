@@ -3,7 +3,7 @@ import { config } from "../../lib/config";
 import { newId } from "../../lib/crypto";
 import { database } from "../../lib/database";
 import { conflict, validationError } from "../../lib/errors";
-import { pageOf, type Page, type PageRequest } from "../../lib/pagination";
+import { selectPage, type Page, type PageRequest } from "../../lib/pagination";
 import { findCycle, validateFilter, type FilterFacts, type FilterGroup } from "./filter-schema";
 
 /** The segment rows: list, read, save, delete, filter checks. Members, matching and membership evaluation have their repos beside it. Workspace id first. */
@@ -53,18 +53,17 @@ export async function listSegments(
   page: PageRequest,
   type?: SegmentType,
 ): Promise<Page<SegmentView>> {
-  const sequelize = await database();
-  const bind: unknown[] = [workspaceId, page.limit, page.offset];
-  const typeFilter = type ? `AND s.type = $${bind.push(type)}` : "";
-  const rows = await sequelize.query<SegmentRow>(
-    `${SELECT_SEGMENT} WHERE s.workspace_id = $1 ${typeFilter} ORDER BY s.created_at DESC, s.id DESC LIMIT $2 OFFSET $3`,
-    { bind, type: QueryTypes.SELECT },
+  const where = `s.workspace_id = $1 ${type ? "AND s.type = $2" : ""}`;
+  return selectPage(
+    {
+      select: `${SELECT_SEGMENT} WHERE ${where}`,
+      orderBy: "s.created_at DESC, s.id DESC",
+      countFrom: `FROM segments s WHERE ${where}`,
+    },
+    type ? [workspaceId, type] : [workspaceId],
+    page,
+    view,
   );
-  const [{ n }] = await sequelize.query<{ n: string }>(
-    `SELECT count(*) AS n FROM segments s WHERE s.workspace_id = $1 ${type ? "AND s.type = $2" : ""}`,
-    { bind: type ? [workspaceId, type] : [workspaceId], type: QueryTypes.SELECT },
-  );
-  return pageOf(rows.map(view), Number(n), page);
 }
 
 export async function getSegment(

@@ -3,7 +3,7 @@ import { MicroBatcher } from "../../lib/batcher";
 import { newId } from "../../lib/crypto";
 import { Binds, database, queryPrepared, selectRows } from "../../lib/database";
 import type { DomainEvent } from "../../lib/domain-events";
-import { pageOf, type Page, type PageRequest } from "../../lib/pagination";
+import { selectPage, type Page, type PageRequest } from "../../lib/pagination";
 import { deliveryBody } from "./signature";
 import type { Delivery } from "./webhooks.schemas";
 
@@ -62,19 +62,16 @@ export async function listDeliveries(
   if (filter.endpointId) where.push(`endpoint_id = ${binds.p(filter.endpointId)}`);
   if (filter.success !== undefined) where.push(`success = ${binds.p(filter.success)}`);
   if (filter.event) where.push(`event = ${binds.p(filter.event)}`);
-  const filterValues = [...binds.values];
-  const [rows, [{ total }]] = await Promise.all([
-    selectRows<DeliveryRow>(
-      `SELECT ${DELIVERY_COLUMNS} FROM webhook_deliveries WHERE ${where.join(" AND ")}
-        ORDER BY created_at DESC, id DESC LIMIT ${binds.p(page.limit)} OFFSET ${binds.p(page.offset)}`,
-      binds.values,
-    ),
-    selectRows<{ total: string }>(
-      `SELECT count(*) AS total FROM webhook_deliveries WHERE ${where.join(" AND ")}`,
-      filterValues,
-    ),
-  ]);
-  return pageOf(rows.map(toDelivery), Number(total), page);
+  return selectPage(
+    {
+      select: `SELECT ${DELIVERY_COLUMNS} FROM webhook_deliveries WHERE ${where.join(" AND ")}`,
+      orderBy: "created_at DESC, id DESC",
+      countFrom: `FROM webhook_deliveries WHERE ${where.join(" AND ")}`,
+    },
+    binds.values,
+    page,
+    toDelivery,
+  );
 }
 
 export async function findDelivery(workspaceId: string, id: string): Promise<DeliveryRow | null> {
