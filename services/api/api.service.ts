@@ -122,9 +122,9 @@ const ApiService = defineService<Gateway>({
           requestMeta(ctx, req);
           const idempotencyKey = req.headers["idempotency-key"];
           if (typeof idempotencyKey === "string") ctx.meta.idempotencyKey = idempotencyKey;
-          // onBeforeCall runs before authenticate: parse the cookies here, for both.
-          req.cookies ??= parseCookies(req.headers.cookie ?? "");
-          ctx.meta.cookies = req.cookies;
+          // Only the actions that read cookies get them (auth's csrf, sign-in, session, sign-out); authenticate reads
+          // the session cookie from the request itself, so no other call, nor any call made from it, carries them.
+          if (req.$action?.cookies) ctx.meta.cookies = req.cookies ??= parseCookies(req.headers.cookie ?? "");
           if (req.$action?.rawBody) {
             ctx.meta.rawBody = req.rawBody?.toString("utf8") ?? "";
             ctx.meta.requestHeaders = req.headers;
