@@ -1,3 +1,4 @@
+import { requires } from "../../lib/access";
 import { defineAction } from "../../lib/define-service";
 import { conflict, fieldError, notFound } from "../../lib/errors";
 import type { AppContext } from "../../lib/moleculer-types";
@@ -10,6 +11,8 @@ import { results, schemas } from "./campaigns.schemas";
 import { ACCESS, campaignOf, tags, WS } from "./campaigns.shared";
 import * as versionsRepo from "./versions.repo";
 import type { Workflow } from "./workflow";
+
+const write = requires("templates.write");
 
 /** Campaign and template A/B tests with their significance; mixed into `campaigns`. */
 
@@ -100,8 +103,7 @@ export const abActions = {
     abTestCreate: defineAction({
       rest: "POST /workspaces/:workspaceId/abtests",
       openapi: { tags, summary: "Start a template's A/B test" },
-      auth: "any",
-      permission: "templates.write",
+      ...write,
       params: schemas.abTestCreate,
       status: 201,
       result: results.abTest,

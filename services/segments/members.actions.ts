@@ -1,3 +1,4 @@
+import { requires } from "../../lib/access";
 import { defineAction } from "../../lib/define-service";
 import { fieldError, found, validationError } from "../../lib/errors";
 import { pageRequest } from "../../lib/pagination";
@@ -8,6 +9,9 @@ import * as repo from "./segments.repo";
 import * as membersRepo from "./members.repo";
 import * as matchingRepo from "./matching.repo";
 import { results, schemas } from "./segments.schemas";
+
+const read = requires("segments.read");
+const write = requires("segments.write");
 
 const WS = "/workspaces/:workspaceId/segments";
 const tags = ["Segments"];
@@ -28,9 +32,8 @@ export const memberActions = {
     /** Members with contact summaries, newest entry first (paginated). segments.read. */
     members: defineAction({
       rest: `GET ${WS}/:segmentId/members`,
-      auth: "any",
+      ...read,
       openapi: { tags, summary: "List members with contact summaries" },
-      permission: "segments.read",
       params: schemas.members,
       result: results.members,
       async handler(ctx) {
@@ -94,9 +97,8 @@ export const memberActions = {
     /** Add contacts to a static segment. segments.write. */
     addMembers: defineAction({
       rest: `POST ${WS}/:segmentId/members`,
-      auth: "any",
+      ...write,
       openapi: { tags, summary: "Add contacts to a static segment" },
-      permission: "segments.write",
       params: schemas.addMembers,
       result: results.added,
       async handler(this: SegmentsService, ctx) {
@@ -112,9 +114,8 @@ export const memberActions = {
     /** Remove contacts from a static segment (body `{contactIds}` or `?contactIds=a,b`). segments.write. */
     removeMembers: defineAction({
       rest: `DELETE ${WS}/:segmentId/members`,
-      auth: "any",
+      ...write,
       openapi: { tags, summary: "Remove contacts from a static segment" },
-      permission: "segments.write",
       params: schemas.removeMembers,
       result: results.removed,
       async handler(this: SegmentsService, ctx) {
