@@ -17,7 +17,7 @@ import { acquireDatabase, releaseDatabase } from "../lib/database";
 import type { FilterGroup } from "../services/segments/filter-schema";
 import { validateFilter } from "../services/segments/filter-schema";
 import { evaluateContacts, recomputeSegment } from "../services/segments/membership";
-import { preview } from "../services/segments/segments.repo";
+import { preview } from "../services/segments/matching.repo";
 
 const CONTACTS = Number(process.env.BENCH_CONTACTS ?? 1_000_000);
 const EVENTS = Number(process.env.BENCH_EVENTS ?? 10_000_000);

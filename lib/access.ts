@@ -70,6 +70,24 @@ export interface AccessDeclaration {
   keyScope?: string;
 }
 
+/**
+ * The one way an action declares its access: it spreads a named declaration
+ * beside its `rest` route (`...read`, `...write`, `...remove`, `...manage`).
+ * An area names its declarations once, at the top of the file or in its
+ * shared module (`export const ACCESS = { read: requires("contacts.read"),
+ * ... }`), each built here: the permission, for a session or an API key
+ * with that scope (`auth: "any"`), and what else it asks (`auth: "session"`,
+ * `role: "ADMIN"`). Only access without a permission is written as keys
+ * beside `rest`: `auth: "public"`, `auth: "cron"`, `auth: "session"` with
+ * `role: "ADMIN"`, `keyScope`.
+ */
+export function requires(
+  permission: Scope,
+  more: { auth?: "any" | "session"; role?: "ADMIN" } = {},
+): AccessDeclaration & { permission: Scope } {
+  return { auth: "any", permission, ...more };
+}
+
 export type AccessDecision = { allow: true } | { allow: false; status: 401 | 403; reason: string };
 
 const deny = (status: 401 | 403, reason: string): AccessDecision => ({ allow: false, status, reason });

@@ -22,12 +22,20 @@ type DeclaredMembers<T> = {
 };
 
 /**
+ * The settings every service may have: Moleculer's own (`$secureSettings`,
+ * ...) and moleculer-web's `rest` prefix for its actions' paths. A service
+ * with more declares them (`ServiceThis<Own, ServiceSettings & Mine>`).
+ */
+export type ServiceSettings = DeclaredMembers<ServiceSettingSchema> & { rest?: string };
+
+/**
  * `this` in a service's handlers, methods and lifecycle hooks: Moleculer's
  * service (its declared members only: Moleculer's own type takes any name)
- * with the state and methods the service and its mixins declare in `Own`.
- * A name nobody declared (`this.wak`) does not compile.
+ * with the state and methods the service and its mixins declare in `Own`,
+ * and `this.settings` typed as the settings `S` it declares.
+ * A name nobody declared (`this.wak`, `this.settings.crs`) does not compile.
  */
-export type ServiceThis<Own = object, S = ServiceSettingSchema> = DeclaredMembers<Service<S>> & Own;
+export type ServiceThis<Own = object, S extends object = ServiceSettings> = DeclaredMembers<Service<S>> & Own;
 
 /**
  * An action whose params and result are TypeBox schemas: `ctx.params` is
@@ -77,6 +85,9 @@ export function defineAction<
   } as ActionSchema;
 }
 
+/** What `defineService` and `defineMixin` take as `this`: a `ServiceThis` of any settings (`Service<S>` is invariant in `S`, so the bound names only `settings`). */
+type TypedThis = Pick<ServiceThis<object, object>, "settings">;
+
 /** An event handler; declared as a method so a handler may name its own params' type (`AppContext<{ id: string }>`). */
 type EventHandler<This> = { handler(this: This, ctx: AppContext): void | Promise<void> }["handler"];
 
@@ -94,7 +105,7 @@ interface ChannelSubscription<This> {
  * handler, method, event and lifecycle hook. Actions built with
  * `defineAction` declare their own `this` when they need the service's.
  */
-export interface ServiceDefinition<This extends ServiceThis> {
+export interface ServiceDefinition<This extends TypedThis> {
   name: string;
   version?: string | number;
   settings?: This["settings"];
@@ -120,14 +131,14 @@ export interface ServiceDefinition<This extends ServiceThis> {
  * (the state its hooks set, the methods it and its mixins declare); a
  * service with neither needs no type argument.
  */
-export function defineService<This extends ServiceThis = ServiceThis>(
+export function defineService<This extends TypedThis = ServiceThis>(
   schema: ServiceDefinition<This> & ThisType<This>,
 ): ServiceSchema {
   return schema as ServiceSchema;
 }
 
 /** One part of a service (a `*.actions.ts` mixin): its `this` typed as the service's, which exports it. */
-export function defineMixin<This extends ServiceThis = ServiceThis>(
+export function defineMixin<This extends TypedThis = ServiceThis>(
   schema: Partial<ServiceDefinition<This>> & ThisType<This>,
 ): Partial<ServiceSchema> {
   return schema as Partial<ServiceSchema>;

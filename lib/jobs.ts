@@ -3,6 +3,7 @@ import type { Scope } from "./access";
 import { newId } from "./crypto";
 import { Binds, database } from "./database";
 import { found, invalidState } from "./errors";
+import { selectPage, type Page, type PageRequest } from "./pagination";
 
 /**
  * Long work as a job with progress. The row is written first and the caller
@@ -150,30 +151,19 @@ export function jobView(row: JobRow): JobView {
 export async function listJobs(
   workspaceId: string,
   filters: { id?: string; type?: string; status?: string },
-  limit: number,
-  offset: number,
-): Promise<{ rows: JobView[]; total: number }> {
-  const sequelize = await database();
+  page: PageRequest,
+): Promise<Page<JobView>> {
   const binds = new Binds([workspaceId]);
   const where = ["workspace_id = $1"];
   if (filters.id) where.push(`id = ${binds.p(filters.id)}`);
   if (filters.type) where.push(`type = ${binds.p(filters.type)}`);
   if (filters.status) where.push(`status = ${binds.p(filters.status)}`);
-  const filterValues = [...binds.values];
-  const rows = await sequelize.query<JobRow & { total: string }>(
-    `SELECT *, count(*) OVER () AS total FROM jobs WHERE ${where.join(" AND ")}
-      ORDER BY created_at DESC, id DESC LIMIT ${binds.p(limit)} OFFSET ${binds.p(offset)}`,
-    { bind: binds.values, type: QueryTypes.SELECT },
+  return selectPage(
+    { select: `SELECT * FROM jobs WHERE ${where.join(" AND ")}`, orderBy: "created_at DESC, id DESC" },
+    binds.values,
+    page,
+    jobView,
   );
-  let total = rows.length ? Number(rows[0].total) : 0;
-  if (!rows.length && offset > 0) {
-    const counted = await sequelize.query<{ n: string }>(
-      `SELECT count(*) AS n FROM jobs WHERE ${where.join(" AND ")}`,
-      { bind: filterValues, type: QueryTypes.SELECT },
-    );
-    total = Number(counted[0].n);
-  }
-  return { rows: rows.map(jobView), total };
 }
 
 /**

@@ -8,6 +8,13 @@ declare module "moleculer" {
   interface ActionSchema extends AccessDeclaration {
     /** Keep the raw request body in `ctx.meta.rawBody` (signature checks). */
     rawBody?: boolean;
+    /**
+     * Hand the handler the request's cookies in `ctx.meta.cookies`: only the
+     * auth service's actions that read them (csrf, sign-in, session,
+     * sign-out) declare it, so no other call, and no call made from another
+     * action, carries a session cookie.
+     */
+    cookies?: boolean;
     /** Extra OpenAPI facts for the generated description. */
     openapi?: {
       summary?: string;
@@ -33,6 +40,7 @@ export interface AppMeta {
   requestHeaders?: Record<string, string | string[] | undefined>;
   /** The request's path and query as it arrived, kept only for `rawBody: true` actions (Twilio signs the URL). */
   requestUrl?: string;
+  /** The request's cookies, only for `cookies: true` actions. */
   cookies?: Record<string, string>;
   /** The request's method; `HEAD` for a HEAD request, which the gateway answers as GET without side effects. */
   method?: string;

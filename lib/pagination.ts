@@ -1,4 +1,6 @@
 import { Type, type TSchema } from "@sinclair/typebox";
+import type { Transaction } from "sequelize";
+import { selectRows } from "./database";
 import { validationError } from "./errors";
 import { Component, Int32 } from "./schema";
 
@@ -35,6 +37,46 @@ export function pageOf<T>(data: T[], total: number, req: PageRequest): Page<T> {
     data,
     pagination: { page: req.page, limit: req.limit, total, totalPages: Math.ceil(total / req.limit) },
   };
+}
+
+/** A listing statement, so one page of it and its total are asked the same way everywhere. */
+export interface ListStatement {
+  /** The rows' statement up to ORDER BY: `SELECT … FROM … WHERE …`. */
+  select: string;
+  /** The ORDER BY list; it ends on a unique key, so pages never overlap. */
+  orderBy: string;
+  /** A cheaper `FROM … WHERE …` for the total (without the select list's joins); by default `select` itself is counted. */
+  countFrom?: string;
+  /** The binds of `countFrom`, when it names fewer than the rows' statement. */
+  countBind?: unknown[];
+}
+
+/**
+ * The one list-with-count query: the page's rows (`LIMIT`/`OFFSET` of
+ * `page`) and the total of the same filter, run together, each row through
+ * `view`. The limit and offset are whole numbers from `pageRequest`, so they
+ * are written into the statement and both statements share `bind`.
+ */
+export async function selectPage<R extends object, T>(
+  query: ListStatement,
+  bind: unknown[],
+  page: PageRequest,
+  view: (row: R) => T,
+  transaction?: Transaction,
+): Promise<Page<T>> {
+  const [rows, [{ n }]] = await Promise.all([
+    selectRows<R>(
+      `${query.select} ORDER BY ${query.orderBy} LIMIT ${page.limit} OFFSET ${page.offset}`,
+      bind,
+      transaction,
+    ),
+    selectRows<{ n: string }>(
+      `SELECT count(*) AS n ${query.countFrom ?? `FROM (${query.select}) listed`}`,
+      query.countBind ?? bind,
+      transaction,
+    ),
+  ]);
+  return pageOf(rows.map(view), Number(n), page);
 }
 
 /**

@@ -1,12 +1,17 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
-import ApiGateway from "moleculer-web";
+import ApiGateway, { type ApiSettingsSchema } from "moleculer-web";
 import { Type } from "@sinclair/typebox";
 import serveStatic from "serve-static";
 import swaggerUiDist from "swagger-ui-dist";
 import { parse as parseCookies } from "cookie";
 import { config } from "../../lib/config";
 import { acquireDatabase, releaseDatabase } from "../../lib/database";
-import { defineAction, defineService, type ServiceThis } from "../../lib/define-service";
+import {
+  defineAction,
+  defineService,
+  type ServiceSettings,
+  type ServiceThis,
+} from "../../lib/define-service";
 import { toHttpError } from "../../lib/errors";
 import type { AppContext } from "../../lib/moleculer-types";
 import { buildOpenApi } from "../../lib/openapi";
@@ -52,25 +57,54 @@ function requestMeta(ctx: AppContext, req: GatewayRequest): void {
 }
 
 /** The gateway's `this`: the moleculer-web methods it calls and the ones it overrides. */
-type Gateway = ServiceThis<{
-  logResponse(req: GatewayRequest, res: ServerResponse): void;
-  checkOrigin(origin: string, allowed: unknown): boolean;
-  httpHandler(req: GatewayRequest, res: ServerResponse, next?: unknown): unknown;
-  routeHandler(
-    ctx: unknown,
-    route: unknown,
-    req: GatewayRequest & { _body?: boolean },
-    res: ServerResponse,
-    found?: { alias: { type?: string } },
-  ): unknown;
-  writeCorsHeaders(
-    route: { cors?: { origin?: unknown } },
-    req: GatewayRequest,
-    res: ServerResponse,
-    isPreFlight: boolean,
-  ): unknown;
-  authenticate(ctx: AppContext, route: unknown, req: GatewayRequest): ReturnType<typeof authenticateRequest>;
-}>;
+/**
+ * The gateway's settings, moleculer-web's keys this service sets (its routes'
+ * hooks are typed where they are written, with our context and request).
+ */
+type GatewaySettings = ServiceSettings &
+  Pick<
+    ApiSettingsSchema,
+    | "port"
+    | "ip"
+    | "logRequest"
+    | "logResponse"
+    | "log4XXResponses"
+    | "logRequestParams"
+    | "logResponseData"
+    | "cors"
+    | "assets"
+  > & {
+    routes: Array<Record<string, unknown>>;
+    /** Every error answered as the contract's JSON (its `this` is the gateway). */
+    onError(req: GatewayRequest, res: ServerResponse, err: Error): void;
+  };
+
+type Gateway = ServiceThis<
+  {
+    logResponse(req: GatewayRequest, res: ServerResponse): void;
+    checkOrigin(origin: string, allowed: unknown): boolean;
+    httpHandler(req: GatewayRequest, res: ServerResponse, next?: unknown): unknown;
+    routeHandler(
+      ctx: unknown,
+      route: unknown,
+      req: GatewayRequest & { _body?: boolean },
+      res: ServerResponse,
+      found?: { alias: { type?: string } },
+    ): unknown;
+    writeCorsHeaders(
+      route: { cors?: { origin?: unknown } },
+      req: GatewayRequest,
+      res: ServerResponse,
+      isPreFlight: boolean,
+    ): unknown;
+    authenticate(
+      ctx: AppContext,
+      route: unknown,
+      req: GatewayRequest,
+    ): ReturnType<typeof authenticateRequest>;
+  },
+  GatewaySettings
+>;
 
 /** The moleculer-web gateway: routes come from each action's `rest`, access from its declarations. */
 const ApiService = defineService<Gateway>({
@@ -123,9 +157,9 @@ const ApiService = defineService<Gateway>({
           requestMeta(ctx, req);
           const idempotencyKey = req.headers["idempotency-key"];
           if (typeof idempotencyKey === "string") ctx.meta.idempotencyKey = idempotencyKey;
-          // onBeforeCall runs before authenticate: parse the cookies here, for both.
-          req.cookies ??= parseCookies(req.headers.cookie ?? "");
-          ctx.meta.cookies = req.cookies;
+          // Only the actions that read cookies get them (auth's csrf, sign-in, session, sign-out); authenticate reads
+          // the session cookie from the request itself, so no other call, nor any call made from it, carries them.
+          if (req.$action?.cookies) ctx.meta.cookies = req.cookies ??= parseCookies(req.headers.cookie ?? "");
           if (req.$action?.rawBody) {
             ctx.meta.rawBody = req.rawBody?.toString("utf8") ?? "";
             ctx.meta.requestHeaders = forwardedHeaders(req.headers);

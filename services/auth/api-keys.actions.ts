@@ -1,3 +1,4 @@
+import { requires } from "../../lib/access";
 import { Type } from "@sinclair/typebox";
 import { actingUserId, audit } from "../../lib/audit";
 import { defineAction, defineMixin } from "../../lib/define-service";
@@ -5,6 +6,8 @@ import { notFound, validationError } from "../../lib/errors";
 import { WORKSPACE_DELETED_EVENT, workspaceOf } from "../../lib/tenancy";
 import * as repo from "./auth.repo";
 import { ApiKeySchema, schemas, SuccessSchema } from "./auth.schemas";
+
+const manage = requires("api_keys.manage", { auth: "session", role: "ADMIN" });
 
 /** Tells every node to forget its cached key lookups (a key was revoked). */
 const API_KEY_CACHE_EVENT = "auth.apiKeys.changed";
@@ -15,9 +18,7 @@ export const apiKeyActions = defineMixin({
     /** API keys of the workspace, masked. Session + ADMIN. */
     listKeys: defineAction({
       rest: "GET /workspaces/:workspaceId/keys",
-      auth: "session",
-      role: "ADMIN",
-      permission: "api_keys.manage",
+      ...manage,
       params: schemas.listKeys,
       result: Type.Array(ApiKeySchema),
       openapi: { tags: ["API keys"], summary: "List the workspace's API keys (masked)" },
@@ -27,9 +28,7 @@ export const apiKeyActions = defineMixin({
     /** Create a key; its full value is in this response only. Session + ADMIN. */
     createKey: defineAction({
       rest: "POST /workspaces/:workspaceId/keys",
-      auth: "session",
-      role: "ADMIN",
-      permission: "api_keys.manage",
+      ...manage,
       params: schemas.createKey,
       status: 201,
       result: ApiKeySchema,
@@ -60,9 +59,7 @@ export const apiKeyActions = defineMixin({
     /** Revoke a key; it stops working at once. Session + ADMIN. */
     revokeKey: defineAction({
       rest: "DELETE /workspaces/:workspaceId/keys/:keyId",
-      auth: "session",
-      role: "ADMIN",
-      permission: "api_keys.manage",
+      ...manage,
       params: schemas.revokeKey,
       result: SuccessSchema,
       openapi: { tags: ["API keys"], summary: "Revoke an API key" },

@@ -80,6 +80,7 @@ export default defineService({
     csrf: defineAction({
       rest: "GET /auth/csrf",
       auth: "public",
+      cookies: true,
       openapi: {
         tags: ["Auth"],
         summary: "NextAuth csrf token (sets the csrf cookie)",
@@ -102,6 +103,7 @@ export default defineService({
     callback: defineAction({
       rest: "POST /auth/callback/:provider",
       auth: "public",
+      cookies: true,
       params: schemas.callback,
       openapi: {
         tags: ["Auth"],
@@ -142,6 +144,7 @@ export default defineService({
     session: defineAction({
       rest: "GET /auth/session",
       auth: "public",
+      cookies: true,
       openapi: {
         tags: ["Auth"],
         summary: "The current session (rolls the cookie forward), {} when signed out",
@@ -156,6 +159,7 @@ export default defineService({
     updateSession: defineAction({
       rest: "POST /auth/session",
       auth: "public",
+      cookies: true,
       params: schemas.updateSession,
       openapi: {
         tags: ["Auth"],
@@ -171,6 +175,7 @@ export default defineService({
     signout: defineAction({
       rest: "POST /auth/signout",
       auth: "public",
+      cookies: true,
       params: schemas.signout,
       openapi: {
         tags: ["Auth"],

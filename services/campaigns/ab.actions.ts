@@ -1,3 +1,4 @@
+import { requires } from "../../lib/access";
 import { defineAction } from "../../lib/define-service";
 import { conflict, fieldError, notFound } from "../../lib/errors";
 import type { AppContext } from "../../lib/moleculer-types";
@@ -8,8 +9,10 @@ import * as ab from "./ab.repo";
 import { splitsOf, splitTest, templateTest } from "./ab-tests";
 import { results, schemas } from "./campaigns.schemas";
 import { ACCESS, campaignOf, tags, WS } from "./campaigns.shared";
-import * as repo from "./campaigns.repo";
+import * as versionsRepo from "./versions.repo";
 import type { Workflow } from "./workflow";
+
+const write = requires("templates.write");
 
 /** Campaign and template A/B tests with their significance; mixed into `campaigns`. */
 
@@ -18,7 +21,7 @@ type TemplateAb = Parameters<typeof templateTest>[0];
 /** The workflow a campaign's tests run in: its newest version, else its draft. */
 async function testedWorkflow(campaign: { id: string; publishedVersion: number | null; workflow: Workflow }) {
   return campaign.publishedVersion
-    ? ((await repo.versionWorkflow(campaign.id, campaign.publishedVersion)) ?? campaign.workflow)
+    ? ((await versionsRepo.versionWorkflow(campaign.id, campaign.publishedVersion)) ?? campaign.workflow)
     : campaign.workflow;
 }
 
@@ -100,8 +103,7 @@ export const abActions = {
     abTestCreate: defineAction({
       rest: "POST /workspaces/:workspaceId/abtests",
       openapi: { tags, summary: "Start a template's A/B test" },
-      auth: "any",
-      permission: "templates.write",
+      ...write,
       params: schemas.abTestCreate,
       status: 201,
       result: results.abTest,

@@ -5,6 +5,7 @@ import { stepPoller } from "../../lib/periodic-steps";
 import type { Poller } from "../../lib/worker";
 import { decideSplits } from "./ab-tests";
 import * as repo from "./campaigns.repo";
+import * as enrollmentsRepo from "./enrollments.repo";
 import { sendBroadcast } from "./broadcast";
 import { claimStalledBroadcasts } from "./broadcasts.repo";
 import { PASS_SIZE } from "./enrollments.actions";
@@ -65,7 +66,7 @@ export const backgroundWork = defineMixin<ServiceThis<CampaignsBackground>>({
     async pass(limit: number): Promise<{ advanced: number; failed: number }> {
       // The higher-priority campaign's step goes first, so where two would send to one contact inside the
       // frequency cap, it takes the slot and the other's step skips or waits as its send node says.
-      const claimed = (await repo.claimDue(limit, config().campaignLeaseMs)).sort(
+      const claimed = (await enrollmentsRepo.claimDue(limit, config().campaignLeaseMs)).sort(
         (a, b) => b.priority - a.priority || a.created_at.getTime() - b.created_at.getTime(),
       );
       let advanced = 0;

@@ -6,6 +6,8 @@ import { pageRequest } from "../../lib/pagination";
 import { workspaceOf } from "../../lib/tenancy";
 import { DatabaseMixin } from "../../mixins/database.mixin";
 import * as repo from "./campaigns.repo";
+import * as versionsRepo from "./versions.repo";
+import * as enrollmentsRepo from "./enrollments.repo";
 import { results, schemas, type CampaignStatus } from "./campaigns.schemas";
 import {
   ACCESS,
@@ -221,7 +223,7 @@ export default defineService<CampaignsService>({
       result: results.versions,
       async handler(ctx) {
         const campaign = await campaignOf(ctx, ctx.params.campaignId);
-        return repo.listVersions(workspaceOf(ctx), campaign.id, pageRequest(ctx.params));
+        return versionsRepo.listVersions(workspaceOf(ctx), campaign.id, pageRequest(ctx.params));
       },
     }),
 
@@ -237,7 +239,7 @@ export default defineService<CampaignsService>({
         const campaign = await workflowCampaignOf(ctx, ctx.params.campaignId);
         assertEditable(campaign);
         await assertWorkflow(ctx, campaign.workflow);
-        return repo.publishVersion(workspaceOf(ctx), campaign.id, ctx.params.note ?? null);
+        return versionsRepo.publishVersion(workspaceOf(ctx), campaign.id, ctx.params.note ?? null);
       },
     }),
 
@@ -252,8 +254,11 @@ export default defineService<CampaignsService>({
         const ws = workspaceOf(ctx);
         const campaign = await workflowCampaignOf(ctx, ctx.params.campaignId);
         assertEditable(campaign);
-        const version = found(await repo.getVersion(ws, campaign.id, ctx.params.versionId), "Version");
-        await repo.restoreVersion(ws, campaign.id, version);
+        const version = found(
+          await versionsRepo.getVersion(ws, campaign.id, ctx.params.versionId),
+          "Version",
+        );
+        await versionsRepo.restoreVersion(ws, campaign.id, version);
         return campaignOf(ctx, campaign.id);
       },
     }),
@@ -272,13 +277,17 @@ export default defineService<CampaignsService>({
         !campaign.publishedVersion
       ) {
         await assertWorkflow(ctx, campaign.workflow);
-        await repo.publishVersion(ws, campaign.id, null, to);
+        await versionsRepo.publishVersion(ws, campaign.id, null, to);
         if (to === "active") this.wake();
         return;
       }
       await repo.updateCampaign(ws, campaign.id, { status: to });
       if (to === "completed" || to === "archived")
-        await repo.exitLive(ws, campaign.id, to === "completed" ? "campaign_completed" : "campaign_archived");
+        await enrollmentsRepo.exitLive(
+          ws,
+          campaign.id,
+          to === "completed" ? "campaign_completed" : "campaign_archived",
+        );
       if (to === "active") this.wake();
     },
   },

@@ -1,3 +1,4 @@
+import { requires } from "../../lib/access";
 import { fieldError, found, invalidState, notFound, validationError } from "../../lib/errors";
 import type { AppContext } from "../../lib/moleculer-types";
 import { systemCall } from "../../lib/system-call";
@@ -13,9 +14,9 @@ import { references, validateWorkflow, type Workflow } from "./workflow";
 export const WS = "/workspaces/:workspaceId/campaigns";
 export const tags = ["Campaigns"];
 export const ACCESS = {
-  read: { auth: "any", permission: "campaigns.read" },
-  write: { auth: "any", permission: "campaigns.write" },
-  remove: { auth: "any", permission: "campaigns.delete" },
+  read: requires("campaigns.read"),
+  write: requires("campaigns.write"),
+  remove: requires("campaigns.delete"),
 } as const;
 
 export const campaignOf = async (ctx: AppContext, campaignId: string): Promise<CampaignDetail> =>

@@ -2,7 +2,8 @@ import { LRUCache } from "lru-cache";
 import type { AppContext } from "../../lib/moleculer-types";
 import { systemCall } from "../../lib/system-call";
 import { workspaceOf } from "../../lib/tenancy";
-import * as repo from "./campaigns.repo";
+import * as enrollRepo from "./enroll.repo";
+import * as enrollmentsRepo from "./enrollments.repo";
 import { enrollByChanges } from "./feed-triggers";
 import { liveState } from "./live-state";
 import { workflowOf } from "./runner";
@@ -41,14 +42,14 @@ export async function handleChainEvent(ctx: AppContext, event: ChainEvent) {
     ).matches;
 
   // Goals and waits are looked for only where a live campaign's version names this event.
-  const completed = state.goals.has(type) ? await repo.completeGoals(ws, contactId, type) : 0;
+  const completed = state.goals.has(type) ? await enrollmentsRepo.completeGoals(ws, contactId, type) : 0;
   const waits = [];
-  for (const waiting of state.waits.has(type) ? await repo.waitingFor(ws, contactId, type) : []) {
+  for (const waiting of state.waits.has(type) ? await enrollmentsRepo.waitingFor(ws, contactId, type) : []) {
     const workflow = await workflowOf(waiting.campaign_id, waiting.version);
     const node = workflow?.nodes.find((n) => n.id === waiting.current_node_id);
     if (await meets((node?.config.event as { where?: unknown } | undefined)?.where)) waits.push(waiting.id);
   }
-  const resumed = await repo.resumeWaits(ws, waits);
+  const resumed = await enrollmentsRepo.resumeWaits(ws, waits);
 
   // Segment entries and exits this event caused enroll now; the log reader finds them enrolled.
   const watching = state.triggers.flatMap((t) =>
@@ -70,7 +71,7 @@ export async function handleChainEvent(ctx: AppContext, event: ChainEvent) {
       (await meets(t.config.where))
     )
       matched.push(t);
-  enrolled += await repo.enrollByTriggers(ws, contactId, matched, {
+  enrolled += await enrollRepo.enrollByTriggers(ws, contactId, matched, {
     id: event.id,
     type,
     metadata: metadata ?? null,

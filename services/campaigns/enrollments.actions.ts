@@ -8,6 +8,9 @@ import { systemCall } from "../../lib/system-call";
 import { workspaceOf } from "../../lib/tenancy";
 import { winnerOf } from "./ab.repo";
 import * as repo from "./campaigns.repo";
+import * as enrollRepo from "./enroll.repo";
+import * as enrollmentsRepo from "./enrollments.repo";
+import * as logsRepo from "./logs.repo";
 import { results, schemas, type CampaignDetail } from "./campaigns.schemas";
 import { handleChainEvent } from "./chain-step";
 import { ACCESS, audienceOf, campaignOf, tags, workflowCampaignOf, WS } from "./campaigns.shared";
@@ -25,7 +28,7 @@ async function enrollOne(ctx: AppContext, campaign: CampaignDetail, contactId: s
   if (campaign.status !== "active" || !campaign.publishedVersion)
     throw invalidState("Only an active campaign enrolls contacts");
   const ws = workspaceOf(ctx);
-  const [enrollment] = await repo.enroll(ws, {
+  const [enrollment] = await enrollRepo.enroll(ws, {
     campaignId: campaign.id,
     version: campaign.publishedVersion,
     contactIds: [contactId],
@@ -34,7 +37,7 @@ async function enrollOne(ctx: AppContext, campaign: CampaignDetail, contactId: s
     reentry: "manual",
   });
   if (enrollment) return enrollment;
-  const known = await repo.enrollable(ws, campaign.id, [contactId]);
+  const known = await enrollRepo.enrollable(ws, campaign.id, [contactId]);
   if (!known.has(contactId))
     throw notFound("Contact", { field: "contactId", message: `no contact ${contactId}` });
   throw conflict("The contact is already enrolled in this campaign");
@@ -85,7 +88,7 @@ export const enrollmentActions = {
           const { jobId } = await startJob(
             { workspaceId: ws, type: "campaigns.batch", createdBy: actingUserId(ctx) },
             async () => {
-              const { enrolled, total } = await repo.enrollAudience(ws, campaign.id, version, audience);
+              const { enrolled, total } = await enrollRepo.enrollAudience(ws, campaign.id, version, audience);
               if (enrolled) this.wake("steps");
               return { enrolled, skipped: total - enrolled };
             },
@@ -95,8 +98,8 @@ export const enrollmentActions = {
           return { jobId };
         }
         const contactIds = audience.contactIds;
-        const live = await repo.enrollable(ws, campaign.id, contactIds);
-        const enrolled = await repo.enroll(ws, {
+        const live = await enrollRepo.enrollable(ws, campaign.id, contactIds);
+        const enrolled = await enrollRepo.enroll(ws, {
           campaignId: campaign.id,
           version: campaign.publishedVersion,
           contactIds,
@@ -126,7 +129,7 @@ export const enrollmentActions = {
       async handler(ctx) {
         const { campaignId, status, contactId } = ctx.params;
         await campaignOf(ctx, campaignId);
-        return repo.listEnrollments(
+        return enrollmentsRepo.listEnrollments(
           workspaceOf(ctx),
           { campaignId, status, contactId },
           pageRequest(ctx.params),
@@ -144,7 +147,7 @@ export const enrollmentActions = {
       async handler(ctx) {
         const { campaignId, enrollmentId, contactId, nodeId } = ctx.params;
         await campaignOf(ctx, campaignId);
-        return repo.listLogs(
+        return logsRepo.listLogs(
           workspaceOf(ctx),
           campaignId,
           { enrollmentId, contactId, nodeId },
@@ -167,7 +170,7 @@ export const enrollmentActions = {
         const { campaignId, contactId, event } = ctx.params;
         const ws = workspaceOf(ctx);
         const campaign = await campaignOf(ctx, campaignId);
-        const live = await repo.enrollable(ws, campaignId, [contactId]);
+        const live = await enrollRepo.enrollable(ws, campaignId, [contactId]);
         if (!live.has(contactId))
           throw notFound("Contact", { field: "contactId", message: `no contact ${contactId}` });
         const path = await dryRun(
@@ -197,7 +200,11 @@ export const enrollmentActions = {
       params: schemas.automationList,
       result: results.enrollments,
       handler: (ctx) =>
-        repo.listEnrollments(workspaceOf(ctx), { contactId: ctx.params.contactId }, pageRequest(ctx.params)),
+        enrollmentsRepo.listEnrollments(
+          workspaceOf(ctx),
+          { contactId: ctx.params.contactId },
+          pageRequest(ctx.params),
+        ),
     }),
 
     /** Enroll a contact in a campaign (as `enroll`). campaigns.write. */

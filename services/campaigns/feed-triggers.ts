@@ -1,5 +1,6 @@
 import type { DomainEvent } from "../../lib/domain-events";
-import * as repo from "./campaigns.repo";
+import * as triggersRepo from "./triggers.repo";
+import * as enrollRepo from "./enroll.repo";
 import { liveState } from "./live-state";
 import { anniversaryField, contactChangeMatches } from "./triggers";
 import type { LogChange, SegmentTrigger } from "./segment-log.repo";
@@ -27,7 +28,7 @@ export async function enrollByChanges(changes: LogChange[], triggers: SegmentTri
     );
     for (let i = 0; i < mine.length; i += 1000) {
       const chunk = mine.slice(i, i + 1000);
-      const rows = await repo.enroll(trigger.workspace_id, {
+      const rows = await enrollRepo.enroll(trigger.workspace_id, {
         campaignId: trigger.campaign_id,
         version: trigger.published_version,
         contactIds: chunk.map((c) => c.contact_id),
@@ -58,7 +59,7 @@ export async function enrollByContactFact(fact: DomainEvent): Promise<number> {
   for (const trigger of triggers.filter((t) => t.type === type)) {
     const watched = (trigger.config as { fields?: string[] }).fields;
     if (type === "contact_updated" && !contactChangeMatches(watched, fact.changedFields)) continue;
-    const rows = await repo.enroll(fact.workspaceId, {
+    const rows = await enrollRepo.enroll(fact.workspaceId, {
       campaignId: trigger.campaign_id,
       version: trigger.published_version,
       contactIds: [contactId],
@@ -73,12 +74,12 @@ export async function enrollByContactFact(fact: DomainEvent): Promise<number> {
   return enrolled;
 }
 
-/** Every `date_anniversary` trigger's pass (repo.enrollAnniversaries); answers the enrollments made. */
+/** Every `date_anniversary` trigger's pass (enrollRepo.enrollAnniversaries); answers the enrollments made. */
 export async function enrollByAnniversaries(): Promise<number> {
   let enrolled = 0;
-  for (const trigger of await repo.liveTriggers(null, ["date_anniversary"])) {
+  for (const trigger of await triggersRepo.liveTriggers(null, ["date_anniversary"])) {
     const config = trigger.config as { field: string; offsetDays?: number; time: string };
-    enrolled += await repo.enrollAnniversaries(
+    enrolled += await enrollRepo.enrollAnniversaries(
       trigger,
       (binds) => anniversaryField(config.field, binds) ?? "NULL::timestamptz",
       config.offsetDays ?? 0,

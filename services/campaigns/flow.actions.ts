@@ -4,6 +4,7 @@ import { conflict, fieldError, found, notFound, validationError } from "../../li
 import type { AppContext } from "../../lib/moleculer-types";
 import { workspaceOf } from "../../lib/tenancy";
 import * as repo from "./campaigns.repo";
+import * as triggersRepo from "./triggers.repo";
 import { results, schemas } from "./campaigns.schemas";
 import {
   ACCESS,
@@ -146,14 +147,14 @@ export const flowActions = {
           throw fieldError("cooldownHours", "is required for cooldown re-entry");
         const id = newId();
         const ws = workspaceOf(ctx);
-        await repo.insertTrigger(ws, campaignId, id, {
+        await triggersRepo.insertTrigger(ws, campaignId, id, {
           type,
           config,
           reentry,
           cooldownHours: cooldownHours ?? null,
           active,
         });
-        return found(await repo.getTrigger(ws, campaignId, id), "Trigger");
+        return found(await triggersRepo.getTrigger(ws, campaignId, id), "Trigger");
       },
     }),
 
@@ -168,7 +169,7 @@ export const flowActions = {
         const ws = workspaceOf(ctx);
         const { campaignId, triggerId } = ctx.params;
         assertEditable(await workflowCampaignOf(ctx, campaignId));
-        const current = found(await repo.getTrigger(ws, campaignId, triggerId), "Trigger");
+        const current = found(await triggersRepo.getTrigger(ws, campaignId, triggerId), "Trigger");
         const merged = {
           type: current.type,
           config: ctx.params.config ?? current.config,
@@ -180,8 +181,8 @@ export const flowActions = {
         await assertTriggerConfig(ctx, merged.type, merged.config);
         if (merged.reentry === "cooldown" && !merged.cooldownHours)
           throw fieldError("cooldownHours", "is required for cooldown re-entry");
-        await repo.updateTrigger(ws, campaignId, triggerId, merged);
-        return found(await repo.getTrigger(ws, campaignId, triggerId), "Trigger");
+        await triggersRepo.updateTrigger(ws, campaignId, triggerId, merged);
+        return found(await triggersRepo.getTrigger(ws, campaignId, triggerId), "Trigger");
       },
     }),
 
@@ -195,7 +196,8 @@ export const flowActions = {
       async handler(ctx) {
         const { campaignId, triggerId } = ctx.params;
         assertEditable(await workflowCampaignOf(ctx, campaignId));
-        if (!(await repo.deleteTrigger(workspaceOf(ctx), campaignId, triggerId))) throw notFound("Trigger");
+        if (!(await triggersRepo.deleteTrigger(workspaceOf(ctx), campaignId, triggerId)))
+          throw notFound("Trigger");
         return { success: true as const };
       },
     }),

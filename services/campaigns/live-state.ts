@@ -1,5 +1,6 @@
 import { VersionedCache } from "../../lib/versioned-cache";
 import * as repo from "./campaigns.repo";
+import * as triggersRepo from "./triggers.repo";
 
 /**
  * A workspace's live campaigns as the events chain and the contact facts
@@ -10,7 +11,7 @@ import * as repo from "./campaigns.repo";
  */
 export const liveState = new VersionedCache<{
   live: boolean;
-  triggers: Awaited<ReturnType<typeof repo.liveTriggers>>;
+  triggers: Awaited<ReturnType<typeof triggersRepo.liveTriggers>>;
   goals: Set<string>;
   waits: Set<string>;
 }>(
@@ -19,7 +20,7 @@ export const liveState = new VersionedCache<{
     const awaited = await repo.awaitedEventTypes(workspaceId);
     return {
       live: await repo.hasLiveCampaigns(workspaceId),
-      triggers: await repo.liveTriggers(workspaceId, [
+      triggers: await triggersRepo.liveTriggers(workspaceId, [
         "event",
         "form_submitted",
         "segment_entered",

@@ -7,7 +7,10 @@ import { Sender } from "../webhooks/dispatcher";
 import { guardEnabled } from "../webhooks/url-guard";
 import { winnerOf } from "./ab.repo";
 import * as repo from "./campaigns.repo";
-import type { EnrollmentRow } from "./campaigns.repo";
+import * as versionsRepo from "./versions.repo";
+import * as enrollRepo from "./enroll.repo";
+import * as enrollmentsRepo from "./enrollments.repo";
+import type { EnrollmentRow } from "./enrollments.repo";
 import { decide, nextNode, type Probe } from "./interpreter";
 import type { Workflow, WorkflowNode } from "./workflow";
 
@@ -39,7 +42,7 @@ export async function workflowOf(campaignId: string, version: number): Promise<W
   const key = `${campaignId}:${version}`;
   let workflow = workflows.get(key);
   if (!workflow) {
-    const read = await repo.versionWorkflow(campaignId, version);
+    const read = await versionsRepo.versionWorkflow(campaignId, version);
     if (!read) return null;
     workflows.set(key, (workflow = read));
   }
@@ -62,7 +65,7 @@ export function storeProbe(
         })
       ).matches,
     engaged: (nodeId, kind, url) =>
-      repo.messageEngaged(e.workspace_id, e.contact_id, derivedMessageId(e.id, nodeId), kind, url),
+      enrollmentsRepo.messageEngaged(e.workspace_id, e.contact_id, derivedMessageId(e.id, nodeId), kind, url),
     winner: (nodeId) => winnerOf(e.campaign_id, nodeId),
   };
 }
@@ -167,7 +170,7 @@ async function perform(broker: ServiceBroker, e: EnrollmentRow, node: WorkflowNo
       const target = await repo.getCampaign(workspaceId, String(c.campaignId));
       if (!target || target.status !== "active" || !target.publishedVersion)
         return `campaign ${String(c.campaignId)} is not active`;
-      const [enrolled] = await repo.enroll(workspaceId, {
+      const [enrolled] = await enrollRepo.enroll(workspaceId, {
         campaignId: target.id,
         version: target.publishedVersion,
         contactIds: [e.contact_id],
@@ -261,15 +264,15 @@ const DECIDING_NODES = new Set<string>(["entry", "wait"]);
  * moment, and only a saved wait is found by it.
  */
 export class HeldSaves {
-  private held: repo.StepSave[] = [];
-  hold(save: repo.StepSave): void {
+  private held: enrollmentsRepo.StepSave[] = [];
+  hold(save: enrollmentsRepo.StepSave): void {
     this.held.push(save);
   }
   get size(): number {
     return this.held.length;
   }
   async write(): Promise<void> {
-    await repo.saveSteps(this.held.splice(0));
+    await enrollmentsRepo.saveSteps(this.held.splice(0));
   }
 }
 
@@ -304,10 +307,10 @@ export async function advance(
   }
   const probe = storeProbe(broker, e);
   // Steps that only decide leave their logs to go with the next save; an action's step is saved before and after it runs.
-  const decided: repo.StepRecord[] = [];
-  const save = (next: repo.NextStep, log: repo.StepRecord) =>
-    repo.saveSteps([{ e, next, logs: [...decided.splice(0), log] }]);
-  const hold = (next: repo.NextStep, log: repo.StepRecord) =>
+  const decided: enrollmentsRepo.StepRecord[] = [];
+  const save = (next: enrollmentsRepo.NextStep, log: enrollmentsRepo.StepRecord) =>
+    enrollmentsRepo.saveSteps([{ e, next, logs: [...decided.splice(0), log] }]);
+  const hold = (next: enrollmentsRepo.NextStep, log: enrollmentsRepo.StepRecord) =>
     held.hold({ e, next, logs: [...decided.splice(0), log] });
   let current = e.current_node_id ?? entry.id;
   let node = workflow.nodes.find((n) => n.id === current);

@@ -15,7 +15,6 @@ import {
   SuccessSchema,
 } from "./contacts.schemas";
 import { exportContact } from "./csv-export";
-import { evaluateSegments } from "./effects";
 import { gdprDelete, gdprExport } from "./gdpr";
 import { chatapp1Link } from "./link";
 import { addNote, listNotes } from "./notes.repo";
@@ -131,17 +130,9 @@ export const contactDataActions = {
       async handler(ctx) {
         const ws = workspaceOf(ctx);
         const { contactId, stage, reason } = ctx.params;
-        const { after, stageChanged } = await updateContact(
-          this.broker,
-          ws,
-          contactId,
-          { stage },
-          actorOf(ctx),
-          {
-            reason: reason ?? null,
-          },
-        );
-        if (stageChanged) await evaluateSegments(this.broker, ws, [after.id]);
+        await updateContact(this.broker, ws, contactId, { stage }, actorOf(ctx), {
+          reason: reason ?? null,
+        });
         return stageHistory(ws, contactId);
       },
     }),

@@ -1,6 +1,6 @@
 import { QueryTypes } from "sequelize";
 import { Binds, database, likeEscape } from "../../lib/database";
-import { pageOf, sortOrder, type Page, type PageRequest } from "../../lib/pagination";
+import { selectPage, sortOrder, type Page, type PageRequest } from "../../lib/pagination";
 import { contactView, type ContactRow, type ContactView } from "./contacts.repo";
 
 /** The contacts a list filter selects: the page, the ids and rows in batches, and the keys and places they use. */
@@ -82,21 +82,19 @@ export async function listContacts(
   sort: string | undefined,
   page: PageRequest,
 ): Promise<Page<ContactView>> {
-  const sequelize = await database();
   const order = orderBy(sort);
   const b = new Binds();
   const where = filterWhere(workspaceId, filter, b);
-  const [rows, counted] = await Promise.all([
-    sequelize.query<ContactRow>(
-      `SELECT * FROM contacts WHERE ${where} ORDER BY ${order} LIMIT ${page.limit} OFFSET ${page.offset}`,
-      { bind: b.values, type: QueryTypes.SELECT },
-    ),
-    sequelize.query<{ n: string }>(`SELECT count(*) AS n FROM contacts WHERE ${where}`, {
-      bind: b.values,
-      type: QueryTypes.SELECT,
-    }),
-  ]);
-  return pageOf(rows.map(contactView), Number(counted[0].n), page);
+  return selectPage(
+    {
+      select: `SELECT * FROM contacts WHERE ${where}`,
+      orderBy: order,
+      countFrom: `FROM contacts WHERE ${where}`,
+    },
+    b.values,
+    page,
+    contactView,
+  );
 }
 
 /** Ids matching a filter, in id order, `batch` at a time (keyset, so it scales to any size). */

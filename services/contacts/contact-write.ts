@@ -17,14 +17,22 @@ import {
   type ContactView,
   type WorkspaceDefs,
 } from "./contacts.repo";
-import { contactFacts } from "./effects";
-import { assertReferences } from "./references";
+import { contactFacts, evaluateSegments } from "./effects";
+import { assertReferences, referenceIssues } from "./references";
 import { changedFields, type ContactInput, type ContactWrite } from "./fields";
 import { hasIdentity, mergeObject, normalizeContactInput } from "./normalize";
+import { upsertMany, type ConsentWanted, type UpsertedRow } from "./upsert";
+import type { UpsertOrigin } from "./upsert.repo";
 
 /**
- * Validation against the workspace's definitions (custom fields, stages), then
- * the write itself, with its facts staged in its transaction.
+ * The one contact-write path. Every write of a contact's fields (the API's
+ * create and update, a stage move, CSV import, ingest, identify for forms
+ * and inbound webhooks) is checked by `checkInput` against the workspace's
+ * definitions (custom fields, stages), references (company, owner) are
+ * checked, the write's facts are staged in its transaction (`contact.created`
+ * / `contact.updated`, opt-outs), and the segments of the contacts written
+ * are re-evaluated after it. One contact: `createContact`, `updateContact`;
+ * many, upserted by key: `writeContacts`.
  */
 
 /**
@@ -80,11 +88,13 @@ export async function createContact(
   assertNoIssues([...issues, ...createIssues(write, defs)]);
   await assertReferences(broker, workspaceId, write);
   const sequelize = await database();
-  return sequelize.transaction(async (transaction) => {
-    const contact = contactView(await insertContact(workspaceId, write, transaction));
-    await stageDomainEvents(transaction, workspaceId, contactFacts({ created: [contact] }));
-    return contact;
+  const contact = await sequelize.transaction(async (transaction) => {
+    const created = contactView(await insertContact(workspaceId, write, transaction));
+    await stageDomainEvents(transaction, workspaceId, contactFacts({ created: [created] }));
+    return created;
   });
+  await evaluateSegments(broker, workspaceId, [contact.id]);
+  return contact;
 }
 
 export interface UpdateResult {
@@ -96,7 +106,8 @@ export interface UpdateResult {
 /**
  * Apply a PATCH: attributes/customFields merge key by key (null removes), tags
  * replace. A stage `move` (POST .../stages) gives its history row a reason, and
- * a move to the stage the contact is in announces no `contact.updated`.
+ * a move to the stage the contact is in announces no `contact.updated` and
+ * evaluates no segments.
  */
 export async function updateContact(
   broker: ServiceBroker,
@@ -111,7 +122,7 @@ export async function updateContact(
   assertNoIssues(issues);
   await assertReferences(broker, workspaceId, write);
   const sequelize = await database();
-  return sequelize.transaction(async (transaction) => {
+  const result = await sequelize.transaction(async (transaction) => {
     const before = found(await getRow(workspaceId, id, transaction, true), "Contact");
     if (write.attributes) write.attributes = mergeObject(before.attributes ?? {}, write.attributes);
     if (write.customFields) write.customFields = mergeObject(before.custom_fields ?? {}, write.customFields);
@@ -146,6 +157,43 @@ export async function updateContact(
       );
     return { before, after, stageChanged };
   });
+  if (!move || result.stageChanged) await evaluateSegments(broker, workspaceId, [result.after.id]);
+  return result;
+}
+
+/**
+ * The batch write (CSV import, ingest, identify): checked writes upserted by
+ * email, else externalId (with the consent each asks for, `consent[i]`; the
+ * upsert stages its facts, opt-outs as `unsubscribe.<channel>` with the
+ * origin's reason as source), then the segments of the rows written are
+ * re-evaluated; answers the row written or the error, per write.
+ */
+export async function writeContacts(
+  broker: ServiceBroker,
+  workspaceId: string,
+  writes: ContactWrite[],
+  origin: UpsertOrigin,
+  consent: Array<ConsentWanted | undefined> = [],
+): Promise<Array<{ row?: UpsertedRow; error?: string }>> {
+  // A row naming another workspace's company or a non-member owner fails alone; the others are written.
+  const issues = await referenceIssues(broker, workspaceId, writes);
+  const accepted = writes.flatMap((write, i) => (issues[i] ? [] : [{ write, consent: consent[i] }]));
+  const written = await upsertMany(
+    workspaceId,
+    accepted.map((a) => a.write),
+    origin,
+    accepted.map((a) => a.consent),
+  );
+  let next = 0;
+  const results = issues.map((issue) =>
+    issue ? { error: `${issue.field} ${issue.message}` } : written[next++],
+  );
+  await evaluateSegments(
+    broker,
+    workspaceId,
+    results.flatMap((r) => (r.row ? [r.row.id] : [])),
+  );
+  return results;
 }
 
 /** Delete contacts (what hangs off them cascades); answers those that existed. */

@@ -1,3 +1,4 @@
+import { requires } from "../../lib/access";
 import { Type } from "@sinclair/typebox";
 import { answerFieldSchemas, writableFieldSchemas } from "./fields";
 import { Paginated, PageQuery } from "../../lib/pagination";
@@ -13,9 +14,9 @@ export const CONTACTS_TAGS = ["Contacts"];
 
 /** Who may call what: reading, writing and deleting contacts. */
 export const ACCESS = {
-  read: { auth: "any", permission: "contacts.read" },
-  write: { auth: "any", permission: "contacts.write" },
-  remove: { auth: "any", permission: "contacts.delete" },
+  read: requires("contacts.read"),
+  write: requires("contacts.write"),
+  remove: requires("contacts.delete"),
 } as const;
 
 const Json = (description: string) => Type.Record(Type.String(), Type.Unknown(), { description });

@@ -70,9 +70,7 @@ export default defineService({
       status: 201,
       result: ContactSchema,
       async handler(ctx) {
-        const contact = await createContact(this.broker, workspaceOf(ctx), inputOf(ctx.params));
-        await evaluateSegments(this.broker, workspaceOf(ctx), [contact.id]);
-        return contact;
+        return createContact(this.broker, workspaceOf(ctx), inputOf(ctx.params));
       },
     }),
 
@@ -221,7 +219,6 @@ export default defineService({
           inputOf(ctx.params),
           actorOf(ctx),
         );
-        await evaluateSegments(this.broker, ws, [after.id]);
         return after;
       },
     }),

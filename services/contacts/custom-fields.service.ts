@@ -1,9 +1,13 @@
+import { requires } from "../../lib/access";
 import { Type } from "@sinclair/typebox";
 import { defineAction, defineService } from "../../lib/define-service";
 import { workspaceOf } from "../../lib/tenancy";
 import { DatabaseMixin } from "../../mixins/database.mixin";
 import { CustomFieldGroupSchema, CustomFieldSchema, schemas } from "./contacts.schemas";
 import { createField, createGroup, listFields, listGroups } from "./custom-fields.repo";
+
+const read = requires("contacts.read");
+const write = requires("contacts.write");
 
 const WS = "/workspaces/:workspaceId/custom-fields";
 const tags = ["Custom fields"];
@@ -19,8 +23,7 @@ export default defineService({
     list: defineAction({
       rest: `GET ${WS}`,
       openapi: { tags, summary: "List the workspace's custom fields" },
-      auth: "any",
-      permission: "contacts.read",
+      ...read,
       params: schemas.customFieldList,
       result: Type.Array(CustomFieldSchema),
       handler: (ctx) => listFields(workspaceOf(ctx), ctx.params.groupId),
@@ -30,8 +33,7 @@ export default defineService({
     create: defineAction({
       rest: `POST ${WS}`,
       openapi: { tags, summary: "Create a custom field (its key is unique in the workspace)" },
-      auth: "any",
-      permission: "contacts.write",
+      ...write,
       params: schemas.customFieldCreate,
       status: 201,
       result: CustomFieldSchema,
@@ -45,8 +47,7 @@ export default defineService({
     listGroups: defineAction({
       rest: `GET ${WS}/groups`,
       openapi: { tags, summary: "List custom field groups" },
-      auth: "any",
-      permission: "contacts.read",
+      ...read,
       params: schemas.workspaceOnly,
       result: Type.Array(CustomFieldGroupSchema),
       handler: (ctx) => listGroups(workspaceOf(ctx)),
@@ -56,8 +57,7 @@ export default defineService({
     createGroup: defineAction({
       rest: `POST ${WS}/groups`,
       openapi: { tags, summary: "Create a custom field group" },
-      auth: "any",
-      permission: "contacts.write",
+      ...write,
       params: schemas.customFieldGroupCreate,
       status: 201,
       result: CustomFieldGroupSchema,

@@ -2,7 +2,7 @@ import { QueryTypes } from "sequelize";
 import { newId } from "../../lib/crypto";
 import { database, uniqueViolation } from "../../lib/database";
 import { conflict, fieldError, notFound } from "../../lib/errors";
-import { pageOf, type Page, type PageRequest } from "../../lib/pagination";
+import { selectPage, type Page, type PageRequest } from "../../lib/pagination";
 import { normalizeEmail, normalizePhone, PHONE_FORMAT_MESSAGE } from "./normalize";
 
 /** Do-not-contact list: emails and phones (stored normalised) that no send may reach. */
@@ -47,20 +47,14 @@ export async function listDnc(
   type: string | undefined,
   page: PageRequest,
 ): Promise<Page<DncEntry>> {
-  const sequelize = await database();
   const where = type ? "workspace_id = $1 AND type = $2" : "workspace_id = $1";
   const bind = type ? [workspaceId, type] : [workspaceId];
-  const [rows, counted] = await Promise.all([
-    sequelize.query<DncRow>(
-      `SELECT * FROM dnc_entries WHERE ${where} ORDER BY created_at DESC, id DESC LIMIT ${page.limit} OFFSET ${page.offset}`,
-      { bind, type: QueryTypes.SELECT },
-    ),
-    sequelize.query<{ n: string }>(`SELECT count(*) AS n FROM dnc_entries WHERE ${where}`, {
-      bind,
-      type: QueryTypes.SELECT,
-    }),
-  ]);
-  return pageOf(rows.map(view), Number(counted[0].n), page);
+  return selectPage(
+    { select: `SELECT * FROM dnc_entries WHERE ${where}`, orderBy: "created_at DESC, id DESC" },
+    bind,
+    page,
+    view,
+  );
 }
 
 export async function addDnc(

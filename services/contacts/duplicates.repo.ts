@@ -1,6 +1,6 @@
 import { QueryTypes } from "sequelize";
 import { database } from "../../lib/database";
-import { pageOf, type Page, type PageRequest } from "../../lib/pagination";
+import { selectPage, type Page, type PageRequest } from "../../lib/pagination";
 import { found } from "../../lib/errors";
 import { getRow } from "./contacts.repo";
 
@@ -104,16 +104,13 @@ export async function duplicateGroups(workspaceId: string, page: PageRequest): P
     UNION ALL
     SELECT 'name', ${NAME_EXPR}, array_agg(id ORDER BY created_at, id)
       FROM contacts WHERE workspace_id = $1 AND trim(${NAME_EXPR}) <> '' GROUP BY 2 HAVING count(*) > 1`;
-  const rows = await sequelize.query<{
-    reason: DuplicateGroup["reason"];
-    value: string;
-    ids: string[];
-    total: string;
-  }>(
-    `SELECT g.*, count(*) OVER () AS total FROM (${groups}) g
-      ORDER BY cardinality(g.ids) DESC, g.reason, g.value LIMIT ${page.limit} OFFSET ${page.offset}`,
-    { bind: [workspaceId], type: QueryTypes.SELECT },
+  const found = await selectPage(
+    { select: `SELECT g.* FROM (${groups}) g`, orderBy: "cardinality(g.ids) DESC, g.reason, g.value" },
+    [workspaceId],
+    page,
+    (r: { reason: DuplicateGroup["reason"]; value: string; ids: string[] }) => r,
   );
+  const rows = found.data;
   const ids = [...new Set(rows.flatMap((r) => r.ids))];
   const people = ids.length
     ? await sequelize.query<SummaryRow>(
@@ -122,21 +119,12 @@ export async function duplicateGroups(workspaceId: string, page: PageRequest): P
       )
     : [];
   const byId = new Map(people.map((p) => [p.id, summary(p)]));
-  let total = rows.length ? Number(rows[0].total) : 0;
-  if (!rows.length && page.offset > 0) {
-    const counted = await sequelize.query<{ n: string }>(`SELECT count(*) AS n FROM (${groups}) g`, {
-      bind: [workspaceId],
-      type: QueryTypes.SELECT,
-    });
-    total = Number(counted[0].n);
-  }
-  return pageOf(
-    rows.map((r) => ({
+  return {
+    ...found,
+    data: rows.map((r) => ({
       reason: r.reason,
       value: r.value,
       contacts: r.ids.map((id) => byId.get(id)!).filter(Boolean),
     })),
-    total,
-    page,
-  );
+  };
 }

@@ -1,11 +1,10 @@
 import type { ServiceBroker } from "moleculer";
 import { MicroBatcher } from "../../lib/batcher";
 import { validationError, type FieldIssue } from "../../lib/errors";
-import { checkInput } from "./contact-write";
+import { checkInput, writeContacts } from "./contact-write";
 import { writeDefinitions } from "./contacts.repo";
 import { contactFields } from "./contacts.schemas";
 import type { ContactInput, ContactWrite } from "./fields";
-import { writeBatch } from "./import";
 import type { ConsentWanted } from "./upsert";
 
 /**
@@ -65,7 +64,7 @@ async function identifyGroup(items: Wanted[]): Promise<Outcome[]> {
     if (issues.length) outcomes[at] = { issues };
     else valid.push({ at, write, consent: item.consent });
   });
-  const written = await writeBatch(
+  const written = await writeContacts(
     broker,
     workspaceId,
     valid.map((v) => v.write),

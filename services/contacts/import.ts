@@ -3,16 +3,13 @@ import type { Readable } from "node:stream";
 import type { LoggerInstance, ServiceBroker } from "moleculer";
 import { validationError } from "../../lib/errors";
 import { startJob, type ProgressFn } from "../../lib/jobs";
-import { checkInput } from "./contact-write";
+import { checkInput, writeContacts } from "./contact-write";
 import { assertNoIssues, settleContacts, writeDefinitions } from "./contacts.repo";
 import { checkMapping, readCsv } from "./csv-import";
-import { evaluateSegments } from "./effects";
 import { hasIdentity } from "./normalize";
 import type { ContactWrite } from "./fields";
-import { referenceIssues } from "./references";
 import { spoolUpload } from "./upload";
-import { upsertMany, type ConsentWanted, type UpsertedRow } from "./upsert";
-import type { UpsertOrigin } from "./upsert.repo";
+import type { ConsentWanted } from "./upsert";
 
 /** The import job: stream the spooled CSV, validate each row, upsert in batches, report bad rows by line. */
 
@@ -32,40 +29,6 @@ export interface ImportResult {
 
 const issueText = (issues: Array<{ field: string; message: string }>) =>
   issues.map((i) => `${i.field} ${i.message}`).join("; ");
-
-/**
- * Upsert a batch (with the consent each write asks for, `consent[i]`; the
- * upsert stages its facts, opt-outs as `unsubscribe.<channel>` with the
- * origin's reason as source), then re-evaluate segments of the rows written;
- * returns the rows written and the per-item errors.
- */
-export async function writeBatch(
-  broker: ServiceBroker,
-  workspaceId: string,
-  writes: ContactWrite[],
-  origin: UpsertOrigin,
-  consent: Array<ConsentWanted | undefined> = [],
-): Promise<Array<{ row?: UpsertedRow; error?: string }>> {
-  // A row naming another workspace's company or a non-member owner fails alone; the others are written.
-  const issues = await referenceIssues(broker, workspaceId, writes);
-  const accepted = writes.flatMap((write, i) => (issues[i] ? [] : [{ write, consent: consent[i] }]));
-  const written = await upsertMany(
-    workspaceId,
-    accepted.map((a) => a.write),
-    origin,
-    accepted.map((a) => a.consent),
-  );
-  let next = 0;
-  const results = issues.map((issue) =>
-    issue ? { error: `${issue.field} ${issue.message}` } : written[next++],
-  );
-  await evaluateSegments(
-    broker,
-    workspaceId,
-    results.flatMap((r) => (r.row ? [r.row.id] : [])),
-  );
-  return results;
-}
 
 export async function importCsv(
   broker: ServiceBroker,
@@ -89,7 +52,7 @@ export async function importCsv(
     if (!batch.length) return;
     const current = batch;
     batch = [];
-    const results = await writeBatch(
+    const results = await writeContacts(
       broker,
       workspaceId,
       current.map((b) => b.write),

@@ -1,9 +1,8 @@
 import type { ServiceBroker } from "moleculer";
 import type { FieldIssue } from "../../lib/errors";
-import { checkInput } from "./contact-write";
+import { checkInput, writeContacts } from "./contact-write";
 import { writeDefinitions } from "./contacts.repo";
 import { contactFields } from "./contacts.schemas";
-import { writeBatch } from "./import";
 import type { ContactInput, ContactWrite } from "./fields";
 
 /**
@@ -47,7 +46,7 @@ export async function ingestContacts(
   });
 
   // The opt-out is written by the upsert itself (only when the status changes), with "ingest" as its source.
-  const written = await writeBatch(
+  const written = await writeContacts(
     broker,
     workspaceId,
     valid.map((v) => v.write),

@@ -1,7 +1,7 @@
 import { QueryTypes } from "sequelize";
 import { newId } from "../../lib/crypto";
 import { database } from "../../lib/database";
-import { pageOf, type Page, type PageRequest } from "../../lib/pagination";
+import { selectPage, type Page, type PageRequest } from "../../lib/pagination";
 import { found } from "../../lib/errors";
 import { getRow } from "./contacts.repo";
 
@@ -43,21 +43,16 @@ export async function listNotes(
   page: PageRequest,
 ): Promise<Page<NoteView>> {
   found(await getRow(workspaceId, contactId), "Contact");
-  const sequelize = await database();
-  const [rows, counted] = await Promise.all([
-    sequelize.query<NoteRow>(
-      `${SELECT} WHERE n.workspace_id = $1 AND n.contact_id = $2 ORDER BY n.created_at DESC, n.id DESC LIMIT ${page.limit} OFFSET ${page.offset}`,
-      { bind: [workspaceId, contactId], type: QueryTypes.SELECT },
-    ),
-    sequelize.query<{ n: string }>(
-      `SELECT count(*) AS n FROM contact_notes WHERE workspace_id = $1 AND contact_id = $2`,
-      {
-        bind: [workspaceId, contactId],
-        type: QueryTypes.SELECT,
-      },
-    ),
-  ]);
-  return pageOf(rows.map(view), Number(counted[0].n), page);
+  return selectPage(
+    {
+      select: `${SELECT} WHERE n.workspace_id = $1 AND n.contact_id = $2`,
+      orderBy: "n.created_at DESC, n.id DESC",
+      countFrom: "FROM contact_notes WHERE workspace_id = $1 AND contact_id = $2",
+    },
+    [workspaceId, contactId],
+    page,
+    view,
+  );
 }
 
 export async function addNote(

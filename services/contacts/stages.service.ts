@@ -1,9 +1,14 @@
+import { requires } from "../../lib/access";
 import { Type } from "@sinclair/typebox";
 import { defineAction, defineService } from "../../lib/define-service";
 import { workspaceOf } from "../../lib/tenancy";
 import { DatabaseMixin } from "../../mixins/database.mixin";
 import { schemas, StageDefSchema, SuccessSchema } from "./contacts.schemas";
 import { createStage, deleteStage, listStages, updateStage } from "./stages.repo";
+
+const remove = requires("contacts.delete");
+const read = requires("contacts.read");
+const write = requires("contacts.write");
 
 const WS = "/workspaces/:workspaceId/stages";
 const tags = ["Lifecycle stages"];
@@ -19,8 +24,7 @@ export default defineService({
     list: defineAction({
       rest: `GET ${WS}`,
       openapi: { tags, summary: "List lifecycle stages in order" },
-      auth: "any",
-      permission: "contacts.read",
+      ...read,
       params: schemas.workspaceOnly,
       result: Type.Array(StageDefSchema),
       handler: (ctx) => listStages(workspaceOf(ctx)),
@@ -30,8 +34,7 @@ export default defineService({
     create: defineAction({
       rest: `POST ${WS}`,
       openapi: { tags, summary: "Create a lifecycle stage" },
-      auth: "any",
-      permission: "contacts.write",
+      ...write,
       params: schemas.stageDefCreate,
       status: 201,
       result: StageDefSchema,
@@ -45,8 +48,7 @@ export default defineService({
     update: defineAction({
       rest: `PATCH ${WS}/:stageId`,
       openapi: { tags, summary: "Rename, reorder or recolour a lifecycle stage" },
-      auth: "any",
-      permission: "contacts.write",
+      ...write,
       params: schemas.stageDefUpdate,
       result: StageDefSchema,
       handler(ctx) {
@@ -59,8 +61,7 @@ export default defineService({
     remove: defineAction({
       rest: `DELETE ${WS}/:stageId`,
       openapi: { tags, summary: "Delete a lifecycle stage" },
-      auth: "any",
-      permission: "contacts.delete",
+      ...remove,
       params: schemas.stageDefDelete,
       result: SuccessSchema,
       async handler(ctx) {

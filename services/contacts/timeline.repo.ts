@@ -1,6 +1,5 @@
-import { QueryTypes } from "sequelize";
-import { database, isoTimeColumns, isoTimeSql } from "../../lib/database";
-import { pageOf, type Page, type PageRequest } from "../../lib/pagination";
+import { isoTimeColumns, isoTimeSql } from "../../lib/database";
+import { selectPage, type Page, type PageRequest } from "../../lib/pagination";
 import { found } from "../../lib/errors";
 import { getRow } from "./contacts.repo";
 import { existingTables } from "./related.repo";
@@ -52,26 +51,16 @@ export async function timeline(
     );
   }
   const union = parts.join("\nUNION ALL\n");
-  const sequelize = await database();
-  const [rows, counted] = await Promise.all([
-    sequelize.query<{ kind: TimelineItem["kind"]; id: string; at: Date; data: Record<string, unknown> }>(
-      `SELECT * FROM (${union}) t ORDER BY at DESC, id DESC LIMIT ${page.limit} OFFSET ${page.offset}`,
-      { bind: [contactId], type: QueryTypes.SELECT },
-    ),
-    sequelize.query<{ n: string }>(`SELECT count(*) AS n FROM (${union}) t`, {
-      bind: [contactId],
-      type: QueryTypes.SELECT,
-    }),
-  ]);
-  return pageOf(
-    rows.map((r) => ({
+  return selectPage(
+    { select: `SELECT * FROM (${union}) t`, orderBy: "at DESC, id DESC", countFrom: `FROM (${union}) t` },
+    [contactId],
+    page,
+    (r: { kind: TimelineItem["kind"]; id: string; at: Date; data: Record<string, unknown> }) => ({
       kind: r.kind,
       id: r.id,
       timestamp: new Date(r.at).toISOString(),
       // A submission is its whole row as jsonb; the other kinds format their times in SQL.
       data: r.kind === "form_submission" ? isoTimeColumns(r.data) : r.data,
-    })),
-    Number(counted[0].n),
-    page,
+    }),
   );
 }

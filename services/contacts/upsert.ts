@@ -6,6 +6,7 @@ import type { ConsentEntry } from "../../models";
 import { applyConsent } from "./consent";
 import { contactFacts, optOutFact } from "./effects";
 import { changedFields, recordOf, type ContactWrite } from "./fields";
+import { mergeObject } from "./normalize";
 import { upsertRecords, type Returned, type UpsertOrigin } from "./upsert.repo";
 
 /**
@@ -54,14 +55,9 @@ function consentEntries(wanted: ConsentWanted | undefined, source: string, now: 
   return { consent, optOuts };
 }
 
+/** The row a write stores; nulls in its JSON objects mean "no value", as in a create. */
 function record(write: ContactWrite, consent: Record<string, ConsentEntry>) {
-  return { id: newId(), ...recordOf(write, stripNulls), consent };
-}
-
-function stripNulls(obj: Record<string, unknown> | undefined): Record<string, unknown> {
-  const out: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(obj ?? {})) if (v !== null) out[k] = v;
-  return out;
+  return { id: newId(), ...recordOf(write, (obj) => mergeObject({}, obj ?? {})), consent };
 }
 
 /** The returned row, with the opt-outs of `sent` that changed a status. */

@@ -1,3 +1,4 @@
+import { requires } from "../../lib/access";
 import { Readable } from "node:stream";
 import { config } from "../../lib/config";
 import { defineAction, defineMixin } from "../../lib/define-service";
@@ -15,8 +16,8 @@ import { createOpenApi, results, schemas } from "./assets.schemas";
 
 const WS = "/workspaces/:workspaceId/assets";
 const tags = ["Assets"];
-const read = { auth: "any", permission: "forms.read" } as const;
-const write = { auth: "any", permission: "forms.write" } as const;
+const read = requires("forms.read");
+const write = requires("forms.write");
 const publicUrl = () => config().publicUrl;
 
 /**

@@ -1,7 +1,7 @@
 import { newId } from "../../lib/crypto";
 import { Binds, likeEscape, selectRows, uniqueViolation } from "../../lib/database";
 import { conflict, fieldError } from "../../lib/errors";
-import { pageOf, sortOrder, type Page, type PageRequest } from "../../lib/pagination";
+import { selectPage, sortOrder, type Page, type PageRequest } from "../../lib/pagination";
 import type { StorageKind } from "./asset-store";
 import type { AssetCategoryView, AssetView } from "./assets.schemas";
 
@@ -79,17 +79,11 @@ export async function listAssets(
     .map(([column, direction]) => `${column} ${direction} NULLS LAST`)
     .join(", ");
   const clause = where.join(" AND ");
-  const [rows, [{ n }]] = await Promise.all([
-    selectRows<AssetRow>(
-      `SELECT * FROM assets WHERE ${clause} ORDER BY ${order} LIMIT ${page.limit} OFFSET ${page.offset}`,
-      binds.values,
-    ),
-    selectRows<{ n: string }>(`SELECT count(*) AS n FROM assets WHERE ${clause}`, binds.values),
-  ]);
-  return pageOf(
-    rows.map((r) => view(r, publicUrl)),
-    Number(n),
+  return selectPage(
+    { select: `SELECT * FROM assets WHERE ${clause}`, orderBy: order },
+    binds.values,
     page,
+    (r: AssetRow) => view(r, publicUrl),
   );
 }
 

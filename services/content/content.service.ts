@@ -1,3 +1,4 @@
+import { requires } from "../../lib/access";
 import { config } from "../../lib/config";
 import { defineAction, defineService } from "../../lib/define-service";
 import { found, notFound } from "../../lib/errors";
@@ -19,8 +20,8 @@ import * as repo from "./landing-pages.repo";
 
 const WS = "/workspaces/:workspaceId/landing-pages";
 const tags = ["Landing pages"];
-const read = { auth: "any", permission: "forms.read" } as const;
-const write = { auth: "any", permission: "forms.write" } as const;
+const read = requires("forms.read");
+const write = requires("forms.write");
 const publicUrl = () => config().publicUrl;
 
 /** The markup of the page's forms, from the forms service (none when it is not deployed). */

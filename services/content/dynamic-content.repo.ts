@@ -1,6 +1,6 @@
 import { newId } from "../../lib/crypto";
 import { Binds, likeEscape, selectRows } from "../../lib/database";
-import { pageOf, type Page, type PageRequest } from "../../lib/pagination";
+import { selectPage, type Page, type PageRequest } from "../../lib/pagination";
 import type { DynamicContentView } from "./content.schemas";
 
 /** The SQL of dynamic content slots, scoped by workspace. */
@@ -37,14 +37,12 @@ export async function listSlots(
     where.push(`(name ILIKE ${like} OR slot ILIKE ${like})`);
   }
   const clause = where.join(" AND ");
-  const [rows, [{ n }]] = await Promise.all([
-    selectRows<SlotRow>(
-      `SELECT * FROM dynamic_content WHERE ${clause} ORDER BY slot, id LIMIT ${page.limit} OFFSET ${page.offset}`,
-      binds.values,
-    ),
-    selectRows<{ n: string }>(`SELECT count(*) AS n FROM dynamic_content WHERE ${clause}`, binds.values),
-  ]);
-  return pageOf(rows.map(view), Number(n), page);
+  return selectPage(
+    { select: `SELECT * FROM dynamic_content WHERE ${clause}`, orderBy: "slot, id" },
+    binds.values,
+    page,
+    view,
+  );
 }
 
 /** Create the slot or replace what it holds; answers it and whether it was new. */

@@ -1,3 +1,4 @@
+import { requires } from "../../lib/access";
 import { defineAction } from "../../lib/define-service";
 import type { AppContext } from "../../lib/moleculer-types";
 import { validationError } from "../../lib/errors";
@@ -9,6 +10,9 @@ import { validateFilter } from "../segments/filter-schema";
 import { results, schemas } from "./content.schemas";
 import { contentFor } from "./dynamic";
 import * as repo from "./dynamic-content.repo";
+
+const read = requires("forms.read");
+const write = requires("forms.write");
 
 const WS = "/workspaces/:workspaceId/dynamic-content";
 
@@ -46,8 +50,7 @@ export const dynamicActions = {
     dynamicList: defineAction({
       rest: `GET ${WS}`,
       openapi: { tags, summary: "List dynamic content slots" },
-      auth: "any",
-      permission: "forms.read",
+      ...read,
       params: schemas.dynamicList,
       result: results.dynamicList,
       handler: (ctx) => repo.listSlots(workspaceOf(ctx), pageRequest(ctx.params), ctx.params.search),
@@ -63,8 +66,7 @@ export const dynamicActions = {
           "`variants` in order: the first whose `filter` (the segments filter language) matches the contact renders, " +
           'else `defaultContent`; templates draw it with `{% dynamic "<slot>" %}`.',
       },
-      auth: "any",
-      permission: "forms.write",
+      ...write,
       params: schemas.dynamicUpsert,
       status: 201,
       alsoAnswers: { 200: results.dynamic },

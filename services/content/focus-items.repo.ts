@@ -1,6 +1,6 @@
 import { newId } from "../../lib/crypto";
 import { Binds, queryPrepared, selectRows } from "../../lib/database";
-import { pageOf, type Page, type PageRequest } from "../../lib/pagination";
+import { selectPage, type Page, type PageRequest } from "../../lib/pagination";
 import type { FocusItemView } from "./content.schemas";
 
 /** The SQL of focus items, scoped by workspace. */
@@ -47,14 +47,12 @@ export async function listItems(
   if (filter.active !== undefined) where.push(`active = ${binds.p(filter.active)}`);
   if (filter.type) where.push(`type = ${binds.p(filter.type)}`);
   const clause = where.join(" AND ");
-  const [rows, [{ n }]] = await Promise.all([
-    selectRows<FocusRow>(
-      `SELECT * FROM focus_items WHERE ${clause} ORDER BY created_at DESC, id DESC LIMIT ${page.limit} OFFSET ${page.offset}`,
-      binds.values,
-    ),
-    selectRows<{ n: string }>(`SELECT count(*) AS n FROM focus_items WHERE ${clause}`, binds.values),
-  ]);
-  return pageOf(rows.map(view), Number(n), page);
+  return selectPage(
+    { select: `SELECT * FROM focus_items WHERE ${clause}`, orderBy: "created_at DESC, id DESC" },
+    binds.values,
+    page,
+    view,
+  );
 }
 
 export async function findItem(workspaceId: string, id: string): Promise<FocusItemView | null> {

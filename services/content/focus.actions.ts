@@ -1,3 +1,4 @@
+import { requires } from "../../lib/access";
 import { defineAction } from "../../lib/define-service";
 import { found, notFound, validationError } from "../../lib/errors";
 import type { AppContext } from "../../lib/moleculer-types";
@@ -11,8 +12,8 @@ import { FOCUS_ITEM_CHANGED } from "./script.actions";
 
 const WS = "/workspaces/:workspaceId/focus-items";
 const tags = ["Focus items"];
-const read = { auth: "any", permission: "forms.read" } as const;
-const write = { auth: "any", permission: "forms.write" } as const;
+const read = requires("forms.read");
+const write = requires("forms.write");
 
 /** A focus item as saved: trigger and rules complete and checked, its form and segment the workspace's. */
 async function checked(ctx: AppContext, input: repo.FocusInput): Promise<repo.FocusInput> {

@@ -1,7 +1,7 @@
 import { newId } from "../../lib/crypto";
 import { Binds, likeEscape, selectRows, uniqueViolation } from "../../lib/database";
 import { conflict } from "../../lib/errors";
-import { pageOf, type Page, type PageRequest } from "../../lib/pagination";
+import { selectPage, type Page, type PageRequest } from "../../lib/pagination";
 import type { LandingPageView } from "./content.schemas";
 
 /** The SQL of landing pages; every statement but the public page's is scoped by workspace. */
@@ -65,17 +65,15 @@ export async function listPages(
     where.push(`(p.name ILIKE ${like} OR p.slug ILIKE ${like})`);
   }
   const clause = where.join(" AND ");
-  const [rows, [{ n }]] = await Promise.all([
-    selectRows<PageRow>(
-      `${SELECT} WHERE ${clause} ORDER BY p.created_at DESC, p.id DESC LIMIT ${page.limit} OFFSET ${page.offset}`,
-      binds.values,
-    ),
-    selectRows<{ n: string }>(`SELECT count(*) AS n FROM landing_pages p WHERE ${clause}`, binds.values),
-  ]);
-  return pageOf(
-    rows.map((r) => view(r, publicUrl)),
-    Number(n),
+  return selectPage(
+    {
+      select: `${SELECT} WHERE ${clause}`,
+      orderBy: "p.created_at DESC, p.id DESC",
+      countFrom: `FROM landing_pages p WHERE ${clause}`,
+    },
+    binds.values,
     page,
+    (r: PageRow) => view(r, publicUrl),
   );
 }
 

@@ -1,3 +1,4 @@
+import { requires } from "../../lib/access";
 import { Type } from "@sinclair/typebox";
 import { actingUserId, audit } from "../../lib/audit";
 import { defineAction, defineService } from "../../lib/define-service";
@@ -9,6 +10,10 @@ import { DatabaseMixin } from "../../mixins/database.mixin";
 import * as repo from "./companies.repo";
 import { CompanySchema, results, schemas, SuccessSchema } from "./crm.schemas";
 import { asDate, assertMember, sentFields } from "./crm.shared";
+
+const remove = requires("contacts.delete");
+const read = requires("contacts.read");
+const write = requires("contacts.write");
 
 const openapi = (summary: string) => ({ tags: ["Companies"], summary });
 
@@ -22,8 +27,7 @@ export default defineService({
     /** Companies, paginated; search (name, domain), filters and sort. contacts.read. */
     list: defineAction({
       rest: "GET /workspaces/:workspaceId/companies",
-      auth: "any",
-      permission: "contacts.read",
+      ...read,
       params: schemas.companies.list,
       result: results.companies,
       openapi: openapi(
@@ -42,8 +46,7 @@ export default defineService({
     /** Create a company; the domain is normalised and unique in the workspace. contacts.write. */
     create: defineAction({
       rest: "POST /workspaces/:workspaceId/companies",
-      auth: "any",
-      permission: "contacts.write",
+      ...write,
       params: schemas.companies.create,
       status: 201,
       result: CompanySchema,
@@ -60,8 +63,7 @@ export default defineService({
     /** Change a company; address and attributes merge key by key, tags are replaced. contacts.write. */
     update: defineAction({
       rest: "PATCH /workspaces/:workspaceId/companies/:companyId",
-      auth: "any",
-      permission: "contacts.write",
+      ...write,
       params: schemas.companies.update,
       result: CompanySchema,
       openapi: openapi(
@@ -87,8 +89,7 @@ export default defineService({
     /** Delete a company; its contacts, deals and tasks stay, unlinked. contacts.delete. */
     remove: defineAction({
       rest: "DELETE /workspaces/:workspaceId/companies/:companyId",
-      auth: "any",
-      permission: "contacts.delete",
+      ...remove,
       params: schemas.companies.remove,
       result: SuccessSchema,
       openapi: openapi("Delete a company (its contacts, deals and tasks are kept and unlinked)"),

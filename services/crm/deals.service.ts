@@ -1,3 +1,4 @@
+import { requires } from "../../lib/access";
 import { actingUserId, audit } from "../../lib/audit";
 import { defineAction, defineService } from "../../lib/define-service";
 import { found, notFound } from "../../lib/errors";
@@ -15,6 +16,10 @@ import {
 } from "./crm.schemas";
 import { asDate, assertMember, assertReferences, sentFields } from "./crm.shared";
 import * as repo from "./deals.repo";
+
+const remove = requires("contacts.delete");
+const read = requires("contacts.read");
+const write = requires("contacts.write");
 
 const openapi = (summary: string) => ({ tags: ["Deals and pipelines"], summary });
 
@@ -40,8 +45,7 @@ export default defineService({
     /** Deals, paginated; search (title), filters and sort. contacts.read. */
     list: defineAction({
       rest: "GET /workspaces/:workspaceId/deals",
-      auth: "any",
-      permission: "contacts.read",
+      ...read,
       params: schemas.deals.list,
       result: results.deals,
       openapi: openapi(
@@ -60,8 +64,7 @@ export default defineService({
     /** Count and value per stage, open/won/lost totals and win rate. contacts.read. */
     stats: defineAction({
       rest: "GET /workspaces/:workspaceId/deals/stats",
-      auth: "any",
-      permission: "contacts.read",
+      ...read,
       params: schemas.deals.stats,
       result: DealStatsSchema,
       openapi: openapi(
@@ -80,8 +83,7 @@ export default defineService({
     /** One deal with its stage history. contacts.read. */
     get: defineAction({
       rest: "GET /workspaces/:workspaceId/deals/:dealId",
-      auth: "any",
-      permission: "contacts.read",
+      ...read,
       params: schemas.deals.get,
       result: DealWithHistorySchema,
       openapi: openapi("Get a deal with its stage history"),
@@ -91,8 +93,7 @@ export default defineService({
     /** Create a deal (default pipeline and its first stage unless given; owner defaults to the caller). contacts.write. */
     create: defineAction({
       rest: "POST /workspaces/:workspaceId/deals",
-      auth: "any",
-      permission: "contacts.write",
+      ...write,
       params: schemas.deals.create,
       status: 201,
       result: DealSchema,
@@ -123,8 +124,7 @@ export default defineService({
     /** Change a deal's fields (not its stage: see moveStage). contacts.write. */
     update: defineAction({
       rest: "PATCH /workspaces/:workspaceId/deals/:dealId",
-      auth: "any",
-      permission: "contacts.write",
+      ...write,
       params: schemas.deals.update,
       result: DealSchema,
       openapi: openapi(
@@ -147,8 +147,7 @@ export default defineService({
     /** Move a deal to another stage of its pipeline; won/lost stages close it. contacts.write. */
     moveStage: defineAction({
       rest: "PATCH /workspaces/:workspaceId/deals/:dealId/stage",
-      auth: "any",
-      permission: "contacts.write",
+      ...write,
       params: schemas.deals.moveStage,
       result: DealWithHistorySchema,
       openapi: openapi(
@@ -180,8 +179,7 @@ export default defineService({
     /** Delete a deal and its history. contacts.delete. */
     remove: defineAction({
       rest: "DELETE /workspaces/:workspaceId/deals/:dealId",
-      auth: "any",
-      permission: "contacts.delete",
+      ...remove,
       params: schemas.deals.remove,
       result: SuccessSchema,
       openapi: openapi("Delete a deal"),

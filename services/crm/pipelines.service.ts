@@ -1,3 +1,4 @@
+import { requires } from "../../lib/access";
 import { Type } from "@sinclair/typebox";
 import { defineAction, defineService } from "../../lib/define-service";
 import { audit } from "../../lib/audit";
@@ -7,6 +8,10 @@ import { DatabaseMixin } from "../../mixins/database.mixin";
 import { PipelineSchema, schemas, SuccessSchema } from "./crm.schemas";
 import { sentFields } from "./crm.shared";
 import * as repo from "./pipelines.repo";
+
+const remove = requires("contacts.delete");
+const read = requires("contacts.read");
+const write = requires("contacts.write");
 
 const openapi = (summary: string) => ({ tags: ["Deals and pipelines"], summary });
 
@@ -20,8 +25,7 @@ export default defineService({
     /** Every pipeline, the default first (a workspace gets the usual sales pipeline the first time). contacts.read. */
     list: defineAction({
       rest: "GET /workspaces/:workspaceId/pipelines",
-      auth: "any",
-      permission: "contacts.read",
+      ...read,
       params: schemas.pipelines.list,
       result: Type.Array(PipelineSchema),
       openapi: openapi("List pipelines with their ordered stages (default first)"),
@@ -31,8 +35,7 @@ export default defineService({
     /** One pipeline with its stages. contacts.read. */
     get: defineAction({
       rest: "GET /workspaces/:workspaceId/pipelines/:pipelineId",
-      auth: "any",
-      permission: "contacts.read",
+      ...read,
       params: schemas.pipelines.get,
       result: PipelineSchema,
       openapi: openapi("Get a pipeline"),
@@ -45,8 +48,7 @@ export default defineService({
     /** Create a pipeline from ordered stages `{name, probability?, won?, lost?}`. contacts.write. */
     create: defineAction({
       rest: "POST /workspaces/:workspaceId/pipelines",
-      auth: "any",
-      permission: "contacts.write",
+      ...write,
       params: schemas.pipelines.create,
       status: 201,
       result: PipelineSchema,
@@ -61,8 +63,7 @@ export default defineService({
     /** Rename, make default, or replace the stages (send `id` to keep a stage). contacts.write. */
     update: defineAction({
       rest: "PATCH /workspaces/:workspaceId/pipelines/:pipelineId",
-      auth: "any",
-      permission: "contacts.write",
+      ...write,
       params: schemas.pipelines.update,
       result: PipelineSchema,
       openapi: openapi(
@@ -89,8 +90,7 @@ export default defineService({
     /** Delete a pipeline that holds no deals (409 otherwise). contacts.delete. */
     remove: defineAction({
       rest: "DELETE /workspaces/:workspaceId/pipelines/:pipelineId",
-      auth: "any",
-      permission: "contacts.delete",
+      ...remove,
       params: schemas.pipelines.remove,
       result: SuccessSchema,
       openapi: openapi("Delete a pipeline that holds no deals (409 otherwise)"),

@@ -1,3 +1,4 @@
+import { requires } from "../../lib/access";
 import { actingUserId, audit } from "../../lib/audit";
 import { defineAction, defineService } from "../../lib/define-service";
 import { found, notFound } from "../../lib/errors";
@@ -9,6 +10,10 @@ import { results, schemas, SuccessSchema, TaskSchema } from "./crm.schemas";
 import { asDate, assertMember, assertReferences, sentFields } from "./crm.shared";
 import { notify } from "./notifications.repo";
 import * as repo from "./tasks.repo";
+
+const remove = requires("contacts.delete");
+const read = requires("contacts.read");
+const write = requires("contacts.write");
 
 const openapi = (summary: string) => ({ tags: ["Tasks"], summary });
 
@@ -49,8 +54,7 @@ export default defineService({
     /** Tasks, paginated, soonest due first; `assigneeId=me` for the caller's own. contacts.read. */
     list: defineAction({
       rest: "GET /workspaces/:workspaceId/tasks",
-      auth: "any",
-      permission: "contacts.read",
+      ...read,
       params: schemas.tasks.list,
       result: results.tasks,
       openapi: openapi(
@@ -94,8 +98,7 @@ export default defineService({
 
     get: defineAction({
       rest: "GET /workspaces/:workspaceId/tasks/:taskId",
-      auth: "any",
-      permission: "contacts.read",
+      ...read,
       params: schemas.tasks.get,
       result: TaskSchema,
       openapi: openapi("Get a task"),
@@ -106,8 +109,7 @@ export default defineService({
     /** Create a task; its assignee is notified. contacts.write. */
     create: defineAction({
       rest: "POST /workspaces/:workspaceId/tasks",
-      auth: "any",
-      permission: "contacts.write",
+      ...write,
       params: schemas.tasks.create,
       status: 201,
       result: TaskSchema,
@@ -136,8 +138,7 @@ export default defineService({
     /** Change a task; a new assignee is notified, a new due date is notified again when due. contacts.write. */
     update: defineAction({
       rest: "PATCH /workspaces/:workspaceId/tasks/:taskId",
-      auth: "any",
-      permission: "contacts.write",
+      ...write,
       params: schemas.tasks.update,
       result: TaskSchema,
       openapi: openapi(
@@ -165,8 +166,7 @@ export default defineService({
     /** Mark a task completed (or reopen it with `completed: false`). contacts.write. */
     complete: defineAction({
       rest: "PATCH /workspaces/:workspaceId/tasks/:taskId/complete",
-      auth: "any",
-      permission: "contacts.write",
+      ...write,
       params: schemas.tasks.complete,
       result: TaskSchema,
       openapi: openapi("Complete a task (body `{completed: false}` reopens it)"),
@@ -189,8 +189,7 @@ export default defineService({
     /** Delete a task. contacts.delete. */
     remove: defineAction({
       rest: "DELETE /workspaces/:workspaceId/tasks/:taskId",
-      auth: "any",
-      permission: "contacts.delete",
+      ...remove,
       params: schemas.tasks.remove,
       result: SuccessSchema,
       openapi: openapi("Delete a task"),

@@ -3,7 +3,7 @@ import { MicroBatcher } from "../../lib/batcher";
 import { newId } from "../../lib/crypto";
 import { Binds, database, isoTimeSql, queryPrepared } from "../../lib/database";
 import { wakeOutboxRelays } from "../../lib/outbox";
-import { pageOf, type Page, type PageRequest } from "../../lib/pagination";
+import { selectPage, type Page, type PageRequest } from "../../lib/pagination";
 import type { ActivityItem, EventListItem, EventRecord, RecordInput } from "./events.schemas";
 
 interface EventRow {
@@ -168,7 +168,6 @@ export async function activityFeed(
   filter: ActivityFilter,
   page: PageRequest,
 ): Promise<Page<ActivityItem>> {
-  const sequelize = await database();
   const binds = new Binds([workspaceId]);
   const where = ["e.workspace_id = $1"];
   if (filter.type) where.push(`e.type = ${binds.p(filter.type)}`);
@@ -176,39 +175,27 @@ export async function activityFeed(
   if (filter.from) where.push(`e.timestamp >= ${binds.p(filter.from)}`);
   // Inclusive to the millisecond the API writes (a stored time has microseconds).
   if (filter.to) where.push(`e.timestamp < ${binds.p(filter.to)}::timestamptz + interval '1 millisecond'`);
-  const filterValues = [...binds.values];
-  const rows = await sequelize.query<
-    Pick<EventRow, "id" | "type" | "metadata" | "timestamp" | "contact_id"> &
-      ContactColumns & { total: string }
-  >(
-    `SELECT e.id, e.type, e.metadata, e.timestamp, e.contact_id,
-            c.id AS c_id, c.email AS c_email, c.first_name AS c_first_name, c.last_name AS c_last_name,
-            count(*) OVER () AS total
-       FROM events e
-       LEFT JOIN contacts c ON c.id = e.contact_id
-      WHERE ${where.join(" AND ")}
-      ORDER BY e.timestamp DESC, e.id DESC
-      LIMIT ${binds.p(page.limit)} OFFSET ${binds.p(page.offset)}`,
-    { type: QueryTypes.SELECT, bind: binds.values },
+  return selectPage(
+    {
+      select: `SELECT e.id, e.type, e.metadata, e.timestamp, e.contact_id,
+                      c.id AS c_id, c.email AS c_email, c.first_name AS c_first_name, c.last_name AS c_last_name
+                 FROM events e
+                 LEFT JOIN contacts c ON c.id = e.contact_id
+                WHERE ${where.join(" AND ")}`,
+      orderBy: "e.timestamp DESC, e.id DESC",
+      countFrom: `FROM events e WHERE ${where.join(" AND ")}`,
+    },
+    binds.values,
+    page,
+    (row: Pick<EventRow, "id" | "type" | "metadata" | "timestamp" | "contact_id"> & ContactColumns) => ({
+      id: row.id,
+      type: row.type,
+      contactId: row.contact_id,
+      contact: contactSummary(row),
+      metadata: row.metadata ?? {},
+      occurredAt: new Date(row.timestamp).toISOString(),
+    }),
   );
-  let total = rows.length ? Number(rows[0].total) : 0;
-  // Past the last page the window count has no row to ride on.
-  if (!rows.length && page.offset > 0) {
-    const [{ n }] = await sequelize.query<{ n: string }>(
-      `SELECT count(*) AS n FROM events e WHERE ${where.join(" AND ")}`,
-      { bind: filterValues, type: QueryTypes.SELECT },
-    );
-    total = Number(n);
-  }
-  const items = rows.map((row) => ({
-    id: row.id,
-    type: row.type,
-    contactId: row.contact_id,
-    contact: contactSummary(row),
-    metadata: row.metadata ?? {},
-    occurredAt: new Date(row.timestamp).toISOString(),
-  }));
-  return pageOf(items, total, page);
 }
 
 /** A visitor identified: the anonymous events of its session become the contact's; answers how many. */

@@ -1,3 +1,4 @@
+import { requires } from "../../lib/access";
 import { Type } from "@sinclair/typebox";
 import { defineAction, defineService } from "../../lib/define-service";
 import { pageRequest } from "../../lib/pagination";
@@ -9,6 +10,10 @@ import { recordEvent } from "./chain";
 import * as repo from "./events.repo";
 import { clampEventsLimit, schemas } from "./events.schemas";
 
+const read = requires("contacts.read");
+const sessionRead = requires("contacts.read", { auth: "session" });
+const sessionWrite = requires("contacts.write", { auth: "session" });
+
 /** Recorded activity events and the ordered chain every origin goes through. */
 export default defineService({
   name: "events",
@@ -19,8 +24,7 @@ export default defineService({
     /** Record an event, now or at a past `timestamp` (backfill); answers after the chain (segments, campaigns, score). Session only. */
     create: defineAction({
       rest: "POST /workspaces/:workspaceId/events",
-      auth: "session",
-      permission: "contacts.write",
+      ...sessionWrite,
       params: schemas.create,
       status: 201,
       result: schemas.createResult,
@@ -38,8 +42,7 @@ export default defineService({
     /** Newest events first, filtered by contact and type; limit default 50, max 200. Session only. */
     list: defineAction({
       rest: "GET /workspaces/:workspaceId/events",
-      auth: "session",
-      permission: "contacts.read",
+      ...sessionRead,
       params: schemas.list,
       result: schemas.listResult,
       openapi: { tags: ["Events"], summary: "List events with their contact" },
@@ -52,8 +55,7 @@ export default defineService({
     /** The workspace's activity feed: recorded events newest first with their contact (filters type, contactId, from, to). contacts.read. */
     activity: defineAction({
       rest: "GET /workspaces/:workspaceId/activity",
-      auth: "any",
-      permission: "contacts.read",
+      ...read,
       params: schemas.activity,
       result: schemas.activityResult,
       openapi: {

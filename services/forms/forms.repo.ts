@@ -1,7 +1,7 @@
 import { MicroBatcher } from "../../lib/batcher";
 import { newId } from "../../lib/crypto";
 import { Binds, likeEscape, selectRows } from "../../lib/database";
-import { pageOf, sortOrder, type Page, type PageRequest } from "../../lib/pagination";
+import { selectPage, sortOrder, type Page, type PageRequest } from "../../lib/pagination";
 import type { FormField, FormSettings, FormView, SubmissionView } from "./forms.schemas";
 
 /** The SQL of forms, their submissions and their daily views; every statement is scoped by workspace. */
@@ -49,14 +49,12 @@ export async function listForms(
     .map(([column, direction]) => `${column} ${direction}`)
     .join(", ");
   const clause = where.join(" AND ");
-  const [rows, [{ n }]] = await Promise.all([
-    selectRows<FormRow>(
-      `SELECT * FROM forms WHERE ${clause} ORDER BY ${order} LIMIT ${page.limit} OFFSET ${page.offset}`,
-      binds.values,
-    ),
-    selectRows<{ n: string }>(`SELECT count(*) AS n FROM forms WHERE ${clause}`, binds.values),
-  ]);
-  return pageOf(rows.map(view), Number(n), page);
+  return selectPage(
+    { select: `SELECT * FROM forms WHERE ${clause}`, orderBy: order },
+    binds.values,
+    page,
+    view,
+  );
 }
 
 export async function findForm(workspaceId: string, id: string): Promise<FormView | null> {
@@ -209,15 +207,11 @@ export async function listSubmissions(
   if (range.from) where.push(`created_at >= ${binds.p(range.from, "timestamptz")}`);
   if (range.to) where.push(`created_at < ${binds.p(range.to, "timestamptz")}`);
   const clause = where.join(" AND ");
-  const [rows, [{ n }]] = await Promise.all([
-    selectRows<SubmissionRow>(
-      `SELECT * FROM form_submissions WHERE ${clause} ORDER BY created_at DESC, id DESC LIMIT ${page.limit} OFFSET ${page.offset}`,
-      binds.values,
-    ),
-    selectRows<{ n: string }>(`SELECT count(*) AS n FROM form_submissions WHERE ${clause}`, binds.values),
-  ]);
-  return pageOf(
-    rows.map((r) => ({
+  return selectPage(
+    { select: `SELECT * FROM form_submissions WHERE ${clause}`, orderBy: "created_at DESC, id DESC" },
+    binds.values,
+    page,
+    (r: SubmissionRow) => ({
       id: r.id,
       formId: r.form_id,
       contactId: r.contact_id,
@@ -227,9 +221,7 @@ export async function listSubmissions(
       ip: r.ip,
       userAgent: r.user_agent,
       createdAt: r.created_at.toISOString(),
-    })),
-    Number(n),
-    page,
+    }),
   );
 }
 

@@ -1,3 +1,4 @@
+import { requires } from "../../lib/access";
 import { defineAction, defineService } from "../../lib/define-service";
 import { fieldError, found, notFound, validationError } from "../../lib/errors";
 import type { AppContext } from "../../lib/moleculer-types";
@@ -13,8 +14,8 @@ import { allowedOriginsOf, redirectAllowed } from "./submit";
 
 const WS = "/workspaces/:workspaceId/forms";
 const tags = ["Forms"];
-const read = { auth: "any", permission: "forms.read" } as const;
-const write = { auth: "any", permission: "forms.write" } as const;
+const read = requires("forms.read");
+const write = requires("forms.write");
 /** Analytics look back this many days unless `from` says otherwise. */
 const ANALYTICS_DAYS = 30;
 const DAY_MS = 86_400_000;

@@ -1,3 +1,4 @@
+import { requires } from "../../lib/access";
 import { Type } from "@sinclair/typebox";
 import { Int32, Nullable, Params } from "../../lib/schema";
 
@@ -11,7 +12,7 @@ const ListId = Type.Optional(
 );
 
 /** Who may use the integrations (contract-messaging 1: `contacts.write`). */
-export const ACCESS = { auth: "any", permission: "contacts.write" } as const;
+export const ACCESS = requires("contacts.write");
 
 export const PREVIEW_LIMIT = { default: 10, max: 50 } as const;
 

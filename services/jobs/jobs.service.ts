@@ -2,7 +2,7 @@ import { defineAction, defineService } from "../../lib/define-service";
 import { requirePermission } from "../../lib/access";
 import { audit } from "../../lib/audit";
 import { cancelJob, failAbandonedJobs, listJobs } from "../../lib/jobs";
-import { pageOf, pageRequest } from "../../lib/pagination";
+import { pageRequest } from "../../lib/pagination";
 import { workspaceOf } from "../../lib/tenancy";
 import { BackgroundMixin } from "../../mixins/background";
 import { DatabaseMixin } from "../../mixins/database.mixin";
@@ -26,15 +26,8 @@ export default defineService({
         summary: "List jobs (imports, bulk changes, recomputes) with their progress, newest first",
       },
       async handler(ctx) {
-        const page = pageRequest(ctx.params);
         const { id, type, status } = ctx.params;
-        const { rows, total } = await listJobs(
-          workspaceOf(ctx),
-          { id, type, status },
-          page.limit,
-          page.offset,
-        );
-        return pageOf(rows, total, page);
+        return listJobs(workspaceOf(ctx), { id, type, status }, pageRequest(ctx.params));
       },
     }),
 

@@ -2,7 +2,7 @@ import { QueryTypes, type Transaction } from "sequelize";
 import { randomBase62 } from "../../lib/crypto";
 import { Binds, database, isoTimeSql, queryPrepared } from "../../lib/database";
 import { stageDomainEvents } from "../../lib/outbox";
-import { pageOf, type Page, type PageRequest } from "../../lib/pagination";
+import { selectPage, type Page, type PageRequest } from "../../lib/pagination";
 import type { Channel } from "../../lib/channels";
 import type { Content } from "../templates/render";
 import type { MessageDetail, MessageView, ShortLinkView } from "./messages.schemas";
@@ -228,7 +228,6 @@ export async function listMessages(
   page: PageRequest,
   filter: MessageFilter,
 ): Promise<Page<MessageView>> {
-  const sequelize = await database();
   const binds = new Binds([workspaceId]);
   const where = ["workspace_id = $1"];
   const equal: Array<[keyof MessageFilter, string]> = [
@@ -242,17 +241,12 @@ export async function listMessages(
   if (filter.from) where.push(`created_at >= ${binds.p(filter.from)}`);
   if (filter.to) where.push(`created_at <= ${binds.p(filter.to)}`);
   const clause = where.join(" AND ");
-  const [rows, [{ n }]] = await Promise.all([
-    sequelize.query<MessageRow>(
-      `SELECT * FROM messages WHERE ${clause} ORDER BY created_at DESC, id DESC LIMIT ${page.limit} OFFSET ${page.offset}`,
-      { bind: binds.values, type: QueryTypes.SELECT },
-    ),
-    sequelize.query<{ n: string }>(`SELECT count(*) AS n FROM messages WHERE ${clause}`, {
-      bind: binds.values,
-      type: QueryTypes.SELECT,
-    }),
-  ]);
-  return pageOf(rows.map(messageView), Number(n), page);
+  return selectPage(
+    { select: `SELECT * FROM messages WHERE ${clause}`, orderBy: "created_at DESC, id DESC" },
+    binds.values,
+    page,
+    messageView,
+  );
 }
 
 /** Per contact, its non-transactional sends on `channels` since `since` that count against the frequency cap. */
@@ -578,14 +572,16 @@ export async function listShortLinks(
   page: PageRequest,
   filter: { campaignId?: string; templateId?: string },
 ): Promise<Page<ShortLinkView>> {
-  const sequelize = await database();
   const binds = new Binds([workspaceId]);
   const where = ["workspace_id = $1"];
   if (filter.campaignId) where.push(`campaign_id = ${binds.p(filter.campaignId)}`);
   if (filter.templateId) where.push(`template_id = ${binds.p(filter.templateId)}`);
   const clause = where.join(" AND ");
-  const [rows, [{ n }]] = await Promise.all([
-    sequelize.query<{
+  return selectPage(
+    { select: `SELECT * FROM short_links WHERE ${clause}`, orderBy: "created_at DESC, code" },
+    binds.values,
+    page,
+    (r: {
       code: string;
       url: string;
       template_id: string | null;
@@ -594,17 +590,7 @@ export async function listShortLinks(
       unique_clicks: number;
       created_at: Date;
       updated_at: Date;
-    }>(
-      `SELECT * FROM short_links WHERE ${clause} ORDER BY created_at DESC, code LIMIT ${page.limit} OFFSET ${page.offset}`,
-      { bind: binds.values, type: QueryTypes.SELECT },
-    ),
-    sequelize.query<{ n: string }>(`SELECT count(*) AS n FROM short_links WHERE ${clause}`, {
-      bind: binds.values,
-      type: QueryTypes.SELECT,
-    }),
-  ]);
-  return pageOf(
-    rows.map((r) => ({
+    }) => ({
       id: r.code,
       code: r.code,
       url: r.url,
@@ -614,8 +600,6 @@ export async function listShortLinks(
       uniqueClicks: r.unique_clicks,
       createdAt: r.created_at,
       updatedAt: r.updated_at,
-    })),
-    Number(n),
-    page,
+    }),
   );
 }

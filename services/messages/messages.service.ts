@@ -1,3 +1,4 @@
+import { requires } from "../../lib/access";
 import { Type } from "@sinclair/typebox";
 import { config } from "../../lib/config";
 import { defineAction, defineService, type ServiceThis } from "../../lib/define-service";
@@ -24,8 +25,8 @@ import { isMachine, PIXEL, recordActivity, SCANNER_BURST_MS } from "./tracking";
 
 const WS = "/workspaces/:workspaceId";
 const tags = ["Messages"];
-const read = { auth: "any", permission: "campaigns.read" } as const;
-const write = { auth: "any", permission: "campaigns.write" } as const;
+const read = requires("campaigns.read");
+const write = requires("campaigns.write");
 
 /** How long a provider callback waits for the record of its send before it is dropped. */
 const PENDING_CALLBACK_DAYS = 7;

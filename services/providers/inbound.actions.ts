@@ -1,3 +1,4 @@
+import { requires } from "../../lib/access";
 import type { ServiceBroker } from "moleculer";
 import { audit } from "../../lib/audit";
 import { config } from "../../lib/config";
@@ -29,7 +30,7 @@ import { commandResults, commandSchemas } from "./providers.schemas";
 
 const WS = "/workspaces/:workspaceId/channel-commands";
 const tags = ["Providers"];
-const manage = { auth: "any", permission: "providers.manage" } as const;
+const manage = requires("providers.manage");
 
 type Inbound = Extract<ProviderEvent, { kind: "inbound" }>;
 type CallbackProvider = NonNullable<Awaited<ReturnType<typeof repo.providerForCallback>>>;

@@ -1,3 +1,4 @@
+import { requires } from "../../lib/access";
 import { Type, type Static } from "@sinclair/typebox";
 import { audit } from "../../lib/audit";
 import { config } from "../../lib/config";
@@ -24,7 +25,7 @@ import { results, schemas, type ProviderView } from "./providers.schemas";
 
 const WS = "/workspaces/:workspaceId/providers";
 const tags = ["Providers"];
-const manage = { auth: "any", permission: "providers.manage" } as const;
+const manage = requires("providers.manage");
 /** How long an applied callback event id is remembered. */
 const EVENT_ID_DAYS = 30;
 

@@ -1,3 +1,4 @@
+import { requires } from "../../lib/access";
 import { Type } from "@sinclair/typebox";
 import { audit } from "../../lib/audit";
 import { newId } from "../../lib/crypto";
@@ -68,7 +69,7 @@ const getParams = Params({ workspaceId: WorkspaceId });
  */
 export function singleProviderActions(spec: SingleProviderSpec) {
   const route = `/workspaces/:workspaceId/providers/${spec.path}`;
-  const access = { auth: "any", permission: "providers.manage" } as const;
+  const access = requires("providers.manage");
   const tags = ["Providers"];
 
   /** Store `incoming` (the whole config, or merged over the stored one), creating the provider when absent. */

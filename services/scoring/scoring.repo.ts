@@ -2,7 +2,7 @@ import { sqlProbe } from "../../lib/versioned-cache";
 import { QueryTypes, type Transaction } from "sequelize";
 import { newId } from "../../lib/crypto";
 import { Binds, database, queryPrepared } from "../../lib/database";
-import { pageOf, type Page, type PageRequest } from "../../lib/pagination";
+import { selectPage, type Page, type PageRequest } from "../../lib/pagination";
 import type { FieldCondition, FilterGroup } from "../segments/filter-schema";
 import { compileWhere, decaysAtSql, periodStartSql, type RuleDefinition, type RuleInput } from "./rules";
 
@@ -78,14 +78,12 @@ const select = async <T extends object>(sql: string, bind: unknown[], transactio
   (await database()).query<T>(sql, { bind, type: QueryTypes.SELECT, transaction });
 
 export async function listRules(workspaceId: string, page: PageRequest): Promise<Page<RuleView>> {
-  const [rows, [{ n }]] = await Promise.all([
-    select<RuleRow>(
-      `SELECT * FROM scoring_rules WHERE workspace_id = $1 ORDER BY created_at DESC, id DESC LIMIT $2 OFFSET $3`,
-      [workspaceId, page.limit, page.offset],
-    ),
-    select<{ n: string }>(`SELECT count(*) AS n FROM scoring_rules WHERE workspace_id = $1`, [workspaceId]),
-  ]);
-  return pageOf(rows.map(view), Number(n), page);
+  return selectPage(
+    { select: "SELECT * FROM scoring_rules WHERE workspace_id = $1", orderBy: "created_at DESC, id DESC" },
+    [workspaceId],
+    page,
+    view,
+  );
 }
 
 export async function findRule(workspaceId: string, id: string): Promise<RuleView | null> {

@@ -1,3 +1,4 @@
+import { requires } from "../../lib/access";
 import type { Context } from "moleculer";
 import { actingUserId } from "../../lib/audit";
 import { defineAction, defineService, type ServiceThis } from "../../lib/define-service";
@@ -15,6 +16,12 @@ import * as engine from "./engine";
 import { checkRule } from "./rules";
 import * as repo from "./scoring.repo";
 import { results, schemas } from "./scoring.schemas";
+
+const contactsRead = requires("contacts.read");
+const contactsWrite = requires("contacts.write");
+const segmentsRemove = requires("segments.delete");
+const segmentsRead = requires("segments.read");
+const segmentsWrite = requires("segments.write");
 
 type Ctx = Context<unknown, AppMeta>;
 
@@ -43,9 +50,8 @@ export default defineService<ScoringService>({
     /** Scoring rules, newest first (paginated). segments.read. */
     list: defineAction({
       rest: "GET /workspaces/:workspaceId/scoring-rules",
-      auth: "any",
+      ...segmentsRead,
       openapi: { tags: ["Scoring"], summary: "List scoring rules" },
-      permission: "segments.read",
       params: schemas.list,
       result: results.list,
       handler: (ctx) => repo.listRules(workspaceOf(ctx), pageRequest(ctx.params)),
@@ -58,7 +64,7 @@ export default defineService<ScoringService>({
      */
     create: defineAction({
       rest: "POST /workspaces/:workspaceId/scoring-rules",
-      auth: "any",
+      ...segmentsWrite,
       openapi: {
         tags: ["Scoring"],
         summary: "Create a scoring rule (event or contact condition)",
@@ -69,7 +75,6 @@ export default defineService<ScoringService>({
           "gives its points once to each contact while it matches, and takes them back when it stops; " +
           "contacts matching when the rule is saved are scored before the answer.",
       },
-      permission: "segments.write",
       params: schemas.create,
       status: 201,
       result: results.rule,
@@ -85,9 +90,8 @@ export default defineService<ScoringService>({
     /** Rebuild every rule-given score of the workspace from its events, as a job. segments.write. */
     recalculate: defineAction({
       rest: "POST /workspaces/:workspaceId/scoring-rules/recalculate",
-      auth: "any",
+      ...segmentsWrite,
       openapi: { tags: ["Scoring"], summary: "Rebuild all rule scores from events as a job" },
-      permission: "segments.write",
       params: schemas.recalculate,
       status: 202,
       result: results.job,
@@ -110,9 +114,8 @@ export default defineService<ScoringService>({
     /** One rule. segments.read. */
     get: defineAction({
       rest: "GET /workspaces/:workspaceId/scoring-rules/:ruleId",
-      auth: "any",
+      ...segmentsRead,
       openapi: { tags: ["Scoring"], summary: "Get a scoring rule" },
-      permission: "segments.read",
       params: schemas.get,
       result: results.rule,
       handler: async (ctx) => found(await repo.findRule(workspaceOf(ctx), ctx.params.ruleId), "Scoring rule"),
@@ -125,9 +128,8 @@ export default defineService<ScoringService>({
      */
     update: defineAction({
       rest: "PATCH /workspaces/:workspaceId/scoring-rules/:ruleId",
-      auth: "any",
+      ...segmentsWrite,
       openapi: { tags: ["Scoring"], summary: "Update a scoring rule" },
-      permission: "segments.write",
       params: schemas.update,
       result: results.rule,
       async handler(this: ScoringService, ctx) {
@@ -144,9 +146,8 @@ export default defineService<ScoringService>({
     /** Delete a rule; points it gave stay in the history. segments.delete. */
     remove: defineAction({
       rest: "DELETE /workspaces/:workspaceId/scoring-rules/:ruleId",
-      auth: "any",
+      ...segmentsRemove,
       openapi: { tags: ["Scoring"], summary: "Delete a scoring rule" },
-      permission: "segments.delete",
       params: schemas.get,
       result: results.success,
       async handler(ctx) {
@@ -158,9 +159,8 @@ export default defineService<ScoringService>({
     /** A contact's score and history, newest first (`limit` default 50, max 200). contacts.read. */
     scores: defineAction({
       rest: "GET /workspaces/:workspaceId/contacts/:contactId/scores",
-      auth: "any",
+      ...contactsRead,
       openapi: { tags: ["Scoring"], summary: "A contact's score and history" },
-      permission: "contacts.read",
       params: schemas.scores,
       result: results.score,
       async handler(ctx) {
@@ -172,9 +172,8 @@ export default defineService<ScoringService>({
     /** Adjust a score by hand `{points, reason}`; score-based segments follow before the answer. contacts.write. */
     adjust: defineAction({
       rest: "POST /workspaces/:workspaceId/contacts/:contactId/scores",
-      auth: "any",
+      ...contactsWrite,
       openapi: { tags: ["Scoring"], summary: "Adjust a contact's score by hand" },
-      permission: "contacts.write",
       params: schemas.adjust,
       status: 201,
       result: results.score,

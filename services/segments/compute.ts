@@ -4,6 +4,7 @@ import { startJob } from "../../lib/jobs";
 import type { FilterGroup } from "./filter-schema";
 import { recomputeWithDependents } from "./membership";
 import * as repo from "./segments.repo";
+import * as matchingRepo from "./matching.repo";
 
 /**
  * Saving a dynamic segment's filter and computing its membership: the one
@@ -14,7 +15,7 @@ import * as repo from "./segments.repo";
 /** Check a filter (400 naming the bad node) and decide whether its computation runs in the background. */
 export async function prepareFilter(workspaceId: string, filter: FilterGroup, segmentId: string) {
   const facts = await repo.checkFilter(workspaceId, filter, segmentId);
-  const background = (await repo.contactCount(workspaceId)) > config().segmentSyncLimit;
+  const background = (await matchingRepo.contactCount(workspaceId)) > config().segmentSyncLimit;
   return { facts, background };
 }
 

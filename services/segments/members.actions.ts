@@ -1,3 +1,4 @@
+import { requires } from "../../lib/access";
 import { defineAction } from "../../lib/define-service";
 import { fieldError, found, notFound, validationError } from "../../lib/errors";
 import { pageRequest } from "../../lib/pagination";
@@ -5,7 +6,12 @@ import { workspaceOf } from "../../lib/tenancy";
 import { validateEventWhere, type FieldCondition, type FilterGroup } from "./filter-schema";
 import type { SegmentsService } from "./segments.service";
 import * as repo from "./segments.repo";
+import * as membersRepo from "./members.repo";
+import * as matchingRepo from "./matching.repo";
 import { results, schemas } from "./segments.schemas";
+
+const read = requires("segments.read");
+const write = requires("segments.write");
 
 const WS = "/workspaces/:workspaceId/segments";
 const tags = ["Segments"];
@@ -26,15 +32,14 @@ export const memberActions = {
     /** Members with contact summaries, newest entry first (paginated). segments.read. */
     members: defineAction({
       rest: `GET ${WS}/:segmentId/members`,
-      auth: "any",
+      ...read,
       openapi: { tags, summary: "List members with contact summaries" },
-      permission: "segments.read",
       params: schemas.members,
       result: results.members,
       async handler(ctx) {
         const ws = workspaceOf(ctx);
         found(await repo.getSegment(ws, ctx.params.segmentId), "Segment");
-        return repo.listMembers(ws, ctx.params.segmentId, pageRequest(ctx.params));
+        return membersRepo.listMembers(ws, ctx.params.segmentId, pageRequest(ctx.params));
       },
     }),
 
@@ -46,7 +51,11 @@ export const memberActions = {
         const ws = workspaceOf(ctx);
         await repo.checkFilter(ws, ctx.params.filter, "");
         return {
-          matches: await repo.contactMatches(ws, ctx.params.contactId, ctx.params.filter as FilterGroup),
+          matches: await matchingRepo.contactMatches(
+            ws,
+            ctx.params.contactId,
+            ctx.params.filter as FilterGroup,
+          ),
         };
       },
     }),
@@ -56,7 +65,7 @@ export const memberActions = {
       params: schemas.memberOf,
       result: results.memberOf,
       handler: async (ctx) => ({
-        segmentIds: await repo.memberOf(workspaceOf(ctx), ctx.params.contactId, ctx.params.segmentIds),
+        segmentIds: await membersRepo.memberOf(workspaceOf(ctx), ctx.params.contactId, ctx.params.segmentIds),
       }),
     }),
 
@@ -69,7 +78,7 @@ export const memberActions = {
         const { segmentId, after, limit } = ctx.params;
         if (!(await repo.getSegment(ws, segmentId)))
           throw notFound("Segment", { field: "segmentId", message: "is not a segment of this workspace" });
-        return { contactIds: await repo.memberIdsPage(ws, segmentId, after ?? "", limit) };
+        return { contactIds: await membersRepo.memberIdsPage(ws, segmentId, after ?? "", limit) };
       },
     }),
 
@@ -81,7 +90,7 @@ export const memberActions = {
         const ws = workspaceOf(ctx);
         await repo.checkFilter(ws, ctx.params.filter, "");
         const { contactIds, filter } = ctx.params;
-        return { contactIds: await repo.contactsMatching(ws, contactIds, filter as FilterGroup) };
+        return { contactIds: await matchingRepo.contactsMatching(ws, contactIds, filter as FilterGroup) };
       },
     }),
 
@@ -94,22 +103,21 @@ export const memberActions = {
         if (issues.length)
           throw validationError(`Invalid where: ${issues[0].field} ${issues[0].message}`, issues);
         const where = ctx.params.where as unknown as FieldCondition[];
-        return { matches: await repo.eventMatches(workspaceOf(ctx), ctx.params.eventId, where) };
+        return { matches: await matchingRepo.eventMatches(workspaceOf(ctx), ctx.params.eventId, where) };
       },
     }),
 
     /** Add contacts to a static segment. segments.write. */
     addMembers: defineAction({
       rest: `POST ${WS}/:segmentId/members`,
-      auth: "any",
+      ...write,
       openapi: { tags, summary: "Add contacts to a static segment" },
-      permission: "segments.write",
       params: schemas.addMembers,
       result: results.added,
       async handler(this: SegmentsService, ctx) {
         const ws = workspaceOf(ctx);
         await staticSegment(ws, ctx.params.segmentId);
-        const added = await repo.addStaticMembers(ws, ctx.params.segmentId, ctx.params.contactIds);
+        const added = await membersRepo.addStaticMembers(ws, ctx.params.segmentId, ctx.params.contactIds);
         await this.followStatic(ws, ctx.params.segmentId, ctx.params.contactIds);
         const { memberCount } = found(await repo.getSegment(ws, ctx.params.segmentId), "Segment");
         return { added, memberCount };
@@ -119,9 +127,8 @@ export const memberActions = {
     /** Remove contacts from a static segment (body `{contactIds}` or `?contactIds=a,b`). segments.write. */
     removeMembers: defineAction({
       rest: `DELETE ${WS}/:segmentId/members`,
-      auth: "any",
+      ...write,
       openapi: { tags, summary: "Remove contacts from a static segment" },
-      permission: "segments.write",
       params: schemas.removeMembers,
       result: results.removed,
       async handler(this: SegmentsService, ctx) {
@@ -136,7 +143,7 @@ export const memberActions = {
         if (ids.length === 0 || ids.length > 1000)
           throw fieldError("contactIds", "must name 1 to 1000 contacts");
         await staticSegment(ws, ctx.params.segmentId);
-        const removed = await repo.removeStaticMembers(ctx.params.segmentId, ids);
+        const removed = await membersRepo.removeStaticMembers(ctx.params.segmentId, ids);
         await this.followStatic(ws, ctx.params.segmentId, ids);
         const { memberCount } = found(await repo.getSegment(ws, ctx.params.segmentId), "Segment");
         return { success: true as const, removed, memberCount };

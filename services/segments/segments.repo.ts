@@ -1,19 +1,12 @@
 import { QueryTypes, type Transaction } from "sequelize";
 import { config } from "../../lib/config";
 import { newId } from "../../lib/crypto";
-import { Binds, database } from "../../lib/database";
-import { conflict, queryTooExpensive, validationError } from "../../lib/errors";
-import { pageOf, type Page, type PageRequest } from "../../lib/pagination";
-import { compileField, compileFilter } from "./filter-compiler";
-import {
-  findCycle,
-  validateFilter,
-  type FieldCondition,
-  type FilterFacts,
-  type FilterGroup,
-} from "./filter-schema";
+import { database } from "../../lib/database";
+import { conflict, validationError } from "../../lib/errors";
+import { selectPage, type Page, type PageRequest } from "../../lib/pagination";
+import { findCycle, validateFilter, type FilterFacts, type FilterGroup } from "./filter-schema";
 
-/** Every query of the segments area except membership evaluation (membership.ts). Workspace id first. */
+/** The segment rows: list, read, save, delete, filter checks. Members, matching and membership evaluation have their repos beside it. Workspace id first. */
 
 export type SegmentType = "dynamic" | "static";
 
@@ -60,18 +53,17 @@ export async function listSegments(
   page: PageRequest,
   type?: SegmentType,
 ): Promise<Page<SegmentView>> {
-  const sequelize = await database();
-  const bind: unknown[] = [workspaceId, page.limit, page.offset];
-  const typeFilter = type ? `AND s.type = $${bind.push(type)}` : "";
-  const rows = await sequelize.query<SegmentRow>(
-    `${SELECT_SEGMENT} WHERE s.workspace_id = $1 ${typeFilter} ORDER BY s.created_at DESC, s.id DESC LIMIT $2 OFFSET $3`,
-    { bind, type: QueryTypes.SELECT },
+  const where = `s.workspace_id = $1 ${type ? "AND s.type = $2" : ""}`;
+  return selectPage(
+    {
+      select: `${SELECT_SEGMENT} WHERE ${where}`,
+      orderBy: "s.created_at DESC, s.id DESC",
+      countFrom: `FROM segments s WHERE ${where}`,
+    },
+    type ? [workspaceId, type] : [workspaceId],
+    page,
+    view,
   );
-  const [{ n }] = await sequelize.query<{ n: string }>(
-    `SELECT count(*) AS n FROM segments s WHERE s.workspace_id = $1 ${type ? "AND s.type = $2" : ""}`,
-    { bind: type ? [workspaceId, type] : [workspaceId], type: QueryTypes.SELECT },
-  );
-  return pageOf(rows.map(view), Number(n), page);
 }
 
 export async function getSegment(
@@ -121,92 +113,6 @@ export async function checkFilter(
     throw validationError(`Invalid filter: ${ref.path} ${message}`, [{ field: ref.path, message }]);
   }
   return facts;
-}
-
-/** Whether one contact matches a checked filter now; false for a contact not in the workspace. */
-export async function contactMatches(
-  workspaceId: string,
-  contactId: string,
-  filter: FilterGroup,
-): Promise<boolean> {
-  return (await contactsMatching(workspaceId, [contactId], filter)).length > 0;
-}
-
-/** A page of a segment's member ids in id order, after `after` (keyset: a member entering or leaving moves no page). */
-export async function memberIdsPage(
-  workspaceId: string,
-  segmentId: string,
-  after: string,
-  limit: number,
-): Promise<string[]> {
-  const sequelize = await database();
-  const rows = await sequelize.query<{ id: string }>(
-    `SELECT sm.contact_id AS id FROM segment_members sm JOIN contacts c ON c.id = sm.contact_id
-      WHERE sm.segment_id = $1 AND c.workspace_id = $2 AND sm.contact_id > $3
-      ORDER BY sm.contact_id LIMIT $4`,
-    { bind: [segmentId, workspaceId, after, limit], type: QueryTypes.SELECT },
-  );
-  return rows.map((r) => r.id);
-}
-
-/** Which of `segmentIds` (of the workspace) the contact is a member of now. */
-export async function memberOf(
-  workspaceId: string,
-  contactId: string,
-  segmentIds: string[],
-): Promise<string[]> {
-  const sequelize = await database();
-  const rows = await sequelize.query<{ id: string }>(
-    `SELECT s.id FROM segments s JOIN segment_members sm ON sm.segment_id = s.id
-      WHERE s.workspace_id = $1 AND sm.contact_id = $2 AND s.id = ANY($3::text[])`,
-    { bind: [workspaceId, contactId, segmentIds], type: QueryTypes.SELECT },
-  );
-  return rows.map((r) => r.id);
-}
-
-/** Those of `contactIds` (of the workspace) a checked filter matches now. */
-export async function contactsMatching(
-  workspaceId: string,
-  contactIds: string[],
-  filter: FilterGroup,
-): Promise<string[]> {
-  const sequelize = await database();
-  const binds = new Binds([workspaceId, contactIds]);
-  const predicate = compileFilter(filter, binds, { mode: "row", workspaceParam: "$1" });
-  const rows = await sequelize.query<{ id: string }>(
-    `SELECT c.id FROM contacts c WHERE c.workspace_id = $1 AND c.id = ANY($2::text[]) AND ${predicate}`,
-    { bind: binds.values, type: QueryTypes.SELECT },
-  );
-  return rows.map((r) => r.id);
-}
-
-/** Whether one event of the workspace meets checked conditions on its fields; false for an unknown event. */
-export async function eventMatches(
-  workspaceId: string,
-  eventId: string,
-  where: FieldCondition[],
-): Promise<boolean> {
-  const sequelize = await database();
-  const binds = new Binds([workspaceId, eventId]);
-  const predicate = where.length ? where.map((w) => compileField(w, binds, "event")).join(" AND ") : "true";
-  const [row] = await sequelize.query<{ matches: boolean }>(
-    `SELECT COALESCE(${predicate}, false) AS matches FROM events e WHERE e.workspace_id = $1 AND e.id = $2`,
-    { bind: binds.values, type: QueryTypes.SELECT },
-  );
-  return row?.matches ?? false;
-}
-
-/** Contacts in the workspace; over the sync limit, segment (re)computation runs as a job. */
-export async function contactCount(workspaceId: string): Promise<number> {
-  const sequelize = await database();
-  const [{ n }] = await sequelize.query<{ n: string }>(
-    `SELECT count(*) AS n FROM contacts WHERE workspace_id = $1`,
-    {
-      bind: [workspaceId],
-      type: QueryTypes.SELECT,
-    },
-  );
-  return Number(n);
 }
 
 export interface SegmentInput {
@@ -328,218 +234,6 @@ export async function deleteSegment(workspaceId: string, id: string): Promise<bo
   return deleted.length > 0;
 }
 
-export interface MemberSummary {
-  id: string;
-  email: string | null;
-  firstName: string | null;
-  lastName: string | null;
-  enteredAt: Date;
-}
-
-export async function listMembers(
-  workspaceId: string,
-  segmentId: string,
-  page: PageRequest,
-): Promise<Page<MemberSummary>> {
-  const sequelize = await database();
-  const rows = await sequelize.query<{
-    id: string;
-    email: string;
-    first_name: string;
-    last_name: string;
-    entered_at: Date;
-  }>(
-    `SELECT c.id, c.email, c.first_name, c.last_name, sm.entered_at
-       FROM segment_members sm JOIN contacts c ON c.id = sm.contact_id
-      WHERE sm.segment_id = $1 AND c.workspace_id = $2
-      ORDER BY sm.entered_at DESC, sm.contact_id DESC LIMIT $3 OFFSET $4`,
-    { bind: [segmentId, workspaceId, page.limit, page.offset], type: QueryTypes.SELECT },
-  );
-  const [{ n }] = await sequelize.query<{ n: string }>(
-    `SELECT count(*) AS n FROM segment_members WHERE segment_id = $1`,
-    {
-      bind: [segmentId],
-      type: QueryTypes.SELECT,
-    },
-  );
-  return pageOf(
-    rows.map((r) => ({
-      id: r.id,
-      email: r.email,
-      firstName: r.first_name,
-      lastName: r.last_name,
-      enteredAt: r.entered_at,
-    })),
-    Number(n),
-    page,
-  );
-}
-
-/** Every id must be a contact of this workspace; 400 naming the bad entries otherwise. */
-export async function assertContacts(workspaceId: string, contactIds: string[]): Promise<void> {
-  const sequelize = await database();
-  const found = await sequelize.query<{ id: string }>(
-    `SELECT id FROM contacts WHERE workspace_id = $1 AND id = ANY($2::text[])`,
-    { bind: [workspaceId, [...new Set(contactIds)]], type: QueryTypes.SELECT },
-  );
-  const known = new Set(found.map((r) => r.id));
-  const unknown = contactIds.map((id, i) => ({ id, i })).filter((x) => !known.has(x.id));
-  if (unknown.length) {
-    const details = unknown
-      .slice(0, 20)
-      .map((u) => ({ field: `contactIds[${u.i}]`, message: "no such contact in this workspace" }));
-    throw validationError(`${details[0].field} ${details[0].message}`, details);
-  }
-}
-
-/** A static segment's explicit members: add contacts (all must exist in this workspace). Answers how many were new. */
-export async function addStaticMembers(
-  workspaceId: string,
-  segmentId: string,
-  contactIds: string[],
-): Promise<number> {
-  await assertContacts(workspaceId, contactIds);
-  const sequelize = await database();
-  const inserted = await sequelize.query(
-    `INSERT INTO segment_members (segment_id, contact_id, entered_at) SELECT $1, id, now() FROM unnest($2::text[]) AS id
-     ON CONFLICT DO NOTHING RETURNING contact_id`,
-    { bind: [segmentId, [...new Set(contactIds)]], type: QueryTypes.SELECT },
-  );
-  return inserted.length;
-}
-
-/** The segment is one of the workspace's (the caller found it); answers how many were members. */
-export async function removeStaticMembers(segmentId: string, contactIds: string[]): Promise<number> {
-  const sequelize = await database();
-  const removed = await sequelize.query(
-    `DELETE FROM segment_members WHERE segment_id = $1 AND contact_id = ANY($2::text[]) RETURNING contact_id`,
-    { bind: [segmentId, [...new Set(contactIds)]], type: QueryTypes.SELECT },
-  );
-  return removed.length;
-}
-
-export interface GrowthPoint {
-  date: string;
-  memberCount: number;
-  entered: number;
-  exited: number;
-}
-
-/**
- * Daily series from the membership log (complete from the segment's
- * creation, so the running sum is the member count at the end of each day).
- * Days are UTC.
- */
-export async function growth(
-  segment: SegmentView,
-  range: { from: Date; to: Date },
-): Promise<{ segmentId: string; memberCount: number | null; series: GrowthPoint[] }> {
-  const segmentId = segment.id;
-  const sequelize = await database();
-  const rows = await sequelize.query<{ day: string; entered: string; exited: string; member_count: string }>(
-    `WITH days AS (
-       SELECT d::date AS day FROM generate_series(($2::timestamptz AT TIME ZONE 'UTC')::date,
-                                                  ($3::timestamptz AT TIME ZONE 'UTC')::date, interval '1 day') AS d
-     ),
-     daily AS (
-       SELECT (created_at AT TIME ZONE 'UTC')::date AS day,
-              count(*) FILTER (WHERE change = 'entered') AS entered,
-              count(*) FILTER (WHERE change = 'exited') AS exited
-         FROM segment_membership_log WHERE segment_id = $1 GROUP BY 1
-     ),
-     before AS (
-       SELECT COALESCE(sum(CASE change WHEN 'entered' THEN 1 ELSE -1 END), 0) AS n
-         FROM segment_membership_log WHERE segment_id = $1 AND (created_at AT TIME ZONE 'UTC')::date < (SELECT min(day) FROM days)
-     )
-     SELECT to_char(days.day, 'YYYY-MM-DD') AS day, COALESCE(daily.entered, 0) AS entered, COALESCE(daily.exited, 0) AS exited,
-            (SELECT n FROM before) + sum(COALESCE(daily.entered, 0) - COALESCE(daily.exited, 0)) OVER (ORDER BY days.day) AS member_count
-       FROM days LEFT JOIN daily ON daily.day = days.day ORDER BY days.day`,
-    { bind: [segmentId, range.from.toISOString(), range.to.toISOString()], type: QueryTypes.SELECT },
-  );
-  return {
-    segmentId,
-    memberCount: segment.memberCount,
-    series: rows.map((r) => ({
-      date: r.day,
-      memberCount: Number(r.member_count),
-      entered: Number(r.entered),
-      exited: Number(r.exited),
-    })),
-  };
-}
-
-/** Public contact fields (contract "Contacts") for preview samples. */
-export interface ContactSample {
-  id: string;
-  email: string | null;
-  phone: string | null;
-  firstName: string | null;
-  lastName: string | null;
-  externalId: string | null;
-  tags: string[];
-  attributes: Record<string, unknown>;
-  stage: string | null;
-  score: number;
-  createdAt: Date;
-  updatedAt: Date;
-}
-
-const SAMPLE_SIZE = 10;
-
-/** Count and first matches of an unsaved filter, bounded by a statement timeout. Saves nothing. */
-export async function preview(
-  workspaceId: string,
-  filter: FilterGroup,
-): Promise<{ count: number; sample: ContactSample[] }> {
-  const sequelize = await database();
-  const timeout = Math.max(1, config().segmentPreviewTimeoutMs);
-  try {
-    return await sequelize.transaction(async (transaction) => {
-      await sequelize.query(`SET TRANSACTION READ ONLY`, { transaction });
-      await sequelize.query(`SET LOCAL statement_timeout = ${Number(timeout)}`, { transaction });
-      await sequelize.query(`SET LOCAL work_mem = '256MB'`, { transaction });
-      const binds = new Binds([workspaceId]);
-      const predicate = compileFilter(filter, binds, { mode: "set", workspaceParam: "$1" });
-      const [{ n }] = await sequelize.query<{ n: string }>(
-        `SELECT count(*) AS n FROM contacts c WHERE c.workspace_id = $1 AND ${predicate}`,
-        { bind: binds.values, type: QueryTypes.SELECT, transaction },
-      );
-      const rows = await sequelize.query<Record<string, unknown>>(
-        `SELECT c.id, c.email, c.phone, c.first_name, c.last_name, c.external_id, c.tags, c.attributes, c.stage, c.score,
-                c.created_at, c.updated_at
-           FROM contacts c WHERE c.workspace_id = $1 AND ${predicate}
-          ORDER BY c.created_at DESC, c.id DESC LIMIT ${SAMPLE_SIZE}`,
-        { bind: binds.values, type: QueryTypes.SELECT, transaction },
-      );
-      return {
-        count: Number(n),
-        sample: rows.map((r) => ({
-          id: r.id as string,
-          email: r.email as string | null,
-          phone: r.phone as string | null,
-          firstName: r.first_name as string | null,
-          lastName: r.last_name as string | null,
-          externalId: r.external_id as string | null,
-          tags: r.tags as string[],
-          attributes: r.attributes as Record<string, unknown>,
-          stage: r.stage as string | null,
-          score: r.score as number,
-          createdAt: r.created_at as Date,
-          updatedAt: r.updated_at as Date,
-        })),
-      };
-    });
-  } catch (err) {
-    const code = (err as { original?: { code?: string }; parent?: { code?: string } }).original?.code;
-    if (code === "57014") {
-      throw queryTooExpensive(
-        `The preview took longer than ${timeout} ms; narrow the filter or save it and recompute as a job`,
-      );
-    }
-    throw err;
-  }
-}
-
 export const newSegmentId = newId;
 
 /** How many segments' filters use this one (they follow its changes). */
@@ -550,17 +244,4 @@ export async function dependentCount(workspaceId: string, segmentId: string): Pr
     { bind: [workspaceId, segmentId], type: QueryTypes.SELECT },
   );
   return Number(n);
-}
-
-/** The type of a recorded event, or undefined. */
-export async function eventTypeOf(workspaceId: string, eventId: string): Promise<string | undefined> {
-  const sequelize = await database();
-  const [row] = await sequelize.query<{ type: string }>(
-    `SELECT type FROM events WHERE workspace_id = $1 AND id = $2`,
-    {
-      bind: [workspaceId, eventId],
-      type: QueryTypes.SELECT,
-    },
-  );
-  return row?.type;
 }

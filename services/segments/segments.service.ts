@@ -1,3 +1,4 @@
+import { requires } from "../../lib/access";
 import type { Context } from "moleculer";
 import { actingUserId } from "../../lib/audit";
 import { defineAction, defineService, type ServiceThis } from "../../lib/define-service";
@@ -18,7 +19,13 @@ import {
 } from "./membership";
 import { memberActions } from "./members.actions";
 import * as repo from "./segments.repo";
+import * as membersRepo from "./members.repo";
+import * as matchingRepo from "./matching.repo";
 import { results, schemas } from "./segments.schemas";
+
+const remove = requires("segments.delete");
+const read = requires("segments.read");
+const write = requires("segments.write");
 
 /** Broker event with every entry and exit, for campaign triggers "entered/exited segment". */
 export const MEMBERSHIP_CHANGED_EVENT = "segments.membership.changed";
@@ -57,9 +64,8 @@ export default defineService<SegmentsService>({
     /** Segments of the workspace, newest first (paginated). segments.read. */
     list: defineAction({
       rest: `GET ${WS}`,
-      auth: "any",
+      ...read,
       openapi: { tags, summary: "List segments" },
-      permission: "segments.read",
       params: schemas.list,
       result: results.list,
       handler: (ctx) => repo.listSegments(workspaceOf(ctx), pageRequest(ctx.params), ctx.params.type),
@@ -72,9 +78,8 @@ export default defineService<SegmentsService>({
      */
     create: defineAction({
       rest: `POST ${WS}`,
-      auth: "any",
+      ...write,
       openapi: { tags, summary: "Create a segment (dynamic: membership computed before the answer)" },
-      permission: "segments.write",
       params: schemas.create,
       status: 201,
       result: results.segment,
@@ -85,9 +90,9 @@ export default defineService<SegmentsService>({
         const id = repo.newSegmentId();
         if (type === "static") {
           if (filter !== undefined) throw fieldError("filter", "applies only to dynamic segments");
-          if (contactIds) await repo.assertContacts(ws, contactIds);
+          if (contactIds) await membersRepo.assertContacts(ws, contactIds);
           await repo.insertSegment(ws, id, { name, description, type }, null, false);
-          if (contactIds) await repo.addStaticMembers(ws, id, contactIds);
+          if (contactIds) await membersRepo.addStaticMembers(ws, id, contactIds);
           return found(await repo.getSegment(ws, id), "Segment");
         }
         if (filter === undefined) throw fieldError("filter", "is required for a dynamic segment");
@@ -101,24 +106,22 @@ export default defineService<SegmentsService>({
     /** Count and first matches of an unsaved filter, within SEGMENT_PREVIEW_TIMEOUT_MS (else 400 QUERY_TOO_EXPENSIVE). segments.read. */
     preview: defineAction({
       rest: `POST ${WS}/preview`,
-      auth: "any",
+      ...read,
       openapi: { tags, summary: "Count and sample of an unsaved filter (time-bounded)" },
-      permission: "segments.read",
       params: schemas.preview,
       result: results.preview,
       async handler(ctx) {
         const ws = workspaceOf(ctx);
         await repo.checkFilter(ws, ctx.params.filter, "\u0000preview");
-        return repo.preview(ws, ctx.params.filter);
+        return matchingRepo.preview(ws, ctx.params.filter);
       },
     }),
 
     /** One segment with its member count. segments.read. */
     get: defineAction({
       rest: `GET ${WS}/:segmentId`,
-      auth: "any",
+      ...read,
       openapi: { tags, summary: "Get a segment with its member count" },
-      permission: "segments.read",
       params: schemas.get,
       result: results.segment,
       handler: async (ctx) => found(await repo.getSegment(workspaceOf(ctx), ctx.params.segmentId), "Segment"),
@@ -127,9 +130,8 @@ export default defineService<SegmentsService>({
     /** Rename, describe or change the filter (membership recomputed before the answer). segments.write. */
     update: defineAction({
       rest: `PATCH ${WS}/:segmentId`,
-      auth: "any",
+      ...write,
       openapi: { tags, summary: "Update a segment (a new filter recomputes membership)" },
-      permission: "segments.write",
       params: schemas.update,
       result: results.segment,
       alsoAnswers: { 202: results.computing },
@@ -152,9 +154,8 @@ export default defineService<SegmentsService>({
     /** Delete a segment (409 while another segment's filter uses it). segments.delete. */
     remove: defineAction({
       rest: `DELETE ${WS}/:segmentId`,
-      auth: "any",
+      ...remove,
       openapi: { tags, summary: "Delete a segment" },
-      permission: "segments.delete",
       params: schemas.get,
       result: results.success,
       async handler(ctx) {
@@ -166,9 +167,8 @@ export default defineService<SegmentsService>({
     /** Recompute a dynamic segment as a job; its result is `{added, removed, memberCount}`. segments.write. */
     recompute: defineAction({
       rest: `POST ${WS}/:segmentId`,
-      auth: "any",
+      ...write,
       openapi: { tags, summary: "Recompute a dynamic segment as a job" },
-      permission: "segments.write",
       params: schemas.get,
       status: 202,
       result: results.job,
@@ -185,9 +185,8 @@ export default defineService<SegmentsService>({
     /** Daily member count, entries and exits (UTC days; default the last 30). segments.read. */
     growth: defineAction({
       rest: `GET ${WS}/:segmentId/growth`,
-      auth: "any",
+      ...read,
       openapi: { tags, summary: "Daily member count, entries and exits" },
-      permission: "segments.read",
       params: schemas.growth,
       result: results.growth,
       async handler(ctx) {
@@ -199,7 +198,7 @@ export default defineService<SegmentsService>({
         if (to.getTime() - from.getTime() > 366 * DAY_MS)
           throw fieldError("from", "the range may span at most 366 days");
         const segment = found(await repo.getSegment(workspaceOf(ctx), ctx.params.segmentId), "Segment");
-        return repo.growth(segment, { from, to });
+        return membersRepo.growth(segment, { from, to });
       },
     }),
 
@@ -219,7 +218,7 @@ export default defineService<SegmentsService>({
         else if (eventId)
           trigger = {
             kind: "event",
-            eventType: ctx.params.eventType ?? (await repo.eventTypeOf(ws, eventId)),
+            eventType: ctx.params.eventType ?? (await matchingRepo.eventTypeOf(ws, eventId)),
           };
         const result = await evaluateContacts(ws, [contactId], trigger, eventId, ctx.meta.configVersions);
         this.announce(ws, result, eventId);

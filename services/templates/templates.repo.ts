@@ -1,6 +1,6 @@
 import { QueryTypes, type Transaction } from "sequelize";
 import { Binds, database, likeEscape, uniqueViolation } from "../../lib/database";
-import { pageOf, type Page, type PageRequest } from "../../lib/pagination";
+import { selectPage, type Page, type PageRequest } from "../../lib/pagination";
 import type { Channel } from "../../lib/channels";
 import type { Content, Variant } from "./render";
 import type { TemplateView, TranslationView } from "./templates.schemas";
@@ -47,24 +47,22 @@ export async function listTemplates(
   page: PageRequest,
   filter: { channel?: string; tag?: string; search?: string },
 ): Promise<Page<TemplateView>> {
-  const sequelize = await database();
   const binds = new Binds([workspaceId]);
   const where = ["t.workspace_id = $1"];
   if (filter.channel) where.push(`t.channel = ${binds.p(filter.channel)}`);
   if (filter.tag) where.push(`${binds.p(filter.tag)} = ANY (t.tags)`);
   if (filter.search) where.push(`t.name ILIKE ${binds.p(`%${likeEscape(filter.search)}%`)}`);
   const clause = where.join(" AND ");
-  const [rows, [{ n }]] = await Promise.all([
-    sequelize.query<TemplateRow>(
-      `${SELECT_TEMPLATE} WHERE ${clause} ORDER BY t.created_at DESC, t.id DESC LIMIT ${page.limit} OFFSET ${page.offset}`,
-      { bind: binds.values, type: QueryTypes.SELECT },
-    ),
-    sequelize.query<{ n: string }>(`SELECT count(*) AS n FROM templates t WHERE ${clause}`, {
-      bind: binds.values,
-      type: QueryTypes.SELECT,
-    }),
-  ]);
-  return pageOf(rows.map(view), Number(n), page);
+  return selectPage(
+    {
+      select: `${SELECT_TEMPLATE} WHERE ${clause}`,
+      orderBy: "t.created_at DESC, t.id DESC",
+      countFrom: `FROM templates t WHERE ${clause}`,
+    },
+    binds.values,
+    page,
+    view,
+  );
 }
 
 export async function getTemplate(

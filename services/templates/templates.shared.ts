@@ -1,3 +1,4 @@
+import { requires } from "../../lib/access";
 import { found } from "../../lib/errors";
 import type { AppContext } from "../../lib/moleculer-types";
 import { isServiceAvailable } from "../../lib/registry";
@@ -12,9 +13,9 @@ import * as repo from "./templates.repo";
 export const WS = "/workspaces/:workspaceId/templates";
 export const tags = ["Templates"];
 export const ACCESS = {
-  read: { auth: "any", permission: "templates.read" },
-  write: { auth: "any", permission: "templates.write" },
-  remove: { auth: "any", permission: "templates.delete" },
+  read: requires("templates.read"),
+  write: requires("templates.write"),
+  remove: requires("templates.delete"),
 } as const;
 
 interface WorkspaceInfo {

@@ -2,7 +2,7 @@ import http from "node:http";
 import https from "node:https";
 import type { LookupFunction } from "node:net";
 import type { LoggerInstance, MetricRegistry } from "moleculer";
-import * as repo from "./webhooks.repo";
+import * as deliveriesRepo from "./deliveries.repo";
 import { stepPoller } from "../../lib/periodic-steps";
 import { open } from "../../lib/secret-box";
 import type { Poller } from "../../lib/worker";
@@ -161,10 +161,10 @@ export class Sender {
 /** One attempt for a claimed delivery: sign, send, and say what to record. */
 export async function attempt(
   sender: Sender,
-  row: repo.ClaimedDelivery,
+  row: deliveriesRepo.ClaimedDelivery,
   retryDelaysMs: number[],
   options: { scheduleRetries: boolean },
-): Promise<{ result: repo.AttemptResult; aborted: boolean }> {
+): Promise<{ result: deliveriesRepo.AttemptResult; aborted: boolean }> {
   const attemptNo = row.attempt + 1;
   const base = { id: row.id, token: row.claim_token, attempt: attemptNo };
   const fail = (error: string) => ({
@@ -258,7 +258,7 @@ export class Dispatcher {
   private inFlight = 0;
   /** Sends still in flight after `fastMs`: their slots went back. */
   private lapsed = 0;
-  private queue: repo.ClaimedDelivery[] = [];
+  private queue: deliveriesRepo.ClaimedDelivery[] = [];
   private readonly load = new Map<string, EndpointLoad>();
   /** Endpoints whose last answered attempt failed. */
   private readonly failing = new Map<string, Failing>();
@@ -267,7 +267,7 @@ export class Dispatcher {
   /** The longest such wait: the longest retry delay. */
   private readonly maxProbeGapMs: number;
   private claiming: Promise<unknown> = Promise.resolve();
-  private pending: repo.AttemptResult[] = [];
+  private pending: deliveriesRepo.AttemptResult[] = [];
   private flushing: Promise<void> | null = null;
   private readonly timers = new Set<NodeJS.Timeout>();
   /** The claim loop: woken by new rows, finished sends and retry times, and every WEBHOOK_POLL_MS for the rest. */
@@ -317,15 +317,15 @@ export class Dispatcher {
     await Promise.all(
       rows.map(async (row) => {
         this.started(row);
-        let outcome: repo.AttemptResult | undefined;
+        let outcome: deliveriesRepo.AttemptResult | undefined;
         try {
           const { result, aborted } = await attempt(this.sender, row, this.opts.retryDelaysMs, {
             scheduleRetries: true,
           });
-          if (aborted) return await repo.releaseClaims([{ id: row.id, token: row.claim_token }]);
+          if (aborted) return await deliveriesRepo.releaseClaims([{ id: row.id, token: row.claim_token }]);
           outcome = result;
           sent += 1;
-          await repo.recordAttempts([result]);
+          await deliveriesRepo.recordAttempts([result]);
         } finally {
           this.finished(row, outcome);
         }
@@ -372,7 +372,7 @@ export class Dispatcher {
     if (this.failing.size === 0) return;
     const ids = [...this.failing.keys()];
     try {
-      const keep = new Set(await repo.endpointsWithQueue(ids));
+      const keep = new Set(await deliveriesRepo.endpointsWithQueue(ids));
       for (const id of ids) if (!keep.has(id)) this.failing.delete(id);
     } catch (err) {
       this.opts.logger.warn(
@@ -435,12 +435,12 @@ export class Dispatcher {
    * per batch (slow start). Claims run one at a time (the claim loop, a cron pass),
    * so each sees what the last one took.
    */
-  private claim(limit: number, batches: number): Promise<repo.ClaimedDelivery[]> {
+  private claim(limit: number, batches: number): Promise<deliveriesRepo.ClaimedDelivery[]> {
     const claimed = this.claiming.then(async () => {
       const room: Record<string, number> = {};
       for (const id of new Set([...this.load.keys(), ...this.failing.keys()]))
         room[id] = this.claimRoom(id, batches);
-      const rows = await repo.claimDue(this.opts.nodeId, limit, this.opts.leaseMs, {
+      const rows = await deliveriesRepo.claimDue(this.opts.nodeId, limit, this.opts.leaseMs, {
         perEndpoint: batches,
         room,
       });
@@ -460,7 +460,7 @@ export class Dispatcher {
     return claimed;
   }
 
-  private started(row: repo.ClaimedDelivery): void {
+  private started(row: deliveriesRepo.ClaimedDelivery): void {
     const load = this.load.get(row.endpoint_id)!;
     load.queued -= 1;
     load.sends.set(row.id, performance.now());
@@ -473,7 +473,7 @@ export class Dispatcher {
    * starts failing gives its queued rows back: behind one probe at a time
    * they could wait past their lease.
    */
-  private finished(row: repo.ClaimedDelivery, outcome?: repo.AttemptResult): void {
+  private finished(row: deliveriesRepo.ClaimedDelivery, outcome?: deliveriesRepo.AttemptResult): void {
     const load = this.load.get(row.endpoint_id);
     if (load) load.sends.delete(row.id);
     if (outcome && outcome.durationMs !== null) {
@@ -504,12 +504,12 @@ export class Dispatcher {
   }
 
   /** Take matching rows out of the queue and release their claims (nothing recorded, another claim sends them). */
-  private async giveBack(which: (row: repo.ClaimedDelivery) => boolean): Promise<void> {
+  private async giveBack(which: (row: deliveriesRepo.ClaimedDelivery) => boolean): Promise<void> {
     const back = this.queue.filter(which);
     if (back.length === 0) return;
     this.queue = this.queue.filter((row) => !which(row));
     for (const row of back) this.load.get(row.endpoint_id)!.queued -= 1;
-    await repo
+    await deliveriesRepo
       .releaseClaims(back.map((r) => ({ id: r.id, token: r.claim_token })))
       .catch((err: Error) =>
         this.opts.logger.warn(`webhook dispatcher: giving back ${back.length} claims failed: ${err.message}`),
@@ -524,7 +524,7 @@ export class Dispatcher {
     if (want < this.opts.concurrency || this.stopped) return false;
     const rows = await this.claim(want, 2);
     if (this.stopped) {
-      await repo.releaseClaims(rows.map((r) => ({ id: r.id, token: r.claim_token })));
+      await deliveriesRepo.releaseClaims(rows.map((r) => ({ id: r.id, token: r.claim_token })));
       return false;
     }
     this.queue.push(...rows);
@@ -562,7 +562,7 @@ export class Dispatcher {
     }
   }
 
-  private launch(row: repo.ClaimedDelivery): void {
+  private launch(row: deliveriesRepo.ClaimedDelivery): void {
     this.inFlight += 1;
     this.started(row);
     // Unanswered after `fastMs`, the send gives its slot back and waits on its socket alone; its endpoint's cap
@@ -575,11 +575,11 @@ export class Dispatcher {
       this.inFlight -= 1;
       this.drain();
     }, this.fastMs);
-    let outcome: repo.AttemptResult | undefined;
+    let outcome: deliveriesRepo.AttemptResult | undefined;
     const work = attempt(this.sender, row, this.opts.retryDelaysMs, { scheduleRetries: true })
       .then(async ({ result, aborted }) => {
         if (aborted) {
-          await repo.releaseClaims([{ id: row.id, token: row.claim_token }]).catch(() => undefined);
+          await deliveriesRepo.releaseClaims([{ id: row.id, token: row.claim_token }]).catch(() => undefined);
           return;
         }
         // The slot is free as soon as the answer is in; the result is written with the next grouped UPDATE.
@@ -614,7 +614,7 @@ export class Dispatcher {
         const batch = this.pending;
         this.pending = [];
         try {
-          await repo.recordAttempts(batch);
+          await deliveriesRepo.recordAttempts(batch);
           for (const r of batch) if (r.nextAttemptAt) this.wakeAt(r.nextAttemptAt);
         } catch (err) {
           // The claims stay until their lease ends, then the deliveries are attempted again.

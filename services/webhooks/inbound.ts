@@ -1,7 +1,8 @@
 import { sha256Hex } from "../../lib/crypto";
 import { fieldError, forbidden, invalidSignature, notFound, conflict } from "../../lib/errors";
 import type { AppContext } from "../../lib/moleculer-types";
-import * as repo from "./webhooks.repo";
+import * as repo from "./endpoints.repo";
+import * as inboundRepo from "./inbound.repo";
 import type { InboundParams } from "./webhooks.schemas";
 import { open } from "../../lib/secret-box";
 import { systemCall } from "../../lib/system-call";
@@ -46,7 +47,7 @@ export async function receiveInbound(
       );
     }
     digest = sha256Hex(`${signature!.trim().toLowerCase()}.${raw}`);
-    if (!(await repo.acceptOnce(endpoint.id, digest, REPLAY_WINDOW_SECONDS))) {
+    if (!(await inboundRepo.acceptOnce(endpoint.id, digest, REPLAY_WINDOW_SECONDS))) {
       throw conflict("This signed body was already received in the last 7 days (replay)");
     }
   }
@@ -62,7 +63,7 @@ export async function receiveInbound(
     });
     const { type, email, contactId: givenContactId, firstName, lastName, phone, metadata } = params;
     const payload = { type, email, contactId: givenContactId, firstName, lastName, phone, metadata };
-    const deliveryId = await repo.insertInboundDelivery(
+    const deliveryId = await inboundRepo.insertInboundDelivery(
       workspaceId,
       endpoint.id,
       params.type,
@@ -72,7 +73,7 @@ export async function receiveInbound(
     return { received: true, deliveryId };
   } catch (err) {
     // A request that failed may be sent again with the same signature.
-    if (digest) await repo.forgetReplay(endpoint.id, digest).catch(() => undefined);
+    if (digest) await inboundRepo.forgetReplay(endpoint.id, digest).catch(() => undefined);
     throw err;
   }
 }

@@ -14,7 +14,9 @@ import { receiveInbound, REPLAY_WINDOW_SECONDS } from "./inbound";
 import { seal } from "../../lib/secret-box";
 import { newSecret } from "./signature";
 import { guardEnabled, resolveTarget, TargetRefused } from "./url-guard";
-import * as repo from "./webhooks.repo";
+import * as repo from "./endpoints.repo";
+import * as deliveriesRepo from "./deliveries.repo";
+import * as inboundRepo from "./inbound.repo";
 import { DeliverySchema, EndpointSchema, results, schemas, SuccessSchema } from "./webhooks.schemas";
 
 /** An OUTBOUND url must be http(s) and, in production, not a private target (400 otherwise). */
@@ -142,7 +144,11 @@ export default defineService<WebhooksService>({
       openapi: { tags: ["Webhooks"], summary: "List webhook deliveries" },
       handler(ctx) {
         const { endpointId, success, event } = ctx.params;
-        return repo.listDeliveries(workspaceOf(ctx), { endpointId, success, event }, pageRequest(ctx.params));
+        return deliveriesRepo.listDeliveries(
+          workspaceOf(ctx),
+          { endpointId, success, event },
+          pageRequest(ctx.params),
+        );
       },
     }),
 
@@ -156,9 +162,12 @@ export default defineService<WebhooksService>({
       openapi: { tags: ["Webhooks"], summary: "Retry an outbound delivery now" },
       async handler(this: WebhooksService, ctx) {
         const workspaceId = workspaceOf(ctx);
-        const delivery = found(await repo.findDelivery(workspaceId, ctx.params.deliveryId), "Delivery");
+        const delivery = found(
+          await deliveriesRepo.findDelivery(workspaceId, ctx.params.deliveryId),
+          "Delivery",
+        );
         if (delivery.direction !== "OUTBOUND") throw notRetryable("Only OUTBOUND deliveries can be retried");
-        const claimed = await repo.claimOne(
+        const claimed = await deliveriesRepo.claimOne(
           workspaceId,
           delivery.id,
           this.broker.nodeID,
@@ -168,14 +177,16 @@ export default defineService<WebhooksService>({
         const { result } = await attempt(this.dispatcher.sender, claimed, config().webhookRetryDelaysMs, {
           scheduleRetries: false,
         });
-        await repo.recordAttempts([result]);
+        await deliveriesRepo.recordAttempts([result]);
         await audit(
           ctx,
           "webhook.delivery.retried",
           { type: "webhook_delivery", id: delivery.id },
           { attempt: result.attempt },
         );
-        return repo.toDelivery(found(await repo.findDelivery(workspaceId, delivery.id), "Delivery"));
+        return deliveriesRepo.toDelivery(
+          found(await deliveriesRepo.findDelivery(workspaceId, delivery.id), "Delivery"),
+        );
       },
     }),
 
@@ -206,7 +217,7 @@ export default defineService<WebhooksService>({
     /** Internal (timer, cron tick): forget inbound signatures older than the replay window; answers how many. */
     pruneReplays: defineAction({
       result: Type.Integer(),
-      handler: () => repo.pruneReplays(REPLAY_WINDOW_SECONDS),
+      handler: () => inboundRepo.pruneReplays(REPLAY_WINDOW_SECONDS),
     }),
   },
 
@@ -215,10 +226,10 @@ export default defineService<WebhooksService>({
     [DOMAIN_EVENTS_CHANNEL]: {
       group: "webhooks",
       context: false,
-      // Facts handled together share fan-out statements (repo.fanOut batches them), so a wide window pays.
+      // Facts handled together share fan-out statements (deliveriesRepo.fanOut batches them), so a wide window pays.
       maxInFlight: 100,
       async handler(payload: DomainEvent) {
-        if ((await repo.fanOut(payload)) > 0) this.dispatcher.wake();
+        if ((await deliveriesRepo.fanOut(payload)) > 0) this.dispatcher.wake();
       },
     },
   },

@@ -1,3 +1,4 @@
+import { requires } from "../../lib/access";
 import { Type } from "@sinclair/typebox";
 import { audit } from "../../lib/audit";
 import { defineAction, defineService, type ServiceThis } from "../../lib/define-service";
@@ -11,6 +12,10 @@ import type { Role } from "../../models";
 import { checkSettings } from "./settings";
 import * as repo from "./workspaces.repo";
 import { MemberSchema, RoleSchema, SuccessSchema, WorkspaceSchema, schemas } from "./workspaces.schemas";
+
+const membersManage = requires("members.manage");
+const settingsManage = requires("settings.manage");
+const sessionSettingsManage = requires("settings.manage", { auth: "session" });
 
 const MEMBERSHIP_CACHE_EVENT = "workspaces.membership.changed";
 
@@ -71,8 +76,7 @@ export default defineService<WorkspacesService>({
     update: defineAction({
       rest: "PATCH /workspaces/:workspaceId",
       openapi: { tags: ["Workspaces"], summary: "Update a workspace's name or settings" },
-      auth: "any",
-      permission: "settings.manage",
+      ...settingsManage,
       params: schemas.update,
       result: WorkspaceSchema,
       async handler(ctx) {
@@ -123,8 +127,7 @@ export default defineService<WorkspacesService>({
     addMember: defineAction({
       rest: "POST /workspaces/:workspaceId/members",
       openapi: { tags: ["Members"], summary: "Add a member by email, with a role" },
-      auth: "any",
-      permission: "members.manage",
+      ...membersManage,
       params: schemas.addMember,
       status: 201,
       result: MemberSchema,
@@ -149,8 +152,7 @@ export default defineService<WorkspacesService>({
     updateMember: defineAction({
       rest: "PATCH /workspaces/:workspaceId/members/:memberId",
       openapi: { tags: ["Members"], summary: "Change a member's role" },
-      auth: "any",
-      permission: "members.manage",
+      ...membersManage,
       params: schemas.updateMember,
       result: MemberSchema,
       async handler(this: WorkspacesService, ctx) {
@@ -174,8 +176,7 @@ export default defineService<WorkspacesService>({
     removeMember: defineAction({
       rest: "DELETE /workspaces/:workspaceId/members/:memberId",
       openapi: { tags: ["Members"], summary: "Remove a member" },
-      auth: "any",
-      permission: "members.manage",
+      ...membersManage,
       params: schemas.removeMember,
       result: SuccessSchema,
       async handler(this: WorkspacesService, ctx) {
@@ -194,8 +195,7 @@ export default defineService<WorkspacesService>({
         tags: ["Audit log"],
         summary: "Audit log of the workspace (filters action, actorId, from, to)",
       },
-      auth: "session",
-      permission: "settings.manage",
+      ...sessionSettingsManage,
       params: schemas.auditLogs,
       result: schemas.auditLogsResult,
       handler(ctx) {

@@ -1,6 +1,9 @@
+import { readFileSync } from "node:fs";
+import path from "node:path";
 import {
   decideAccess,
   isAdminRole,
+  requires,
   roleHasPermission,
   ROLES,
   SCOPES,
@@ -10,6 +13,7 @@ import {
   type Principal,
 } from "../../lib/access";
 import type { Role } from "../../models";
+import { ROOT, sourceFiles } from "../helpers/source-files";
 
 const MANAGE = [
   "settings.manage",
@@ -192,5 +196,28 @@ describe("decideAccess", () => {
     expect(decideAccess(decl, key(["members.manage"]), { workspaceId: WS })).toEqual({ allow: true });
     expect(decideAccess(decl, key(["*"]), { workspaceId: WS })).toEqual({ allow: true });
     expect(decideAccess(decl, key(["contacts.read"]), { workspaceId: WS })).toMatchObject({ status: 403 });
+  });
+});
+
+describe("one access-declaration style", () => {
+  /**
+   * An action spreads a named declaration built by `requires` (lib/access.ts);
+   * a permission written as a key beside `rest`, or a declaration object
+   * written by hand, is the other style coming back.
+   */
+  test("no permission is written by hand outside lib/access.ts", () => {
+    const byHand = ["services", "mixins"]
+      .flatMap((dir) => sourceFiles(dir))
+      .filter((file) => /\bpermission: "/.test(readFileSync(path.join(ROOT, file), "utf8")));
+    expect(byHand).toEqual([]);
+  });
+
+  test("requires: the permission for a session or an API key, and what else it asks", () => {
+    expect(requires("contacts.read")).toEqual({ auth: "any", permission: "contacts.read" });
+    expect(requires("api_keys.manage", { auth: "session", role: "ADMIN" })).toEqual({
+      auth: "session",
+      role: "ADMIN",
+      permission: "api_keys.manage",
+    });
   });
 });

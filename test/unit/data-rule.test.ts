@@ -87,13 +87,13 @@ const CROSS_AREA: Record<string, string> = {
   "services/campaigns/broadcasts.repo.ts jobs": "a stalled broadcast is found by its job's state (lib/jobs)",
   "services/campaigns/segment-log.repo.ts segment_membership_log":
     "segment triggers enrol by the membership log, read in order by a cursor",
-  "services/campaigns/campaigns.repo.ts contacts":
+  "services/campaigns/enroll.repo.ts contacts":
     "enrolment inserts only contacts that exist, set-based, in its statement",
-  "services/campaigns/campaigns.repo.ts workspaces":
+  "services/campaigns/enroll.repo.ts workspaces":
     "send windows read each contact's time zone, else the workspace's",
-  "services/campaigns/campaigns.repo.ts messages": "an opened/clicked condition reads its message's state",
-  "services/campaigns/campaigns.repo.ts events": "a clicked-link condition reads the click event",
-  "services/campaigns/campaigns.repo.ts domain_event_outbox":
+  "services/campaigns/enrollments.repo.ts messages": "an opened/clicked condition reads its message's state",
+  "services/campaigns/enrollments.repo.ts events": "a clicked-link condition reads the click event",
+  "services/campaigns/enroll.repo.ts domain_event_outbox":
     "an enrolment's fact is staged in the enrolment's statement",
   "services/content/focus-items.repo.ts forms": "the public widget's cache version covers the forms it shows",
   "services/content/landing-pages.repo.ts workspaces": "a public page's address carries its workspace's slug",
@@ -130,7 +130,8 @@ const CROSS_AREA: Record<string, string> = {
   "services/crm/search.repo.ts campaigns": SEARCH,
   "services/crm/search.repo.ts templates": SEARCH,
   "services/crm/search.repo.ts forms": SEARCH,
-  "services/webhooks/webhooks.repo.ts events": "not the table: an endpoint's `events` column, bound as jsonb",
+  "services/webhooks/endpoints.repo.ts events":
+    "not the table: an endpoint's `events` column, bound as jsonb",
   "services/events/events.repo.ts contacts":
     "an event keeps its contact only when it is the workspace's, in the insert",
   "services/events/events.repo.ts domain_event_outbox": "an event's fact is staged in the insert's statement",
@@ -143,8 +144,10 @@ const CROSS_AREA: Record<string, string> = {
     "scoring owns the score column: decay claims contacts and moves scores in one transaction",
   "services/scoring/scoring.repo.ts events":
     "a rule saved later is applied to the workspace's past events, set-based",
-  "services/segments/segments.repo.ts contacts": "segment filters are compiled to SQL over contacts",
-  "services/segments/segments.repo.ts events": "segment filters on events are compiled to SQL over events",
+  "services/segments/matching.repo.ts contacts": "segment filters are compiled to SQL over contacts",
+  "services/segments/matching.repo.ts events": "segment filters on events are compiled to SQL over events",
+  "services/segments/members.repo.ts contacts":
+    "a segment's members page shows its contacts, and static members must be the workspace's contacts",
   "services/segments/membership.repo.ts contacts": "membership is computed set-based over contacts",
   "services/segments/filter-compiler.ts events": "segment filters on events are compiled to SQL over events",
   "services/segments/filter-schema.ts companies":

@@ -1,3 +1,6 @@
+import { readFileSync } from "node:fs";
+import path from "node:path";
+import { ROOT, sourceFiles } from "../helpers/source-files";
 import { pageOf, pageRequest, sortOrder } from "../../lib/pagination";
 
 describe("pageRequest", () => {
@@ -80,4 +83,18 @@ describe("sortOrder", () => {
       ]);
     },
   );
+});
+
+describe("one list-with-count query", () => {
+  // A page with its total is asked only through selectPage (lib/pagination.ts): no other file writes a page's
+  // OFFSET or a window count, so a listing cannot drift from the contract's envelope or its totals.
+  const HAND_PAGING = /\bOFFSET \$\{|\bOFFSET \$\d|count\(\*\) OVER \(\)/;
+
+  test("no file pages by hand", () => {
+    const byHand = ["services", "lib", "mixins"]
+      .flatMap((dir) => sourceFiles(dir))
+      .filter((file) => file !== "lib/pagination.ts")
+      .filter((file) => HAND_PAGING.test(readFileSync(path.join(ROOT, file), "utf8")));
+    expect(byHand).toEqual([]);
+  });
 });

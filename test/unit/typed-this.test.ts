@@ -1,4 +1,10 @@
-import { defineAction, defineMixin, defineService, type ServiceThis } from "../../lib/define-service";
+import {
+  defineAction,
+  defineMixin,
+  defineService,
+  type ServiceSettings,
+  type ServiceThis,
+} from "../../lib/define-service";
 import type { CampaignsService } from "../../services/campaigns/campaigns.service";
 import type { MessagesService } from "../../services/messages/messages.service";
 
@@ -8,10 +14,19 @@ import type { MessagesService } from "../../services/messages/messages.service";
  * it marks compiles, as any name did through Moleculer's own types.
  */
 
-type Counter = ServiceThis<{ count: number; wake(work: "all" | "steps"): void }>;
+type Counter = ServiceThis<
+  { count: number; wake(work: "all" | "steps"): void },
+  ServiceSettings & { step: number }
+>;
 
 const counter = defineService<Counter>({
   name: "counter",
+  settings: {
+    rest: "/",
+    step: 2,
+    // @ts-expect-error a setting the service's type does not declare
+    stpe: 3,
+  },
 
   actions: {
     bump: defineAction({
@@ -28,6 +43,8 @@ const counter = defineService<Counter>({
     read: defineAction({
       handler() {
         this.logger.debug("read");
+        // @ts-expect-error a service that declares no settings has Moleculer's and `rest` only
+        void this.settings.step;
         // @ts-expect-error an action that names no service type sees Moleculer's members only
         return this.count;
       },
@@ -36,7 +53,9 @@ const counter = defineService<Counter>({
 
   methods: {
     wake(work) {
-      if (work === "all") this.count += 1;
+      if (work === "all") this.count += this.settings.step;
+      // @ts-expect-error a misspelt setting (Moleculer's own settings type takes any name)
+      this.count += this.settings.stpe;
     },
     // @ts-expect-error a method the service's type does not declare
     rest() {},

@@ -1,3 +1,4 @@
+import { requires } from "../../../lib/access";
 import { audit } from "../../../lib/audit";
 import { defineAction, defineMixin } from "../../../lib/define-service";
 import { forbidden, found, notFound } from "../../../lib/errors";
@@ -25,7 +26,7 @@ import * as windowRepo from "./window.repo";
 
 const WS = "/workspaces/:workspaceId/providers/chatapp2";
 const tags = ["Providers"];
-const manage = { auth: "any", permission: "providers.manage" } as const;
+const manage = requires("providers.manage");
 
 /** The workspace's chatapp2 provider with its secrets opened (this process only); 404 when none. */
 async function openedProvider(workspaceId: string) {

@@ -5,7 +5,7 @@ import { startApp, type TestApp } from "../../helpers/app";
 import { startReceiver } from "../webhooks/receiver";
 import { finishedJob, ownerWithWorkspace } from "../../helpers/http";
 import { waitFor } from "../../helpers/wait";
-import { saveSteps, type EnrollmentRow } from "../../../services/campaigns/campaigns.repo";
+import { saveSteps, type EnrollmentRow } from "../../../services/campaigns/enrollments.repo";
 import { derivedMessageId } from "../../../services/campaigns/runner";
 
 /**

@@ -1,6 +1,6 @@
 import { QueryTypes } from "sequelize";
 import { database } from "../../../lib/database";
-import { saveSteps, type EnrollmentRow } from "../../../services/campaigns/campaigns.repo";
+import { saveSteps, type EnrollmentRow } from "../../../services/campaigns/enrollments.repo";
 import { startApp, type TestApp } from "../../helpers/app";
 import { ownerWithWorkspace } from "../../helpers/http";
 import { waitFor } from "../../helpers/wait";

@@ -1,6 +1,6 @@
 import { QueryTypes, type Transaction } from "sequelize";
 import { database } from "../../../lib/database";
-import { claimDue, type EndpointRoom } from "../../../services/webhooks/webhooks.repo";
+import { claimDue, type EndpointRoom } from "../../../services/webhooks/deliveries.repo";
 import { startApp, type TestApp } from "../../helpers/app";
 import { ownerWithWorkspace } from "../../helpers/http";
 

@@ -1,133 +1,13 @@
 import { QueryTypes, type Sequelize } from "sequelize";
 import { MicroBatcher } from "../../lib/batcher";
 import { newId } from "../../lib/crypto";
-import { Binds, database, queryPrepared } from "../../lib/database";
+import { Binds, database, queryPrepared, selectRows } from "../../lib/database";
 import type { DomainEvent } from "../../lib/domain-events";
-import { pageOf, type Page, type PageRequest } from "../../lib/pagination";
+import { selectPage, type Page, type PageRequest } from "../../lib/pagination";
 import { deliveryBody } from "./signature";
-import type { Delivery, Endpoint } from "./webhooks.schemas";
+import type { Delivery } from "./webhooks.schemas";
 
-const select = async <T extends object>(sql: string, bind: unknown[]): Promise<T[]> =>
-  (await database()).query<T>(sql, { type: QueryTypes.SELECT, bind });
-
-// ---------- endpoints ----------
-
-interface EndpointRow {
-  id: string;
-  workspace_id: string;
-  name: string | null;
-  url: string | null;
-  events: string[];
-  direction: "INBOUND" | "OUTBOUND";
-  active: boolean;
-  secret_sealed: string | null;
-  created_at: Date;
-  updated_at: Date;
-  deliveries?: string | number;
-}
-
-function toEndpoint(row: EndpointRow): Endpoint {
-  const endpoint: Endpoint = {
-    id: row.id,
-    name: row.name,
-    url: row.url,
-    events: row.events ?? [],
-    direction: row.direction,
-    active: row.active,
-    createdAt: new Date(row.created_at).toISOString(),
-    updatedAt: new Date(row.updated_at).toISOString(),
-  };
-  if (row.deliveries !== undefined) endpoint._count = { deliveries: Number(row.deliveries) };
-  return endpoint;
-}
-
-export async function listEndpoints(workspaceId: string): Promise<Endpoint[]> {
-  const rows = await select<EndpointRow>(
-    `SELECT e.*, (SELECT count(*) FROM webhook_deliveries d WHERE d.endpoint_id = e.id) AS deliveries
-       FROM webhook_endpoints e WHERE e.workspace_id = $1
-      ORDER BY e.created_at DESC, e.id DESC`,
-    [workspaceId],
-  );
-  return rows.map(toEndpoint);
-}
-
-export async function insertEndpoint(
-  workspaceId: string,
-  input: {
-    name: string | null;
-    url: string | null;
-    events: string[];
-    direction: string;
-    secretSealed: string;
-    createdBy: string | null;
-  },
-): Promise<Endpoint> {
-  const [row] = await select<EndpointRow>(
-    `INSERT INTO webhook_endpoints (id, workspace_id, name, url, events, direction, secret_sealed, created_by)
-     VALUES ($1, $2, $3, $4, CAST($5 AS jsonb), $6, $7, $8)
-     RETURNING *`,
-    [
-      newId(),
-      workspaceId,
-      input.name,
-      input.url,
-      JSON.stringify(input.events),
-      input.direction,
-      input.secretSealed,
-      input.createdBy,
-    ],
-  );
-  return toEndpoint(row);
-}
-
-export async function findEndpoint(workspaceId: string, id: string): Promise<EndpointRow | null> {
-  const [row] = await select<EndpointRow>(
-    `SELECT * FROM webhook_endpoints WHERE workspace_id = $1 AND id = $2`,
-    [workspaceId, id],
-  );
-  return row ?? null;
-}
-
-/** The inbound receiver looks an endpoint up by id alone (its workspace comes from the row). */
-export async function findEndpointById(id: string): Promise<EndpointRow | null> {
-  const [row] = await select<EndpointRow>(`SELECT * FROM webhook_endpoints WHERE id = $1`, [id]);
-  return row ?? null;
-}
-
-export async function updateEndpoint(
-  workspaceId: string,
-  id: string,
-  changes: { name?: string | null; url?: string; events?: string[]; active?: boolean },
-): Promise<Endpoint | null> {
-  const values: Record<string, unknown> = {
-    name: changes.name,
-    url: changes.url,
-    events: changes.events === undefined ? undefined : JSON.stringify(changes.events),
-    active: changes.active,
-  };
-  const binds = new Binds([workspaceId, id]);
-  const sets = Object.keys(values)
-    .filter((k) => values[k] !== undefined)
-    .map((k) => `${k} = ${binds.p(values[k], k === "events" ? "jsonb" : undefined)}`);
-  sets.push("updated_at = now()");
-  const [row] = await select<EndpointRow>(
-    `UPDATE webhook_endpoints e SET ${sets.join(", ")} WHERE workspace_id = $1 AND id = $2
-     RETURNING e.*, (SELECT count(*) FROM webhook_deliveries d WHERE d.endpoint_id = e.id) AS deliveries`,
-    binds.values,
-  );
-  return row ? toEndpoint(row) : null;
-}
-
-/** Deliveries go with it (ON DELETE CASCADE). */
-export async function deleteEndpoint(workspaceId: string, id: string): Promise<boolean> {
-  const rows = await select<{ id: string }>(
-    `DELETE FROM webhook_endpoints WHERE workspace_id = $1 AND id = $2 RETURNING id`,
-    [workspaceId, id],
-  );
-  return rows.length > 0;
-}
-
-// ---------- deliveries ----------
+/** Queries of outbound deliveries (`webhook_deliveries`): fan-out, the page, the lease-claimed queue and its attempts. */
 
 export interface DeliveryRow {
   id: string;
@@ -182,23 +62,20 @@ export async function listDeliveries(
   if (filter.endpointId) where.push(`endpoint_id = ${binds.p(filter.endpointId)}`);
   if (filter.success !== undefined) where.push(`success = ${binds.p(filter.success)}`);
   if (filter.event) where.push(`event = ${binds.p(filter.event)}`);
-  const filterValues = [...binds.values];
-  const [rows, [{ total }]] = await Promise.all([
-    select<DeliveryRow>(
-      `SELECT ${DELIVERY_COLUMNS} FROM webhook_deliveries WHERE ${where.join(" AND ")}
-        ORDER BY created_at DESC, id DESC LIMIT ${binds.p(page.limit)} OFFSET ${binds.p(page.offset)}`,
-      binds.values,
-    ),
-    select<{ total: string }>(
-      `SELECT count(*) AS total FROM webhook_deliveries WHERE ${where.join(" AND ")}`,
-      filterValues,
-    ),
-  ]);
-  return pageOf(rows.map(toDelivery), Number(total), page);
+  return selectPage(
+    {
+      select: `SELECT ${DELIVERY_COLUMNS} FROM webhook_deliveries WHERE ${where.join(" AND ")}`,
+      orderBy: "created_at DESC, id DESC",
+      countFrom: `FROM webhook_deliveries WHERE ${where.join(" AND ")}`,
+    },
+    binds.values,
+    page,
+    toDelivery,
+  );
 }
 
 export async function findDelivery(workspaceId: string, id: string): Promise<DeliveryRow | null> {
-  const [row] = await select<DeliveryRow>(
+  const [row] = await selectRows<DeliveryRow>(
     `SELECT ${DELIVERY_COLUMNS} FROM webhook_deliveries WHERE workspace_id = $1 AND id = $2`,
     [workspaceId, id],
   );
@@ -262,6 +139,7 @@ export interface EndpointRoom {
 
 /** Queued OUTBOUND deliveries: the rows of `webhook_deliveries_claim_age_idx` (endpoint, then age). */
 const QUEUED = `next_attempt_at IS NOT NULL AND direction = 'OUTBOUND'`;
+
 /** `$1`: each endpoint's room by id (jsonb), `$2`: the room of an endpoint not named. */
 const ROOM = `coalesce((CAST($1 AS jsonb) ->> endpoint_id)::int, $2::int)`;
 
@@ -286,7 +164,7 @@ export async function claimDue(
   // from them (a bound LIMIT is costed as a tenth of the rows, and a long backlog's claim gets JIT-compiled).
   const claimLimit = Math.trunc(limit);
   const maxRoom = Math.trunc(Math.min(limit, Math.max(caps.perEndpoint, ...Object.values(caps.room))));
-  return select<ClaimedDelivery>(
+  return selectRows<ClaimedDelivery>(
     `WITH RECURSIVE queued AS (
        -- The endpoints with queued rows, one index probe each (a loose scan of the claim index).
        (SELECT endpoint_id FROM webhook_deliveries WHERE ${QUEUED} ORDER BY endpoint_id LIMIT 1)
@@ -344,7 +222,7 @@ export async function claimOne(
   nodeId: string,
   leaseMs: number,
 ): Promise<ClaimedDelivery | null> {
-  const rows = await select<ClaimedDelivery>(
+  const rows = await selectRows<ClaimedDelivery>(
     `WITH u AS (
        UPDATE webhook_deliveries d
           SET claimed_until = now() + make_interval(secs => $3), claim_token = $4, claimed_by = $5
@@ -407,7 +285,7 @@ export async function recordAttempts(results: AttemptResult[], sequelize?: Seque
 /** Give claims back without recording an attempt (a stopping replica); another replica sends at once. */
 export async function releaseClaims(claims: Array<{ id: string; token: string }>): Promise<void> {
   if (claims.length === 0) return;
-  await select(
+  await selectRows(
     `UPDATE webhook_deliveries d SET claimed_until = NULL, claim_token = NULL
        FROM jsonb_to_recordset(CAST($1 AS jsonb)) AS r(id text, token text)
       WHERE d.id = r.id AND d.claim_token = r.token RETURNING d.id`,
@@ -418,7 +296,7 @@ export async function releaseClaims(claims: Array<{ id: string; token: string }>
 /** Of these endpoints, those still active with deliveries queued (due now or waiting for a retry). */
 export async function endpointsWithQueue(ids: string[]): Promise<string[]> {
   if (ids.length === 0) return [];
-  const rows = await select<{ id: string }>(
+  const rows = await selectRows<{ id: string }>(
     `SELECT e.id FROM webhook_endpoints e
       WHERE e.id = ANY($1::text[]) AND e.active
         AND EXISTS (SELECT 1 FROM webhook_deliveries d
@@ -426,59 +304,4 @@ export async function endpointsWithQueue(ids: string[]): Promise<string[]> {
     [ids],
   );
   return rows.map((r) => r.id);
-}
-
-// ---------- inbound ----------
-
-/**
- * Replay window: a signed body already seen by this endpoint within the
- * window is refused. One statement: a fresh digest inserts, an old one is
- * renewed, a recent one returns nothing.
- */
-export async function acceptOnce(
-  endpointId: string,
-  digest: string,
-  windowSeconds: number,
-): Promise<boolean> {
-  const rows = await select<{ digest: string }>(
-    `INSERT INTO webhook_inbound_replays (endpoint_id, digest) VALUES ($1, $2)
-     ON CONFLICT (endpoint_id, digest) DO UPDATE SET received_at = now()
-       WHERE webhook_inbound_replays.received_at < now() - make_interval(secs => $3)
-     RETURNING digest`,
-    [endpointId, digest, windowSeconds],
-  );
-  return rows.length === 1;
-}
-
-export async function forgetReplay(endpointId: string, digest: string): Promise<void> {
-  await select(
-    `DELETE FROM webhook_inbound_replays WHERE endpoint_id = $1 AND digest = $2 RETURNING digest`,
-    [endpointId, digest],
-  );
-}
-
-export async function pruneReplays(windowSeconds: number): Promise<number> {
-  const rows = await select(
-    `DELETE FROM webhook_inbound_replays WHERE received_at < now() - make_interval(secs => $1) RETURNING digest`,
-    [windowSeconds],
-  );
-  return rows.length;
-}
-
-export async function insertInboundDelivery(
-  workspaceId: string,
-  endpointId: string,
-  event: string,
-  payload: Record<string, unknown>,
-  sourceEventId: string,
-): Promise<string> {
-  const id = newId();
-  await select(
-    `INSERT INTO webhook_deliveries (id, workspace_id, endpoint_id, event, direction, source_event_id, body,
-                                     attempt, success, status_code, delivered_at)
-     VALUES ($1, $2, $3, $4, 'INBOUND', $5, $6, 1, true, 200, now())
-     RETURNING id`,
-    [id, workspaceId, endpointId, event, sourceEventId, JSON.stringify(payload)],
-  );
-  return id;
 }
