@@ -43,6 +43,7 @@ import * as messageHistoryTimes from "./0069-message-history-times";
 import * as dashboardWidgetKinds from "./0070-dashboard-widget-kinds";
 import * as searchNameIndexes from "./0071-search-name-indexes";
 import * as refusedOrigins from "./0072-refused-origins";
+import * as inbox from "./0079-inbox";
 
 export interface Migration {
   name: string;
@@ -95,4 +96,5 @@ export const migrations: Migration[] = [
   { name: "0070-dashboard-widget-kinds", up: dashboardWidgetKinds.up },
   { name: "0071-search-name-indexes", up: searchNameIndexes.up },
   { name: "0072-refused-origins", up: refusedOrigins.up },
+  { name: "0079-inbox", up: inbox.up },
 ];

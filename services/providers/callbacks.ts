@@ -45,6 +45,10 @@ export type ProviderEvent =
       from: string;
       to: string;
       text: string;
+      /** Email: the mail's subject. */
+      subject?: string;
+      /** The provider ids of the messages this one answers (email In-Reply-To and References; a chat's replied-to message). */
+      references?: string[];
     };
 
 export function parseJson(text: string): unknown {

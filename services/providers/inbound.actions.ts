@@ -7,7 +7,7 @@ import type { AppContext } from "../../lib/moleculer-types";
 import { isServiceAvailable } from "../../lib/registry";
 import { systemCall } from "../../lib/system-call";
 import { workspaceOf } from "../../lib/tenancy";
-import type { CommandChannel, ProviderChannel } from "../../lib/channels";
+import { COMMAND_CHANNELS, type CommandChannel, type ProviderChannel } from "../../lib/channels";
 import type { ProviderEvent } from "./callbacks";
 import { readEvents, verifyCallback } from "./kinds";
 import { SMSAPI1_ANSWERED_KEYWORDS } from "./smsapi1/client";
@@ -140,7 +140,8 @@ function providerAnswered(provider: CallbackProvider, keyword: string): boolean 
 
 /**
  * An inbound message on any channel: its contact (found by the channel's
- * address, else created), the activity (`<channel>.message_received`), and
+ * address, else created), its conversation in the inbox (unless it is a
+ * command), the activity (`<channel>.message_received` with the thread), and
  * a command it may be (STOP, START, HELP), answered on the same channel
  * through the same provider. Each channel's callbacks read their provider's
  * wire into the one `inbound` shape; this is the one path after that.
@@ -151,37 +152,49 @@ async function receiveInbound(
   inbound: Inbound,
 ): Promise<void> {
   const workspaceId = provider.workspace_id;
-  const channel = provider.channel as CommandChannel;
+  const channel = provider.channel as ProviderChannel;
+  const address = INBOUND_ADDRESS[channel];
   const known = await systemCall<{
     id: string;
-  } | null>(broker, workspaceId, "contacts.byAddress", {
-    type: "phone",
-    value: inbound.from,
-  });
+  } | null>(broker, workspaceId, "contacts.byAddress", { type: address.type, value: inbound.from });
   const contact =
     known ??
     (await systemCall<{
       id: string;
-    }>(broker, workspaceId, "contacts.create", { workspaceId, phone: inbound.from }));
+    }>(broker, workspaceId, "contacts.create", { workspaceId, [address.field]: inbound.from }));
+  // A channel command (STOP, START, HELP) is answered by its rule, not by a person or an auto-reply.
+  const command = isCommandChannel(channel)
+    ? matchCommand((await repo.getCommands(workspaceId)) ?? DEFAULT_COMMANDS, channel, inbound.text)
+    : null;
+  const thread =
+    !command && isServiceAvailable(broker, "inbox")
+      ? await systemCall<{ threadId: string }>(broker, workspaceId, "inbox.receive", {
+          channel,
+          contactId: contact.id,
+          providerId: provider.id,
+          from: inbound.from,
+          to: inbound.to,
+          text: inbound.text,
+          ...(inbound.subject !== undefined ? { subject: inbound.subject } : {}),
+          providerMessageId: inbound.providerMessageId,
+          references: inbound.references ?? [],
+        })
+      : null;
   if (isServiceAvailable(broker, "events"))
     await systemCall(broker, workspaceId, "events.record", {
       type: `${channel}.message_received`,
       contactId: contact.id,
       metadata: {
         providerId: provider.id,
-        threadId: null,
+        threadId: thread?.threadId ?? null,
         from: inbound.from,
         to: inbound.to,
         text: inbound.text,
+        ...(inbound.subject !== undefined ? { subject: inbound.subject } : {}),
         providerMessageId: inbound.providerMessageId,
       },
     });
-  const command = matchCommand(
-    (await repo.getCommands(workspaceId)) ?? DEFAULT_COMMANDS,
-    channel,
-    inbound.text,
-  );
-  if (!command) return;
+  if (!command || !isCommandChannel(channel)) return;
   if (command.action !== "help")
     await systemCall(broker, workspaceId, "contacts.applyPreferences", {
       contactId: contact.id,
@@ -201,6 +214,15 @@ async function receiveInbound(
       providerId: provider.id,
     });
 }
+
+/** How the sender of an inbound message is found among contacts (else created with it), per channel that receives. */
+const INBOUND_ADDRESS: Record<ProviderChannel, { type: "email" | "phone"; field: "email" | "phone" }> = {
+  email: { type: "email", field: "email" },
+  sms: { type: "phone", field: "phone" },
+};
+
+const isCommandChannel = (channel: string): channel is CommandChannel =>
+  (COMMAND_CHANNELS as readonly string[]).includes(channel);
 
 /** The opt-out source (contract 7) a channel command records. */
 const COMMAND_SOURCES: Record<CommandChannel, Record<"opt_out" | "opt_in", string>> = {
