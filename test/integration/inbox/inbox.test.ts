@@ -1,3 +1,4 @@
+import { Client } from "pg";
 import { startApp, type TestApp } from "../../helpers/app";
 import { ownerWithWorkspace, signUp, type SignedInUser } from "../../helpers/http";
 import { mailgunSignature, twilioSignature } from "../../helpers/provider-signatures";
@@ -502,4 +503,75 @@ test("inbound email (emailapi2 route): a reply to a campaign message threads wit
     "Me too",
   ]);
   expect(detail.status).toBe("open");
+});
+
+test("capacity: past maxOpen threads wait and go out oldest first as room frees; an unanswered thread moves on", async () => {
+  const c = ctx.owner.client;
+  // The agent starts with no conversation open (earlier tests left some).
+  for (const t of (await c.get(`${ctx.ws}/inbox?assigneeId=${agent.id}`)).body.data)
+    if (t.status !== "closed") await c.patch(`${ctx.ws}/inbox/${t.id}`, { status: "closed" });
+  const rule = await c.post(`${ctx.ws}/inbox/assignment-rules`, {
+    name: "Capped",
+    type: "round_robin",
+    priority: 5,
+    config: { memberIds: [agent.id], maxOpen: 1 },
+  });
+  const phones = ["+14155550201", "+14155550202", "+14155550203"];
+  for (const [i, phone] of phones.entries()) await inboundSms(phone, `SMcap${i}`, "hello");
+  const contactOf = async (phone: string) =>
+    (await c.get(`${ctx.ws}/contacts?search=${encodeURIComponent(phone)}`)).body.data[0].id;
+  const threads = await Promise.all(phones.map(async (p) => (await threadOf(await contactOf(p), "sms"))[0]));
+  expect(threads.map((t) => t.assigneeId)).toEqual([agent.id, null, null]);
+  // The agent closes the first: the oldest waiting one is theirs next, then the last.
+  await agent.client.patch(`${ctx.ws}/inbox/${threads[0].id}`, { status: "closed" });
+  await waitFor(
+    async () => (await c.get(`${ctx.ws}/inbox/${threads[1].id}`)).body.assigneeId === agent.id,
+    10_000,
+    "the oldest waiting thread to be handed out",
+  );
+  expect((await c.get(`${ctx.ws}/inbox/${threads[2].id}`)).body.assigneeId).toBeNull();
+  await agent.client.patch(`${ctx.ws}/inbox/${threads[1].id}`, { status: "closed" });
+  await waitFor(
+    async () => (await c.get(`${ctx.ws}/inbox/${threads[2].id}`)).body.assigneeId === agent.id,
+    10_000,
+    "the next waiting thread",
+  );
+  await c.delete(`${ctx.ws}/inbox/assignment-rules/${rule.body.id}`);
+
+  // Unanswered for `reassignAfterMinutes` since it was assigned: the next member in turn takes it, once.
+  const moving = await c.post(`${ctx.ws}/inbox/assignment-rules`, {
+    name: "Moving",
+    type: "round_robin",
+    config: { memberIds: [agent.id, ctx.owner.id], reassignAfterMinutes: 5 },
+  });
+  await inboundSms("+14155550204", "SMmove", "anyone?");
+  const [waiting] = await threadOf(await contactOf("+14155550204"), "sms");
+  expect(waiting.assigneeId).toBe(agent.id);
+  const db = new Client({ connectionString: app.databaseUrl });
+  await db.connect();
+  try {
+    await db.query(
+      `UPDATE inbox_threads SET awaiting_since = now() - interval '6 minutes', assigned_at = now() - interval '6 minutes'
+        WHERE id = $1`,
+      [waiting.id],
+    );
+  } finally {
+    await db.end();
+  }
+  await waitFor(
+    async () => (await c.get(`${ctx.ws}/inbox/${waiting.id}`)).body.assigneeId === ctx.owner.id,
+    10_000,
+    "the unanswered thread to move on",
+  );
+  const moved = (await c.get(`${ctx.ws}/notifications?type=inbox.assigned`)).body.data.filter(
+    (n: { data: { threadId: string } }) => n.data.threadId === waiting.id,
+  );
+  expect(moved).toHaveLength(1);
+  // Answered threads stay where they are.
+  await c.post(`${ctx.ws}/inbox/${waiting.id}`, { body: "Here." });
+  expect((await c.get(`${ctx.ws}/inbox/${waiting.id}`)).body).toMatchObject({
+    assigneeId: ctx.owner.id,
+    status: "pending",
+  });
+  await c.delete(`${ctx.ws}/inbox/assignment-rules/${moving.body.id}`);
 });
