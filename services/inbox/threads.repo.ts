@@ -70,24 +70,25 @@ export async function listThreads(
     where.push(`(t.subject ILIKE ${like} OR EXISTS (SELECT 1 FROM inbox_messages m
                   WHERE m.thread_id = t.id AND m.body ILIKE ${like}))`);
   }
+  const filter = where.join(" AND ");
+  const filterBinds = [...b.values];
   const rows = await selectRows<ThreadRow & { total: string }>(
-    `SELECT t.*, count(*) OVER () AS total FROM inbox_threads t WHERE ${where.join(" AND ")}
+    `SELECT t.*, count(*) OVER () AS total FROM inbox_threads t WHERE ${filter}
       ORDER BY t.last_message_at DESC, t.id DESC LIMIT ${b.p(page.limit)} OFFSET ${b.p(page.offset)}`,
     b.values,
   );
+  // A page past the end has no row to carry the total: count on its own then.
   const total = rows.length
     ? Number(rows[0].total)
-    : page.offset > 0
-      ? Number(
-          (
-            await selectRows<{ n: string }>(
-              `SELECT count(*) AS n FROM inbox_threads t WHERE ${where.join(" AND ")}`,
-              b.values.slice(0, -2),
-            )
-          )[0].n,
-        )
-      : 0;
-  return { rows, total };
+    : Number(
+        (
+          await selectRows<{ n: string }>(
+            `SELECT count(*) AS n FROM inbox_threads t WHERE ${filter}`,
+            filterBinds,
+          )
+        )[0].n,
+      );
+  return { rows: rows.map(({ total: _total, ...row }) => row), total };
 }
 
 /** Unread threads and messages of the workspace's conversations that are not closed, per assignee. */

@@ -427,6 +427,9 @@ test("members start conversations; another workspace's thread is not found", asy
   // The contact's open conversation on the channel is reused.
   const again = await c.post(`${ctx.ws}/inbox`, { contactId, channel: "email", body: "And the invoice." });
   expect(again.body.id).toBe(created.body.id);
+  const pastEnd = await c.get(`${ctx.ws}/inbox?page=99&limit=1&channel=email`);
+  expect(pastEnd.body.data).toEqual([]);
+  expect(pastEnd.body.pagination).toMatchObject({ page: 99, limit: 1, total: 1 });
   expect((await c.post(`${ctx.ws}/inbox`, { contactId: "nope", channel: "email", body: "x" })).status).toBe(
     404,
   );
@@ -574,4 +577,25 @@ test("capacity: past maxOpen threads wait and go out oldest first as room frees;
     status: "pending",
   });
   await c.delete(`${ctx.ws}/inbox/assignment-rules/${moving.body.id}`);
+});
+
+test("merging contacts moves their conversations, leaving one open per channel", async () => {
+  const c = ctx.owner.client;
+  await inboundSms("+14155550301", "SMm1", "from the first number");
+  await inboundSms("+14155550302", "SMm2", "from the second number");
+  const idOf = async (phone: string) =>
+    (await c.get(`${ctx.ws}/contacts?search=${encodeURIComponent(phone)}`)).body.data[0].id;
+  const [primary, duplicate] = [await idOf("+14155550301"), await idOf("+14155550302")];
+  const [kept] = await threadOf(primary, "sms");
+  const [moved] = await threadOf(duplicate, "sms");
+  const merged = await c.post(`${ctx.ws}/contacts/merge`, { primaryId: primary, duplicateIds: [duplicate] });
+  expect(merged.status).toBe(200);
+  const threads = await threadOf(primary, "sms");
+  expect(threads.map((t: { id: string; status: string }) => [t.id, t.status]).sort()).toEqual(
+    [
+      [kept.id, "open"],
+      [moved.id, "closed"],
+    ].sort(),
+  );
+  expect((await c.get(`${ctx.ws}/inbox/${moved.id}`)).body.messages[0].body).toBe("from the second number");
 });
