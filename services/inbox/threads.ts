@@ -141,6 +141,11 @@ export async function updateThread(ctx: AppContext<P<"update">>) {
   const current = found(await threads.findThread(ws, ctx.params.threadId), "Thread");
   if (snoozedUntil && status === undefined && current.status !== "snoozed")
     throw fieldError("status", "must be snoozed to set snoozedUntil");
+  if (snoozedUntil === null && status === undefined && current.status === "snoozed")
+    throw fieldError(
+      "snoozedUntil",
+      "is required while the thread is snoozed (set another status to wake it)",
+    );
   let changed;
   try {
     changed = await threads.updateThread(ws, current.id, {

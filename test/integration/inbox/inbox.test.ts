@@ -365,6 +365,7 @@ test("inbound SMS: a thread, assigned once, one auto-reply a day, replies delive
   ).toMatchObject({
     status: "snoozed",
   });
+  expect((await c.patch(`${ctx.ws}/inbox/${thread.id}`, { snoozedUntil: null })).status).toBe(400);
   await inboundSms(phone, "SMa4", "hello again");
   expect((await c.get(`${ctx.ws}/inbox/${thread.id}`)).body).toMatchObject({
     status: "open",
