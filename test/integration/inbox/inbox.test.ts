@@ -1,7 +1,8 @@
 import { Client } from "pg";
 import { startApp, type TestApp } from "../../helpers/app";
 import { ownerWithWorkspace, signUp, type SignedInUser } from "../../helpers/http";
-import { mailgunSignature, twilioSignature } from "../../helpers/provider-signatures";
+import { DateTime } from "luxon";
+import { mailgunSignature, twilioSignature, vonageBearer } from "../../helpers/provider-signatures";
 import { waitFor } from "../../helpers/wait";
 import { newContact } from "../providers/fixtures";
 import { startReceiver, type Received } from "../webhooks/receiver";
@@ -27,6 +28,14 @@ let twilioFails = false;
 let mgCounter = 0;
 
 const fakeApi = (req: Received) => {
+  if (req.path.startsWith("/vonage"))
+    return {
+      status: 200,
+      body: JSON.stringify({
+        "message-count": "1",
+        messages: [{ status: "0", "message-id": `V-${fake.received.length}` }],
+      }),
+    };
   if (req.path.startsWith("/mailgun"))
     return {
       status: 200,
@@ -599,4 +608,77 @@ test("merging contacts moves their conversations, leaving one open per channel",
     ].sort(),
   );
   expect((await c.get(`${ctx.ws}/inbox/${moved.id}`)).body.messages[0].body).toBe("from the second number");
+});
+
+test("smsapi2 inbound: a keyword condition wins by priority over a round robin; auto-replies fire outside their hours (a holiday), not within", async () => {
+  const c = ctx.owner.client;
+  const zone = "Pacific/Auckland";
+  await c.patch(ctx.ws, { settings: { timezone: zone } });
+  const vonage = await c.post(`${ctx.ws}/providers/sms`, {
+    type: "smsapi2",
+    config: {
+      apiKey: "vk",
+      apiSecret: "vs",
+      signatureSecret: "vonage-sig",
+      from: "Acme",
+      baseUrl: fake.url("/vonage"),
+    },
+  });
+  const rules = [
+    await c.post(`${ctx.ws}/inbox/assignment-rules`, {
+      name: "Refunds",
+      type: "condition",
+      priority: 1,
+      config: { channel: "sms", keywords: ["refund"], assigneeId: ctx.owner.id },
+    }),
+    await c.post(`${ctx.ws}/inbox/assignment-rules`, {
+      name: "Rest",
+      type: "round_robin",
+      priority: 2,
+      config: { memberIds: [agent.id] },
+    }),
+  ];
+  const always = { days: [1, 2, 3, 4, 5, 6, 7], start: "00:00", end: "00:00" };
+  const today = DateTime.now().setZone(zone).toISODate()!;
+  const autos = [
+    await c.post(`${ctx.ws}/inbox/auto-replies`, { name: "Open", businessHours: always, body: "never sent" }),
+    await c.post(`${ctx.ws}/inbox/auto-replies`, {
+      name: "Holiday",
+      channel: "sms",
+      businessHours: { ...always, holidays: [today] },
+      body: "Closed for the holiday.",
+    }),
+  ];
+  const path = `/api/providers/sms/webhooks?providerId=${vonage.body.id}`;
+  const inbound = (uuid: string, from: string, text: string) => {
+    const body = JSON.stringify({
+      message_uuid: uuid,
+      from,
+      to: "15550002222",
+      channel: "sms",
+      message_type: "text",
+      text,
+    });
+    return app.http().request("POST", path, {
+      raw: body,
+      headers: { "content-type": "application/json", authorization: vonageBearer("vonage-sig", body) },
+    });
+  };
+  expect((await inbound("v-in-1", "14155550401", "I want a REFUND please")).status).toBe(200);
+  expect((await inbound("v-in-2", "14155550402", "hello")).status).toBe(200);
+  const threadFor = async (phone: string) => {
+    const contactId = (await c.get(`${ctx.ws}/contacts?search=${encodeURIComponent(phone)}`)).body.data[0].id;
+    return (await threadOf(contactId, "sms"))[0];
+  };
+  expect((await threadFor("+14155550401")).assigneeId).toBe(ctx.owner.id);
+  expect((await threadFor("+14155550402")).assigneeId).toBe(agent.id);
+  const texts = fake.received
+    .filter((r) => r.path.startsWith("/vonage"))
+    .map((r) => [new URLSearchParams(r.body).get("to"), new URLSearchParams(r.body).get("text")]);
+  expect(texts).toEqual([
+    ["14155550401", "Closed for the holiday."],
+    ["14155550402", "Closed for the holiday."],
+  ]);
+  for (const rule of rules) await c.delete(`${ctx.ws}/inbox/assignment-rules/${rule.body.id}`);
+  for (const auto of autos) await c.delete(`${ctx.ws}/inbox/auto-replies/${auto.body.id}`);
 });
