@@ -75,16 +75,28 @@ export async function receive(
   });
   if (outcome.duplicate) return outcome;
   const { thread, created, inboundId } = outcome;
-  const assigned = created ? await assignNewThread(from, ws, thread, input.text) : null;
-  if (!created && thread.assignee_id)
-    await notifyMembers(from, ws, [thread.assignee_id], {
-      type: "inbox.message",
-      title: "New message in your conversation",
-      body: input.text.slice(0, 300),
-      data: { threadId: thread.id, channel: thread.channel, contactId: thread.contact_id },
-      dedupeKey: `inbox:message:${inboundId}`,
+  // The message is stored: what follows must not fail its webhook (a retry would find it stored and do nothing).
+  const step = <T>(what: string, run: () => Promise<T>) =>
+    run().catch((err: unknown) => {
+      logger.warn(`Inbound ${inboundId} of thread ${thread.id}: ${what} failed`, err);
+      return null;
     });
-  await autoReply(from, ws, assigned ?? thread, input.text, logger);
+  const assigned = created
+    ? await step("assignment", () => assignNewThread(from, ws, thread, input.text))
+    : null;
+  if (!created && thread.assignee_id) {
+    const assignee = thread.assignee_id;
+    await step("the assignee's notification", () =>
+      notifyMembers(from, ws, [assignee], {
+        type: "inbox.message",
+        title: "New message in your conversation",
+        body: input.text.slice(0, 300),
+        data: { threadId: thread.id, channel: thread.channel, contactId: thread.contact_id },
+        dedupeKey: `inbox:message:${inboundId}`,
+      }),
+    );
+  }
+  await step("auto-replies", () => autoReply(from, ws, assigned ?? thread, input.text, logger));
   return { threadId: thread.id, inboundId, duplicate: false };
 }
 

@@ -171,6 +171,26 @@ test("rules, auto-replies and canned responses: CRUD as bare arrays, with their 
   });
   expect(hours.status).toBe(400);
   expect(hours.body.details[0].field).toBe("config.businessHours.days");
+  const badFilter = await c.post(`${ctx.ws}/inbox/assignment-rules`, {
+    name: "Bad",
+    type: "condition",
+    config: {
+      assigneeId: agent.id,
+      filter: { match: "all", conditions: [{ field: "nope", operator: "eq", value: 1 }] },
+    },
+  });
+  expect(badFilter.status).toBe(400);
+  const vip = await c.post(`${ctx.ws}/inbox/assignment-rules`, {
+    name: "VIPs",
+    type: "condition",
+    priority: 70,
+    config: {
+      assigneeId: agent.id,
+      filter: { match: "all", conditions: [{ field: "tags", operator: "contains", value: "vip" }] },
+    },
+  });
+  expect(vip.status).toBe(201);
+  expect((await c.delete(`${ctx.ws}/inbox/assignment-rules/${vip.body.id}`)).status).toBe(200);
   const patched = await c.patch(`${ctx.ws}/inbox/assignment-rules/${rr.body.id}`, {
     active: false,
     priority: 60,
@@ -632,6 +652,15 @@ test("smsapi2 inbound: a keyword condition wins by priority over a round robin; 
       config: { channel: "sms", keywords: ["refund"], assigneeId: ctx.owner.id },
     }),
     await c.post(`${ctx.ws}/inbox/assignment-rules`, {
+      name: "VIPs",
+      type: "condition",
+      priority: 0,
+      config: {
+        assigneeId: ctx.owner.id,
+        filter: { match: "all", conditions: [{ field: "tags", operator: "contains", value: "vip" }] },
+      },
+    }),
+    await c.post(`${ctx.ws}/inbox/assignment-rules`, {
       name: "Rest",
       type: "round_robin",
       priority: 2,
@@ -666,18 +695,22 @@ test("smsapi2 inbound: a keyword condition wins by priority over a round robin; 
   };
   expect((await inbound("v-in-1", "14155550401", "I want a REFUND please")).status).toBe(200);
   expect((await inbound("v-in-2", "14155550402", "hello")).status).toBe(200);
+  await newContact(c, ctx.ws, { phone: "+14155550403", tags: ["vip"] });
+  expect((await inbound("v-in-3", "14155550403", "hello")).status).toBe(200);
   const threadFor = async (phone: string) => {
     const contactId = (await c.get(`${ctx.ws}/contacts?search=${encodeURIComponent(phone)}`)).body.data[0].id;
     return (await threadOf(contactId, "sms"))[0];
   };
   expect((await threadFor("+14155550401")).assigneeId).toBe(ctx.owner.id);
   expect((await threadFor("+14155550402")).assigneeId).toBe(agent.id);
+  expect((await threadFor("+14155550403")).assigneeId).toBe(ctx.owner.id);
   const texts = fake.received
     .filter((r) => r.path.startsWith("/vonage"))
     .map((r) => [new URLSearchParams(r.body).get("to"), new URLSearchParams(r.body).get("text")]);
   expect(texts).toEqual([
     ["14155550401", "Closed for the holiday."],
     ["14155550402", "Closed for the holiday."],
+    ["14155550403", "Closed for the holiday."],
   ]);
   for (const rule of rules) await c.delete(`${ctx.ws}/inbox/assignment-rules/${rule.body.id}`);
   for (const auto of autos) await c.delete(`${ctx.ws}/inbox/auto-replies/${auto.body.id}`);
