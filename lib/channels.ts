@@ -23,3 +23,7 @@ export const LISTED_PROVIDER_CHANNELS = ["email", "sms"] as const satisfies read
 /** Channels a contact replies on, so channel commands (STOP, START, HELP) arrive there. */
 export const COMMAND_CHANNELS = ["sms", "chatapp1", "chatapp2"] as const satisfies readonly Channel[];
 export type CommandChannel = (typeof COMMAND_CHANNELS)[number];
+
+/** Channels a contact writes back on, whose messages become inbox threads (contract-messaging 11). */
+export const INBOX_CHANNELS = ["email", "sms", "chatapp1", "chatapp2"] as const satisfies readonly Channel[];
+export type InboxChannel = (typeof INBOX_CHANNELS)[number];

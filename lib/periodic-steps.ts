@@ -39,6 +39,10 @@ export const PERIODIC_STEPS: readonly PeriodicStep[] = [
     runs: "timer",
   },
   { action: "jobs.sweep", everyMs: () => MINUTE_MS, runs: "timer" },
+  // The inbox: snoozed threads wake, waiting threads go to members with room, unanswered ones move on.
+  { action: "inbox.wakeSnoozed", everyMs: () => config().inboxPollMs, runs: "timer" },
+  { action: "inbox.assignWaiting", everyMs: () => config().inboxPollMs, runs: "timer" },
+  { action: "inbox.reassignUnanswered", everyMs: () => config().inboxPollMs, runs: "timer" },
   { action: "messages.sweepProviderCallbacks", everyMs: () => HOUR_MS, runs: "timer" },
   { action: "providers.sweepEventLog", everyMs: () => HOUR_MS, runs: "timer" },
   { action: "auth.pruneRevokedSessions", everyMs: () => HOUR_MS, runs: "timer" },

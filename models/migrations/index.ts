@@ -47,6 +47,7 @@ import * as singleProviders from "./0073-single-providers";
 import * as chatapp1ChatContacts from "./0077-chatapp1-chat-contacts";
 import * as chatapp2 from "./0078-chatapp2";
 import * as jobCancel from "./0082-job-cancel";
+import * as inbox from "./0079-inbox";
 
 export interface Migration {
   name: string;
@@ -103,4 +104,5 @@ export const migrations: Migration[] = [
   { name: "0077-chatapp1-chat-contacts", up: chatapp1ChatContacts.up },
   { name: "0078-chatapp2", up: chatapp2.up },
   { name: "0082-job-cancel", up: jobCancel.up },
+  { name: "0079-inbox", up: inbox.up },
 ];

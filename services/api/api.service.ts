@@ -37,6 +37,17 @@ function keepRawBody(req: IncomingMessage & { rawBody?: Buffer }, _res: ServerRe
   req.rawBody = buf;
 }
 
+/**
+ * A multipart post's text fields (multipartFieldsParser) as the form they
+ * carry, for callbacks signed over fields (a mail an emailapi2 route
+ * forwards); a signature over the body's bytes cannot verify from it.
+ */
+function multipartAsForm(req: GatewayRequest & { body?: unknown }): string {
+  const multipart = (req.headers["content-type"] ?? "").toLowerCase().startsWith("multipart/form-data");
+  if (!multipart || typeof req.body !== "object" || req.body === null) return "";
+  return new URLSearchParams(req.body as Record<string, string>).toString();
+}
+
 function sendJson(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}) {
   if (res.headersSent) return;
   res.writeHead(status, { "Content-Type": "application/json; charset=utf-8", ...headers });
@@ -161,7 +172,7 @@ const ApiService = defineService<Gateway>({
           // the session cookie from the request itself, so no other call, nor any call made from it, carries them.
           if (req.$action?.cookies) ctx.meta.cookies = req.cookies ??= parseCookies(req.headers.cookie ?? "");
           if (req.$action?.rawBody) {
-            ctx.meta.rawBody = req.rawBody?.toString("utf8") ?? "";
+            ctx.meta.rawBody = req.rawBody?.toString("utf8") ?? multipartAsForm(req);
             ctx.meta.requestHeaders = forwardedHeaders(req.headers);
             ctx.meta.requestUrl = req.originalUrl ?? req.url;
           }

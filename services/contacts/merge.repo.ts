@@ -20,7 +20,8 @@ export async function lockContacts(
 
 /**
  * Rows pointing at the duplicates move to the primary; segment memberships
- * are merged (earliest entry kept) so none is lost or doubled.
+ * are merged (earliest entry kept) so none is lost or doubled, and inbox
+ * conversations move with at most one per channel left open.
  */
 export async function moveRelatedRows(
   primaryId: string,
@@ -28,7 +29,23 @@ export async function moveRelatedRows(
   transaction: Transaction,
 ): Promise<void> {
   const sequelize = await database();
-  const present = await existingTables([...MOVABLE_TABLES, "segment_members"], transaction);
+  const present = await existingTables([...MOVABLE_TABLES, "segment_members", "inbox_threads"], transaction);
+  if (present.has("inbox_threads")) {
+    // A contact has one conversation per channel that is not closed: of the merged contacts' open ones on a
+    // channel the primary's (else the newest) stays open, the others close (kept, with their messages).
+    await sequelize.query(
+      `UPDATE inbox_threads t SET status = 'closed', snoozed_until = NULL, updated_at = now()
+        WHERE t.contact_id = ANY($2::text[]) AND t.status <> 'closed'
+          AND (EXISTS (SELECT 1 FROM inbox_threads p WHERE p.contact_id = $1 AND p.channel = t.channel AND p.status <> 'closed')
+               OR EXISTS (SELECT 1 FROM inbox_threads o WHERE o.contact_id = ANY($2::text[]) AND o.channel = t.channel
+                            AND o.status <> 'closed' AND (o.last_message_at, o.id) > (t.last_message_at, t.id)))`,
+      { bind: [primaryId, ids], transaction },
+    );
+    await sequelize.query(`UPDATE inbox_threads SET contact_id = $1 WHERE contact_id = ANY($2::text[])`, {
+      bind: [primaryId, ids],
+      transaction,
+    });
+  }
   for (const table of MOVABLE_TABLES) {
     if (!present.has(table)) continue;
     await sequelize.query(`UPDATE ${table} SET contact_id = $1 WHERE contact_id = ANY($2::text[])`, {

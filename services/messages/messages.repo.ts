@@ -319,6 +319,35 @@ export async function claimDue(limit: number, leaseMs: number): Promise<ClaimedM
   });
 }
 
+/**
+ * Claim one message for a send made at once (`messages.sendNow`): held
+ * queued until then, it is taken whatever its `sendAt` (the hold is the
+ * queue's fallback should this process die before sending it).
+ */
+export async function claimById(id: string, leaseMs: number): Promise<ClaimedMessage[]> {
+  return queryPrepared<ClaimedMessage>(
+    `UPDATE messages m SET status = 'sending', attempts = m.attempts + 1, lease_until = now() + $2 * interval '1 millisecond',
+            updated_at = now(), history = m.${historyEntry("sending")}
+      WHERE m.id = $1 AND m.status = 'queued'
+      RETURNING ${CLAIMED_COLUMNS.map((c) => `m.${c}`).join(", ")}`,
+    [id, leaseMs],
+  );
+}
+
+/** Sent messages of the workspace by the provider's id of them (a reply's In-Reply-To or References), newest first. */
+export async function messagesByProviderIds(
+  workspaceId: string,
+  providerMessageIds: string[],
+): Promise<Array<{ id: string; contactId: string | null; campaignId: string | null }>> {
+  const sequelize = await database();
+  return sequelize.query(
+    `SELECT id, contact_id AS "contactId", campaign_id AS "campaignId" FROM messages
+      WHERE workspace_id = $1 AND provider_message_id = ANY ($2::text[])
+      ORDER BY created_at DESC LIMIT 10`,
+    { bind: [workspaceId, providerMessageIds], type: QueryTypes.SELECT },
+  );
+}
+
 export interface SentRecord {
   row: ClaimedMessage;
   providerType: string;

@@ -174,6 +174,27 @@ export const schemas = {
     topic: Type.Optional(Type.String({ minLength: 1, maxLength: 100 })),
     providerId: Type.Optional(Id),
   }),
+  sendNow: Params({
+    contactId: Id,
+    to: Type.Optional(Trimmed({ minLength: 1, maxLength: 254 })),
+    channel: Channel,
+    content: Type.Record(Type.String(), Type.Unknown()),
+    transactional: Type.Optional(Type.Boolean({ default: false })),
+    providerId: Type.Optional(Id),
+    headers: Type.Optional(
+      Type.Record(
+        Type.String({ pattern: "^[A-Za-z][A-Za-z0-9-]{0,63}$" }),
+        Type.String({ maxLength: 8000 }),
+        {
+          maxProperties: 10,
+          description: "Email headers of this send (a reply's In-Reply-To and References)",
+        },
+      ),
+    ),
+  }),
+  byProviderMessageIds: Params({
+    providerMessageIds: Type.Array(Type.String({ minLength: 1, maxLength: 998 }), { maxItems: 100 }),
+  }),
   variantStats: Params({ templateId: Id }),
   capState: Params({ contactId: Id, channel: Channel }),
   processDue: Params({ limit: Type.Optional(Int32({ minimum: 1, maximum: 5000 })) }),
@@ -215,6 +236,13 @@ export const results = {
     ),
     messageIds: Type.Array(Type.String()),
   }),
+  byProviderMessageIds: Type.Array(
+    Type.Object({
+      id: Type.String(),
+      contactId: Nullable(Type.String()),
+      campaignId: Nullable(Type.String()),
+    }),
+  ),
   variantStats: Type.Array(
     Type.Object({
       variant: Type.String(),

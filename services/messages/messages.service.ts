@@ -28,6 +28,9 @@ const tags = ["Messages"];
 const read = requires("campaigns.read");
 const write = requires("campaigns.write");
 
+/** How long a message sent at once waits in the queue for that send before the queue may take it. */
+const SEND_NOW_HOLD_MS = 60_000;
+
 /** How long a provider callback waits for the record of its send before it is dropped. */
 const PENDING_CALLBACK_DAYS = 7;
 
@@ -75,7 +78,9 @@ export default defineService<MessagesService>({
       status: 202,
       result: results.message,
       async handler(this: MessagesService, ctx) {
-        const message = await idempotent(ctx, "messages.create", 202, () => createMessage(ctx, this.now()));
+        const message = await idempotent(ctx, "messages.create", 202, () =>
+          createMessage(ctx, ctx.params, this.now()),
+        );
         if (message.status === "queued") this.wake();
         return message;
       },
@@ -202,6 +207,32 @@ export default defineService<MessagesService>({
       handler(this: MessagesService, ctx) {
         return capState(ctx, this.now());
       },
+    }),
+
+    /**
+     * Internal (inbox replies): send one message at once through the one send
+     * path (checks, rendering, provider) and answer it with its outcome:
+     * `sent`, `failed` (no retry: the caller may send again) or `suppressed`.
+     */
+    sendNow: defineAction({
+      params: schemas.sendNow,
+      result: results.message,
+      async handler(this: MessagesService, ctx) {
+        const now = this.now();
+        const { headers, ...params } = ctx.params;
+        // Held in the queue until this send takes it: should this process die first, the queue sends it.
+        const sendAt = new Date(now.getTime() + SEND_NOW_HOLD_MS).toISOString();
+        const message = await createMessage(ctx, { ...params, sendAt }, now);
+        if (message.status !== "queued" || !(await this.sender.sendNow(message.id, headers))) return message;
+        return repo.messageView(found(await repo.getMessageById(message.id), "Message"));
+      },
+    }),
+
+    /** Internal (inbox threading): the workspace's sent messages a reply names by their provider ids. */
+    byProviderMessageIds: defineAction({
+      params: schemas.byProviderMessageIds,
+      result: results.byProviderMessageIds,
+      handler: (ctx) => repo.messagesByProviderIds(workspaceOf(ctx), ctx.params.providerMessageIds),
     }),
 
     /** Internal (templates' A/B figures): sent, opened and clicked per variant. */

@@ -112,9 +112,12 @@ async function checkProvider(
   await known(call(ctx, "providers.known", { channel, providerId }), "Provider", "providerId", providerId);
 }
 
-export async function createMessage(ctx: AppContext<CreateParams>, now: Date): Promise<MessageView> {
+export async function createMessage(
+  ctx: AppContext,
+  p: Omit<CreateParams, "workspaceId">,
+  now: Date,
+): Promise<MessageView> {
   const ws = workspaceOf(ctx);
-  const p = ctx.params;
   if (!p.contactId && !p.to) throw fieldError("contactId", "or `to` is required");
   if (p.templateId && p.content) throw fieldError("content", "must not be given with templateId");
   if (!p.templateId && !p.content) throw fieldError("templateId", "or `content` is required");

@@ -57,6 +57,16 @@ interface Batch {
   /** Each provider's outcome in this batch, reported for failover. */
   health: Map<string, { accepted: number; transientFailures: number }>;
   sent: SentRecord[];
+  /** A send made at once (`sendNow`): a failure is final, never retried later by the queue. */
+  final: boolean;
+  /** Email headers of a send made at once (a reply's In-Reply-To and References). */
+  headers: Record<string, string>;
+}
+
+/** How a batch is sent: the queue's (retries, the message's own headers) or a send made at once. */
+interface BatchOptions {
+  final?: boolean;
+  headers?: Record<string, string>;
 }
 
 /** A message rendered for its contact, ready for its provider. */
@@ -152,6 +162,26 @@ export class Sender {
     return result;
   }
 
+  /**
+   * Send one queued message now and wait for its outcome (sent, or failed
+   * without retries: the caller shows the failure and may send again).
+   * Answers false when the message was not queued (another claim took it).
+   */
+  async sendNow(id: string, headers: Record<string, string> = {}): Promise<boolean> {
+    const rows = await repo.claimById(id, config().messageLeaseMs);
+    if (!rows.length) return false;
+    await this.sendBatch(
+      rows[0].workspace_id,
+      rows,
+      { sent: 0, failed: 0, retried: 0, suppressed: 0 },
+      {
+        final: true,
+        headers,
+      },
+    );
+    return true;
+  }
+
   private call<T>(ws: string, action: string, params: object): Promise<T> {
     return systemCall<T>(this.broker, ws, action, params);
   }
@@ -161,7 +191,12 @@ export class Sender {
    * query each: their context, rendering, the short links of all their
    * emails, the sends (CONCURRENCY at once), and one record of the accepted.
    */
-  private async sendBatch(ws: string, rows: ClaimedMessage[], result: PassResult): Promise<void> {
+  private async sendBatch(
+    ws: string,
+    rows: ClaimedMessage[],
+    result: PassResult,
+    options: BatchOptions = {},
+  ): Promise<void> {
     const contactIds = [...new Set(rows.map((r) => r.contact_id).filter((id): id is string => !!id))];
     const templateIds = [...new Set(rows.map((r) => r.template_id).filter((id): id is string => !!id))];
     const [workspace, contacts, templates] = await Promise.all([
@@ -182,16 +217,18 @@ export class Sender {
       clients: new Map(),
       health: new Map(),
       sent: [],
+      final: options.final ?? false,
+      headers: options.headers ?? {},
     };
     const drafts: Draft[] = [];
     for (const row of rows) {
-      const draft = await this.render(row, batch).catch((err: unknown) => this.failed(row, err));
+      const draft = await this.render(row, batch).catch((err: unknown) => this.failed(row, err, batch.final));
       if (typeof draft === "string") result[draft] += 1;
       else drafts.push(draft);
     }
     await this.track(drafts, workspace).catch(async (err: unknown) => {
       // Without their short links no email of the batch can go: all wait for a retry.
-      for (const draft of drafts.splice(0)) result[await this.failed(draft.row, err)] += 1;
+      for (const draft of drafts.splice(0)) result[await this.failed(draft.row, err, batch.final)] += 1;
     });
     const singles = await this.sendBatched(drafts, batch, result);
     let next = 0;
@@ -260,7 +297,10 @@ export class Sender {
     return {
       row,
       content: composed.content,
-      headers: this.headers(row, links.unsubscribeUrl),
+      headers: {
+        ...this.headers(row, links.unsubscribeUrl),
+        ...(row.channel === "email" ? batch.headers : {}),
+      },
       ...(row.channel === "email"
         ? senderOf(composed.content, batch.workspace)
         : { from: null, replyTo: null }),
@@ -379,7 +419,7 @@ export class Sender {
     } catch (err) {
       for (const { draft } of chunk.recipients) {
         if (err instanceof ProviderError && err.transient) tally(batch, client, "transientFailures");
-        result[await this.failed(draft.row, err)] += 1;
+        result[await this.failed(draft.row, err, batch.final)] += 1;
       }
     }
   }
@@ -399,7 +439,7 @@ export class Sender {
       return "sent";
     } catch (err) {
       if (client && err instanceof ProviderError && err.transient) tally(batch, client, "transientFailures");
-      return this.failed(row, err);
+      return this.failed(row, err, batch.final);
     }
   }
 
@@ -490,7 +530,7 @@ export class Sender {
         draft.content = { ...draft.content, html: addOpenPixel(draft.content.html as string, draft.row.id) };
   }
 
-  private async failed(row: ClaimedMessage, err: unknown): Promise<keyof PassResult> {
+  private async failed(row: ClaimedMessage, err: unknown, final = false): Promise<keyof PassResult> {
     const message = err instanceof Error ? err.message : String(err);
     if (err instanceof ProviderError && err.suppression) {
       await repo.markSuppressed(row, err.suppression, message);
@@ -498,7 +538,7 @@ export class Sender {
     }
     const permanent = err instanceof TemplateFault || (err instanceof ProviderError && !err.transient);
     const delays = config().messageRetryDelaysMs;
-    if (permanent || row.attempts > delays.length) {
+    if (permanent || final || row.attempts > delays.length) {
       await repo.markFailed(row, message);
       return "failed";
     }

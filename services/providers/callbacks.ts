@@ -69,8 +69,10 @@ export type ProviderEvent =
       from: string;
       to: string;
       text: string;
-      /** The provider's id of the message this one answers (Telegram's `reply_to_message`). */
-      references?: string | null;
+      /** Email: the mail's subject. */
+      subject?: string;
+      /** The provider ids of the messages this one answers (email In-Reply-To and References; a chat's replied-to message). */
+      references?: string[];
       /** What channel commands are matched on when the channel writes them its own way (Telegram's `/stop`). */
       command?: string;
       /** A deep link's one-time token binding the sender to a contact (Telegram's `/start <token>`). */

@@ -8,7 +8,12 @@ import type { AppContext } from "../../lib/moleculer-types";
 import { isServiceAvailable } from "../../lib/registry";
 import { systemCall } from "../../lib/system-call";
 import { workspaceOf } from "../../lib/tenancy";
-import type { CommandChannel, ProviderChannel } from "../../lib/channels";
+import {
+  COMMAND_CHANNELS,
+  type CommandChannel,
+  type InboxChannel,
+  type ProviderChannel,
+} from "../../lib/channels";
 import type { ProviderEvent } from "./callbacks";
 import { handshake, openWindow } from "./chatapp2/chatapp2.actions";
 import { chatapp2Results, chatapp2Schemas } from "./chatapp2/chatapp2.schemas";
@@ -194,7 +199,8 @@ function providerAnswered(provider: CallbackProvider, keyword: string): boolean 
 
 /**
  * An inbound message on any channel: its contact (found by the channel's
- * address, else created), the activity (`<channel>.message_received`), and
+ * address, else created), its conversation in the inbox (unless it is a
+ * command), the activity (`<channel>.message_received` with the thread), and
  * a command it may be (STOP, START, HELP), answered on the same channel
  * through the same provider. Each channel's callbacks read their provider's
  * wire into the one `inbound` shape; this is the one path after that.
@@ -205,18 +211,43 @@ async function receiveInbound(
   inbound: Inbound,
 ): Promise<void> {
   const workspaceId = provider.workspace_id;
-  const channel = provider.channel as CommandChannel;
+  const channel = provider.channel as InboxChannel;
   const contact = await inboundContact(broker, workspaceId, channel, inbound);
+  // A channel command (STOP, START, HELP) is answered by its rule, not by a person or an auto-reply; a deep
+  // link's `/start <token>` only binds the chat.
+  const command =
+    isCommandChannel(channel) && !inbound.linkToken
+      ? matchCommand(
+          (await repo.getCommands(workspaceId)) ?? DEFAULT_COMMANDS,
+          channel,
+          inbound.command ?? inbound.text,
+        )
+      : null;
+  const thread =
+    !command && !contact.linked && isServiceAvailable(broker, "inbox")
+      ? await systemCall<{ threadId: string }>(broker, workspaceId, "inbox.receive", {
+          channel,
+          contactId: contact.id,
+          providerId: provider.id,
+          from: inbound.from,
+          to: inbound.to,
+          text: inbound.text,
+          ...(inbound.subject !== undefined ? { subject: inbound.subject } : {}),
+          providerMessageId: inbound.providerMessageId,
+          references: inbound.references ?? [],
+        })
+      : null;
   if (isServiceAvailable(broker, "events"))
     await systemCall(broker, workspaceId, "events.record", {
       type: `${channel}.message_received`,
       contactId: contact.id,
       metadata: {
         providerId: provider.id,
-        threadId: null,
+        threadId: thread?.threadId ?? null,
         from: inbound.from,
         to: inbound.to,
         text: inbound.text,
+        ...(inbound.subject !== undefined ? { subject: inbound.subject } : {}),
         providerMessageId: inbound.providerMessageId,
       },
     });
@@ -232,14 +263,7 @@ async function receiveInbound(
       ...(channel === "sms" && { providerId: provider.id }),
     });
   if (contact.linked) await reply(LINK_WELCOME);
-  const command =
-    !inbound.linkToken &&
-    matchCommand(
-      (await repo.getCommands(workspaceId)) ?? DEFAULT_COMMANDS,
-      channel,
-      inbound.command ?? inbound.text,
-    );
-  if (!command) return;
+  if (!command || !isCommandChannel(channel)) return;
   if (command.action !== "help")
     await systemCall(broker, workspaceId, "contacts.applyPreferences", {
       contactId: contact.id,
@@ -255,12 +279,16 @@ async function receiveInbound(
     });
 }
 
-/** How each channel's senders are addressed: the contact lookup's type. */
-const ADDRESS_TYPES: Record<CommandChannel, "phone" | "chatapp1ChatId"> = {
+/** How the sender of an inbound message is found among contacts (else created with it), per channel that receives. */
+const INBOUND_ADDRESS: Record<InboxChannel, "email" | "phone" | "chatapp1ChatId"> = {
+  email: "email",
   sms: "phone",
   chatapp1: "chatapp1ChatId",
   chatapp2: "phone",
 };
+
+const isCommandChannel = (channel: string): channel is CommandChannel =>
+  (COMMAND_CHANNELS as readonly string[]).includes(channel);
 
 /**
  * The contact an inbound message is from: the one a deep link's token
@@ -270,7 +298,7 @@ const ADDRESS_TYPES: Record<CommandChannel, "phone" | "chatapp1ChatId"> = {
 async function inboundContact(
   broker: ServiceBroker,
   workspaceId: string,
-  channel: CommandChannel,
+  channel: InboxChannel,
   inbound: Inbound,
 ): Promise<{ id: string; linked: boolean }> {
   if (inbound.linkToken) {
@@ -280,22 +308,23 @@ async function inboundContact(
     });
     if (linked) return { id: linked.id, linked: true };
   }
+  const type = INBOUND_ADDRESS[channel];
   const known = await systemCall<{ id: string } | null>(broker, workspaceId, "contacts.byAddress", {
-    type: ADDRESS_TYPES[channel],
+    type,
     value: inbound.from,
   });
   if (known) return { id: known.id, linked: false };
-  const address =
-    channel === "chatapp1"
+  const fields =
+    type === "chatapp1ChatId"
       ? {
           attributes: { chatapp1ChatId: inbound.from },
           ...(inbound.name?.firstName && { firstName: inbound.name.firstName }),
           ...(inbound.name?.lastName && { lastName: inbound.name.lastName }),
         }
-      : { phone: inbound.from };
+      : { [type]: inbound.from };
   const created = await systemCall<{ id: string }>(broker, workspaceId, "contacts.create", {
     workspaceId,
-    ...address,
+    ...fields,
   });
   return { id: created.id, linked: false };
 }

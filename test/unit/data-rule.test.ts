@@ -51,6 +51,14 @@ const OWNERS: Record<string, string[]> = {
   ],
   events: ["events"],
   forms: ["forms", "form_views", "form_submissions"],
+  inbox: [
+    "inbox_threads",
+    "inbox_messages",
+    "inbox_assignment_rules",
+    "inbox_auto_replies",
+    "inbox_auto_reply_log",
+    "inbox_canned_responses",
+  ],
   messages: ["messages", "short_links", "short_link_clicks", "provider_callbacks_pending"],
   providers: [
     "providers",
@@ -100,6 +108,8 @@ const CROSS_AREA: Record<string, string> = {
   "services/content/push-subscriptions.repo.ts contacts":
     "a subscription binds a contact only when it is the workspace's",
   "services/contacts/notes.repo.ts users": "a note shows its author's name, joined in its page",
+  "services/contacts/merge.repo.ts inbox_threads":
+    "a merge moves the duplicates' conversations, closing all but one open per channel, in its transaction",
   "services/contacts/merge.repo.ts segment_members":
     "a merge moves segment memberships in the merge's transaction so no membership is lost",
   "services/contacts/timeline.repo.ts events":

@@ -169,6 +169,41 @@ describe("callback events in our words", () => {
     expect(event({ event: "accepted" })).toEqual([]);
   });
 
+  it("Mailgun: an inbound route's forwarded mail, signed in its fields, as an inbound message with its references", () => {
+    const fields = {
+      sender: "ann@example.com",
+      recipient: "support@mg.acme.test",
+      subject: "Re: News",
+      "body-plain": "Yes please\n\n> News",
+      "stripped-text": "Yes please",
+      "Message-Id": "<in-9@mail.example.com>",
+      "In-Reply-To": "<out-2@mg.acme.test>",
+      References: "<out-1@mg.acme.test> <out-2@mg.acme.test>",
+    };
+    const form = (signature: Record<string, string>) =>
+      new URLSearchParams({ ...fields, ...signature }).toString();
+    const cb = (rawBody: string) => ({ rawBody, headers: {}, url: "" });
+    const config = { webhookSigningKey: "mg-signing-key" };
+    expect(verifyCallback("emailapi2", cb(form(mailgunSignature("mg-signing-key"))), config, now)).toBe(true);
+    expect(verifyCallback("emailapi2", cb(form(mailgunSignature("wrong"))), config, now)).toBe(false);
+    expect(verifyCallback("emailapi2", cb(form(mailgunSignature("mg-signing-key", old))), config, now)).toBe(
+      false,
+    );
+    expect(verifyCallback("emailapi2", cb(new URLSearchParams(fields).toString()), config, now)).toBe(false);
+    expect(readEvents("emailapi2", form(mailgunSignature("k")))).toEqual([
+      {
+        kind: "inbound",
+        providerMessageId: "in-9@mail.example.com",
+        eventId: "inbound:in-9@mail.example.com",
+        from: "ann@example.com",
+        to: "support@mg.acme.test",
+        text: "Yes please",
+        subject: "Re: News",
+        references: ["out-1@mg.acme.test", "out-2@mg.acme.test"],
+      },
+    ]);
+  });
+
   it("Twilio: statuses and incoming texts", () => {
     expect(readEvents("smsapi1", "MessageSid=SM1&MessageStatus=delivered")).toEqual([
       { kind: "delivered", messageId: null, providerMessageId: "SM1", eventId: "SM1:delivered" },

@@ -26,7 +26,7 @@ describe("readEvents", () => {
         from: "12345",
         to: "",
         text: "Hello",
-        references: "69",
+        references: ["69"],
         name: { firstName: "Ada", lastName: null },
       },
     ]);

@@ -109,7 +109,7 @@ describe("chatapp2 callbacks", () => {
         providerMessageId: "wamid.t1",
         eventId: "wamid.t1",
         text: "Hi",
-        references: null,
+        references: [],
         sentAt: new Date("2023-11-14T22:13:20.000Z"),
       },
       {
@@ -117,7 +117,7 @@ describe("chatapp2 callbacks", () => {
         providerMessageId: "wamid.b1",
         eventId: "wamid.b1",
         text: "Yes please",
-        references: "wamid.out1",
+        references: ["wamid.out1"],
         sentAt: null,
       },
       {
@@ -125,7 +125,7 @@ describe("chatapp2 callbacks", () => {
         providerMessageId: "wamid.i1",
         eventId: "wamid.i1",
         text: "Tomorrow",
-        references: null,
+        references: [],
         sentAt: null,
       },
       {
@@ -133,7 +133,7 @@ describe("chatapp2 callbacks", () => {
         providerMessageId: "wamid.m1",
         eventId: "wamid.m1",
         text: "Receipt",
-        references: null,
+        references: [],
         sentAt: null,
       },
       {

@@ -60,7 +60,7 @@ export function readEvents(body: string): ProviderEvent[] {
     from: String(chatId),
     to: "",
     text,
-    references: idOf(replyTo),
+    references: replyTo === undefined ? [] : [idOf(replyTo)].filter((id): id is string => id !== null),
     name: { firstName: namePart(message.chat.first_name), lastName: namePart(message.chat.last_name) },
   };
   if (name === "start") {

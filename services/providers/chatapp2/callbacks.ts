@@ -93,7 +93,7 @@ export function readEvents(body: string): ProviderEvent[] {
           from,
           to,
           text: textOf(message),
-          references: str(obj(message.context).id),
+          references: [str(obj(message.context).id)].filter((id): id is string => id !== null),
           sentAt: sentAt(message.timestamp),
         });
       }

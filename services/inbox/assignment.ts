@@ -1,0 +1,167 @@
+import type { LoggerInstance } from "moleculer";
+import { database } from "../../lib/database";
+import { contactMatches, membersAmong, notifyMembers, workspaceZone, type Caller } from "./directory";
+import type { Static } from "@sinclair/typebox";
+import type { ConditionConfig, RoundRobinConfig } from "./inbox.schemas";
+import { keywordMatch, nextInTurn, withinHours } from "./matching";
+import * as rules from "./rules.repo";
+import type { RuleRow } from "./rules.repo";
+import * as threads from "./threads.repo";
+import type { ThreadRow } from "./threads.repo";
+
+/**
+ * Assignment (contract-messaging 11, issue 31 item 6): a new thread takes
+ * the first active rule that matches, by priority; a thread is claimed only
+ * while unassigned, and a round robin's turn is taken under its rule's row
+ * lock, so several replicas assign each thread once and each turn once.
+ * Round robins may cap each member's open threads (`maxOpen`; the rest wait
+ * and are handed out oldest first as room frees) and hand a thread left
+ * unanswered for `reassignAfterMinutes` to the next member.
+ */
+
+type RoundRobin = Static<typeof RoundRobinConfig>;
+type Condition = Static<typeof ConditionConfig>;
+
+/** How many waiting or unanswered threads a periodic pass handles per rule. */
+const PASS_LIMIT = 200;
+
+/** The assignee hears of it (once per assignment). */
+export async function notifyAssigned(from: Caller, ws: string, thread: ThreadRow): Promise<void> {
+  if (!thread.assignee_id) return;
+  await notifyMembers(from, ws, [thread.assignee_id], {
+    type: "inbox.assigned",
+    title: "A conversation was assigned to you",
+    body: thread.subject ?? `New ${thread.channel} conversation`,
+    data: { threadId: thread.id, channel: thread.channel, contactId: thread.contact_id },
+    dedupeKey: `inbox:${thread.id}:assigned:${new Date(thread.assigned_at ?? Date.now()).getTime()}`,
+  });
+}
+
+/** Assign a new thread by the workspace's rules; answers the assigned thread (null: no rule gave it a member). */
+export async function assignNewThread(
+  from: Caller,
+  ws: string,
+  thread: ThreadRow,
+  text: string,
+  now = new Date(),
+): Promise<ThreadRow | null> {
+  const active = await rules.listRules(ws, true);
+  if (!active.length) return null;
+  const zone = await workspaceZone(from, ws);
+  for (const rule of active) {
+    if (!withinHours(rule.config.businessHours, now, zone)) continue;
+    if (rule.type === "round_robin") return roundRobin(from, ws, rule, thread.id);
+    const config = rule.config as Condition;
+    if (config.channel && config.channel !== thread.channel) continue;
+    if (!keywordMatch(config.keywords ?? [], text)) continue;
+    if (config.filter && !(await contactMatches(from, ws, thread.contact_id, config.filter))) continue;
+    if (!(await membersAmong(from, ws, [config.assigneeId])).length) continue;
+    const claimed = await threads.claimThread(ws, thread.id, config.assigneeId, rule.id);
+    if (claimed) await notifyAssigned(from, ws, claimed);
+    return claimed;
+  }
+  return null;
+}
+
+/**
+ * A round robin's next member with room takes the thread; when all are
+ * full the thread waits for this rule. Null when it was not assigned now.
+ */
+async function roundRobin(
+  from: Caller,
+  ws: string,
+  rule: RuleRow,
+  threadId: string,
+): Promise<ThreadRow | null> {
+  const config = rule.config as RoundRobin;
+  const members = await membersAmong(from, ws, config.memberIds);
+  if (!members.length) return null;
+  const sequelize = await database();
+  const claimed = await sequelize.transaction(async (transaction) => {
+    const cursor = await rules.lockCursor(ws, rule.id, transaction);
+    if (cursor === null) return null;
+    const counts = config.maxOpen
+      ? await threads.openCounts(ws, members, transaction)
+      : new Map<string, number>();
+    const turn = nextInTurn(members, cursor, counts, config.maxOpen);
+    if (!turn) {
+      await threads.markWaiting(ws, threadId, rule.id, transaction);
+      return null;
+    }
+    const row = await threads.claimThread(ws, threadId, turn.memberId, rule.id, transaction);
+    if (row) await rules.setCursor(ws, rule.id, turn.cursor, transaction);
+    return row;
+  });
+  if (claimed) await notifyAssigned(from, ws, claimed);
+  return claimed;
+}
+
+/** Periodic: threads waiting for room go, oldest first, to members whose open threads fell below `maxOpen`. */
+export async function assignWaiting(from: Caller, logger: LoggerInstance): Promise<number> {
+  let assigned = 0;
+  for (const rule of await rules.activeRoundRobins()) {
+    if (!(rule.config as RoundRobin).maxOpen) continue;
+    try {
+      for (const thread of await threads.waitingThreads(rule.workspace_id, rule.id, PASS_LIMIT)) {
+        if (!(await roundRobin(from, rule.workspace_id, rule, thread.id))) break;
+        assigned += 1;
+      }
+    } catch (err) {
+      logger.warn(`Waiting threads of assignment rule ${rule.id} could not be handed out`, err);
+    }
+  }
+  return assigned;
+}
+
+/**
+ * Periodic: a thread its contact has waited on for `reassignAfterMinutes`
+ * since it was assigned goes to the next member in turn with room (taken
+ * from its holder only if they still hold it, so once across replicas).
+ */
+export async function reassignUnanswered(
+  from: Caller,
+  logger: LoggerInstance,
+  now = new Date(),
+): Promise<number> {
+  let moved = 0;
+  for (const rule of await rules.activeRoundRobins()) {
+    const config = rule.config as RoundRobin;
+    if (!config.reassignAfterMinutes) continue;
+    const ws = rule.workspace_id;
+    try {
+      const stale = await threads.unansweredThreads(
+        ws,
+        rule.id,
+        config.reassignAfterMinutes,
+        now,
+        PASS_LIMIT,
+      );
+      if (!stale.length) continue;
+      const members = await membersAmong(from, ws, config.memberIds);
+      const sequelize = await database();
+      for (const thread of stale) {
+        const others = members.filter((m) => m !== thread.assignee_id);
+        if (!others.length || !thread.assignee_id) continue;
+        const holder = thread.assignee_id;
+        const row = await sequelize.transaction(async (transaction) => {
+          const cursor = await rules.lockCursor(ws, rule.id, transaction);
+          if (cursor === null) return null;
+          const counts = config.maxOpen
+            ? await threads.openCounts(ws, others, transaction)
+            : new Map<string, number>();
+          const turn = nextInTurn(others, cursor, counts, config.maxOpen);
+          if (!turn) return null;
+          const taken = await threads.reassign(ws, thread.id, holder, turn.memberId, transaction);
+          if (taken) await rules.setCursor(ws, rule.id, cursor + 1, transaction);
+          return taken;
+        });
+        if (!row) continue;
+        moved += 1;
+        await notifyAssigned(from, ws, row);
+      }
+    } catch (err) {
+      logger.warn(`Unanswered threads of assignment rule ${rule.id} could not be re-assigned`, err);
+    }
+  }
+  return moved;
+}

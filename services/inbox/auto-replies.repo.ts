@@ -1,0 +1,120 @@
+import { newId } from "../../lib/crypto";
+import { Binds, selectRows } from "../../lib/database";
+import type { InboxChannel } from "../../lib/channels";
+import type { BusinessHours } from "./business-hours";
+import type { AutoReplyView } from "./inbox.schemas";
+
+/** Every query on auto-replies and the log that fires each at most once per thread and day. */
+
+export interface AutoReplyRow {
+  id: string;
+  workspace_id: string;
+  name: string;
+  channel: InboxChannel | null;
+  keywords: string[];
+  business_hours: BusinessHours | null;
+  body: string;
+  active: boolean;
+  created_at: Date;
+  updated_at: Date;
+}
+
+export interface AutoReplyInput {
+  name?: string;
+  channel?: InboxChannel | null;
+  keywords?: string[];
+  businessHours?: BusinessHours | null;
+  body?: string;
+  active?: boolean;
+}
+
+export const autoReplyView = (row: AutoReplyRow): AutoReplyView => ({
+  id: row.id,
+  name: row.name,
+  channel: row.channel,
+  keywords: row.keywords,
+  businessHours: row.business_hours,
+  body: row.body,
+  active: row.active,
+  createdAt: row.created_at,
+  updatedAt: row.updated_at,
+});
+
+export function listAutoReplies(workspaceId: string, activeOnly = false): Promise<AutoReplyRow[]> {
+  return selectRows<AutoReplyRow>(
+    `SELECT * FROM inbox_auto_replies WHERE workspace_id = $1 ${activeOnly ? "AND active" : ""}
+      ORDER BY created_at, id`,
+    [workspaceId],
+  );
+}
+
+export async function insertAutoReply(
+  workspaceId: string,
+  input: AutoReplyInput & { name: string; body: string },
+): Promise<AutoReplyRow> {
+  const [row] = await selectRows<AutoReplyRow>(
+    `INSERT INTO inbox_auto_replies (id, workspace_id, name, channel, keywords, business_hours, body, active)
+     VALUES ($1, $2, $3, $4, $5::text[], $6::jsonb, $7, $8) RETURNING *`,
+    [
+      newId(),
+      workspaceId,
+      input.name,
+      input.channel ?? null,
+      input.keywords ?? [],
+      input.businessHours ? JSON.stringify(input.businessHours) : null,
+      input.body,
+      input.active ?? true,
+    ],
+  );
+  return row;
+}
+
+export async function updateAutoReply(
+  workspaceId: string,
+  id: string,
+  input: AutoReplyInput,
+): Promise<AutoReplyRow | null> {
+  const b = new Binds([workspaceId, id]);
+  const sets = ["updated_at = now()"];
+  if (input.name !== undefined) sets.push(`name = ${b.p(input.name)}`);
+  if (input.channel !== undefined) sets.push(`channel = ${b.p(input.channel)}`);
+  if (input.keywords !== undefined) sets.push(`keywords = ${b.p(input.keywords, "text[]")}`);
+  if (input.businessHours !== undefined)
+    sets.push(
+      `business_hours = ${b.p(input.businessHours ? JSON.stringify(input.businessHours) : null, "jsonb")}`,
+    );
+  if (input.body !== undefined) sets.push(`body = ${b.p(input.body)}`);
+  if (input.active !== undefined) sets.push(`active = ${b.p(input.active)}`);
+  const [row] = await selectRows<AutoReplyRow>(
+    `UPDATE inbox_auto_replies SET ${sets.join(", ")} WHERE workspace_id = $1 AND id = $2 RETURNING *`,
+    b.values,
+  );
+  return row ?? null;
+}
+
+export async function deleteAutoReply(workspaceId: string, id: string): Promise<boolean> {
+  const rows = await selectRows<{ id: string }>(
+    `DELETE FROM inbox_auto_replies WHERE workspace_id = $1 AND id = $2 RETURNING id`,
+    [workspaceId, id],
+  );
+  return rows.length > 0;
+}
+
+/**
+ * Note that a rule answers a thread on a local day; true only for the first
+ * caller (the row's key), so a rule fires once a day per thread across replicas.
+ */
+export async function firstToday(
+  workspaceId: string,
+  threadId: string,
+  ruleId: string,
+  day: string,
+): Promise<boolean> {
+  const rows = await selectRows<{ rule_id: string }>(
+    `INSERT INTO inbox_auto_reply_log (thread_id, rule_id, day)
+     SELECT t.id, $3, $4::date FROM inbox_threads t WHERE t.workspace_id = $1 AND t.id = $2
+     ON CONFLICT DO NOTHING RETURNING rule_id`,
+    [workspaceId, threadId, ruleId, day],
+  );
+  return rows.length > 0;
+}

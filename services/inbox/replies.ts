@@ -1,0 +1,93 @@
+import { PROVIDER_CHANNELS } from "../../lib/channels";
+import { systemCall } from "../../lib/system-call";
+import { type Caller } from "./directory";
+import * as messages from "./inbox-messages.repo";
+import type { InboxMessageRow, SendOutcome } from "./inbox-messages.repo";
+import { replyContent, replyHeaders } from "./matching";
+import * as threads from "./threads.repo";
+import type { ThreadRow } from "./threads.repo";
+
+/**
+ * Answers go out at once through the one send path (`messages.sendNow`:
+ * checks, rendering, the channel's provider), transactional, and show how
+ * it went (`sent` or `failed`, with the error); a failed one may be sent
+ * again (`deliver`). Email answers carry In-Reply-To and References of the
+ * contact's last message and go through the provider it came in by.
+ */
+
+/** What `messages.sendNow` answers that an answer keeps. */
+interface SentMessage {
+  id: string;
+  status: string;
+  reason: string | null;
+  error: string | null;
+  providerId: string | null;
+  providerMessageId: string | null;
+}
+
+/** Channels whose sends may name their provider (the others go through their channel's one). */
+const NAMED_PROVIDER_CHANNELS = new Set<string>(PROVIDER_CHANNELS);
+
+/** Send (or send again) an outbound message of the thread; answers it with its outcome. */
+export async function deliver(
+  from: Caller,
+  ws: string,
+  thread: ThreadRow,
+  row: InboxMessageRow,
+): Promise<InboxMessageRow> {
+  const answered = await messages.lastInbound(ws, thread.id);
+  const providerId = NAMED_PROVIDER_CHANNELS.has(thread.channel) ? answered?.provider_id : null;
+  let outcome: SendOutcome;
+  try {
+    const sent = await systemCall<SentMessage>(from, ws, "messages.sendNow", {
+      contactId: thread.contact_id,
+      channel: thread.channel,
+      content: replyContent(thread.channel, row.body, thread.subject),
+      transactional: true,
+      ...(providerId ? { providerId } : {}),
+      ...(thread.channel === "email" && answered
+        ? { headers: replyHeaders({ providerMessageId: answered.provider_message_id, refs: answered.refs }) }
+        : {}),
+    });
+    const ok = sent.status === "sent" || sent.status === "delivered";
+    outcome = {
+      status: ok ? "sent" : "failed",
+      error: ok
+        ? null
+        : (sent.error ?? (sent.reason ? `suppressed: ${sent.reason}` : `message ${sent.status}`)),
+      messageId: sent.id,
+      providerId: sent.providerId,
+      providerMessageId: sent.providerMessageId,
+    };
+  } catch (err) {
+    // A send refused before it was made (no address on the channel, a provider gone): the answer failed.
+    if (typeof (err as { code?: unknown }).code !== "number" || (err as { code: number }).code >= 500)
+      throw err;
+    outcome = {
+      status: "failed",
+      error: (err as Error).message,
+      messageId: null,
+      providerId: null,
+      providerMessageId: null,
+    };
+  }
+  return messages.recordOutcome(ws, row.id, outcome);
+}
+
+/**
+ * A new answer in the thread: a member's or an API client's (the thread
+ * then waits on the contact, `pending`, and is read) or an auto-reply's
+ * (`auto`: the thread still waits for a person).
+ */
+export async function answer(
+  from: Caller,
+  ws: string,
+  thread: ThreadRow,
+  body: string,
+  author: { id: string | null; auto?: boolean },
+): Promise<InboxMessageRow> {
+  const row = await messages.insertOutbound(ws, thread.id, body, author.id);
+  const sent = await deliver(from, ws, thread, row);
+  await threads.touchOutbound(ws, thread.id, !author.auto);
+  return sent;
+}

@@ -1,0 +1,133 @@
+import type { Transaction } from "sequelize";
+import { newId } from "../../lib/crypto";
+import { Binds, selectRows } from "../../lib/database";
+import type { AssignmentRuleView, RuleConfig } from "./inbox.schemas";
+
+/** Every query on assignment rules, the round robin's cursor included; each takes the workspace id first. */
+
+export interface RuleRow {
+  id: string;
+  workspace_id: string;
+  name: string;
+  type: "round_robin" | "condition";
+  priority: number;
+  active: boolean;
+  config: RuleConfig;
+  cursor: number;
+  created_at: Date;
+  updated_at: Date;
+}
+
+export const ruleView = (row: RuleRow): AssignmentRuleView => ({
+  id: row.id,
+  name: row.name,
+  type: row.type,
+  priority: row.priority,
+  active: row.active,
+  config: row.config as Record<string, unknown>,
+  createdAt: row.created_at,
+  updatedAt: row.updated_at,
+});
+
+/** The workspace's rules in the order new threads try them: lowest priority number first. */
+export function listRules(workspaceId: string, activeOnly = false): Promise<RuleRow[]> {
+  return selectRows<RuleRow>(
+    `SELECT * FROM inbox_assignment_rules WHERE workspace_id = $1 ${activeOnly ? "AND active" : ""}
+      ORDER BY priority, created_at, id`,
+    [workspaceId],
+  );
+}
+
+export async function findRule(workspaceId: string, ruleId: string): Promise<RuleRow | null> {
+  const [row] = await selectRows<RuleRow>(
+    `SELECT * FROM inbox_assignment_rules WHERE workspace_id = $1 AND id = $2`,
+    [workspaceId, ruleId],
+  );
+  return row ?? null;
+}
+
+export async function insertRule(
+  workspaceId: string,
+  input: { name: string; type: RuleRow["type"]; priority: number; active: boolean; config: RuleConfig },
+): Promise<RuleRow> {
+  const [row] = await selectRows<RuleRow>(
+    `INSERT INTO inbox_assignment_rules (id, workspace_id, name, type, priority, active, config)
+     VALUES ($1, $2, $3, $4, $5, $6, $7::jsonb) RETURNING *`,
+    [
+      newId(),
+      workspaceId,
+      input.name,
+      input.type,
+      input.priority,
+      input.active,
+      JSON.stringify(input.config),
+    ],
+  );
+  return row;
+}
+
+export async function updateRule(
+  workspaceId: string,
+  ruleId: string,
+  changes: { name?: string; priority?: number; active?: boolean; config?: RuleConfig },
+): Promise<RuleRow | null> {
+  const b = new Binds([workspaceId, ruleId]);
+  const sets = ["updated_at = now()"];
+  if (changes.name !== undefined) sets.push(`name = ${b.p(changes.name)}`);
+  if (changes.priority !== undefined) sets.push(`priority = ${b.p(changes.priority)}`);
+  if (changes.active !== undefined) sets.push(`active = ${b.p(changes.active)}`);
+  if (changes.config !== undefined)
+    sets.push(`config = ${b.p(JSON.stringify(changes.config), "jsonb")}`, "cursor = 0");
+  const [row] = await selectRows<RuleRow>(
+    `UPDATE inbox_assignment_rules SET ${sets.join(", ")} WHERE workspace_id = $1 AND id = $2 RETURNING *`,
+    b.values,
+  );
+  return row ?? null;
+}
+
+export async function deleteRule(workspaceId: string, ruleId: string): Promise<boolean> {
+  const rows = await selectRows<{ id: string }>(
+    `DELETE FROM inbox_assignment_rules WHERE workspace_id = $1 AND id = $2 RETURNING id`,
+    [workspaceId, ruleId],
+  );
+  return rows.length > 0;
+}
+
+/**
+ * The round robin's cursor, the rule's row locked until the transaction
+ * ends: replicas assigning through one rule take turns, so each turn is
+ * given once. Null when the rule is gone.
+ */
+export async function lockCursor(
+  workspaceId: string,
+  ruleId: string,
+  transaction: Transaction,
+): Promise<number | null> {
+  const [row] = await selectRows<{ cursor: number }>(
+    `SELECT cursor FROM inbox_assignment_rules WHERE workspace_id = $1 AND id = $2 FOR UPDATE`,
+    [workspaceId, ruleId],
+    transaction,
+  );
+  return row ? row.cursor : null;
+}
+
+export async function setCursor(
+  workspaceId: string,
+  ruleId: string,
+  cursor: number,
+  transaction: Transaction,
+): Promise<void> {
+  await selectRows(
+    `UPDATE inbox_assignment_rules SET cursor = $3 WHERE workspace_id = $1 AND id = $2`,
+    [workspaceId, ruleId, cursor],
+    transaction,
+  );
+}
+
+/** Active round-robin rules of every workspace (the periodic capacity and re-assignment passes). */
+export function activeRoundRobins(): Promise<RuleRow[]> {
+  return selectRows<RuleRow>(
+    `SELECT * FROM inbox_assignment_rules WHERE active AND type = 'round_robin' ORDER BY workspace_id, priority, id`,
+    [],
+  );
+}

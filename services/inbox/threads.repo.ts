@@ -1,0 +1,352 @@
+import type { Transaction } from "sequelize";
+import { newId } from "../../lib/crypto";
+import { Binds, likeEscape, selectRows } from "../../lib/database";
+import { selectPage, type Page, type PageRequest } from "../../lib/pagination";
+import type { InboxChannel } from "../../lib/channels";
+import type { ContactBrief, ThreadStatus, ThreadView } from "./inbox.schemas";
+
+/** Every query on inbox threads; each takes the workspace id first (the periodic sweeps span workspaces on purpose). */
+
+export interface ThreadRow {
+  id: string;
+  workspace_id: string;
+  channel: InboxChannel;
+  contact_id: string;
+  subject: string | null;
+  status: ThreadStatus;
+  assignee_id: string | null;
+  assigned_at: Date | null;
+  rule_id: string | null;
+  snoozed_until: Date | null;
+  tags: string[];
+  unread: number;
+  awaiting_since: Date | null;
+  origin_message_id: string | null;
+  last_message_at: Date;
+  created_at: Date;
+  updated_at: Date;
+}
+
+export function threadView(row: ThreadRow, contact: ContactBrief | null): ThreadView {
+  return {
+    id: row.id,
+    channel: row.channel,
+    contactId: row.contact_id,
+    contact,
+    subject: row.subject,
+    status: row.status,
+    assigneeId: row.assignee_id,
+    snoozedUntil: row.snoozed_until,
+    tags: row.tags,
+    lastMessageAt: row.last_message_at,
+    unread: row.unread,
+    originMessageId: row.origin_message_id,
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
+  };
+}
+
+export interface ThreadFilters {
+  status?: ThreadStatus;
+  channel?: InboxChannel;
+  assigneeId?: string;
+  contactId?: string;
+  search?: string;
+}
+
+export async function listThreads(
+  workspaceId: string,
+  f: ThreadFilters,
+  page: PageRequest,
+): Promise<Page<ThreadRow>> {
+  const b = new Binds([workspaceId]);
+  const where = ["t.workspace_id = $1"];
+  if (f.status) where.push(`t.status = ${b.p(f.status)}`);
+  if (f.channel) where.push(`t.channel = ${b.p(f.channel)}`);
+  if (f.assigneeId) where.push(`t.assignee_id = ${b.p(f.assigneeId)}`);
+  if (f.contactId) where.push(`t.contact_id = ${b.p(f.contactId)}`);
+  if (f.search) {
+    const like = b.p(`%${likeEscape(f.search)}%`);
+    where.push(`(t.subject ILIKE ${like} OR EXISTS (SELECT 1 FROM inbox_messages m
+                  WHERE m.thread_id = t.id AND m.body ILIKE ${like}))`);
+  }
+  return selectPage<ThreadRow, ThreadRow>(
+    {
+      select: `SELECT t.* FROM inbox_threads t WHERE ${where.join(" AND ")}`,
+      orderBy: "t.last_message_at DESC, t.id DESC",
+    },
+    b.values,
+    page,
+    (row) => row,
+  );
+}
+
+/** Unread threads and messages of the workspace's conversations that are not closed, per assignee. */
+export async function unreadByAssignee(
+  workspaceId: string,
+): Promise<Array<{ assigneeId: string | null; threads: number; messages: number }>> {
+  const rows = await selectRows<{ assignee_id: string | null; threads: string; messages: string }>(
+    `SELECT assignee_id, count(*) AS threads, sum(unread) AS messages FROM inbox_threads
+      WHERE workspace_id = $1 AND status <> 'closed' AND unread > 0
+      GROUP BY assignee_id ORDER BY assignee_id NULLS FIRST`,
+    [workspaceId],
+  );
+  return rows.map((r) => ({
+    assigneeId: r.assignee_id,
+    threads: Number(r.threads),
+    messages: Number(r.messages),
+  }));
+}
+
+export async function findThread(
+  workspaceId: string,
+  threadId: string,
+  transaction?: Transaction,
+): Promise<ThreadRow | null> {
+  const [row] = await selectRows<ThreadRow>(
+    `SELECT * FROM inbox_threads WHERE workspace_id = $1 AND id = $2`,
+    [workspaceId, threadId],
+    transaction,
+  );
+  return row ?? null;
+}
+
+/**
+ * Serialise every writer of one contact's conversation on a channel (any
+ * replica) until the transaction ends: two inbound messages arriving at once
+ * find the same thread instead of opening one each.
+ */
+export async function lockConversation(
+  workspaceId: string,
+  contactId: string,
+  channel: InboxChannel,
+  transaction: Transaction,
+): Promise<void> {
+  await selectRows(
+    `SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`,
+    [`inbox:${workspaceId}:${contactId}:${channel}`],
+    transaction,
+  );
+}
+
+/** The contact's conversation on the channel that is not closed (at most one: a unique index). */
+export async function openThreadOf(
+  workspaceId: string,
+  contactId: string,
+  channel: InboxChannel,
+  transaction?: Transaction,
+): Promise<ThreadRow | null> {
+  const [row] = await selectRows<ThreadRow>(
+    `SELECT * FROM inbox_threads WHERE workspace_id = $1 AND contact_id = $2 AND channel = $3 AND status <> 'closed'`,
+    [workspaceId, contactId, channel],
+    transaction,
+  );
+  return row ?? null;
+}
+
+export async function insertThread(
+  workspaceId: string,
+  input: {
+    contactId: string;
+    channel: InboxChannel;
+    subject: string | null;
+    originMessageId: string | null;
+  },
+  transaction?: Transaction,
+): Promise<ThreadRow> {
+  const [row] = await selectRows<ThreadRow>(
+    `INSERT INTO inbox_threads (id, workspace_id, contact_id, channel, subject, origin_message_id)
+     VALUES ($1, $2, $3, $4, $5, $6) RETURNING *`,
+    [newId(), workspaceId, input.contactId, input.channel, input.subject, input.originMessageId],
+    transaction,
+  );
+  return row;
+}
+
+/**
+ * A message from the contact: the thread is open again (a snoozed one
+ * wakes), one more unread, waiting for an answer since the first unanswered.
+ */
+export async function touchInbound(
+  workspaceId: string,
+  threadId: string,
+  subject: string | null,
+  originMessageId: string | null,
+  transaction: Transaction,
+): Promise<ThreadRow> {
+  const [row] = await selectRows<ThreadRow>(
+    `UPDATE inbox_threads SET status = 'open', snoozed_until = NULL, unread = unread + 1,
+            awaiting_since = COALESCE(awaiting_since, now()), last_message_at = now(), updated_at = now(),
+            subject = COALESCE(subject, $3), origin_message_id = COALESCE(origin_message_id, $4)
+      WHERE workspace_id = $1 AND id = $2 RETURNING *`,
+    [workspaceId, threadId, subject, originMessageId],
+    transaction,
+  );
+  return row;
+}
+
+/** A member (or an auto-reply) answered: the thread waits on the contact (`pending`), read, answered. */
+export async function touchOutbound(
+  workspaceId: string,
+  threadId: string,
+  byMember: boolean,
+): Promise<ThreadRow | null> {
+  const [row] = await selectRows<ThreadRow>(
+    byMember
+      ? `UPDATE inbox_threads SET status = CASE WHEN status = 'closed' THEN status ELSE 'pending' END,
+                unread = 0, awaiting_since = NULL, last_message_at = now(), updated_at = now()
+          WHERE workspace_id = $1 AND id = $2 RETURNING *`
+      : `UPDATE inbox_threads SET last_message_at = now(), updated_at = now()
+          WHERE workspace_id = $1 AND id = $2 RETURNING *`,
+    [workspaceId, threadId],
+  );
+  return row ?? null;
+}
+
+/** A member read the thread. */
+export async function markRead(workspaceId: string, threadId: string): Promise<void> {
+  await selectRows(`UPDATE inbox_threads SET unread = 0 WHERE workspace_id = $1 AND id = $2 AND unread > 0`, [
+    workspaceId,
+    threadId,
+  ]);
+}
+
+export interface ThreadChanges {
+  status?: ThreadStatus;
+  assigneeId?: string | null;
+  snoozedUntil?: Date | null;
+  tags?: string[];
+}
+
+/** Apply a PATCH; answers the thread and who held it before (null: no such thread). */
+export async function updateThread(
+  workspaceId: string,
+  threadId: string,
+  changes: ThreadChanges,
+): Promise<{ thread: ThreadRow; previousAssignee: string | null } | null> {
+  const b = new Binds([workspaceId, threadId]);
+  const sets = ["updated_at = now()"];
+  if (changes.status !== undefined) sets.push(`status = ${b.p(changes.status)}`);
+  if (changes.assigneeId !== undefined)
+    sets.push(`assignee_id = ${b.p(changes.assigneeId)}`, `assigned_at = now()`);
+  if (changes.snoozedUntil !== undefined) sets.push(`snoozed_until = ${b.p(changes.snoozedUntil)}`);
+  if (changes.tags !== undefined) sets.push(`tags = ${b.p(changes.tags, "text[]")}`);
+  const [row] = await selectRows<ThreadRow & { previous_assignee: string | null }>(
+    `WITH before AS (SELECT id, assignee_id FROM inbox_threads WHERE workspace_id = $1 AND id = $2 FOR UPDATE)
+     UPDATE inbox_threads t SET ${sets.join(", ")} FROM before
+      WHERE t.id = before.id RETURNING t.*, before.assignee_id AS previous_assignee`,
+    b.values,
+  );
+  if (!row) return null;
+  const { previous_assignee: previousAssignee, ...thread } = row;
+  return { thread, previousAssignee };
+}
+
+/**
+ * Give an unassigned thread to a member: only while nobody holds it, so of
+ * several replicas (or rules) racing, exactly one assigns it. Null when it
+ * was taken (or is closed).
+ */
+export async function claimThread(
+  workspaceId: string,
+  threadId: string,
+  assigneeId: string,
+  ruleId: string | null,
+  transaction?: Transaction,
+): Promise<ThreadRow | null> {
+  const [row] = await selectRows<ThreadRow>(
+    `UPDATE inbox_threads SET assignee_id = $3, assigned_at = now(), rule_id = $4, updated_at = now()
+      WHERE workspace_id = $1 AND id = $2 AND assignee_id IS NULL AND status <> 'closed' RETURNING *`,
+    [workspaceId, threadId, assigneeId, ruleId],
+    transaction,
+  );
+  return row ?? null;
+}
+
+/** A rule took the thread but no member has room: it waits for the rule, oldest first. */
+export async function markWaiting(
+  workspaceId: string,
+  threadId: string,
+  ruleId: string,
+  transaction?: Transaction,
+): Promise<void> {
+  await selectRows(
+    `UPDATE inbox_threads SET rule_id = $3 WHERE workspace_id = $1 AND id = $2 AND assignee_id IS NULL`,
+    [workspaceId, threadId, ruleId],
+    transaction,
+  );
+}
+
+/** Threads each member holds that are not closed (a round robin's capacity). */
+export async function openCounts(
+  workspaceId: string,
+  memberIds: string[],
+  transaction?: Transaction,
+): Promise<Map<string, number>> {
+  const rows = await selectRows<{ assignee_id: string; n: string }>(
+    `SELECT assignee_id, count(*) AS n FROM inbox_threads
+      WHERE workspace_id = $1 AND assignee_id = ANY ($2::text[]) AND status <> 'closed' GROUP BY assignee_id`,
+    [workspaceId, memberIds],
+    transaction,
+  );
+  return new Map(rows.map((r) => [r.assignee_id, Number(r.n)]));
+}
+
+/** Threads waiting for a rule's members to have room, oldest first. */
+export async function waitingThreads(
+  workspaceId: string,
+  ruleId: string,
+  limit: number,
+): Promise<ThreadRow[]> {
+  return selectRows<ThreadRow>(
+    `SELECT * FROM inbox_threads
+      WHERE workspace_id = $1 AND rule_id = $2 AND assignee_id IS NULL AND status <> 'closed'
+      ORDER BY created_at, id LIMIT $3`,
+    [workspaceId, ruleId, limit],
+  );
+}
+
+/** A rule's assigned threads whose contact has waited for an answer longer than `minutes` since assignment. */
+export async function unansweredThreads(
+  workspaceId: string,
+  ruleId: string,
+  minutes: number,
+  now: Date,
+  limit: number,
+): Promise<ThreadRow[]> {
+  return selectRows<ThreadRow>(
+    `SELECT * FROM inbox_threads
+      WHERE workspace_id = $1 AND rule_id = $2 AND assignee_id IS NOT NULL AND status = 'open'
+        AND awaiting_since IS NOT NULL
+        AND GREATEST(awaiting_since, assigned_at) <= $3::timestamptz - $4 * interval '1 minute'
+      ORDER BY awaiting_since, id LIMIT $5`,
+    [workspaceId, ruleId, now, minutes, limit],
+  );
+}
+
+/** Hand a thread from one member to another, only if the first still holds it (once, across replicas). */
+export async function reassign(
+  workspaceId: string,
+  threadId: string,
+  from: string,
+  to: string,
+  transaction?: Transaction,
+): Promise<ThreadRow | null> {
+  const [row] = await selectRows<ThreadRow>(
+    `UPDATE inbox_threads SET assignee_id = $4, assigned_at = now(), updated_at = now()
+      WHERE workspace_id = $1 AND id = $2 AND assignee_id = $3 AND status = 'open' RETURNING *`,
+    [workspaceId, threadId, from, to],
+    transaction,
+  );
+  return row ?? null;
+}
+
+/** Snoozed threads whose time has come open again (any workspace); answers how many. */
+export async function wakeSnoozed(now: Date): Promise<number> {
+  const rows = await selectRows<{ id: string }>(
+    `UPDATE inbox_threads SET status = 'open', snoozed_until = NULL, updated_at = now()
+      WHERE status = 'snoozed' AND snoozed_until <= $1 RETURNING id`,
+    [now],
+  );
+  return rows.length;
+}
