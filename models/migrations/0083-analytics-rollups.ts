@@ -1,0 +1,190 @@
+import { Sequelize } from "sequelize";
+
+/**
+ * Analytics rollups: additive counters per workspace, metric and 15-minute UTC
+ * bucket (every zone whose offset is a multiple of 15 minutes, half-hour and
+ * 45-minute zones included, has its hours and days on bucket edges), split by
+ * channel, campaign and one dimension (event type, suppression reason, domain,
+ * UTM source, form). `''` stands for "none" so the key stays a primary key.
+ *
+ * The rollups are derived by statement-level triggers in the same transaction
+ * as the fact (a stored event, a message reaching a status, a contact created or
+ * removed, a form submission, a staged opt-out fact): a fact and its counts
+ * commit or roll back together, so nothing is counted twice on a retry and
+ * nothing is missed on a crash, whichever code path wrote the row. Each fact is
+ * bucketed by its own time (an event's `timestamp`, a message's `sentAt`, ...),
+ * so a late or backfilled fact lands in its closed bucket. Deleting raw rows
+ * (retention) fires nothing here: the counts of the deleted period stay.
+ */
+export async function up(sequelize: Sequelize): Promise<void> {
+  await sequelize.query(`
+    CREATE TABLE analytics_rollups (
+      workspace_id text NOT NULL REFERENCES workspaces(id) ON DELETE CASCADE,
+      metric       text NOT NULL,
+      bucket       timestamptz NOT NULL,
+      channel      text NOT NULL DEFAULT '',
+      campaign_id  text NOT NULL DEFAULT '',
+      dim          text NOT NULL DEFAULT '',
+      value        numeric NOT NULL DEFAULT 0,
+      PRIMARY KEY (workspace_id, metric, bucket, channel, campaign_id, dim)
+    );
+
+    -- The 15-minute UTC bucket a moment falls in.
+    CREATE FUNCTION analytics_bucket(t timestamptz) RETURNS timestamptz LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $fn$
+      SELECT to_timestamp(floor(extract(epoch FROM t) / 900) * 900)
+    $fn$;
+
+    -- A JSON value as a number (a numeric string too), else 0: a purchase without a usable amount adds nothing.
+    CREATE FUNCTION analytics_amount(j jsonb) RETURNS numeric LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $fn$
+      SELECT CASE
+        WHEN jsonb_typeof(j) = 'number' AND abs((j #>> '{}')::numeric) < 1e15 THEN (j #>> '{}')::numeric
+        WHEN jsonb_typeof(j) = 'string' AND (j #>> '{}') ~ '^\\s*-?[0-9]{1,15}(\\.[0-9]{1,6})?\\s*$' THEN (j #>> '{}')::numeric
+        ELSE 0
+      END
+    $fn$;
+
+    -- A key part from user data, bounded so the primary key's index entry always fits.
+    CREATE FUNCTION analytics_key(t text) RETURNS text LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $fn$
+      SELECT coalesce(left(t, 200), '')
+    $fn$;
+
+    -- When a message first reached a status: the time of its first history entry of that status.
+    CREATE FUNCTION analytics_reached_at(history jsonb, status text) RETURNS timestamptz LANGUAGE sql STABLE PARALLEL SAFE AS $fn$
+      SELECT coalesce(
+        (SELECT min((h ->> 'at')::timestamptz) FROM jsonb_array_elements(history) h WHERE h ->> 'status' = status),
+        now())
+    $fn$;
+
+    -- Events: one per event by type; purchases add their revenue and an order (by campaign and UTM source).
+    CREATE FUNCTION analytics_events_inserted() RETURNS trigger LANGUAGE plpgsql AS $fn$
+    BEGIN
+      INSERT INTO analytics_rollups AS r (workspace_id, metric, bucket, channel, campaign_id, dim, value)
+      SELECT f.workspace_id, f.metric, f.bucket, f.channel, f.campaign_id, f.dim, sum(f.value)
+        FROM (SELECT n.workspace_id, m.metric, analytics_bucket(n.timestamp) AS bucket,
+                     CASE WHEN m.metric = 'events' THEN analytics_key(n.metadata ->> 'channel') ELSE '' END AS channel,
+                     analytics_key(n.metadata ->> 'campaignId') AS campaign_id,
+                     CASE WHEN m.metric = 'events' THEN analytics_key(n.type) ELSE analytics_key(n.utm_source) END AS dim,
+                     CASE WHEN m.metric = 'revenue' THEN analytics_amount(n.metadata -> 'amount') ELSE 1 END AS value
+                FROM new_rows n
+                JOIN LATERAL (VALUES ('events'), ('revenue'), ('orders')) AS m(metric)
+                  ON m.metric = 'events' OR n.type = 'purchase') f
+       GROUP BY 1, 2, 3, 4, 5, 6
+       ORDER BY 1, 2, 3, 4, 5, 6
+      ON CONFLICT (workspace_id, metric, bucket, channel, campaign_id, dim)
+      DO UPDATE SET value = r.value + EXCLUDED.value;
+      RETURN NULL;
+    END $fn$;
+    CREATE TRIGGER analytics_events AFTER INSERT ON events
+      REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION analytics_events_inserted();
+
+    -- Messages: each status a message reaches, once, at the time it reached it (a new row counts from nothing).
+    -- sent, delivered, opened and clicked by their own times (a click also sets openedAt); failed, bounced,
+    -- complained and suppressed when the status moves there; email ones again by the recipient's domain.
+    CREATE FUNCTION analytics_messages_changed() RETURNS trigger LANGUAGE plpgsql AS $fn$
+    BEGIN
+      -- One statement for inserts and updates: an inserted row is paired with no previous row. (EXECUTE,
+      -- since an INSERT trigger has no old_rows to name.)
+      EXECUTE format($q$
+      WITH pairs AS (%s),
+      reached AS (
+        SELECT p.workspace_id, p.channel, p.campaign_id, p.to_address, s.status, s.at, s.reason
+          FROM pairs p
+          CROSS JOIN LATERAL (VALUES
+            ('sent', CASE WHEN p.old_sent_at IS NULL THEN p.sent_at END, NULL),
+            ('delivered', CASE WHEN p.old_delivered_at IS NULL THEN p.delivered_at END, NULL),
+            ('opened', CASE WHEN p.old_opened_at IS NULL THEN p.opened_at END, NULL),
+            ('clicked', CASE WHEN p.old_clicked_at IS NULL THEN p.clicked_at END, NULL),
+            (p.status, CASE WHEN p.status IN ('failed', 'bounced', 'complained', 'suppressed')
+                             AND p.old_status IS DISTINCT FROM p.status
+                            THEN analytics_reached_at(p.history, p.status) END,
+             CASE WHEN p.status IN ('suppressed', 'bounced') THEN p.reason END)
+          ) AS s(status, at, reason)
+         WHERE s.at IS NOT NULL
+      )
+      INSERT INTO analytics_rollups AS r (workspace_id, metric, bucket, channel, campaign_id, dim, value)
+      SELECT f.workspace_id, f.metric, f.bucket, f.channel, f.campaign_id, f.dim, count(*)
+        FROM (SELECT x.workspace_id, 'msg.' || x.status AS metric, analytics_bucket(x.at) AS bucket,
+                     x.channel, analytics_key(x.campaign_id) AS campaign_id, analytics_key(x.reason) AS dim
+                FROM reached x
+              UNION ALL
+              SELECT x.workspace_id, 'domain.' || x.status, analytics_bucket(x.at), x.channel,
+                     analytics_key(x.campaign_id), analytics_key(lower(split_part(x.to_address, '@', 2)))
+                FROM reached x
+               WHERE x.channel = 'email') f
+       GROUP BY 1, 2, 3, 4, 5, 6
+       ORDER BY 1, 2, 3, 4, 5, 6
+      ON CONFLICT (workspace_id, metric, bucket, channel, campaign_id, dim)
+      DO UPDATE SET value = r.value + EXCLUDED.value
+      $q$, CASE WHEN TG_OP = 'INSERT'
+        THEN 'SELECT n.*, NULL::text AS old_status, NULL::timestamptz AS old_sent_at, NULL::timestamptz AS old_delivered_at,
+                     NULL::timestamptz AS old_opened_at, NULL::timestamptz AS old_clicked_at FROM new_rows n'
+        ELSE 'SELECT n.*, o.status AS old_status, o.sent_at AS old_sent_at, o.delivered_at AS old_delivered_at,
+                     o.opened_at AS old_opened_at, o.clicked_at AS old_clicked_at
+                FROM new_rows n JOIN old_rows o ON o.id = n.id' END);
+      RETURN NULL;
+    END $fn$;
+    CREATE TRIGGER analytics_messages_inserted AFTER INSERT ON messages
+      REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION analytics_messages_changed();
+    CREATE TRIGGER analytics_messages_updated AFTER UPDATE ON messages
+      REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION analytics_messages_changed();
+
+    -- Contacts: created by their own creation time; removed (merged away, erased) when removed, so the
+    -- total at any moment is created minus removed up to it.
+    CREATE FUNCTION analytics_contacts_changed() RETURNS trigger LANGUAGE plpgsql AS $fn$
+    BEGIN
+      IF TG_OP = 'INSERT' THEN
+        INSERT INTO analytics_rollups AS r (workspace_id, metric, bucket, value)
+        SELECT n.workspace_id, 'contacts', analytics_bucket(n.created_at), count(*)
+          FROM new_rows n GROUP BY 1, 3 ORDER BY 1, 3
+        ON CONFLICT (workspace_id, metric, bucket, channel, campaign_id, dim)
+        DO UPDATE SET value = r.value + EXCLUDED.value;
+      ELSE
+        -- A workspace being deleted takes its rollups with it (the cascade): nothing to count there.
+        INSERT INTO analytics_rollups AS r (workspace_id, metric, bucket, value)
+        SELECT o.workspace_id, 'contacts.removed', analytics_bucket(now()), count(*)
+          FROM old_rows o WHERE EXISTS (SELECT 1 FROM workspaces w WHERE w.id = o.workspace_id)
+         GROUP BY 1 ORDER BY 1
+        ON CONFLICT (workspace_id, metric, bucket, channel, campaign_id, dim)
+        DO UPDATE SET value = r.value + EXCLUDED.value;
+      END IF;
+      RETURN NULL;
+    END $fn$;
+    CREATE TRIGGER analytics_contacts_inserted AFTER INSERT ON contacts
+      REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION analytics_contacts_changed();
+    CREATE TRIGGER analytics_contacts_deleted AFTER DELETE ON contacts
+      REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION analytics_contacts_changed();
+
+    -- Form submissions, by form.
+    CREATE FUNCTION analytics_submissions_inserted() RETURNS trigger LANGUAGE plpgsql AS $fn$
+    BEGIN
+      INSERT INTO analytics_rollups AS r (workspace_id, metric, bucket, dim, value)
+      SELECT n.workspace_id, 'submissions', analytics_bucket(n.created_at), n.form_id, count(*)
+        FROM new_rows n GROUP BY 1, 3, 4 ORDER BY 1, 3, 4
+      ON CONFLICT (workspace_id, metric, bucket, channel, campaign_id, dim)
+      DO UPDATE SET value = r.value + EXCLUDED.value;
+      RETURN NULL;
+    END $fn$;
+    CREATE TRIGGER analytics_submissions AFTER INSERT ON form_submissions
+      REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION analytics_submissions_inserted();
+
+    -- Opt-outs exist as facts only (\`unsubscribe.<channel>\`, staged in the opt-out's transaction): counted
+    -- when first staged (a fact put back after a failed send has attempts > 0), by the message it names.
+    CREATE FUNCTION analytics_opt_outs_staged() RETURNS trigger LANGUAGE plpgsql AS $fn$
+    BEGIN
+      INSERT INTO analytics_rollups AS r (workspace_id, metric, bucket, channel, campaign_id, value)
+      SELECT n.workspace_id, 'msg.unsubscribed', analytics_bucket(n.occurred_at),
+             analytics_key(substr(n.type, length('unsubscribe.') + 1)),
+             analytics_key((SELECT m.campaign_id FROM messages m
+                             WHERE m.id = n.data ->> 'messageId' AND m.workspace_id = n.workspace_id)),
+             count(*)
+        FROM new_rows n
+       WHERE n.type LIKE 'unsubscribe.%' AND n.attempts = 0
+       GROUP BY 1, 3, 4, 5 ORDER BY 1, 3, 4, 5
+      ON CONFLICT (workspace_id, metric, bucket, channel, campaign_id, dim)
+      DO UPDATE SET value = r.value + EXCLUDED.value;
+      RETURN NULL;
+    END $fn$;
+    CREATE TRIGGER analytics_opt_outs AFTER INSERT ON domain_event_outbox
+      REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION analytics_opt_outs_staged();
+  `);
+}

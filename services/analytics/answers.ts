@@ -1,0 +1,195 @@
+import { pointsOf, spanOf, type Frame } from "./buckets";
+import { COUNT_KEYS, type Counts, type CountKey, type Metric, type Rates } from "./analytics.schemas";
+import * as realtimeRepo from "./realtime.repo";
+import { sumBefore, sumRollups, type RollupRow } from "./rollups.repo";
+
+/**
+ * The analytics answers, each a few sums over the rollups. Filters: `channel`
+ * narrows message counts and events (by the event's `metadata.channel`);
+ * `campaignId` narrows message counts, events and revenue (by
+ * `metadata.campaignId`); contacts and submissions are the workspace's.
+ */
+
+export interface Scope {
+  workspaceId: string;
+  frame: Frame;
+  channel?: string;
+  campaignId?: string;
+}
+
+const MESSAGE_METRICS = COUNT_KEYS.map((key) => `msg.${key}`);
+const ZERO_COUNTS = Object.fromEntries(COUNT_KEYS.map((key) => [key, 0])) as Counts;
+
+/** Counts from rows of `<prefix>.<status>` metrics. */
+export function countsOf(rows: Array<{ metric?: string; value: number }>): Counts {
+  const counts = { ...ZERO_COUNTS };
+  for (const row of rows) {
+    const key = row.metric?.slice(row.metric.indexOf(".") + 1) as CountKey;
+    if (key in counts) counts[key] += row.value;
+  }
+  return counts;
+}
+
+/** Each count over `sent`; all 0 when nothing was sent. */
+export function ratesOf(counts: Counts): Rates {
+  return Object.fromEntries(
+    COUNT_KEYS.map((key) => [key, counts.sent ? counts[key] / counts.sent : 0]),
+  ) as Rates;
+}
+
+const total = (rows: RollupRow[]) => rows.reduce((sum, row) => sum + row.value, 0);
+const byPeriod = (rows: RollupRow[]) => new Map(rows.map((row) => [row.period!, row.value]));
+/** `''` is how the rollups write "none". */
+const orNull = (key: string | undefined) => (key ? key : null);
+
+const messageFilter = (s: Scope) => ({ channel: s.channel, campaignId: s.campaignId });
+
+export async function overview(s: Scope) {
+  const { workspaceId, frame } = s;
+  const edges = frame.edges;
+  const [messages, events, revenue, own, held] = await Promise.all([
+    sumRollups(workspaceId, { metrics: MESSAGE_METRICS, edges, ...messageFilter(s), by: ["metric"] }),
+    sumRollups(workspaceId, { metrics: ["events"], edges, ...messageFilter(s), by: [] }),
+    sumRollups(workspaceId, { metrics: ["revenue"], edges, campaignId: s.campaignId, by: [] }),
+    sumRollups(workspaceId, { metrics: ["contacts", "submissions"], edges, by: ["metric"] }),
+    sumBefore(workspaceId, ["contacts", "contacts.removed"], spanOf(frame).end),
+  ]);
+  const counts = countsOf(messages);
+  const ownOf = (metric: string) => own.find((row) => row.metric === metric)?.value ?? 0;
+  return {
+    contacts: {
+      total: (held.get("contacts") ?? 0) - (held.get("contacts.removed") ?? 0),
+      new: ownOf("contacts"),
+    },
+    counts,
+    rates: ratesOf(counts),
+    events: total(events),
+    submissions: ownOf("submissions"),
+    revenue: total(revenue),
+  };
+}
+
+/** The rollup metric behind a timeseries metric, and the filters that apply to it. */
+function seriesOf(metric: Metric, s: Scope): { metric: string; channel?: string; campaignId?: string } {
+  if (metric === "events") return { metric, ...messageFilter(s) };
+  if (metric === "revenue") return { metric, campaignId: s.campaignId };
+  if (metric === "contacts" || metric === "submissions") return { metric };
+  return { metric: `msg.${metric}`, ...messageFilter(s) };
+}
+
+export async function timeseries(s: Scope, metric: Metric) {
+  const series = seriesOf(metric, s);
+  const rows = await sumRollups(s.workspaceId, {
+    metrics: [series.metric],
+    edges: s.frame.edges,
+    channel: series.channel,
+    campaignId: series.campaignId,
+    by: ["period"],
+  });
+  return { metric, points: pointsOf(s.frame, byPeriod(rows)) };
+}
+
+export async function deliverability(s: Scope) {
+  const rows = await sumRollups(s.workspaceId, {
+    metrics: MESSAGE_METRICS,
+    edges: s.frame.edges,
+    ...messageFilter(s),
+    by: ["channel", "metric", "dim"],
+  });
+  const channels = [...new Set(rows.map((row) => row.channel!))].sort();
+  return {
+    channels: channels.map((channel) => {
+      const own = rows.filter((row) => row.channel === channel);
+      const counts = countsOf(own);
+      const suppressed: Record<string, number> = {};
+      for (const row of own)
+        if (row.metric === "msg.suppressed" && row.dim)
+          suppressed[row.dim] = (suppressed[row.dim] ?? 0) + row.value;
+      return { channel, counts, rates: ratesOf(counts), suppressed };
+    }),
+  };
+}
+
+const MAX_DOMAINS = 100;
+
+export async function domains(s: Scope) {
+  const rows = await sumRollups(s.workspaceId, {
+    metrics: COUNT_KEYS.map((key) => `domain.${key}`),
+    edges: s.frame.edges,
+    ...messageFilter(s),
+    by: ["dim", "metric"],
+  });
+  const byDomain = new Map<string, RollupRow[]>();
+  for (const row of rows) byDomain.set(row.dim!, [...(byDomain.get(row.dim!) ?? []), row]);
+  const answers = [...byDomain].map(([domain, own]) => {
+    const counts = countsOf(own);
+    return { domain, counts, rates: ratesOf(counts) };
+  });
+  answers.sort((a, b) => b.counts.sent - a.counts.sent || a.domain.localeCompare(b.domain));
+  return { domains: answers.slice(0, MAX_DOMAINS) };
+}
+
+export async function activity(s: Scope) {
+  const rows = await sumRollups(s.workspaceId, {
+    metrics: ["events"],
+    edges: s.frame.edges,
+    ...messageFilter(s),
+    by: ["period", "dim"],
+  });
+  const periods = new Map<number, number>();
+  const types = new Map<string, number>();
+  for (const row of rows) {
+    periods.set(row.period!, (periods.get(row.period!) ?? 0) + row.value);
+    types.set(row.dim!, (types.get(row.dim!) ?? 0) + row.value);
+  }
+  const byType = [...types]
+    .map(([type, count]) => ({ type, count }))
+    .sort((a, b) => b.count - a.count || a.type.localeCompare(b.type));
+  return { points: pointsOf(s.frame, periods), byType };
+}
+
+export async function revenue(s: Scope) {
+  const rows = await sumRollups(s.workspaceId, {
+    metrics: ["revenue", "orders"],
+    edges: s.frame.edges,
+    campaignId: s.campaignId,
+    by: ["metric", "period", "campaign"],
+  });
+  const revenueRows = rows.filter((row) => row.metric === "revenue");
+  const orderRows = rows.filter((row) => row.metric === "orders");
+  const periods = new Map<number, number>();
+  for (const row of revenueRows) periods.set(row.period!, (periods.get(row.period!) ?? 0) + row.value);
+  const campaigns = new Map<string, { revenue: number; orders: number }>();
+  const entry = (campaign: string) =>
+    campaigns.get(campaign) ?? campaigns.set(campaign, { revenue: 0, orders: 0 }).get(campaign)!;
+  for (const row of revenueRows) entry(row.campaign!).revenue += row.value;
+  for (const row of orderRows) entry(row.campaign!).orders += row.value;
+  const byCampaign = [...campaigns]
+    .map(([campaign, sums]) => ({ campaignId: orNull(campaign), ...sums }))
+    .sort((a, b) => b.revenue - a.revenue || (a.campaignId ?? "").localeCompare(b.campaignId ?? ""));
+  return {
+    total: total(revenueRows),
+    orders: total(orderRows),
+    points: pointsOf(s.frame, periods),
+    byCampaign,
+  };
+}
+
+export const REALTIME_MINUTES = 30;
+const RECENT_EVENTS = 20;
+
+/** The last 30 minutes from the raw events: per minute (the current one last), visitors, newest events. */
+export async function realtime(workspaceId: string, now: Date = new Date()) {
+  const minute = 60_000;
+  const end = new Date(Math.floor(now.getTime() / minute) * minute + minute);
+  const start = new Date(end.getTime() - REALTIME_MINUTES * minute);
+  const [{ perMinute, visitors }, recent] = await Promise.all([
+    realtimeRepo.minuteCounts(workspaceId, start, end),
+    realtimeRepo.recentEvents(workspaceId, start, end, RECENT_EVENTS),
+  ]);
+  const points = Array.from({ length: REALTIME_MINUTES }, (_, i) => {
+    const t = start.getTime() + i * minute;
+    return { t: new Date(t).toISOString(), value: perMinute.get(t) ?? 0 };
+  });
+  return { activeVisitors: visitors, points, recentEvents: recent };
+}

@@ -1,0 +1,42 @@
+import { fieldError } from "../../lib/errors";
+import type { AppContext } from "../../lib/moleculer-types";
+import { systemCall } from "../../lib/system-call";
+import { workspaceOf } from "../../lib/tenancy";
+import type { Scope } from "./answers";
+import type { RangeQuery } from "./analytics.schemas";
+import { frameOf } from "./buckets";
+
+/** The workspace's zone (`settings.timezone`, else UTC): the default of `timezone`. */
+async function workspaceZone(ctx: AppContext, workspaceId: string): Promise<string> {
+  const workspace = await systemCall<{ settings?: { timezone?: unknown } }>(
+    ctx,
+    workspaceId,
+    "workspaces.get",
+    {
+      workspaceId,
+    },
+  );
+  const zone = workspace.settings?.timezone;
+  return typeof zone === "string" && zone ? zone : "UTC";
+}
+
+/**
+ * What an answer covers: the workspace, its buckets in the requested zone and
+ * the filters. Rollups are not kept per segment, so `segmentId` is refused by
+ * name rather than answered for everyone.
+ */
+export async function scopeOf(ctx: AppContext, query: RangeQuery): Promise<Scope> {
+  const workspaceId = workspaceOf(ctx);
+  if (query.segmentId !== undefined)
+    throw fieldError(
+      "segmentId",
+      "is not supported by analytics answers yet (rollups are not kept per segment)",
+    );
+  const timezone = query.timezone ?? (await workspaceZone(ctx, workspaceId));
+  return {
+    workspaceId,
+    frame: frameOf({ from: query.from, to: query.to, granularity: query.granularity, timezone }),
+    channel: query.channel,
+    campaignId: query.campaignId,
+  };
+}

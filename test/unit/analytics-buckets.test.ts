@@ -1,0 +1,139 @@
+import { frameOf, pointsOf, validZone } from "../../services/analytics/buckets";
+
+const iso = (dates: Date[]) => dates.map((d) => d.toISOString());
+const fieldOf = (fn: () => unknown) => {
+  try {
+    fn();
+  } catch (err) {
+    return (err as { data?: { details?: Array<{ field: string }> } }).data?.details?.[0]?.field;
+  }
+  return undefined;
+};
+
+describe("analytics buckets", () => {
+  test("Berlin days across the spring-forward Sunday: 24, 23 and 24 hours, starts at local midnight", () => {
+    const frame = frameOf({
+      from: "2026-03-28",
+      to: "2026-03-30",
+      granularity: "day",
+      timezone: "Europe/Berlin",
+    });
+    expect(iso(frame.edges)).toEqual([
+      "2026-03-27T23:00:00.000Z",
+      "2026-03-28T23:00:00.000Z",
+      "2026-03-29T22:00:00.000Z",
+      "2026-03-30T22:00:00.000Z",
+    ]);
+  });
+
+  test("Berlin days across the fall-back Sunday last 25 hours", () => {
+    const frame = frameOf({
+      from: "2026-10-25",
+      to: "2026-10-25",
+      granularity: "day",
+      timezone: "Europe/Berlin",
+    });
+    expect(iso(frame.edges)).toEqual(["2026-10-24T22:00:00.000Z", "2026-10-25T23:00:00.000Z"]);
+  });
+
+  test("Berlin hours skip the missing 02:00 and repeat none", () => {
+    const frame = frameOf({
+      from: "2026-03-29T00:00:00+01:00",
+      to: "2026-03-29T04:00:00+02:00",
+      granularity: "hour",
+      timezone: "Europe/Berlin",
+    });
+    expect(iso(frame.edges)).toEqual([
+      "2026-03-28T23:00:00.000Z",
+      "2026-03-29T00:00:00.000Z",
+      "2026-03-29T01:00:00.000Z",
+      "2026-03-29T02:00:00.000Z",
+      "2026-03-29T03:00:00.000Z",
+    ]);
+  });
+
+  test("Kolkata (UTC+05:30) days and hours start on the half hour", () => {
+    const days = frameOf({
+      from: "2026-03-29",
+      to: "2026-03-30",
+      granularity: "day",
+      timezone: "Asia/Kolkata",
+    });
+    expect(iso(days.edges)).toEqual([
+      "2026-03-28T18:30:00.000Z",
+      "2026-03-29T18:30:00.000Z",
+      "2026-03-30T18:30:00.000Z",
+    ]);
+    const hours = frameOf({
+      from: "2026-03-29T10:45:00Z",
+      to: "2026-03-29T11:29:59Z",
+      granularity: "hour",
+      timezone: "Asia/Kolkata",
+    });
+    expect(iso(hours.edges)).toEqual(["2026-03-29T10:30:00.000Z", "2026-03-29T11:30:00.000Z"]);
+  });
+
+  test("Kathmandu (UTC+05:45) lands on the quarter hour", () => {
+    const days = frameOf({
+      from: "2026-03-29",
+      to: "2026-03-29",
+      granularity: "day",
+      timezone: "Asia/Kathmandu",
+    });
+    expect(iso(days.edges)).toEqual(["2026-03-28T18:15:00.000Z", "2026-03-29T18:15:00.000Z"]);
+  });
+
+  test("weeks start on Monday, months on the first, in the zone", () => {
+    const weeks = frameOf({
+      from: "2026-03-25",
+      to: "2026-04-01",
+      granularity: "week",
+      timezone: "Europe/Berlin",
+    });
+    expect(iso(weeks.edges)).toEqual([
+      "2026-03-22T23:00:00.000Z",
+      "2026-03-29T22:00:00.000Z",
+      "2026-04-05T22:00:00.000Z",
+    ]);
+    const months = frameOf({
+      from: "2026-02-10",
+      to: "2026-03-31",
+      granularity: "month",
+      timezone: "America/New_York",
+    });
+    expect(iso(months.edges)).toEqual([
+      "2026-02-01T05:00:00.000Z",
+      "2026-03-01T05:00:00.000Z",
+      "2026-04-01T04:00:00.000Z",
+    ]);
+  });
+
+  test("the default range is the last 30 days in days", () => {
+    const frame = frameOf({ timezone: "UTC" }, new Date("2026-11-27T03:00:00Z"));
+    expect(frame.edges[0].toISOString()).toBe("2026-10-28T00:00:00.000Z");
+    expect(frame.edges.at(-1)!.toISOString()).toBe("2026-11-28T00:00:00.000Z");
+    expect(frame.edges).toHaveLength(32);
+  });
+
+  test("points fill empty buckets with 0 and write t as UTC", () => {
+    const frame = frameOf({ from: "2026-03-28", to: "2026-03-30", timezone: "Europe/Berlin" });
+    expect(pointsOf(frame, new Map([[2, 7]]))).toEqual([
+      { t: "2026-03-27T23:00:00.000Z", value: 0 },
+      { t: "2026-03-28T23:00:00.000Z", value: 7 },
+      { t: "2026-03-29T22:00:00.000Z", value: 0 },
+    ]);
+  });
+
+  test("bad input names its field", () => {
+    expect(fieldOf(() => frameOf({ timezone: "Mars/Olympus" }))).toBe("timezone");
+    expect(fieldOf(() => frameOf({ from: "2026-03-30", to: "2026-03-28", timezone: "UTC" }))).toBe("to");
+    expect(
+      fieldOf(() => frameOf({ from: "2000-01-01", to: "2026-01-01", granularity: "hour", timezone: "UTC" })),
+    ).toBe("granularity");
+    // Before 1900 Berlin kept its local mean time (+00:53:28): no bucket edge on a quarter hour.
+    expect(fieldOf(() => frameOf({ from: "1880-01-01", to: "1880-01-02", timezone: "Europe/Berlin" }))).toBe(
+      "timezone",
+    );
+    expect(validZone("Asia/Kolkata")).toBe("Asia/Kolkata");
+  });
+});
