@@ -55,19 +55,24 @@ export async function up(sequelize: Sequelize): Promise<void> {
         now())
     $fn$;
 
-    -- Events: one per event by type; purchases add their revenue and an order (by campaign and UTM source).
+    -- Events: one per event by type; purchases add their revenue and an order (by campaign and UTM source);
+    -- a message click with its url counts for the link (by campaign; urls are kept to 500 characters).
     CREATE FUNCTION analytics_events_inserted() RETURNS trigger LANGUAGE plpgsql AS $fn$
     BEGIN
       INSERT INTO analytics_rollups AS r (workspace_id, metric, bucket, channel, campaign_id, dim, value)
       SELECT f.workspace_id, f.metric, f.bucket, f.channel, f.campaign_id, f.dim, sum(f.value)
         FROM (SELECT n.workspace_id, m.metric, analytics_bucket(n.timestamp) AS bucket,
-                     CASE WHEN m.metric = 'events' THEN analytics_key(n.metadata ->> 'channel') ELSE '' END AS channel,
+                     CASE WHEN m.metric IN ('events', 'link.clicks') THEN analytics_key(n.metadata ->> 'channel') ELSE '' END AS channel,
                      analytics_key(n.metadata ->> 'campaignId') AS campaign_id,
-                     CASE WHEN m.metric = 'events' THEN analytics_key(n.type) ELSE analytics_key(n.utm_source) END AS dim,
+                     CASE m.metric WHEN 'events' THEN analytics_key(n.type)
+                                   WHEN 'link.clicks' THEN coalesce(left(n.metadata ->> 'url', 500), '')
+                                   ELSE analytics_key(n.utm_source) END AS dim,
                      CASE WHEN m.metric = 'revenue' THEN analytics_amount(n.metadata -> 'amount') ELSE 1 END AS value
                 FROM new_rows n
-                JOIN LATERAL (VALUES ('events'), ('revenue'), ('orders')) AS m(metric)
-                  ON m.metric = 'events' OR n.type = 'purchase') f
+                JOIN LATERAL (VALUES ('events'), ('revenue'), ('orders'), ('link.clicks')) AS m(metric)
+                  ON m.metric = 'events'
+                  OR (m.metric IN ('revenue', 'orders') AND n.type = 'purchase')
+                  OR (m.metric = 'link.clicks' AND n.type = 'message.click' AND n.metadata ->> 'url' IS NOT NULL)) f
        GROUP BY 1, 2, 3, 4, 5, 6
        ORDER BY 1, 2, 3, 4, 5, 6
       ON CONFLICT (workspace_id, metric, bucket, channel, campaign_id, dim)

@@ -83,6 +83,18 @@ export const schemas = {
   }),
   timeseries: Params({ ...rangeQuery, metric: StringEnum(METRICS) }),
   timeseriesResult: Type.Object({ metric: StringEnum(METRICS), points: Points }),
+  campaign: Params({ ...rangeQuery, campaignId: Id }),
+  campaignResult: Type.Object({
+    enrollments: Type.Number({ description: "Enrollments made in the range" }),
+    counts: CountsSchema,
+    rates: RatesSchema,
+    nodes: Type.Array(Type.Object({ nodeId: Type.String(), entered: Type.Number() }), {
+      description: "Enrollments that first entered each workflow node in the range, most first",
+    }),
+    links: Type.Array(Type.Object({ url: Type.String(), clicks: Type.Number() }), {
+      description: "Verified clicks per link (its first 500 characters), most first",
+    }),
+  }),
   deliverability: Query(),
   deliverabilityResult: Type.Object({
     channels: Type.Array(

@@ -3,7 +3,7 @@ import { workspaceOf } from "../../lib/tenancy";
 import { DatabaseMixin } from "../../mixins/database.mixin";
 import * as answers from "./answers";
 import { schemas } from "./analytics.schemas";
-import { scopeOf } from "./scope";
+import { knownCampaign, scopeOf } from "./scope";
 
 const WS = "/workspaces/:workspaceId/analytics";
 const READ = { auth: "any", permission: "analytics.read" } as const;
@@ -40,6 +40,22 @@ export default defineService({
       result: schemas.timeseriesResult,
       openapi: doc("A metric per bucket (a message count, events, contacts, submissions, revenue)"),
       handler: async (ctx) => answers.timeseries(await scopeOf(ctx, ctx.params), ctx.params.metric),
+    }),
+
+    /** One campaign: enrollments, message counts and rates, node entries, link clicks. */
+    campaign: defineAction({
+      rest: `GET ${WS}/campaigns/:campaignId`,
+      ...READ,
+      params: schemas.campaign,
+      result: schemas.campaignResult,
+      openapi: doc(
+        "A campaign: enrollments, message counts and rates, enrollments per node, clicks per link",
+      ),
+      handler: async (ctx) => {
+        const scope = await scopeOf(ctx, ctx.params);
+        await knownCampaign(ctx, ctx.params.campaignId);
+        return answers.campaign({ ...scope, campaignId: ctx.params.campaignId });
+      },
     }),
 
     /** Message counts and rates by channel, with suppressions by reason. */

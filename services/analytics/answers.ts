@@ -89,6 +89,33 @@ export async function timeseries(s: Scope, metric: Metric) {
   return { metric, points: pointsOf(s.frame, byPeriod(rows)) };
 }
 
+/** Totals by `dim`, most first, then by key. */
+function byDim(rows: RollupRow[]): Array<[string, number]> {
+  const sums = new Map<string, number>();
+  for (const row of rows) sums.set(row.dim!, (sums.get(row.dim!) ?? 0) + row.value);
+  return [...sums].sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0]));
+}
+
+/** One campaign: its enrollments, message counts, node entries and link clicks over the range. */
+export async function campaign(s: Scope & { campaignId: string }) {
+  const { workspaceId, frame, campaignId } = s;
+  const edges = frame.edges;
+  const [enrollments, messages, nodes, links] = await Promise.all([
+    sumRollups(workspaceId, { metrics: ["enrollments"], edges, campaignId, by: [] }),
+    sumRollups(workspaceId, { metrics: MESSAGE_METRICS, edges, ...messageFilter(s), by: ["metric"] }),
+    sumRollups(workspaceId, { metrics: ["campaign.node"], edges, campaignId, by: ["dim"] }),
+    sumRollups(workspaceId, { metrics: ["link.clicks"], edges, ...messageFilter(s), by: ["dim"] }),
+  ]);
+  const counts = countsOf(messages);
+  return {
+    enrollments: total(enrollments),
+    counts,
+    rates: ratesOf(counts),
+    nodes: byDim(nodes).map(([nodeId, entered]) => ({ nodeId, entered })),
+    links: byDim(links).map(([url, clicks]) => ({ url, clicks })),
+  };
+}
+
 export async function deliverability(s: Scope) {
   const rows = await sumRollups(s.workspaceId, {
     metrics: MESSAGE_METRICS,

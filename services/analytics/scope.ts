@@ -1,4 +1,5 @@
 import { fieldError } from "../../lib/errors";
+import { isServiceAvailable } from "../../lib/registry";
 import type { AppContext } from "../../lib/moleculer-types";
 import { systemCall } from "../../lib/system-call";
 import { workspaceOf } from "../../lib/tenancy";
@@ -39,4 +40,11 @@ export async function scopeOf(ctx: AppContext, query: RangeQuery): Promise<Scope
     channel: query.channel,
     campaignId: query.campaignId,
   };
+}
+
+/** An unknown campaign is 404 (the campaigns area answers it), wherever that area is deployed. */
+export async function knownCampaign(ctx: AppContext, campaignId: string): Promise<void> {
+  if (!isServiceAvailable(ctx.broker, "campaigns")) return;
+  const workspaceId = workspaceOf(ctx);
+  await systemCall(ctx, workspaceId, "campaigns.get", { workspaceId, campaignId });
 }

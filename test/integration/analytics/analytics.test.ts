@@ -76,7 +76,7 @@ const EMPTY = {
 let clickedId: string;
 
 beforeAll(async () => {
-  app = await startApp({ services: ["api", "auth", "workspaces", "events", "analytics"] });
+  app = await startApp({ services: ["api", "auth", "workspaces", "events", "campaigns", "analytics"] });
   ctx = await ownerWithWorkspace(app.baseUrl);
   other = await ownerWithWorkspace(app.baseUrl);
   client = ctx.owner.client;
@@ -179,8 +179,86 @@ beforeAll(async () => {
     `INSERT INTO form_submissions (id, workspace_id, form_id, fields, created_at) VALUES ($1, $2, $3, '{}', '2026-03-29T15:00:00Z')`,
     [newId(), ws, formId],
   );
+  await seedCampaign(ws);
 });
 afterAll(() => app.stop());
+
+/** Campaign c1's own facts, on 10-11 April (outside the other tests' range). */
+async function seedCampaign(ws: string) {
+  await sql(
+    `INSERT INTO campaigns (id, workspace_id, name, type, workflow) VALUES ('c1', $1, 'Spring', 'workflow', '{"nodes": [], "edges": []}')`,
+    [ws],
+  );
+  const contactId = newId();
+  await sql(
+    `INSERT INTO contacts (id, workspace_id, email, created_at) VALUES ($1, $2, 'e@example.test', '2026-04-01T00:00:00Z')`,
+    [contactId, ws],
+  );
+  const enrol = (id: string, at: string) =>
+    sql(
+      `INSERT INTO campaign_enrollments (id, workspace_id, campaign_id, contact_id, version, status, created_at, finished_at)
+       VALUES ($1, $2, 'c1', $3, 1, 'completed', $4, $4)`,
+      [id, ws, contactId, at],
+    );
+  await enrol("e1", "2026-04-10T09:00:00Z");
+  await enrol("e2", "2026-04-11T09:00:00Z");
+  await enrol("e3", "2026-04-15T09:00:00Z"); // outside
+  const log = (enrollment: string, node: string, at: string) =>
+    sql(
+      `INSERT INTO campaign_logs (workspace_id, campaign_id, enrollment_id, contact_id, node_id, outcome, created_at)
+       VALUES ($1, 'c1', $2, $3, $4, 'ok', $5)`,
+      [ws, enrollment, contactId, node, at],
+    );
+  await log("e1", "n1", "2026-04-10T09:00:00Z");
+  await log("e1", "n2", "2026-04-10T09:01:00Z");
+  await log("e1", "n2", "2026-04-10T10:00:00Z"); // the same node again: entered once
+  await log("e2", "n1", "2026-04-11T09:00:00Z");
+  await log("e3", "n1", "2026-04-15T09:00:00Z"); // outside
+  const click = (url: string, campaignId: string, at: string) =>
+    event(ws, "message.click", at, { metadata: { url, campaignId, channel: "email" } });
+  await click("https://a.example/x", "c1", "2026-04-10T12:00:00Z");
+  await click("https://a.example/x", "c1", "2026-04-11T12:00:00Z");
+  await click("https://b.example/", "c1", "2026-04-11T13:00:00Z");
+  await click("https://a.example/x", "c2", "2026-04-11T13:00:00Z");
+  await message(ws, {
+    channel: "email",
+    to: "e@example.test",
+    status: "sent",
+    campaignId: "c1",
+    sentAt: "2026-04-10T10:00:00Z",
+    history: [["sent", "2026-04-10T10:00:00.000Z"]],
+  });
+}
+
+test("campaigns/{id}: enrollments, counts, each node entered once per enrollment, clicks per link", async () => {
+  const res = await client.get(`${ctx.ws}/analytics/campaigns/c1?from=2026-04-10&to=2026-04-11`);
+  expect(res.status).toBe(200);
+  expect(res.body).toEqual({
+    enrollments: 2,
+    counts: { ...EMPTY, sent: 1 },
+    rates: { ...EMPTY, sent: 1 },
+    nodes: [
+      { nodeId: "n1", entered: 2 },
+      { nodeId: "n2", entered: 1 },
+    ],
+    links: [
+      { url: "https://a.example/x", clicks: 2 },
+      { url: "https://b.example/", clicks: 1 },
+    ],
+  });
+  // Its March messages and opt-out, read in Kolkata.
+  const march = await client.get(`${ctx.ws}/analytics/campaigns/c1?${RANGE}&timezone=Asia/Kolkata`);
+  expect(march.body.counts).toEqual({
+    ...EMPTY,
+    sent: 1,
+    delivered: 1,
+    opened: 1,
+    clicked: 1,
+    unsubscribed: 1,
+  });
+  expect((await client.get(`${ctx.ws}/analytics/campaigns/nope?${RANGE}`)).status).toBe(404);
+  expect((await other.owner.client.get(`${other.ws}/analytics/campaigns/c1`)).status).toBe(404);
+});
 
 const RANGE = "from=2026-03-28&to=2026-03-30";
 const BERLIN_DAYS = ["2026-03-27T23:00:00.000Z", "2026-03-28T23:00:00.000Z", "2026-03-29T22:00:00.000Z"];
@@ -218,9 +296,9 @@ test("overview: counts, rates, events, submissions, revenue and contacts in the 
     submissions: 1,
     revenue: 15.5,
   });
-  // Up to today the removed contact is gone from the total.
+  // Up to today the removed contact is gone from the total (and campaign c1's contact of 1 April is in).
   const now = await client.get(`${ctx.ws}/analytics?from=2026-03-28`);
-  expect(now.body.contacts).toEqual({ total: 2, new: 3 });
+  expect(now.body.contacts).toEqual({ total: 3, new: 4 });
   // Another workspace sees its own purchase only.
   const theirs = await other.owner.client.get(`${other.ws}/analytics?${RANGE}&timezone=UTC`);
   expect(theirs.body.revenue).toBe(1000);

@@ -39,7 +39,7 @@ const rows = async <T extends object>(sql: string, bind: unknown[]) =>
 /** Events over ten days around Berlin's spring-forward Sunday, stored in shuffled order. */
 const WINDOW_START = Date.parse("2026-03-25T00:00:00Z");
 const WINDOW_MS = 10 * 86_400_000;
-const TYPES = ["page_view", "purchase", "signup", "message.open"] as const;
+const TYPES = ["page_view", "purchase", "signup", "message.open", "message.click"] as const;
 const AMOUNTS = [10, 2.5, "7.25", "abc", null, 0.1, 0.2, "-3"] as const;
 
 async function feedEvents(ws: string, n: number) {
@@ -51,6 +51,8 @@ async function feedEvents(ws: string, n: number) {
     const metadata: Record<string, unknown> = {};
     if (random() < 0.6) metadata.campaignId = pick(["c1", "c2"]);
     if (random() < 0.5) metadata.channel = pick(["email", "sms"]);
+    if (type === "message.click" && random() < 0.8)
+      metadata.url = pick(["https://a.example/", "https://b.example/x"]);
     if (type === "purchase") {
       const amount = pick(AMOUNTS);
       if (amount !== null) metadata.amount = amount;
@@ -92,6 +94,35 @@ async function feedContactsAndSubmissions(ws: string, n: number) {
     await sequelize.query(
       `INSERT INTO form_submissions (id, workspace_id, form_id, fields, created_at) VALUES ($1, $2, $3, '{}', $4)`,
       { bind: [newId(), ws, formId, at] },
+    );
+  }
+}
+
+/** Campaign c1's enrollments and step logs (nodes run again, logs stored out of order), as the campaigns area writes them. */
+async function feedCampaign(ws: string, n: number) {
+  const sequelize = await database();
+  const sql = (text: string, bind: unknown[]) => sequelize.query(text, { bind });
+  await sql(
+    `INSERT INTO campaigns (id, workspace_id, name, type, workflow) VALUES ('c1', $1, 'C1', 'workflow', '{"nodes": [], "edges": []}')`,
+    [ws],
+  );
+  const at = () => new Date(WINDOW_START + Math.floor(random() * WINDOW_MS)).toISOString();
+  for (let i = 0; i < n; i++) {
+    const id = newId();
+    const enrolledAt = at();
+    await sql(
+      `INSERT INTO campaign_enrollments (id, workspace_id, campaign_id, contact_id, version, status, created_at, finished_at)
+       VALUES ($1, $2, 'c1', $3, 1, 'completed', $4, $4)`,
+      [id, ws, newId(), enrolledAt],
+    );
+    const steps = Array.from({ length: 1 + Math.floor(random() * 5) }, () => [
+      pick(["n1", "n2", "n3"]),
+      at(),
+    ]);
+    await sql(
+      `INSERT INTO campaign_logs (workspace_id, campaign_id, enrollment_id, contact_id, node_id, outcome, created_at)
+       SELECT $1, 'c1', $2, 'x', s.node, 'ok', s.at::timestamptz FROM jsonb_to_recordset($3::jsonb) AS s(node text, at text)`,
+      [ws, id, JSON.stringify(steps.map(([node, time]) => ({ node, at: time })))],
     );
   }
 }
@@ -175,6 +206,7 @@ beforeAll(async () => {
   await feedEvents(ctx.workspaceId, 300);
   await feedContactsAndSubmissions(ctx.workspaceId, 30);
   await feedMessages(ctx.workspaceId, 120);
+  await feedCampaign(ctx.workspaceId, 40);
 }, 120_000);
 afterAll(() => app.stop());
 
@@ -197,6 +229,15 @@ const FACTS = `
   UNION ALL
   SELECT 'orders', timestamp, '', coalesce(metadata ->> 'campaignId', ''), '', 1
     FROM events WHERE workspace_id = $1 AND type = 'purchase'
+  UNION ALL
+  SELECT 'link.clicks', timestamp, coalesce(metadata ->> 'channel', ''), coalesce(metadata ->> 'campaignId', ''),
+         metadata ->> 'url', 1
+    FROM events WHERE workspace_id = $1 AND type = 'message.click' AND metadata ->> 'url' IS NOT NULL
+  UNION ALL
+  SELECT 'enrollments', created_at, '', campaign_id, '', 1 FROM campaign_enrollments WHERE workspace_id = $1
+  UNION ALL
+  SELECT 'campaign.node', min(created_at), '', campaign_id, node_id, 1
+    FROM campaign_logs WHERE workspace_id = $1 GROUP BY campaign_id, enrollment_id, node_id
   UNION ALL
   SELECT 'contacts', created_at, '', '', '', 1 FROM contacts WHERE workspace_id = $1
   UNION ALL
@@ -289,7 +330,7 @@ describe.each(QUERIES)("answers equal the raw recomputation ($granularity in $ti
   const query = (extra = "") =>
     `granularity=${q.granularity}&timezone=${encodeURIComponent(q.timezone)}&from=${encodeURIComponent(q.from)}&to=${encodeURIComponent(q.to)}${extra}`;
 
-  test("overview, timeseries of every metric, activity, revenue, deliverability, domains", async () => {
+  test("overview, timeseries of every metric, activity, revenue, deliverability, campaign, domains", async () => {
     const raw = await rawFacts(q);
     const client = ctx.owner.client;
 
@@ -343,6 +384,24 @@ describe.each(QUERIES)("answers equal the raw recomputation ($granularity in $ti
         reasons[f.dim] = (reasons[f.dim] ?? 0) + 1;
       expect(answer.suppressed).toEqual(reasons);
     }
+
+    const campaign = (await client.get(`${ctx.ws}/analytics/campaigns/c1?${query()}`)).body;
+    const c1 = raw.filter((f) => f.campaign === "c1");
+    const dims = (metric: string) => {
+      const out: Record<string, number> = {};
+      for (const f of c1.filter((f) => f.metric === metric)) out[f.dim] = (out[f.dim] ?? 0) + f.value;
+      return out;
+    };
+    expect(campaign.enrollments).toBe(sum(c1.filter((f) => f.metric === "enrollments")));
+    expect(campaign.counts).toEqual({ ...countsOf(c1), unsubscribed: 0 });
+    expect(
+      Object.fromEntries(
+        campaign.nodes.map((n: { nodeId: string; entered: number }) => [n.nodeId, n.entered]),
+      ),
+    ).toEqual(dims("campaign.node"));
+    expect(
+      Object.fromEntries(campaign.links.map((l: { url: string; clicks: number }) => [l.url, l.clicks])),
+    ).toEqual(dims("link.clicks"));
 
     const domains = (await client.get(`${ctx.ws}/analytics/domains?${query()}`)).body;
     const byDomain = raw.filter((f) => f.metric.startsWith("domain."));
