@@ -1,11 +1,15 @@
 import { Sequelize } from "sequelize";
 
 /**
- * Analytics rollups: additive counters per workspace, metric and 15-minute UTC
- * bucket (every zone whose offset is a multiple of 15 minutes, half-hour and
- * 45-minute zones included, has its hours and days on bucket edges), split by
- * channel, campaign and one dimension (event type, suppression reason, domain,
- * UTM source, form). `''` stands for "none" so the key stays a primary key.
+ * Analytics rollups: additive counters per workspace, metric and UTC bucket,
+ * split by channel, campaign and one dimension (event type, suppression
+ * reason, domain, UTM source, form, node, url). `''` stands for "none" so the
+ * key stays a primary key. Each fact is added at three tiers: 15-minute
+ * buckets (tier 0: every zone whose offset is a multiple of 15 minutes,
+ * half-hour and 45-minute zones included, has its hours and days on their
+ * edges), hours (1) and days (2); a range is read as the fewest buckets that
+ * tile it exactly (services/analytics/tiles.ts). Each fact is also added to an
+ * `all:<metric>` series with no split, which an answer without a filter reads.
  *
  * The rollups are derived by statement-level triggers in the same transaction
  * as the fact (a stored event, a message reaching a status, a contact created or
@@ -21,12 +25,13 @@ export async function up(sequelize: Sequelize): Promise<void> {
     CREATE TABLE analytics_rollups (
       workspace_id text NOT NULL REFERENCES workspaces(id) ON DELETE CASCADE,
       metric       text NOT NULL,
+      tier         smallint NOT NULL,
       bucket       timestamptz NOT NULL,
       channel      text NOT NULL DEFAULT '',
       campaign_id  text NOT NULL DEFAULT '',
       dim          text NOT NULL DEFAULT '',
       value        numeric NOT NULL DEFAULT 0,
-      PRIMARY KEY (workspace_id, metric, bucket, channel, campaign_id, dim)
+      PRIMARY KEY (workspace_id, metric, tier, bucket, channel, campaign_id, dim)
     );
 
     -- The 15-minute UTC bucket a moment falls in.
@@ -55,13 +60,33 @@ export async function up(sequelize: Sequelize): Promise<void> {
         now())
     $fn$;
 
+    -- Add facts (workspace, metric, time, channel, campaign, dim, value) to every tier and to their all: series,
+    -- one upsert in key order (so concurrent writers take row locks in the same order).
+    CREATE FUNCTION analytics_add(text[], text[], timestamptz[], text[], text[], text[], numeric[]) RETURNS void
+    LANGUAGE sql AS $fn$
+      INSERT INTO analytics_rollups AS r (workspace_id, metric, tier, bucket, channel, campaign_id, dim, value)
+      SELECT f.ws, x.metric, t.tier,
+             CASE t.tier WHEN 0 THEN analytics_bucket(f.at)
+                         WHEN 1 THEN date_trunc('hour', f.at AT TIME ZONE 'UTC') AT TIME ZONE 'UTC'
+                         ELSE date_trunc('day', f.at AT TIME ZONE 'UTC') AT TIME ZONE 'UTC' END,
+             x.channel, x.campaign, x.dim, sum(f.value)
+        FROM unnest($1, $2, $3, $4, $5, $6, $7) AS f(ws, metric, at, channel, campaign, dim, value)
+        CROSS JOIN LATERAL (VALUES (f.metric, f.channel, f.campaign, f.dim), ('all:' || f.metric, '', '', ''))
+                           AS x(metric, channel, campaign, dim)
+        CROSS JOIN (VALUES (0::smallint), (1::smallint), (2::smallint)) AS t(tier)
+       GROUP BY 1, 2, 3, 4, 5, 6, 7
+       ORDER BY 1, 2, 3, 4, 5, 6, 7
+      ON CONFLICT (workspace_id, metric, tier, bucket, channel, campaign_id, dim)
+      DO UPDATE SET value = r.value + EXCLUDED.value
+    $fn$;
+
     -- Events: one per event by type; purchases add their revenue and an order (by campaign and UTM source);
     -- a message click with its url counts for the link (by campaign; urls are kept to 500 characters).
     CREATE FUNCTION analytics_events_inserted() RETURNS trigger LANGUAGE plpgsql AS $fn$
     BEGIN
-      INSERT INTO analytics_rollups AS r (workspace_id, metric, bucket, channel, campaign_id, dim, value)
-      SELECT f.workspace_id, f.metric, f.bucket, f.channel, f.campaign_id, f.dim, sum(f.value)
-        FROM (SELECT n.workspace_id, m.metric, analytics_bucket(n.timestamp) AS bucket,
+      PERFORM analytics_add(array_agg(f.workspace_id), array_agg(f.metric), array_agg(f.at), array_agg(f.channel),
+                            array_agg(f.campaign_id), array_agg(f.dim), array_agg(f.value))
+        FROM (SELECT n.workspace_id, m.metric, n.timestamp AS at,
                      CASE WHEN m.metric IN ('events', 'link.clicks') THEN analytics_key(n.metadata ->> 'channel') ELSE '' END AS channel,
                      analytics_key(n.metadata ->> 'campaignId') AS campaign_id,
                      CASE m.metric WHEN 'events' THEN analytics_key(n.type)
@@ -72,11 +97,7 @@ export async function up(sequelize: Sequelize): Promise<void> {
                 JOIN LATERAL (VALUES ('events'), ('revenue'), ('orders'), ('link.clicks')) AS m(metric)
                   ON m.metric = 'events'
                   OR (m.metric IN ('revenue', 'orders') AND n.type = 'purchase')
-                  OR (m.metric = 'link.clicks' AND n.type = 'message.click' AND n.metadata ->> 'url' IS NOT NULL)) f
-       GROUP BY 1, 2, 3, 4, 5, 6
-       ORDER BY 1, 2, 3, 4, 5, 6
-      ON CONFLICT (workspace_id, metric, bucket, channel, campaign_id, dim)
-      DO UPDATE SET value = r.value + EXCLUDED.value;
+                  OR (m.metric = 'link.clicks' AND n.type = 'message.click' AND n.metadata ->> 'url' IS NOT NULL)) f;
       RETURN NULL;
     END $fn$;
     CREATE TRIGGER analytics_events AFTER INSERT ON events
@@ -106,20 +127,16 @@ export async function up(sequelize: Sequelize): Promise<void> {
           ) AS s(status, at, reason)
          WHERE s.at IS NOT NULL
       )
-      INSERT INTO analytics_rollups AS r (workspace_id, metric, bucket, channel, campaign_id, dim, value)
-      SELECT f.workspace_id, f.metric, f.bucket, f.channel, f.campaign_id, f.dim, count(*)
-        FROM (SELECT x.workspace_id, 'msg.' || x.status AS metric, analytics_bucket(x.at) AS bucket,
-                     x.channel, analytics_key(x.campaign_id) AS campaign_id, analytics_key(x.reason) AS dim
+      SELECT analytics_add(array_agg(f.workspace_id), array_agg(f.metric), array_agg(f.at), array_agg(f.channel),
+                           array_agg(f.campaign_id), array_agg(f.dim), array_agg(f.value))
+        FROM (SELECT x.workspace_id, 'msg.' || x.status AS metric, x.at, x.channel,
+                     analytics_key(x.campaign_id) AS campaign_id, analytics_key(x.reason) AS dim, 1::numeric AS value
                 FROM reached x
               UNION ALL
-              SELECT x.workspace_id, 'domain.' || x.status, analytics_bucket(x.at), x.channel,
-                     analytics_key(x.campaign_id), analytics_key(lower(split_part(x.to_address, '@', 2)))
+              SELECT x.workspace_id, 'domain.' || x.status, x.at, x.channel,
+                     analytics_key(x.campaign_id), analytics_key(lower(split_part(x.to_address, '@', 2))), 1
                 FROM reached x
                WHERE x.channel = 'email') f
-       GROUP BY 1, 2, 3, 4, 5, 6
-       ORDER BY 1, 2, 3, 4, 5, 6
-      ON CONFLICT (workspace_id, metric, bucket, channel, campaign_id, dim)
-      DO UPDATE SET value = r.value + EXCLUDED.value
       $q$, CASE WHEN TG_OP = 'INSERT'
         THEN 'SELECT n.*, NULL::text AS old_status, NULL::timestamptz AS old_sent_at, NULL::timestamptz AS old_delivered_at,
                      NULL::timestamptz AS old_opened_at, NULL::timestamptz AS old_clicked_at FROM new_rows n'
@@ -138,19 +155,18 @@ export async function up(sequelize: Sequelize): Promise<void> {
     CREATE FUNCTION analytics_contacts_changed() RETURNS trigger LANGUAGE plpgsql AS $fn$
     BEGIN
       IF TG_OP = 'INSERT' THEN
-        INSERT INTO analytics_rollups AS r (workspace_id, metric, bucket, value)
-        SELECT n.workspace_id, 'contacts', analytics_bucket(n.created_at), count(*)
-          FROM new_rows n GROUP BY 1, 3 ORDER BY 1, 3
-        ON CONFLICT (workspace_id, metric, bucket, channel, campaign_id, dim)
-        DO UPDATE SET value = r.value + EXCLUDED.value;
+        PERFORM analytics_add(array_agg(f.workspace_id), array_agg(f.metric), array_agg(f.at), array_agg(f.channel),
+                              array_agg(f.campaign_id), array_agg(f.dim), array_agg(f.value))
+          FROM (SELECT n.workspace_id, 'contacts' AS metric, n.created_at AS at, '' AS channel, '' AS campaign_id,
+                       '' AS dim, 1::numeric AS value
+                  FROM new_rows n) f;
       ELSE
         -- A workspace being deleted takes its rollups with it (the cascade): nothing to count there.
-        INSERT INTO analytics_rollups AS r (workspace_id, metric, bucket, value)
-        SELECT o.workspace_id, 'contacts.removed', analytics_bucket(now()), count(*)
-          FROM old_rows o WHERE EXISTS (SELECT 1 FROM workspaces w WHERE w.id = o.workspace_id)
-         GROUP BY 1 ORDER BY 1
-        ON CONFLICT (workspace_id, metric, bucket, channel, campaign_id, dim)
-        DO UPDATE SET value = r.value + EXCLUDED.value;
+        PERFORM analytics_add(array_agg(f.workspace_id), array_agg(f.metric), array_agg(f.at), array_agg(f.channel),
+                              array_agg(f.campaign_id), array_agg(f.dim), array_agg(f.value))
+          FROM (SELECT o.workspace_id, 'contacts.removed' AS metric, now() AS at, '' AS channel, '' AS campaign_id,
+                       '' AS dim, 1::numeric AS value
+                  FROM old_rows o WHERE EXISTS (SELECT 1 FROM workspaces w WHERE w.id = o.workspace_id)) f;
       END IF;
       RETURN NULL;
     END $fn$;
@@ -162,11 +178,11 @@ export async function up(sequelize: Sequelize): Promise<void> {
     -- Form submissions, by form.
     CREATE FUNCTION analytics_submissions_inserted() RETURNS trigger LANGUAGE plpgsql AS $fn$
     BEGIN
-      INSERT INTO analytics_rollups AS r (workspace_id, metric, bucket, dim, value)
-      SELECT n.workspace_id, 'submissions', analytics_bucket(n.created_at), n.form_id, count(*)
-        FROM new_rows n GROUP BY 1, 3, 4 ORDER BY 1, 3, 4
-      ON CONFLICT (workspace_id, metric, bucket, channel, campaign_id, dim)
-      DO UPDATE SET value = r.value + EXCLUDED.value;
+      PERFORM analytics_add(array_agg(f.workspace_id), array_agg(f.metric), array_agg(f.at), array_agg(f.channel),
+                            array_agg(f.campaign_id), array_agg(f.dim), array_agg(f.value))
+        FROM (SELECT n.workspace_id, 'submissions' AS metric, n.created_at AS at, '' AS channel, '' AS campaign_id,
+                     n.form_id AS dim, 1::numeric AS value
+                FROM new_rows n) f;
       RETURN NULL;
     END $fn$;
     CREATE TRIGGER analytics_submissions AFTER INSERT ON form_submissions
@@ -176,17 +192,15 @@ export async function up(sequelize: Sequelize): Promise<void> {
     -- when first staged (a fact put back after a failed send has attempts > 0), by the message it names.
     CREATE FUNCTION analytics_opt_outs_staged() RETURNS trigger LANGUAGE plpgsql AS $fn$
     BEGIN
-      INSERT INTO analytics_rollups AS r (workspace_id, metric, bucket, channel, campaign_id, value)
-      SELECT n.workspace_id, 'msg.unsubscribed', analytics_bucket(n.occurred_at),
-             analytics_key(substr(n.type, length('unsubscribe.') + 1)),
-             analytics_key((SELECT m.campaign_id FROM messages m
-                             WHERE m.id = n.data ->> 'messageId' AND m.workspace_id = n.workspace_id)),
-             count(*)
-        FROM new_rows n
-       WHERE n.type LIKE 'unsubscribe.%' AND n.attempts = 0
-       GROUP BY 1, 3, 4, 5 ORDER BY 1, 3, 4, 5
-      ON CONFLICT (workspace_id, metric, bucket, channel, campaign_id, dim)
-      DO UPDATE SET value = r.value + EXCLUDED.value;
+      PERFORM analytics_add(array_agg(f.workspace_id), array_agg(f.metric), array_agg(f.at), array_agg(f.channel),
+                            array_agg(f.campaign_id), array_agg(f.dim), array_agg(f.value))
+        FROM (SELECT n.workspace_id, 'msg.unsubscribed' AS metric, n.occurred_at AS at,
+                     analytics_key(substr(n.type, length('unsubscribe.') + 1)) AS channel,
+                     analytics_key((SELECT m.campaign_id FROM messages m
+                                     WHERE m.id = n.data ->> 'messageId' AND m.workspace_id = n.workspace_id)) AS campaign_id,
+                     '' AS dim, 1::numeric AS value
+                FROM new_rows n
+               WHERE n.type LIKE 'unsubscribe.%' AND n.attempts = 0) f;
       RETURN NULL;
     END $fn$;
     CREATE TRIGGER analytics_opt_outs AFTER INSERT ON domain_event_outbox

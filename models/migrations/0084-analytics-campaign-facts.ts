@@ -21,17 +21,19 @@ export async function up(sequelize: Sequelize): Promise<void> {
 
     CREATE FUNCTION analytics_enrollments_inserted() RETURNS trigger LANGUAGE plpgsql AS $fn$
     BEGIN
-      INSERT INTO analytics_rollups AS r (workspace_id, metric, bucket, campaign_id, value)
-      SELECT n.workspace_id, 'enrollments', analytics_bucket(n.created_at), n.campaign_id, count(*)
-        FROM new_rows n GROUP BY 1, 3, 4 ORDER BY 1, 3, 4
-      ON CONFLICT (workspace_id, metric, bucket, channel, campaign_id, dim)
-      DO UPDATE SET value = r.value + EXCLUDED.value;
+      PERFORM analytics_add(array_agg(f.workspace_id), array_agg(f.metric), array_agg(f.at), array_agg(f.channel),
+                            array_agg(f.campaign_id), array_agg(f.dim), array_agg(f.value))
+        FROM (SELECT n.workspace_id, 'enrollments' AS metric, n.created_at AS at, '' AS channel,
+                     n.campaign_id, '' AS dim, 1::numeric AS value
+                FROM new_rows n) f;
       RETURN NULL;
     END $fn$;
     CREATE TRIGGER analytics_enrollments AFTER INSERT ON campaign_enrollments
       REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION analytics_enrollments_inserted();
 
     CREATE FUNCTION analytics_campaign_logged() RETURNS trigger LANGUAGE plpgsql AS $fn$
+    DECLARE
+      ws text[]; at timestamptz[]; campaigns text[]; nodes text[];
     BEGIN
       WITH firsts AS (
         INSERT INTO analytics_node_entries (campaign_id, enrollment_id, node_id)
@@ -44,11 +46,14 @@ export async function up(sequelize: Sequelize): Promise<void> {
           FROM firsts f JOIN new_rows n ON n.enrollment_id = f.enrollment_id AND analytics_key(n.node_id) = f.node_id
          GROUP BY n.workspace_id, n.campaign_id, f.node_id, f.enrollment_id
       )
-      INSERT INTO analytics_rollups AS r (workspace_id, metric, bucket, campaign_id, dim, value)
-      SELECT e.workspace_id, 'campaign.node', analytics_bucket(e.at), e.campaign_id, e.node_id, count(*)
-        FROM entered e GROUP BY 1, 3, 4, 5 ORDER BY 1, 3, 4, 5
-      ON CONFLICT (workspace_id, metric, bucket, channel, campaign_id, dim)
-      DO UPDATE SET value = r.value + EXCLUDED.value;
+      SELECT array_agg(e.workspace_id), array_agg(e.at), array_agg(e.campaign_id), array_agg(e.node_id)
+        INTO ws, at, campaigns, nodes
+        FROM entered e;
+      IF ws IS NOT NULL THEN
+        PERFORM analytics_add(ws, array_fill('campaign.node'::text, ARRAY[cardinality(ws)]), at,
+                              array_fill(''::text, ARRAY[cardinality(ws)]), campaigns, nodes,
+                              array_fill(1::numeric, ARRAY[cardinality(ws)]));
+      END IF;
       RETURN NULL;
     END $fn$;
     CREATE TRIGGER analytics_campaign_logs AFTER INSERT ON campaign_logs

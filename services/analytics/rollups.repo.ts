@@ -1,20 +1,24 @@
 import { Binds, selectRows } from "../../lib/database";
+import { tilesOf } from "./tiles";
 
 /**
- * Reads of `analytics_rollups` (kept by the triggers of migration 0083): sums
- * of whole 15-minute buckets, grouped by what an answer splits on. `period`
- * is the 1-based index of the answer's bucket a rollup bucket falls in
- * (`edges` are the bucket starts, then the end).
+ * Reads of `analytics_rollups` (kept by the triggers of migrations 0083 and
+ * 0084): sums over the fewest rollup buckets that tile the range exactly
+ * (tiles.ts), grouped by what an answer splits on. `period` is the 1-based
+ * index of the answer's bucket a rollup bucket falls in (`edges` are the
+ * bucket starts, then the end); no tile straddles an edge. A sum that neither
+ * filters nor splits by channel, campaign or dimension reads the `all:` series.
  */
 
 export type RollupKey = "metric" | "period" | "channel" | "campaign" | "dim";
 
+/** `$2` is the edges, bound only when an answer splits by period. */
 const KEY_SQL: Record<RollupKey, string> = {
-  metric: "metric",
-  period: "width_bucket(bucket, $2::timestamptz[])",
-  channel: "channel",
-  campaign: "campaign_id",
-  dim: "dim",
+  metric: "r.metric",
+  period: "width_bucket(r.bucket, $2::timestamptz[])",
+  channel: "r.channel",
+  campaign: "r.campaign_id",
+  dim: "r.dim",
 };
 
 export interface RollupQuery {
@@ -27,27 +31,57 @@ export interface RollupQuery {
 
 export type RollupRow = Partial<Record<RollupKey, string>> & { period?: number; value: number };
 
+const ALL = "all:";
+
 /** Sums over the frame, one row per distinct value of `by`. */
 export async function sumRollups(workspaceId: string, q: RollupQuery): Promise<RollupRow[]> {
-  const binds = new Binds([workspaceId, q.edges]);
-  const where = [
-    "workspace_id = $1",
-    `metric = ANY (${binds.p(q.metrics, "text[]")})`,
-    "bucket >= ($2::timestamptz[])[1]",
-    "bucket < ($2::timestamptz[])[array_length($2::timestamptz[], 1)]",
+  const edges = q.edges.map((edge) => edge.getTime());
+  const periodic = q.by.includes("period");
+  const spans: Array<[number, number]> = periodic
+    ? edges.slice(0, -1).map((lo, i) => [lo, edges[i + 1]])
+    : [[edges[0], edges[edges.length - 1]]];
+  const tiles = tilesOf(spans);
+  const unsplit =
+    q.channel === undefined &&
+    q.campaignId === undefined &&
+    !q.by.some((key) => key === "channel" || key === "campaign" || key === "dim");
+  const binds = new Binds(periodic ? [workspaceId, q.edges] : [workspaceId]);
+  const tileSql = `unnest(${binds.p(
+    tiles.map((t) => t.tier),
+    "smallint[]",
+  )}, ${binds.p(
+    tiles.map((t) => new Date(t.lo)),
+    "timestamptz[]",
+  )}, ${binds.p(
+    tiles.map((t) => new Date(t.hi)),
+    "timestamptz[]",
+  )}) AS t(tier, lo, hi)`;
+  const on = [
+    "r.workspace_id = $1",
+    `r.metric = ANY (${binds.p(unsplit ? q.metrics.map((m) => ALL + m) : q.metrics, "text[]")})`,
+    "r.tier = t.tier",
+    "r.bucket >= t.lo",
+    "r.bucket < t.hi",
   ];
-  if (q.channel !== undefined) where.push(`channel = ${binds.p(q.channel)}`);
-  if (q.campaignId !== undefined) where.push(`campaign_id = ${binds.p(q.campaignId)}`);
+  if (q.channel !== undefined) on.push(`r.channel = ${binds.p(q.channel)}`);
+  if (q.campaignId !== undefined) on.push(`r.campaign_id = ${binds.p(q.campaignId)}`);
   const keys = q.by.map((key) => `${KEY_SQL[key]} AS ${key}`);
   const rows = await selectRows<Record<string, string | number>>(
-    `SELECT ${[...keys, "sum(value) AS value"].join(", ")}
-       FROM analytics_rollups
-      WHERE ${where.join(" AND ")}
+    `SELECT ${[...keys, "sum(r.value) AS value"].join(", ")}
+       FROM ${tileSql}
+       JOIN analytics_rollups r ON ${on.join(" AND ")}
       ${q.by.length ? `GROUP BY ${q.by.map((_, i) => i + 1).join(", ")}` : ""}`,
     binds.values,
   );
-  return rows.map((row) => ({ ...row, value: Number(row.value) }));
+  return rows.map((row) => ({
+    ...row,
+    ...(typeof row.metric === "string" ? { metric: row.metric.replace(ALL, "") } : {}),
+    value: Number(row.value),
+  }));
 }
+
+/** Where running totals start: nothing the service holds is older. */
+const BEGINNING = new Date(Date.UTC(1900, 0, 1));
 
 /** Sums of `metrics` over all time before `end` (a running total such as the contacts held), by metric. */
 export async function sumBefore(
@@ -55,12 +89,6 @@ export async function sumBefore(
   metrics: string[],
   end: Date,
 ): Promise<Map<string, number>> {
-  const rows = await selectRows<{ metric: string; value: number }>(
-    `SELECT metric, sum(value) AS value
-       FROM analytics_rollups
-      WHERE workspace_id = $1 AND metric = ANY ($2::text[]) AND bucket < $3
-      GROUP BY metric`,
-    [workspaceId, metrics, end],
-  );
-  return new Map(rows.map((row) => [row.metric, Number(row.value)]));
+  const rows = await sumRollups(workspaceId, { metrics, edges: [BEGINNING, end], by: ["metric"] });
+  return new Map(rows.map((row) => [row.metric!, row.value]));
 }

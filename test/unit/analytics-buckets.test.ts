@@ -1,4 +1,5 @@
 import { frameOf, pointsOf, validZone } from "../../services/analytics/buckets";
+import { tilesOf } from "../../services/analytics/tiles";
 
 const iso = (dates: Date[]) => dates.map((d) => d.toISOString());
 const fieldOf = (fn: () => unknown) => {
@@ -135,5 +136,58 @@ describe("analytics buckets", () => {
       "timezone",
     );
     expect(validZone("Asia/Kolkata")).toBe("Asia/Kolkata");
+  });
+});
+
+describe("rollup tiles", () => {
+  const at = (iso: string) => Date.parse(iso);
+  const show = (tiles: ReturnType<typeof tilesOf>) =>
+    tiles.map((t) => `${t.tier} ${new Date(t.lo).toISOString()} ${new Date(t.hi).toISOString()}`);
+
+  test("a 90-day Berlin range in one piece: the first hour, whole UTC days, the last 23 hours", () => {
+    expect(show(tilesOf([[at("2026-01-01T23:00:00Z"), at("2026-04-01T22:00:00Z")]]))).toEqual([
+      "1 2026-01-01T23:00:00.000Z 2026-01-02T00:00:00.000Z",
+      "2 2026-01-02T00:00:00.000Z 2026-04-01T00:00:00.000Z",
+      "1 2026-04-01T00:00:00.000Z 2026-04-01T22:00:00.000Z",
+    ]);
+  });
+
+  test("Berlin days one by one are hours, merged into one tile across bucket edges", () => {
+    expect(
+      show(
+        tilesOf([
+          [at("2026-03-27T23:00:00Z"), at("2026-03-28T23:00:00Z")],
+          [at("2026-03-28T23:00:00Z"), at("2026-03-29T22:00:00Z")],
+        ]),
+      ),
+    ).toEqual(["1 2026-03-27T23:00:00.000Z 2026-03-29T22:00:00.000Z"]);
+  });
+
+  test("Kolkata days take quarters at each end", () => {
+    expect(show(tilesOf([[at("2026-03-28T18:30:00Z"), at("2026-03-30T18:30:00Z")]]))).toEqual([
+      "0 2026-03-28T18:30:00.000Z 2026-03-28T19:00:00.000Z",
+      "1 2026-03-28T19:00:00.000Z 2026-03-29T00:00:00.000Z",
+      "2 2026-03-29T00:00:00.000Z 2026-03-30T00:00:00.000Z",
+      "1 2026-03-30T00:00:00.000Z 2026-03-30T18:00:00.000Z",
+      "0 2026-03-30T18:00:00.000Z 2026-03-30T18:30:00.000Z",
+    ]);
+  });
+
+  test("every span is covered once, edge to edge, with aligned tiles", () => {
+    const spans: Array<[number, number]> = [
+      [at("2026-03-01T05:45:00Z"), at("2026-03-01T06:00:00Z")],
+      [at("2026-03-01T06:00:00Z"), at("2026-03-09T05:15:00Z")],
+      [at("2026-03-09T05:15:00Z"), at("2026-03-09T05:30:00Z")],
+    ];
+    const tiles = tilesOf(spans);
+    expect(tiles[0].lo).toBe(spans[0][0]);
+    expect(tiles[tiles.length - 1].hi).toBe(spans[2][1]);
+    const size = [900_000, 3_600_000, 86_400_000];
+    for (const [i, tile] of tiles.entries()) {
+      if (i > 0) expect(tile.lo).toBe(tiles[i - 1].hi);
+      expect(tile.lo % size[tile.tier]).toBe(0);
+      expect(tile.hi % size[tile.tier]).toBe(0);
+    }
+    expect(() => tilesOf([[at("2026-03-01T05:40:00Z"), at("2026-03-01T06:00:00Z")]])).toThrow();
   });
 });
