@@ -190,6 +190,19 @@ function cases(frame: { from: string; to: string }) {
              GROUP BY 1, 2`,
     },
     {
+      name: "funnel (3 steps, 30 days)",
+      path: `analytics/funnel?steps=signup,page_view,purchase&${range}`,
+      raw: `WITH firsts AS (SELECT contact_id, type, min(timestamp) AS at FROM events
+                         WHERE workspace_id = $1 AND contact_id IS NOT NULL GROUP BY 1, 2)
+            SELECT count(f0.at), count(f1.at), count(f2.at), $4::text
+              FROM firsts f0
+              LEFT JOIN firsts f1 ON f1.contact_id = f0.contact_id AND f1.type = 'page_view' AND f1.at >= f0.at
+                                 AND f1.at <= f0.at + interval '30 days'
+              LEFT JOIN firsts f2 ON f2.contact_id = f0.contact_id AND f2.type = 'purchase' AND f2.at >= f1.at
+                                 AND f2.at <= f0.at + interval '30 days'
+             WHERE f0.type = 'signup' AND f0.at >= $2 AND f0.at < $3`,
+    },
+    {
       name: "campaigns/{id}",
       path: `analytics/campaigns/cmp3?${range}`,
       raw: `SELECT (SELECT jsonb_object_agg(status, n) FROM (SELECT status, count(*) AS n FROM (${reached}) r
@@ -270,8 +283,11 @@ async function ingestRate(broker: ServiceBroker, ws: string, n: number): Promise
 
 async function measureIngest(broker: ServiceBroker, ws: string) {
   const sequelize = await database();
+  // Every analytics trigger on events: the rollups and the contacts' first times.
   const toggle = (on: boolean) =>
-    sequelize.query(`ALTER TABLE events ${on ? "ENABLE" : "DISABLE"} TRIGGER analytics_events`);
+    sequelize.query(
+      `ALTER TABLE events ${on ? "ENABLE" : "DISABLE"} TRIGGER analytics_events, ${on ? "ENABLE" : "DISABLE"} TRIGGER analytics_firsts_inserted`,
+    );
   await ingestRate(broker, ws, Math.min(2000, INGEST)); // warm-up
   const on: number[] = [];
   const off: number[] = [];

@@ -1,6 +1,13 @@
 import { Sequelize } from "sequelize";
 
 /**
+ * Per-contact and campaign analytics facts. `analytics_contact_firsts` keeps
+ * when each contact first did each event type (the earliest `timestamp`, so a
+ * late or backfilled event moves it back): the funnel reads it, never the
+ * events. An anonymous session's events claimed by a contact, and a merge's
+ * events moved to the survivor, update it; a contact removed takes its rows
+ * with it, as its events go.
+ *
  * Campaign analytics facts, derived like the rollups of 0083 (statement
  * triggers in the fact's own transaction): enrollments by their creation, and
  * the enrollments that entered each workflow node, counted once per
@@ -11,6 +18,53 @@ import { Sequelize } from "sequelize";
  */
 export async function up(sequelize: Sequelize): Promise<void> {
   await sequelize.query(`
+    CREATE TABLE analytics_contact_firsts (
+      workspace_id text NOT NULL REFERENCES workspaces(id) ON DELETE CASCADE,
+      contact_id   text NOT NULL,
+      type         text NOT NULL,
+      first_at     timestamptz NOT NULL,
+      PRIMARY KEY (workspace_id, contact_id, type)
+    );
+    CREATE INDEX analytics_contact_firsts_type_idx ON analytics_contact_firsts (workspace_id, type, first_at);
+
+    CREATE FUNCTION analytics_firsts_seen() RETURNS trigger LANGUAGE plpgsql AS $fn$
+    BEGIN
+      IF TG_OP = 'INSERT' THEN
+        INSERT INTO analytics_contact_firsts AS f (workspace_id, contact_id, type, first_at)
+        SELECT n.workspace_id, n.contact_id, analytics_key(n.type), min(n.timestamp)
+          FROM new_rows n
+         WHERE n.contact_id IS NOT NULL
+         GROUP BY 1, 2, 3
+         ORDER BY 1, 2, 3
+        ON CONFLICT (workspace_id, contact_id, type)
+        DO UPDATE SET first_at = EXCLUDED.first_at WHERE f.first_at > EXCLUDED.first_at;
+      ELSE
+        -- Only events whose contact changed (a session claimed, a merge).
+        INSERT INTO analytics_contact_firsts AS f (workspace_id, contact_id, type, first_at)
+        SELECT n.workspace_id, n.contact_id, analytics_key(n.type), min(n.timestamp)
+          FROM new_rows n JOIN old_rows o ON o.id = n.id
+         WHERE n.contact_id IS NOT NULL AND n.contact_id IS DISTINCT FROM o.contact_id
+         GROUP BY 1, 2, 3
+         ORDER BY 1, 2, 3
+        ON CONFLICT (workspace_id, contact_id, type)
+        DO UPDATE SET first_at = EXCLUDED.first_at WHERE f.first_at > EXCLUDED.first_at;
+      END IF;
+      RETURN NULL;
+    END $fn$;
+    CREATE TRIGGER analytics_firsts_inserted AFTER INSERT ON events
+      REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION analytics_firsts_seen();
+    CREATE TRIGGER analytics_firsts_moved AFTER UPDATE ON events
+      REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION analytics_firsts_seen();
+
+    CREATE FUNCTION analytics_firsts_forget() RETURNS trigger LANGUAGE plpgsql AS $fn$
+    BEGIN
+      DELETE FROM analytics_contact_firsts f USING old_rows o
+       WHERE f.workspace_id = o.workspace_id AND f.contact_id = o.id;
+      RETURN NULL;
+    END $fn$;
+    CREATE TRIGGER analytics_firsts_forgotten AFTER DELETE ON contacts
+      REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION analytics_firsts_forget();
+
     CREATE TABLE analytics_node_entries (
       campaign_id   text NOT NULL REFERENCES campaigns(id) ON DELETE CASCADE,
       enrollment_id text NOT NULL,

@@ -6,6 +6,9 @@ import { GRANULARITIES } from "./buckets";
 
 const Id = Type.String({ minLength: 1, maxLength: 64 });
 
+/** How many steps a funnel takes. */
+export const FUNNEL_STEPS = { min: 2, max: 5 } as const;
+
 /** What a message count is kept for, in the contract's order. */
 export const COUNT_KEYS = [
   "sent",
@@ -127,6 +130,39 @@ export const schemas = {
     byCampaign: Type.Array(
       Type.Object({ campaignId: Nullable(Type.String()), revenue: Type.Number(), orders: Type.Number() }),
       { description: "Revenue by the purchase's `metadata.campaignId` (null: none), most first" },
+    ),
+  }),
+  funnel: Params({
+    workspaceId: Id,
+    from: rangeQuery.from,
+    to: rangeQuery.to,
+    timezone: rangeQuery.timezone,
+    segmentId: rangeQuery.segmentId,
+    steps: Type.String({
+      minLength: 1,
+      maxLength: 1000,
+      description: `Event types in order, comma-separated (${FUNNEL_STEPS.min} to ${FUNNEL_STEPS.max})`,
+    }),
+    windowDays: Type.Optional(
+      Type.Integer({
+        minimum: 1,
+        maximum: 365,
+        default: 30,
+        description: "Each later step counts within this many days of the contact's first step",
+      }),
+    ),
+  }),
+  funnelResult: Type.Object({
+    steps: Type.Array(
+      Type.Object({
+        type: Type.String(),
+        contacts: Type.Integer(),
+        rate: Type.Number({ description: "Contacts of this step over those of the first" }),
+      }),
+      {
+        description:
+          "By each contact's first time of each type: step 1, contacts whose first one is in the range; each next step, those whose first one came after the step before, within the window",
+      },
     ),
   }),
   realtime: Params({ workspaceId: Id }),

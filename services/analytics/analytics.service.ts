@@ -98,6 +98,21 @@ export default defineService({
       handler: async (ctx) => answers.revenue(await scopeOf(ctx, ctx.params)),
     }),
 
+    /** Contacts through a sequence of event types, by their first times, within a window. */
+    funnel: defineAction({
+      rest: `GET ${WS}/funnel`,
+      ...READ,
+      params: schemas.funnel,
+      result: schemas.funnelResult,
+      openapi: doc(
+        "A funnel of event types (steps=a,b,c; windowDays, 30): contacts whose first a is in the range, then those whose first b followed, ...",
+      ),
+      handler: async (ctx) => {
+        const steps = answers.stepsOf(ctx.params.steps);
+        return answers.funnel(await scopeOf(ctx, ctx.params), steps, ctx.params.windowDays ?? 30);
+      },
+    }),
+
     /** The last 30 minutes: visitors, events per minute, newest events. */
     realtime: defineAction({
       rest: `GET ${WS}/realtime`,

@@ -1,5 +1,14 @@
 import { pointsOf, spanOf, type Frame } from "./buckets";
-import { COUNT_KEYS, type Counts, type CountKey, type Metric, type Rates } from "./analytics.schemas";
+import { fieldError } from "../../lib/errors";
+import {
+  COUNT_KEYS,
+  FUNNEL_STEPS,
+  type Counts,
+  type CountKey,
+  type Metric,
+  type Rates,
+} from "./analytics.schemas";
+import { funnelCounts } from "./firsts.repo";
 import * as realtimeRepo from "./realtime.repo";
 import { sumBefore, sumRollups, type RollupRow } from "./rollups.repo";
 
@@ -199,6 +208,33 @@ export async function revenue(s: Scope) {
     orders: total(orderRows),
     points: pointsOf(s.frame, periods),
     byCampaign,
+  };
+}
+
+/** A funnel's steps from `a,b,c`, or a 400 naming `steps`. */
+export function stepsOf(text: string): string[] {
+  const steps = text.split(",").map((step) => step.trim());
+  if (
+    steps.length < FUNNEL_STEPS.min ||
+    steps.length > FUNNEL_STEPS.max ||
+    steps.some((s) => !s || s.length > 200)
+  )
+    throw fieldError(
+      "steps",
+      `must be ${FUNNEL_STEPS.min} to ${FUNNEL_STEPS.max} event types separated by commas, each 1 to 200 characters`,
+    );
+  return steps;
+}
+
+export async function funnel(s: Scope, steps: string[], windowDays: number) {
+  const { start, end } = spanOf(s.frame);
+  const counts = await funnelCounts(s.workspaceId, steps, start, end, windowDays * 86_400_000);
+  return {
+    steps: steps.map((type, i) => ({
+      type,
+      contacts: counts[i],
+      rate: counts[0] ? counts[i] / counts[0] : 0,
+    })),
   };
 }
 

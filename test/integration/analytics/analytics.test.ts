@@ -432,6 +432,56 @@ test("revenue: total, orders, per day and by campaign", async () => {
   });
 });
 
+test("funnel: by first times, late facts and claimed sessions included, within the window", async () => {
+  const ws = other.workspaceId;
+  const person = async (email: string) => {
+    const id = newId();
+    await sql(
+      `INSERT INTO contacts (id, workspace_id, email, created_at) VALUES ($1, $2, $3, '2026-01-01T00:00:00Z')`,
+      [id, ws, email],
+    );
+    return id;
+  };
+  const [a, b, c, d, e] = await Promise.all(["a", "b", "c", "d", "e"].map((n) => person(`${n}@funnel.test`)));
+  const did = (contactId: string, type: string, at: string) => event(ws, type, at, { contactId });
+  await did(a, "signup", "2026-05-01T10:00:00Z");
+  await did(a, "view", "2026-05-02T10:00:00Z");
+  await did(a, "purchase", "2026-05-03T10:00:00Z");
+  await did(b, "signup", "2026-05-01T12:00:00Z");
+  await did(b, "view", "2026-05-02T12:00:00Z");
+  await did(c, "view", "2026-04-20T10:00:00Z"); // its first view came before its signup
+  await did(c, "signup", "2026-05-05T10:00:00Z");
+  await did(c, "view", "2026-05-06T10:00:00Z");
+  await did(d, "signup", "2026-05-10T00:00:00Z");
+  await did(e, "signup", "2026-04-25T00:00:00Z"); // before the range
+  await did(e, "view", "2026-05-02T00:00:00Z");
+  // Late: b's history brings an earlier signup, before the range.
+  await did(b, "signup", "2026-04-15T00:00:00Z");
+  // An anonymous view that d's session later turns out to be.
+  await event(ws, "view", "2026-05-12T00:00:00Z", { sessionId: "d-session" });
+  await systemCall(app.broker, ws, "events.claimSession", { sessionId: "d-session", contactId: d });
+
+  const q = `steps=signup,view,purchase&from=2026-05-01&to=2026-05-31`;
+  const res = await other.owner.client.get(`${other.ws}/analytics/funnel?${q}`);
+  expect(res.status).toBe(200);
+  expect(res.body).toEqual({
+    steps: [
+      { type: "signup", contacts: 3, rate: 1 },
+      { type: "view", contacts: 2, rate: 2 / 3 },
+      { type: "purchase", contacts: 1, rate: 1 / 3 },
+    ],
+  });
+  const narrow = await other.owner.client.get(`${other.ws}/analytics/funnel?${q}&windowDays=1`);
+  expect(narrow.body.steps.map((s: { contacts: number }) => s.contacts)).toEqual([3, 1, 0]);
+  // A removed contact leaves with its first times, as its events do.
+  await sql(`DELETE FROM contacts WHERE id = $1`, [a]);
+  const after = await other.owner.client.get(`${other.ws}/analytics/funnel?${q}`);
+  expect(after.body.steps.map((s: { contacts: number }) => s.contacts)).toEqual([2, 1, 0]);
+  const bad = await other.owner.client.get(`${other.ws}/analytics/funnel?steps=signup`);
+  expect(bad.status).toBe(400);
+  expect(bad.body.details[0].field).toBe("steps");
+});
+
 test("realtime: the last 30 minutes from the raw events", async () => {
   const now = Date.now();
   await event(ctx.workspaceId, "page_view", new Date(now - 60_000).toISOString(), { sessionId: "s1" });

@@ -43,6 +43,15 @@ const TYPES = ["page_view", "purchase", "signup", "message.open", "message.click
 const AMOUNTS = [10, 2.5, "7.25", "abc", null, 0.1, 0.2, "-3"] as const;
 
 async function feedEvents(ws: string, n: number) {
+  const sequelize = await database();
+  const people = Array.from({ length: 25 }, () => newId());
+  for (const id of people)
+    await sequelize.query(
+      `INSERT INTO contacts (id, workspace_id, email, created_at) VALUES ($1, $2, $3, '2026-01-01T00:00:00Z')`,
+      {
+        bind: [id, ws, `${id}@people.test`],
+      },
+    );
   const times = Array.from({ length: n }, () => new Date(WINDOW_START + Math.floor(random() * WINDOW_MS)));
   // Some land on a bucket edge exactly.
   for (let i = 0; i < n / 10; i++) times[i] = new Date(Math.floor(times[i].getTime() / 900_000) * 900_000);
@@ -61,6 +70,7 @@ async function feedEvents(ws: string, n: number) {
       type,
       timestamp: timestamp.toISOString(),
       metadata,
+      ...(random() < 0.7 ? { contactId: pick(people) } : {}),
       ...(random() < 0.5 ? { utmSource: pick(["news", "ads"]) } : {}),
     });
   }
@@ -282,6 +292,35 @@ async function rawFacts(q: { granularity: string; timezone: string; from: string
   return facts.map((f) => ({ ...f, t: new Date(f.t).toISOString(), value: Number(f.value) }));
 }
 
+/** The funnel from the raw events: each contact's first time of each type, then the same steps in SQL. */
+async function rawFunnel(
+  q: { granularity: string; timezone: string; from: string; to: string },
+  steps: string[],
+  windowDays: number,
+): Promise<number[]> {
+  const joins = steps
+    .slice(1)
+    .map(
+      (
+        _,
+        i,
+      ) => `LEFT JOIN firsts f${i + 1} ON f${i + 1}.contact_id = f0.contact_id AND f${i + 1}.type = $${7 + i}
+        AND f${i + 1}.at >= f${i}.at AND f${i + 1}.at <= f0.at + $6 * interval '1 day'`,
+    )
+    .join("\n");
+  const [row] = await rows<Record<string, string>>(
+    `WITH firsts AS (SELECT contact_id, type, min(timestamp) AS at FROM events
+                      WHERE workspace_id = $1 AND contact_id IS NOT NULL GROUP BY 1, 2)
+     SELECT ${steps.map((_, i) => `count(f${i}.at) AS s${i}`).join(", ")}
+       FROM firsts f0 ${joins}
+      WHERE f0.type = $5
+        AND f0.at >= date_trunc('day', $2::timestamptz AT TIME ZONE $4) AT TIME ZONE $4
+        AND f0.at < (date_trunc('day', $3::timestamptz AT TIME ZONE $4) + interval '1 day') AT TIME ZONE $4`,
+    [ctx.workspaceId, q.from, q.to, q.timezone, steps[0], windowDays, ...steps.slice(1)],
+  );
+  return steps.map((_, i) => Number(row[`s${i}`]));
+}
+
 const COUNT_KEYS = [
   "sent",
   "delivered",
@@ -403,6 +442,18 @@ describe.each(QUERIES)("answers equal the raw recomputation ($granularity in $ti
       Object.fromEntries(campaign.links.map((l: { url: string; clicks: number }) => [l.url, l.clicks])),
     ).toEqual(dims("link.clicks"));
 
+    for (const [steps, windowDays] of [
+      ["page_view,signup,purchase", 3],
+      ["signup,message.open", 30],
+    ] as const) {
+      const funnel = (
+        await client.get(`${ctx.ws}/analytics/funnel?steps=${steps}&windowDays=${windowDays}&${query()}`)
+      ).body;
+      expect(funnel.steps.map((s: { contacts: number }) => s.contacts)).toEqual(
+        await rawFunnel(q, steps.split(","), windowDays),
+      );
+    }
+
     const domains = (await client.get(`${ctx.ws}/analytics/domains?${query()}`)).body;
     const byDomain = raw.filter((f) => f.metric.startsWith("domain."));
     expect(domains.domains.map((d: { domain: string }) => d.domain).sort()).toEqual(
@@ -442,7 +493,9 @@ describe("after retention", () => {
   test("deleting raw rows leaves every answer as it was", async () => {
     const q = QUERIES[0];
     const path = `${ctx.ws}/analytics?granularity=day&timezone=Europe%2FBerlin&from=${q.from}&to=${q.to}`;
+    const funnelPath = `${ctx.ws}/analytics/funnel?steps=page_view,signup,purchase&timezone=Europe%2FBerlin&from=${q.from}&to=${q.to}`;
     const before = (await ctx.owner.client.get(path)).body;
+    const funnelBefore = (await ctx.owner.client.get(funnelPath)).body;
     const sequelize = await database();
     await sequelize.query(
       `DELETE FROM events WHERE workspace_id = $1 AND timestamp < '2026-03-30T00:00:00Z'`,
@@ -454,5 +507,6 @@ describe("after retention", () => {
       bind: [ctx.workspaceId],
     });
     expect((await ctx.owner.client.get(path)).body).toEqual(before);
+    expect((await ctx.owner.client.get(funnelPath)).body).toEqual(funnelBefore);
   });
 });
