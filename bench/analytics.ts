@@ -10,7 +10,8 @@
  *
  * Env: BENCH_CONTACTS (100000), BENCH_EVENTS (1000000), BENCH_MESSAGES (100000) over 365 days
  * (the issue's scale: BENCH_FULL=1 → 1,000,000 / 10,000,000 / 1,000,000), BENCH_SAMPLES (50 per route),
- * BENCH_RAW_SAMPLES (5 per raw recomputation), BENCH_INGEST (20000 events a round), BENCH_ROUNDS (2).
+ * BENCH_RAW_SAMPLES (5 per raw recomputation), BENCH_INGEST (20000 events a round), BENCH_ROUNDS (2),
+ * BENCH_REUSE=1 keeps the database of a previous run and its seeded workspace (skips the seeding).
  */
 import type { AddressInfo } from "node:net";
 import { ServiceBroker, type ServiceSchema } from "moleculer";
@@ -19,6 +20,8 @@ import { QueryTypes } from "sequelize";
 import { resetConfig } from "../lib/config";
 import { database } from "../lib/database";
 import { systemCall } from "../lib/system-call";
+import * as answers from "../services/analytics/answers";
+import { frameOf } from "../services/analytics/buckets";
 import { ownerWithWorkspace } from "../test/helpers/http";
 
 const FULL = process.env.BENCH_FULL === "1";
@@ -29,6 +32,7 @@ const SAMPLES = Number(process.env.BENCH_SAMPLES ?? 50);
 const RAW_SAMPLES = Number(process.env.BENCH_RAW_SAMPLES ?? 5);
 const INGEST = Number(process.env.BENCH_INGEST ?? 20_000);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 2);
+const REUSE = process.env.BENCH_REUSE === "1";
 const DB_NAME = "cms_bench_analytics";
 const CHUNK = 200_000;
 const ZONE = "Europe/Berlin";
@@ -42,8 +46,11 @@ const quantile = (values: number[], q: number) => {
 async function prepareDatabase(baseUrl: string): Promise<string> {
   const admin = new Client({ connectionString: baseUrl });
   await admin.connect();
-  await admin.query(`DROP DATABASE IF EXISTS "${DB_NAME}" WITH (FORCE)`);
-  await admin.query(`CREATE DATABASE "${DB_NAME}"`);
+  const exists = (await admin.query("SELECT 1 FROM pg_database WHERE datname = $1", [DB_NAME])).rowCount;
+  if (!REUSE || !exists) {
+    await admin.query(`DROP DATABASE IF EXISTS "${DB_NAME}" WITH (FORCE)`);
+    await admin.query(`CREATE DATABASE "${DB_NAME}"`);
+  }
   await admin.end();
   const url = new URL(baseUrl);
   url.pathname = `/${DB_NAME}`;
@@ -130,7 +137,8 @@ async function seed(ws: string) {
 }
 
 /** Each route's question, and the same answer from the raw rows (plain SQL, as a report would have run it). */
-function cases(frame: { from: string; to: string }) {
+function cases(frame: { from: string; to: string }, ws: string) {
+  const scope = { workspaceId: ws, frame: frameOf({ ...frame, granularity: "day", timezone: ZONE }) };
   const range = `from=${frame.from}&to=${frame.to}&timezone=${encodeURIComponent(ZONE)}`;
   // $1 workspace, $2 start, $3 end, $4 zone
   const day = (col: string) => `date_trunc('day', ${col} AT TIME ZONE $4) AT TIME ZONE $4`;
@@ -145,6 +153,7 @@ function cases(frame: { from: string; to: string }) {
     {
       name: "overview",
       path: `analytics?${range}`,
+      direct: () => answers.overview(scope),
       raw: `SELECT (SELECT count(*) FROM contacts WHERE workspace_id = $1 AND created_at < $3) AS total,
                    (SELECT count(*) FROM contacts WHERE workspace_id = $1 AND created_at >= $2 AND created_at < $3) AS new,
                    (SELECT jsonb_object_agg(status, n) FROM (SELECT status, count(*) AS n FROM (${reached}) r GROUP BY 1) c) AS counts,
@@ -156,35 +165,41 @@ function cases(frame: { from: string; to: string }) {
     {
       name: "timeseries?metric=events",
       path: `analytics/timeseries?metric=events&${range}`,
+      direct: () => answers.timeseries(scope, "events"),
       raw: `SELECT ${day("timestamp")} AS t, count(*) FROM events
              WHERE workspace_id = $1 AND timestamp >= $2 AND timestamp < $3 GROUP BY 1`,
     },
     {
       name: "timeseries?metric=opened",
       path: `analytics/timeseries?metric=opened&${range}`,
+      direct: () => answers.timeseries(scope, "opened"),
       raw: `SELECT ${day("opened_at")} AS t, count(*) FROM messages
              WHERE workspace_id = $1 AND opened_at >= $2 AND opened_at < $3 GROUP BY 1`,
     },
     {
       name: "deliverability",
       path: `analytics/deliverability?${range}`,
+      direct: () => answers.deliverability(scope),
       raw: `SELECT channel, status, count(*), $4::text FROM (${reached}) r GROUP BY 1, 2`,
     },
     {
       name: "domains",
       path: `analytics/domains?${range}`,
+      direct: () => answers.domains(scope),
       raw: `SELECT lower(split_part(to_address, '@', 2)), status, count(*), $4::text FROM (${reached}) r
              WHERE channel = 'email' GROUP BY 1, 2`,
     },
     {
       name: "activity",
       path: `analytics/activity?${range}`,
+      direct: () => answers.activity(scope),
       raw: `SELECT ${day("timestamp")} AS t, type, count(*) FROM events
              WHERE workspace_id = $1 AND timestamp >= $2 AND timestamp < $3 GROUP BY 1, 2`,
     },
     {
       name: "revenue",
       path: `analytics/revenue?${range}`,
+      direct: () => answers.revenue(scope),
       raw: `SELECT ${day("timestamp")} AS t, metadata ->> 'campaignId', sum((metadata ->> 'amount')::numeric), count(*)
               FROM events WHERE workspace_id = $1 AND type = 'purchase' AND timestamp >= $2 AND timestamp < $3
              GROUP BY 1, 2`,
@@ -192,6 +207,7 @@ function cases(frame: { from: string; to: string }) {
     {
       name: "funnel (3 steps, 30 days)",
       path: `analytics/funnel?steps=signup,page_view,purchase&${range}`,
+      direct: () => answers.funnel(scope, ["signup", "page_view", "purchase"], 30),
       raw: `WITH firsts AS (SELECT contact_id, type, min(timestamp) AS at FROM events
                          WHERE workspace_id = $1 AND contact_id IS NOT NULL GROUP BY 1, 2)
             SELECT count(f0.at), count(f1.at), count(f2.at), $4::text
@@ -205,6 +221,7 @@ function cases(frame: { from: string; to: string }) {
     {
       name: "campaigns/{id}",
       path: `analytics/campaigns/cmp3?${range}`,
+      direct: () => answers.campaign({ ...scope, campaignId: "cmp3" }),
       raw: `SELECT (SELECT jsonb_object_agg(status, n) FROM (SELECT status, count(*) AS n FROM (${reached}) r
                                                            WHERE campaign_id = 'cmp3' GROUP BY 1) c) AS counts,
                    (SELECT jsonb_object_agg(url, n) FROM (SELECT metadata ->> 'url' AS url, count(*) AS n FROM events
@@ -226,9 +243,15 @@ async function measureRoutes(client: Awaited<ReturnType<typeof ownerWithWorkspac
   );
   console.log(`\nroutes over 90 days (${frame.from} .. ${frame.to}, ${ZONE}); p50 / p99 in ms`);
   console.log(
-    `${"answer".padEnd(28)} ${"rollups".padStart(16)} ${"raw rows".padStart(18)} ${"ratio (p99)".padStart(12)}`,
+    `${"answer".padEnd(28)} ${"route (gateway)".padStart(16)} ${"in process".padStart(14)} ${"raw rows".padStart(14)} ${"ratio p99".padStart(10)} ${"in process".padStart(10)}`,
   );
-  for (const c of cases(frame)) {
+  for (const c of cases(frame, ws)) {
+    const inProcess: number[] = [];
+    for (let i = 0; i < SAMPLES; i++) {
+      const t0 = process.hrtime.bigint();
+      await c.direct();
+      inProcess.push(ms(t0));
+    }
     const fast: number[] = [];
     for (let i = 0; i < SAMPLES; i++) {
       const t0 = process.hrtime.bigint();
@@ -248,8 +271,9 @@ async function measureRoutes(client: Awaited<ReturnType<typeof ownerWithWorkspac
       quantile(slow, 0.5),
       quantile(slow, 0.99),
     ];
+    const [d50, d99] = [quantile(inProcess, 0.5), quantile(inProcess, 0.99)];
     console.log(
-      `${c.name.padEnd(28)} ${`${f50.toFixed(1)} / ${f99.toFixed(1)}`.padStart(16)} ${`${s50.toFixed(0)} / ${s99.toFixed(0)}`.padStart(18)} ${`${(s99 / f99).toFixed(0)}×`.padStart(12)}`,
+      `${c.name.padEnd(28)} ${`${f50.toFixed(1)} / ${f99.toFixed(1)}`.padStart(16)} ${`${d50.toFixed(1)} / ${d99.toFixed(1)}`.padStart(14)} ${`${s50.toFixed(0)} / ${s99.toFixed(0)}`.padStart(14)} ${`${(s99 / f99).toFixed(0)}×`.padStart(10)} ${`${(s99 / d99).toFixed(0)}×`.padStart(10)}`,
     );
   }
   const realtime: number[] = [];
@@ -309,11 +333,27 @@ async function main() {
     throw new Error("Set DATABASE_URL to a PostgreSQL server (the bench creates its own database there)");
   const { broker, baseUrl } = await startServices(await prepareDatabase(base));
   try {
-    const client = await ownerWithWorkspace(baseUrl);
+    let client = await ownerWithWorkspace(baseUrl);
+    const sequelize = await database();
+    const [seeded] = REUSE
+      ? await sequelize.query<{ workspace_id: string }>(
+          `SELECT workspace_id FROM analytics_rollups WHERE metric = 'all:events' AND tier = 2
+            GROUP BY 1 ORDER BY sum(value) DESC LIMIT 1`,
+          { type: QueryTypes.SELECT },
+        )
+      : [];
+    if (seeded) {
+      // The new owner joins the seeded workspace.
+      await sequelize.query(
+        `INSERT INTO members (id, workspace_id, user_id, role) VALUES (gen_random_uuid()::text, $1, $2, 'OWNER')`,
+        { bind: [seeded.workspace_id, client.owner.id] },
+      );
+      client = { ...client, workspaceId: seeded.workspace_id, ws: `/api/workspaces/${seeded.workspace_id}` };
+    }
     console.log(
       `scale: ${CONTACTS.toLocaleString()} contacts, ${EVENTS.toLocaleString()} events, ${MESSAGES.toLocaleString()} messages over 365 days; ${SAMPLES} samples a route, ${RAW_SAMPLES} a raw recomputation`,
     );
-    await seed(client.workspaceId);
+    if (!seeded) await seed(client.workspaceId);
     await measureRoutes(client, client.workspaceId);
     await measureIngest(broker, client.workspaceId);
   } finally {

@@ -165,48 +165,47 @@ export async function domains(s: Scope) {
   return { domains: answers.slice(0, MAX_DOMAINS) };
 }
 
+/** Events per bucket (the unsplit series when unfiltered) and by type over the whole range (its biggest tiles). */
 export async function activity(s: Scope) {
-  const rows = await sumRollups(s.workspaceId, {
-    metrics: ["events"],
-    edges: s.frame.edges,
-    ...messageFilter(s),
-    by: ["period", "dim"],
-  });
-  const periods = new Map<number, number>();
-  const types = new Map<string, number>();
-  for (const row of rows) {
-    periods.set(row.period!, (periods.get(row.period!) ?? 0) + row.value);
-    types.set(row.dim!, (types.get(row.dim!) ?? 0) + row.value);
-  }
-  const byType = [...types]
-    .map(([type, count]) => ({ type, count }))
-    .sort((a, b) => b.count - a.count || a.type.localeCompare(b.type));
-  return { points: pointsOf(s.frame, periods), byType };
+  const { workspaceId, frame } = s;
+  const [periods, types] = await Promise.all([
+    sumRollups(workspaceId, { metrics: ["events"], edges: frame.edges, ...messageFilter(s), by: ["period"] }),
+    sumRollups(workspaceId, { metrics: ["events"], edges: frame.edges, ...messageFilter(s), by: ["dim"] }),
+  ]);
+  const byType = byDim(types).map(([type, count]) => ({ type, count }));
+  return { points: pointsOf(frame, byPeriod(periods)), byType };
 }
 
+/** Revenue per bucket, and revenue and orders by campaign over the whole range. */
 export async function revenue(s: Scope) {
-  const rows = await sumRollups(s.workspaceId, {
-    metrics: ["revenue", "orders"],
-    edges: s.frame.edges,
-    campaignId: s.campaignId,
-    by: ["metric", "period", "campaign"],
-  });
-  const revenueRows = rows.filter((row) => row.metric === "revenue");
-  const orderRows = rows.filter((row) => row.metric === "orders");
-  const periods = new Map<number, number>();
-  for (const row of revenueRows) periods.set(row.period!, (periods.get(row.period!) ?? 0) + row.value);
-  const campaigns = new Map<string, { revenue: number; orders: number }>();
-  const entry = (campaign: string) =>
-    campaigns.get(campaign) ?? campaigns.set(campaign, { revenue: 0, orders: 0 }).get(campaign)!;
-  for (const row of revenueRows) entry(row.campaign!).revenue += row.value;
-  for (const row of orderRows) entry(row.campaign!).orders += row.value;
-  const byCampaign = [...campaigns]
-    .map(([campaign, sums]) => ({ campaignId: orNull(campaign), ...sums }))
-    .sort((a, b) => b.revenue - a.revenue || (a.campaignId ?? "").localeCompare(b.campaignId ?? ""));
+  const { workspaceId, frame, campaignId } = s;
+  const [periods, campaigns] = await Promise.all([
+    sumRollups(workspaceId, { metrics: ["revenue"], edges: frame.edges, campaignId, by: ["period"] }),
+    sumRollups(workspaceId, {
+      metrics: ["revenue", "orders"],
+      edges: frame.edges,
+      campaignId,
+      by: ["campaign", "metric"],
+    }),
+  ]);
+  const sums = new Map<string, { revenue: number; orders: number }>();
+  for (const row of campaigns) {
+    const entry = sums.get(row.campaign!) ?? { revenue: 0, orders: 0 };
+    if (row.metric === "revenue") entry.revenue += row.value;
+    else entry.orders += row.value;
+    sums.set(row.campaign!, entry);
+  }
+  const byCampaign = [...sums]
+    .map(([campaign, { revenue: amount, orders }]) => ({
+      campaignId: orNull(campaign),
+      revenue: amount,
+      orders,
+    }))
+    .sort((x, y) => y.revenue - x.revenue || (x.campaignId ?? "").localeCompare(y.campaignId ?? ""));
   return {
-    total: total(revenueRows),
-    orders: total(orderRows),
-    points: pointsOf(s.frame, periods),
+    total: byCampaign.reduce((sum, c) => sum + c.revenue, 0),
+    orders: byCampaign.reduce((sum, c) => sum + c.orders, 0),
+    points: pointsOf(frame, byPeriod(periods)),
     byCampaign,
   };
 }

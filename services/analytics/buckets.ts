@@ -19,6 +19,8 @@ export const ROLLUP_BUCKET_MS = 15 * 60_000;
 /** More points than this is a request for raw data, not a chart. */
 export const MAX_POINTS = 10_000;
 const DEFAULT_DAYS = 30;
+/** Years a bound may name: the database and the driver write any moment of these the same way. */
+const YEARS = { min: 1900, max: 2999 } as const;
 
 export interface Frame {
   zone: string;
@@ -35,6 +37,8 @@ function parseBound(value: string, zone: string, field: "from" | "to"): DateTime
   const dateOnly = /^\d{4}-\d{2}-\d{2}$/.test(value);
   const parsed = DateTime.fromISO(value, { zone, setZone: false });
   if (!parsed.isValid) throw fieldError(field, "must be an ISO 8601 date or date-time");
+  if (parsed.year < YEARS.min || parsed.year > YEARS.max)
+    throw fieldError(field, `must be in the years ${YEARS.min} to ${YEARS.max}`);
   if (dateOnly && field === "to") return parsed.endOf("day");
   return parsed.setZone(zone);
 }
