@@ -6,7 +6,8 @@ import { Sequelize } from "sequelize";
  * late or backfilled event moves it back): the funnel reads it, never the
  * events. An anonymous session's events claimed by a contact, and a merge's
  * events moved to the survivor, update it; a contact removed takes its rows
- * with it, as its events go.
+ * with it, as its events go. `analytics_contact_sources` keeps, the same way,
+ * when each contact first came from each UTM source and medium.
  *
  * Campaign analytics facts, derived like the rollups of 0083 (statement
  * triggers in the fact's own transaction): enrollments by their creation, and
@@ -27,6 +28,17 @@ export async function up(sequelize: Sequelize): Promise<void> {
     );
     CREATE INDEX analytics_contact_firsts_type_idx ON analytics_contact_firsts (workspace_id, type, first_at);
 
+    -- When each contact first came from each UTM source and medium ('' for none): the sources answer.
+    CREATE TABLE analytics_contact_sources (
+      workspace_id text NOT NULL REFERENCES workspaces(id) ON DELETE CASCADE,
+      contact_id   text NOT NULL,
+      utm_source   text NOT NULL,
+      utm_medium   text NOT NULL,
+      first_at     timestamptz NOT NULL,
+      PRIMARY KEY (workspace_id, contact_id, utm_source, utm_medium)
+    );
+    CREATE INDEX analytics_contact_sources_time_idx ON analytics_contact_sources (workspace_id, first_at);
+
     CREATE FUNCTION analytics_firsts_seen() RETURNS trigger LANGUAGE plpgsql AS $fn$
     BEGIN
       IF TG_OP = 'INSERT' THEN
@@ -38,6 +50,14 @@ export async function up(sequelize: Sequelize): Promise<void> {
          ORDER BY 1, 2, 3
         ON CONFLICT (workspace_id, contact_id, type)
         DO UPDATE SET first_at = EXCLUDED.first_at WHERE f.first_at > EXCLUDED.first_at;
+        INSERT INTO analytics_contact_sources AS f (workspace_id, contact_id, utm_source, utm_medium, first_at)
+        SELECT n.workspace_id, n.contact_id, analytics_key(n.utm_source), analytics_key(n.utm_medium), min(n.timestamp)
+          FROM new_rows n
+         WHERE n.contact_id IS NOT NULL AND n.utm_source IS NOT NULL
+         GROUP BY 1, 2, 3, 4
+         ORDER BY 1, 2, 3, 4
+        ON CONFLICT (workspace_id, contact_id, utm_source, utm_medium)
+        DO UPDATE SET first_at = EXCLUDED.first_at WHERE f.first_at > EXCLUDED.first_at;
       ELSE
         -- Only events whose contact changed (a session claimed, a merge).
         INSERT INTO analytics_contact_firsts AS f (workspace_id, contact_id, type, first_at)
@@ -47,6 +67,14 @@ export async function up(sequelize: Sequelize): Promise<void> {
          GROUP BY 1, 2, 3
          ORDER BY 1, 2, 3
         ON CONFLICT (workspace_id, contact_id, type)
+        DO UPDATE SET first_at = EXCLUDED.first_at WHERE f.first_at > EXCLUDED.first_at;
+        INSERT INTO analytics_contact_sources AS f (workspace_id, contact_id, utm_source, utm_medium, first_at)
+        SELECT n.workspace_id, n.contact_id, analytics_key(n.utm_source), analytics_key(n.utm_medium), min(n.timestamp)
+          FROM new_rows n JOIN old_rows o ON o.id = n.id
+         WHERE n.contact_id IS NOT NULL AND n.contact_id IS DISTINCT FROM o.contact_id AND n.utm_source IS NOT NULL
+         GROUP BY 1, 2, 3, 4
+         ORDER BY 1, 2, 3, 4
+        ON CONFLICT (workspace_id, contact_id, utm_source, utm_medium)
         DO UPDATE SET first_at = EXCLUDED.first_at WHERE f.first_at > EXCLUDED.first_at;
       END IF;
       RETURN NULL;
@@ -59,6 +87,8 @@ export async function up(sequelize: Sequelize): Promise<void> {
     CREATE FUNCTION analytics_firsts_forget() RETURNS trigger LANGUAGE plpgsql AS $fn$
     BEGIN
       DELETE FROM analytics_contact_firsts f USING old_rows o
+       WHERE f.workspace_id = o.workspace_id AND f.contact_id = o.id;
+      DELETE FROM analytics_contact_sources f USING old_rows o
        WHERE f.workspace_id = o.workspace_id AND f.contact_id = o.id;
       RETURN NULL;
     END $fn$;

@@ -165,6 +165,34 @@ export const schemas = {
       },
     ),
   }),
+  sources: Params({
+    workspaceId: Id,
+    from: rangeQuery.from,
+    to: rangeQuery.to,
+    timezone: rangeQuery.timezone,
+    segmentId: rangeQuery.segmentId,
+    conversion: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 200,
+        default: "purchase",
+        description: "The conversion's event type (`purchase`)",
+      }),
+    ),
+  }),
+  sourcesResult: Type.Object({
+    sources: Type.Array(
+      Type.Object({
+        utmSource: Type.String(),
+        utmMedium: Nullable(Type.String()),
+        contacts: Type.Integer({ description: "Contacts who first came from it in the range" }),
+        conversions: Type.Integer({
+          description: "Of those, the ones whose first conversion followed, in the range",
+        }),
+      }),
+      { description: "By UTM source and medium, most contacts first (at most 100)" },
+    ),
+  }),
   realtime: Params({ workspaceId: Id }),
   realtimeResult: Type.Object({
     activeVisitors: Type.Integer({

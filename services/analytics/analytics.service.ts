@@ -113,6 +113,19 @@ export default defineService({
       },
     }),
 
+    /** Contacts by the UTM source and medium they first came from, and their conversions. */
+    sources: defineAction({
+      rest: `GET ${WS}/sources`,
+      ...READ,
+      params: schemas.sources,
+      result: schemas.sourcesResult,
+      openapi: doc(
+        "Contacts by the UTM source and medium they first came from in the range, and how many then converted (conversion, `purchase`)",
+      ),
+      handler: async (ctx) =>
+        answers.sources(await scopeOf(ctx, ctx.params), ctx.params.conversion ?? "purchase"),
+    }),
+
     /** The last 30 minutes: visitors, events per minute, newest events. */
     realtime: defineAction({
       rest: `GET ${WS}/realtime`,

@@ -8,7 +8,7 @@ import {
   type Metric,
   type Rates,
 } from "./analytics.schemas";
-import { funnelCounts } from "./firsts.repo";
+import { funnelCounts, sourceCounts } from "./firsts.repo";
 import * as realtimeRepo from "./realtime.repo";
 import { sumBefore, sumRollups, type RollupRow } from "./rollups.repo";
 
@@ -233,6 +233,21 @@ export async function funnel(s: Scope, steps: string[], windowDays: number) {
       type,
       contacts: counts[i],
       rate: counts[0] ? counts[i] / counts[0] : 0,
+    })),
+  };
+}
+
+const MAX_SOURCES = 100;
+
+export async function sources(s: Scope, conversion: string) {
+  const { start, end } = spanOf(s.frame);
+  const rows = await sourceCounts(s.workspaceId, conversion, start, end, MAX_SOURCES);
+  return {
+    sources: rows.map((row) => ({
+      utmSource: row.utm_source,
+      utmMedium: orNull(row.utm_medium),
+      contacts: Number(row.contacts),
+      conversions: Number(row.conversions),
     })),
   };
 }

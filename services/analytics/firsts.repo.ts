@@ -1,8 +1,9 @@
 import { Binds, selectRows } from "../../lib/database";
 
 /**
- * Reads of `analytics_contact_firsts` (migration 0084): when each contact
- * first did each event type.
+ * Reads of `analytics_contact_firsts` and `analytics_contact_sources`
+ * (migration 0084): when each contact first did each event type, and first
+ * came from each UTM source and medium.
  */
 
 /**
@@ -32,4 +33,37 @@ export async function funnelCounts(
     binds.values,
   );
   return steps.map((_, i) => Number(row[`s${i}`]));
+}
+
+export interface SourceRow {
+  utm_source: string;
+  utm_medium: string;
+  contacts: string;
+  conversions: string;
+}
+
+/**
+ * Per UTM source and medium: the contacts who first came from it in
+ * `[start, end)`, and those of them whose first `conversion` came after that
+ * and before `end`. Most contacts first, at most `limit`.
+ */
+export function sourceCounts(
+  workspaceId: string,
+  conversion: string,
+  start: Date,
+  end: Date,
+  limit: number,
+): Promise<SourceRow[]> {
+  return selectRows<SourceRow>(
+    `SELECT s.utm_source, s.utm_medium, count(*) AS contacts, count(c.first_at) AS conversions
+       FROM analytics_contact_sources s
+       LEFT JOIN analytics_contact_firsts c
+         ON c.workspace_id = $1 AND c.contact_id = s.contact_id AND c.type = $2
+        AND c.first_at >= s.first_at AND c.first_at < $4
+      WHERE s.workspace_id = $1 AND s.first_at >= $3 AND s.first_at < $4
+      GROUP BY 1, 2
+      ORDER BY 3 DESC, 1, 2
+      LIMIT $5`,
+    [workspaceId, conversion, start, end, limit],
+  );
 }

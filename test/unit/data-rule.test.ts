@@ -58,7 +58,12 @@ const OWNERS: Record<string, string[]> = {
   templates: ["templates", "template_translations"],
   webhooks: ["webhook_endpoints", "webhook_deliveries", "webhook_inbound_replays"],
   lib: ["domain_event_outbox", "jobs", "idempotency_keys", "audit_logs"],
-  analytics: ["analytics_rollups", "analytics_node_entries", "analytics_contact_firsts"],
+  analytics: [
+    "analytics_rollups",
+    "analytics_node_entries",
+    "analytics_contact_firsts",
+    "analytics_contact_sources",
+  ],
 };
 
 const MERGE_MOVES = "a merge moves the duplicates' rows to the primary in the merge's one transaction";

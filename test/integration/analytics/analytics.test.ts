@@ -482,6 +482,44 @@ test("funnel: by first times, late facts and claimed sessions included, within t
   expect(bad.body.details[0].field).toBe("steps");
 });
 
+test("sources: contacts by the UTM source and medium they first came from, and their conversions", async () => {
+  const ws = other.workspaceId;
+  const ids = [newId(), newId(), newId()];
+  for (const [i, id] of ids.entries())
+    await sql(
+      `INSERT INTO contacts (id, workspace_id, email, created_at) VALUES ($1, $2, $3, '2026-01-01T00:00:00Z')`,
+      [id, ws, `s${i}@sources.test`],
+    );
+  const [s1, s2, s3] = ids;
+  const visit = (contactId: string, at: string, utmSource: string, utmMedium?: string) =>
+    event(ws, "page_view", at, { contactId, utmSource, ...(utmMedium ? { utmMedium } : {}) });
+  await visit(s1, "2026-06-01T10:00:00Z", "news", "email");
+  await event(ws, "purchase", "2026-06-02T10:00:00Z", { contactId: s1, metadata: { amount: 5 } });
+  await visit(s2, "2026-06-03T10:00:00Z", "news", "email");
+  await visit(s2, "2026-06-04T10:00:00Z", "ads");
+  await event(ws, "purchase", "2026-05-20T10:00:00Z", { contactId: s2 }); // bought before it came
+  await visit(s3, "2026-05-15T10:00:00Z", "news", "email"); // first came before the range
+  await visit(s3, "2026-06-05T10:00:00Z", "news", "email");
+  await visit(s3, "2026-06-10T10:00:00Z", "ads");
+  await visit(s3, "2026-05-01T10:00:00Z", "ads"); // late: its first ads visit was before the range
+  await event(ws, "page_view", "2026-06-06T10:00:00Z", {
+    sessionId: "src-session",
+    utmSource: "ads",
+    utmMedium: "cpc",
+  });
+  await systemCall(app.broker, ws, "events.claimSession", { sessionId: "src-session", contactId: s1 });
+
+  const res = await other.owner.client.get(`${other.ws}/analytics/sources?from=2026-06-01&to=2026-06-30`);
+  expect(res.status).toBe(200);
+  expect(res.body).toEqual({
+    sources: [
+      { utmSource: "news", utmMedium: "email", contacts: 2, conversions: 1 },
+      { utmSource: "ads", utmMedium: null, contacts: 1, conversions: 0 },
+      { utmSource: "ads", utmMedium: "cpc", contacts: 1, conversions: 0 },
+    ],
+  });
+});
+
 test("realtime: the last 30 minutes from the raw events", async () => {
   const now = Date.now();
   await event(ctx.workspaceId, "page_view", new Date(now - 60_000).toISOString(), { sessionId: "s1" });

@@ -72,6 +72,7 @@ async function feedEvents(ws: string, n: number) {
       metadata,
       ...(random() < 0.7 ? { contactId: pick(people) } : {}),
       ...(random() < 0.5 ? { utmSource: pick(["news", "ads"]) } : {}),
+      ...(random() < 0.5 ? { utmMedium: pick(["email", "cpc"]) } : {}),
     });
   }
 }
@@ -321,6 +322,30 @@ async function rawFunnel(
   return steps.map((_, i) => Number(row[`s${i}`]));
 }
 
+/** Sources from the raw events: each contact's first visit per source and medium, and its first conversion. */
+async function rawSources(q: { timezone: string; from: string; to: string }, conversion: string) {
+  const found = await rows<{ utm_source: string; medium: string; contacts: string; conversions: string }>(
+    `WITH bounds AS (SELECT date_trunc('day', $2::timestamptz AT TIME ZONE $4) AT TIME ZONE $4 AS lo,
+                            (date_trunc('day', $3::timestamptz AT TIME ZONE $4) + interval '1 day') AT TIME ZONE $4 AS hi),
+          src AS (SELECT contact_id, utm_source, coalesce(utm_medium, '') AS medium, min(timestamp) AS at FROM events
+                   WHERE workspace_id = $1 AND contact_id IS NOT NULL AND utm_source IS NOT NULL GROUP BY 1, 2, 3),
+          conv AS (SELECT contact_id, min(timestamp) AS at FROM events
+                    WHERE workspace_id = $1 AND contact_id IS NOT NULL AND type = $5 GROUP BY 1)
+     SELECT src.utm_source, src.medium, count(*) AS contacts, count(conv.at) AS conversions
+       FROM src CROSS JOIN bounds
+       LEFT JOIN conv ON conv.contact_id = src.contact_id AND conv.at >= src.at AND conv.at < bounds.hi
+      WHERE src.at >= bounds.lo AND src.at < bounds.hi
+      GROUP BY 1, 2 ORDER BY 3 DESC, 1, 2`,
+    [ctx.workspaceId, q.from, q.to, q.timezone, conversion],
+  );
+  return found.map((r) => ({
+    utmSource: r.utm_source,
+    utmMedium: r.medium || null,
+    contacts: Number(r.contacts),
+    conversions: Number(r.conversions),
+  }));
+}
+
 const COUNT_KEYS = [
   "sent",
   "delivered",
@@ -369,7 +394,7 @@ describe.each(QUERIES)("answers equal the raw recomputation ($granularity in $ti
   const query = (extra = "") =>
     `granularity=${q.granularity}&timezone=${encodeURIComponent(q.timezone)}&from=${encodeURIComponent(q.from)}&to=${encodeURIComponent(q.to)}${extra}`;
 
-  test("overview, timeseries of every metric, activity, revenue, deliverability, campaign, domains", async () => {
+  test("overview, timeseries of every metric, activity, revenue, deliverability, campaign, funnel, sources, domains", async () => {
     const raw = await rawFacts(q);
     const client = ctx.owner.client;
 
@@ -454,6 +479,9 @@ describe.each(QUERIES)("answers equal the raw recomputation ($granularity in $ti
       );
     }
 
+    const sources = (await client.get(`${ctx.ws}/analytics/sources?conversion=purchase&${query()}`)).body;
+    expect(sources.sources).toEqual(await rawSources(q, "purchase"));
+
     const domains = (await client.get(`${ctx.ws}/analytics/domains?${query()}`)).body;
     const byDomain = raw.filter((f) => f.metric.startsWith("domain."));
     expect(domains.domains.map((d: { domain: string }) => d.domain).sort()).toEqual(
@@ -496,6 +524,8 @@ describe("after retention", () => {
     const funnelPath = `${ctx.ws}/analytics/funnel?steps=page_view,signup,purchase&timezone=Europe%2FBerlin&from=${q.from}&to=${q.to}`;
     const before = (await ctx.owner.client.get(path)).body;
     const funnelBefore = (await ctx.owner.client.get(funnelPath)).body;
+    const sourcesPath = `${ctx.ws}/analytics/sources?timezone=Europe%2FBerlin&from=${q.from}&to=${q.to}`;
+    const sourcesBefore = (await ctx.owner.client.get(sourcesPath)).body;
     const sequelize = await database();
     await sequelize.query(
       `DELETE FROM events WHERE workspace_id = $1 AND timestamp < '2026-03-30T00:00:00Z'`,
@@ -508,5 +538,6 @@ describe("after retention", () => {
     });
     expect((await ctx.owner.client.get(path)).body).toEqual(before);
     expect((await ctx.owner.client.get(funnelPath)).body).toEqual(funnelBefore);
+    expect((await ctx.owner.client.get(sourcesPath)).body).toEqual(sourcesBefore);
   });
 });
