@@ -84,8 +84,13 @@ export async function up(sequelize: Sequelize): Promise<void> {
     -- a message click with its url counts for the link (by campaign; urls are kept to 500 characters).
     CREATE FUNCTION analytics_events_inserted() RETURNS trigger LANGUAGE plpgsql AS $fn$
     BEGIN
-      PERFORM analytics_add(array_agg(f.workspace_id), array_agg(f.metric), array_agg(f.at), array_agg(f.channel),
-                            array_agg(f.campaign_id), array_agg(f.dim), array_agg(f.value))
+      -- The hot path: analytics_add's expansion written out, so no arrays are built per statement.
+      INSERT INTO analytics_rollups AS r (workspace_id, metric, tier, bucket, channel, campaign_id, dim, value)
+      SELECT f.workspace_id, x.metric, t.tier,
+             CASE t.tier WHEN 0 THEN analytics_bucket(f.at)
+                         WHEN 1 THEN date_trunc('hour', f.at AT TIME ZONE 'UTC') AT TIME ZONE 'UTC'
+                         ELSE date_trunc('day', f.at AT TIME ZONE 'UTC') AT TIME ZONE 'UTC' END,
+             x.channel, x.campaign, x.dim, sum(f.value)
         FROM (SELECT n.workspace_id, m.metric, n.timestamp AS at,
                      CASE WHEN m.metric IN ('events', 'link.clicks') THEN analytics_key(n.metadata ->> 'channel') ELSE '' END AS channel,
                      analytics_key(n.metadata ->> 'campaignId') AS campaign_id,
@@ -97,7 +102,14 @@ export async function up(sequelize: Sequelize): Promise<void> {
                 JOIN LATERAL (VALUES ('events'), ('revenue'), ('orders'), ('link.clicks')) AS m(metric)
                   ON m.metric = 'events'
                   OR (m.metric IN ('revenue', 'orders') AND n.type = 'purchase')
-                  OR (m.metric = 'link.clicks' AND n.type = 'message.click' AND n.metadata ->> 'url' IS NOT NULL)) f;
+                  OR (m.metric = 'link.clicks' AND n.type = 'message.click' AND n.metadata ->> 'url' IS NOT NULL)) f
+        CROSS JOIN LATERAL (VALUES (f.metric, f.channel, f.campaign_id, f.dim), ('all:' || f.metric, '', '', ''))
+                           AS x(metric, channel, campaign, dim)
+        CROSS JOIN (VALUES (0::smallint), (1::smallint), (2::smallint)) AS t(tier)
+       GROUP BY 1, 2, 3, 4, 5, 6, 7
+       ORDER BY 1, 2, 3, 4, 5, 6, 7
+      ON CONFLICT (workspace_id, metric, tier, bucket, channel, campaign_id, dim)
+      DO UPDATE SET value = r.value + EXCLUDED.value;
       RETURN NULL;
     END $fn$;
     CREATE TRIGGER analytics_events AFTER INSERT ON events
