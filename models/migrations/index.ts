@@ -45,7 +45,7 @@ import * as searchNameIndexes from "./0071-search-name-indexes";
 import * as refusedOrigins from "./0072-refused-origins";
 import * as singleProviders from "./0073-single-providers";
 import * as analyticsRollups from "./0083-analytics-rollups";
-import * as analyticsCampaignFacts from "./0084-analytics-campaign-facts";
+import * as analyticsContactFacts from "./0084-analytics-contact-facts";
 
 export interface Migration {
   name: string;
@@ -100,5 +100,5 @@ export const migrations: Migration[] = [
   { name: "0072-refused-origins", up: refusedOrigins.up },
   { name: "0073-single-providers", up: singleProviders.up },
   { name: "0083-analytics-rollups", up: analyticsRollups.up },
-  { name: "0084-analytics-campaign-facts", up: analyticsCampaignFacts.up },
+  { name: "0084-analytics-contact-facts", up: analyticsContactFacts.up },
 ];
