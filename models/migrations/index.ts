@@ -48,6 +48,8 @@ import * as chatapp1ChatContacts from "./0077-chatapp1-chat-contacts";
 import * as chatapp2 from "./0078-chatapp2";
 import * as jobCancel from "./0082-job-cancel";
 import * as inbox from "./0079-inbox";
+import * as analyticsRollups from "./0083-analytics-rollups";
+import * as analyticsContactFacts from "./0084-analytics-contact-facts";
 
 export interface Migration {
   name: string;
@@ -105,4 +107,6 @@ export const migrations: Migration[] = [
   { name: "0078-chatapp2", up: chatapp2.up },
   { name: "0082-job-cancel", up: jobCancel.up },
   { name: "0079-inbox", up: inbox.up },
+  { name: "0083-analytics-rollups", up: analyticsRollups.up },
+  { name: "0084-analytics-contact-facts", up: analyticsContactFacts.up },
 ];

@@ -72,6 +72,12 @@ const OWNERS: Record<string, string[]> = {
   templates: ["templates", "template_translations"],
   webhooks: ["webhook_endpoints", "webhook_deliveries", "webhook_inbound_replays"],
   lib: ["domain_event_outbox", "jobs", "idempotency_keys", "audit_logs"],
+  analytics: [
+    "analytics_rollups",
+    "analytics_node_entries",
+    "analytics_contact_firsts",
+    "analytics_contact_sources",
+  ],
 };
 
 const MERGE_MOVES = "a merge moves the duplicates' rows to the primary in the merge's one transaction";
@@ -83,6 +89,8 @@ const SEARCH = "the workspace search reads each kind's trigram-indexed name in o
  * loop or split from its transaction.
  */
 const CROSS_AREA: Record<string, string> = {
+  "services/analytics/realtime.repo.ts events":
+    "realtime answers the last 30 minutes from the raw events (the rollups answer every other range)",
   "services/campaigns/ab.repo.ts messages":
     "A/B winners count each variant's sends, opens and clicks in one aggregate",
   "services/campaigns/broadcasts.repo.ts contacts":

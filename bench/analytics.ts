@@ -1,0 +1,367 @@
+/**
+ * Analytics answers from rollups against the same answers recomputed from the
+ * raw rows, in one run, on its own database (`cms_bench_analytics`, recreated):
+ *   - every built analytics route for a 90-day range through the gateway, p50/p99,
+ *     beside the raw-row SQL of the same answer (p50/p99) and the ratio;
+ *   - ingest (`events.record`, the real path) with the rollup triggers on and off,
+ *     interleaved rounds, and the ratio.
+ *
+ *   DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres npx ts-node --transpile-only bench/analytics.ts
+ *
+ * Env: BENCH_CONTACTS (100000), BENCH_EVENTS (1000000), BENCH_MESSAGES (100000) over 365 days
+ * (the issue's scale: BENCH_FULL=1 → 1,000,000 / 10,000,000 / 1,000,000), BENCH_SAMPLES (50 per route),
+ * BENCH_RAW_SAMPLES (5 per raw recomputation), BENCH_INGEST (20000 events a round), BENCH_ROUNDS (2),
+ * BENCH_REUSE=1 keeps the database of a previous run and its seeded workspace (skips the seeding).
+ */
+import type { AddressInfo } from "node:net";
+import { ServiceBroker, type ServiceSchema } from "moleculer";
+import { Client } from "pg";
+import { QueryTypes } from "sequelize";
+import { resetConfig } from "../lib/config";
+import { database } from "../lib/database";
+import { systemCall } from "../lib/system-call";
+import * as answers from "../services/analytics/answers";
+import { frameOf } from "../services/analytics/buckets";
+import { ownerWithWorkspace } from "../test/helpers/http";
+
+const FULL = process.env.BENCH_FULL === "1";
+const CONTACTS = Number(process.env.BENCH_CONTACTS ?? (FULL ? 1_000_000 : 100_000));
+const EVENTS = Number(process.env.BENCH_EVENTS ?? (FULL ? 10_000_000 : 1_000_000));
+const MESSAGES = Number(process.env.BENCH_MESSAGES ?? (FULL ? 1_000_000 : 100_000));
+const SAMPLES = Number(process.env.BENCH_SAMPLES ?? 50);
+const RAW_SAMPLES = Number(process.env.BENCH_RAW_SAMPLES ?? 5);
+const INGEST = Number(process.env.BENCH_INGEST ?? 20_000);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 2);
+const REUSE = process.env.BENCH_REUSE === "1";
+const DB_NAME = "cms_bench_analytics";
+const CHUNK = 200_000;
+const ZONE = "Europe/Berlin";
+
+const ms = (t0: bigint) => Number(process.hrtime.bigint() - t0) / 1e6;
+const quantile = (values: number[], q: number) => {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.ceil(q * sorted.length) - 1)];
+};
+
+async function prepareDatabase(baseUrl: string): Promise<string> {
+  const admin = new Client({ connectionString: baseUrl });
+  await admin.connect();
+  const exists = (await admin.query("SELECT 1 FROM pg_database WHERE datname = $1", [DB_NAME])).rowCount;
+  if (!REUSE || !exists) {
+    await admin.query(`DROP DATABASE IF EXISTS "${DB_NAME}" WITH (FORCE)`);
+    await admin.query(`CREATE DATABASE "${DB_NAME}"`);
+  }
+  await admin.end();
+  const url = new URL(baseUrl);
+  url.pathname = `/${DB_NAME}`;
+  return url.toString();
+}
+
+async function startServices(databaseUrl: string): Promise<{ broker: ServiceBroker; baseUrl: string }> {
+  Object.assign(process.env, { PORT: "0", HOST: "127.0.0.1", DATABASE_URL: databaseUrl });
+  delete process.env.NATS_URL;
+  delete process.env.TRANSPORTER;
+  resetConfig();
+  const { brokerConfig } = require("../moleculer.config") as typeof import("../moleculer.config");
+  const broker = new ServiceBroker({ ...brokerConfig(), logger: false });
+  for (const file of [
+    "api/api",
+    "auth/auth",
+    "workspaces/workspaces",
+    "events/events",
+    "analytics/analytics",
+  ])
+    broker.createService((require(`../services/${file}.service`) as { default: ServiceSchema }).default);
+  await broker.start();
+  const api = broker.getLocalService("api") as ServiceBroker["services"][number] & {
+    server: { address(): AddressInfo };
+    routes: Array<{ opts: { autoAliases?: boolean } }>;
+    regenerateAutoAliases(route: unknown): void;
+  };
+  for (const route of api.routes) if (route.opts.autoAliases) api.regenerateAutoAliases(route);
+  return { broker, baseUrl: `http://127.0.0.1:${api.server.address().port}` };
+}
+
+/** A year of facts, inserted set-based in chunks (the triggers roll each statement up as it commits). */
+async function seed(ws: string) {
+  const sequelize = await database();
+  const run = async (label: string, total: number, sql: string) => {
+    const t0 = process.hrtime.bigint();
+    for (let from = 1; from <= total; from += CHUNK)
+      await sequelize.query(sql, { bind: [ws, from, Math.min(total, from + CHUNK - 1)] });
+    console.log(`seed ${label.padEnd(40)} ${(ms(t0) / 1000).toFixed(1)} s`);
+  };
+  // Spread over the 365 days before now, deterministic per row.
+  const at = (g: string) => `now() - make_interval(secs => ((${g}::bigint * 7919) % 31536000))`;
+  await run(
+    `${CONTACTS.toLocaleString()} contacts`,
+    CONTACTS,
+    `INSERT INTO contacts (id, workspace_id, email, created_at)
+     SELECT 'c' || g, $1, 'user' || g || '@example.test', ${at("g")} FROM generate_series($2::int, $3::int) g`,
+  );
+  await run(
+    `${EVENTS.toLocaleString()} events`,
+    EVENTS,
+    `INSERT INTO events (id, workspace_id, contact_id, type, metadata, utm_source, timestamp)
+     SELECT 'e' || g, $1, 'c' || (1 + g % ${CONTACTS}),
+            (ARRAY['page_view','page_view','page_view','signup','message.open','message.click','purchase','download'])[1 + g % 8],
+            CASE WHEN g % 8 = 6 THEN jsonb_build_object('amount', (g % 200) + 0.5, 'campaignId', 'cmp' || (g % 20))
+                 WHEN g % 8 IN (4, 5) THEN jsonb_build_object('campaignId', 'cmp' || (g % 20), 'channel', 'email',
+                                                             'url', 'https://shop.example/p' || (g % 10))
+                 ELSE '{}'::jsonb END,
+            (ARRAY['news', 'ads', NULL])[1 + g % 3], ${at("g")}
+       FROM generate_series($2::int, $3::int) g`,
+  );
+  // Statuses by row: every one sent except failed/suppressed; then delivered, opened, clicked, bounced, complained.
+  await run(
+    `${MESSAGES.toLocaleString()} messages`,
+    MESSAGES,
+    `INSERT INTO messages (id, workspace_id, contact_id, channel, status, reason, to_address, campaign_id,
+                           sent_at, delivered_at, opened_at, clicked_at, history)
+     SELECT 'm' || g, $1, 'c' || (1 + g % ${CONTACTS}), s.channel, s.status,
+            CASE s.status WHEN 'suppressed' THEN 'dnc' WHEN 'bounced' THEN 'hard_bounce' END,
+            'user' || g || (ARRAY['@gmail.com', '@yahoo.com', '@example.org', '@mail.example'])[1 + g % 4],
+            'cmp' || (g % 20),
+            CASE WHEN s.status NOT IN ('failed', 'suppressed') THEN t.at END,
+            CASE WHEN s.status IN ('delivered', 'opened', 'clicked', 'complained') THEN t.at + interval '1 minute' END,
+            CASE WHEN s.status IN ('opened', 'clicked') THEN t.at + interval '1 hour' END,
+            CASE WHEN s.status = 'clicked' THEN t.at + interval '2 hours' END,
+            jsonb_build_array(jsonb_build_object('status', s.status, 'at',
+              to_char((t.at + interval '3 hours') AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'), 'reason', NULL))
+       FROM generate_series($2::int, $3::int) g
+       CROSS JOIN LATERAL (SELECT ${at("g")} AS at) t
+       CROSS JOIN LATERAL (SELECT CASE WHEN g % 10 < 7 THEN 'email' ELSE 'sms' END AS channel,
+              (ARRAY['sent','delivered','delivered','opened','opened','clicked','bounced','complained','failed','suppressed'])[1 + g % 10] AS status) s`,
+  );
+  await sequelize.query("ANALYZE");
+}
+
+/** Each route's question, and the same answer from the raw rows (plain SQL, as a report would have run it). */
+function cases(frame: { from: string; to: string }, ws: string) {
+  const scope = { workspaceId: ws, frame: frameOf({ ...frame, granularity: "day", timezone: ZONE }) };
+  const range = `from=${frame.from}&to=${frame.to}&timezone=${encodeURIComponent(ZONE)}`;
+  // $1 workspace, $2 start, $3 end, $4 zone
+  const day = (col: string) => `date_trunc('day', ${col} AT TIME ZONE $4) AT TIME ZONE $4`;
+  const reached = `SELECT m.channel, m.campaign_id, m.to_address, s.status, s.at FROM messages m
+      CROSS JOIN LATERAL (SELECT 'sent' AS status, m.sent_at AS at UNION ALL SELECT 'delivered', m.delivered_at
+        UNION ALL SELECT 'opened', m.opened_at UNION ALL SELECT 'clicked', m.clicked_at
+        UNION ALL SELECT m.status, (SELECT min((h ->> 'at')::timestamptz) FROM jsonb_array_elements(m.history) h
+                                     WHERE h ->> 'status' = m.status)
+         WHERE m.status IN ('failed', 'bounced', 'complained', 'suppressed')) s
+     WHERE m.workspace_id = $1 AND s.at >= $2 AND s.at < $3`;
+  return [
+    {
+      name: "overview",
+      path: `analytics?${range}`,
+      direct: () => answers.overview(scope),
+      raw: `SELECT (SELECT count(*) FROM contacts WHERE workspace_id = $1 AND created_at < $3) AS total,
+                   (SELECT count(*) FROM contacts WHERE workspace_id = $1 AND created_at >= $2 AND created_at < $3) AS new,
+                   (SELECT jsonb_object_agg(status, n) FROM (SELECT status, count(*) AS n FROM (${reached}) r GROUP BY 1) c) AS counts,
+                   (SELECT count(*) FROM events WHERE workspace_id = $1 AND timestamp >= $2 AND timestamp < $3) AS events,
+                   (SELECT sum((metadata ->> 'amount')::numeric) FROM events
+                     WHERE workspace_id = $1 AND type = 'purchase' AND timestamp >= $2 AND timestamp < $3) AS revenue,
+                   $4::text AS zone`,
+    },
+    {
+      name: "timeseries?metric=events",
+      path: `analytics/timeseries?metric=events&${range}`,
+      direct: () => answers.timeseries(scope, "events"),
+      raw: `SELECT ${day("timestamp")} AS t, count(*) FROM events
+             WHERE workspace_id = $1 AND timestamp >= $2 AND timestamp < $3 GROUP BY 1`,
+    },
+    {
+      name: "timeseries?metric=opened",
+      path: `analytics/timeseries?metric=opened&${range}`,
+      direct: () => answers.timeseries(scope, "opened"),
+      raw: `SELECT ${day("opened_at")} AS t, count(*) FROM messages
+             WHERE workspace_id = $1 AND opened_at >= $2 AND opened_at < $3 GROUP BY 1`,
+    },
+    {
+      name: "deliverability",
+      path: `analytics/deliverability?${range}`,
+      direct: () => answers.deliverability(scope),
+      raw: `SELECT channel, status, count(*), $4::text FROM (${reached}) r GROUP BY 1, 2`,
+    },
+    {
+      name: "domains",
+      path: `analytics/domains?${range}`,
+      direct: () => answers.domains(scope),
+      raw: `SELECT lower(split_part(to_address, '@', 2)), status, count(*), $4::text FROM (${reached}) r
+             WHERE channel = 'email' GROUP BY 1, 2`,
+    },
+    {
+      name: "activity",
+      path: `analytics/activity?${range}`,
+      direct: () => answers.activity(scope),
+      raw: `SELECT ${day("timestamp")} AS t, type, count(*) FROM events
+             WHERE workspace_id = $1 AND timestamp >= $2 AND timestamp < $3 GROUP BY 1, 2`,
+    },
+    {
+      name: "revenue",
+      path: `analytics/revenue?${range}`,
+      direct: () => answers.revenue(scope),
+      raw: `SELECT ${day("timestamp")} AS t, metadata ->> 'campaignId', sum((metadata ->> 'amount')::numeric), count(*)
+              FROM events WHERE workspace_id = $1 AND type = 'purchase' AND timestamp >= $2 AND timestamp < $3
+             GROUP BY 1, 2`,
+    },
+    {
+      name: "funnel (3 steps, 30 days)",
+      path: `analytics/funnel?steps=signup,page_view,purchase&${range}`,
+      direct: () => answers.funnel(scope, ["signup", "page_view", "purchase"], 30),
+      raw: `WITH firsts AS (SELECT contact_id, type, min(timestamp) AS at FROM events
+                         WHERE workspace_id = $1 AND contact_id IS NOT NULL GROUP BY 1, 2)
+            SELECT count(f0.at), count(f1.at), count(f2.at), $4::text
+              FROM firsts f0
+              LEFT JOIN firsts f1 ON f1.contact_id = f0.contact_id AND f1.type = 'page_view' AND f1.at >= f0.at
+                                 AND f1.at <= f0.at + interval '30 days'
+              LEFT JOIN firsts f2 ON f2.contact_id = f0.contact_id AND f2.type = 'purchase' AND f2.at >= f1.at
+                                 AND f2.at <= f0.at + interval '30 days'
+             WHERE f0.type = 'signup' AND f0.at >= $2 AND f0.at < $3`,
+    },
+    {
+      name: "campaigns/{id}",
+      path: `analytics/campaigns/cmp3?${range}`,
+      direct: () => answers.campaign({ ...scope, campaignId: "cmp3" }),
+      raw: `SELECT (SELECT jsonb_object_agg(status, n) FROM (SELECT status, count(*) AS n FROM (${reached}) r
+                                                           WHERE campaign_id = 'cmp3' GROUP BY 1) c) AS counts,
+                   (SELECT jsonb_object_agg(url, n) FROM (SELECT metadata ->> 'url' AS url, count(*) AS n FROM events
+                      WHERE workspace_id = $1 AND type = 'message.click' AND metadata ->> 'campaignId' = 'cmp3'
+                        AND timestamp >= $2 AND timestamp < $3 GROUP BY 1) l) AS links, $4::text`,
+    },
+  ];
+}
+
+async function measureRoutes(client: Awaited<ReturnType<typeof ownerWithWorkspace>>, ws: string) {
+  const sequelize = await database();
+  // 90 days, whole Berlin days: the frame the answers use.
+  const to = new Date();
+  const from = new Date(to.getTime() - 89 * 86_400_000);
+  const frame = { from: from.toISOString().slice(0, 10), to: to.toISOString().slice(0, 10) };
+  const [{ start, end }] = await sequelize.query<{ start: Date; end: Date }>(
+    `SELECT ($1::date::timestamp AT TIME ZONE $3) AS start, (($2::date + 1)::timestamp AT TIME ZONE $3) AS end`,
+    { bind: [frame.from, frame.to, ZONE], type: QueryTypes.SELECT },
+  );
+  console.log(`\nroutes over 90 days (${frame.from} .. ${frame.to}, ${ZONE}); p50 / p99 in ms`);
+  console.log(
+    `${"answer".padEnd(28)} ${"route (gateway)".padStart(16)} ${"in process".padStart(14)} ${"raw rows".padStart(14)} ${"ratio p99".padStart(10)} ${"in process".padStart(10)}`,
+  );
+  for (const c of cases(frame, ws)) {
+    const inProcess: number[] = [];
+    for (let i = 0; i < SAMPLES; i++) {
+      const t0 = process.hrtime.bigint();
+      await c.direct();
+      inProcess.push(ms(t0));
+    }
+    const fast: number[] = [];
+    for (let i = 0; i < SAMPLES; i++) {
+      const t0 = process.hrtime.bigint();
+      const res = await client.owner.client.get(`${client.ws}/${c.path}`);
+      fast.push(ms(t0));
+      if (res.status !== 200) throw new Error(`${c.path}: ${res.status} ${res.text}`);
+    }
+    const slow: number[] = [];
+    for (let i = 0; i < RAW_SAMPLES; i++) {
+      const t0 = process.hrtime.bigint();
+      await sequelize.query(c.raw, { bind: [ws, start, end, ZONE], type: QueryTypes.SELECT });
+      slow.push(ms(t0));
+    }
+    const [f50, f99, s50, s99] = [
+      quantile(fast, 0.5),
+      quantile(fast, 0.99),
+      quantile(slow, 0.5),
+      quantile(slow, 0.99),
+    ];
+    const [d50, d99] = [quantile(inProcess, 0.5), quantile(inProcess, 0.99)];
+    console.log(
+      `${c.name.padEnd(28)} ${`${f50.toFixed(1)} / ${f99.toFixed(1)}`.padStart(16)} ${`${d50.toFixed(1)} / ${d99.toFixed(1)}`.padStart(14)} ${`${s50.toFixed(0)} / ${s99.toFixed(0)}`.padStart(14)} ${`${(s99 / f99).toFixed(0)}×`.padStart(10)} ${`${(s99 / d99).toFixed(0)}×`.padStart(10)}`,
+    );
+  }
+  const realtime: number[] = [];
+  for (let i = 0; i < SAMPLES; i++) {
+    const t0 = process.hrtime.bigint();
+    await client.owner.client.get(`${client.ws}/analytics/realtime`);
+    realtime.push(ms(t0));
+  }
+  console.log(
+    `${"realtime (raw, 30 min)".padEnd(28)} ${`${quantile(realtime, 0.5).toFixed(1)} / ${quantile(realtime, 0.99).toFixed(1)}`.padStart(16)}`,
+  );
+}
+
+/** `events.record` (the real path: insert with its outbox fact, triggers) at 50 in flight; events per second. */
+async function ingestRate(broker: ServiceBroker, ws: string, n: number): Promise<number> {
+  let next = 0;
+  const t0 = process.hrtime.bigint();
+  const worker = async () => {
+    while (next < n) {
+      const i = next++;
+      await systemCall(broker, ws, "events.record", {
+        type: i % 10 === 0 ? "purchase" : "page_view",
+        contactId: `c${1 + (i % CONTACTS)}`,
+        metadata: i % 10 === 0 ? { amount: 12.5, campaignId: `cmp${i % 20}` } : {},
+      });
+    }
+  };
+  await Promise.all(Array.from({ length: 50 }, worker));
+  return n / (ms(t0) / 1000);
+}
+
+async function measureIngest(broker: ServiceBroker, ws: string) {
+  const sequelize = await database();
+  // Every analytics trigger on events: the rollups and the contacts' first times.
+  const toggle = (on: boolean) =>
+    sequelize.query(
+      `ALTER TABLE events ${on ? "ENABLE" : "DISABLE"} TRIGGER analytics_events, ${on ? "ENABLE" : "DISABLE"} TRIGGER analytics_firsts_inserted`,
+    );
+  await ingestRate(broker, ws, Math.min(2000, INGEST)); // warm-up
+  const on: number[] = [];
+  const off: number[] = [];
+  for (let round = 0; round < ROUNDS; round++) {
+    await toggle(false);
+    off.push(await ingestRate(broker, ws, INGEST));
+    await toggle(true);
+    on.push(await ingestRate(broker, ws, INGEST));
+  }
+  const median = (v: number[]) => quantile(v, 0.5);
+  console.log(
+    `\ningest ${INGEST.toLocaleString()} events × ${ROUNDS} rounds: rollups on ${on.map((r) => r.toFixed(0)).join(", ")}/s, off ${off.map((r) => r.toFixed(0)).join(", ")}/s; on/off ${(median(on) / median(off)).toFixed(2)}`,
+  );
+}
+
+async function main() {
+  const base = process.env.DATABASE_URL;
+  if (!base)
+    throw new Error("Set DATABASE_URL to a PostgreSQL server (the bench creates its own database there)");
+  const { broker, baseUrl } = await startServices(await prepareDatabase(base));
+  try {
+    let client = await ownerWithWorkspace(baseUrl);
+    const sequelize = await database();
+    const [seeded] = REUSE
+      ? await sequelize.query<{ workspace_id: string }>(
+          `SELECT workspace_id FROM analytics_rollups WHERE metric = 'all:events' AND tier = 2
+            GROUP BY 1 ORDER BY sum(value) DESC LIMIT 1`,
+          { type: QueryTypes.SELECT },
+        )
+      : [];
+    if (seeded) {
+      // The new owner joins the seeded workspace.
+      await sequelize.query(
+        `INSERT INTO members (id, workspace_id, user_id, role) VALUES (gen_random_uuid()::text, $1, $2, 'OWNER')`,
+        { bind: [seeded.workspace_id, client.owner.id] },
+      );
+      client = { ...client, workspaceId: seeded.workspace_id, ws: `/api/workspaces/${seeded.workspace_id}` };
+    }
+    console.log(
+      `scale: ${CONTACTS.toLocaleString()} contacts, ${EVENTS.toLocaleString()} events, ${MESSAGES.toLocaleString()} messages over 365 days; ${SAMPLES} samples a route, ${RAW_SAMPLES} a raw recomputation`,
+    );
+    if (!seeded) await seed(client.workspaceId);
+    await measureRoutes(client, client.workspaceId);
+    await measureIngest(broker, client.workspaceId);
+  } finally {
+    await broker.stop();
+  }
+}
+
+main().catch((err) => {
+  console.error(err);
+  process.exit(1);
+});

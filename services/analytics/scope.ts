@@ -1,0 +1,50 @@
+import { fieldError } from "../../lib/errors";
+import { isServiceAvailable } from "../../lib/registry";
+import type { AppContext } from "../../lib/moleculer-types";
+import { systemCall } from "../../lib/system-call";
+import { workspaceOf } from "../../lib/tenancy";
+import type { Scope } from "./answers";
+import type { RangeQuery } from "./analytics.schemas";
+import { frameOf } from "./buckets";
+
+/** The workspace's zone (`settings.timezone`, else UTC): the default of `timezone`. */
+async function workspaceZone(ctx: AppContext, workspaceId: string): Promise<string> {
+  const workspace = await systemCall<{ settings?: { timezone?: unknown } }>(
+    ctx,
+    workspaceId,
+    "workspaces.get",
+    {
+      workspaceId,
+    },
+  );
+  const zone = workspace.settings?.timezone;
+  return typeof zone === "string" && zone ? zone : "UTC";
+}
+
+/**
+ * What an answer covers: the workspace, its buckets in the requested zone and
+ * the filters. Rollups are not kept per segment, so `segmentId` is refused by
+ * name rather than answered for everyone.
+ */
+export async function scopeOf(ctx: AppContext, query: RangeQuery): Promise<Scope> {
+  const workspaceId = workspaceOf(ctx);
+  if (query.segmentId !== undefined)
+    throw fieldError(
+      "segmentId",
+      "is not supported by analytics answers yet (rollups are not kept per segment)",
+    );
+  const timezone = query.timezone ?? (await workspaceZone(ctx, workspaceId));
+  return {
+    workspaceId,
+    frame: frameOf({ from: query.from, to: query.to, granularity: query.granularity, timezone }),
+    channel: query.channel,
+    campaignId: query.campaignId,
+  };
+}
+
+/** An unknown campaign is 404 (the campaigns area answers it), wherever that area is deployed. */
+export async function knownCampaign(ctx: AppContext, campaignId: string): Promise<void> {
+  if (!isServiceAvailable(ctx.broker, "campaigns")) return;
+  const workspaceId = workspaceOf(ctx);
+  await systemCall(ctx, workspaceId, "campaigns.get", { workspaceId, campaignId });
+}

@@ -1,0 +1,543 @@
+import { QueryTypes } from "sequelize";
+import { newId } from "../../../lib/crypto";
+import { database } from "../../../lib/database";
+import { systemCall } from "../../../lib/system-call";
+import * as messages from "../../../services/messages/messages.repo";
+import { recordReport } from "../../../services/messages/provider-events.repo";
+import { startApp, type TestApp } from "../../helpers/app";
+import { ownerWithWorkspace } from "../../helpers/http";
+
+/**
+ * The rollups equal a recomputation from the raw rows: random streams of
+ * facts (events with late and out-of-order timestamps, purchases with good and
+ * bad amounts, contacts, submissions, messages moving through their statuses)
+ * go through the real statements, then every answer, in several zones and
+ * granularities, is compared with plain SQL over the raw tables.
+ */
+
+let app: TestApp;
+let ctx: Awaited<ReturnType<typeof ownerWithWorkspace>>;
+
+const SEED = Number(process.env.ANALYTICS_SEED ?? Date.now() % 1_000_000);
+/** mulberry32: a small seeded generator, so a failing stream can be replayed with ANALYTICS_SEED. */
+function generator(seed: number) {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+const random = generator(SEED);
+const pick = <T>(items: readonly T[]): T => items[Math.floor(random() * items.length)];
+
+const rows = async <T extends object>(sql: string, bind: unknown[]) =>
+  (await database()).query<T>(sql, { bind, type: QueryTypes.SELECT });
+
+/** Events over ten days around Berlin's spring-forward Sunday, stored in shuffled order. */
+const WINDOW_START = Date.parse("2026-03-25T00:00:00Z");
+const WINDOW_MS = 10 * 86_400_000;
+const TYPES = ["page_view", "purchase", "signup", "message.open", "message.click"] as const;
+const AMOUNTS = [10, 2.5, "7.25", "abc", null, 0.1, 0.2, "-3"] as const;
+
+async function feedEvents(ws: string, n: number) {
+  const sequelize = await database();
+  const people = Array.from({ length: 25 }, () => newId());
+  for (const id of people)
+    await sequelize.query(
+      `INSERT INTO contacts (id, workspace_id, email, created_at) VALUES ($1, $2, $3, '2026-01-01T00:00:00Z')`,
+      {
+        bind: [id, ws, `${id}@people.test`],
+      },
+    );
+  const times = Array.from({ length: n }, () => new Date(WINDOW_START + Math.floor(random() * WINDOW_MS)));
+  // Some land on a bucket edge exactly.
+  for (let i = 0; i < n / 10; i++) times[i] = new Date(Math.floor(times[i].getTime() / 900_000) * 900_000);
+  for (const timestamp of times) {
+    const type = pick(TYPES);
+    const metadata: Record<string, unknown> = {};
+    if (random() < 0.6) metadata.campaignId = pick(["c1", "c2"]);
+    if (random() < 0.5) metadata.channel = pick(["email", "sms"]);
+    if (type === "message.click" && random() < 0.8)
+      metadata.url = pick(["https://a.example/", "https://b.example/x"]);
+    if (type === "purchase") {
+      const amount = pick(AMOUNTS);
+      if (amount !== null) metadata.amount = amount;
+    }
+    await systemCall(app.broker, ws, "events.record", {
+      type,
+      timestamp: timestamp.toISOString(),
+      metadata,
+      ...(random() < 0.7 ? { contactId: pick(people) } : {}),
+      ...(random() < 0.5 ? { utmSource: pick(["news", "ads"]) } : {}),
+      ...(random() < 0.5 ? { utmMedium: pick(["email", "cpc"]) } : {}),
+    });
+  }
+}
+
+async function feedContactsAndSubmissions(ws: string, n: number) {
+  const sequelize = await database();
+  const formId = newId();
+  await sequelize.query(
+    `INSERT INTO forms (id, workspace_id, name, fields, settings) VALUES ($1, $2, 'F', '[]', '{}')`,
+    {
+      bind: [formId, ws],
+    },
+  );
+  for (let i = 0; i < n; i++) {
+    const at = new Date(WINDOW_START + Math.floor(random() * WINDOW_MS)).toISOString();
+    if (random() < 0.5) {
+      const created = await ctx.owner.client.post(`${ctx.ws}/contacts`, {
+        email: `p${i}-${newId()}@example.test`,
+      });
+      expect(created.status).toBe(201);
+    } else {
+      // A backdated row (an import's creation time) counts where it was created.
+      await sequelize.query(
+        `INSERT INTO contacts (id, workspace_id, email, created_at) VALUES ($1, $2, $3, $4)`,
+        {
+          bind: [newId(), ws, `old${i}-${newId()}@example.test`, at],
+        },
+      );
+    }
+    await sequelize.query(
+      `INSERT INTO form_submissions (id, workspace_id, form_id, fields, created_at) VALUES ($1, $2, $3, '{}', $4)`,
+      { bind: [newId(), ws, formId, at] },
+    );
+  }
+}
+
+/** Campaign c1's enrollments and step logs (nodes run again, logs stored out of order), as the campaigns area writes them. */
+async function feedCampaign(ws: string, n: number) {
+  const sequelize = await database();
+  const sql = (text: string, bind: unknown[]) => sequelize.query(text, { bind });
+  await sql(
+    `INSERT INTO campaigns (id, workspace_id, name, type, workflow) VALUES ('c1', $1, 'C1', 'workflow', '{"nodes": [], "edges": []}')`,
+    [ws],
+  );
+  const at = () => new Date(WINDOW_START + Math.floor(random() * WINDOW_MS)).toISOString();
+  for (let i = 0; i < n; i++) {
+    const id = newId();
+    const enrolledAt = at();
+    await sql(
+      `INSERT INTO campaign_enrollments (id, workspace_id, campaign_id, contact_id, version, status, created_at, finished_at)
+       VALUES ($1, $2, 'c1', $3, 1, 'completed', $4, $4)`,
+      [id, ws, newId(), enrolledAt],
+    );
+    const steps = Array.from({ length: 1 + Math.floor(random() * 5) }, () => [
+      pick(["n1", "n2", "n3"]),
+      at(),
+    ]);
+    await sql(
+      `INSERT INTO campaign_logs (workspace_id, campaign_id, enrollment_id, contact_id, node_id, outcome, created_at)
+       SELECT $1, 'c1', $2, 'x', s.node, 'ok', s.at::timestamptz FROM jsonb_to_recordset($3::jsonb) AS s(node text, at text)`,
+      [ws, id, JSON.stringify(steps.map(([node, time]) => ({ node, at: time })))],
+    );
+  }
+}
+
+/** Messages through the send path's own statements: inserted, claimed, sent, then opened, clicked, bounced, failed. */
+async function feedMessages(ws: string, n: number) {
+  const domains = ["gmail.com", "Yahoo.com", "example.org"];
+  const fresh = Array.from({ length: n }, (_, i) => {
+    const channel = pick(["email", "sms"] as const);
+    const suppressed = random() < 0.2;
+    return {
+      id: newId(),
+      contactId: null,
+      channel,
+      status: suppressed ? ("suppressed" as const) : ("queued" as const),
+      reason: suppressed ? pick(["dnc", "unsubscribed", "frequency_cap"]) : null,
+      to: channel === "email" ? `u${i}@${pick(domains)}` : `+1555000${i}`,
+      templateId: null,
+      locale: null,
+      campaignId: random() < 0.5 ? pick(["c1", "c2"]) : null,
+      enrollmentId: null,
+      topic: null,
+      transactional: false,
+      providerId: null,
+      content: null,
+      variables: {},
+      sendAt: new Date(Date.now() - 1000),
+      deferred: null,
+    };
+  });
+  await messages.insertMessages(ws, fresh);
+  const claimed = await messages.claimDue(n, 60_000);
+  const failing = claimed.filter(() => random() < 0.15);
+  for (const row of failing) await messages.markFailed(row, "provider said no");
+  const sending = claimed.filter((row) => !failing.includes(row));
+  await messages.markSent(
+    sending.map((row) => ({
+      row,
+      providerType: "fake",
+      providerId: null,
+      providerMessageId: newId(),
+      segments: null,
+      content: { text: "hi" },
+      locale: null,
+      variant: null,
+    })),
+  );
+  // Redelivered and out-of-order status facts: a click before an open, opens twice, a bounce after a click.
+  for (const row of sending) {
+    const roll = random();
+    if (roll < 0.3) {
+      await messages.recordClick(row.id);
+      await messages.recordOpen(row.id);
+      await messages.recordClick(row.id);
+    } else if (roll < 0.5) {
+      await messages.recordOpen(row.id);
+      await messages.recordOpen(row.id);
+    } else if (roll < 0.7) {
+      const current = (await messages.getMessageById(row.id))!;
+      await recordReport(current, {
+        status: "bounced",
+        moveTo: "bounced",
+        reason: "hard_bounce",
+        error: null,
+      });
+      await recordReport(current, { status: "bounced", moveTo: null, reason: "hard_bounce", error: null });
+    } else if (roll < 0.8) {
+      const current = (await messages.getMessageById(row.id))!;
+      await recordReport(current, { status: "delivered", moveTo: "delivered", reason: null, error: null });
+      await messages.recordOpen(row.id);
+      const opened = (await messages.getMessageById(row.id))!;
+      await recordReport(opened, { status: "complained", moveTo: "complained", reason: null, error: null });
+    }
+  }
+}
+
+beforeAll(async () => {
+  app = await startApp({ services: ["api", "auth", "workspaces", "events", "contacts", "analytics"] });
+  ctx = await ownerWithWorkspace(app.baseUrl);
+  console.log(`analytics property test seed ${SEED} (ANALYTICS_SEED=${SEED} replays it)`);
+  await feedEvents(ctx.workspaceId, 300);
+  await feedContactsAndSubmissions(ctx.workspaceId, 30);
+  await feedMessages(ctx.workspaceId, 120);
+  await feedCampaign(ctx.workspaceId, 40);
+}, 120_000);
+afterAll(() => app.stop());
+
+/** The answer's buckets recomputed in SQL: `date_trunc` in the zone, from the raw rows. */
+const BUCKET = `date_trunc($2, at AT TIME ZONE $3) AT TIME ZONE $3`;
+const FRAME = `at >= date_trunc($2, $4::timestamptz AT TIME ZONE $3) AT TIME ZONE $3
+           AND at < (date_trunc($2, $5::timestamptz AT TIME ZONE $3) + ('1 ' || $2)::interval) AT TIME ZONE $3`;
+const AMOUNT = `CASE WHEN jsonb_typeof(metadata -> 'amount') = 'number' THEN (metadata ->> 'amount')::numeric
+                     WHEN jsonb_typeof(metadata -> 'amount') = 'string' AND metadata ->> 'amount' ~ '^\\s*-?[0-9]{1,15}(\\.[0-9]{1,6})?\\s*$'
+                     THEN (metadata ->> 'amount')::numeric ELSE 0 END`;
+
+/** Every fact the answers count, one row each: (metric, at, channel, campaign, dim, value). */
+const FACTS = `
+  SELECT 'events' AS metric, timestamp AS at, coalesce(metadata ->> 'channel', '') AS channel,
+         coalesce(metadata ->> 'campaignId', '') AS campaign, type AS dim, 1::numeric AS value
+    FROM events WHERE workspace_id = $1
+  UNION ALL
+  SELECT 'revenue', timestamp, '', coalesce(metadata ->> 'campaignId', ''), coalesce(utm_source, ''), ${AMOUNT}
+    FROM events WHERE workspace_id = $1 AND type = 'purchase'
+  UNION ALL
+  SELECT 'orders', timestamp, '', coalesce(metadata ->> 'campaignId', ''), '', 1
+    FROM events WHERE workspace_id = $1 AND type = 'purchase'
+  UNION ALL
+  SELECT 'link.clicks', timestamp, coalesce(metadata ->> 'channel', ''), coalesce(metadata ->> 'campaignId', ''),
+         metadata ->> 'url', 1
+    FROM events WHERE workspace_id = $1 AND type = 'message.click' AND metadata ->> 'url' IS NOT NULL
+  UNION ALL
+  SELECT 'enrollments', created_at, '', campaign_id, '', 1 FROM campaign_enrollments WHERE workspace_id = $1
+  UNION ALL
+  SELECT 'campaign.node', min(created_at), '', campaign_id, node_id, 1
+    FROM campaign_logs WHERE workspace_id = $1 GROUP BY campaign_id, enrollment_id, node_id
+  UNION ALL
+  SELECT 'contacts', created_at, '', '', '', 1 FROM contacts WHERE workspace_id = $1
+  UNION ALL
+  SELECT 'submissions', created_at, '', '', '', 1 FROM form_submissions WHERE workspace_id = $1
+  UNION ALL
+  SELECT s.status, s.at, m.channel, coalesce(m.campaign_id, ''),
+         CASE WHEN s.status IN ('suppressed', 'bounced') THEN coalesce(m.reason, '') ELSE '' END, 1
+    FROM messages m
+    CROSS JOIN LATERAL (
+      SELECT 'sent' AS status, m.sent_at AS at UNION ALL SELECT 'delivered', m.delivered_at
+      UNION ALL SELECT 'opened', m.opened_at UNION ALL SELECT 'clicked', m.clicked_at
+      UNION ALL SELECT m.status, (SELECT min((h ->> 'at')::timestamptz) FROM jsonb_array_elements(m.history) h
+                                   WHERE h ->> 'status' = m.status)
+       WHERE m.status IN ('failed', 'bounced', 'complained', 'suppressed')) s
+   WHERE m.workspace_id = $1 AND s.at IS NOT NULL
+  UNION ALL
+  SELECT 'domain.' || s.status, s.at, m.channel, coalesce(m.campaign_id, ''), lower(split_part(m.to_address, '@', 2)), 1
+    FROM messages m
+    CROSS JOIN LATERAL (
+      SELECT 'sent' AS status, m.sent_at AS at UNION ALL SELECT 'delivered', m.delivered_at
+      UNION ALL SELECT 'opened', m.opened_at UNION ALL SELECT 'clicked', m.clicked_at
+      UNION ALL SELECT m.status, (SELECT min((h ->> 'at')::timestamptz) FROM jsonb_array_elements(m.history) h
+                                   WHERE h ->> 'status' = m.status)
+       WHERE m.status IN ('failed', 'bounced', 'complained', 'suppressed')) s
+   WHERE m.workspace_id = $1 AND s.at IS NOT NULL AND m.channel = 'email'`;
+
+interface Fact {
+  metric: string;
+  t: Date;
+  channel: string;
+  campaign: string;
+  dim: string;
+  value: string;
+}
+
+/** The raw facts inside the query's frame, each with the start of its bucket. */
+async function rawFacts(q: { granularity: string; timezone: string; from: string; to: string }) {
+  const facts = await rows<Fact>(
+    `SELECT metric, ${BUCKET} AS t, channel, campaign, dim, value FROM (${FACTS}) f WHERE ${FRAME}`,
+    [ctx.workspaceId, q.granularity, q.timezone, q.from, q.to],
+  );
+  return facts.map((f) => ({ ...f, t: new Date(f.t).toISOString(), value: Number(f.value) }));
+}
+
+/** The funnel from the raw events: each contact's first time of each type, then the same steps in SQL. */
+async function rawFunnel(
+  q: { granularity: string; timezone: string; from: string; to: string },
+  steps: string[],
+  windowDays: number,
+): Promise<number[]> {
+  const joins = steps
+    .slice(1)
+    .map(
+      (
+        _,
+        i,
+      ) => `LEFT JOIN firsts f${i + 1} ON f${i + 1}.contact_id = f0.contact_id AND f${i + 1}.type = $${7 + i}
+        AND f${i + 1}.at >= f${i}.at AND f${i + 1}.at <= f0.at + $6 * interval '1 day'`,
+    )
+    .join("\n");
+  const [row] = await rows<Record<string, string>>(
+    `WITH firsts AS (SELECT contact_id, type, min(timestamp) AS at FROM events
+                      WHERE workspace_id = $1 AND contact_id IS NOT NULL GROUP BY 1, 2)
+     SELECT ${steps.map((_, i) => `count(f${i}.at) AS s${i}`).join(", ")}
+       FROM firsts f0 ${joins}
+      WHERE f0.type = $5
+        AND f0.at >= date_trunc('day', $2::timestamptz AT TIME ZONE $4) AT TIME ZONE $4
+        AND f0.at < (date_trunc('day', $3::timestamptz AT TIME ZONE $4) + interval '1 day') AT TIME ZONE $4`,
+    [ctx.workspaceId, q.from, q.to, q.timezone, steps[0], windowDays, ...steps.slice(1)],
+  );
+  return steps.map((_, i) => Number(row[`s${i}`]));
+}
+
+/** Sources from the raw events: each contact's first visit per source and medium, and its first conversion. */
+async function rawSources(q: { timezone: string; from: string; to: string }, conversion: string) {
+  const found = await rows<{ utm_source: string; medium: string; contacts: string; conversions: string }>(
+    `WITH bounds AS (SELECT date_trunc('day', $2::timestamptz AT TIME ZONE $4) AT TIME ZONE $4 AS lo,
+                            (date_trunc('day', $3::timestamptz AT TIME ZONE $4) + interval '1 day') AT TIME ZONE $4 AS hi),
+          src AS (SELECT contact_id, utm_source, coalesce(utm_medium, '') AS medium, min(timestamp) AS at FROM events
+                   WHERE workspace_id = $1 AND contact_id IS NOT NULL AND utm_source IS NOT NULL GROUP BY 1, 2, 3),
+          conv AS (SELECT contact_id, min(timestamp) AS at FROM events
+                    WHERE workspace_id = $1 AND contact_id IS NOT NULL AND type = $5 GROUP BY 1)
+     SELECT src.utm_source, src.medium, count(*) AS contacts, count(conv.at) AS conversions
+       FROM src CROSS JOIN bounds
+       LEFT JOIN conv ON conv.contact_id = src.contact_id AND conv.at >= src.at AND conv.at < bounds.hi
+      WHERE src.at >= bounds.lo AND src.at < bounds.hi
+      GROUP BY 1, 2 ORDER BY 3 DESC, 1, 2`,
+    [ctx.workspaceId, q.from, q.to, q.timezone, conversion],
+  );
+  return found.map((r) => ({
+    utmSource: r.utm_source,
+    utmMedium: r.medium || null,
+    contacts: Number(r.contacts),
+    conversions: Number(r.conversions),
+  }));
+}
+
+const COUNT_KEYS = [
+  "sent",
+  "delivered",
+  "opened",
+  "clicked",
+  "bounced",
+  "complained",
+  "unsubscribed",
+  "failed",
+  "suppressed",
+];
+type RawFact = Awaited<ReturnType<typeof rawFacts>>[number];
+const sum = (facts: RawFact[]) => facts.reduce((s, f) => s + f.value, 0);
+const countsOf = (facts: RawFact[], prefix = "") =>
+  Object.fromEntries(COUNT_KEYS.map((k) => [k, sum(facts.filter((f) => f.metric === prefix + k))]));
+const close = (a: number, b: number) => Math.abs(a - b) < 1e-9;
+/** Points with a value, as `t → value`, to compare with the raw facts grouped by bucket. */
+const nonZero = (points: Array<{ t: string; value: number }>) =>
+  Object.fromEntries(points.filter((p) => p.value !== 0).map((p) => [p.t, Math.round(p.value * 1e6) / 1e6]));
+const byBucket = (facts: RawFact[]) => {
+  const out: Record<string, number> = {};
+  for (const f of facts) out[f.t] = (out[f.t] ?? 0) + f.value;
+  for (const [t, v] of Object.entries(out))
+    if (close(v, 0)) delete out[t];
+    else out[t] = Math.round(v * 1e6) / 1e6;
+  return out;
+};
+
+/** Past the messages' own times (they move as the test runs). */
+const later = new Date(Date.now() + 2 * 86_400_000).toISOString();
+const QUERIES = [
+  { granularity: "day", timezone: "Europe/Berlin", from: "2026-03-24T00:00:00Z", to: "2026-04-05T00:00:00Z" },
+  {
+    granularity: "hour",
+    timezone: "Europe/Berlin",
+    from: "2026-03-28T20:00:00Z",
+    to: "2026-03-29T06:00:00Z",
+  },
+  { granularity: "hour", timezone: "Asia/Kolkata", from: "2026-03-26T00:00:00Z", to: "2026-03-31T00:00:00Z" },
+  { granularity: "week", timezone: "America/New_York", from: "2026-03-01T00:00:00Z", to: later },
+  { granularity: "day", timezone: "Asia/Kolkata", from: "2026-03-20T00:00:00Z", to: later },
+  { granularity: "month", timezone: "UTC", from: "2026-01-01T00:00:00Z", to: later },
+];
+
+describe.each(QUERIES)("answers equal the raw recomputation ($granularity in $timezone)", (q) => {
+  const query = (extra = "") =>
+    `granularity=${q.granularity}&timezone=${encodeURIComponent(q.timezone)}&from=${encodeURIComponent(q.from)}&to=${encodeURIComponent(q.to)}${extra}`;
+
+  test("overview, timeseries of every metric, activity, revenue, deliverability, campaign, funnel, sources, domains", async () => {
+    const raw = await rawFacts(q);
+    const client = ctx.owner.client;
+
+    const overview = (await client.get(`${ctx.ws}/analytics?${query()}`)).body;
+    expect(overview.counts).toEqual({ ...countsOf(raw), unsubscribed: 0 });
+    expect(overview.events).toBe(sum(raw.filter((f) => f.metric === "events")));
+    expect(overview.submissions).toBe(sum(raw.filter((f) => f.metric === "submissions")));
+    expect(overview.contacts.new).toBe(sum(raw.filter((f) => f.metric === "contacts")));
+    expect(close(overview.revenue, sum(raw.filter((f) => f.metric === "revenue")))).toBe(true);
+
+    for (const metric of ["events", "contacts", "submissions", "revenue", ...COUNT_KEYS]) {
+      const answer = (await client.get(`${ctx.ws}/analytics/timeseries?metric=${metric}&${query()}`)).body;
+      expect(nonZero(answer.points)).toEqual(byBucket(raw.filter((f) => f.metric === metric)));
+    }
+    for (const [filter, keep] of [
+      ["&channel=email", (f: RawFact) => f.channel === "email"],
+      ["&campaignId=c1", (f: RawFact) => f.campaign === "c1"],
+    ] as const) {
+      const answer = (await client.get(`${ctx.ws}/analytics/timeseries?metric=events&${query(filter)}`)).body;
+      expect(nonZero(answer.points)).toEqual(byBucket(raw.filter((f) => f.metric === "events" && keep(f))));
+      const sent = (await client.get(`${ctx.ws}/analytics/timeseries?metric=sent&${query(filter)}`)).body;
+      expect(nonZero(sent.points)).toEqual(byBucket(raw.filter((f) => f.metric === "sent" && keep(f))));
+    }
+
+    const activity = (await client.get(`${ctx.ws}/analytics/activity?${query()}`)).body;
+    const events = raw.filter((f) => f.metric === "events");
+    expect(nonZero(activity.points)).toEqual(byBucket(events));
+    const types = Object.fromEntries(
+      [...new Set(events.map((f) => f.dim))].map((type) => [type, sum(events.filter((f) => f.dim === type))]),
+    );
+    expect(
+      Object.fromEntries(activity.byType.map((b: { type: string; count: number }) => [b.type, b.count])),
+    ).toEqual(types);
+
+    const revenue = (await client.get(`${ctx.ws}/analytics/revenue?${query("&campaignId=c2")}`)).body;
+    const c2 = raw.filter((f) => f.campaign === "c2");
+    expect(close(revenue.total, sum(c2.filter((f) => f.metric === "revenue")))).toBe(true);
+    expect(revenue.orders).toBe(sum(c2.filter((f) => f.metric === "orders")));
+    expect(nonZero(revenue.points)).toEqual(byBucket(c2.filter((f) => f.metric === "revenue")));
+
+    const deliverability = (await client.get(`${ctx.ws}/analytics/deliverability?${query()}`)).body;
+    const channels = [
+      ...new Set(raw.filter((f) => COUNT_KEYS.includes(f.metric)).map((f) => f.channel)),
+    ].sort();
+    expect(deliverability.channels.map((c: { channel: string }) => c.channel)).toEqual(channels);
+    for (const answer of deliverability.channels) {
+      const own = raw.filter((f) => f.channel === answer.channel);
+      expect(answer.counts).toEqual({ ...countsOf(own), unsubscribed: 0 });
+      const reasons: Record<string, number> = {};
+      for (const f of own.filter((f) => f.metric === "suppressed"))
+        reasons[f.dim] = (reasons[f.dim] ?? 0) + 1;
+      expect(answer.suppressed).toEqual(reasons);
+    }
+
+    const campaign = (await client.get(`${ctx.ws}/analytics/campaigns/c1?${query()}`)).body;
+    const c1 = raw.filter((f) => f.campaign === "c1");
+    const dims = (metric: string) => {
+      const out: Record<string, number> = {};
+      for (const f of c1.filter((f) => f.metric === metric)) out[f.dim] = (out[f.dim] ?? 0) + f.value;
+      return out;
+    };
+    expect(campaign.enrollments).toBe(sum(c1.filter((f) => f.metric === "enrollments")));
+    expect(campaign.counts).toEqual({ ...countsOf(c1), unsubscribed: 0 });
+    expect(
+      Object.fromEntries(
+        campaign.nodes.map((n: { nodeId: string; entered: number }) => [n.nodeId, n.entered]),
+      ),
+    ).toEqual(dims("campaign.node"));
+    expect(
+      Object.fromEntries(campaign.links.map((l: { url: string; clicks: number }) => [l.url, l.clicks])),
+    ).toEqual(dims("link.clicks"));
+
+    for (const [steps, windowDays] of [
+      ["page_view,signup,purchase", 3],
+      ["signup,message.open", 30],
+    ] as const) {
+      const funnel = (
+        await client.get(`${ctx.ws}/analytics/funnel?steps=${steps}&windowDays=${windowDays}&${query()}`)
+      ).body;
+      expect(funnel.steps.map((s: { contacts: number }) => s.contacts)).toEqual(
+        await rawFunnel(q, steps.split(","), windowDays),
+      );
+    }
+
+    const sources = (await client.get(`${ctx.ws}/analytics/sources?conversion=purchase&${query()}`)).body;
+    expect(sources.sources).toEqual(await rawSources(q, "purchase"));
+
+    const domains = (await client.get(`${ctx.ws}/analytics/domains?${query()}`)).body;
+    const byDomain = raw.filter((f) => f.metric.startsWith("domain."));
+    expect(domains.domains.map((d: { domain: string }) => d.domain).sort()).toEqual(
+      [...new Set(byDomain.map((f) => f.dim))].sort(),
+    );
+    for (const answer of domains.domains)
+      expect(answer.counts).toEqual({
+        ...countsOf(
+          byDomain.filter((f) => f.dim === answer.domain),
+          "domain.",
+        ),
+        unsubscribed: 0,
+      });
+  });
+});
+
+test("the streams really reached every status and both sides of the DST change", async () => {
+  const [reached] = await rows<{ statuses: string[] }>(
+    `SELECT array_agg(DISTINCT status ORDER BY status) AS statuses FROM messages WHERE workspace_id = $1`,
+    [ctx.workspaceId],
+  );
+  expect(reached.statuses).toEqual(
+    expect.arrayContaining(["bounced", "clicked", "complained", "failed", "opened", "sent", "suppressed"]),
+  );
+  const [spread] = await rows<{ before: string; after: string }>(
+    `SELECT count(*) FILTER (WHERE timestamp < '2026-03-29T01:00:00Z') AS before,
+            count(*) FILTER (WHERE timestamp >= '2026-03-29T01:00:00Z') AS after
+       FROM events WHERE workspace_id = $1`,
+    [ctx.workspaceId],
+  );
+  expect(Number(spread.before)).toBeGreaterThan(0);
+  expect(Number(spread.after)).toBeGreaterThan(0);
+});
+
+// Last: it deletes raw rows the recomputations above read.
+describe("after retention", () => {
+  test("deleting raw rows leaves every answer as it was", async () => {
+    const q = QUERIES[0];
+    const path = `${ctx.ws}/analytics?granularity=day&timezone=Europe%2FBerlin&from=${q.from}&to=${q.to}`;
+    const funnelPath = `${ctx.ws}/analytics/funnel?steps=page_view,signup,purchase&timezone=Europe%2FBerlin&from=${q.from}&to=${q.to}`;
+    const before = (await ctx.owner.client.get(path)).body;
+    const funnelBefore = (await ctx.owner.client.get(funnelPath)).body;
+    const sourcesPath = `${ctx.ws}/analytics/sources?timezone=Europe%2FBerlin&from=${q.from}&to=${q.to}`;
+    const sourcesBefore = (await ctx.owner.client.get(sourcesPath)).body;
+    const sequelize = await database();
+    await sequelize.query(
+      `DELETE FROM events WHERE workspace_id = $1 AND timestamp < '2026-03-30T00:00:00Z'`,
+      {
+        bind: [ctx.workspaceId],
+      },
+    );
+    await sequelize.query(`DELETE FROM form_submissions WHERE workspace_id = $1`, {
+      bind: [ctx.workspaceId],
+    });
+    expect((await ctx.owner.client.get(path)).body).toEqual(before);
+    expect((await ctx.owner.client.get(funnelPath)).body).toEqual(funnelBefore);
+    expect((await ctx.owner.client.get(sourcesPath)).body).toEqual(sourcesBefore);
+  });
+});
