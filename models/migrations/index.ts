@@ -44,6 +44,7 @@ import * as dashboardWidgetKinds from "./0070-dashboard-widget-kinds";
 import * as searchNameIndexes from "./0071-search-name-indexes";
 import * as refusedOrigins from "./0072-refused-origins";
 import * as singleProviders from "./0073-single-providers";
+import * as pushDeliveries from "./0074-push-deliveries";
 
 export interface Migration {
   name: string;
@@ -97,4 +98,5 @@ export const migrations: Migration[] = [
   { name: "0071-search-name-indexes", up: searchNameIndexes.up },
   { name: "0072-refused-origins", up: refusedOrigins.up },
   { name: "0073-single-providers", up: singleProviders.up },
+  { name: "0074-push-deliveries", up: pushDeliveries.up },
 ];

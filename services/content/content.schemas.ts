@@ -1,6 +1,7 @@
 import { Type, type Static } from "@sinclair/typebox";
 import { Paginated, PageQuery } from "../../lib/pagination";
 import { Component, DateTime, Nullable, Params, StringEnum, Trimmed } from "../../lib/schema";
+import { PushSubscriptionSchema, WebPushEndpoint, WebPushKeys } from "../push/push.schemas";
 
 const Id = Type.String({ minLength: 1, maxLength: 64 });
 const Slug = Type.String({
@@ -153,30 +154,6 @@ const focusBody = {
   active: Type.Boolean({ default: true }),
 };
 
-export const PushSubscriptionSchema = Component(
-  "PushSubscription",
-  Type.Object({
-    id: Type.String(),
-    contactId: Nullable(Type.String()),
-    type: StringEnum(["web", "pushgw1", "pushgw2"]),
-    endpoint: Nullable(Type.String()),
-    token: Nullable(Type.String()),
-    active: Type.Boolean(),
-    createdAt: DateTime(),
-    updatedAt: DateTime(),
-  }),
-);
-export type PushSubscriptionView = Static<typeof PushSubscriptionSchema>;
-
-/** Base64url text of a push key (the browser's `PushSubscription.toJSON()`). */
-const PushKey = (bytes: string) =>
-  Type.String({
-    pattern: "^[A-Za-z0-9_-]+={0,2}$",
-    minLength: 16,
-    maxLength: 200,
-    description: `base64url, ${bytes}`,
-  });
-
 export const schemas = {
   list: Params({
     workspaceId: Id,
@@ -275,16 +252,9 @@ export const schemas = {
     visitorToken: Type.Optional(VisitorToken),
     subscription: Type.Object(
       {
-        endpoint: Type.String({
-          maxLength: 2000,
-          pattern: "^https://[^\\s]+$",
-          errorMessage: "must be the https URL of a push service",
-        }),
+        endpoint: WebPushEndpoint,
         expirationTime: Type.Optional(Nullable(Type.Number())),
-        keys: Type.Object(
-          { p256dh: PushKey("65 bytes"), auth: PushKey("16 bytes") },
-          { additionalProperties: false },
-        ),
+        keys: WebPushKeys,
       },
       {
         additionalProperties: false,

@@ -14,6 +14,7 @@ import { PROVIDERS_CHANGED_EVENT } from "./for-send";
 import { checkDomain } from "./domain-check";
 import { inboundActions } from "./inbound.actions";
 import { singleProviderActions } from "./single.actions";
+import { VAPID_PROVIDER, vapidActions } from "./vapid/vapid.actions";
 import * as repo from "./providers.repo";
 import type { ProviderType } from "./kinds";
 import { results, schemas, type ProviderView } from "./providers.schemas";
@@ -50,13 +51,8 @@ export default defineService<ProvidersService>({
     DatabaseMixin,
     inboundActions,
     BackgroundMixin,
-    singleProviderActions({
-      type: "vapid",
-      channel: "push",
-      path: "push",
-      name: "Push",
-      label: "Web push (VAPID)",
-    }),
+    singleProviderActions(VAPID_PROVIDER),
+    vapidActions,
   ],
   settings: { rest: "/" },
 

@@ -23,7 +23,7 @@ const SITE = "https://www.acme.test";
 
 beforeAll(async () => {
   app = await startApp({
-    services: ["api", "auth", "workspaces", "contacts", "events", "segments", "forms", "content"],
+    services: ["api", "auth", "workspaces", "contacts", "events", "segments", "forms", "content", "push"],
   });
   ctx = await ownerWithWorkspace(app.baseUrl);
   const workspace = await c().patch(ctx.ws, { settings: { allowedOrigins: [SITE] } });

@@ -1,0 +1,93 @@
+import fs from "node:fs";
+import https from "node:https";
+import tls from "node:tls";
+import webPush, { WebPushError } from "web-push";
+import { config } from "../../../lib/config";
+import type { PushClient, PushNotification, PushOutcome, PushTarget } from "../clients/push";
+import type { VapidConfig } from "./config";
+
+/**
+ * `vapid`: web push (RFC 8030) through `web-push`, the payload encrypted for
+ * the browser's keys (RFC 8291, `aes128gcm`) and signed with the
+ * workspace's VAPID pair (RFC 8292). Each client keeps its own keep-alive
+ * agent (connections to a push service are reused across sends), ended by
+ * `close()` when its provider changes or the process stops.
+ */
+
+/** How long a push service keeps a notification for a browser that is offline (seconds). */
+export const WEB_PUSH_TTL_SECONDS = 86_400;
+
+/** The notification as the service worker (public/cms-push-worker.js) reads it. */
+export const pushPayload = (n: PushNotification): string =>
+  JSON.stringify({
+    messageId: n.messageId,
+    title: n.title,
+    body: n.body,
+    url: n.url,
+    icon: n.icon,
+    image: n.image,
+  });
+
+/** The CA certificates web push trusts: the system's, plus PUSH_CA_FILE's when set. */
+function trusted(): string[] | undefined {
+  const extra = config().pushCaFile;
+  return extra ? [...tls.rootCertificates, fs.readFileSync(extra, "utf8")] : undefined;
+}
+
+/** A push service's answer in the push client's words: 404/410 gone; 408, 429, 5xx and the network transient. */
+export function outcomeOfError(err: unknown): PushOutcome {
+  if (err instanceof WebPushError) {
+    const status = err.statusCode;
+    if (status === 404 || status === 410) return { status: "gone", code: String(status) };
+    return {
+      status: "failed",
+      code: String(status),
+      transient: status === 408 || status === 429 || status >= 500,
+    };
+  }
+  const code = (err as { code?: unknown }).code;
+  // A system error (refused, reset, timed out) has a code; web-push's own refusal of the input has none.
+  if (typeof code === "string") return { status: "failed", code, transient: true };
+  const message = (err as Error).message ?? "";
+  return {
+    status: "failed",
+    code: /timeout/i.test(message) ? "timeout" : "invalid_subscription",
+    transient: /timeout/i.test(message),
+  };
+}
+
+export function vapidClient(id: string, vapid: VapidConfig): PushClient {
+  const agent = new https.Agent({
+    keepAlive: true,
+    maxSockets: config().providerHttpConnections,
+    ca: trusted(),
+  });
+  const vapidDetails = { subject: vapid.subject, publicKey: vapid.publicKey, privateKey: vapid.privateKey };
+  return {
+    id,
+    type: "vapid",
+    async push(target: PushTarget, notification: PushNotification): Promise<PushOutcome> {
+      if (!target.endpoint || !target.keys) return { status: "gone", code: "no_endpoint" };
+      try {
+        const answer = await webPush.sendNotification(
+          { endpoint: target.endpoint, keys: target.keys },
+          pushPayload(notification),
+          {
+            vapidDetails,
+            TTL: WEB_PUSH_TTL_SECONDS,
+            contentEncoding: "aes128gcm",
+            agent,
+            timeout: config().providerTimeoutMs,
+          },
+        );
+        const location = answer.headers.location;
+        return { status: "accepted", providerMessageId: typeof location === "string" ? location : null };
+      } catch (err) {
+        return outcomeOfError(err);
+      }
+    },
+    async close() {
+      agent.destroy();
+    },
+  };
+}
