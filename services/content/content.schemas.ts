@@ -154,6 +154,17 @@ const focusBody = {
   active: Type.Boolean({ default: true }),
 };
 
+/** A browser's PushSubscription, as its toJSON() gives it. */
+export const WebSubscription = Type.Object(
+  {
+    endpoint: WebPushEndpoint,
+    expirationTime: Type.Optional(Nullable(Type.Number())),
+    keys: WebPushKeys,
+  },
+  { additionalProperties: false, description: "The browser's PushSubscription, as its toJSON() gives it" },
+);
+export type WebSubscription = Static<typeof WebSubscription>;
+
 export const schemas = {
   list: Params({
     workspaceId: Id,
@@ -250,17 +261,15 @@ export const schemas = {
     key: Type.Optional(SiteKey),
     page: Type.Optional(PageToken),
     visitorToken: Type.Optional(VisitorToken),
-    subscription: Type.Object(
-      {
-        endpoint: WebPushEndpoint,
-        expirationTime: Type.Optional(Nullable(Type.Number())),
-        keys: WebPushKeys,
-      },
-      {
-        additionalProperties: false,
-        description: "The browser's PushSubscription, as its toJSON() gives it",
-      },
-    ),
+    subscription: Type.Union([
+      WebSubscription,
+      Type.String({
+        minLength: 2,
+        maxLength: 5_000,
+        description:
+          "The same as JSON text: how the website script's form-encoded post (no CORS preflight) sends it",
+      }),
+    ]),
   }),
   scriptPrefill: Params({
     key: Type.Optional(SiteKey),

@@ -3,7 +3,8 @@ import type { ServiceBroker } from "moleculer";
 import { config } from "../../lib/config";
 import { sha256Hex } from "../../lib/crypto";
 import { defineAction, defineMixin, type ServiceThis } from "../../lib/define-service";
-import { fieldError, forbidden, unauthorized } from "../../lib/errors";
+import { fieldError, forbidden, unauthorized, validationError } from "../../lib/errors";
+import { schemaIssues } from "../../lib/schema";
 import type { AppContext } from "../../lib/moleculer-types";
 import { consume } from "../../lib/rate-limit";
 import { RefusedOrigins } from "../../lib/refused-origins";
@@ -13,7 +14,7 @@ import { VersionedCache } from "../../lib/versioned-cache";
 import { linkedContact } from "../messages/links";
 import { PROVIDERS_CHANGED_EVENT } from "../providers/for-send";
 import type { PushSubscriptionView } from "../push/push.schemas";
-import { results, schemas } from "./content.schemas";
+import { results, schemas, WebSubscription } from "./content.schemas";
 import { slotsFor } from "./dynamic.actions";
 import { EventStreams } from "./event-streams";
 import * as focus from "./focus-items.repo";
@@ -98,6 +99,27 @@ async function siteOf(
     };
   }
   return site;
+}
+
+/** The browser's subscription, sent as an object (JSON) or as JSON text (form-encoded: no CORS preflight). */
+function subscriptionOf(sent: WebSubscription | string): WebSubscription {
+  if (typeof sent !== "string") return sent;
+  let value: unknown;
+  try {
+    value = JSON.parse(sent);
+  } catch {
+    throw fieldError("subscription", "must be a PushSubscription as JSON");
+  }
+  const issues = schemaIssues(WebSubscription, value);
+  if (issues.length)
+    throw validationError(
+      "Invalid subscription",
+      issues.map((i) => ({
+        field: i.field ? `subscription.${i.field}` : "subscription",
+        message: i.message,
+      })),
+    );
+  return value as WebSubscription;
 }
 
 /** The contact a visitor token names in this workspace (400 INVALID_TOKEN otherwise); none without a token. */
@@ -358,7 +380,7 @@ export const scriptActions = defineMixin<ScriptService>({
         const site = await siteOf(ctx, ctx.params, this.refusedOrigins);
         await consume(EVENT_LIMIT, ctx.meta.ip ?? "unknown");
         const contactId = visitorOf(site, ctx.params.visitorToken);
-        const { endpoint, keys } = ctx.params.subscription;
+        const { endpoint, keys } = subscriptionOf(ctx.params.subscription);
         const { subscription, created } = await systemCall<{
           subscription: PushSubscriptionView;
           created: boolean;
