@@ -1,6 +1,7 @@
 import fs from "node:fs";
 import https from "node:https";
 import tls from "node:tls";
+import { LRUCache } from "lru-cache";
 import webPush, { WebPushError } from "web-push";
 import { config } from "../../../lib/config";
 import type { PushClient, PushNotification, PushOutcome, PushTarget } from "../clients/push";
@@ -9,7 +10,8 @@ import type { VapidConfig } from "./config";
 /**
  * `vapid`: web push (RFC 8030) through `web-push`, the payload encrypted for
  * the browser's keys (RFC 8291, `aes128gcm`) and signed with the
- * workspace's VAPID pair (RFC 8292). Each client keeps its own keep-alive
+ * workspace's VAPID pair (RFC 8292: one token per push service, reused for
+ * hours, as the RFC allows). Each client keeps its own keep-alive
  * agent (connections to a push service are reused across sends), ended by
  * `close()` when its provider changes or the process stops.
  */
@@ -28,10 +30,19 @@ export const pushPayload = (n: PushNotification): string =>
     image: n.image,
   });
 
-/** The CA certificates web push trusts: the system's, plus PUSH_CA_FILE's when set. */
-function trusted(): string[] | undefined {
+/** How long a VAPID token is valid (RFC 8292: at most 24 hours), and how long before its end a new one is signed. */
+const VAPID_TOKEN_SECONDS = 12 * 3600;
+const VAPID_RENEW_SECONDS = 3600;
+
+/**
+ * The TLS trust of a client's connections, made once (not per connection):
+ * the system's CAs plus PUSH_CA_FILE's when set; Node's defaults otherwise.
+ */
+function secureContext(): tls.SecureContext | undefined {
   const extra = config().pushCaFile;
-  return extra ? [...tls.rootCertificates, fs.readFileSync(extra, "utf8")] : undefined;
+  return extra
+    ? tls.createSecureContext({ ca: [...tls.rootCertificates, fs.readFileSync(extra, "utf8")] })
+    : undefined;
 }
 
 /** A push service's answer in the push client's words: 404/410 gone; 408, 429, 5xx and the network transient. */
@@ -46,8 +57,9 @@ export function outcomeOfError(err: unknown): PushOutcome {
     };
   }
   const code = (err as { code?: unknown }).code;
-  // A system error (refused, reset, timed out) has a code; web-push's own refusal of the input has none.
-  if (typeof code === "string") return { status: "failed", code, transient: true };
+  // The network (refused, reset, timed out, TLS) has a system code; Node's refusal of the input an ERR_ one;
+  // web-push's own refusal of the input none.
+  if (typeof code === "string") return { status: "failed", code, transient: !code.startsWith("ERR_") };
   const message = (err as Error).message ?? "";
   return {
     status: "failed",
@@ -60,9 +72,27 @@ export function vapidClient(id: string, vapid: VapidConfig): PushClient {
   const agent = new https.Agent({
     keepAlive: true,
     maxSockets: config().providerHttpConnections,
-    ca: trusted(),
+    secureContext: secureContext(),
   });
-  const vapidDetails = { subject: vapid.subject, publicKey: vapid.publicKey, privateKey: vapid.privateKey };
+  // A push service's VAPID token is signed once and reused until near its end, not signed per push.
+  const tokens = new LRUCache<string, { authorization: string; renewAt: number }>({ max: 1_000 });
+  const authorization = (endpoint: string): string => {
+    const audience = new URL(endpoint).origin;
+    const now = Math.floor(Date.now() / 1000);
+    const kept = tokens.get(audience);
+    if (kept && kept.renewAt > now) return kept.authorization;
+    const expiration = now + VAPID_TOKEN_SECONDS;
+    const headers = webPush.getVapidHeaders(
+      audience,
+      vapid.subject,
+      vapid.publicKey,
+      vapid.privateKey,
+      "aes128gcm",
+      expiration,
+    );
+    tokens.set(audience, { authorization: headers.Authorization, renewAt: expiration - VAPID_RENEW_SECONDS });
+    return headers.Authorization;
+  };
   return {
     id,
     type: "vapid",
@@ -73,7 +103,7 @@ export function vapidClient(id: string, vapid: VapidConfig): PushClient {
           { endpoint: target.endpoint, keys: target.keys },
           pushPayload(notification),
           {
-            vapidDetails,
+            headers: { Authorization: authorization(target.endpoint) },
             TTL: WEB_PUSH_TTL_SECONDS,
             contentEncoding: "aes128gcm",
             agent,

@@ -66,6 +66,9 @@ test("sends reuse their connection (a keep-alive agent per client)", async () =>
   const before = service.connections();
   for (let i = 0; i < 5; i++) await client.push(target(`keep-${i}`), notification);
   expect(service.connections() - before).toBeLessThanOrEqual(1);
+  // One VAPID token per push service, reused (RFC 8292 lets it live up to a day).
+  const tokens = new Set(service.requests.slice(-5).map((r) => r.headers.authorization));
+  expect(tokens.size).toBe(1);
 });
 
 test("404 and 410 are gone; 429 and 5xx transient; other 4xx permanent; the network transient", async () => {
