@@ -190,11 +190,14 @@ async function main() {
         agent,
       });
     await rate(1000, CONCURRENCY, alone); // warm-up
+    let cpu = process.cpuUsage();
     const aloneBefore = await rate(SUBSCRIPTIONS, CONCURRENCY, alone);
+    const aloneCpu = process.cpuUsage(cpu);
 
     // Our send path.
     const meta = { meta: { principal: SYSTEM, workspaceId } };
     const memory = peakRss();
+    cpu = process.cpuUsage();
     const t0 = Date.now();
     let next = 0;
     await Promise.all(
@@ -219,6 +222,7 @@ async function main() {
       await new Promise((r) => setTimeout(r, 100));
     }
     const seconds = (Date.now() - t0) / 1000;
+    const ourCpu = process.cpuUsage(cpu);
     const peakRssMb = memory.stop();
     const [counts] = await sequelize.query<{ sent: string; accepted: string }>(
       `SELECT (SELECT count(*) FROM messages WHERE status = 'sent') AS sent,
@@ -240,6 +244,9 @@ async function main() {
         webPushAlonePerSec,
         webPushAloneRuns: [aloneBefore, aloneAfter],
         ratio: +(sendPathPerSec / webPushAlonePerSec).toFixed(2),
+        // CPU of this process per push (PostgreSQL's own not counted): steadier than rates on a shared machine.
+        cpuMsPerPush: +((ourCpu.user + ourCpu.system) / 1000 / SUBSCRIPTIONS).toFixed(2),
+        webPushAloneCpuMsPerPush: +((aloneCpu.user + aloneCpu.system) / 1000 / SUBSCRIPTIONS).toFixed(2),
         peakRssMb,
       }),
     );
