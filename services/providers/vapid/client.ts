@@ -20,7 +20,7 @@ import type { VapidConfig } from "./config";
 export const WEB_PUSH_TTL_SECONDS = 86_400;
 
 /** The notification as the service worker (public/cms-push-worker.js) reads it. */
-export const pushPayload = (n: PushNotification): string =>
+const pushPayload = (n: PushNotification): string =>
   JSON.stringify({
     messageId: n.messageId,
     title: n.title,
@@ -46,7 +46,7 @@ function secureContext(): tls.SecureContext | undefined {
 }
 
 /** A push service's answer in the push client's words: 404/410 gone; 408, 429, 5xx and the network transient. */
-export function outcomeOfError(err: unknown): PushOutcome {
+function outcomeOfError(err: unknown): PushOutcome {
   if (err instanceof WebPushError) {
     const status = err.statusCode;
     if (status === 404 || status === 410) return { status: "gone", code: String(status) };
@@ -60,12 +60,9 @@ export function outcomeOfError(err: unknown): PushOutcome {
   // The network (refused, reset, timed out, TLS) has a system code; Node's refusal of the input an ERR_ one;
   // web-push's own refusal of the input none.
   if (typeof code === "string") return { status: "failed", code, transient: !code.startsWith("ERR_") };
-  const message = (err as Error).message ?? "";
-  return {
-    status: "failed",
-    code: /timeout/i.test(message) ? "timeout" : "invalid_subscription",
-    transient: /timeout/i.test(message),
-  };
+  // web-push ends a request past `timeout` with "Socket timeout"; anything else it throws refuses the subscription.
+  const timedOut = /timeout/i.test((err as Error).message ?? "");
+  return { status: "failed", code: timedOut ? "timeout" : "invalid_subscription", transient: timedOut };
 }
 
 export function vapidClient(id: string, vapid: VapidConfig): PushClient {
