@@ -17,6 +17,9 @@ import { importJWK, jwtVerify, type JWTPayload } from "jose";
  * decrypt what it received; `verifyVapid` checks the request's VAPID JWT.
  */
 
+/** An answer that never comes (a push service that hangs). */
+export const HANG = 0;
+
 export interface PushRequest {
   path: string;
   headers: IncomingHttpHeaders;
@@ -28,7 +31,7 @@ export interface FakePushService {
   /** The PEM certificate file to trust (PUSH_CA_FILE). */
   caFile: string;
   requests: PushRequest[];
-  /** Status answered per path (each answered until changed); 201 otherwise. */
+  /** Status answered per path (each answered until changed; HANG: none); 201 otherwise. */
   answers: Map<string, number>;
   /** TCP connections opened to it so far. */
   connections(): number;
@@ -66,6 +69,7 @@ export async function startPushService(): Promise<FakePushService> {
         const url = req.url ?? "/";
         requests.push({ path: url, headers: req.headers, body: Buffer.concat(chunks) });
         const status = answers.get(url) ?? 201;
+        if (status === HANG) return;
         if (status === 201) res.setHeader("location", `https://127.0.0.1/messages/${requests.length}`);
         res.writeHead(status).end();
       });

@@ -2,7 +2,13 @@ import webPush from "web-push";
 import { resetConfig } from "../../../lib/config";
 import type { PushClient, PushTarget } from "../../../services/providers/clients/push";
 import { vapidClient, WEB_PUSH_TTL_SECONDS } from "../../../services/providers/vapid/client";
-import { browser, startPushService, verifyVapid, type FakePushService } from "../../helpers/push-service";
+import {
+  browser,
+  HANG,
+  startPushService,
+  verifyVapid,
+  type FakePushService,
+} from "../../helpers/push-service";
 
 /**
  * The vapid client against a local push service: the exact request (RFC 8291
@@ -30,6 +36,7 @@ const target = (name: string): PushTarget & { read: ReturnType<typeof browser>["
 beforeAll(async () => {
   service = await startPushService();
   process.env.PUSH_CA_FILE = service.caFile;
+  process.env.PROVIDER_TIMEOUT_MS = "500";
   resetConfig();
   client = vapidClient("provider-1", vapid);
 });
@@ -38,6 +45,7 @@ afterAll(async () => {
   await client.close?.();
   await service.stop();
   delete process.env.PUSH_CA_FILE;
+  delete process.env.PROVIDER_TIMEOUT_MS;
   resetConfig();
 });
 
@@ -84,6 +92,12 @@ test("404 and 410 are gone; 429 and 5xx transient; other 4xx permanent; the netw
     service.answers.set(`/push/answer-${status}`, status);
     expect(await client.push(target(`answer-${status}`), notification)).toEqual(expected);
   }
+  service.answers.set("/push/hangs", HANG);
+  expect(await client.push(target("hangs"), notification)).toEqual({
+    status: "failed",
+    code: "timeout",
+    transient: true,
+  });
   const closed = { ...target("nowhere"), endpoint: "https://127.0.0.1:1/push/nowhere" };
   expect(await client.push(closed, notification)).toEqual({
     status: "failed",
