@@ -348,3 +348,21 @@ test("a push template goes out from a broadcast and from a journey's send node",
     title: "News for Fay",
   });
 });
+
+test("the worker is served for sites to host; with click tracking off a push's url is left as written", async () => {
+  const worker = await app.http().get("/cms-push-worker.js");
+  expect(worker.status).toBe(200);
+  expect(worker.headers.get("content-type")).toContain("javascript");
+  expect(worker.text).toContain("notificationclick");
+
+  await c().patch(ctx.ws, { settings: { tracking: { clicks: false } } });
+  const gil = await contact("Gil");
+  const gb = await subscribed(gil, "gil-1");
+  const res = await c().post(`${ctx.ws}/messages`, {
+    contactId: gil,
+    channel: "push",
+    content: { title: "t", body: "b", url: "https://shop.example.com/plain" },
+  });
+  expect((await settled(res.body.id)).status).toBe("sent");
+  expect(gb.read(requestsTo("gil-1")[0]).url).toBe("https://shop.example.com/plain");
+});
