@@ -59,6 +59,8 @@ export interface AppConfig {
   assetsS3: AssetsS3Config | null;
   providerTimeoutMs: number;
   providerHttpConnections: number;
+  /** Extra CA certificates (PEM file) web push trusts beside the system's: a private push relay, local fakes in tests. */
+  pushCaFile: string | null;
   dnsServers: string[];
   providerFailoverThreshold: number;
   providerProbeIntervalMs: number;
@@ -159,6 +161,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     assetsS3: assetsS3(env),
     providerTimeoutMs: int(env.PROVIDER_TIMEOUT_MS, 10_000),
     providerHttpConnections: int(env.PROVIDER_HTTP_CONNECTIONS, 50),
+    pushCaFile: env.PUSH_CA_FILE?.trim() || null,
     providerFailoverThreshold: int(env.PROVIDER_FAILOVER_THRESHOLD, 5),
     providerProbeIntervalMs: int(env.PROVIDER_PROBE_INTERVAL_MS, 60_000),
     dnsServers: (env.DNS_SERVERS ?? "")

@@ -227,12 +227,78 @@
   }
 
   track("page_view");
-  fetch(endpoint("/api/script/config", visitor() ? { visitorToken: visitor() } : {}))
-    .then(function (res) {
+  var siteConfig = fetch(endpoint("/api/script/config", visitor() ? { visitorToken: visitor() } : {})).then(
+    function (res) {
       return res.json();
-    })
+    },
+  );
+  siteConfig
     .then(function (config) {
       config.focusItems.forEach(arm);
     })
     .catch(function () {});
+
+  // Web push: the page calls cms.push.subscribe() (from a click: browsers ask for permission only
+  // on a gesture). It asks for permission, registers the service worker the site hosts at its own
+  // origin (data-push-worker, default /cms-push-worker.js) and stores the browser's subscription
+  // with the workspace (the visitor's contact's once a form identified them). It resolves with the
+  // stored subscription, or rejects saying why (unsupported, refused, no push provider).
+  function keyBytes(text) {
+    var raw = atob(text.replace(/-/g, "+").replace(/_/g, "/"));
+    var bytes = new Uint8Array(raw.length);
+    for (var i = 0; i < raw.length; i++) bytes[i] = raw.charCodeAt(i);
+    return bytes;
+  }
+  window.cms = window.cms || {};
+  window.cms.push = {
+    supported: function () {
+      return "serviceWorker" in navigator && "PushManager" in window && "Notification" in window;
+    },
+    subscribe: function (options) {
+      if (!this.supported()) return Promise.reject(new Error("This browser has no web push"));
+      var worker =
+        (options && options.worker) || script.getAttribute("data-push-worker") || "/cms-push-worker.js";
+      return Promise.all([siteConfig, Notification.requestPermission()])
+        .then(function (answers) {
+          if (!answers[0].vapidPublicKey) throw new Error("The workspace has no web push provider");
+          if (answers[1] !== "granted") throw new Error("Notifications were not allowed");
+          var applicationServerKey = keyBytes(answers[0].vapidPublicKey);
+          return navigator.serviceWorker
+            .register(worker)
+            .then(function () {
+              return navigator.serviceWorker.ready;
+            })
+            .then(function (registration) {
+              var subscribe = function () {
+                return registration.pushManager.subscribe({
+                  userVisibleOnly: true,
+                  applicationServerKey: applicationServerKey,
+                });
+              };
+              // A subscription made with an older key of the workspace is replaced.
+              return subscribe().catch(function () {
+                return registration.pushManager
+                  .getSubscription()
+                  .then(function (old) {
+                    return old && old.unsubscribe();
+                  })
+                  .then(subscribe);
+              });
+            });
+        })
+        .then(function (subscription) {
+          var body = new URLSearchParams({ subscription: JSON.stringify(subscription) });
+          if (visitor()) body.set("visitorToken", visitor());
+          return fetch(endpoint("/api/script/push"), {
+            method: "POST",
+            body: body,
+            headers: { Accept: "application/json" },
+          });
+        })
+        .then(function (res) {
+          if (!res.ok) throw new Error("The subscription was not stored (" + res.status + ")");
+          return res.json();
+        });
+    },
+  };
 })();

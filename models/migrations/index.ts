@@ -44,10 +44,11 @@ import * as dashboardWidgetKinds from "./0070-dashboard-widget-kinds";
 import * as searchNameIndexes from "./0071-search-name-indexes";
 import * as refusedOrigins from "./0072-refused-origins";
 import * as singleProviders from "./0073-single-providers";
+import * as pushDeliveries from "./0074-push-deliveries";
 import * as chatapp1ChatContacts from "./0077-chatapp1-chat-contacts";
 import * as chatapp2 from "./0078-chatapp2";
-import * as jobCancel from "./0082-job-cancel";
 import * as inbox from "./0079-inbox";
+import * as jobCancel from "./0082-job-cancel";
 import * as analyticsRollups from "./0083-analytics-rollups";
 import * as analyticsContactFacts from "./0084-analytics-contact-facts";
 
@@ -103,10 +104,11 @@ export const migrations: Migration[] = [
   { name: "0071-search-name-indexes", up: searchNameIndexes.up },
   { name: "0072-refused-origins", up: refusedOrigins.up },
   { name: "0073-single-providers", up: singleProviders.up },
+  { name: "0074-push-deliveries", up: pushDeliveries.up },
   { name: "0077-chatapp1-chat-contacts", up: chatapp1ChatContacts.up },
   { name: "0078-chatapp2", up: chatapp2.up },
-  { name: "0082-job-cancel", up: jobCancel.up },
   { name: "0079-inbox", up: inbox.up },
+  { name: "0082-job-cancel", up: jobCancel.up },
   { name: "0083-analytics-rollups", up: analyticsRollups.up },
   { name: "0084-analytics-contact-facts", up: analyticsContactFacts.up },
 ];

@@ -1,6 +1,7 @@
 import { Type, type Static } from "@sinclair/typebox";
 import { Paginated, PageQuery } from "../../lib/pagination";
 import { Component, DateTime, Nullable, Params, StringEnum, Trimmed } from "../../lib/schema";
+import { PushSubscriptionSchema, WebPushEndpoint, WebPushKeys } from "../push/push.schemas";
 
 const Id = Type.String({ minLength: 1, maxLength: 64 });
 const Slug = Type.String({
@@ -153,29 +154,16 @@ const focusBody = {
   active: Type.Boolean({ default: true }),
 };
 
-export const PushSubscriptionSchema = Component(
-  "PushSubscription",
-  Type.Object({
-    id: Type.String(),
-    contactId: Nullable(Type.String()),
-    type: StringEnum(["web", "pushgw1", "pushgw2"]),
-    endpoint: Nullable(Type.String()),
-    token: Nullable(Type.String()),
-    active: Type.Boolean(),
-    createdAt: DateTime(),
-    updatedAt: DateTime(),
-  }),
+/** A browser's PushSubscription, as its toJSON() gives it. */
+export const WebSubscription = Type.Object(
+  {
+    endpoint: WebPushEndpoint,
+    expirationTime: Type.Optional(Nullable(Type.Number())),
+    keys: WebPushKeys,
+  },
+  { additionalProperties: false, description: "The browser's PushSubscription, as its toJSON() gives it" },
 );
-export type PushSubscriptionView = Static<typeof PushSubscriptionSchema>;
-
-/** Base64url text of a push key (the browser's `PushSubscription.toJSON()`). */
-const PushKey = (bytes: string) =>
-  Type.String({
-    pattern: "^[A-Za-z0-9_-]+={0,2}$",
-    minLength: 16,
-    maxLength: 200,
-    description: `base64url, ${bytes}`,
-  });
+export type WebSubscription = Static<typeof WebSubscription>;
 
 export const schemas = {
   list: Params({
@@ -273,24 +261,15 @@ export const schemas = {
     key: Type.Optional(SiteKey),
     page: Type.Optional(PageToken),
     visitorToken: Type.Optional(VisitorToken),
-    subscription: Type.Object(
-      {
-        endpoint: Type.String({
-          maxLength: 2000,
-          pattern: "^https://[^\\s]+$",
-          errorMessage: "must be the https URL of a push service",
-        }),
-        expirationTime: Type.Optional(Nullable(Type.Number())),
-        keys: Type.Object(
-          { p256dh: PushKey("65 bytes"), auth: PushKey("16 bytes") },
-          { additionalProperties: false },
-        ),
-      },
-      {
-        additionalProperties: false,
-        description: "The browser's PushSubscription, as its toJSON() gives it",
-      },
-    ),
+    subscription: Type.Union([
+      WebSubscription,
+      Type.String({
+        minLength: 2,
+        maxLength: 5_000,
+        description:
+          "The same as JSON text: how the website script's form-encoded post (no CORS preflight) sends it",
+      }),
+    ]),
   }),
   scriptPrefill: Params({
     key: Type.Optional(SiteKey),

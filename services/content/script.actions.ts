@@ -3,7 +3,8 @@ import type { ServiceBroker } from "moleculer";
 import { config } from "../../lib/config";
 import { sha256Hex } from "../../lib/crypto";
 import { defineAction, defineMixin, type ServiceThis } from "../../lib/define-service";
-import { fieldError, forbidden, unauthorized } from "../../lib/errors";
+import { fieldError, forbidden, unauthorized, validationError } from "../../lib/errors";
+import { schemaIssues } from "../../lib/schema";
 import type { AppContext } from "../../lib/moleculer-types";
 import { consume } from "../../lib/rate-limit";
 import { RefusedOrigins } from "../../lib/refused-origins";
@@ -11,11 +12,12 @@ import { isServiceAvailable } from "../../lib/registry";
 import { systemCall } from "../../lib/system-call";
 import { VersionedCache } from "../../lib/versioned-cache";
 import { linkedContact } from "../messages/links";
-import { results, schemas } from "./content.schemas";
+import { PROVIDERS_CHANGED_EVENT } from "../providers/for-send";
+import type { PushSubscriptionView } from "../push/push.schemas";
+import { results, schemas, WebSubscription } from "./content.schemas";
 import { slotsFor } from "./dynamic.actions";
 import { EventStreams } from "./event-streams";
 import * as focus from "./focus-items.repo";
-import * as push from "./push-subscriptions.repo";
 import { scriptOriginAllowed, type ScriptSite } from "./script-origin";
 import type { FocusItemView } from "./content.schemas";
 
@@ -45,6 +47,30 @@ const EVENT_LIMIT = { name: "script-event", points: 300, durationSeconds: 60 };
 const SITE_TTL_MS = 5_000;
 const sites = new LRUCache<string, Promise<ScriptSite>>({ max: 10_000, ttl: SITE_TTL_MS });
 
+/**
+ * Each workspace's VAPID public key, kept until its providers change
+ * (PROVIDERS_CHANGED_EVENT) or VAPID_TTL_MS passes (a missed event's bound):
+ * every page load asks for the script's configuration.
+ */
+const VAPID_TTL_MS = 30_000;
+const vapidKeys = new LRUCache<string, Promise<string | null>>({ max: 10_000, ttl: VAPID_TTL_MS });
+
+/** The key browsers subscribe with; null without a web push provider (or without the providers service). */
+function vapidPublicKey(ctx: AppContext, workspaceId: string): Promise<string | null> {
+  let key = vapidKeys.get(workspaceId);
+  if (!key) {
+    key = isServiceAvailable(ctx.broker, "providers")
+      ? systemCall<{ publicKey: string | null }>(ctx, workspaceId, "providers.vapidPublicKey", {}).then(
+          (answer) => answer.publicKey,
+        )
+      : Promise.resolve(null);
+    vapidKeys.set(workspaceId, key);
+    const kept = key;
+    kept.catch(() => vapidKeys.peek(workspaceId) === kept && vapidKeys.delete(workspaceId));
+  }
+  return key;
+}
+
 /** The workspace of `?key=` (401 when unknown), its origins checked (a refusal noted) and echoed for CORS. */
 async function siteOf(
   ctx: AppContext,
@@ -73,6 +99,27 @@ async function siteOf(
     };
   }
   return site;
+}
+
+/** The browser's subscription, sent as an object (JSON) or as JSON text (form-encoded: no CORS preflight). */
+function subscriptionOf(sent: WebSubscription | string): WebSubscription {
+  if (typeof sent !== "string") return sent;
+  let value: unknown;
+  try {
+    value = JSON.parse(sent);
+  } catch {
+    throw fieldError("subscription", "must be a PushSubscription as JSON");
+  }
+  const issues = schemaIssues(WebSubscription, value);
+  if (issues.length)
+    throw validationError(
+      "Invalid subscription",
+      issues.map((i) => ({
+        field: i.field ? `subscription.${i.field}` : "subscription",
+        message: i.message,
+      })),
+    );
+  return value as WebSubscription;
 }
 
 /** The contact a visitor token names in this workspace (400 INVALID_TOKEN otherwise); none without a token. */
@@ -124,8 +171,21 @@ interface SiteConfig {
 }
 
 interface ConfigAnswer {
-  body: { focusItems: ReturnType<typeof scriptItem>[]; forms: SiteConfig["forms"]; vapidPublicKey: null };
+  body: {
+    focusItems: ReturnType<typeof scriptItem>[];
+    forms: SiteConfig["forms"];
+    vapidPublicKey: string | null;
+  };
   etag: string;
+}
+
+/** The answer with the workspace's VAPID public key in it (and in its ETag). */
+function withVapidKey(answer: ConfigAnswer, key: string | null): ConfigAnswer {
+  if (!key) return answer;
+  return {
+    body: { ...answer.body, vapidPublicKey: key },
+    etag: `"${sha256Hex(`${answer.etag}${key}`).slice(0, 32)}"`,
+  };
 }
 
 /** The configuration a visitor in `member` segments gets, with its ETag. */
@@ -196,10 +256,12 @@ export const scriptActions = defineMixin<ScriptService>({
         const contactId = visitorOf(site, ctx.params.visitorToken);
         const cached = await this.siteConfigs.get(site.workspaceId);
         // Only an identified visitor can be in a segment: anyone else gets the answer made once per version.
-        const answer =
+        const answer = withVapidKey(
           contactId && cached.segmentIds.length
             ? configAnswer(cached, await memberships(ctx, site.workspaceId, contactId, cached.segmentIds))
-            : cached.anonymous;
+            : cached.anonymous,
+          await vapidPublicKey(ctx, site.workspaceId),
+        );
         ctx.meta.$responseHeaders = {
           ...ctx.meta.$responseHeaders,
           ETag: answer.etag,
@@ -318,13 +380,11 @@ export const scriptActions = defineMixin<ScriptService>({
         const site = await siteOf(ctx, ctx.params, this.refusedOrigins);
         await consume(EVENT_LIMIT, ctx.meta.ip ?? "unknown");
         const contactId = visitorOf(site, ctx.params.visitorToken);
-        const { endpoint, keys } = ctx.params.subscription;
-        const { subscription, created } = await push.saveWebSubscription(
-          site.workspaceId,
-          contactId,
-          endpoint,
-          keys,
-        );
+        const { endpoint, keys } = subscriptionOf(ctx.params.subscription);
+        const { subscription, created } = await systemCall<{
+          subscription: PushSubscriptionView;
+          created: boolean;
+        }>(ctx, site.workspaceId, "push.saveWeb", { contactId, endpoint, keys });
         if (!created) ctx.meta.$statusCode = 200;
         return subscription;
       },
@@ -353,6 +413,11 @@ export const scriptActions = defineMixin<ScriptService>({
   },
 
   events: {
+    /** A workspace's providers changed: its VAPID public key is read again at the next page load. */
+    [PROVIDERS_CHANGED_EVENT](ctx: AppContext<{ workspaceId: string }>) {
+      vapidKeys.delete(ctx.params.workspaceId);
+    },
+
     /** A saved focus item reaches this process's open streams of its workspace, where it applies. */
     async [FOCUS_ITEM_CHANGED](ctx: AppContext<{ workspaceId: string; focusItemId: string }>) {
       const { workspaceId, focusItemId } = ctx.params;

@@ -6,6 +6,7 @@ import { selectPage, type Page, type PageRequest } from "../../lib/pagination";
 import type { Channel } from "../../lib/channels";
 import type { Content } from "../templates/render";
 import type { MessageDetail, MessageView, ShortLinkView } from "./messages.schemas";
+import { messageDeliveries } from "./push-deliveries.repo";
 
 /** Every query of the messages area: the message queue and record, short links and their clicks. */
 
@@ -200,7 +201,11 @@ export async function getMessage(workspaceId: string, id: string): Promise<Messa
       type: QueryTypes.SELECT,
     },
   );
-  return row ? detailView(row) : null;
+  if (!row) return null;
+  const detail = detailView(row);
+  return row.channel === "push"
+    ? { ...detail, deliveries: await messageDeliveries(workspaceId, id) }
+    : detail;
 }
 
 /** A message by id alone: public tracking links name no workspace (their signature vouches for the id). */
@@ -352,7 +357,8 @@ export interface SentRecord {
   row: ClaimedMessage;
   providerType: string;
   providerId: string | null;
-  providerMessageId: string;
+  /** Null when the provider names none (a push service may not). */
+  providerMessageId: string | null;
   segments: number | null;
   content: Content;
   locale: string | null;

@@ -59,6 +59,24 @@ export const MessageSchema = Component(
 );
 export type MessageView = Static<typeof MessageSchema>;
 
+/** A push message's outcome at one of its contact's subscriptions, per attempt. */
+export const PushDeliverySchema = Component(
+  "PushDelivery",
+  Type.Object({
+    subscriptionId: Type.String(),
+    type: StringEnum(["web", "pushgw1", "pushgw2"]),
+    attempt: Type.Integer(),
+    providerType: Nullable(Type.String()),
+    status: StringEnum(["accepted", "gone", "failed", "skipped"], {
+      description: "`gone` deactivated the subscription; `skipped`: its provider type is not configured",
+    }),
+    code: Nullable(Type.String({ description: "The push service's status or error code" })),
+    providerMessageId: Nullable(Type.String()),
+    at: DateTime(),
+  }),
+);
+export type PushDeliveryView = Static<typeof PushDeliverySchema>;
+
 export const MessageDetailSchema = Component(
   "MessageDetail",
   Type.Intersect([
@@ -69,6 +87,11 @@ export const MessageDetailSchema = Component(
       ),
       history: Type.Array(
         Type.Object({ status: Type.String(), at: DateTime(), reason: Nullable(Type.String()) }),
+      ),
+      deliveries: Type.Optional(
+        Type.Array(PushDeliverySchema, {
+          description: "Push: the outcome at each subscription, per attempt",
+        }),
       ),
     }),
   ]),
@@ -154,6 +177,10 @@ export const schemas = {
     channel: Channel,
     to: Type.Array(Type.String({ maxLength: 254 }), { maxItems: 5 }),
     content: Type.Record(Type.String(), Type.Unknown()),
+  }),
+  pushTest: Params({
+    subscriptionIds: Type.Array(Id, { minItems: 1, maxItems: 100 }),
+    content: Type.Object({ title: Type.String({ maxLength: 200 }), body: Type.String({ maxLength: 2000 }) }),
   }),
   enqueue: Params({
     channel: Channel,

@@ -19,6 +19,9 @@ import { closeHttp } from "../providers/clients";
 import { PROVIDERS_CHANGED_EVENT } from "../providers/for-send";
 import { applyProviderEvents } from "./provider-events";
 import { dropStalePending } from "./provider-events.repo";
+import { subscriptionsByIdForSend } from "../push/for-send";
+import { systemCall } from "../../lib/system-call";
+import { notificationOf, pushToAll } from "./push";
 import { capState, createMessage, enqueueMessages } from "./send";
 import { Sender, senderOf, type WorkspaceInfo } from "./sender";
 import { isMachine, PIXEL, recordActivity, SCANNER_BURST_MS } from "./tracking";
@@ -179,6 +182,41 @@ export default defineService<MessagesService>({
                 return { to: address, status: "failed" as const, error: (err as Error).message };
               }
             }),
+          ),
+        };
+      },
+    }),
+
+    /**
+     * Internal (`POST {ws}/push/test`): push a notification now to the named
+     * subscriptions, unchecked and unrecorded, each through its type's
+     * provider; a gone one is deactivated.
+     */
+    pushTest: defineAction({
+      params: schemas.pushTest,
+      result: results.sendTest,
+      async handler(this: MessagesService, ctx) {
+        const ws = workspaceOf(ctx);
+        const [targets, clients] = await Promise.all([
+          subscriptionsByIdForSend(ws, ctx.params.subscriptionIds),
+          this.sender.providers.pushClientsFor(ws),
+        ]);
+        const attempts = await pushToAll(
+          targets,
+          clients,
+          notificationOf(`test-${Date.now()}`, ctx.params.content),
+        );
+        const gone = attempts.flatMap((a) => (a.outcome.status === "gone" ? [a.target.subscriptionId] : []));
+        if (gone.length) await systemCall(ctx, ws, "push.deactivate", { subscriptionIds: gone });
+        return {
+          results: attempts.map(({ target, outcome }) =>
+            outcome.status === "accepted"
+              ? { to: target.subscriptionId, status: "sent" as const, error: null }
+              : {
+                  to: target.subscriptionId,
+                  status: "failed" as const,
+                  error: `${outcome.status}: ${outcome.code}`,
+                },
           ),
         };
       },

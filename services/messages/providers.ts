@@ -4,8 +4,10 @@ import { config } from "../../lib/config";
 import { takeTurn } from "../../lib/rate-limit";
 import { type Channel, PROVIDER_CHANNELS, type ProviderChannel } from "../../lib/channels";
 import { logClient, ProviderError, type ProviderClient } from "../providers/clients";
-import { clientFor } from "../providers/kinds";
+import type { PushClient, PushSubscriptionType } from "../providers/clients/push";
+import { clientFor, pushClientFor } from "../providers/kinds";
 import { providersForSend, type OpenedProvider } from "../providers/for-send";
+import { SUBSCRIPTION_TYPE_OF } from "./push";
 
 /** How long a sender keeps a workspace's providers without hearing of a change (a missed event's bound). */
 const PROVIDERS_TTL_MS = 30_000;
@@ -23,6 +25,12 @@ export class ProviderDirectory {
   private readonly clients = new LRUCache<string, { updatedAt: string; client: ProviderClient }>({
     max: 1_000,
     // One pushed out lets its connections go (one replaced, or all at close, is closed where that happens).
+    dispose: ({ client }, _id, reason) => {
+      if (reason === "evict") void client.close?.();
+    },
+  });
+  private readonly pushClients = new LRUCache<string, { updatedAt: string; client: PushClient }>({
+    max: 1_000,
     dispose: ({ client }, _id, reason) => {
       if (reason === "evict") void client.close?.();
     },
@@ -54,6 +62,22 @@ export class ProviderDirectory {
     }
     if (!providers.length) return this.log;
     return this.cached(firstUsable(providers, Date.now()));
+  }
+
+  /**
+   * The workspace's push clients by the subscription type each serves (web:
+   * its VAPID pair; pushgw1, pushgw2: their gateway's). A type without a
+   * provider, or whose provider type has no push client here, is absent.
+   */
+  async pushClientsFor(workspaceId: string): Promise<Map<PushSubscriptionType, PushClient>> {
+    const clients = new Map<PushSubscriptionType, PushClient>();
+    for (const provider of await this.providersOf(workspaceId, "push")) {
+      const type = SUBSCRIPTION_TYPE_OF[provider.type];
+      if (!type || clients.has(type)) continue;
+      const client = this.cachedPush(provider);
+      if (client) clients.set(type, client);
+    }
+    return clients;
   }
 
   /** Drop the workspace's kept providers (they changed, or a health report switched one). */
@@ -98,9 +122,27 @@ export class ProviderDirectory {
     return client;
   }
 
+  private cachedPush(provider: OpenedProvider): PushClient | null {
+    const updatedAt = new Date(provider.updatedAt).toISOString();
+    const known = this.pushClients.get(provider.id);
+    if (known?.updatedAt === updatedAt) return known.client;
+    void known?.client.close?.();
+    let client: PushClient;
+    try {
+      client = pushClientFor(provider);
+    } catch {
+      return null;
+    }
+    this.pushClients.set(provider.id, { updatedAt, client });
+    return client;
+  }
+
   async close(): Promise<void> {
-    await Promise.all([...this.clients.values()].map(({ client }) => client.close?.()));
+    await Promise.all(
+      [...this.clients.values(), ...this.pushClients.values()].map(({ client }) => client.close?.()),
+    );
     this.clients.clear();
+    this.pushClients.clear();
     this.providers.clear();
   }
 }

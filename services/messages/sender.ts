@@ -5,7 +5,14 @@ import { dynamicSlotsOf, TemplateFault, type Content } from "../templates/render
 import { isServiceAvailable } from "../../lib/registry";
 import { systemCall } from "../../lib/system-call";
 import type { ResolvedTemplate } from "../templates/templates.schemas";
-import { preferencesUrl, rewriteTextLinks, signLinkToken, trackableTextLinks, unsubscribeUrl } from "./links";
+import {
+  preferencesUrl,
+  rewriteTextLinks,
+  signLinkToken,
+  trackableTextLinks,
+  trackingUrl,
+  unsubscribeUrl,
+} from "./links";
 import * as repo from "./messages.repo";
 import type { ClaimedMessage, SentRecord } from "./messages.repo";
 import {
@@ -17,8 +24,12 @@ import {
   type Outgoing,
   type ProviderClient,
 } from "../providers/clients";
+import type { PushClient, PushSubscriptionType } from "../providers/clients/push";
+import { subscriptionsForSend, type SendTarget } from "../push/for-send";
 import { applyPending } from "./provider-events";
 import { ProviderDirectory, providerTurn } from "./providers";
+import { notificationOf, pushToAll, verdictOf } from "./push";
+import { insertPushDeliveries, type NewPushDelivery } from "./push-deliveries.repo";
 import { addOpenPixel, rewriteLinks, trackableLinks } from "./tracking";
 
 /**
@@ -32,6 +43,8 @@ import { addOpenPixel, rewriteLinks, trackableLinks } from "./tracking";
 
 /** Sends in flight per batch. */
 const CONCURRENCY = 20;
+/** Push messages in flight per batch (each to all its contact's subscriptions at once). */
+const PUSH_CONCURRENCY = 50;
 /** How long a send waits for its provider's rate limit before handing the message back to the queue. */
 const MAX_RATE_WAIT_MS = 2000;
 
@@ -122,7 +135,7 @@ function accepted(batch: Batch, draft: Draft, client: ProviderClient, answer: Ac
 }
 
 /** Count a send's outcome at its provider (`log` has no health to keep). */
-function tally(batch: Batch, client: ProviderClient, outcome: "accepted" | "transientFailures"): void {
+function tally(batch: Batch, client: { id: string | null }, outcome: "accepted" | "transientFailures"): void {
   if (!client.id) return;
   const counts = batch.health.get(client.id) ?? { accepted: 0, transientFailures: 0 };
   counts[outcome] += 1;
@@ -131,6 +144,9 @@ function tally(batch: Batch, client: ProviderClient, outcome: "accepted" | "tran
 
 /** Short links belong to a template and campaign (their clicks are counted per both). */
 const linkGroup = (row: ClaimedMessage) => `${row.template_id}\n${row.campaign_id}`;
+
+/** A push `url` that can go through a click redirect (an http(s) link). */
+const pushLink = (url: unknown): url is string => typeof url === "string" && /^https?:\/\//i.test(url);
 
 export interface PassResult {
   sent: number;
@@ -230,7 +246,10 @@ export class Sender {
       // Without their short links no email of the batch can go: all wait for a retry.
       for (const draft of drafts.splice(0)) result[await this.failed(draft.row, err, batch.final)] += 1;
     });
-    const singles = await this.sendBatched(drafts, batch, result);
+    const pushes = drafts.filter((d) => d.row.channel === "push");
+    if (pushes.length) await this.sendPushes(ws, pushes, batch, result);
+    const others = pushes.length ? drafts.filter((d) => d.row.channel !== "push") : drafts;
+    const singles = await this.sendBatched(others, batch, result);
     let next = 0;
     const worker = async () => {
       while (next < singles.length) {
@@ -243,11 +262,11 @@ export class Sender {
     // Callbacks that outran this batch's record apply now.
     await applyPending(
       this.broker,
-      batch.sent.map((s) => ({
-        id: s.row.id,
-        providerId: s.providerId,
-        providerMessageId: s.providerMessageId,
-      })),
+      batch.sent.flatMap((s) =>
+        s.providerMessageId === null
+          ? []
+          : [{ id: s.row.id, providerId: s.providerId, providerMessageId: s.providerMessageId }],
+      ),
     ).catch((err: unknown) => this.logger.warn("Kept provider callbacks could not be applied", err));
     for (const [providerId, outcome] of batch.health)
       await this.call<{ status: "active" | "failing" }>(ws, "providers.reportHealth", {
@@ -443,6 +462,103 @@ export class Sender {
     }
   }
 
+  /**
+   * Push messages: each to every active subscription of its contact (read,
+   * keys opened, here), each subscription through its type's provider
+   * (push.ts). The outcomes are kept per subscription in one insert; the
+   * ones a push service says are gone are deactivated by the push area.
+   */
+  private async sendPushes(ws: string, drafts: Draft[], batch: Batch, result: PassResult): Promise<void> {
+    const contactIds = [...new Set(drafts.flatMap((d) => (d.row.contact_id ? [d.row.contact_id] : [])))];
+    let targets: SendTarget[];
+    let clients: Map<PushSubscriptionType, PushClient>;
+    try {
+      [targets, clients] = await Promise.all([
+        subscriptionsForSend(ws, contactIds),
+        this.providers.pushClientsFor(ws),
+      ]);
+    } catch (err) {
+      const cause = new ProviderError(
+        `Push subscriptions could not be read: ${(err as Error).message}`,
+        true,
+      );
+      for (const draft of drafts) result[await this.failed(draft.row, cause)] += 1;
+      return;
+    }
+    const byContact = new Map<string, SendTarget[]>();
+    for (const target of targets)
+      if (target.contactId)
+        byContact.set(target.contactId, [...(byContact.get(target.contactId) ?? []), target]);
+    const deliveries: NewPushDelivery[] = [];
+    const gone: string[] = [];
+    let next = 0;
+    const worker = async () => {
+      while (next < drafts.length) {
+        const draft = drafts[next++];
+        const mine = byContact.get(draft.row.contact_id ?? "") ?? [];
+        const outcome = await this.sendPush(draft, mine, clients, batch, deliveries, gone);
+        if (outcome !== "sent") result[outcome] += 1;
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(PUSH_CONCURRENCY, drafts.length) }, worker));
+    await insertPushDeliveries(deliveries).catch((err: unknown) =>
+      this.logger.warn("Push deliveries could not be recorded", err),
+    );
+    if (gone.length)
+      await this.call(ws, "push.deactivate", { subscriptionIds: gone }).catch((err: unknown) =>
+        this.logger.warn(`${gone.length} gone push subscriptions could not be deactivated`, err),
+      );
+  }
+
+  /** One push message to its contact's subscriptions: sent when one accepted, else retried or failed (push.ts). */
+  private async sendPush(
+    draft: Draft,
+    targets: SendTarget[],
+    clients: Map<PushSubscriptionType, PushClient>,
+    batch: Batch,
+    deliveries: NewPushDelivery[],
+    gone: string[],
+  ): Promise<keyof PassResult> {
+    const { row } = draft;
+    if (!targets.length) {
+      await repo.markSuppressed(row, "invalid_address", "The contact has no active push subscription");
+      return "suppressed";
+    }
+    const attempts = await pushToAll(targets, clients, notificationOf(row.id, draft.content));
+    for (const { target, client, outcome } of attempts) {
+      deliveries.push({
+        workspaceId: row.workspace_id,
+        messageId: row.id,
+        subscriptionId: target.subscriptionId,
+        subscriptionType: target.type,
+        attempt: row.attempts,
+        providerType: client?.type ?? null,
+        providerId: client?.id ?? null,
+        status: outcome.status,
+        code: outcome.status === "accepted" ? null : outcome.code,
+        providerMessageId: outcome.status === "accepted" ? outcome.providerMessageId : null,
+      });
+      if (outcome.status === "gone") gone.push(target.subscriptionId);
+      if (client && outcome.status === "accepted") tally(batch, client, "accepted");
+      if (client && outcome.status === "failed" && outcome.transient)
+        tally(batch, client, "transientFailures");
+    }
+    const verdict = verdictOf(attempts);
+    if (verdict.kind !== "sent")
+      return this.failed(row, new ProviderError(verdict.error, verdict.kind === "retry"));
+    batch.sent.push({
+      row,
+      providerType: verdict.client.type,
+      providerId: verdict.client.id,
+      providerMessageId: verdict.providerMessageId,
+      segments: null,
+      content: draft.content,
+      locale: draft.locale,
+      variant: draft.variant,
+    });
+    return "sent";
+  }
+
   /** The message's provider, else its channel's default, else `log`; asked for once per batch. */
   private clientOf(row: ClaimedMessage, batch: Batch): Promise<ProviderClient> {
     const key = `${row.channel}\n${row.provider_id ?? ""}`;
@@ -498,9 +614,16 @@ export class Sender {
   private async track(drafts: Draft[], workspace: WorkspaceInfo): Promise<void> {
     const tracking = workspace.settings?.tracking ?? {};
     const emails = drafts.filter((d) => d.row.channel === "email" && typeof d.content.html === "string");
+    const pushes = drafts.filter((d) => d.row.channel === "push" && pushLink(d.content.url));
     if (tracking.clicks !== false) {
       const { publicUrl } = config();
       const groups = new Map<string, { row: ClaimedMessage; urls: Set<string> }>();
+      for (const draft of pushes) {
+        const key = linkGroup(draft.row);
+        const group = groups.get(key) ?? { row: draft.row, urls: new Set<string>() };
+        group.urls.add(draft.content.url as string);
+        groups.set(key, group);
+      }
       for (const draft of emails) {
         const key = linkGroup(draft.row);
         const group = groups.get(key) ?? { row: draft.row, urls: new Set<string>() };
@@ -523,6 +646,11 @@ export class Sender {
             ? rewriteTextLinks(draft.content.text, draft.row.id, linkCodes)
             : draft.content.text;
         draft.content = { ...draft.content, html, text };
+      }
+      // A push's `url` opens through its click redirect: the click is counted, then the page opens.
+      for (const draft of pushes) {
+        const code = codes.get(linkGroup(draft.row))!.get(draft.content.url as string);
+        if (code) draft.content = { ...draft.content, url: trackingUrl(draft.row.id, code) };
       }
     }
     if (tracking.opens !== false)

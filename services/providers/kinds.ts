@@ -28,6 +28,7 @@ import { smsapi2Client } from "./smsapi2/client";
 import { SMSAPI2_SECRET_FIELDS, smsapi2Config } from "./smsapi2/config";
 import { smtpClient } from "./smtp/client";
 import { SMTP_SECRET_FIELDS, smtpConfig } from "./smtp/config";
+import { vapidClient } from "./vapid/client";
 import { VAPID_SECRET_FIELDS, vapidConfig } from "./vapid/config";
 
 /**
@@ -83,7 +84,12 @@ export const PROVIDER_KINDS = {
     client: smsapi2Client,
     callbacks: smsapi2Callbacks,
   },
-  vapid: { channel: "push", config: vapidConfig, secretFields: VAPID_SECRET_FIELDS },
+  vapid: {
+    channel: "push",
+    config: vapidConfig,
+    secretFields: VAPID_SECRET_FIELDS,
+    pushClient: vapidClient,
+  },
   pushgw1: {
     channel: "push",
     config: pushgw1Config,

@@ -19,6 +19,7 @@ import { inboundActions } from "./inbound.actions";
 import { checkPushgw1 } from "./pushgw1/config";
 import { checkPushgw2 } from "./pushgw2/config";
 import { singleProviderActions } from "./single.actions";
+import { VAPID_PROVIDER, vapidActions } from "./vapid/vapid.actions";
 import * as repo from "./providers.repo";
 import type { ProviderType } from "./kinds";
 import { results, schemas, type ProviderView } from "./providers.schemas";
@@ -55,13 +56,8 @@ export default defineService<ProvidersService>({
     DatabaseMixin,
     inboundActions,
     BackgroundMixin,
-    singleProviderActions({
-      type: "vapid",
-      channel: "push",
-      path: "push",
-      name: "Push",
-      label: "Web push (VAPID)",
-    }),
+    singleProviderActions(VAPID_PROVIDER),
+    vapidActions,
     singleProviderActions({
       type: "pushgw1",
       channel: "push",

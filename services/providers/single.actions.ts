@@ -62,6 +62,58 @@ const patchParams = Params({
 const getParams = Params({ workspaceId: WorkspaceId });
 
 /**
+ * Store `incoming` (the whole config, or merged over the stored one when
+ * `merge`), creating the provider when absent (201, else 200): the save of
+ * the type's POST and PATCH, and of what generates a config (`push/generate`).
+ */
+export async function saveSingleProvider(
+  spec: SingleProviderSpec,
+  ctx: AppContext,
+  incoming: Config = {},
+  merge: boolean,
+  name?: string,
+) {
+  const ws = workspaceOf(ctx);
+  const current = await repo.providerOfType(ws, spec.type);
+  if (merge && !current) throw notFound("Provider");
+  const id = current?.id ?? newId();
+  const stored = current?.config ?? {};
+  // PATCH merges over what is stored; POST replaces, a mask sent back naming the stored secret it keeps.
+  const base = merge ? stored : Object.fromEntries(Object.keys(incoming).map((key) => [key, stored[key]]));
+  // Checked (and a mask resolved) before the provider is asked; then stored with what preparing added.
+  const checked = openedConfig(spec.type, storedConfig(spec.type, incoming, base));
+  const prepared = spec.prepare
+    ? await spec.prepare(checked, id, ctx, current ? openedConfig(spec.type, current.config) : null)
+    : checked;
+  const config = storedConfig(spec.type, prepared);
+  const row = await repo.inChannel(ws, spec.channel, async (transaction) => {
+    const existing = await repo.providerOfType(ws, spec.type, transaction);
+    const write = {
+      name: name ?? existing?.name ?? spec.type,
+      // A chat channel's one provider is its default; push has one per type, chosen by the subscription's type.
+      isDefault: spec.channel !== "push",
+      priority: 0,
+      config,
+    };
+    if (existing) await repo.updateProvider(transaction, ws, existing.id, write);
+    else await repo.insertProvider(transaction, ws, { id, channel: spec.channel, type: spec.type, ...write });
+    return found(await repo.providerOfType(ws, spec.type, transaction), "Provider");
+  });
+  await ctx.broker.broadcast(PROVIDERS_CHANGED_EVENT, { workspaceId: ws });
+  await audit(
+    ctx,
+    current ? "provider.updated" : "provider.created",
+    { type: "provider", id: row.id },
+    {
+      channel: spec.channel,
+      type: spec.type,
+    },
+  );
+  if (!current) ctx.meta.$statusCode = 201;
+  return repo.view(row);
+}
+
+/**
  * The routes of a one-per-workspace provider type: GET (404 when none), POST
  * creating (201) or replacing (200) it, DELETE, and PATCH merging when the
  * type has it. Secrets are sealed and masked as for every provider; each
@@ -71,50 +123,6 @@ export function singleProviderActions(spec: SingleProviderSpec) {
   const route = `/workspaces/:workspaceId/providers/${spec.path}`;
   const access = requires("providers.manage");
   const tags = ["Providers"];
-
-  /** Store `incoming` (the whole config, or merged over the stored one), creating the provider when absent. */
-  async function save(ctx: AppContext<{ config?: Config; name?: string }>, merge: boolean) {
-    const ws = workspaceOf(ctx);
-    const current = await repo.providerOfType(ws, spec.type);
-    if (merge && !current) throw notFound("Provider");
-    const id = current?.id ?? newId();
-    const stored = current?.config ?? {};
-    // PATCH merges over what is stored; POST replaces, a mask sent back naming the stored secret it keeps.
-    const incoming = ctx.params.config ?? {};
-    const base = merge ? stored : Object.fromEntries(Object.keys(incoming).map((key) => [key, stored[key]]));
-    // Checked (and a mask resolved) before the provider is asked; then stored with what preparing added.
-    const checked = openedConfig(spec.type, storedConfig(spec.type, incoming, base));
-    const prepared = spec.prepare
-      ? await spec.prepare(checked, id, ctx, current ? openedConfig(spec.type, current.config) : null)
-      : checked;
-    const config = storedConfig(spec.type, prepared);
-    const row = await repo.inChannel(ws, spec.channel, async (transaction) => {
-      const existing = await repo.providerOfType(ws, spec.type, transaction);
-      const write = {
-        name: ctx.params.name ?? existing?.name ?? spec.type,
-        // A chat channel's one provider is its default; push has one per type, chosen by the subscription's type.
-        isDefault: spec.channel !== "push",
-        priority: 0,
-        config,
-      };
-      if (existing) await repo.updateProvider(transaction, ws, existing.id, write);
-      else
-        await repo.insertProvider(transaction, ws, { id, channel: spec.channel, type: spec.type, ...write });
-      return found(await repo.providerOfType(ws, spec.type, transaction), "Provider");
-    });
-    await ctx.broker.broadcast(PROVIDERS_CHANGED_EVENT, { workspaceId: ws });
-    await audit(
-      ctx,
-      current ? "provider.updated" : "provider.created",
-      { type: "provider", id: row.id },
-      {
-        channel: spec.channel,
-        type: spec.type,
-      },
-    );
-    if (!current) ctx.meta.$statusCode = 201;
-    return repo.view(row);
-  }
 
   const actions = {
     [`get${spec.name}`]: defineAction({
@@ -142,7 +150,7 @@ export function singleProviderActions(spec: SingleProviderSpec) {
       params: saveParams,
       result: results.provider,
       alsoAnswers: { 201: results.provider },
-      handler: (ctx) => save(ctx, false),
+      handler: (ctx) => saveSingleProvider(spec, ctx, ctx.params.config, false, ctx.params.name),
     }),
 
     [`remove${spec.name}`]: defineAction({
@@ -177,7 +185,7 @@ export function singleProviderActions(spec: SingleProviderSpec) {
         ...access,
         params: patchParams,
         result: results.provider,
-        handler: (ctx) => save(ctx, true),
+        handler: (ctx) => saveSingleProvider(spec, ctx, ctx.params.config, true, ctx.params.name),
       }),
     }),
   };

@@ -31,14 +31,7 @@ const OWNERS: Record<string, string[]> = {
     "campaign_cursors",
     "broadcast_recipients",
   ],
-  content: [
-    "assets",
-    "asset_categories",
-    "dynamic_content",
-    "focus_items",
-    "landing_pages",
-    "push_subscriptions",
-  ],
+  content: ["assets", "asset_categories", "dynamic_content", "focus_items", "landing_pages"],
   crm: [
     "companies",
     "deals",
@@ -59,7 +52,7 @@ const OWNERS: Record<string, string[]> = {
     "inbox_auto_reply_log",
     "inbox_canned_responses",
   ],
-  messages: ["messages", "short_links", "short_link_clicks", "provider_callbacks_pending"],
+  messages: ["messages", "short_links", "short_link_clicks", "provider_callbacks_pending", "push_deliveries"],
   providers: [
     "providers",
     "channel_commands",
@@ -67,6 +60,7 @@ const OWNERS: Record<string, string[]> = {
     "chatapp2_templates",
     "chatapp2_windows",
   ],
+  push: ["push_subscriptions"],
   scoring: ["scoring_rules", "scoring_rule_matches", "score_history"],
   segments: ["segments", "segment_members", "segment_membership_log"],
   templates: ["templates", "template_translations"],
@@ -113,7 +107,7 @@ const CROSS_AREA: Record<string, string> = {
     "an enrolment's fact is staged in the enrolment's statement",
   "services/content/focus-items.repo.ts forms": "the public widget's cache version covers the forms it shows",
   "services/content/landing-pages.repo.ts workspaces": "a public page's address carries its workspace's slug",
-  "services/content/push-subscriptions.repo.ts contacts":
+  "services/push/subscriptions.repo.ts contacts":
     "a subscription binds a contact only when it is the workspace's",
   "services/contacts/notes.repo.ts users": "a note shows its author's name, joined in its page",
   "services/contacts/merge.repo.ts inbox_threads":

@@ -23,7 +23,7 @@ const SITE = "https://www.acme.test";
 
 beforeAll(async () => {
   app = await startApp({
-    services: ["api", "auth", "workspaces", "contacts", "events", "segments", "forms", "content"],
+    services: ["api", "auth", "workspaces", "contacts", "events", "segments", "forms", "content", "push"],
   });
   ctx = await ownerWithWorkspace(app.baseUrl);
   const workspace = await c().patch(ctx.ws, { settings: { allowedOrigins: [SITE] } });
@@ -284,6 +284,22 @@ test("push: a browser's subscription stored (201), the same endpoint updated (20
   );
   expect(bad.status).toBe(400);
   expect(bad.body.details[0].field).toBe("subscription.endpoint");
+  // Form-encoded, as the script sends it (no CORS preflight): the subscription as JSON text.
+  const encoded = await page().request("POST", `/api/script/push?key=${key}`, {
+    ...from,
+    form: { subscription: JSON.stringify(subscription) },
+  });
+  expect([encoded.status, encoded.body.id]).toEqual([200, first.body.id]);
+  const badForm = await page().request("POST", `/api/script/push?key=${key}`, {
+    ...from,
+    form: { subscription: JSON.stringify({ ...subscription, endpoint: "http://push.example.com/x" }) },
+  });
+  expect([badForm.status, badForm.body.details[0].field]).toEqual([400, "subscription.endpoint"]);
+  const notJson = await page().request("POST", `/api/script/push?key=${key}`, {
+    ...from,
+    form: { subscription: "{not json" },
+  });
+  expect([notJson.status, notJson.body.details[0].field]).toEqual([400, "subscription"]);
 });
 
 test("Origin null (a sandboxed page) is answered only for the workspace's own landing pages", async () => {
