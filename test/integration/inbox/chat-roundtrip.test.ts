@@ -1,3 +1,4 @@
+import crypto from "node:crypto";
 import { startApp, type TestApp } from "../../helpers/app";
 import { ownerWithWorkspace, signUp, type SignedInUser } from "../../helpers/http";
 import { waitFor } from "../../helpers/wait";
@@ -9,12 +10,17 @@ import { startReceiver, type Received } from "../webhooks/receiver";
  * text through the signed webhook makes a thread that a round-robin rule
  * assigns and an auto-reply answers, each once; a member's reply reaches
  * the fake and answers `sent`; the contact's STOP opts it out, is not a
- * thread message, and is answered.
+ * thread message, and is answered. A chatapp2 (WhatsApp Cloud API) message
+ * through its signed webhook makes a thread whose reply goes out through
+ * the fake Graph API.
  */
 
 const PUBLIC_URL = "https://cms.example.test";
 const TOKEN = "777000:roundtrip-token-wxyz";
 const CHAT = "7001";
+const PHONE_ID = "1098765";
+const GRAPH_TOKEN = "EAAG-roundtrip-token";
+const APP_SECRET = "meta-app-secret";
 
 let app: TestApp;
 let ctx: Awaited<ReturnType<typeof ownerWithWorkspace>>;
@@ -27,8 +33,32 @@ let messageIds = 500;
 const methodOf = (req: Received) => /^\/bot([^/]+)\/(\w+)$/.exec(req.path)?.[2];
 const ok = (result: unknown) => ({ status: 200, body: JSON.stringify({ ok: true, result }) });
 
-/** The Bot API methods this round trip uses, answered as Telegram does. */
+/** The Graph API calls chatapp2 makes here (the phone number's check, sends), answered as Meta does. */
+function graphApi(req: Received) {
+  if (req.headers.authorization !== `Bearer ${GRAPH_TOKEN}`)
+    return {
+      status: 401,
+      body: JSON.stringify({ error: { message: "Invalid OAuth access token.", code: 190 } }),
+    };
+  if (req.path === `/v19.0/${PHONE_ID}`)
+    return { status: 200, body: JSON.stringify({ id: PHONE_ID, display_phone_number: "+1 555-000-1111" }) };
+  if (req.path === `/v19.0/${PHONE_ID}/messages`) {
+    const to = JSON.parse(req.body).to;
+    return {
+      status: 200,
+      body: JSON.stringify({
+        messaging_product: "whatsapp",
+        contacts: [{ input: to, wa_id: to }],
+        messages: [{ id: `wamid.out${++messageIds}` }],
+      }),
+    };
+  }
+  return { status: 404, body: JSON.stringify({ error: { message: "Unknown path", code: 100 } }) };
+}
+
+/** The Bot API methods this round trip uses, answered as Telegram does (and the Graph API under /v19.0). */
 function botApi(req: Received) {
+  if (req.path.startsWith("/v19.0")) return graphApi(req);
   const body = req.body ? JSON.parse(req.body) : {};
   switch (methodOf(req)) {
     case "getMe":
@@ -195,4 +225,67 @@ test("an inbound chatapp1 text: a thread assigned once, one auto-reply, a member
   expect(await threads()).toHaveLength(1);
   // Still one auto-reply: the STOP did not trigger one.
   expect(sentTexts().filter((t) => t.startsWith("Thanks for writing"))).toHaveLength(1);
+});
+
+test("an inbound chatapp2 message through the signed webhook: a thread whose reply goes out through the Graph API", async () => {
+  const c = ctx.owner.client;
+  const connected = await c.post(`${ctx.ws}/providers/chatapp2`, {
+    config: {
+      phoneNumberId: PHONE_ID,
+      businessAccountId: "2233445",
+      accessToken: GRAPH_TOKEN,
+      appSecret: APP_SECRET,
+      verifyToken: "paste-me-into-meta",
+      baseUrl: fake.url("/v19.0"),
+    },
+  });
+  expect(connected.status).toBe(201);
+  const body = JSON.stringify({
+    object: "whatsapp_business_account",
+    entry: [
+      {
+        id: "2233445",
+        changes: [
+          {
+            field: "messages",
+            value: {
+              messaging_product: "whatsapp",
+              metadata: { display_phone_number: "15550001111", phone_number_id: PHONE_ID },
+              contacts: [{ profile: { name: "Wanda" }, wa_id: "447700900777" }],
+              messages: [
+                {
+                  from: "447700900777",
+                  id: "wamid.in-roundtrip",
+                  timestamp: String(Math.floor(Date.now() / 1000)),
+                  type: "text",
+                  text: { body: "Is the shop open on Sunday?" },
+                },
+              ],
+            },
+          },
+        ],
+      },
+    ],
+  });
+  const signature = `sha256=${crypto.createHmac("sha256", APP_SECRET).update(body).digest("hex")}`;
+  const posted = await app
+    .http()
+    .request("POST", `/api/providers/chatapp2/webhooks?providerId=${connected.body.id}`, {
+      raw: body,
+      headers: { "content-type": "application/json", "x-hub-signature-256": signature },
+    });
+  expect(posted.status).toBe(200);
+
+  const [thread] = (await c.get(`${ctx.ws}/inbox?channel=chatapp2`)).body.data;
+  expect(thread).toMatchObject({ channel: "chatapp2", status: "open", contact: { phone: "+447700900777" } });
+  const reply = await c.post(`${ctx.ws}/inbox/${thread.id}`, { body: "Yes, from 10 to 4." });
+  expect(reply.body).toMatchObject({ status: "sent", error: null });
+  const request = fake.received.filter((r) => r.path === `/v19.0/${PHONE_ID}/messages`).at(-1)!;
+  expect(JSON.parse(request.body)).toMatchObject({
+    messaging_product: "whatsapp",
+    to: "447700900777",
+    type: "text",
+    text: { body: "Yes, from 10 to 4." },
+  });
+  expect(reply.body.providerMessageId).toBe(`wamid.out${messageIds}`);
 });
