@@ -1,4 +1,4 @@
-import { PROVIDER_CHANNELS } from "../../lib/channels";
+import { LISTED_PROVIDER_CHANNELS } from "../../lib/channels";
 import { systemCall } from "../../lib/system-call";
 import { type Caller } from "./directory";
 import * as messages from "./inbox-messages.repo";
@@ -25,8 +25,8 @@ interface SentMessage {
   providerMessageId: string | null;
 }
 
-/** Channels whose sends may name their provider (the others go through their channel's one). */
-const NAMED_PROVIDER_CHANNELS = new Set<string>(PROVIDER_CHANNELS);
+/** Channels whose sends may name their provider (email, sms); the chat channels go through their one provider. */
+const NAMED_PROVIDER_CHANNELS = new Set<string>(LISTED_PROVIDER_CHANNELS);
 
 /** Send (or send again) an outbound message of the thread; answers it with its outcome. */
 export async function deliver(
