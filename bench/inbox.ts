@@ -1,0 +1,245 @@
+/**
+ * Inbound chat messages through the signed chatapp1 webhook into the shared inbox (issue 31, Speed):
+ * `POST /api/providers/chatapp1/webhooks?providerId=` with the secret header, each update filed in its
+ * contact's thread with a round-robin assignment rule and an active auto-reply (whose `sendMessage` goes
+ * to a fake Bot API in its own process), most from chats never seen (a new contact and thread each),
+ * one in REPEAT_EVERY from a chat of the same round (its open thread). Beside it, in the same run and
+ * the same process, `POST {ws}/events` with the chain as `events.ts` `quiet` measures it (the reference),
+ * interleaved round by round. Targets: rate ≥ 0.5 of the reference, p99 ≤ 100 ms.
+ *
+ *   DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres npx ts-node --transpile-only bench/inbox.ts
+ *
+ * Env: BENCH_SECONDS (5), BENCH_ROUNDS (3), BENCH_CONNECTIONS (50), as in `events.ts`; BENCH_UPDATES (updates
+ * prepared per round, 20000); BENCH_RULES (`assignment,auto-reply`: which of the two exist, to see what each costs).
+ */
+import { spawn, type ChildProcess } from "node:child_process";
+import { QueryTypes } from "sequelize";
+import { database } from "../lib/database";
+import {
+  bootApp,
+  CONNECTIONS,
+  median,
+  ownerSession,
+  ROUNDS,
+  runLoad,
+  SECONDS,
+  type LoadResult,
+} from "./events";
+
+const UPDATES = Number(process.env.BENCH_UPDATES ?? 20_000);
+const REPEAT_EVERY = 5;
+const TOKEN = "123456:bench-token-abcd";
+const RULES = (process.env.BENCH_RULES ?? "assignment,auto-reply").split(",").filter(Boolean);
+
+/** The Bot API (`/bot<token>/<method>`), answering what connecting and sending ask; `/stats` tells the secret and the sends. */
+const BOT_API = `
+const http = require("node:http");
+let secret = "", sent = 0;
+const ok = (res, result) => { res.writeHead(200, { "content-type": "application/json" }); res.end(JSON.stringify({ ok: true, result })); };
+const server = http.createServer((req, res) => {
+  let body = "";
+  req.on("data", (c) => (body += c));
+  req.on("end", () => {
+    if (req.url === "/stats") return ok(res, { secret, sent });
+    const method = (/^\\/bot[^/]+\\/(\\w+)$/.exec(req.url) || [])[1];
+    const json = body ? JSON.parse(body) : {};
+    switch (method) {
+      case "getMe": return ok(res, { id: 42, is_bot: true, username: "bench_bot" });
+      case "setWebhook": secret = json.secret_token; return ok(res, true);
+      case "getWebhookInfo": return ok(res, { url: "", pending_update_count: 0 });
+      case "setMyCommands": case "deleteWebhook": return ok(res, true);
+      case "sendMessage": sent++; return ok(res, { message_id: sent, chat: { id: Number(json.chat_id) }, text: json.text });
+      default: res.writeHead(404); res.end('{"ok":false,"error_code":404}');
+    }
+  });
+});
+server.keepAliveTimeout = 60000;
+server.listen(0, "127.0.0.1", () => console.log(server.address().port));
+`;
+
+function botApi(): Promise<{ url: string; child: ChildProcess }> {
+  const child = spawn(process.execPath, ["-e", BOT_API], { stdio: ["ignore", "pipe", "inherit"] });
+  return new Promise((resolve, reject) => {
+    child.once("error", reject);
+    child.stdout!.once("data", (chunk: Buffer) =>
+      resolve({ url: `http://127.0.0.1:${chunk.toString().trim()}`, child }),
+    );
+  });
+}
+
+/** One round's updates: chat ids of their own (new contacts), every REPEAT_EVERY-th from an earlier chat of the round. */
+function updates(round: number): string[] {
+  const base = round * 10_000_000;
+  return Array.from({ length: UPDATES }, (_, i) => {
+    const chatId = i % REPEAT_EVERY === REPEAT_EVERY - 1 ? base + Math.floor(i / 2) : base + i;
+    const id = base + i;
+    return JSON.stringify({
+      update_id: id,
+      message: {
+        message_id: id,
+        date: Math.floor(Date.now() / 1000),
+        chat: { id: chatId, type: "private", first_name: "Ada", last_name: `Chat${chatId}` },
+        from: { id: chatId, is_bot: false, first_name: "Ada" },
+        text: "Hello, where is my order?",
+      },
+    });
+  });
+}
+
+async function main() {
+  const bot = await botApi();
+  const app = await bootApp(
+    [
+      "api",
+      "auth",
+      "workspaces",
+      "contacts",
+      "segments",
+      "scoring",
+      "campaigns",
+      "events",
+      "templates",
+      "messages",
+      "providers",
+      "crm",
+      "inbox",
+    ],
+    { PUBLIC_URL: "https://cms.example.test", MESSAGE_POLL_MS: "50" },
+  );
+  try {
+    const { cookie, workspaceId } = await ownerSession(app.baseUrl);
+    const ws = `${app.baseUrl}/api/workspaces/${workspaceId}`;
+    const api = async <T = Record<string, unknown>>(method: string, route: string, body?: unknown) => {
+      const res = await fetch(`${ws}${route}`, {
+        method,
+        headers: { "content-type": "application/json", cookie },
+        body: body === undefined ? undefined : JSON.stringify(body),
+      });
+      if (!res.ok) throw new Error(`${method} ${route}: ${res.status} ${await res.text()}`);
+      return (await res.json()) as T;
+    };
+    const [owner] = await api<Array<{ userId: string }>>("GET", "/members");
+    const provider = await api<{ id: string }>("POST", "/providers/chatapp1", {
+      config: { botToken: TOKEN, baseUrl: bot.url },
+    });
+    const stats = async () =>
+      ((await (await fetch(`${bot.url}/stats`)).json()) as { result: { secret: string; sent: number } })
+        .result;
+    const { secret } = await stats();
+    if (RULES.includes("assignment"))
+      await api("POST", "/inbox/assignment-rules", {
+        name: "Everyone",
+        type: "round_robin",
+        priority: 1,
+        config: { memberIds: [owner.userId] },
+      });
+    if (RULES.includes("auto-reply"))
+      await api("POST", "/inbox/auto-replies", {
+        name: "Ack",
+        channel: "chatapp1",
+        body: "Thanks, we will answer soon.",
+      });
+
+    // The reference: `events.ts` `quiet` (segments and a scoring rule, none about the posted event), 1,000 contacts.
+    const sequelize = await database();
+    const contactIds = Array.from({ length: 1000 }, (_, i) => `bench-contact-${Date.now()}-${i}`);
+    await sequelize.query(
+      `INSERT INTO contacts (id, workspace_id, email, first_name, attributes)
+       SELECT id, :ws, 'bench-' || ord || '@example.test', 'Bench', jsonb_build_object('plan', CASE WHEN ord % 3 = 0 THEN 'pro' ELSE 'free' END)
+         FROM unnest(ARRAY[:ids]::text[]) WITH ORDINALITY AS t(id, ord)`,
+      { replacements: { ids: contactIds, ws: workspaceId } },
+    );
+    const condition = (field: string, operator: string, value: unknown) => ({
+      match: "all",
+      conditions: [{ field, operator, value }],
+    });
+    for (const [i, filter] of [
+      condition("attributes.plan", "eq", "pro"),
+      condition("email", "ends_with", "@example.test"),
+      {
+        match: "all",
+        conditions: [{ event: "page_view", operator: "performed", count: { gte: 3 }, within: { days: 7 } }],
+      },
+      condition("score", "gte", 50),
+    ].entries()) {
+      await api("POST", "/segments", { name: `Bench ${i}`, type: "dynamic", filter });
+    }
+    await api("POST", "/scoring-rules", { name: "Page view", eventType: "page_view", points: 1 });
+    const eventBodies = contactIds.map((contactId) =>
+      JSON.stringify({
+        type: "purchase",
+        contactId,
+        metadata: { amount: 42, sku: "A-1" },
+        sessionId: "s-1",
+        pageUrl: "https://shop.example/checkout",
+        utmSource: "newsletter",
+      }),
+    );
+
+    console.log(
+      `inbox bench: ${CONNECTIONS} connections, ${ROUNDS} rounds x ${SECONDS} s; one update in ${REPEAT_EVERY} from a repeat chat; rules: ${RULES.join(", ") || "none"}`,
+    );
+    const inboxRuns: LoadResult[] = [];
+    const eventRuns: LoadResult[] = [];
+    for (let round = 1; round <= ROUNDS; round++) {
+      const e = await runLoad({
+        url: `${ws}/events`,
+        method: "POST",
+        headers: { cookie },
+        bodies: eventBodies,
+      });
+      const i = await runLoad({
+        url: `${app.baseUrl}/api/providers/chatapp1/webhooks?providerId=${provider.id}`,
+        method: "POST",
+        headers: { "x-telegram-bot-api-secret-token": secret },
+        bodies: updates(round),
+      });
+      eventRuns.push(e);
+      inboxRuns.push(i);
+      console.log(JSON.stringify({ round, events: e, inbox: i }));
+    }
+    const count = async (sql: string) =>
+      Number((await sequelize.query<{ n: string }>(sql, { type: QueryTypes.SELECT }))[0].n);
+    const threads = await count(`SELECT count(*) AS n FROM inbox_threads WHERE channel = 'chatapp1'`);
+    const unassigned = await count(
+      `SELECT count(*) AS n FROM inbox_threads WHERE channel = 'chatapp1' AND assignee_id IS NULL`,
+    );
+    const inbound = await count(`SELECT count(*) AS n FROM inbox_messages WHERE direction = 'inbound'`);
+    const autoReplies = await sequelize.query<{ status: string; error: string | null; n: string }>(
+      `SELECT status, min(error) AS error, count(*) AS n FROM inbox_messages WHERE direction = 'outbound' GROUP BY status`,
+      { type: QueryTypes.SELECT },
+    );
+    const rate = median(inboxRuns.map((r) => r.rps));
+    const reference = median(eventRuns.map((r) => r.rps));
+    const p99 = median(inboxRuns.map((r) => r.p99));
+    console.log(
+      JSON.stringify({
+        summary: "inbound chatapp1 webhook into threads with rules, beside POST {ws}/events (chain, quiet)",
+        inboundPerSec: rate,
+        p99ms: p99,
+        failed: inboxRuns.reduce((n, r) => n + r.failed, 0),
+        eventsPerSec: reference,
+        eventsP99ms: median(eventRuns.map((r) => r.p99)),
+        ratio: +(rate / reference).toFixed(3),
+        ratiosByRound: inboxRuns.map((r, k) => +(r.rps / eventRuns[k].rps).toFixed(3)),
+        inboundStored: inbound,
+        threads,
+        unassignedThreads: unassigned,
+        autoReplies,
+        botApiSendMessages: (await stats()).sent,
+        targets: "ratio >= 0.5, p99 <= 100 ms",
+      }),
+    );
+  } finally {
+    bot.child.kill();
+    await app.stop();
+  }
+}
+
+main().then(
+  () => process.exit(0),
+  (err) => {
+    console.error(err);
+    process.exit(1);
+  },
+);
