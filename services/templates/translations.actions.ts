@@ -7,6 +7,7 @@ import type { Content } from "./render";
 import * as repo from "./templates.repo";
 import { results, schemas } from "./templates.schemas";
 import { ACCESS, tags, WS } from "./templates.shared";
+import { openedSetting } from "../workspaces/for-use";
 
 const { read, write } = ACCESS;
 
@@ -111,9 +112,8 @@ export const translationActions = {
         const ws = workspaceOf(ctx);
         const { templateId, targetLocales, overwrite } = ctx.params;
         const template = found(await repo.getTemplate(ws, templateId), "Template");
-        const { translation: settings } = (await ctx.call("workspaces.settingsWithSecrets", {
-          workspaceId: ws,
-        })) as { translation?: Partial<TranslationSettings> | null };
+        // Opened in this process: the API key never crosses the broker.
+        const settings = (await openedSetting(ws, "translation")) as Partial<TranslationSettings> | null;
         if (!settings?.baseUrl)
           throw fieldError(
             "settings.translation",

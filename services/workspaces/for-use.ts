@@ -2,9 +2,9 @@ import { settingsWithSecrets } from "./workspaces.repo";
 
 /**
  * The workspaces area's read for a process that uses a secret setting (the
- * external tool's API key): one top-level settings key with its secret
- * opened here, in the caller's own process, so the key is never in a broker
- * message. Null when the workspace or the key is unset.
+ * translation API's and the external tool's keys): one top-level settings
+ * key with its secret opened here, in the caller's own process, so the key
+ * is never in a broker message. Null when the workspace or the key is unset.
  */
 export async function openedSetting(
   workspaceId: string,

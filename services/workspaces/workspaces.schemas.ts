@@ -96,7 +96,6 @@ export const schemas = {
   }),
   auditLogsResult: Paginated(AuditEntrySchema),
   membership: Params({ workspaceId: Type.String(), userId: Type.String() }),
-  settingsWithSecrets: Params({ workspaceId: WorkspaceId }),
   bySiteKey: Params({ siteKey: Type.String({ minLength: 1, maxLength: 100 }) }),
   noteRefusedOrigins: Params({
     workspaceId: WorkspaceId,

@@ -223,13 +223,6 @@ export default defineService<WorkspacesService>({
       handler: (ctx) => repo.memberUserIds(ctx.params.workspaceId, ctx.params.userIds),
     }),
 
-    /** Internal: the settings with secrets opened, for the area that uses one (the translation API key). */
-    settingsWithSecrets: defineAction({
-      params: schemas.settingsWithSecrets,
-      result: Type.Record(Type.String(), Type.Unknown()),
-      handler: async (ctx) => found(await repo.settingsWithSecrets(ctx.params.workspaceId), "Workspace"),
-    }),
-
     /** Internal (the website script): the workspace a public `siteKey` names and its allowed origins; 401 when none. */
     bySiteKey: defineAction({
       params: schemas.bySiteKey,
