@@ -235,6 +235,53 @@ type Json = Record<string, unknown>;
  */
 const SCENARIOS = (process.env.BENCH_SCENARIOS ?? "quiet,scored,delivering").split(",").filter(Boolean);
 
+/**
+ * The `quiet` scenario's workspace: `contactCount` contacts, four segments
+ * and a scoring rule (none about the posted event); answers a
+ * `POST {ws}/events` body per contact. Other benches set it beside their own
+ * path as the same-run reference. `api` takes a route under `{ws}/`.
+ */
+export async function seedQuietWorkspace(
+  workspaceId: string,
+  contactCount: number,
+  api: (method: string, route: string, body: Json) => Promise<unknown>,
+): Promise<string[]> {
+  const sequelize = await database();
+  const contactIds = Array.from({ length: contactCount }, (_, i) => `bench-contact-${Date.now()}-${i}`);
+  await sequelize.query(
+    `INSERT INTO contacts (id, workspace_id, email, first_name, attributes)
+     SELECT id, :ws, 'bench-' || ord || '@example.test', 'Bench', jsonb_build_object('plan', CASE WHEN ord % 3 = 0 THEN 'pro' ELSE 'free' END)
+       FROM unnest(ARRAY[:ids]::text[]) WITH ORDINALITY AS t(id, ord)`,
+    { replacements: { ids: contactIds, ws: workspaceId } },
+  );
+  const condition = (field: string, operator: string, value: unknown) => ({
+    match: "all",
+    conditions: [{ field, operator, value }],
+  });
+  for (const [i, filter] of [
+    condition("attributes.plan", "eq", "pro"),
+    condition("email", "ends_with", "@example.test"),
+    {
+      match: "all",
+      conditions: [{ event: "page_view", operator: "performed", count: { gte: 3 }, within: { days: 7 } }],
+    },
+    condition("score", "gte", 50),
+  ].entries()) {
+    await api("POST", "segments", { name: `Bench ${i}`, type: "dynamic", filter });
+  }
+  await api("POST", "scoring-rules", { name: "Page view", eventType: "page_view", points: 1 });
+  return contactIds.map((contactId) =>
+    JSON.stringify({
+      type: "purchase",
+      contactId,
+      metadata: { amount: 42, sku: "A-1" },
+      sessionId: "s-1",
+      pageUrl: "https://shop.example/checkout",
+      utmSource: "newsletter",
+    }),
+  );
+}
+
 async function main() {
   const without = (process.env.BENCH_WITHOUT ?? "").split(",").filter(Boolean);
   const areas = [
@@ -267,39 +314,7 @@ async function main() {
     // Events spread over many contacts, as real traffic is: one contact's chain is serialised
     // by design (its locks), so a single hot contact would measure lock contention instead.
     const contactCount = Number(process.env.BENCH_CONTACTS ?? 1000);
-    const contactIds = Array.from({ length: contactCount }, (_, i) => `bench-contact-${Date.now()}-${i}`);
-    await sequelize.query(
-      `INSERT INTO contacts (id, workspace_id, email, first_name, attributes)
-       SELECT id, :ws, 'bench-' || ord || '@example.test', 'Bench', jsonb_build_object('plan', CASE WHEN ord % 3 = 0 THEN 'pro' ELSE 'free' END)
-         FROM unnest(ARRAY[:ids]::text[]) WITH ORDINALITY AS t(id, ord)`,
-      { replacements: { ids: contactIds, ws: workspaceId } },
-    );
-    const condition = (field: string, operator: string, value: unknown) => ({
-      match: "all",
-      conditions: [{ field, operator, value }],
-    });
-    for (const [i, filter] of [
-      condition("attributes.plan", "eq", "pro"),
-      condition("email", "ends_with", "@example.test"),
-      {
-        match: "all",
-        conditions: [{ event: "page_view", operator: "performed", count: { gte: 3 }, within: { days: 7 } }],
-      },
-      condition("score", "gte", 50),
-    ].entries()) {
-      await api("POST", "segments", { name: `Bench ${i}`, type: "dynamic", filter });
-    }
-    await api("POST", "scoring-rules", { name: "Page view", eventType: "page_view", points: 1 });
-    const bodies = contactIds.map((contactId) =>
-      JSON.stringify({
-        type: "purchase",
-        contactId,
-        metadata: { amount: 42, sku: "A-1" },
-        sessionId: "s-1",
-        pageUrl: "https://shop.example/checkout",
-        utmSource: "newsletter",
-      }),
-    );
+    const bodies = await seedQuietWorkspace(workspaceId, contactCount, api);
     const chain = ["segments", "campaigns", "scoring"].filter((s) => app.loaded.includes(s));
     console.log(
       `events bench: ${CONNECTIONS} connections, ${ROUNDS} rounds x ${SECONDS} s, ${contactCount} contacts; chain services present: ${chain.join(", ") || "none"}`,

@@ -24,6 +24,7 @@ import {
   runLoad,
   SECONDS,
   type LoadResult,
+  seedQuietWorkspace,
 } from "./events";
 
 const UPDATES = Number(process.env.BENCH_UPDATES ?? 20_000);
@@ -141,40 +142,10 @@ async function main() {
       });
 
     // The reference: `events.ts` `quiet` (segments and a scoring rule, none about the posted event), 1,000 contacts.
+    const eventBodies = await seedQuietWorkspace(workspaceId, 1000, (method, route, body) =>
+      api(method, `/${route}`, body),
+    );
     const sequelize = await database();
-    const contactIds = Array.from({ length: 1000 }, (_, i) => `bench-contact-${Date.now()}-${i}`);
-    await sequelize.query(
-      `INSERT INTO contacts (id, workspace_id, email, first_name, attributes)
-       SELECT id, :ws, 'bench-' || ord || '@example.test', 'Bench', jsonb_build_object('plan', CASE WHEN ord % 3 = 0 THEN 'pro' ELSE 'free' END)
-         FROM unnest(ARRAY[:ids]::text[]) WITH ORDINALITY AS t(id, ord)`,
-      { replacements: { ids: contactIds, ws: workspaceId } },
-    );
-    const condition = (field: string, operator: string, value: unknown) => ({
-      match: "all",
-      conditions: [{ field, operator, value }],
-    });
-    for (const [i, filter] of [
-      condition("attributes.plan", "eq", "pro"),
-      condition("email", "ends_with", "@example.test"),
-      {
-        match: "all",
-        conditions: [{ event: "page_view", operator: "performed", count: { gte: 3 }, within: { days: 7 } }],
-      },
-      condition("score", "gte", 50),
-    ].entries()) {
-      await api("POST", "/segments", { name: `Bench ${i}`, type: "dynamic", filter });
-    }
-    await api("POST", "/scoring-rules", { name: "Page view", eventType: "page_view", points: 1 });
-    const eventBodies = contactIds.map((contactId) =>
-      JSON.stringify({
-        type: "purchase",
-        contactId,
-        metadata: { amount: 42, sku: "A-1" },
-        sessionId: "s-1",
-        pageUrl: "https://shop.example/checkout",
-        utmSource: "newsletter",
-      }),
-    );
 
     console.log(
       `inbox bench: ${CONNECTIONS} connections, ${ROUNDS} rounds x ${SECONDS} s; one update in ${REPEAT_EVERY} from a repeat chat; rules: ${RULES.join(", ") || "none"}`,
