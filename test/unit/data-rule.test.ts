@@ -68,6 +68,7 @@ const OWNERS: Record<string, string[]> = {
   lib: ["domain_event_outbox", "jobs", "idempotency_keys", "audit_logs"],
   analytics: [
     "analytics_rollups",
+    "analytics_rollup_deltas",
     "analytics_node_entries",
     "analytics_contact_firsts",
     "analytics_contact_sources",
