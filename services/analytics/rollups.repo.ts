@@ -118,7 +118,7 @@ export async function sumBefore(
 }
 
 /** Shared by every replica, beside the migration and statistics locks (lib/database.ts, lib/table-stats.ts). */
-const FOLD_LOCK = 724_311_903;
+export const FOLD_LOCK = 724_311_903;
 /** Deltas folded per statement: a bounded transaction, however far behind the fold is. */
 export const FOLD_BATCH = 20_000;
 
