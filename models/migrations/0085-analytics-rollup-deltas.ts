@@ -22,7 +22,9 @@ import { Sequelize } from "sequelize";
 export async function up(sequelize: Sequelize): Promise<void> {
   await sequelize.query(`
     CREATE TABLE analytics_rollup_deltas (
-      workspace_id text NOT NULL REFERENCES workspaces(id) ON DELETE CASCADE,
+      -- No foreign key: its check would lock the workspace's row in every writer's transaction (a status
+      -- update takes none otherwise); the fold drops the deltas of a workspace deleted meanwhile.
+      workspace_id text NOT NULL,
       metric       text NOT NULL,
       -- The fact's 15-minute UTC bucket (tier 0); the fold makes the hours and days.
       bucket       timestamptz NOT NULL,

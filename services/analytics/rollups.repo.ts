@@ -127,7 +127,8 @@ export const FOLD_BATCH = 20_000;
  * transaction): delete them and add their sums at the three tiers and to the
  * `all:` series, in key order, so writers of the same rows never deadlock
  * with it. Under an advisory lock, so one replica folds at a time and a delta
- * is folded once; null when another holds it. Answers how many were folded.
+ * is folded once; null when another holds it. The deltas of a deleted
+ * workspace are dropped. Answers how many were folded.
  */
 export async function foldBatch(limit = FOLD_BATCH): Promise<number | null> {
   const [row] = await selectRows<{ held: boolean; folded: string }>(
@@ -145,6 +146,7 @@ export async function foldBatch(limit = FOLD_BATCH): Promise<number | null> {
                           ELSE date_trunc('day', b.bucket AT TIME ZONE 'UTC') AT TIME ZONE 'UTC' END,
               x.channel, x.campaign, x.dim, sum(b.value)
          FROM batch b
+         JOIN workspaces w ON w.id = b.workspace_id
         CROSS JOIN LATERAL (VALUES (b.metric, b.channel, b.campaign_id, b.dim), ('${ALL}' || b.metric, '', '', ''))
                            AS x(metric, channel, campaign, dim)
         CROSS JOIN (VALUES (0::smallint), (1::smallint), (2::smallint)) AS t(tier)

@@ -43,12 +43,12 @@ function facts(n: number): Fact[] {
 }
 
 /** Facts appended as the triggers do, through analytics_add, one transaction per call. */
-async function append(list: Fact[]): Promise<void> {
+async function append(list: Fact[], workspaceId = ws): Promise<void> {
   await (
     await database()
   ).query(`SELECT analytics_add($1, $2, $3, $4, $5, $6, $7)`, {
     bind: [
-      list.map(() => ws),
+      list.map(() => workspaceId),
       list.map((f) => f.metric),
       list.map((f) => f.at),
       list.map((f) => f.channel),
@@ -149,6 +149,23 @@ test("while another replica folds, a fold does nothing and says so", async () =>
   }
   expect(await foldBatch()).toBeGreaterThan(0);
   expect(await deltas()).toBe(0);
+});
+
+test("the deltas of a workspace deleted before the fold are dropped with it", async () => {
+  const gone = newId();
+  const sequelize = await database();
+  await sequelize.query(`INSERT INTO workspaces (id, name, slug) VALUES ($1, 'Gone', $1)`, { bind: [gone] });
+  await append(facts(30), gone);
+  await append(facts(30));
+  await sequelize.query(`DELETE FROM workspaces WHERE id = $1`, { bind: [gone] });
+  expect(await foldRollups()).toBeGreaterThan(0);
+  const [left] = await rows<{ deltas: string; rollups: string }>(
+    `SELECT (SELECT count(*) FROM analytics_rollup_deltas) AS deltas,
+            (SELECT count(*) FROM analytics_rollups WHERE workspace_id = $1) AS rollups`,
+    [gone],
+  );
+  expect(left).toEqual({ deltas: "0", rollups: "0" });
+  expect(Object.keys(await rollups()).length).toBeGreaterThan(0);
 });
 
 test("two folders at once, with facts written meanwhile: each delta is folded exactly once", async () => {
