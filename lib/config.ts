@@ -48,6 +48,8 @@ export interface AppConfig {
   messageRetryDelaysMs: number[];
   /** How often the inbox wakes snoozed threads, hands waiting ones to members with room and moves unanswered ones. */
   inboxPollMs: number;
+  /** How often analytics folds the appended rollup deltas into the rollups (each pass drains them). */
+  analyticsFoldMs: number;
   /** How often the journey runner looks for due enrollment steps (waits ending, new enrollments) and scheduled campaigns. */
   campaignPollMs: number;
   /** How long a claimed enrollment step is its runner's before another replica may take it (a runner that died). */
@@ -145,6 +147,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     messageWorkers: int(env.MESSAGE_WORKERS, 2),
     campaignPollMs: int(env.CAMPAIGN_POLL_MS, 1_000),
     inboxPollMs: int(env.INBOX_POLL_MS, 30_000),
+    analyticsFoldMs: int(env.ANALYTICS_FOLD_MS, 1_000),
     campaignLeaseMs: int(env.CAMPAIGN_LEASE_MS, 60_000),
     scriptHeartbeatMs: int(env.SCRIPT_HEARTBEAT_MS, 25_000),
     messageRetryDelaysMs: (env.MESSAGE_RETRY_DELAYS_MS ?? "30000,120000,600000,3600000")

@@ -1,9 +1,12 @@
+import { Type } from "@sinclair/typebox";
 import { requires } from "../../lib/access";
 import { defineAction, defineService } from "../../lib/define-service";
 import { workspaceOf } from "../../lib/tenancy";
+import { BackgroundMixin } from "../../mixins/background";
 import { DatabaseMixin } from "../../mixins/database.mixin";
 import * as answers from "./answers";
 import { schemas } from "./analytics.schemas";
+import { foldRollups } from "./rollups.repo";
 import { knownCampaign, scopeOf } from "./scope";
 
 const WS = "/workspaces/:workspaceId/analytics";
@@ -14,12 +17,13 @@ const doc = (summary: string) => ({ tags: ["Analytics"], summary, description: R
 
 /**
  * Analytics answers (contract-messaging 12), read from rollups the database
- * keeps as facts happen (migration 0083), never from raw rows, except
- * realtime's last 30 minutes. analytics.read.
+ * keeps as facts happen (migrations 0083, 0085: deltas appended with each
+ * fact, folded into the rollups every ANALYTICS_FOLD_MS), never from raw rows,
+ * except realtime's last 30 minutes. analytics.read.
  */
 export default defineService({
   name: "analytics",
-  mixins: [DatabaseMixin],
+  mixins: [DatabaseMixin, BackgroundMixin],
   settings: { rest: "/" },
 
   actions: {
@@ -138,6 +142,12 @@ export default defineService({
         summary: "The last 30 minutes: active visitors, events per minute, newest events",
       },
       handler: (ctx) => answers.realtime(workspaceOf(ctx)),
+    }),
+
+    /** Internal (timer, cron tick): fold the appended rollup deltas into the rollups until none is left; answers how many. */
+    foldRollups: defineAction({
+      result: Type.Integer(),
+      handler: () => foldRollups(),
     }),
   },
 });

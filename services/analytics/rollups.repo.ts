@@ -2,12 +2,15 @@ import { Binds, selectRows } from "../../lib/database";
 import { tilesOf } from "./tiles";
 
 /**
- * Reads of `analytics_rollups` (kept by the triggers of migrations 0083 and
- * 0084): sums over the fewest rollup buckets that tile the range exactly
- * (tiles.ts), grouped by what an answer splits on. `period` is the 1-based
- * index of the answer's bucket a rollup bucket falls in (`edges` are the
- * bucket starts, then the end); no tile straddles an edge. A sum that neither
- * filters nor splits by channel, campaign or dimension reads the `all:` series.
+ * Reads of `analytics_rollups` (migration 0083) and the deltas the facts'
+ * triggers append until they are folded in (0085): sums over the fewest
+ * rollup buckets that tile the range exactly (tiles.ts), plus the range's
+ * unfolded deltas, grouped by what an answer splits on. `period` is the
+ * 1-based index of the answer's bucket a rollup bucket falls in (`edges` are
+ * the bucket starts, then the end); no tile straddles an edge, and a delta's
+ * 15-minute bucket never does. A sum that neither filters nor splits by
+ * channel, campaign or dimension reads the `all:` series (and every split
+ * delta of its metrics, there being no `all:` delta).
  */
 
 export type RollupKey = "metric" | "period" | "channel" | "campaign" | "dim";
@@ -56,6 +59,8 @@ export async function sumRollups(workspaceId: string, q: RollupQuery): Promise<R
     tiles.map((t) => new Date(t.hi)),
     "timestamptz[]",
   )}) AS t(tier, lo, hi)`;
+  const channel = q.channel === undefined ? undefined : binds.p(q.channel);
+  const campaign = q.campaignId === undefined ? undefined : binds.p(q.campaignId);
   const where = [
     "r.workspace_id = $1",
     `r.metric = ANY (${binds.p(unsplit ? q.metrics.map((m) => ALL + m) : q.metrics, "text[]")})`,
@@ -63,14 +68,32 @@ export async function sumRollups(workspaceId: string, q: RollupQuery): Promise<R
     "r.bucket >= t.lo",
     "r.bucket < t.hi",
   ];
-  if (q.channel !== undefined) where.push(`r.channel = ${binds.p(q.channel)}`);
-  if (q.campaignId !== undefined) where.push(`r.campaign_id = ${binds.p(q.campaignId)}`);
+  const deltaWhere = [
+    "d.workspace_id = $1",
+    `d.metric = ANY (${binds.p(q.metrics, "text[]")})`,
+    `d.bucket >= ${binds.p(q.edges[0], "timestamptz")}`,
+    `d.bucket < ${binds.p(q.edges[q.edges.length - 1], "timestamptz")}`,
+  ];
+  if (channel) {
+    where.push(`r.channel = ${channel}`);
+    deltaWhere.push(`d.channel = ${channel}`);
+  }
+  if (campaign) {
+    where.push(`r.campaign_id = ${campaign}`);
+    deltaWhere.push(`d.campaign_id = ${campaign}`);
+  }
   const keys = q.by.map((key) => `${KEY_SQL[key]} AS ${key}`);
-  // One index range scan per tile (OFFSET 0 keeps the subquery a parameterised scan, never a hash of the table).
+  // One statement, so one snapshot: a fold committing meanwhile moves deltas into rollups wholly before or after
+  // it. One index range scan per tile (OFFSET 0 keeps the subquery a parameterised scan, never a hash of the table).
   const rows = await selectRows<Record<string, string | number>>(
     `SELECT ${[...keys, "sum(r.value) AS value"].join(", ")}
-       FROM ${tileSql}
-      CROSS JOIN LATERAL (SELECT r.* FROM analytics_rollups r WHERE ${where.join(" AND ")} OFFSET 0) r
+       FROM (SELECT r.metric, r.bucket, r.channel, r.campaign_id, r.dim, r.value
+               FROM ${tileSql}
+              CROSS JOIN LATERAL (SELECT r.* FROM analytics_rollups r WHERE ${where.join(" AND ")} OFFSET 0) r
+             UNION ALL
+             SELECT ${unsplit ? `'${ALL}' || d.metric` : "d.metric"}, d.bucket, d.channel, d.campaign_id, d.dim, d.value
+               FROM analytics_rollup_deltas d
+              WHERE ${deltaWhere.join(" AND ")}) r
       ${q.by.length ? `GROUP BY ${q.by.map((_, i) => i + 1).join(", ")}` : ""}`,
     binds.values,
   );
@@ -92,4 +115,58 @@ export async function sumBefore(
 ): Promise<Map<string, number>> {
   const rows = await sumRollups(workspaceId, { metrics, edges: [BEGINNING, end], by: ["metric"] });
   return new Map(rows.map((row) => [row.metric!, row.value]));
+}
+
+/** Shared by every replica, beside the migration and statistics locks (lib/database.ts, lib/table-stats.ts). */
+export const FOLD_LOCK = 724_311_903;
+/** Deltas folded per statement: a bounded transaction, however far behind the fold is. */
+export const FOLD_BATCH = 20_000;
+
+/**
+ * Fold up to `limit` deltas into the rollups in one statement (so one
+ * transaction): delete them and add their sums at the three tiers and to the
+ * `all:` series, in key order, so writers of the same rows never deadlock
+ * with it. Under an advisory lock, so one replica folds at a time and a delta
+ * is folded once; null when another holds it. The deltas of a deleted
+ * workspace are dropped. Answers how many were folded.
+ */
+export async function foldBatch(limit = FOLD_BATCH): Promise<number | null> {
+  const [row] = await selectRows<{ held: boolean; folded: string }>(
+    `WITH lock AS (SELECT pg_try_advisory_xact_lock($1) AS held),
+     batch AS (
+       DELETE FROM analytics_rollup_deltas d
+        WHERE d.ctid = ANY (ARRAY(SELECT ctid FROM analytics_rollup_deltas WHERE (SELECT held FROM lock) LIMIT $2))
+       RETURNING d.workspace_id, d.metric, d.bucket, d.channel, d.campaign_id, d.dim, d.value
+     ),
+     folded AS (
+       INSERT INTO analytics_rollups AS r (workspace_id, metric, tier, bucket, channel, campaign_id, dim, value)
+       SELECT b.workspace_id, x.metric, t.tier,
+              CASE t.tier WHEN 0 THEN b.bucket
+                          WHEN 1 THEN date_trunc('hour', b.bucket AT TIME ZONE 'UTC') AT TIME ZONE 'UTC'
+                          ELSE date_trunc('day', b.bucket AT TIME ZONE 'UTC') AT TIME ZONE 'UTC' END,
+              x.channel, x.campaign, x.dim, sum(b.value)
+         FROM batch b
+         JOIN workspaces w ON w.id = b.workspace_id
+        CROSS JOIN LATERAL (VALUES (b.metric, b.channel, b.campaign_id, b.dim), ('${ALL}' || b.metric, '', '', ''))
+                           AS x(metric, channel, campaign, dim)
+        CROSS JOIN (VALUES (0::smallint), (1::smallint), (2::smallint)) AS t(tier)
+        GROUP BY 1, 2, 3, 4, 5, 6, 7
+        ORDER BY 1, 2, 3, 4, 5, 6, 7
+       ON CONFLICT (workspace_id, metric, tier, bucket, channel, campaign_id, dim)
+       DO UPDATE SET value = r.value + EXCLUDED.value
+     )
+     SELECT (SELECT held FROM lock) AS held, (SELECT count(*) FROM batch) AS folded`,
+    [FOLD_LOCK, limit],
+  );
+  return row.held ? Number(row.folded) : null;
+}
+
+/** Fold until no delta is left (or another replica is folding); answers how many were folded. */
+export async function foldRollups(): Promise<number> {
+  let total = 0;
+  for (;;) {
+    const folded = await foldBatch();
+    total += folded ?? 0;
+    if (folded === null || folded < FOLD_BATCH) return total;
+  }
 }

@@ -68,6 +68,7 @@ const OWNERS: Record<string, string[]> = {
   lib: ["domain_event_outbox", "jobs", "idempotency_keys", "audit_logs"],
   analytics: [
     "analytics_rollups",
+    "analytics_rollup_deltas",
     "analytics_node_entries",
     "analytics_contact_firsts",
     "analytics_contact_sources",
@@ -83,6 +84,8 @@ const SEARCH = "the workspace search reads each kind's trigram-indexed name in o
  * loop or split from its transaction.
  */
 const CROSS_AREA: Record<string, string> = {
+  "services/analytics/rollups.repo.ts workspaces":
+    "the fold drops the deltas of a deleted workspace (the deltas keep no foreign key, off the facts' hot path)",
   "services/analytics/realtime.repo.ts events":
     "realtime answers the last 30 minutes from the raw events (the rollups answer every other range)",
   "services/campaigns/ab.repo.ts messages":

@@ -1,0 +1,254 @@
+import { Client } from "pg";
+import { QueryTypes } from "sequelize";
+import { newId } from "../../../lib/crypto";
+import { database } from "../../../lib/database";
+import { FOLD_LOCK, foldBatch, foldRollups, sumRollups } from "../../../services/analytics/rollups.repo";
+import { startApp, type TestApp } from "../../helpers/app";
+
+/**
+ * The fold of the rollup deltas (migration 0085, rollups.repo.ts): each delta
+ * lands in the rollups exactly once, at every tier and in the `all:` series,
+ * whoever folds and whatever is written meanwhile; and a read is exact at
+ * every moment of a fold.
+ */
+
+let app: TestApp;
+let ws: string;
+
+const rows = async <T extends object>(sql: string, bind: unknown[] = []) =>
+  (await database()).query<T>(sql, { bind, type: QueryTypes.SELECT });
+
+const START = Date.parse("2026-05-01T00:00:00Z");
+const METRICS = ["events", "revenue"];
+
+interface Fact {
+  metric: string;
+  at: Date;
+  channel: string;
+  campaign: string;
+  dim: string;
+  value: number;
+}
+
+/** Facts over three days at random minutes, with splits and fractional values. */
+function facts(n: number): Fact[] {
+  return Array.from({ length: n }, (_, i) => ({
+    metric: METRICS[i % 2],
+    at: new Date(START + Math.floor(Math.random() * 3 * 86_400_000)),
+    channel: ["email", "sms", ""][i % 3],
+    campaign: i % 5 === 0 ? "c1" : "",
+    dim: ["a", "b"][i % 2],
+    value: i % 2 ? 0.25 : 1,
+  }));
+}
+
+/** Facts appended as the triggers do, through analytics_add, one transaction per call. */
+async function append(list: Fact[], workspaceId = ws): Promise<void> {
+  await (
+    await database()
+  ).query(`SELECT analytics_add($1, $2, $3, $4, $5, $6, $7)`, {
+    bind: [
+      list.map(() => workspaceId),
+      list.map((f) => f.metric),
+      list.map((f) => f.at),
+      list.map((f) => f.channel),
+      list.map((f) => f.campaign),
+      list.map((f) => f.dim),
+      list.map((f) => f.value),
+    ],
+  });
+}
+
+/** What the rollups must hold for `list`: each key at each tier, split and `all:`, as `key → value`. */
+function expected(list: Fact[]): Record<string, number> {
+  const out: Record<string, number> = {};
+  const add = (key: string, value: number) => (out[key] = (out[key] ?? 0) + value);
+  for (const f of list)
+    for (const [tier, ms] of [
+      [0, 900_000],
+      [1, 3_600_000],
+      [2, 86_400_000],
+    ]) {
+      const bucket = new Date(Math.floor(f.at.getTime() / ms) * ms).toISOString();
+      add([f.metric, tier, bucket, f.channel, f.campaign, f.dim].join("|"), f.value);
+      add([`all:${f.metric}`, tier, bucket, "", "", ""].join("|"), f.value);
+    }
+  return out;
+}
+
+async function rollups(): Promise<Record<string, number>> {
+  const found = await rows<Record<string, string>>(
+    `SELECT metric, tier, bucket, channel, campaign_id, dim, value FROM analytics_rollups WHERE workspace_id = $1`,
+    [ws],
+  );
+  return Object.fromEntries(
+    found.map((r) => [
+      [r.metric, r.tier, new Date(r.bucket).toISOString(), r.channel, r.campaign_id, r.dim].join("|"),
+      Number(r.value),
+    ]),
+  );
+}
+
+const deltas = async () =>
+  Number(
+    (
+      await rows<{ n: string }>(`SELECT count(*) AS n FROM analytics_rollup_deltas WHERE workspace_id = $1`, [
+        ws,
+      ])
+    )[0].n,
+  );
+
+beforeAll(async () => {
+  // The service's own timer stays out of the way: these tests fold themselves.
+  app = await startApp({ services: ["analytics"], env: { ANALYTICS_FOLD_MS: "3600000" } });
+  ws = newId();
+  await (
+    await database()
+  ).query(`INSERT INTO workspaces (id, name, slug) VALUES ($1, 'W', $1)`, { bind: [ws] });
+});
+afterAll(() => app.stop());
+
+// Each test leaves the deltas folded and the rollups cleared.
+afterEach(async () => {
+  await foldRollups();
+  await (await database()).query(`DELETE FROM analytics_rollups WHERE workspace_id = $1`, { bind: [ws] });
+});
+
+test("an empty table: a fold folds nothing and changes nothing", async () => {
+  expect(await foldBatch()).toBe(0);
+  expect(await app.broker.call("analytics.foldRollups")).toBe(0);
+  expect(await rollups()).toEqual({});
+});
+
+test("a fold moves every delta into the rollups at each tier and the all: series, and deletes it", async () => {
+  const list = facts(500);
+  await append(list.slice(0, 250));
+  await append(list.slice(250));
+  expect(await deltas()).toBeGreaterThan(0);
+  expect(await app.broker.call("analytics.foldRollups")).toBeGreaterThan(0);
+  expect(await deltas()).toBe(0);
+  const held = await rollups();
+  const want = expected(list);
+  expect(Object.keys(held).sort()).toEqual(Object.keys(want).sort());
+  for (const [key, value] of Object.entries(want)) expect([key, held[key]]).toEqual([key, value]);
+});
+
+test("while another replica folds, a fold does nothing and says so", async () => {
+  await append(facts(20));
+  const other = new Client({ connectionString: app.databaseUrl });
+  await other.connect();
+  try {
+    await other.query("BEGIN");
+    await other.query("SELECT pg_advisory_xact_lock($1)", [FOLD_LOCK]);
+    expect(await foldBatch()).toBeNull();
+    expect(await foldRollups()).toBe(0);
+    expect(await deltas()).toBeGreaterThan(0);
+    await other.query("COMMIT");
+  } finally {
+    await other.end();
+  }
+  expect(await foldBatch()).toBeGreaterThan(0);
+  expect(await deltas()).toBe(0);
+});
+
+test("the deltas of a workspace deleted before the fold are dropped with it", async () => {
+  const gone = newId();
+  const sequelize = await database();
+  await sequelize.query(`INSERT INTO workspaces (id, name, slug) VALUES ($1, 'Gone', $1)`, { bind: [gone] });
+  await append(facts(30), gone);
+  await append(facts(30));
+  await sequelize.query(`DELETE FROM workspaces WHERE id = $1`, { bind: [gone] });
+  expect(await foldRollups()).toBeGreaterThan(0);
+  const [left] = await rows<{ deltas: string; rollups: string }>(
+    `SELECT (SELECT count(*) FROM analytics_rollup_deltas) AS deltas,
+            (SELECT count(*) FROM analytics_rollups WHERE workspace_id = $1) AS rollups`,
+    [gone],
+  );
+  expect(left).toEqual({ deltas: "0", rollups: "0" });
+  expect(Object.keys(await rollups()).length).toBeGreaterThan(0);
+});
+
+test("two folders at once, with facts written meanwhile: each delta is folded exactly once", async () => {
+  const list: Fact[] = [];
+  let writing = true;
+  // Two folders in small batches, as two replicas would run the step side by side.
+  const folder = async () => {
+    let folded = 0;
+    let busy = 0;
+    while (writing || (await deltas()) > 0) {
+      const n = await foldBatch(37);
+      if (n === null) busy++;
+      else folded += n;
+    }
+    return { folded, busy };
+  };
+  const folders = Promise.all([folder(), folder()]);
+  for (let round = 0; round < 30; round++) {
+    const batch = facts(40);
+    await append(batch);
+    list.push(...batch);
+  }
+  writing = false;
+  const [a, b] = await folders;
+  expect(a.folded + b.folded).toBeGreaterThan(0);
+  expect(await deltas()).toBe(0);
+  const held = await rollups();
+  const want = expected(list);
+  expect(Object.keys(held).sort()).toEqual(Object.keys(want).sort());
+  for (const [key, value] of Object.entries(want)) expect([key, held[key]]).toEqual([key, value]);
+});
+
+test("a read during a fold sums rollups and unfolded deltas exactly, at every moment", async () => {
+  const list = facts(2000);
+  for (let i = 0; i < list.length; i += 100) await append(list.slice(i, i + 100));
+  const edges = [new Date(START), new Date(START + 86_400_000), new Date(START + 3 * 86_400_000)];
+  const want = (split: "all" | "email") =>
+    METRICS.map((metric) =>
+      [1, 2].map((period) =>
+        list
+          .filter(
+            (f) =>
+              f.metric === metric &&
+              (split === "all" || f.channel === split) &&
+              f.at >= edges[period - 1] &&
+              f.at < edges[period],
+          )
+          .reduce((s, f) => s + f.value, 0),
+      ),
+    );
+  const read = async (split: "all" | "email") => {
+    const found = await sumRollups(ws, {
+      metrics: METRICS,
+      edges,
+      by: ["metric", "period"],
+      ...(split === "email" ? { channel: "email" } : {}),
+    });
+    return METRICS.map((metric) =>
+      [1, 2].map((period) =>
+        found
+          .filter((r) => r.metric === metric && Number(r.period) === period)
+          .reduce((s, r) => s + r.value, 0),
+      ),
+    );
+  };
+  const wantAll = want("all");
+  const wantEmail = want("email");
+  let reads = 0;
+  let folding = true;
+  const reader = (async () => {
+    while (folding) {
+      expect(await read("all")).toEqual(wantAll);
+      expect(await read("email")).toEqual(wantEmail);
+      reads++;
+    }
+  })();
+  // Small batches, so the reads fall between many folds.
+  let folded: number | null;
+  do folded = await foldBatch(25);
+  while (folded !== 0);
+  folding = false;
+  await reader;
+  expect(reads).toBeGreaterThan(0);
+  expect(await deltas()).toBe(0);
+  expect(await read("all")).toEqual(wantAll);
+});
