@@ -10,7 +10,7 @@ import { ROOT, sourceFiles } from "../helpers/source-files";
  */
 const OWNERS: Record<string, string[]> = {
   auth: ["users", "password_reset_tokens", "revoked_sessions", "api_keys"],
-  workspaces: ["workspaces", "members"],
+  workspaces: ["workspaces", "members", "audit_logs"],
   contacts: [
     "contacts",
     "contact_notes",
@@ -65,7 +65,7 @@ const OWNERS: Record<string, string[]> = {
   segments: ["segments", "segment_members", "segment_membership_log"],
   templates: ["templates", "template_translations"],
   webhooks: ["webhook_endpoints", "webhook_deliveries", "webhook_inbound_replays"],
-  lib: ["domain_event_outbox", "jobs", "idempotency_keys", "audit_logs"],
+  lib: ["domain_event_outbox", "jobs", "idempotency_keys"],
   analytics: [
     "analytics_rollups",
     "analytics_node_entries",
