@@ -137,6 +137,8 @@ const CROSS_AREA: Record<string, string> = {
   "services/contacts/gdpr.repo.ts tasks": GDPR,
   "services/contacts/gdpr.repo.ts segment_members": GDPR,
   "services/contacts/gdpr.repo.ts segment_membership_log": GDPR,
+  "services/contacts/gdpr.repo.ts inbox_threads": GDPR,
+  "services/contacts/gdpr.repo.ts inbox_messages": GDPR,
   "services/crm/search.repo.ts contacts": SEARCH,
   "services/crm/search.repo.ts segments": SEARCH,
   "services/crm/search.repo.ts campaigns": SEARCH,
