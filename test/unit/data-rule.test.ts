@@ -101,7 +101,6 @@ const CROSS_AREA: Record<string, string> = {
     "enrolment inserts only contacts that exist, set-based, in its statement",
   "services/campaigns/enroll.repo.ts workspaces":
     "send windows read each contact's time zone, else the workspace's",
-  "services/campaigns/enrollments.repo.ts messages": "an opened/clicked condition reads its message's state",
   "services/campaigns/enrollments.repo.ts events": "a clicked-link condition reads the click event",
   "services/campaigns/enroll.repo.ts domain_event_outbox":
     "an enrolment's fact is staged in the enrolment's statement",
