@@ -108,7 +108,6 @@ const CROSS_AREA: Record<string, string> = {
   "services/content/landing-pages.repo.ts workspaces": "a public page's address carries its workspace's slug",
   "services/push/subscriptions.repo.ts contacts":
     "a subscription binds a contact only when it is the workspace's",
-  "services/contacts/notes.repo.ts users": "a note shows its author's name, joined in its page",
   "services/contacts/merge.repo.ts inbox_threads":
     "a merge moves the duplicates' conversations, closing all but one open per channel, in its transaction",
   "services/contacts/merge.repo.ts segment_members":
