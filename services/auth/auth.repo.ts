@@ -209,3 +209,10 @@ export async function verifyKeyHash(keyHash: string) {
 export async function touchKey(id: string): Promise<void> {
   await ApiKey.update({ lastUsedAt: new Date() }, { where: { id } });
 }
+
+/** The names of these users (the ones that exist). */
+export async function namesOfUsers(userIds: string[]): Promise<Array<{ id: string; name: string }>> {
+  if (!userIds.length) return [];
+  const users = await User.findAll({ where: { id: [...new Set(userIds)] }, attributes: ["id", "name"] });
+  return users.map((u) => ({ id: u.id, name: u.name }));
+}

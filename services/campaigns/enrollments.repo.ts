@@ -210,22 +210,17 @@ export async function listEnrollments(
   );
 }
 
-/** Whether the message of a step was opened or clicked (on `url`, when given). */
-export async function messageEngaged(
+/** Whether the contact clicked `url` in the message of a step (its click event). */
+export async function linkClicked(
   workspaceId: string,
   contactId: string,
   messageId: string,
-  kind: "opened" | "clicked",
-  url?: string,
+  url: string,
 ): Promise<boolean> {
   const [row] = await selectRows<{ yes: boolean }>(
-    kind === "opened"
-      ? `SELECT opened_at IS NOT NULL AS yes FROM messages WHERE workspace_id = $1 AND id = $2`
-      : url
-        ? `SELECT EXISTS (SELECT 1 FROM events WHERE workspace_id = $1 AND contact_id = $3 AND type = 'message.click'
-                            AND metadata ->> 'messageId' = $2 AND metadata ->> 'url' = $4) AS yes`
-        : `SELECT clicked_at IS NOT NULL AS yes FROM messages WHERE workspace_id = $1 AND id = $2`,
-    url ? [workspaceId, messageId, contactId, url] : [workspaceId, messageId],
+    `SELECT EXISTS (SELECT 1 FROM events WHERE workspace_id = $1 AND contact_id = $3 AND type = 'message.click'
+                      AND metadata ->> 'messageId' = $2 AND metadata ->> 'url' = $4) AS yes`,
+    [workspaceId, messageId, contactId, url],
   );
   return row?.yes ?? false;
 }

@@ -64,10 +64,35 @@ export function storeProbe(
           filter,
         })
       ).matches,
-    engaged: (nodeId, kind, url) =>
-      enrollmentsRepo.messageEngaged(e.workspace_id, e.contact_id, derivedMessageId(e.id, nodeId), kind, url),
+    engaged: (nodeId, kind, url) => {
+      const messageId = derivedMessageId(e.id, nodeId);
+      return kind === "clicked" && url
+        ? enrollmentsRepo.linkClicked(e.workspace_id, e.contact_id, messageId, url)
+        : messageEngaged(broker, e.workspace_id, messageId, kind);
+    },
     winner: (nodeId) => winnerOf(e.campaign_id, nodeId),
   };
+}
+
+/** Whether a step's message was opened or clicked, as the messages area has it; a message not made yet was neither. */
+async function messageEngaged(
+  broker: ServiceBroker,
+  workspaceId: string,
+  messageId: string,
+  kind: "opened" | "clicked",
+): Promise<boolean> {
+  try {
+    const message = await systemCall<{ openedAt: string | null; clickedAt: string | null }>(
+      broker,
+      workspaceId,
+      "messages.get",
+      { workspaceId, messageId },
+    );
+    return (kind === "opened" ? message.openedAt : message.clickedAt) !== null;
+  } catch (err) {
+    if ((err as { code?: unknown }).code === 404) return false;
+    throw err;
+  }
 }
 
 /** A client error (4xx) will not pass by itself: the step fails. Anything else (a service away too) is tried again. */

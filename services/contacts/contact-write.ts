@@ -3,7 +3,7 @@ import { database } from "../../lib/database";
 import type { FieldIssue } from "../../lib/errors";
 import { stageDomainEvents } from "../../lib/outbox";
 import { found } from "../../lib/errors";
-import { checkCustomFields, missingRequired } from "./custom-fields";
+import { checkCustomFields, missingRequired, type CustomFieldDef } from "./custom-fields";
 import {
   assertNoIssues,
   contactView,
@@ -22,7 +22,7 @@ import { assertReferences, referenceIssues } from "./references";
 import { changedFields, type ContactInput, type ContactWrite } from "./fields";
 import { hasIdentity, mergeObject, normalizeContactInput } from "./normalize";
 import { upsertMany, type ConsentWanted, type UpsertedRow } from "./upsert";
-import type { UpsertOrigin } from "./upsert.repo";
+import { customFieldsByKey, type UpsertOrigin } from "./upsert.repo";
 
 /**
  * The one contact-write path. Every write of a contact's fields (the API's
@@ -162,22 +162,58 @@ export async function updateContact(
 }
 
 /**
+ * The required custom fields of each batch row, as the single path asks them:
+ * a row that creates a contact (its key matches none) carries them all; a row
+ * that updates one and writes custom fields may not leave one empty. Nulls in
+ * a batch row mean "no value" (they never remove a stored value).
+ */
+async function requiredIssues(
+  workspaceId: string,
+  fields: CustomFieldDef[],
+  writes: ContactWrite[],
+): Promise<FieldIssue[][]> {
+  if (!fields.some((d) => d.required)) return writes.map(() => []);
+  // The upsert's keys: email when the row has one, else externalId.
+  const emails = writes.flatMap((w) => (w.email ? [w.email] : []));
+  const externalIds = writes.flatMap((w) => (!w.email && w.externalId ? [w.externalId] : []));
+  const stored = await customFieldsByKey(workspaceId, emails, externalIds);
+  const byEmail = new Map(stored.flatMap((c) => (c.email ? [[c.email, c.customFields] as const] : [])));
+  const byExternalId = new Map(
+    stored.flatMap((c) => (c.externalId ? [[c.externalId, c.customFields] as const] : [])),
+  );
+  return writes.map((w) => {
+    const before = w.email ? byEmail.get(w.email) : w.externalId ? byExternalId.get(w.externalId) : undefined;
+    if (before && !w.customFields) return [];
+    return missingRequired(fields, mergeObject(before ?? {}, mergeObject({}, w.customFields ?? {})));
+  });
+}
+
+/** A row's issues as its error text. */
+export const issueText = (issues: FieldIssue[]) => issues.map((i) => `${i.field} ${i.message}`).join("; ");
+
+/**
  * The batch write (CSV import, ingest, identify): checked writes upserted by
  * email, else externalId (with the consent each asks for, `consent[i]`; the
  * upsert stages its facts, opt-outs as `unsubscribe.<channel>` with the
  * origin's reason as source), then the segments of the rows written are
- * re-evaluated; answers the row written or the error, per write.
+ * re-evaluated; answers the row written or the error, per write. `fields`:
+ * the custom field definitions whose required ones each row must satisfy.
  */
 export async function writeContacts(
   broker: ServiceBroker,
   workspaceId: string,
+  fields: CustomFieldDef[],
   writes: ContactWrite[],
   origin: UpsertOrigin,
   consent: Array<ConsentWanted | undefined> = [],
 ): Promise<Array<{ row?: UpsertedRow; error?: string }>> {
-  // A row naming another workspace's company or a non-member owner fails alone; the others are written.
-  const issues = await referenceIssues(broker, workspaceId, writes);
-  const accepted = writes.flatMap((write, i) => (issues[i] ? [] : [{ write, consent: consent[i] }]));
+  // A row naming another workspace's company or a non-member owner, or missing a required field, fails alone; the others are written.
+  const [references, required] = await Promise.all([
+    referenceIssues(broker, workspaceId, writes),
+    requiredIssues(workspaceId, fields, writes),
+  ]);
+  const issues = writes.map((_, i) => [...(references[i] ? [references[i]] : []), ...required[i]]);
+  const accepted = writes.flatMap((write, i) => (issues[i].length ? [] : [{ write, consent: consent[i] }]));
   const written = await upsertMany(
     workspaceId,
     accepted.map((a) => a.write),
@@ -185,8 +221,8 @@ export async function writeContacts(
     accepted.map((a) => a.consent),
   );
   let next = 0;
-  const results = issues.map((issue) =>
-    issue ? { error: `${issue.field} ${issue.message}` } : written[next++],
+  const results = issues.map((rowIssues) =>
+    rowIssues.length ? { error: issueText(rowIssues) } : written[next++],
   );
   await evaluateSegments(
     broker,

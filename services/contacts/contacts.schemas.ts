@@ -226,6 +226,15 @@ export const results = {
     deals: Rows,
     tasks: Rows,
     segments: Rows,
+    conversations: Type.Array(
+      Type.Object(
+        { messages: Rows },
+        {
+          additionalProperties: true,
+          description: "An inbox thread as stored, with its messages oldest first",
+        },
+      ),
+    ),
   }),
   notes: Paginated(NoteSchema),
   timeline: Paginated(TimelineItem),

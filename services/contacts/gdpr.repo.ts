@@ -1,4 +1,5 @@
 import type { Transaction } from "sequelize";
+import { isoTimeColumns, selectRows } from "../../lib/database";
 import { deleteContactRow } from "./contacts.repo";
 import { eraseRows, existingTables, rowsOf } from "./related.repo";
 
@@ -32,6 +33,26 @@ export async function contactRowsElsewhere(contactId: string): Promise<ContactRo
     ]),
   );
   return Object.fromEntries(rows) as ContactRows;
+}
+
+/** The contact's inbox conversations, newest first, each with its messages oldest first (rows as stored, snake_case). */
+export async function conversationsOf(
+  workspaceId: string,
+  contactId: string,
+): Promise<Array<Record<string, unknown> & { messages: Array<Record<string, unknown>> }>> {
+  const rows = await selectRows<{
+    thread: Record<string, unknown>;
+    messages: Array<Record<string, unknown>>;
+  }>(
+    `SELECT to_jsonb(t) - 'workspace_id' AS thread,
+            coalesce((SELECT jsonb_agg(to_jsonb(m) - 'workspace_id' - 'thread_id' ORDER BY m.created_at, m.id)
+                        FROM inbox_messages m WHERE m.workspace_id = $1 AND m.thread_id = t.id), '[]'::jsonb) AS messages
+       FROM inbox_threads t
+      WHERE t.workspace_id = $1 AND t.contact_id = $2
+      ORDER BY t.last_message_at DESC, t.id DESC`,
+    [workspaceId, contactId],
+  );
+  return rows.map((r) => ({ ...isoTimeColumns(r.thread), messages: r.messages.map(isoTimeColumns) }));
 }
 
 /** Tables whose rows about the contact are removed outright (others cascade or lose the link with the contact). */

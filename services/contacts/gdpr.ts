@@ -3,11 +3,16 @@ import { found, notFound } from "../../lib/errors";
 import { stageDomainEvents } from "../../lib/outbox";
 import { contactView, getRow, lockContact, type ContactView } from "./contacts.repo";
 import { contactFacts } from "./effects";
-import { contactRowsElsewhere, eraseContactEverywhere, type ContactRows } from "./gdpr.repo";
+import { contactRowsElsewhere, conversationsOf, eraseContactEverywhere, type ContactRows } from "./gdpr.repo";
 
 /** Everything held about one contact, and its erasure. */
 
-export type GdprExport = { contact: ContactView; consent: ContactView["consent"] } & ContactRows;
+export type GdprExport = {
+  contact: ContactView;
+  consent: ContactView["consent"];
+  /** Inbox threads, each with its messages. */
+  conversations: Array<Record<string, unknown> & { messages: Array<Record<string, unknown>> }>;
+} & ContactRows;
 
 /** snake_case keys of a generic row → camelCase, as the API speaks. */
 export function camelRow(row: Record<string, unknown>): Record<string, unknown> {
@@ -19,7 +24,10 @@ export function camelRow(row: Record<string, unknown>): Record<string, unknown> 
 
 export async function gdprExport(workspaceId: string, contactId: string): Promise<GdprExport> {
   const contact = contactView(found(await getRow(workspaceId, contactId), "Contact"));
-  const elsewhere = await contactRowsElsewhere(contactId);
+  const [elsewhere, conversations] = await Promise.all([
+    contactRowsElsewhere(contactId),
+    conversationsOf(workspaceId, contactId),
+  ]);
   const strip = (rows: Array<Record<string, unknown>>) =>
     rows.map((r) => {
       const rest = { ...r };
@@ -27,7 +35,15 @@ export async function gdprExport(workspaceId: string, contactId: string): Promis
       return camelRow(rest);
     });
   const sections = Object.entries(elsewhere).map(([section, rows]) => [section, strip(rows)]);
-  return { contact, consent: contact.consent, ...(Object.fromEntries(sections) as ContactRows) };
+  return {
+    contact,
+    consent: contact.consent,
+    ...(Object.fromEntries(sections) as ContactRows),
+    conversations: conversations.map(({ messages, ...thread }) => ({
+      ...camelRow(thread),
+      messages: messages.map(camelRow),
+    })),
+  };
 }
 
 /**

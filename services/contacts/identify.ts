@@ -67,6 +67,8 @@ async function identifyGroup(items: Wanted[]): Promise<Outcome[]> {
   const written = await writeContacts(
     broker,
     workspaceId,
+    // What a person sent (a form, an inbound message) is never refused for a field only the workspace's people fill.
+    [],
     valid.map((v) => v.write),
     { actorType: "system", actorId: null, reason: source },
     valid.map((v) => v.consent),

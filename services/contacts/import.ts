@@ -3,7 +3,7 @@ import type { Readable } from "node:stream";
 import type { LoggerInstance, ServiceBroker } from "moleculer";
 import { validationError } from "../../lib/errors";
 import { startJob, type ProgressFn } from "../../lib/jobs";
-import { checkInput, writeContacts } from "./contact-write";
+import { checkInput, issueText, writeContacts } from "./contact-write";
 import { assertNoIssues, settleContacts, writeDefinitions } from "./contacts.repo";
 import { checkMapping, readCsv } from "./csv-import";
 import { hasIdentity } from "./normalize";
@@ -26,9 +26,6 @@ export interface ImportResult {
   failedCount: number;
   ignoredColumns: string[];
 }
-
-const issueText = (issues: Array<{ field: string; message: string }>) =>
-  issues.map((i) => `${i.field} ${i.message}`).join("; ");
 
 export async function importCsv(
   broker: ServiceBroker,
@@ -55,6 +52,7 @@ export async function importCsv(
     const results = await writeContacts(
       broker,
       workspaceId,
+      defs.customFields,
       current.map((b) => b.write),
       { ...actor, reason: "import" },
       current.map((b) => b.consent),

@@ -1,6 +1,5 @@
 import type { ServiceBroker } from "moleculer";
-import type { FieldIssue } from "../../lib/errors";
-import { checkInput, writeContacts } from "./contact-write";
+import { checkInput, issueText, writeContacts } from "./contact-write";
 import { writeDefinitions } from "./contacts.repo";
 import { contactFields } from "./contacts.schemas";
 import type { ContactInput, ContactWrite } from "./fields";
@@ -16,8 +15,6 @@ export interface IngestResult {
   updated: number;
   failed: Array<{ index: number; error: string }>;
 }
-
-const issueText = (issues: FieldIssue[]) => issues.map((i) => `${i.field} ${i.message}`).join("; ");
 
 export async function ingestContacts(
   broker: ServiceBroker,
@@ -49,6 +46,7 @@ export async function ingestContacts(
   const written = await writeContacts(
     broker,
     workspaceId,
+    defs.customFields,
     valid.map((v) => v.write),
     { ...actor, reason: "ingest" },
     valid.map((v) => (v.optOut ? { email: "opted_out" } : undefined)),

@@ -3,6 +3,7 @@ import { newId } from "../../lib/crypto";
 import { database } from "../../lib/database";
 import { selectPage, type Page, type PageRequest } from "../../lib/pagination";
 import { found } from "../../lib/errors";
+import { userNames } from "../auth/for-names";
 import { getRow } from "./contacts.repo";
 
 /** Notes on a contact, with their author (a user, an API key or the system). */
@@ -21,21 +22,28 @@ interface NoteRow {
   body: string;
   author_type: string;
   author_id: string | null;
-  author_name: string | null;
   created_at: Date;
 }
 
-const view = (r: NoteRow): NoteView => ({
-  id: r.id,
-  contactId: r.contact_id,
-  body: r.body,
-  author: { type: r.author_type, id: r.author_id, name: r.author_name },
-  createdAt: new Date(r.created_at).toISOString(),
-});
+/** The notes with their authors' names: a user's, read from the auth area; API keys and the system have none. */
+async function views(rows: NoteRow[]): Promise<NoteView[]> {
+  const names = await userNames(
+    rows.flatMap((r) => (r.author_type === "user" && r.author_id ? [r.author_id] : [])),
+  );
+  return rows.map((r) => ({
+    id: r.id,
+    contactId: r.contact_id,
+    body: r.body,
+    author: {
+      type: r.author_type,
+      id: r.author_id,
+      name: r.author_type === "user" && r.author_id ? (names.get(r.author_id) ?? null) : null,
+    },
+    createdAt: new Date(r.created_at).toISOString(),
+  }));
+}
 
-const SELECT = `SELECT n.id, n.contact_id, n.body, n.author_type, n.author_id, n.created_at,
-                       CASE WHEN n.author_type = 'user' THEN u.name ELSE NULL END AS author_name
-                  FROM contact_notes n LEFT JOIN users u ON n.author_type = 'user' AND u.id = n.author_id`;
+const SELECT = `SELECT n.id, n.contact_id, n.body, n.author_type, n.author_id, n.created_at FROM contact_notes n`;
 
 export async function listNotes(
   workspaceId: string,
@@ -43,7 +51,7 @@ export async function listNotes(
   page: PageRequest,
 ): Promise<Page<NoteView>> {
   found(await getRow(workspaceId, contactId), "Contact");
-  return selectPage(
+  const listed = await selectPage(
     {
       select: `${SELECT} WHERE n.workspace_id = $1 AND n.contact_id = $2`,
       orderBy: "n.created_at DESC, n.id DESC",
@@ -51,8 +59,9 @@ export async function listNotes(
     },
     [workspaceId, contactId],
     page,
-    view,
+    (row: NoteRow) => row,
   );
+  return { ...listed, data: await views(listed.data) };
 }
 
 export async function addNote(
@@ -68,9 +77,10 @@ export async function addNote(
     `INSERT INTO contact_notes (id, workspace_id, contact_id, author_type, author_id, body) VALUES ($1, $2, $3, $4, $5, $6)`,
     { bind: [id, workspaceId, contactId, author.actorType, author.actorId, body] },
   );
-  const rows = await sequelize.query<NoteRow>(`${SELECT} WHERE n.id = $1`, {
-    bind: [id],
+  const rows = await sequelize.query<NoteRow>(`${SELECT} WHERE n.workspace_id = $1 AND n.id = $2`, {
+    bind: [workspaceId, id],
     type: QueryTypes.SELECT,
   });
-  return view(rows[0]);
+  const [note] = await views(rows);
+  return note;
 }

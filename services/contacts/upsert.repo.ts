@@ -1,5 +1,5 @@
 import { QueryTypes, type Transaction } from "sequelize";
-import { database } from "../../lib/database";
+import { database, selectRows } from "../../lib/database";
 import type { ConsentEntry } from "../../models";
 import { RECORD_COLUMN_TYPES, SCALAR_COLUMNS } from "./fields";
 
@@ -86,4 +86,20 @@ export async function upsertRecords(
     type: QueryTypes.SELECT,
     transaction,
   });
+}
+
+/** The stored custom fields of the contacts these keys name (the keys an upsert matches on), for the required-field check. */
+export async function customFieldsByKey(
+  workspaceId: string,
+  emails: string[],
+  externalIds: string[],
+): Promise<
+  Array<{ email: string | null; externalId: string | null; customFields: Record<string, unknown> }>
+> {
+  if (!emails.length && !externalIds.length) return [];
+  return selectRows(
+    `SELECT email, external_id AS "externalId", custom_fields AS "customFields" FROM contacts
+      WHERE workspace_id = $1 AND (email = ANY($2::text[]) OR external_id = ANY($3::text[]))`,
+    [workspaceId, emails, externalIds],
+  );
 }

@@ -1,8 +1,7 @@
-import { Op, literal, type WhereOptions } from "sequelize";
 import { newId } from "../../lib/crypto";
-import { database, likeEscape, uniqueViolation } from "../../lib/database";
+import { Binds, likeEscape, uniqueViolation } from "../../lib/database";
 import { conflict, fieldError } from "../../lib/errors";
-import { pageOf, sortOrder, type PageRequest } from "../../lib/pagination";
+import { selectPage, sortOrder, type PageRequest } from "../../lib/pagination";
 import { Company } from "../../models";
 import { mergeObject, normaliseDomain } from "./crm.rules";
 
@@ -46,7 +45,17 @@ export const COMPANY_FIELDS = [
   "attributes",
 ] as const;
 
-export const companyView = (c: Company) => ({
+/** A company's fields as a view needs them: a model instance or a listed row. */
+type CompanyFields = Pick<
+  Company,
+  (typeof COMPANY_FIELDS)[number] | "id" | "createdBy" | "createdAt" | "updatedAt"
+>;
+
+const COMPANY_COLUMNS = `id, name, domain, website, industry, employee_count AS "employeeCount",
+  annual_revenue AS "annualRevenue", currency, phone, description, address, owner_id AS "ownerId", tags,
+  attributes, created_by AS "createdBy", created_at AS "createdAt", updated_at AS "updatedAt"`;
+
+export const companyView = (c: CompanyFields) => ({
   id: c.id,
   name: c.name,
   domain: c.domain,
@@ -71,10 +80,10 @@ const SORTS = {
   name: "name",
   domain: "domain",
   industry: "industry",
-  employeeCount: "employeeCount",
-  annualRevenue: "annualRevenue",
-  createdAt: "createdAt",
-  updatedAt: "updatedAt",
+  employeeCount: "employee_count",
+  annualRevenue: "annual_revenue",
+  createdAt: "created_at",
+  updatedAt: "updated_at",
 };
 
 function domainOf(value: string | null | undefined): string | null | undefined {
@@ -111,27 +120,34 @@ export interface CompanyFilters {
 }
 
 export async function listCompanies(workspaceId: string, f: CompanyFilters, page: PageRequest) {
-  const sequelize = await database();
-  const and: WhereOptions[] = [{ workspaceId }];
+  const b = new Binds([workspaceId]);
+  const where = ["workspace_id = $1"];
   if (f.search) {
     // The expression matches companies_search_idx, so the trigram index serves it.
-    const pattern = sequelize.escape(`%${likeEscape(f.search.toLowerCase())}%`);
-    and.push(literal(`lower(name || ' ' || coalesce(domain, '')) LIKE ${pattern}`));
+    where.push(
+      `lower(name || ' ' || coalesce(domain, '')) LIKE ${b.p(`%${likeEscape(f.search.toLowerCase())}%`)}`,
+    );
   }
-  if (f.industry) and.push({ industry: { [Op.iLike]: likeEscape(f.industry) } });
-  if (f.ownerId) and.push({ ownerId: f.ownerId });
-  if (f.tag) and.push({ tags: { [Op.contains]: [f.tag] } });
-  if (f.domain) and.push({ domain: normaliseDomain(f.domain) ?? f.domain.toLowerCase() });
-  if (f.country) and.push({ "address.country": f.country.toUpperCase() });
-  if (f.createdFrom) and.push({ createdAt: { [Op.gte]: f.createdFrom } });
-  if (f.createdTo) and.push({ createdAt: { [Op.lte]: f.createdTo } });
-  const { rows, count } = await Company.findAndCountAll({
-    where: { [Op.and]: and },
-    order: sortOrder(f.sort, SORTS, "-createdAt"),
-    limit: page.limit,
-    offset: page.offset,
-  });
-  return pageOf(rows.map(companyView), count, page);
+  if (f.industry) where.push(`industry ILIKE ${b.p(likeEscape(f.industry))}`);
+  if (f.ownerId) where.push(`owner_id = ${b.p(f.ownerId)}`);
+  if (f.tag) where.push(`tags @> ARRAY[${b.p(f.tag)}]::text[]`);
+  if (f.domain) where.push(`domain = ${b.p(normaliseDomain(f.domain) ?? f.domain.toLowerCase())}`);
+  if (f.country) where.push(`address->>'country' = ${b.p(f.country.toUpperCase())}`);
+  if (f.createdFrom) where.push(`created_at >= ${b.p(f.createdFrom)}`);
+  if (f.createdTo) where.push(`created_at <= ${b.p(f.createdTo)}`);
+  const clause = where.join(" AND ");
+  return selectPage(
+    {
+      select: `SELECT ${COMPANY_COLUMNS} FROM companies WHERE ${clause}`,
+      orderBy: sortOrder(f.sort, SORTS, "-createdAt")
+        .map(([column, direction]) => `${column} ${direction}`)
+        .join(", "),
+      countFrom: `FROM companies WHERE ${clause}`,
+    },
+    b.values,
+    page,
+    companyView,
+  );
 }
 
 export async function createCompany(

@@ -1,8 +1,8 @@
-import { Op, QueryTypes, literal, type Transaction, type WhereOptions } from "sequelize";
+import { QueryTypes, type Transaction } from "sequelize";
 import { newId } from "../../lib/crypto";
 import { Binds, database, likeEscape } from "../../lib/database";
 import { fieldError } from "../../lib/errors";
-import { pageOf, sortOrder, type PageRequest } from "../../lib/pagination";
+import { selectPage, sortOrder, type PageRequest } from "../../lib/pagination";
 import { Deal, DealStageHistory, Pipeline } from "../../models";
 import {
   closedAtAfterMove,
@@ -45,7 +45,29 @@ export const DEAL_FIELDS = [
 
 export const DEFAULT_CURRENCY = "USD";
 
-export const dealView = (d: Deal) => ({
+/** A deal's fields as a view needs them: a model instance or a listed row. */
+type DealFields = Pick<
+  Deal,
+  | (typeof DEAL_FIELDS)[number]
+  | "id"
+  | "pipelineId"
+  | "stageId"
+  | "status"
+  | "closedAt"
+  | "stageChangedAt"
+  | "createdBy"
+  | "createdAt"
+  | "updatedAt"
+>;
+
+// The date only as text, as the model reads it.
+const DEAL_COLUMNS = `id, title, value, currency, pipeline_id AS "pipelineId", stage_id AS "stageId", status,
+  contact_id AS "contactId", company_id AS "companyId", owner_id AS "ownerId",
+  to_char(expected_close_date, 'YYYY-MM-DD') AS "expectedCloseDate", closed_at AS "closedAt",
+  lost_reason AS "lostReason", description, tags, attributes, stage_changed_at AS "stageChangedAt",
+  created_by AS "createdBy", created_at AS "createdAt", updated_at AS "updatedAt"`;
+
+export const dealView = (d: DealFields) => ({
   id: d.id,
   title: d.title,
   value: Number(d.value),
@@ -90,12 +112,22 @@ export function assertCalendarDate(field: string, value: string | null | undefin
 const SORTS = {
   title: "title",
   value: "value",
-  createdAt: "createdAt",
-  updatedAt: "updatedAt",
-  expectedCloseDate: "expectedCloseDate",
-  closedAt: "closedAt",
-  stageChangedAt: "stageChangedAt",
+  createdAt: "created_at",
+  updatedAt: "updated_at",
+  expectedCloseDate: "expected_close_date",
+  closedAt: "closed_at",
+  stageChangedAt: "stage_changed_at",
 };
+
+const FILTER_COLUMNS = {
+  pipelineId: "pipeline_id",
+  stageId: "stage_id",
+  status: "status",
+  ownerId: "owner_id",
+  contactId: "contact_id",
+  companyId: "company_id",
+  currency: "currency",
+} as const;
 
 export interface DealFilters {
   search?: string;
@@ -117,39 +149,37 @@ export interface DealFilters {
 }
 
 export async function listDeals(workspaceId: string, f: DealFilters, page: PageRequest) {
-  const sequelize = await database();
-  const and: WhereOptions[] = [{ workspaceId }];
-  if (f.search) {
-    // The expression matches deals_search_idx, so the trigram index serves it.
-    and.push(literal(`lower(title) LIKE ${sequelize.escape(`%${likeEscape(f.search.toLowerCase())}%`)}`));
-  }
-  for (const key of [
-    "pipelineId",
-    "stageId",
-    "status",
-    "ownerId",
-    "contactId",
-    "companyId",
-    "currency",
-  ] as const) {
-    if (f[key]) and.push({ [key]: f[key] });
-  }
-  if (f.tag) and.push({ tags: { [Op.contains]: [f.tag] } });
-  if (f.minValue !== undefined) and.push({ value: { [Op.gte]: f.minValue } });
-  if (f.maxValue !== undefined) and.push({ value: { [Op.lte]: f.maxValue } });
   assertCalendarDate("expectedCloseFrom", f.expectedCloseFrom);
   assertCalendarDate("expectedCloseTo", f.expectedCloseTo);
-  if (f.expectedCloseFrom) and.push({ expectedCloseDate: { [Op.gte]: f.expectedCloseFrom } });
-  if (f.expectedCloseTo) and.push({ expectedCloseDate: { [Op.lte]: f.expectedCloseTo } });
-  if (f.createdFrom) and.push({ createdAt: { [Op.gte]: f.createdFrom } });
-  if (f.createdTo) and.push({ createdAt: { [Op.lte]: f.createdTo } });
-  const { rows, count } = await Deal.findAndCountAll({
-    where: { [Op.and]: and },
-    order: sortOrder(f.sort, SORTS, "-createdAt"),
-    limit: page.limit,
-    offset: page.offset,
-  });
-  return pageOf(rows.map(dealView), count, page);
+  const b = new Binds([workspaceId]);
+  const where = ["workspace_id = $1"];
+  // The expression matches deals_search_idx, so the trigram index serves it.
+  if (f.search) where.push(`lower(title) LIKE ${b.p(`%${likeEscape(f.search.toLowerCase())}%`)}`);
+  for (const [key, column] of Object.entries(FILTER_COLUMNS) as Array<
+    [keyof typeof FILTER_COLUMNS, string]
+  >) {
+    if (f[key]) where.push(`${column} = ${b.p(f[key])}`);
+  }
+  if (f.tag) where.push(`tags @> ARRAY[${b.p(f.tag)}]::text[]`);
+  if (f.minValue !== undefined) where.push(`value >= ${b.p(f.minValue)}`);
+  if (f.maxValue !== undefined) where.push(`value <= ${b.p(f.maxValue)}`);
+  if (f.expectedCloseFrom) where.push(`expected_close_date >= ${b.p(f.expectedCloseFrom, "date")}`);
+  if (f.expectedCloseTo) where.push(`expected_close_date <= ${b.p(f.expectedCloseTo, "date")}`);
+  if (f.createdFrom) where.push(`created_at >= ${b.p(f.createdFrom)}`);
+  if (f.createdTo) where.push(`created_at <= ${b.p(f.createdTo)}`);
+  const clause = where.join(" AND ");
+  return selectPage(
+    {
+      select: `SELECT ${DEAL_COLUMNS} FROM deals WHERE ${clause}`,
+      orderBy: sortOrder(f.sort, SORTS, "-createdAt")
+        .map(([column, direction]) => `${column} ${direction}`)
+        .join(", "),
+      countFrom: `FROM deals WHERE ${clause}`,
+    },
+    b.values,
+    page,
+    dealView,
+  );
 }
 
 export async function findDeal(

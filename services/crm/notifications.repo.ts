@@ -1,6 +1,7 @@
-import { Op, type Transaction } from "sequelize";
+import type { Transaction } from "sequelize";
 import { newId } from "../../lib/crypto";
-import { pageOf, type PageRequest } from "../../lib/pagination";
+import { Binds, selectRows } from "../../lib/database";
+import { selectPage, type PageRequest } from "../../lib/pagination";
 import { Notification } from "../../models";
 
 /** Every query on notifications; each takes the workspace and the user it belongs to. */
@@ -16,7 +17,13 @@ export interface NotificationInput {
   dedupeKey?: string | null;
 }
 
-export const notificationView = (n: Notification) => ({
+/** A notification's fields as a view needs them: a model instance or a listed row. */
+type NotificationFields = Pick<
+  Notification,
+  "id" | "type" | "title" | "body" | "resourceType" | "resourceId" | "data" | "readAt" | "createdAt"
+>;
+
+export const notificationView = (n: NotificationFields) => ({
   id: n.id,
   type: n.type,
   title: n.title,
@@ -53,23 +60,31 @@ export async function listNotifications(
   f: { unread?: boolean; type?: string },
   page: PageRequest,
 ) {
-  const where: Record<string | symbol, unknown> = { workspaceId, userId };
-  if (f.unread === true) where.readAt = null;
-  if (f.unread === false) where.readAt = { [Op.ne]: null };
-  if (f.type) where.type = f.type;
-  const [{ rows, count }, unreadCount] = await Promise.all([
-    Notification.findAndCountAll({
-      where,
-      order: [
-        ["createdAt", "DESC"],
-        ["id", "DESC"],
-      ],
-      limit: page.limit,
-      offset: page.offset,
-    }),
-    Notification.count({ where: { workspaceId, userId, readAt: null } }),
+  const b = new Binds([workspaceId, userId]);
+  const where = ["workspace_id = $1", "user_id = $2"];
+  if (f.unread === true) where.push("read_at IS NULL");
+  if (f.unread === false) where.push("read_at IS NOT NULL");
+  if (f.type) where.push(`type = ${b.p(f.type)}`);
+  const clause = where.join(" AND ");
+  const [listed, [{ n }]] = await Promise.all([
+    selectPage(
+      {
+        select: `SELECT id, type, title, body, resource_type AS "resourceType", resource_id AS "resourceId", data,
+                        read_at AS "readAt", created_at AS "createdAt"
+                   FROM notifications WHERE ${clause}`,
+        orderBy: "created_at DESC, id DESC",
+        countFrom: `FROM notifications WHERE ${clause}`,
+      },
+      b.values,
+      page,
+      notificationView,
+    ),
+    selectRows<{ n: string }>(
+      `SELECT count(*) AS n FROM notifications WHERE workspace_id = $1 AND user_id = $2 AND read_at IS NULL`,
+      [workspaceId, userId],
+    ),
   ]);
-  return { ...pageOf(rows.map(notificationView), count, page), unreadCount };
+  return { ...listed, unreadCount: Number(n) };
 }
 
 /** Mark read or unread; keeps the first time it was read. Null: the user has no such notification. */

@@ -1,7 +1,7 @@
-import { Op, QueryTypes, literal, type WhereOptions } from "sequelize";
+import { QueryTypes } from "sequelize";
 import { newId } from "../../lib/crypto";
-import { database, likeEscape } from "../../lib/database";
-import { pageOf, sortOrder, type PageRequest } from "../../lib/pagination";
+import { Binds, database, likeEscape } from "../../lib/database";
+import { selectPage, sortOrder, type PageRequest } from "../../lib/pagination";
 import { Task } from "../../models";
 import { dueNotificationKey } from "./crm.rules";
 import { notify } from "./notifications.repo";
@@ -32,7 +32,31 @@ export const TASK_FIELDS = [
   "dealId",
 ] as const;
 
-export const taskView = (t: Task, now = new Date()) => ({
+/** A task's fields as a view needs them: a model instance or a listed row. */
+type TaskFields = Pick<
+  Task,
+  | "id"
+  | "title"
+  | "description"
+  | "type"
+  | "priority"
+  | "dueAt"
+  | "assigneeId"
+  | "contactId"
+  | "companyId"
+  | "dealId"
+  | "completedAt"
+  | "completedBy"
+  | "createdBy"
+  | "createdAt"
+  | "updatedAt"
+>;
+
+const TASK_COLUMNS = `id, title, description, type, priority, due_at AS "dueAt", assignee_id AS "assigneeId",
+  contact_id AS "contactId", company_id AS "companyId", deal_id AS "dealId", completed_at AS "completedAt",
+  completed_by AS "completedBy", created_by AS "createdBy", created_at AS "createdAt", updated_at AS "updatedAt"`;
+
+export const taskView = (t: TaskFields, now = new Date()) => ({
   id: t.id,
   title: t.title,
   description: t.description,
@@ -54,11 +78,11 @@ export const taskView = (t: Task, now = new Date()) => ({
 export type TaskView = ReturnType<typeof taskView>;
 
 const SORTS = {
-  dueAt: "dueAt",
-  createdAt: "createdAt",
-  updatedAt: "updatedAt",
+  dueAt: "due_at",
+  createdAt: "created_at",
+  updatedAt: "updated_at",
   title: "title",
-  completedAt: "completedAt",
+  completedAt: "completed_at",
   priority: "priority",
 };
 
@@ -76,29 +100,42 @@ export interface TaskFilters {
   sort?: string;
 }
 
+const FILTER_COLUMNS = {
+  assigneeId: "assignee_id",
+  contactId: "contact_id",
+  companyId: "company_id",
+  dealId: "deal_id",
+  type: "type",
+  priority: "priority",
+} as const;
+
 export async function listTasks(workspaceId: string, f: TaskFilters, page: PageRequest) {
-  const sequelize = await database();
-  const and: WhereOptions[] = [{ workspaceId }];
-  if (f.search) and.push(literal(`title ILIKE ${sequelize.escape(`%${likeEscape(f.search)}%`)}`));
-  if (f.status === "open") and.push({ completedAt: null });
-  if (f.status === "completed") and.push({ completedAt: { [Op.ne]: null } });
-  if (f.status === "overdue") and.push({ completedAt: null, dueAt: { [Op.lt]: new Date() } });
-  for (const key of ["assigneeId", "contactId", "companyId", "dealId", "type", "priority"] as const) {
-    if (f[key]) and.push({ [key]: f[key] });
+  const b = new Binds([workspaceId]);
+  const where = ["workspace_id = $1"];
+  if (f.search) where.push(`title ILIKE ${b.p(`%${likeEscape(f.search)}%`)}`);
+  if (f.status === "open") where.push("completed_at IS NULL");
+  if (f.status === "completed") where.push("completed_at IS NOT NULL");
+  if (f.status === "overdue") where.push(`completed_at IS NULL AND due_at < ${b.p(new Date())}`);
+  for (const [key, column] of Object.entries(FILTER_COLUMNS) as Array<
+    [keyof typeof FILTER_COLUMNS, string]
+  >) {
+    if (f[key]) where.push(`${column} = ${b.p(f[key])}`);
   }
-  if (f.dueFrom) and.push({ dueAt: { [Op.gte]: f.dueFrom } });
-  if (f.dueTo) and.push({ dueAt: { [Op.lte]: f.dueTo } });
-  const { rows, count } = await Task.findAndCountAll({
-    where: { [Op.and]: and },
-    order: sortOrder(f.sort, SORTS, "dueAt"),
-    limit: page.limit,
-    offset: page.offset,
-  });
+  if (f.dueFrom) where.push(`due_at >= ${b.p(f.dueFrom)}`);
+  if (f.dueTo) where.push(`due_at <= ${b.p(f.dueTo)}`);
+  const clause = where.join(" AND ");
   const now = new Date();
-  return pageOf(
-    rows.map((t) => taskView(t, now)),
-    count,
+  return selectPage(
+    {
+      select: `SELECT ${TASK_COLUMNS} FROM tasks WHERE ${clause}`,
+      orderBy: sortOrder(f.sort, SORTS, "dueAt")
+        .map(([column, direction]) => `${column} ${direction}`)
+        .join(", "),
+      countFrom: `FROM tasks WHERE ${clause}`,
+    },
+    b.values,
     page,
+    (t: TaskFields) => taskView(t, now),
   );
 }
 

@@ -58,10 +58,10 @@ export class ProviderDirectory {
     if (providerId) {
       const named = providers.find((p) => p.id === providerId);
       if (!named) throw new ProviderError(`Provider ${providerId} no longer exists`, false);
-      return this.cached(named);
+      return this.cached(named, workspaceId);
     }
     if (!providers.length) return this.log;
-    return this.cached(firstUsable(providers, Date.now()));
+    return this.cached(firstUsable(providers, Date.now()), workspaceId);
   }
 
   /**
@@ -112,12 +112,12 @@ export class ProviderDirectory {
     return providers;
   }
 
-  private cached(provider: OpenedProvider): ProviderClient {
+  private cached(provider: OpenedProvider, workspaceId: string): ProviderClient {
     const updatedAt = new Date(provider.updatedAt).toISOString();
     const known = this.clients.get(provider.id);
     if (known?.updatedAt === updatedAt) return known.client;
     void known?.client.close?.();
-    const client = clientFor(provider);
+    const client = clientFor(provider, workspaceId);
     this.clients.set(provider.id, { updatedAt, client });
     return client;
   }

@@ -524,6 +524,15 @@ export class Sender {
       await repo.markSuppressed(row, "invalid_address", "The contact has no active push subscription");
       return "suppressed";
     }
+    // Each subscription's send counts against its provider type's rate limit (PROVIDER_RATE_LIMITS), as a message does on other channels.
+    for (const target of targets) {
+      const client = clients.get(target.type);
+      const wait = client ? await providerTurn(client.type, MAX_RATE_WAIT_MS) : 0;
+      if (wait > 0) {
+        await repo.release(row, new Date(Date.now() + wait));
+        return "retried";
+      }
+    }
     const attempts = await pushToAll(targets, clients, notificationOf(row.id, draft.content));
     for (const { target, client, outcome } of attempts) {
       deliveries.push({

@@ -44,7 +44,7 @@ export interface ProviderKind {
   config: TObject;
   secretFields: readonly string[];
   /** Absent: the type sends through its channel's own clients (push), not a message client. */
-  client?(id: string, config: never): ProviderClient;
+  client?(id: string, config: never, workspaceId: string): ProviderClient;
   /** Push types: the client that sends to one subscription of their kind. */
   pushClient?(id: string, config: never): PushClient;
   /** Absent: the provider does not call back. */
@@ -127,10 +127,10 @@ const kindOf = (type: string): ProviderKind | undefined =>
   (PROVIDER_KINDS as Record<string, ProviderKind>)[type];
 
 /** The client of a stored provider (its config checked at write, its secrets opened by the caller's process). */
-export function clientFor(provider: OpenedProvider): ProviderClient {
+export function clientFor(provider: OpenedProvider, workspaceId: string): ProviderClient {
   const kind = kindOf(provider.type);
   if (!kind?.client) throw new Error(`Provider type ${provider.type} has no message client`);
-  return kind.client(provider.id, provider.config as never);
+  return kind.client(provider.id, provider.config as never, workspaceId);
 }
 
 /** The push client of a stored push provider (vapid, pushgw1, pushgw2). */

@@ -1,8 +1,8 @@
-import { Op, type Transaction } from "sequelize";
-import { database, selectRows, uniqueViolation } from "../../lib/database";
+import type { Transaction } from "sequelize";
+import { Binds, database, likeEscape, selectRows, uniqueViolation } from "../../lib/database";
 import { newId } from "../../lib/crypto";
 import { conflict, validationError } from "../../lib/errors";
-import { pageOf, type PageRequest } from "../../lib/pagination";
+import { selectPage, type PageRequest } from "../../lib/pagination";
 import { AuditLog, Member, User, Workspace, type RefusedOrigin, type Role } from "../../models";
 import { maskSecrets, openSecrets, sealSecrets } from "./settings";
 
@@ -280,35 +280,48 @@ export async function recordAudit(entry: AuditEntry): Promise<void> {
   await AuditLog.create({ id: newId(), metadata: {}, ...entry });
 }
 
+type AuditRow = Pick<
+  AuditLog,
+  | "id"
+  | "workspaceId"
+  | "actorType"
+  | "actorId"
+  | "action"
+  | "targetType"
+  | "targetId"
+  | "ip"
+  | "metadata"
+  | "createdAt"
+>;
+
 export async function listAudit(
   workspaceId: string,
   filters: { action?: string; actorId?: string; from?: Date; to?: Date },
   page: PageRequest,
 ) {
-  const where: Record<string | symbol, unknown> = { workspaceId };
-  if (filters.action)
-    where.action = filters.action.endsWith("*")
-      ? { [Op.startsWith]: filters.action.slice(0, -1) }
-      : filters.action;
-  if (filters.actorId) where.actorId = filters.actorId;
-  if (filters.from || filters.to) {
-    where.createdAt = {
-      ...(filters.from ? { [Op.gte]: filters.from } : {}),
-      ...(filters.to ? { [Op.lte]: filters.to } : {}),
-    };
+  const b = new Binds([workspaceId]);
+  const where = ["workspace_id = $1"];
+  if (filters.action) {
+    where.push(
+      filters.action.endsWith("*")
+        ? `action LIKE ${b.p(`${likeEscape(filters.action.slice(0, -1))}%`)}`
+        : `action = ${b.p(filters.action)}`,
+    );
   }
-  const { rows, count } = await AuditLog.findAndCountAll({
-    where,
-    order: [
-      ["createdAt", "DESC"],
-      ["id", "DESC"],
-    ],
-    limit: page.limit,
-    offset: page.offset,
-  });
-  return pageOf(
-    rows.map((r) => r.get({ plain: true })),
-    count,
+  if (filters.actorId) where.push(`actor_id = ${b.p(filters.actorId)}`);
+  if (filters.from) where.push(`created_at >= ${b.p(filters.from)}`);
+  if (filters.to) where.push(`created_at <= ${b.p(filters.to)}`);
+  const clause = where.join(" AND ");
+  return selectPage(
+    {
+      select: `SELECT id, workspace_id AS "workspaceId", actor_type AS "actorType", actor_id AS "actorId", action,
+                      target_type AS "targetType", target_id AS "targetId", ip, metadata, created_at AS "createdAt"
+                 FROM audit_logs WHERE ${clause}`,
+      orderBy: "created_at DESC, id DESC",
+      countFrom: `FROM audit_logs WHERE ${clause}`,
+    },
+    b.values,
     page,
+    (row: AuditRow) => row,
   );
 }

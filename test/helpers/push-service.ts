@@ -24,6 +24,8 @@ export interface PushRequest {
   path: string;
   headers: IncomingHttpHeaders;
   body: Buffer;
+  /** When it arrived (ms since the epoch). */
+  at: number;
 }
 
 export interface FakePushService {
@@ -67,7 +69,7 @@ export async function startPushService(): Promise<FakePushService> {
       req.on("data", (chunk: Buffer) => chunks.push(chunk));
       req.on("end", () => {
         const url = req.url ?? "/";
-        requests.push({ path: url, headers: req.headers, body: Buffer.concat(chunks) });
+        requests.push({ path: url, headers: req.headers, body: Buffer.concat(chunks), at: Date.now() });
         const status = answers.get(url) ?? 201;
         if (status === HANG) return;
         if (status === 201) res.setHeader("location", `https://127.0.0.1/messages/${requests.length}`);

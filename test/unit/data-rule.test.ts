@@ -10,7 +10,7 @@ import { ROOT, sourceFiles } from "../helpers/source-files";
  */
 const OWNERS: Record<string, string[]> = {
   auth: ["users", "password_reset_tokens", "revoked_sessions", "api_keys"],
-  workspaces: ["workspaces", "members"],
+  workspaces: ["workspaces", "members", "audit_logs"],
   contacts: [
     "contacts",
     "contact_notes",
@@ -65,7 +65,7 @@ const OWNERS: Record<string, string[]> = {
   segments: ["segments", "segment_members", "segment_membership_log"],
   templates: ["templates", "template_translations"],
   webhooks: ["webhook_endpoints", "webhook_deliveries", "webhook_inbound_replays"],
-  lib: ["domain_event_outbox", "jobs", "idempotency_keys", "audit_logs"],
+  lib: ["domain_event_outbox", "jobs", "idempotency_keys"],
   analytics: [
     "analytics_rollups",
     "analytics_rollup_deltas",
@@ -104,7 +104,6 @@ const CROSS_AREA: Record<string, string> = {
     "enrolment inserts only contacts that exist, set-based, in its statement",
   "services/campaigns/enroll.repo.ts workspaces":
     "send windows read each contact's time zone, else the workspace's",
-  "services/campaigns/enrollments.repo.ts messages": "an opened/clicked condition reads its message's state",
   "services/campaigns/enrollments.repo.ts events": "a clicked-link condition reads the click event",
   "services/campaigns/enroll.repo.ts domain_event_outbox":
     "an enrolment's fact is staged in the enrolment's statement",
@@ -112,7 +111,6 @@ const CROSS_AREA: Record<string, string> = {
   "services/content/landing-pages.repo.ts workspaces": "a public page's address carries its workspace's slug",
   "services/push/subscriptions.repo.ts contacts":
     "a subscription binds a contact only when it is the workspace's",
-  "services/contacts/notes.repo.ts users": "a note shows its author's name, joined in its page",
   "services/contacts/merge.repo.ts inbox_threads":
     "a merge moves the duplicates' conversations, closing all but one open per channel, in its transaction",
   "services/contacts/merge.repo.ts segment_members":
@@ -140,6 +138,8 @@ const CROSS_AREA: Record<string, string> = {
   "services/contacts/gdpr.repo.ts tasks": GDPR,
   "services/contacts/gdpr.repo.ts segment_members": GDPR,
   "services/contacts/gdpr.repo.ts segment_membership_log": GDPR,
+  "services/contacts/gdpr.repo.ts inbox_threads": GDPR,
+  "services/contacts/gdpr.repo.ts inbox_messages": GDPR,
   "services/crm/search.repo.ts contacts": SEARCH,
   "services/crm/search.repo.ts segments": SEARCH,
   "services/crm/search.repo.ts campaigns": SEARCH,

@@ -4,6 +4,7 @@ import { messageBody, refusal } from "../../services/providers/chatapp2/client";
 import {
   approvedOf,
   bodyParameterCount,
+  bodyParameterNames,
   checkServiceWindow,
   checkTemplateContent,
   SERVICE_WINDOW_MS,
@@ -190,6 +191,25 @@ describe("chatapp2 client", () => {
         ],
       },
     });
+    expect(
+      messageBody(
+        "+447700900123",
+        { templateName: "order_named", language: "en_US", parameters: ["Ana", "42"] },
+        ["first_name", "order_id"],
+      ),
+    ).toMatchObject({
+      template: {
+        components: [
+          {
+            type: "body",
+            parameters: [
+              { type: "text", parameter_name: "first_name", text: "Ana" },
+              { type: "text", parameter_name: "order_id", text: "42" },
+            ],
+          },
+        ],
+      },
+    });
     expect(messageBody("+1555", { templateName: "hello_world", language: "en_US", parameters: [] })).toEqual(
       expect.objectContaining({ template: { name: "hello_world", language: { code: "en_US" } } }),
     );
@@ -228,6 +248,13 @@ describe("chatapp2 templates and the service window", () => {
     expect(bodyParameterCount(body("Hi {{first_name}}"))).toBe(1);
     expect(bodyParameterCount(body("No placeholders"))).toBe(0);
     expect(bodyParameterCount([])).toBe(0);
+    // Named placeholders keep the order the body first names them; positional ones have no names.
+    expect(bodyParameterNames(body("Hi {{ first_name }}, order {{order_id}}, {{first_name}}"))).toEqual([
+      "first_name",
+      "order_id",
+    ]);
+    expect(bodyParameterNames(body("Hi {{1}}, order {{2}}"))).toBeNull();
+    expect(bodyParameterNames(body("No placeholders"))).toBeNull();
     expect(
       approvedOf([
         { name: "a", language: "en_US", status: "APPROVED", category: "UTILITY", components: body("{{1}}") },

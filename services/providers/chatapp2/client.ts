@@ -1,12 +1,15 @@
+import { LRUCache } from "lru-cache";
 import { send, type Answer } from "../clients/http";
 import { ProviderError, type Outgoing, type ProviderClient } from "../clients/types";
 import { graphRoot, type Chatapp2Config } from "./config";
+import { parameterNames } from "./templates.repo";
 
 /**
  * `chatapp2`: the WhatsApp Cloud API wire. `POST /{phoneNumberId}/messages`
  * with a bearer token: a free-form text (only inside the 24-hour customer
  * service window, checked before queueing) or an approved template with
- * its body parameters; 200 `{messages: [{id}]}`. Refusals are told apart by
+ * its body parameters (named, `parameter_name` on each, when the synced
+ * template names them); 200 `{messages: [{id}]}`. Refusals are told apart by
  * the Graph error's code, never its text.
  */
 
@@ -77,8 +80,16 @@ export function refusal(answer: Answer): ProviderError {
 /** WhatsApp ids are digits: the E.164 number without its `+`. */
 export const waId = (phone: string) => phone.replace(/^\+/, "");
 
-/** The Cloud API's message for our content: a template with its body parameters, else a text. */
-export function messageBody(to: string, content: Outgoing["content"]): Record<string, unknown> {
+/**
+ * The Cloud API's message for our content: a template with its body
+ * parameters, else a text. `names`: the template's parameter names, when it
+ * uses named ones; `content.parameters` give their values in that order.
+ */
+export function messageBody(
+  to: string,
+  content: Outgoing["content"],
+  names: string[] | null = null,
+): Record<string, unknown> {
   const base = { messaging_product: "whatsapp", recipient_type: "individual", to: waId(to) };
   if (typeof content.templateName === "string") {
     const parameters = Array.isArray(content.parameters) ? content.parameters.map(String) : [];
@@ -89,7 +100,14 @@ export function messageBody(to: string, content: Outgoing["content"]): Record<st
         name: content.templateName,
         language: { code: String(content.language ?? "") },
         ...(parameters.length && {
-          components: [{ type: "body", parameters: parameters.map((text) => ({ type: "text", text })) }],
+          components: [
+            {
+              type: "body",
+              parameters: parameters.map((text, i) =>
+                names?.[i] ? { type: "text", parameter_name: names[i], text } : { type: "text", text },
+              ),
+            },
+          ],
         }),
       },
     };
@@ -97,7 +115,22 @@ export function messageBody(to: string, content: Outgoing["content"]): Record<st
   return { ...base, type: "text", text: { preview_url: false, body: String(content.text ?? "") } };
 }
 
-export function chatapp2Client(id: string, config: Chatapp2Config): ProviderClient {
+/** How long a client keeps a template's parameter names (a sync that renames them is seen after this). */
+const NAMES_TTL_MS = 60_000;
+
+export function chatapp2Client(id: string, config: Chatapp2Config, workspaceId: string): ProviderClient {
+  // Per template and language; an empty list stands for positional (the cache keeps no null).
+  const names = new LRUCache<string, string[]>({ max: 500, ttl: NAMES_TTL_MS });
+  const namesOf = async (content: Outgoing["content"]): Promise<string[] | null> => {
+    if (typeof content.templateName !== "string") return null;
+    const key = `${content.templateName}\n${String(content.language ?? "")}`;
+    let known = names.get(key);
+    if (!known) {
+      known = (await parameterNames(workspaceId, content.templateName, String(content.language ?? ""))) ?? [];
+      names.set(key, known);
+    }
+    return known.length ? known : null;
+  };
   return {
     id,
     type: NAME,
@@ -106,7 +139,7 @@ export function chatapp2Client(id: string, config: Chatapp2Config): ProviderClie
         config,
         "POST",
         `/${config.phoneNumberId}/messages`,
-        messageBody(message.to, message.content),
+        messageBody(message.to, message.content, await namesOf(message.content)),
       );
       if (answer.status !== 200) throw refusal(answer);
       const json = JSON.parse(answer.body) as { messages?: Array<{ id?: unknown }> };

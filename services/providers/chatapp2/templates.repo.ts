@@ -1,6 +1,6 @@
 import { QueryTypes } from "sequelize";
 import { database } from "../../../lib/database";
-import type { SyncedTemplate } from "./templates";
+import { bodyParameterNames, type SyncedTemplate } from "./templates";
 
 /** The queries of chatapp2's synced templates. Workspace id first. */
 
@@ -44,6 +44,20 @@ export async function templatesNamed(workspaceId: string, name: string): Promise
     { bind: [workspaceId, name], type: QueryTypes.SELECT },
   );
   return rows.map(view);
+}
+
+/** The body parameter names of a synced template in one language (null: positional, or not synced). */
+export async function parameterNames(
+  workspaceId: string,
+  name: string,
+  language: string,
+): Promise<string[] | null> {
+  const sequelize = await database();
+  const [row] = await sequelize.query<{ components: unknown[] }>(
+    `SELECT components FROM chatapp2_templates WHERE workspace_id = $1 AND name = $2 AND language = $3`,
+    { bind: [workspaceId, name, language], type: QueryTypes.SELECT },
+  );
+  return row ? bodyParameterNames(row.components) : null;
 }
 
 /** The synced set replaces the previous one, in one transaction (a reader sees the old set or the new). */

@@ -24,14 +24,26 @@ export const SERVICE_WINDOW_MS = 24 * 3_600_000;
 /** Pages followed at most in one sync (a runaway `paging.next` stops here). */
 const MAX_PAGES = 200;
 
-/** The distinct placeholders of a template's BODY (`{{1}}`, `{{2}}`, or named `{{first_name}}`). */
-export function bodyParameterCount(components: unknown[]): number {
+/** The distinct placeholders of a template's BODY in the order it first names them (`1`, `2`, or named `first_name`). */
+function bodyPlaceholders(components: unknown[]): string[] {
   const body = components.find(
     (c): c is { type: string; text?: unknown } =>
       !!c && typeof c === "object" && String((c as { type?: unknown }).type).toUpperCase() === "BODY",
   );
-  if (typeof body?.text !== "string") return 0;
-  return new Set([...body.text.matchAll(/\{\{\s*([A-Za-z0-9_]+)\s*\}\}/g)].map((m) => m[1])).size;
+  if (typeof body?.text !== "string") return [];
+  return [...new Set([...body.text.matchAll(/\{\{\s*([A-Za-z0-9_]+)\s*\}\}/g)].map((m) => m[1]))];
+}
+
+export const bodyParameterCount = (components: unknown[]): number => bodyPlaceholders(components).length;
+
+/**
+ * The names of a template's body parameters, in the order its body first
+ * names them, when the template uses named ones (`{{first_name}}`); null for
+ * positional ones (`{{1}}`), which the API takes in order without names.
+ */
+export function bodyParameterNames(components: unknown[]): string[] | null {
+  const placeholders = bodyPlaceholders(components);
+  return placeholders.some((p) => !/^\d+$/.test(p)) ? placeholders : null;
 }
 
 /** The approved templates of a page's `data`, as we keep them. */

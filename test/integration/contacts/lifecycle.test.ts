@@ -239,6 +239,21 @@ describe("GDPR", () => {
     await client.post(`${ctx.ws}/contacts/${person.id}/stages`, { stage: "customer", reason: "paid" });
     const { eventId } = await relatedRows(ctx.workspaceId, person.id, "g");
     await segmentWith(ctx.workspaceId, [person.id]);
+    const threadId = randomUUID();
+    await db.query(
+      `INSERT INTO inbox_threads (id, workspace_id, channel, contact_id, subject, status, last_message_at)
+       VALUES ($1, $2, 'email', $3, 'Order 7', 'closed', now())`,
+      { bind: [threadId, ctx.workspaceId, person.id] },
+    );
+    for (const [direction, body, status, at] of [
+      ["inbound", "Where is my order?", "received", "2026-01-01T10:00:00Z"],
+      ["outbound", "On its way.", "sent", "2026-01-01T11:00:00Z"],
+    ])
+      await db.query(
+        `INSERT INTO inbox_messages (id, workspace_id, thread_id, direction, body, status, created_at)
+         VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+        { bind: [randomUUID(), ctx.workspaceId, threadId, direction, body, status, at] },
+      );
 
     const exp = await client.get(`${ctx.ws}/contacts/${person.id}/gdpr/export`);
     expect(exp.status).toBe(200);
@@ -255,6 +270,24 @@ describe("GDPR", () => {
     expect(exp.body.segments).toHaveLength(1);
     expect(exp.body.messages).toEqual([]);
     expect(exp.body.formSubmissions).toEqual([]);
+    expect(exp.body.conversations).toEqual([
+      expect.objectContaining({
+        id: threadId,
+        channel: "email",
+        subject: "Order 7",
+        status: "closed",
+        contactId: person.id,
+        messages: [
+          expect.objectContaining({
+            direction: "inbound",
+            body: "Where is my order?",
+            status: "received",
+            createdAt: "2026-01-01T10:00:00.000Z",
+          }),
+          expect.objectContaining({ direction: "outbound", body: "On its way.", status: "sent" }),
+        ],
+      }),
+    ]);
     expect(JSON.stringify(exp.body)).not.toContain(ctx.workspaceId);
 
     const del = await client.delete(`${ctx.ws}/contacts/${person.id}/gdpr/delete`);
@@ -495,6 +528,86 @@ describe("custom fields", () => {
     const missing = await c.post(`${fresh.ws}/contacts`, { email: "req@x.io" });
     expect(missing.status).toBe(400);
     expect(missing.body.details[0].field).toBe("customFields.region");
+  });
+
+  test("a required custom field is checked per row on import and ingest: a new contact without it fails alone", async () => {
+    const fresh = await ownerWithWorkspace(app.baseUrl);
+    const c = fresh.owner.client;
+    // Stored before the field becomes required: it has no region.
+    const older = await newContact({ email: "older@x.io" }, c, fresh.ws);
+    await newContact({ email: "placed@x.io", externalId: "placed", customFields: {} }, c, fresh.ws);
+    expect(
+      (
+        await c.post(`${fresh.ws}/custom-fields`, {
+          key: "region",
+          label: "Region",
+          type: "text",
+          required: true,
+        })
+      ).status,
+    ).toBe(201);
+    await c.post(`${fresh.ws}/custom-fields`, { key: "size", label: "Size", type: "number" });
+    await c
+      .patch(`${fresh.ws}/contacts/${older.id}`, { firstName: "Still" })
+      .then((r) => expect(r.status).toBe(200));
+
+    const csv = [
+      "email,firstName,customFields.region,customFields.size",
+      "imp-ok@x.io,Ok,north,",
+      "imp-missing@x.io,Missing,,",
+      "older@x.io,Renamed,,",
+      "older@x.io,Sized,,3",
+      "older@x.io,Placed,south,4",
+    ].join("\n");
+    const imp = await c.request("POST", `${fresh.ws}/contacts/import`, {
+      raw: `${csv}\n`,
+      headers: { "content-type": "text/csv" },
+    });
+    const job = await finishedJob(c, fresh.ws, imp.body.jobId);
+    expect(job.status).toBe("completed");
+    // An update that writes no custom field keeps the contact as it is; one that writes some may not leave region empty.
+    expect(job.result).toMatchObject({
+      created: 1,
+      updated: 2,
+      failed: [
+        { line: 3, error: "customFields.region is required" },
+        { line: 5, error: "customFields.region is required" },
+      ],
+    });
+    expect((await c.get(`${fresh.ws}/contacts?search=imp-missing`)).body.data).toEqual([]);
+    const olderNow = (await c.get(`${fresh.ws}/contacts/${older.id}`)).body;
+    expect(olderNow).toMatchObject({ firstName: "Placed", customFields: { region: "south", size: 4 } });
+
+    const ingest = await c.post(`${fresh.ws}/contacts/ingest`, {
+      contacts: [
+        { email: "ing-ok@x.io", customFields: { region: "east" } },
+        { email: "ing-missing@x.io", customFields: { size: 1 } },
+        { externalId: "ing-ext" },
+        { externalId: "placed", customFields: { size: 2 } },
+        { email: "older@x.io", customFields: { region: null, size: 5 } },
+        { email: "ing-null@x.io", customFields: { region: null } },
+      ],
+    });
+    expect(ingest.status).toBe(200);
+    // A null in a batch row is "no value": it never removes older@x.io's stored region.
+    expect(ingest.body).toEqual({
+      created: 1,
+      updated: 1,
+      failed: [
+        { index: 1, error: "customFields.region is required" },
+        { index: 2, error: "customFields.region is required" },
+        { index: 3, error: "customFields.region is required" },
+        { index: 5, error: "customFields.region is required" },
+      ],
+    });
+    expect((await c.get(`${fresh.ws}/contacts/${older.id}`)).body.customFields).toEqual({
+      region: "south",
+      size: 5,
+    });
+    const listed = (await c.get(`${fresh.ws}/contacts?sort=email&limit=100`)).body.data.map(
+      (x: { email: string | null; externalId: string | null }) => x.email ?? x.externalId,
+    );
+    expect(listed).toEqual(["imp-ok@x.io", "ing-ok@x.io", "older@x.io", "placed@x.io"]);
   });
 });
 

@@ -124,6 +124,16 @@ test("list paginates, searches, filters and sorts", async () => {
     "Acme Corp",
   );
 
+  expect((await w.owner.client.get(`${w.ws}/companies?createdTo=2000-01-01`)).body.data).toEqual([]);
+  const recent = await w.owner.client.get(
+    `${w.ws}/companies?createdFrom=2000-01-01&sort=employeeCount&limit=1`,
+  );
+  expect(recent.body.data.map((c: { name: string }) => c.name)).toEqual(["Globex"]);
+  expect(recent.body.pagination.total).toBe(6);
+  // A company without a head count comes first going down (PostgreSQL's order of nulls).
+  const largest = await w.owner.client.get(`${w.ws}/companies?sort=-employeeCount&limit=2`);
+  expect(largest.body.data.map((c: { name: string }) => c.name)).toEqual(["Acme Corp", "Vehement Capital"]);
+
   const badSort = await w.owner.client.get(`${w.ws}/companies?sort=password`);
   expect(badSort.status).toBe(400);
   expect(badSort.body.details[0].field).toBe("sort");

@@ -437,6 +437,15 @@ describe("deals", () => {
     expect(await q(`contactId=${contactId}`)).toEqual(["Gamma new logo"]);
     expect(await q(`ownerId=${w.member.id}`)).toEqual(["Gamma new logo"]);
     expect(await q("expectedCloseFrom=2026-05-01&expectedCloseTo=2026-12-31")).toEqual(["Beta expansion"]);
+    // A deal without a date comes last going up and first going down (PostgreSQL's order of nulls).
+    expect(await q("sort=expectedCloseDate")).toEqual(["Alpha renewal", "Beta expansion", "Gamma new logo"]);
+    expect(await q("sort=-expectedCloseDate")).toEqual(["Gamma new logo", "Beta expansion", "Alpha renewal"]);
+    const listed = await w.owner.client.get(`${w.ws}/deals?pipelineId=${p.id}&tag=renewal`);
+    expect(listed.body.data[0]).toMatchObject({
+      value: 100,
+      expectedCloseDate: "2026-03-01",
+      tags: ["renewal"],
+    });
     for (const bad of [
       "status=maybe",
       "sort=secret",

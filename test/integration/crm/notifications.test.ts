@@ -55,6 +55,16 @@ test("mark one read and unread; filter by unread", async () => {
   expect((await w.member.client.get(`${w.ws}/notifications?unread=maybe`)).status).toBe(400);
 });
 
+test("filter by type; the unread count stays the caller's whole count", async () => {
+  const assigned = await w.member.client.get(`${w.ws}/notifications?type=task.assigned&limit=1`);
+  expect(assigned.body.pagination.total).toBe(3);
+  expect(assigned.body.data.map((n: { type: string }) => n.type)).toEqual(["task.assigned"]);
+  const due = await w.member.client.get(`${w.ws}/notifications?type=task.due`);
+  expect(due.body.data).toEqual([]);
+  expect(due.body.pagination.total).toBe(0);
+  expect(due.body.unreadCount).toBe(assigned.body.unreadCount);
+});
+
 test("another user's or another workspace's notification is 404", async () => {
   const [mine] = (await w.member.client.get(`${w.ws}/notifications`)).body.data;
   expect((await w.viewer.client.patch(`${w.ws}/notifications/${mine.id}`, { read: true })).status).toBe(404);

@@ -177,6 +177,9 @@ test("list filters by status, assignee (me), links, type, priority, due range; s
   expect(await q(w.owner.client, `dealId=${dealId}`)).toEqual(["soon"]);
   expect(await q(w.owner.client, "type=meeting")).toEqual(["later"]);
   expect(await q(w.owner.client, "priority=low")).toEqual(["late"]);
+  expect(await q(w.owner.client, "sort=title")).toEqual(["done", "late", "later", "soon", "undated"]);
+  expect(await q(w.owner.client, "sort=-title")).toEqual(["undated", "soon", "later", "late", "done"]);
+  expect((await q(w.owner.client, "sort=completedAt"))[0]).toBe("done");
   expect(
     await q(w.owner.client, `dueFrom=${encodeURIComponent(hours(0))}&dueTo=${encodeURIComponent(hours(24))}`),
   ).toEqual(["soon"]);

@@ -602,3 +602,57 @@ test("a sync replaces the kept set; the API failing is a 502 that keeps it", asy
   expect(await names()).toEqual(["welcome"]);
   graph.setBehaviour(graphApi);
 });
+
+test("a template with named parameters is sent with `parameter_name` on each, in the order its body names them", async () => {
+  const c = ctx.owner.client;
+  const path = `/v19.0/${WABA_ID}/message_templates?limit=100`;
+  graph.setBehaviour((req) =>
+    req.path === path
+      ? {
+          status: 200,
+          body: JSON.stringify({
+            data: [
+              {
+                ...template(
+                  "order_named",
+                  "en_US",
+                  "APPROVED",
+                  "Hi {{first_name}}, order {{order_id}} is ready, {{first_name}}.",
+                ),
+                parameter_format: "NAMED",
+              },
+            ],
+            paging: {},
+          }),
+        }
+      : graphApi(req),
+  );
+  expect((await c.post(`${ctx.ws}/providers/chatapp2/templates/sync`)).body).toEqual({ synced: 1 });
+  graph.setBehaviour(graphApi);
+  const list = (await c.get(`${ctx.ws}/providers/chatapp2/templates`)).body;
+  expect(list.map((t: { name: string; parameterCount: number }) => [t.name, t.parameterCount])).toEqual([
+    ["order_named", 2],
+  ]);
+
+  const bobId = await contact("+15557770000", "Bob");
+  const ok = await c.post(`${ctx.ws}/messages`, {
+    contactId: bobId,
+    channel: "chatapp2",
+    content: { templateName: "order_named", language: "en_US", parameters: ["{{ contact.firstName }}", "8"] },
+  });
+  expect(ok.status).toBe(202);
+  await settled(ok.body.id, "sent");
+  expect(JSON.parse(sends().at(-1)!.body).template).toEqual({
+    name: "order_named",
+    language: { code: "en_US" },
+    components: [
+      {
+        type: "body",
+        parameters: [
+          { type: "text", parameter_name: "first_name", text: "Bob" },
+          { type: "text", parameter_name: "order_id", text: "8" },
+        ],
+      },
+    ],
+  });
+});

@@ -420,6 +420,27 @@ describe("audit log", () => {
     expect(byAction.body.data.map((e: { action: string }) => e.action)).toEqual(["member.updated"]);
     const byPrefix = await c.get(`${ws}/audit-logs?action=api_key.*`);
     expect(byPrefix.body.pagination.total).toBe(2);
+    // A prefix is literal text: `%` and `_` are not wildcards.
+    expect((await c.get(`${ws}/audit-logs?action=${encodeURIComponent("%*")}`)).body.pagination.total).toBe(
+      0,
+    );
+    expect(
+      (await c.get(`${ws}/audit-logs?action=api${encodeURIComponent("_")}key.*`)).body.pagination.total,
+    ).toBe(2);
+    expect(
+      (await c.get(`${ws}/audit-logs?action=api${encodeURIComponent("__")}ey.*`)).body.pagination.total,
+    ).toBe(0);
+
+    // A time window keeps the entries from `from` to `to`, both included.
+    const [newest, , , , , , oldest] = res.body.data as Array<{ createdAt: string }>;
+    const since = await c.get(`${ws}/audit-logs?limit=100&from=${encodeURIComponent(newest.createdAt)}`);
+    expect(since.body.data.length).toBeGreaterThanOrEqual(1);
+    expect(since.body.data.every((e: { createdAt: string }) => e.createdAt >= newest.createdAt)).toBe(true);
+    expect(since.body.data.map((e: { action: string }) => e.action)).not.toContain("workspace.created");
+    const until = await c.get(`${ws}/audit-logs?limit=100&to=${encodeURIComponent(oldest.createdAt)}`);
+    expect(until.body.data.map((e: { action: string }) => e.action)).toContain("workspace.created");
+    expect(until.body.data.every((e: { createdAt: string }) => e.createdAt <= oldest.createdAt)).toBe(true);
+    expect(until.body.data.map((e: { action: string }) => e.action)).not.toContain("api_key.revoked");
 
     // Another actor: an ADMIN's change carries the ADMIN's id; filter by actor.
     const admin = await signUp(app.baseUrl);
