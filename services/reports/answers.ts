@@ -1,3 +1,4 @@
+import { LRUCache } from "lru-cache";
 import type { Context, ServiceBroker } from "moleculer";
 import type { AnalyticsEndpoint } from "../../lib/analytics";
 import { validationError, type FieldIssue } from "../../lib/errors";
@@ -17,7 +18,8 @@ const ACTION_OF: Partial<Record<AnalyticsEndpoint, string>> = { campaigns: "camp
 export const actionOf = (endpoint: string) =>
   `analytics.${ACTION_OF[endpoint as AnalyticsEndpoint] ?? endpoint}`;
 
-const checkers = new Map<string, Checker>();
+/** Compiled checkers by action and schema: one per answer, a few more while nodes of two versions run. */
+const checkers = new LRUCache<string, Checker>({ max: 100 });
 
 /** The params schema the serving node declares for `action`, if any node serves it. */
 function declaredParams(broker: ServiceBroker, action: string): object | null | undefined {
