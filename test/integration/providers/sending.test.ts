@@ -511,3 +511,58 @@ test("emailapi2 batches: one request to many addresses with recipient-variables;
     expect(literal.map((m) => m.id)).toContain(single.get("v:messageId"));
   }
 });
+
+test("attachments: a file in content.attachments reaches SMTP, SendGrid and Mailgun as an attachment", async () => {
+  const csv = 't,value\n2026-03-01T00:00:00.000Z,2\n"a, ""b""",3\n';
+  const file = {
+    filename: "report.csv",
+    contentType: "text/csv",
+    content: Buffer.from(csv).toString("base64"),
+  };
+  const content = { subject: "Your report", text: "Attached.", attachments: [file] };
+
+  const smtpId = await provider("email", { type: "smtp", config: { host: "127.0.0.1", port: smtpPort } });
+  const bySmtp = await send({ channel: "email", to: "files@example.com", content, providerId: smtpId });
+  expect(bySmtp.status).toBe("sent");
+  const mail = mails.find((m) => m.raw.includes(`<${bySmtp.id}@acme.test>`))!;
+  const raw = mail.raw.replace(/\r\n[ \t]+/g, " ");
+  expect(raw).toMatch(/^Content-Type: text\/csv; name=report\.csv$/m);
+  expect(raw).toMatch(/^Content-Disposition: attachment; filename=report\.csv$/m);
+  const encoded = raw
+    .split(/^Content-Disposition: attachment; filename=report\.csv\r?\n\r?\n/m)[1]
+    .split(/\r?\n--/)[0];
+  expect(Buffer.from(encoded.replace(/\s+/g, ""), "base64").toString("utf8")).toBe(csv);
+
+  api.setBehaviour((req) =>
+    req.path.startsWith("/sendgrid")
+      ? { status: 202, body: "", headers: { "x-message-id": "sg-file" } }
+      : { status: 200, body: '{"id":"<file.1@mg.acme.test>","message":"Queued."}' },
+  );
+  const sendgridId = await provider("email", {
+    type: "emailapi1",
+    config: { apiKey: "SG.files", baseUrl: api.url("/sendgrid-files") },
+  });
+  expect(
+    (await send({ channel: "email", to: "files@example.com", content, providerId: sendgridId })).status,
+  ).toBe("sent");
+  const [sendgrid] = requestsTo("/sendgrid-files/v3/mail/send");
+  expect(JSON.parse(sendgrid.body).attachments).toEqual([
+    { content: file.content, filename: "report.csv", type: "text/csv", disposition: "attachment" },
+  ]);
+
+  const mailgunId = await provider("email", {
+    type: "emailapi2",
+    config: { apiKey: "key-files", domain: "mg.acme.test", baseUrl: api.url("/mailgun-files") },
+  });
+  const byMailgun = await send({ channel: "email", to: "files@example.com", content, providerId: mailgunId });
+  expect(byMailgun).toMatchObject({ status: "sent", providerMessageId: "file.1@mg.acme.test" });
+  const [mailgun] = requestsTo("/mailgun-files/v3/mg.acme.test/messages");
+  expect(mailgun.headers["content-type"]).toMatch(/^multipart\/form-data; boundary=/);
+  const form = await new Response(mailgun.body, {
+    headers: { "content-type": String(mailgun.headers["content-type"]) },
+  }).formData();
+  expect(form.get("to")).toBe("files@example.com");
+  expect(form.get("v:messageId")).toBe(byMailgun.id);
+  const attached = form.get("attachment") as File;
+  expect([attached.name, attached.type, await attached.text()]).toEqual(["report.csv", "text/csv", csv]);
+});
