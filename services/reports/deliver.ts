@@ -10,9 +10,9 @@ import * as repo from "./reports.repo";
  * A schedule's run as a `reports.deliver` job: the report's answer is run
  * now, rendered as its CSV and mailed to each recipient through the one send
  * path (`messages.create`, transactional: a report asked for is no
- * marketing), the CSV as the mail's body (the send path carries no
- * attachments). The job's result names each recipient's message, or why it
- * was refused; the messages follow the send queue as any other.
+ * marketing), the CSV attached. The job's result names each recipient's
+ * message, or why it was refused; the messages follow the send queue as any
+ * other.
  */
 
 export interface Delivery {
@@ -39,13 +39,17 @@ const html = (text: string) =>
 /** Liquid renders every text of a message; the report's cells are data, never template. */
 const literal = (text: string) => `{% raw %}${text.replaceAll("{% endraw %}", "{ % endraw % }")}{% endraw %}`;
 
-/** The mail of a report run: its name and time, then the CSV. */
-export function reportMail(name: string, ranAt: Date, csv: string) {
-  const heading = `${name}, run at ${ranAt.toISOString()}`;
+/** The mail of a report run: its name and time, the CSV attached. */
+export function reportMail(report: { id: string; name: string }, ranAt: Date, csv: string, rows: number) {
+  const filename = `report-${report.id}.csv`;
+  const heading = `${report.name}, run at ${ranAt.toISOString()}: ${rows} row${rows === 1 ? "" : "s"} in ${filename}.`;
   return {
-    subject: literal(`Report: ${name}`),
-    text: literal(`${heading}\n\n${csv}`),
-    html: literal(`<p>${html(heading)}</p><pre>${html(csv)}</pre>`),
+    subject: literal(`Report: ${report.name}`),
+    text: literal(heading),
+    html: literal(`<p>${html(heading)}</p>`),
+    attachments: [
+      { filename, contentType: "text/csv", content: Buffer.from(csv, "utf8").toString("base64") },
+    ],
   };
 }
 
@@ -68,7 +72,8 @@ export async function startDelivery(
       const ranAt = new Date();
       const result = await runAnswer(broker, workspaceId, report.endpoint, report.params);
       await repo.markReportRun(workspaceId, reportId, ranAt);
-      const content = reportMail(report.name, ranAt, await csvText(result));
+      const rows = rowsOf(result).length;
+      const content = reportMail(report, ranAt, await csvText(result), rows);
       await progress(1);
       const messages: DeliveryResult["messages"] = [];
       for (const to of recipients) {
@@ -92,7 +97,7 @@ export async function startDelivery(
         await progress(messages.length + 1);
       }
       await repo.markScheduleRun(workspaceId, scheduleId, ranAt);
-      return { reportId, scheduleId, rows: rowsOf(result).length, messages };
+      return { reportId, scheduleId, rows, messages };
     },
     (err) => logger.warn(`Report schedule ${scheduleId} failed to deliver`, err),
   );

@@ -265,9 +265,11 @@ describe("schedules", () => {
         providerType: "log",
         transactional: true,
       });
-      expect(message.content.subject).toContain("Events per day");
-      const csv = String(message.content.text).split("\n\n").slice(1).join("\n\n");
-      expect(parse(csv, { columns: true })).toEqual(
+      expect(message.content.subject).toBe("Report: Events per day");
+      expect(message.content.text).toContain("3 rows");
+      const [file] = message.content.attachments;
+      expect(file).toMatchObject({ filename: `report-${reportId}.csv`, contentType: "text/csv" });
+      expect(parse(Buffer.from(file.content, "base64").toString("utf8"), { columns: true })).toEqual(
         EXPECTED_POINTS.map((p) => ({ t: p.t, value: String(p.value) })),
       );
     }
