@@ -30,26 +30,23 @@ export interface DeliveryResult {
   messages: Array<{ to: string; messageId: string | null; status: string; error: string | null }>;
 }
 
-const html = (text: string) =>
-  text.replace(
-    /[&<>"']/g,
-    (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c]!,
-  );
-
-/** Liquid renders every text of a message; the report's cells are data, never template. */
-const literal = (text: string) => `{% raw %}${text.replaceAll("{% endraw %}", "{ % endraw % }")}{% endraw %}`;
-
-/** The mail of a report run: its name and time, the CSV attached. */
+/**
+ * The mail of a report run: its name and time, the CSV attached. The name is
+ * the user's words: it reaches the mail as a variable, never as template text.
+ */
 export function reportMail(report: { id: string; name: string }, ranAt: Date, csv: string, rows: number) {
   const filename = `report-${report.id}.csv`;
-  const heading = `${report.name}, run at ${ranAt.toISOString()}: ${rows} row${rows === 1 ? "" : "s"} in ${filename}.`;
+  const summary = `run at ${ranAt.toISOString()}: ${rows} row${rows === 1 ? "" : "s"} in ${filename}`;
   return {
-    subject: literal(`Report: ${report.name}`),
-    text: literal(heading),
-    html: literal(`<p>${html(heading)}</p>`),
-    attachments: [
-      { filename, contentType: "text/csv", content: Buffer.from(csv, "utf8").toString("base64") },
-    ],
+    content: {
+      subject: "Report: {{ report.name }}",
+      text: "{{ report.name }}, {{ report.summary }}.",
+      html: "<p>{{ report.name | escape }}, {{ report.summary | escape }}.</p>",
+      attachments: [
+        { filename, contentType: "text/csv", content: Buffer.from(csv, "utf8").toString("base64") },
+      ],
+    },
+    variables: { report: { name: report.name, summary } },
   };
 }
 
@@ -73,7 +70,7 @@ export async function startDelivery(
       const result = await runAnswer(broker, workspaceId, report.endpoint, report.params);
       await repo.markReportRun(workspaceId, reportId, ranAt);
       const rows = rowsOf(result).length;
-      const content = reportMail(report, ranAt, await csvText(result), rows);
+      const mail = reportMail(report, ranAt, await csvText(result), rows);
       await progress(1);
       const messages: DeliveryResult["messages"] = [];
       for (const to of recipients) {
@@ -86,7 +83,7 @@ export async function startDelivery(
               workspaceId,
               to,
               channel: "email",
-              content,
+              ...mail,
               transactional: true,
             },
           );

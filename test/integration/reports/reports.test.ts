@@ -243,6 +243,9 @@ describe("schedules", () => {
         recipients: ["boss@example.test", "ops@example.test"],
       })
     ).body;
+    // A name is the user's words: neither Liquid nor markup in the mail.
+    const name = 'Events per day {{ "x" }} <b>';
+    await w.member.client.patch(`${w.ws}/reports/${reportId}`, { name });
     const run = await w.member.client.post(`${w.ws}/reports/schedules/${schedule.id}/run`);
     expect(run.status).toBe(202);
     const job = await finishedJob(w.owner.client, w.ws, run.body.jobId);
@@ -265,8 +268,11 @@ describe("schedules", () => {
         providerType: "log",
         transactional: true,
       });
-      expect(message.content.subject).toBe("Report: Events per day");
-      expect(message.content.text).toContain("3 rows");
+      expect(message.content.subject).toBe(`Report: ${name}`);
+      expect(message.content.text).toMatch(
+        /^Events per day \{\{ "x" \}\} <b>, run at .*: 3 rows in report-.*\.csv\.$/,
+      );
+      expect(message.content.html).toContain("<p>Events per day {{ &#34;x&#34; }} &lt;b&gt;, run at");
       const [file] = message.content.attachments;
       expect(file).toMatchObject({ filename: `report-${reportId}.csv`, contentType: "text/csv" });
       expect(parse(Buffer.from(file.content, "base64").toString("utf8"), { columns: true })).toEqual(
