@@ -566,3 +566,50 @@ test("attachments: a file in content.attachments reaches SMTP, SendGrid and Mail
   const attached = form.get("attachment") as File;
   expect([attached.name, attached.type, await attached.text()]).toEqual(["report.csv", "text/csv", csv]);
 });
+
+test("a template with attachments is sent one mail per contact, each with its files, never batched", async () => {
+  const c = ctx.owner.client;
+  api.setBehaviour((req) =>
+    req.path.startsWith("/files-batch")
+      ? { status: 202, body: "", headers: { "x-message-id": `sg-f${api.received.length}` } }
+      : { status: 404 },
+  );
+  const providerId = await provider("email", {
+    type: "emailapi1",
+    config: { apiKey: "SG.files-batch", baseUrl: api.url("/files-batch") },
+  });
+  const file = {
+    filename: "terms.txt",
+    contentType: "text/plain",
+    content: Buffer.from("Terms").toString("base64"),
+  };
+  const t = await c.post(`${ctx.ws}/templates`, {
+    name: "With terms",
+    channel: "email",
+    content: { subject: "Terms for {{ contact.firstName }}", html: "<p>Hi</p>", attachments: [file] },
+  });
+  expect(t.status).toBe(201);
+  const contactIds = [
+    await contact({ email: "lea@example.com", firstName: "Lea" }),
+    await contact({ email: "max@example.com", firstName: "Max" }),
+  ];
+  const queued = (await app.broker.call(
+    "messages.enqueue",
+    { channel: "email", templateId: t.body.id, contactIds, providerId },
+    { meta: { principal: SYSTEM, workspaceId: ctx.workspaceId } },
+  )) as { queued: number; messageIds: string[] };
+  await waitFor(async () => {
+    const all = await Promise.all(
+      queued.messageIds.map(async (id) => (await c.get(`${ctx.ws}/messages/${id}`)).body),
+    );
+    return all.every((m) => m.status === "sent");
+  }, 10_000);
+  const bodies = requestsTo("/files-batch/v3/mail/send").map((r: Received) => JSON.parse(r.body));
+  expect(
+    bodies.map((b) => b.personalizations.map((p: { to: Array<{ email: string }> }) => p.to[0].email)).sort(),
+  ).toEqual([["lea@example.com"], ["max@example.com"]]);
+  for (const body of bodies)
+    expect(body.attachments).toEqual([
+      { content: file.content, filename: "terms.txt", type: "text/plain", disposition: "attachment" },
+    ]);
+});
