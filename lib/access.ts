@@ -65,7 +65,8 @@ export type AuthMode = "public" | "session" | "any" | "cron";
 export interface AccessDeclaration {
   auth?: AuthMode;
   permission?: string;
-  role?: "ADMIN";
+  /** `ADMIN`: OWNER or ADMIN. `MEMBER`: any role but VIEWER (a write behind a read permission). */
+  role?: "ADMIN" | "MEMBER";
   /** A route every member's session may call (no `permission`) still asks an API key for this scope. */
   keyScope?: string;
 }
@@ -83,7 +84,7 @@ export interface AccessDeclaration {
  */
 export function requires(
   permission: Scope,
-  more: { auth?: "any" | "session"; role?: "ADMIN" } = {},
+  more: { auth?: "any" | "session"; role?: "ADMIN" | "MEMBER" } = {},
 ): AccessDeclaration & { permission: Scope } {
   return { auth: "any", permission, ...more };
 }
@@ -112,7 +113,7 @@ export function decideAccess(
     if (target.workspaceId && principal.workspaceId !== target.workspaceId) {
       return deny(403, "This API key belongs to another workspace");
     }
-    if (decl.role) return deny(403, "This endpoint needs the ADMIN role");
+    if (decl.role === "ADMIN") return deny(403, "This endpoint needs the ADMIN role");
     const scope = decl.permission ?? decl.keyScope;
     if (scope && !scopesAllow(principal.scopes, scope)) {
       return deny(403, `This API key lacks the ${scope} scope`);
@@ -123,6 +124,8 @@ export function decideAccess(
   if (target.workspaceId && !target.role) return deny(403, "Not a member of this workspace");
   if (decl.role === "ADMIN" && !isAdminRole(target.role))
     return deny(403, "This endpoint needs the ADMIN role");
+  if (decl.role === "MEMBER" && target.role === "VIEWER")
+    return deny(403, "This endpoint is not open to the VIEWER role");
   if (decl.permission && target.role && !roleHasPermission(target.role, decl.permission)) {
     return deny(403, `Your role lacks the ${decl.permission} permission`);
   }

@@ -64,7 +64,12 @@ export function accessSentence(
   if (auth === "public") return "Public: no credential needed.";
   if (auth === "cron") return "Needs `Authorization: Bearer <CRON_SECRET>`.";
   const who = auth === "session" ? "a signed-in session" : "a signed-in session or an API key";
-  const role = action.role ? ` with the OWNER or ADMIN role` : "";
+  const role =
+    action.role === "ADMIN"
+      ? ` with the OWNER or ADMIN role`
+      : action.role === "MEMBER"
+        ? ` with any role but VIEWER`
+        : "";
   const permission = action.permission
     ? `; the member's role, or the API key's scopes, must cover \`${action.permission}\``
     : action.keyScope

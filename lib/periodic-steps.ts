@@ -39,6 +39,8 @@ export const PERIODIC_STEPS: readonly PeriodicStep[] = [
     runs: "timer",
   },
   { action: "jobs.sweep", everyMs: () => MINUTE_MS, runs: "timer" },
+  // Schedules are due on whole minutes: a pass every 15 s keeps a delivery at most that late.
+  { action: "reports.runDueSchedules", everyMs: () => 15_000, runs: "timer" },
   // The inbox: snoozed threads wake, waiting threads go to members with room, unanswered ones move on.
   { action: "inbox.wakeSnoozed", everyMs: () => config().inboxPollMs, runs: "timer" },
   { action: "inbox.assignWaiting", everyMs: () => config().inboxPollMs, runs: "timer" },

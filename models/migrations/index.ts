@@ -52,6 +52,7 @@ import * as jobCancel from "./0082-job-cancel";
 import * as analyticsRollups from "./0083-analytics-rollups";
 import * as analyticsContactFacts from "./0084-analytics-contact-facts";
 import * as analyticsRollupDeltas from "./0085-analytics-rollup-deltas";
+import * as reports from "./0087-reports";
 
 export interface Migration {
   name: string;
@@ -113,4 +114,5 @@ export const migrations: Migration[] = [
   { name: "0083-analytics-rollups", up: analyticsRollups.up },
   { name: "0084-analytics-contact-facts", up: analyticsContactFacts.up },
   { name: "0085-analytics-rollup-deltas", up: analyticsRollupDeltas.up },
+  { name: "0087-reports", up: reports.up },
 ];

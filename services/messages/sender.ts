@@ -16,6 +16,7 @@ import {
 import * as repo from "./messages.repo";
 import type { ClaimedMessage, SentRecord } from "./messages.repo";
 import {
+  attachmentsOf,
   BATCH_KEY,
   holesOf,
   ProviderError,
@@ -342,7 +343,8 @@ export class Sender {
         row.channel === "email" && row.template_id && from
           ? await this.clientOf(row, batch).catch(() => null)
           : null;
-      if (!client?.sendBatch || !from) {
+      // A batch shares one body; a mail with files goes on its own.
+      if (!client?.sendBatch || !from || attachmentsOf(draft.content).length) {
         singles.push(draft);
         continue;
       }

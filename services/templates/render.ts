@@ -153,6 +153,9 @@ function liquidIssue(field: string, err: unknown): FieldIssue & { line?: number 
   return position ? { field, message, line: position[0] } : { field, message };
 }
 
+/** Content fields taken as they are: the MJML source (compiled into `html`) and an email's attachments. */
+const VERBATIM = new Set(["mjml", "attachments"]);
+
 /** Every text of a content object that is Liquid, with its dotted field name. */
 export function liquidFields(content: Content, prefix = "content"): Array<[string, string]> {
   const fields: Array<[string, string]> = [];
@@ -161,8 +164,8 @@ export function liquidFields(content: Content, prefix = "content"): Array<[strin
     else if (Array.isArray(value)) value.forEach((item, i) => walk(item, `${path}[${i}]`));
     else if (value && typeof value === "object")
       for (const [key, inner] of Object.entries(value)) {
-        // The MJML source is compiled into `html`, which is checked instead.
-        if (key !== "mjml") walk(inner, `${path}.${key}`);
+        // The MJML source is compiled into `html`, which is checked instead; attachments are files, not Liquid.
+        if (!VERBATIM.has(key)) walk(inner, `${path}.${key}`);
       }
   };
   walk(content, prefix);
@@ -223,7 +226,7 @@ export async function renderContent(content: Content, scope: Record<string, unkn
     if (value && typeof value === "object") {
       const out: Content = {};
       for (const [key, inner] of Object.entries(value)) {
-        out[key] = key === "mjml" ? inner : render(inner, `${path}.${key}`);
+        out[key] = VERBATIM.has(key) ? inner : render(inner, `${path}.${key}`);
       }
       return out;
     }

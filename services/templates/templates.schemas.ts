@@ -30,6 +30,23 @@ export const contentSchemas = {
         fromName: Optional(Text(200)),
         fromEmail: Optional(Text(254)),
         replyTo: Optional(Text(254)),
+        attachments: Type.Optional(
+          Type.Array(
+            Type.Object(
+              {
+                filename: Type.String({ minLength: 1, maxLength: 255, pattern: '^[^\\r\\n"/\\\\]+$' }),
+                contentType: Type.String({ minLength: 3, maxLength: 100, pattern: "^[\\w.+-]+/[\\w.+-]+$" }),
+                content: Type.String({
+                  maxLength: 10_000_000,
+                  pattern: "^[A-Za-z0-9+/]*={0,2}$",
+                  description: "The file, base64",
+                }),
+              },
+              { additionalProperties: false },
+            ),
+            { maxItems: 10, description: "Files sent with the mail (not Liquid)" },
+          ),
+        ),
       },
       { additionalProperties: false },
     ),

@@ -189,6 +189,15 @@ describe("decideAccess", () => {
     });
   });
 
+  test("role MEMBER: a read permission that refuses a VIEWER; keys go by their scopes", () => {
+    const decl = requires("analytics.read", { role: "MEMBER" });
+    for (const role of ["OWNER", "ADMIN", "MEMBER"] as const)
+      expect(decideAccess(decl, user, { workspaceId: WS, role })).toEqual({ allow: true });
+    expect(decideAccess(decl, user, { workspaceId: WS, role: "VIEWER" })).toMatchObject({ status: 403 });
+    expect(decideAccess(decl, key(["analytics.read"]), { workspaceId: WS })).toEqual({ allow: true });
+    expect(decideAccess(decl, key(["contacts.read"]), { workspaceId: WS })).toMatchObject({ status: 403 });
+  });
+
   test("keyScope: every member's session is admitted, an API key needs that scope", () => {
     const decl: AccessDeclaration = { auth: "any", keyScope: "members.manage" };
     for (const role of ROLES)

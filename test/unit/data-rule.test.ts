@@ -61,6 +61,7 @@ const OWNERS: Record<string, string[]> = {
     "chatapp2_windows",
   ],
   push: ["push_subscriptions"],
+  reports: ["reports", "report_schedules"],
   scoring: ["scoring_rules", "scoring_rule_matches", "score_history"],
   segments: ["segments", "segment_members", "segment_membership_log"],
   templates: ["templates", "template_translations"],

@@ -31,7 +31,8 @@ export interface Answer {
 export async function send(
   provider: string,
   url: string,
-  init: { method: "GET" | "POST"; headers: Record<string, string>; body?: string },
+  /** A FormData body goes as multipart/form-data with its own boundary (no content-type header of the caller's). */
+  init: { method: "GET" | "POST"; headers: Record<string, string>; body?: string | FormData },
 ): Promise<Answer> {
   try {
     const res = await request(url, { ...init, dispatcher: dispatcher() });

@@ -4,6 +4,7 @@ export { closeHttp } from "./http";
 export { logClient } from "./log";
 export { BATCH_KEY, holesOf, skeletonOf } from "./batch";
 export {
+  attachmentsOf,
   ProviderError,
   type Accepted,
   type BatchRecipient,

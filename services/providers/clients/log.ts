@@ -1,5 +1,5 @@
 import type { LoggerInstance } from "moleculer";
-import type { ProviderClient } from "./types";
+import { attachmentsOf, type ProviderClient } from "./types";
 
 /**
  * With no provider configured a workspace sends through `log`, which writes
@@ -11,9 +11,10 @@ export function logClient(logger: LoggerInstance): ProviderClient {
     id: null,
     type: "log",
     async send(message) {
+      const files = attachmentsOf(message.content).map((a) => a.filename);
       const summary =
         message.channel === "email"
-          ? `subject ${JSON.stringify(message.content.subject ?? "")}`
+          ? `subject ${JSON.stringify(message.content.subject ?? "")}${files.length ? `, attached ${files.join(", ")}` : ""}`
           : `${JSON.stringify(message.content).length} bytes`;
       logger.info(
         `[log provider] ${message.channel} message ${message.messageId} to ${message.to}: ${summary}`,

@@ -74,12 +74,24 @@ export interface ProviderClient {
   close?(): Promise<void>;
 }
 
+/** A file sent with an email (`content.attachments`), its bytes base64. */
+export interface Attachment {
+  filename: string;
+  contentType: string;
+  content: string;
+}
+
+/** The attachments of an email's content (checked when the content was saved). */
+export const attachmentsOf = (content: Outgoing["content"]): Attachment[] =>
+  Array.isArray(content.attachments) ? (content.attachments as Attachment[]) : [];
+
 /** What every email client sends: the sender (else a permanent error saying where to set one) and the parts. */
 export function emailParts(message: Outgoing): {
   from: { email: string; name: string | null };
   subject: string;
   text: string | null;
   html: string | null;
+  attachments: Attachment[];
 } {
   if (!message.from)
     throw new ProviderError(
@@ -88,5 +100,11 @@ export function emailParts(message: Outgoing): {
     );
   const part = (value: unknown) => (typeof value === "string" && value ? value : null);
   const { subject, text, html } = message.content;
-  return { from: message.from, subject: part(subject) ?? "", text: part(text), html: part(html) };
+  return {
+    from: message.from,
+    subject: part(subject) ?? "",
+    text: part(text),
+    html: part(html),
+    attachments: attachmentsOf(message.content),
+  };
 }

@@ -34,7 +34,7 @@ export function emailapi1Client(id: string, config: Emailapi1Config): ProviderCl
     id,
     type: NAME,
     async send(message) {
-      const { from, subject, text, html } = emailParts(message);
+      const { from, subject, text, html, attachments } = emailParts(message);
       // SendGrid wants text/plain before text/html, and no empty part.
       const content = [
         ...(text ? [{ type: "text/plain", value: text }] : []),
@@ -47,6 +47,16 @@ export function emailapi1Client(id: string, config: Emailapi1Config): ProviderCl
         subject,
         content,
         ...(Object.keys(message.headers).length ? { headers: message.headers } : {}),
+        ...(attachments.length
+          ? {
+              attachments: attachments.map((a) => ({
+                content: a.content,
+                filename: a.filename,
+                type: a.contentType,
+                disposition: "attachment",
+              })),
+            }
+          : {}),
       };
       const answer = await post(body);
       const providerMessageId = answer.headers["x-message-id"];

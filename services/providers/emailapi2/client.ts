@@ -1,6 +1,12 @@
 import { basicAuth, errorText, refusal, send } from "../clients/http";
 import { joinWithKeys } from "../clients/batch";
-import { emailParts, type Accepted, type BatchRecipient, type ProviderClient } from "../clients/types";
+import {
+  emailParts,
+  type Accepted,
+  type Attachment,
+  type BatchRecipient,
+  type ProviderClient,
+} from "../clients/types";
 import type { Emailapi2Config } from "./config";
 
 /**
@@ -23,16 +29,31 @@ export function emailapi2Client(id: string, config: Emailapi2Config): ProviderCl
   const sender = (from: { email: string; name: string | null }) =>
     from.name ? `${JSON.stringify(from.name)} <${from.email}>` : from.email;
 
-  /** A message send; answers Mailgun's id without the angle brackets, as its events name the message. */
-  const post = async (form: URLSearchParams): Promise<string> => {
-    const answer = await send(NAME, url, {
-      method: "POST",
-      headers: {
-        authorization: basicAuth("api", config.apiKey),
-        "content-type": "application/x-www-form-urlencoded",
-      },
-      body: form.toString(),
-    });
+  /**
+   * A message send; answers Mailgun's id without the angle brackets, as its events name the message.
+   * Files go as `attachment` parts of a multipart form; without any the form is URL-encoded.
+   */
+  const post = async (form: URLSearchParams, attachments: Attachment[] = []): Promise<string> => {
+    const authorization = basicAuth("api", config.apiKey);
+    let init: Parameters<typeof send>[2];
+    if (attachments.length) {
+      const multipart = new FormData();
+      for (const [name, value] of form) multipart.append(name, value);
+      for (const a of attachments)
+        multipart.append(
+          "attachment",
+          new Blob([Buffer.from(a.content, "base64")], { type: a.contentType }),
+          a.filename,
+        );
+      init = { method: "POST", headers: { authorization }, body: multipart };
+    } else {
+      init = {
+        method: "POST",
+        headers: { authorization, "content-type": "application/x-www-form-urlencoded" },
+        body: form.toString(),
+      };
+    }
+    const answer = await send(NAME, url, init);
     if (answer.status !== 200)
       throw refusal(
         NAME,
@@ -43,7 +64,7 @@ export function emailapi2Client(id: string, config: Emailapi2Config): ProviderCl
   };
 
   const sendOne: ProviderClient["send"] = async (message) => {
-    const { from, subject, text, html } = emailParts(message);
+    const { from, subject, text, html, attachments } = emailParts(message);
     const form = new URLSearchParams();
     form.set("from", sender(from));
     form.set("to", message.to);
@@ -53,7 +74,7 @@ export function emailapi2Client(id: string, config: Emailapi2Config): ProviderCl
     if (message.replyTo) form.set("h:Reply-To", message.replyTo);
     for (const [name, value] of Object.entries(message.headers)) form.set(`h:${name}`, value);
     form.set("v:messageId", message.messageId);
-    return { providerMessageId: await post(form) };
+    return { providerMessageId: await post(form, attachments) };
   };
 
   return {

@@ -30,7 +30,7 @@ export function smtpClient(id: string, config: SmtpConfig): ProviderClient {
     id,
     type: NAME,
     async send(message) {
-      const { from, subject, text, html } = emailParts(message);
+      const { from, subject, text, html, attachments } = emailParts(message);
       const domain = from.email.split("@")[1] ?? "localhost";
       try {
         const info = await transport.sendMail({
@@ -41,6 +41,12 @@ export function smtpClient(id: string, config: SmtpConfig): ProviderClient {
           text: text ?? undefined,
           html: html ?? undefined,
           headers: message.headers,
+          attachments: attachments.map((a) => ({
+            filename: a.filename,
+            contentType: a.contentType,
+            content: a.content,
+            encoding: "base64",
+          })),
           // Our id in the Message-Id, so a bounce that quotes it names the message.
           messageId: `<${message.messageId}@${domain}>`,
         });

@@ -511,3 +511,105 @@ test("emailapi2 batches: one request to many addresses with recipient-variables;
     expect(literal.map((m) => m.id)).toContain(single.get("v:messageId"));
   }
 });
+
+test("attachments: a file in content.attachments reaches SMTP, SendGrid and Mailgun as an attachment", async () => {
+  const csv = 't,value\n2026-03-01T00:00:00.000Z,2\n"a, ""b""",3\n';
+  const file = {
+    filename: "report.csv",
+    contentType: "text/csv",
+    content: Buffer.from(csv).toString("base64"),
+  };
+  const content = { subject: "Your report", text: "Attached.", attachments: [file] };
+
+  const smtpId = await provider("email", { type: "smtp", config: { host: "127.0.0.1", port: smtpPort } });
+  const bySmtp = await send({ channel: "email", to: "files@example.com", content, providerId: smtpId });
+  expect(bySmtp.status).toBe("sent");
+  const mail = mails.find((m) => m.raw.includes(`<${bySmtp.id}@acme.test>`))!;
+  const raw = mail.raw.replace(/\r\n[ \t]+/g, " ");
+  expect(raw).toMatch(/^Content-Type: text\/csv; name=report\.csv$/m);
+  expect(raw).toMatch(/^Content-Disposition: attachment; filename=report\.csv$/m);
+  const encoded = raw
+    .split(/^Content-Disposition: attachment; filename=report\.csv\r?\n\r?\n/m)[1]
+    .split(/\r?\n--/)[0];
+  expect(Buffer.from(encoded.replace(/\s+/g, ""), "base64").toString("utf8")).toBe(csv);
+
+  api.setBehaviour((req) =>
+    req.path.startsWith("/sendgrid")
+      ? { status: 202, body: "", headers: { "x-message-id": "sg-file" } }
+      : { status: 200, body: '{"id":"<file.1@mg.acme.test>","message":"Queued."}' },
+  );
+  const sendgridId = await provider("email", {
+    type: "emailapi1",
+    config: { apiKey: "SG.files", baseUrl: api.url("/sendgrid-files") },
+  });
+  expect(
+    (await send({ channel: "email", to: "files@example.com", content, providerId: sendgridId })).status,
+  ).toBe("sent");
+  const [sendgrid] = requestsTo("/sendgrid-files/v3/mail/send");
+  expect(JSON.parse(sendgrid.body).attachments).toEqual([
+    { content: file.content, filename: "report.csv", type: "text/csv", disposition: "attachment" },
+  ]);
+
+  const mailgunId = await provider("email", {
+    type: "emailapi2",
+    config: { apiKey: "key-files", domain: "mg.acme.test", baseUrl: api.url("/mailgun-files") },
+  });
+  const byMailgun = await send({ channel: "email", to: "files@example.com", content, providerId: mailgunId });
+  expect(byMailgun).toMatchObject({ status: "sent", providerMessageId: "file.1@mg.acme.test" });
+  const [mailgun] = requestsTo("/mailgun-files/v3/mg.acme.test/messages");
+  expect(mailgun.headers["content-type"]).toMatch(/^multipart\/form-data; boundary=/);
+  const form = await new Response(mailgun.body, {
+    headers: { "content-type": String(mailgun.headers["content-type"]) },
+  }).formData();
+  expect(form.get("to")).toBe("files@example.com");
+  expect(form.get("v:messageId")).toBe(byMailgun.id);
+  const attached = form.get("attachment") as File;
+  expect([attached.name, attached.type, await attached.text()]).toEqual(["report.csv", "text/csv", csv]);
+});
+
+test("a template with attachments is sent one mail per contact, each with its files, never batched", async () => {
+  const c = ctx.owner.client;
+  api.setBehaviour((req) =>
+    req.path.startsWith("/files-batch")
+      ? { status: 202, body: "", headers: { "x-message-id": `sg-f${api.received.length}` } }
+      : { status: 404 },
+  );
+  const providerId = await provider("email", {
+    type: "emailapi1",
+    config: { apiKey: "SG.files-batch", baseUrl: api.url("/files-batch") },
+  });
+  const file = {
+    filename: "terms.txt",
+    contentType: "text/plain",
+    content: Buffer.from("Terms").toString("base64"),
+  };
+  const t = await c.post(`${ctx.ws}/templates`, {
+    name: "With terms",
+    channel: "email",
+    content: { subject: "Terms for {{ contact.firstName }}", html: "<p>Hi</p>", attachments: [file] },
+  });
+  expect(t.status).toBe(201);
+  const contactIds = [
+    await contact({ email: "lea@example.com", firstName: "Lea" }),
+    await contact({ email: "max@example.com", firstName: "Max" }),
+  ];
+  const queued = (await app.broker.call(
+    "messages.enqueue",
+    { channel: "email", templateId: t.body.id, contactIds, providerId },
+    { meta: { principal: SYSTEM, workspaceId: ctx.workspaceId } },
+  )) as { queued: number; messageIds: string[] };
+  await waitFor(async () => {
+    const all = await Promise.all(
+      queued.messageIds.map(async (id) => (await c.get(`${ctx.ws}/messages/${id}`)).body),
+    );
+    return all.every((m) => m.status === "sent");
+  }, 10_000);
+  const bodies = requestsTo("/files-batch/v3/mail/send").map((r: Received) => JSON.parse(r.body));
+  expect(
+    bodies.map((b) => b.personalizations.map((p: { to: Array<{ email: string }> }) => p.to[0].email)).sort(),
+  ).toEqual([["lea@example.com"], ["max@example.com"]]);
+  for (const body of bodies)
+    expect(body.attachments).toEqual([
+      { content: file.content, filename: "terms.txt", type: "text/plain", disposition: "attachment" },
+    ]);
+});
