@@ -304,3 +304,4 @@ export const AnalyticsAnswerSchema = Component(
     { description: "The analytics answer of the widget's endpoint (see the Analytics routes)" },
   ),
 );
+export type AnalyticsAnswer = Static<typeof AnalyticsAnswerSchema>;
