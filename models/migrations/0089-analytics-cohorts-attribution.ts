@@ -21,7 +21,8 @@ import { Sequelize } from "sequelize";
  *   its contact, so an answer for a segment counts its members' opt-outs.
  *
  * Attribution is computed when a conversion is stored: every event with a
- * contact (except `message.*` tracking events) is a conversion of its type,
+ * contact is a conversion of its type, except page views and `message.*`
+ * tracking events (the bulk of the volume, which no one counts as one),
  * attributed over the contact's touches in the 30 days up to it (its own UTM
  * source included) and added to the rollups by `analytics_add` as
  * `attr.<model>.<conversions|revenue>.<type>`, channel = touch kind, dim =
@@ -150,31 +151,35 @@ export async function up(sequelize: Sequelize): Promise<void> {
       REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION analytics_activity_moved();
 
     CREATE FUNCTION analytics_conversions_attributed() RETURNS trigger LANGUAGE plpgsql AS $fn$
+    DECLARE
+      ws text[]; metrics text[]; at timestamptz[]; kinds text[]; keys text[]; amounts numeric[];
     BEGIN
-      PERFORM analytics_add(array_agg(f.workspace_id), array_agg(f.metric), array_agg(f.at), array_agg(f.kind),
-                            array_agg(''::text), array_agg(f.key), array_agg(f.value))
-        FROM (
-          WITH touched AS (
-            SELECT n.workspace_id, n.id, n.timestamp AS at, analytics_key(n.type) AS type,
-                   analytics_amount(n.metadata -> 'amount') AS amount, t.kind, t.key,
-                   row_number() OVER (PARTITION BY n.id ORDER BY t.at, t.kind, t.key) AS from_first,
-                   row_number() OVER (PARTITION BY n.id ORDER BY t.at DESC, t.kind DESC, t.key DESC) AS from_last,
-                   count(*) OVER (PARTITION BY n.id) AS touches
-              FROM new_rows n
-              JOIN analytics_contact_touches t
-                ON t.workspace_id = n.workspace_id AND t.contact_id = n.contact_id
-               AND t.at <= n.timestamp AND t.at > n.timestamp - interval '30 days'
-             WHERE n.contact_id IS NOT NULL AND n.type NOT LIKE 'message.%'
-          )
-          SELECT x.workspace_id, 'attr.' || m.model || '.' || v.measure || '.' || x.type AS metric, x.at, x.kind, x.key,
-                 CASE v.measure WHEN 'conversions' THEN 1::numeric ELSE x.amount END / m.share AS value
-            FROM touched x
-           CROSS JOIN LATERAL (VALUES ('first_touch', x.from_first = 1, 1::numeric),
-                                      ('last_touch', x.from_last = 1, 1::numeric),
-                                      ('linear', true, x.touches::numeric)) AS m(model, counts, share)
-           CROSS JOIN (VALUES ('conversions'), ('revenue')) AS v(measure)
-           WHERE m.counts
-        ) f;
+      WITH touched AS (
+        SELECT n.workspace_id, n.id, n.timestamp AS at, analytics_key(n.type) AS type,
+               analytics_amount(n.metadata -> 'amount') AS amount, t.kind, t.key,
+               row_number() OVER (PARTITION BY n.id ORDER BY t.at, t.kind, t.key) AS from_first,
+               row_number() OVER (PARTITION BY n.id ORDER BY t.at DESC, t.kind DESC, t.key DESC) AS from_last,
+               count(*) OVER (PARTITION BY n.id) AS touches
+          FROM new_rows n
+          JOIN analytics_contact_touches t
+            ON t.workspace_id = n.workspace_id AND t.contact_id = n.contact_id
+           AND t.at <= n.timestamp AND t.at > n.timestamp - interval '30 days'
+         WHERE n.contact_id IS NOT NULL AND n.type <> 'page_view' AND n.type NOT LIKE 'message.%'
+      )
+      SELECT array_agg(x.workspace_id), array_agg('attr.' || m.model || '.' || v.measure || '.' || x.type), array_agg(x.at),
+             array_agg(x.kind), array_agg(x.key),
+             array_agg(CASE v.measure WHEN 'conversions' THEN 1::numeric ELSE x.amount END / m.share)
+        INTO ws, metrics, at, kinds, keys, amounts
+        FROM touched x
+       CROSS JOIN LATERAL (VALUES ('first_touch', x.from_first = 1, 1::numeric),
+                                  ('last_touch', x.from_last = 1, 1::numeric),
+                                  ('linear', true, x.touches::numeric)) AS m(model, counts, share)
+       CROSS JOIN (VALUES ('conversions'), ('revenue')) AS v(measure)
+       WHERE m.counts;
+      -- Most events have no touch in the window: nothing to add.
+      IF ws IS NOT NULL THEN
+        PERFORM analytics_add(ws, metrics, at, kinds, array_fill(''::text, ARRAY[cardinality(ws)]), keys, amounts);
+      END IF;
       RETURN NULL;
     END $fn$;
     CREATE TRIGGER analytics_attribution AFTER INSERT ON events

@@ -243,7 +243,8 @@ export const schemas = {
         minLength: 1,
         maxLength: 200,
         default: "purchase",
-        description: "The conversion's event type (`purchase`)",
+        description:
+          "The conversion's event type (`purchase`); any but `page_view` and `message.*`, which are not attributed",
       }),
     ),
   }),

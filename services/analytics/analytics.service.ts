@@ -21,9 +21,10 @@ const doc = (summary: string, segment = false) => ({
 const SEGMENT_OK = { segment: true };
 
 /**
- * Analytics answers (contract-messaging 12), read from rollups the database
- * keeps as facts happen (migration 0083), never from raw rows, except
- * realtime's last 30 minutes. analytics.read.
+ * Analytics answers (contract-messaging 12), read from rollups and
+ * per-contact facts the database keeps as facts happen (migrations 0083,
+ * 0084, 0089), never from raw rows, except realtime's last 30 minutes and
+ * answers narrowed to a segment (its members' rows). analytics.read.
  */
 export default defineService({
   name: "analytics",

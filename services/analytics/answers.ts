@@ -302,12 +302,18 @@ export async function cohorts(s: Scope, event: string | null) {
 const MAX_TOUCHES = 100;
 
 /**
- * Conversions (events of type `conversion`) in the range and their
- * `metadata.amount`, attributed when stored (migration 0089) over the
+ * Conversions (events of type `conversion`, any but page views and
+ * `message.*`) in the range and their `metadata.amount`, attributed when
+ * stored (migration 0089) over the
  * contact's touches of the 30 days before: by touch kind and key, most
  * conversions first, at most 100.
  */
 export async function attribution(s: Scope, model: AttributionModel, conversion: string) {
+  if (conversion === "page_view" || conversion.startsWith("message."))
+    throw fieldError(
+      "conversion",
+      "cannot be a page view or a message tracking event: those are not attributed as conversions",
+    );
   const metricOf = (measure: string) => `attr.${model}.${measure}.${conversion}`;
   const rows = await sumRollups(s.workspaceId, {
     metrics: [metricOf("conversions"), metricOf("revenue")],

@@ -168,6 +168,11 @@ describe("attribution", () => {
     const bad = await w.owner.client.get(`${w.ws}/analytics/attribution?model=u_shaped`);
     expect(bad.status).toBe(400);
     expect(bad.body.details[0].field).toBe("model");
+    for (const conversion of ["page_view", "message.click"]) {
+      const refused = await w.owner.client.get(`${w.ws}/analytics/attribution?conversion=${conversion}`);
+      expect(refused.status).toBe(400);
+      expect(refused.body.details[0].field).toBe("conversion");
+    }
   });
 });
 
