@@ -13,10 +13,13 @@ const RANGE =
 const SEGMENT =
   "; segmentId: the segment's current members only, summed from their rows (an unknown segment 404)";
 const NO_SEGMENT = "; segmentId is refused (400 segmentId): these figures are kept for the whole workspace";
-const doc = (summary: string, segment = false) => ({
+/** Cohorts and attribution take no channel or campaign filter. */
+const RANGE_ONLY =
+  "Query: from, to (inclusive, whole buckets; the last 30 days), granularity (day), timezone (the workspace's)";
+const doc = (summary: string, segment = false, query = RANGE) => ({
   tags: ["Analytics"],
   summary,
-  description: RANGE + (segment ? SEGMENT : NO_SEGMENT),
+  description: query + (segment ? SEGMENT : NO_SEGMENT),
 });
 const SEGMENT_OK = { segment: true };
 
@@ -148,6 +151,8 @@ export default defineService({
       result: schemas.cohortsResult,
       openapi: doc(
         "Cohorts (event: their first time of it; none: contacts created) per bucket, each with the share of its contacts that did any event in its own bucket and each later one",
+        false,
+        RANGE_ONLY,
       ),
       handler: async (ctx) => answers.cohorts(await scopeOf(ctx, ctx.params), ctx.params.event ?? null),
     }),
@@ -160,6 +165,8 @@ export default defineService({
       result: schemas.attributionResult,
       openapi: doc(
         "Conversions (conversion, `purchase`) in the range and their metadata.amount attributed to campaign messages sent and UTM sources of the 30 days before each (model: first_touch, last_touch (default), linear)",
+        false,
+        RANGE_ONLY,
       ),
       handler: async (ctx) =>
         answers.attribution(
