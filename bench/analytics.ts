@@ -11,7 +11,8 @@
  * Env: BENCH_CONTACTS (100000), BENCH_EVENTS (1000000), BENCH_MESSAGES (100000) over 365 days
  * (the issue's scale: BENCH_FULL=1 → 1,000,000 / 10,000,000 / 1,000,000), BENCH_SAMPLES (50 per route),
  * BENCH_RAW_SAMPLES (5 per raw recomputation), BENCH_INGEST (20000 events a round), BENCH_ROUNDS (2),
- * BENCH_REUSE=1 keeps the database of a previous run and its seeded workspace (skips the seeding).
+ * BENCH_REUSE=1 keeps the database of a previous run and its seeded workspace (skips the seeding);
+ * BENCH_DB names the database (`cms_bench_analytics`), so two runs on one server keep apart.
  */
 import type { AddressInfo } from "node:net";
 import { ServiceBroker, type ServiceSchema } from "moleculer";
@@ -33,7 +34,7 @@ const RAW_SAMPLES = Number(process.env.BENCH_RAW_SAMPLES ?? 5);
 const INGEST = Number(process.env.BENCH_INGEST ?? 20_000);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 2);
 const REUSE = process.env.BENCH_REUSE === "1";
-const DB_NAME = "cms_bench_analytics";
+const DB_NAME = process.env.BENCH_DB ?? "cms_bench_analytics";
 const CHUNK = 200_000;
 const ZONE = "Europe/Berlin";
 
@@ -219,6 +220,38 @@ function cases(frame: { from: string; to: string }, ws: string) {
              WHERE f0.type = 'signup' AND f0.at >= $2 AND f0.at < $3`,
     },
     {
+      name: "cohorts?event=signup",
+      path: `analytics/cohorts?event=signup&${range}`,
+      direct: () => answers.cohorts(scope, "signup"),
+      raw: `WITH firsts AS (SELECT contact_id, min(timestamp) AS at FROM events
+                         WHERE workspace_id = $1 AND type = 'signup' AND contact_id IS NOT NULL GROUP BY 1),
+                 cohort AS (SELECT contact_id, ${day("at")} AS t FROM firsts WHERE at >= $2 AND at < $3)
+            SELECT c.t, ${day("e.timestamp")}, count(DISTINCT c.contact_id) FROM cohort c
+              JOIN events e ON e.contact_id = c.contact_id AND e.timestamp >= c.t AND e.timestamp < $3
+             WHERE e.workspace_id = $1 GROUP BY 1, 2`,
+    },
+    {
+      name: "attribution (last_touch)",
+      path: `analytics/attribution?model=last_touch&${range}`,
+      direct: () => answers.attribution(scope, "last_touch", "purchase"),
+      raw: `WITH conversions AS (SELECT id, contact_id, timestamp AS at, metadata FROM events
+                               WHERE workspace_id = $1 AND type = 'purchase' AND contact_id IS NOT NULL
+                                 AND timestamp >= $2 AND timestamp < $3),
+                 touches AS (SELECT contact_id, timestamp AS at, 'source' AS kind, utm_source AS key FROM events
+                              WHERE workspace_id = $1 AND utm_source IS NOT NULL AND contact_id IS NOT NULL
+                                AND timestamp >= $2::timestamptz - interval '30 days' AND timestamp < $3
+                             UNION ALL
+                             SELECT contact_id, sent_at, 'campaign', campaign_id FROM messages
+                              WHERE workspace_id = $1 AND campaign_id IS NOT NULL AND contact_id IS NOT NULL
+                                AND sent_at >= $2::timestamptz - interval '30 days' AND sent_at < $3)
+            SELECT kind, key, count(*), sum(amount), $4::text FROM (
+              SELECT DISTINCT ON (c.id) c.id, t.kind, t.key, (c.metadata ->> 'amount')::numeric AS amount
+                FROM conversions c JOIN touches t ON t.contact_id = c.contact_id AND t.at <= c.at
+                                                 AND t.at > c.at - interval '30 days'
+               ORDER BY c.id, t.at DESC, t.kind DESC, t.key DESC) x
+             GROUP BY 1, 2`,
+    },
+    {
       name: "campaigns/{id}",
       path: `analytics/campaigns/cmp3?${range}`,
       direct: () => answers.campaign({ ...scope, campaignId: "cmp3" }),
@@ -307,10 +340,16 @@ async function ingestRate(broker: ServiceBroker, ws: string, n: number): Promise
 
 async function measureIngest(broker: ServiceBroker, ws: string) {
   const sequelize = await database();
-  // Every analytics trigger on events: the rollups and the contacts' first times.
+  // Every analytics trigger on events: the rollups, the contacts' first times, activity and touches, attribution.
+  const TRIGGERS = [
+    "analytics_events",
+    "analytics_firsts_inserted",
+    "analytics_activity_inserted",
+    "analytics_attribution",
+  ];
   const toggle = (on: boolean) =>
     sequelize.query(
-      `ALTER TABLE events ${on ? "ENABLE" : "DISABLE"} TRIGGER analytics_events, ${on ? "ENABLE" : "DISABLE"} TRIGGER analytics_firsts_inserted`,
+      `ALTER TABLE events ${TRIGGERS.map((name) => `${on ? "ENABLE" : "DISABLE"} TRIGGER ${name}`).join(", ")}`,
     );
   await ingestRate(broker, ws, Math.min(2000, INGEST)); // warm-up
   const on: number[] = [];

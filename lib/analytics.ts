@@ -19,3 +19,19 @@ export const ANALYTICS_ENDPOINTS = [
 ] as const;
 
 export type AnalyticsEndpoint = (typeof ANALYTICS_ENDPOINTS)[number];
+
+/** The analytics action answering each name (`campaigns` takes the widget's or report's `campaignId`). */
+export const ANALYTICS_ACTIONS: Record<AnalyticsEndpoint, string> = {
+  overview: "analytics.overview",
+  timeseries: "analytics.timeseries",
+  campaigns: "analytics.campaign",
+  cohorts: "analytics.cohorts",
+  deliverability: "analytics.deliverability",
+  domains: "analytics.domains",
+  funnel: "analytics.funnel",
+  realtime: "analytics.realtime",
+  revenue: "analytics.revenue",
+  sources: "analytics.sources",
+  attribution: "analytics.attribution",
+  activity: "analytics.activity",
+};

@@ -9,6 +9,10 @@ const Id = Type.String({ minLength: 1, maxLength: 64 });
 /** How many steps a funnel takes. */
 export const FUNNEL_STEPS = { min: 2, max: 5 } as const;
 
+/** Which of a contact's touches a conversion is attributed to. */
+export const ATTRIBUTION_MODELS = ["first_touch", "last_touch", "linear"] as const;
+export type AttributionModel = (typeof ATTRIBUTION_MODELS)[number];
+
 /** What a message count is kept for, in the contract's order. */
 export const COUNT_KEYS = [
   "sent",
@@ -193,6 +197,76 @@ export const schemas = {
       { description: "By UTM source and medium, most contacts first (at most 100)" },
     ),
   }),
+  cohorts: Params({
+    workspaceId: Id,
+    from: rangeQuery.from,
+    to: rangeQuery.to,
+    granularity: rangeQuery.granularity,
+    timezone: rangeQuery.timezone,
+    segmentId: rangeQuery.segmentId,
+    event: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 200,
+        description:
+          "The event type whose first time puts a contact in a cohort (none: the contact's creation)",
+      }),
+    ),
+  }),
+  cohortsResult: Type.Object({
+    cohorts: Type.Array(
+      Type.Object({
+        cohort: DateTime({ description: "The cohort's bucket start (UTC)" }),
+        size: Type.Integer({ description: "Contacts whose first event (else creation) is in the bucket" }),
+        retention: Type.Array(Type.Number(), {
+          description:
+            "Share of the cohort that did any event in its own bucket (0), the next one (1), ... up to the range's end",
+        }),
+      }),
+      { description: "One per bucket of the range (at most 120), empty ones with size 0" },
+    ),
+  }),
+  attribution: Params({
+    workspaceId: Id,
+    from: rangeQuery.from,
+    to: rangeQuery.to,
+    timezone: rangeQuery.timezone,
+    segmentId: rangeQuery.segmentId,
+    model: Type.Optional(
+      StringEnum(ATTRIBUTION_MODELS, {
+        default: "last_touch",
+        description: "Which of the contact's touches a conversion goes to: the first, the last, or each 1/n",
+      }),
+    ),
+    conversion: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 200,
+        default: "purchase",
+        description:
+          "The conversion's event type (`purchase`); any but `page_view` and `message.*`, which are not attributed",
+      }),
+    ),
+  }),
+  attributionResult: Type.Object({
+    model: StringEnum(ATTRIBUTION_MODELS),
+    touches: Type.Array(
+      Type.Object({
+        kind: StringEnum(["campaign", "source"] as const, {
+          description: "A campaign message sent to the contact, or a UTM source it came from",
+        }),
+        key: Type.String({ description: "The campaign id, or the UTM source" }),
+        conversions: Type.Number({
+          description: "Conversions in the range attributed to it (linear: fractions)",
+        }),
+        revenue: Type.Number({ description: "Their `metadata.amount`, attributed the same way" }),
+      }),
+      {
+        description:
+          "Over each conversion's touches in the 30 days up to it, by kind and key; most conversions first, at most 100",
+      },
+    ),
+  }),
   realtime: Params({ workspaceId: Id }),
   realtimeResult: Type.Object({
     activeVisitors: Type.Integer({
@@ -209,3 +283,26 @@ export const schemas = {
     ),
   }),
 };
+
+/** Any analytics answer: what a dashboard widget's `result` holds. */
+export const AnalyticsAnswerSchema = Component(
+  "AnalyticsAnswer",
+  Type.Union(
+    [
+      schemas.overviewResult,
+      schemas.timeseriesResult,
+      schemas.campaignResult,
+      schemas.cohortsResult,
+      schemas.deliverabilityResult,
+      schemas.domainsResult,
+      schemas.funnelResult,
+      schemas.realtimeResult,
+      schemas.revenueResult,
+      schemas.sourcesResult,
+      schemas.attributionResult,
+      schemas.activityResult,
+    ],
+    { description: "The analytics answer of the widget's endpoint (see the Analytics routes)" },
+  ),
+);
+export type AnalyticsAnswer = Static<typeof AnalyticsAnswerSchema>;

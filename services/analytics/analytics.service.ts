@@ -13,13 +13,26 @@ const WS = "/workspaces/:workspaceId/analytics";
 const READ = requires("analytics.read");
 const RANGE =
   "Query: from, to (inclusive, whole buckets; the last 30 days), granularity (day), timezone (the workspace's), channel, campaignId";
-const doc = (summary: string) => ({ tags: ["Analytics"], summary, description: RANGE });
+const SEGMENT =
+  "; segmentId: the segment's current members only, summed from their rows (an unknown segment 404)";
+const NO_SEGMENT = "; segmentId is refused (400 segmentId): these figures are kept for the whole workspace";
+/** Cohorts and attribution take no channel or campaign filter. */
+const RANGE_ONLY =
+  "Query: from, to (inclusive, whole buckets; the last 30 days), granularity (day), timezone (the workspace's)";
+const doc = (summary: string, segment = false, query = RANGE) => ({
+  tags: ["Analytics"],
+  summary,
+  description: query + (segment ? SEGMENT : NO_SEGMENT),
+});
+const SEGMENT_OK = { segment: true };
 
 /**
- * Analytics answers (contract-messaging 12), read from rollups the database
- * keeps as facts happen (migrations 0083, 0085: deltas appended with each
- * fact, folded into the rollups every ANALYTICS_FOLD_MS), never from raw rows,
- * except realtime's last 30 minutes. analytics.read.
+ * Analytics answers (contract-messaging 12), read from rollups and
+ * per-contact facts the database keeps as facts happen (migrations 0083,
+ * 0084, 0089; since 0085 the rollups' deltas are appended with each fact and
+ * folded in every ANALYTICS_FOLD_MS), never from raw rows, except realtime's
+ * last 30 minutes and answers narrowed to a segment (its members' rows).
+ * analytics.read.
  */
 export default defineService({
   name: "analytics",
@@ -33,8 +46,8 @@ export default defineService({
       ...READ,
       params: schemas.overview,
       result: schemas.overviewResult,
-      openapi: doc("Overview: contacts, message counts and rates, events, submissions, revenue"),
-      handler: async (ctx) => answers.overview(await scopeOf(ctx, ctx.params)),
+      openapi: doc("Overview: contacts, message counts and rates, events, submissions, revenue", true),
+      handler: async (ctx) => answers.overview(await scopeOf(ctx, ctx.params, SEGMENT_OK)),
     }),
 
     /** One figure per bucket. */
@@ -43,8 +56,9 @@ export default defineService({
       ...READ,
       params: schemas.timeseries,
       result: schemas.timeseriesResult,
-      openapi: doc("A metric per bucket (a message count, events, contacts, submissions, revenue)"),
-      handler: async (ctx) => answers.timeseries(await scopeOf(ctx, ctx.params), ctx.params.metric),
+      openapi: doc("A metric per bucket (a message count, events, contacts, submissions, revenue)", true),
+      handler: async (ctx) =>
+        answers.timeseries(await scopeOf(ctx, ctx.params, SEGMENT_OK), ctx.params.metric),
     }),
 
     /** One campaign: enrollments, message counts and rates, node entries, link clicks. */
@@ -69,8 +83,8 @@ export default defineService({
       ...READ,
       params: schemas.deliverability,
       result: schemas.deliverabilityResult,
-      openapi: doc("Message counts and rates by channel, suppressed sends by reason"),
-      handler: async (ctx) => answers.deliverability(await scopeOf(ctx, ctx.params)),
+      openapi: doc("Message counts and rates by channel, suppressed sends by reason", true),
+      handler: async (ctx) => answers.deliverability(await scopeOf(ctx, ctx.params, SEGMENT_OK)),
     }),
 
     /** Email counts and rates by recipient domain. */
@@ -79,8 +93,8 @@ export default defineService({
       ...READ,
       params: schemas.domains,
       result: schemas.domainsResult,
-      openapi: doc("Email counts and rates by recipient domain"),
-      handler: async (ctx) => answers.domains(await scopeOf(ctx, ctx.params)),
+      openapi: doc("Email counts and rates by recipient domain", true),
+      handler: async (ctx) => answers.domains(await scopeOf(ctx, ctx.params, SEGMENT_OK)),
     }),
 
     /** Events per bucket and by type. */
@@ -89,8 +103,8 @@ export default defineService({
       ...READ,
       params: schemas.activity,
       result: schemas.activityResult,
-      openapi: doc("Recorded events per bucket and by type"),
-      handler: async (ctx) => answers.activity(await scopeOf(ctx, ctx.params)),
+      openapi: doc("Recorded events per bucket and by type", true),
+      handler: async (ctx) => answers.activity(await scopeOf(ctx, ctx.params, SEGMENT_OK)),
     }),
 
     /** Purchases' `metadata.amount`: total, orders, per bucket and by campaign. */
@@ -99,8 +113,11 @@ export default defineService({
       ...READ,
       params: schemas.revenue,
       result: schemas.revenueResult,
-      openapi: doc("Revenue of `purchase` events (metadata.amount): total, orders, per bucket, by campaign"),
-      handler: async (ctx) => answers.revenue(await scopeOf(ctx, ctx.params)),
+      openapi: doc(
+        "Revenue of `purchase` events (metadata.amount): total, orders, per bucket, by campaign",
+        true,
+      ),
+      handler: async (ctx) => answers.revenue(await scopeOf(ctx, ctx.params, SEGMENT_OK)),
     }),
 
     /** Contacts through a sequence of event types, by their first times, within a window. */
@@ -129,6 +146,39 @@ export default defineService({
       ),
       handler: async (ctx) =>
         answers.sources(await scopeOf(ctx, ctx.params), ctx.params.conversion ?? "purchase"),
+    }),
+
+    /** Contacts by the bucket of their first `event` (else creation), and the share active in each bucket after. */
+    cohorts: defineAction({
+      rest: `GET ${WS}/cohorts`,
+      ...READ,
+      params: schemas.cohorts,
+      result: schemas.cohortsResult,
+      openapi: doc(
+        "Cohorts (event: their first time of it; none: contacts created) per bucket, each with the share of its contacts that did any event in its own bucket and each later one",
+        false,
+        RANGE_ONLY,
+      ),
+      handler: async (ctx) => answers.cohorts(await scopeOf(ctx, ctx.params), ctx.params.event ?? null),
+    }),
+
+    /** Conversions and their revenue by the touches they are attributed to. */
+    attribution: defineAction({
+      rest: `GET ${WS}/attribution`,
+      ...READ,
+      params: schemas.attribution,
+      result: schemas.attributionResult,
+      openapi: doc(
+        "Conversions (conversion, `purchase`) in the range and their metadata.amount attributed to campaign messages sent and UTM sources of the 30 days before each (model: first_touch, last_touch (default), linear)",
+        false,
+        RANGE_ONLY,
+      ),
+      handler: async (ctx) =>
+        answers.attribution(
+          await scopeOf(ctx, ctx.params),
+          ctx.params.model ?? "last_touch",
+          ctx.params.conversion ?? "purchase",
+        ),
     }),
 
     /** The last 30 minutes: visitors, events per minute, newest events. */

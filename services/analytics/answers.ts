@@ -1,6 +1,7 @@
 import { pointsOf, spanOf, type Frame } from "./buckets";
 import { fieldError } from "../../lib/errors";
 import {
+  type AttributionModel,
   COUNT_KEYS,
   FUNNEL_STEPS,
   type Counts,
@@ -10,13 +11,17 @@ import {
 } from "./analytics.schemas";
 import { funnelCounts, sourceCounts } from "./firsts.repo";
 import * as realtimeRepo from "./realtime.repo";
-import { sumBefore, sumRollups, type RollupRow } from "./rollups.repo";
+import { cohortCounts } from "./cohorts.repo";
+import { sumBefore, sumRollups, type RollupQuery, type RollupRow } from "./rollups.repo";
+import { membersBefore, sumForSegment } from "./segment.repo";
 
 /**
  * The analytics answers, each a few sums over the rollups. Filters: `channel`
  * narrows message counts and events (by the event's `metadata.channel`);
  * `campaignId` narrows message counts, events and revenue (by
  * `metadata.campaignId`); contacts and submissions are the workspace's.
+ * `segmentId` narrows every figure to the segment's current members, summed
+ * from their raw rows (segment.repo.ts), for the answers that take it.
  */
 
 export interface Scope {
@@ -24,6 +29,18 @@ export interface Scope {
   frame: Frame;
   channel?: string;
   campaignId?: string;
+  segmentId?: string;
+}
+
+/** Sums over the rollups, or over the segment's members' rows. */
+const sums = (s: Scope, q: RollupQuery) =>
+  s.segmentId ? sumForSegment(s.workspaceId, s.segmentId, q) : sumRollups(s.workspaceId, q);
+
+/** Contacts held at `end`: created minus removed, or the segment's current members created by then. */
+async function heldAt(s: Scope, end: Date): Promise<number> {
+  if (s.segmentId) return membersBefore(s.workspaceId, s.segmentId, end);
+  const held = await sumBefore(s.workspaceId, ["contacts", "contacts.removed"], end);
+  return (held.get("contacts") ?? 0) - (held.get("contacts.removed") ?? 0);
 }
 
 const MESSAGE_METRICS = COUNT_KEYS.map((key) => `msg.${key}`);
@@ -54,22 +71,18 @@ const orNull = (key: string | undefined) => (key ? key : null);
 const messageFilter = (s: Scope) => ({ channel: s.channel, campaignId: s.campaignId });
 
 export async function overview(s: Scope) {
-  const { workspaceId, frame } = s;
-  const edges = frame.edges;
+  const edges = s.frame.edges;
   const [messages, events, revenue, own, held] = await Promise.all([
-    sumRollups(workspaceId, { metrics: MESSAGE_METRICS, edges, ...messageFilter(s), by: ["metric"] }),
-    sumRollups(workspaceId, { metrics: ["events"], edges, ...messageFilter(s), by: [] }),
-    sumRollups(workspaceId, { metrics: ["revenue"], edges, campaignId: s.campaignId, by: [] }),
-    sumRollups(workspaceId, { metrics: ["contacts", "submissions"], edges, by: ["metric"] }),
-    sumBefore(workspaceId, ["contacts", "contacts.removed"], spanOf(frame).end),
+    sums(s, { metrics: MESSAGE_METRICS, edges, ...messageFilter(s), by: ["metric"] }),
+    sums(s, { metrics: ["events"], edges, ...messageFilter(s), by: [] }),
+    sums(s, { metrics: ["revenue"], edges, campaignId: s.campaignId, by: [] }),
+    sums(s, { metrics: ["contacts", "submissions"], edges, by: ["metric"] }),
+    heldAt(s, spanOf(s.frame).end),
   ]);
   const counts = countsOf(messages);
   const ownOf = (metric: string) => own.find((row) => row.metric === metric)?.value ?? 0;
   return {
-    contacts: {
-      total: (held.get("contacts") ?? 0) - (held.get("contacts.removed") ?? 0),
-      new: ownOf("contacts"),
-    },
+    contacts: { total: held, new: ownOf("contacts") },
     counts,
     rates: ratesOf(counts),
     events: total(events),
@@ -88,7 +101,7 @@ function seriesOf(metric: Metric, s: Scope): { metric: string; channel?: string;
 
 export async function timeseries(s: Scope, metric: Metric) {
   const series = seriesOf(metric, s);
-  const rows = await sumRollups(s.workspaceId, {
+  const rows = await sums(s, {
     metrics: [series.metric],
     edges: s.frame.edges,
     channel: series.channel,
@@ -126,7 +139,7 @@ export async function campaign(s: Scope & { campaignId: string }) {
 }
 
 export async function deliverability(s: Scope) {
-  const rows = await sumRollups(s.workspaceId, {
+  const rows = await sums(s, {
     metrics: MESSAGE_METRICS,
     edges: s.frame.edges,
     ...messageFilter(s),
@@ -149,7 +162,7 @@ export async function deliverability(s: Scope) {
 const MAX_DOMAINS = 100;
 
 export async function domains(s: Scope) {
-  const rows = await sumRollups(s.workspaceId, {
+  const rows = await sums(s, {
     metrics: COUNT_KEYS.map((key) => `domain.${key}`),
     edges: s.frame.edges,
     ...messageFilter(s),
@@ -167,10 +180,10 @@ export async function domains(s: Scope) {
 
 /** Events per bucket (the unsplit series when unfiltered) and by type over the whole range (its biggest tiles). */
 export async function activity(s: Scope) {
-  const { workspaceId, frame } = s;
+  const { frame } = s;
   const [periods, types] = await Promise.all([
-    sumRollups(workspaceId, { metrics: ["events"], edges: frame.edges, ...messageFilter(s), by: ["period"] }),
-    sumRollups(workspaceId, { metrics: ["events"], edges: frame.edges, ...messageFilter(s), by: ["dim"] }),
+    sums(s, { metrics: ["events"], edges: frame.edges, ...messageFilter(s), by: ["period"] }),
+    sums(s, { metrics: ["events"], edges: frame.edges, ...messageFilter(s), by: ["dim"] }),
   ]);
   const byType = byDim(types).map(([type, count]) => ({ type, count }));
   return { points: pointsOf(frame, byPeriod(periods)), byType };
@@ -178,24 +191,24 @@ export async function activity(s: Scope) {
 
 /** Revenue per bucket, and revenue and orders by campaign over the whole range. */
 export async function revenue(s: Scope) {
-  const { workspaceId, frame, campaignId } = s;
+  const { frame, campaignId } = s;
   const [periods, campaigns] = await Promise.all([
-    sumRollups(workspaceId, { metrics: ["revenue"], edges: frame.edges, campaignId, by: ["period"] }),
-    sumRollups(workspaceId, {
+    sums(s, { metrics: ["revenue"], edges: frame.edges, campaignId, by: ["period"] }),
+    sums(s, {
       metrics: ["revenue", "orders"],
       edges: frame.edges,
       campaignId,
       by: ["campaign", "metric"],
     }),
   ]);
-  const sums = new Map<string, { revenue: number; orders: number }>();
+  const byCampaignId = new Map<string, { revenue: number; orders: number }>();
   for (const row of campaigns) {
-    const entry = sums.get(row.campaign!) ?? { revenue: 0, orders: 0 };
+    const entry = byCampaignId.get(row.campaign!) ?? { revenue: 0, orders: 0 };
     if (row.metric === "revenue") entry.revenue += row.value;
     else entry.orders += row.value;
-    sums.set(row.campaign!, entry);
+    byCampaignId.set(row.campaign!, entry);
   }
-  const byCampaign = [...sums]
+  const byCampaign = [...byCampaignId]
     .map(([campaign, { revenue: amount, orders }]) => ({
       campaignId: orNull(campaign),
       revenue: amount,
@@ -250,6 +263,85 @@ export async function sources(s: Scope, conversion: string) {
       conversions: Number(row.conversions),
     })),
   };
+}
+
+/** Cohorts (and so retention columns) an answer may hold: 120 is four months of days. */
+export const MAX_COHORTS = 120;
+
+/**
+ * Cohorts: the contacts whose first `event` (else their creation) falls in
+ * each bucket of the range; `retention[i]` is the share of them that did any
+ * event in the i-th bucket after their own (`retention[0]` their own bucket),
+ * up to the range's last bucket. Empty cohorts are listed with size 0.
+ */
+export async function cohorts(s: Scope, event: string | null) {
+  const { edges } = s.frame;
+  const periods = edges.length - 1;
+  if (periods > MAX_COHORTS)
+    throw fieldError(
+      "granularity",
+      `gives ${periods} cohorts over this range, more than ${MAX_COHORTS}; take a coarser one or a shorter range`,
+    );
+  const { sizes, active } = await cohortCounts(s.workspaceId, event, edges);
+  const activeOf = new Map(active.map((a) => [`${a.cohort}:${a.period}`, a.contacts]));
+  return {
+    cohorts: edges.slice(0, -1).map((edge, i) => {
+      const cohort = i + 1;
+      const size = sizes.get(cohort) ?? 0;
+      return {
+        cohort: edge.toISOString(),
+        size,
+        retention: Array.from({ length: periods - i }, (_, k) =>
+          size ? (activeOf.get(`${cohort}:${cohort + k}`) ?? 0) / size : 0,
+        ),
+      };
+    }),
+  };
+}
+
+const MAX_TOUCHES = 100;
+
+/**
+ * Conversions (events of type `conversion`, any but page views and
+ * `message.*`) in the range and their `metadata.amount`, attributed when
+ * stored (migration 0089) over the
+ * contact's touches of the 30 days before: by touch kind and key, most
+ * conversions first, at most 100.
+ */
+export async function attribution(s: Scope, model: AttributionModel, conversion: string) {
+  if (conversion === "page_view" || conversion.startsWith("message."))
+    throw fieldError(
+      "conversion",
+      "cannot be a page view or a message tracking event: those are not attributed as conversions",
+    );
+  const metricOf = (measure: string) => `attr.${model}.${measure}.${conversion}`;
+  const rows = await sumRollups(s.workspaceId, {
+    metrics: [metricOf("conversions"), metricOf("revenue")],
+    edges: s.frame.edges,
+    by: ["metric", "channel", "dim"],
+  });
+  type Touch = { kind: "campaign" | "source"; key: string; conversions: number; revenue: number };
+  const touches = new Map<string, Touch>();
+  for (const row of rows) {
+    const id = `${row.channel}\n${row.dim}`;
+    const touch = touches.get(id) ?? {
+      kind: row.channel as Touch["kind"],
+      key: row.dim!,
+      conversions: 0,
+      revenue: 0,
+    };
+    if (row.metric === metricOf("conversions")) touch.conversions += row.value;
+    else touch.revenue += row.value;
+    touches.set(id, touch);
+  }
+  const sorted = [...touches.values()].sort(
+    (a, b) =>
+      b.conversions - a.conversions ||
+      b.revenue - a.revenue ||
+      a.kind.localeCompare(b.kind) ||
+      a.key.localeCompare(b.key),
+  );
+  return { model, touches: sorted.slice(0, MAX_TOUCHES) };
 }
 
 export const REALTIME_MINUTES = 30;

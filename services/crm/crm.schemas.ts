@@ -2,6 +2,7 @@ import { Type, type TProperties } from "@sinclair/typebox";
 import { ANALYTICS_ENDPOINTS } from "../../lib/analytics";
 import { Paginated, PageQuery } from "../../lib/pagination";
 import { Component, DateTime, Int32, Nullable, Params, StringEnum, Trimmed } from "../../lib/schema";
+import { AnalyticsAnswerSchema } from "../analytics/analytics.schemas";
 
 /** Params and answers of every CRM action (they are also its OpenAPI description). */
 
@@ -322,7 +323,12 @@ export const schemas = {
     remove: one("viewId"),
   },
   widgets: {
-    list: Params({ workspaceId: WorkspaceId }),
+    list: Params({
+      workspaceId: WorkspaceId,
+      data: Type.Optional(
+        Type.Boolean({ description: "Add each widget's `result`, its analytics answer (or its `error`)" }),
+      ),
+    }),
     create: Params({ workspaceId: WorkspaceId, ...widgetFields }),
     update: Params({
       workspaceId: WorkspaceId,
@@ -534,6 +540,26 @@ export const WidgetSchema = Component(
   }),
 );
 
+/** A listed widget; with `?data=true` its answer, `result`, or `error` when its params no longer make a valid query. */
+export const ListedWidgetSchema = Component(
+  "DashboardWidgetListed",
+  Type.Intersect([
+    WidgetSchema,
+    obj({
+      result: Type.Optional(Nullable(AnalyticsAnswerSchema)),
+      error: Type.Optional(
+        Nullable(
+          obj({
+            error: str,
+            code: str,
+            details: Type.Optional(Type.Array(obj({ field: str, message: str }))),
+          }),
+        ),
+      ),
+    }),
+  ]),
+);
+
 export const SearchResultSchema = obj({
   results: Type.Array(
     obj({
@@ -558,6 +584,6 @@ export const results = {
   ]),
   pipelines: Type.Array(PipelineSchema),
   views: Type.Array(SavedViewSchema),
-  widgets: Type.Array(WidgetSchema),
+  widgets: Type.Array(ListedWidgetSchema),
   markAllRead: Type.Object({ updated: Type.Integer() }),
 };

@@ -20,6 +20,7 @@ import { searchTypes } from "./crm.rules";
 import * as notifications from "./notifications.repo";
 import { search, SEARCH_LIMIT } from "./search.repo";
 import { notifyDueTasks } from "./tasks.repo";
+import { withResults } from "./widget-data";
 import * as widgets from "./widgets.repo";
 
 /** How often each replica runs the due check on its own (the cron tick may run it more often). */
@@ -125,9 +126,12 @@ export default defineService({
       params: schemas.widgets.list,
       result: results.widgets,
       openapi: dashboardDoc(
-        "The caller's dashboard widgets in layout order (top to bottom, then left to right)",
+        "The caller's dashboard widgets in layout order (top to bottom, then left to right); data=true adds each one's result (its analytics answer) or error",
       ),
-      handler: (ctx) => widgets.listWidgets(workspaceOf(ctx), userOf(ctx)),
+      handler: async (ctx) => {
+        const list = await widgets.listWidgets(workspaceOf(ctx), userOf(ctx));
+        return ctx.params.data ? withResults(ctx, workspaceOf(ctx), list) : list;
+      },
     }),
 
     /** Add a widget to the caller's dashboard. Session. */

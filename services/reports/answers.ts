@@ -1,6 +1,6 @@
 import { LRUCache } from "lru-cache";
 import type { Context, ServiceBroker } from "moleculer";
-import type { AnalyticsEndpoint } from "../../lib/analytics";
+import { ANALYTICS_ACTIONS, type AnalyticsEndpoint } from "../../lib/analytics";
 import { validationError, type FieldIssue } from "../../lib/errors";
 import { compileParamsChecker, type Checker } from "../../lib/schema";
 import { systemCall } from "../../lib/system-call";
@@ -12,11 +12,8 @@ import { systemCall } from "../../lib/system-call";
  * report always runs with what that route would take from a request.
  */
 
-/** The analytics action of each answer; the rest are named as they are served. */
-const ACTION_OF: Partial<Record<AnalyticsEndpoint, string>> = { campaigns: "campaign" };
-
-export const actionOf = (endpoint: string) =>
-  `analytics.${ACTION_OF[endpoint as AnalyticsEndpoint] ?? endpoint}`;
+/** The analytics action answering `endpoint` (the report schema admits only the names lib/analytics.ts lists). */
+const actionOf = (endpoint: string) => ANALYTICS_ACTIONS[endpoint as AnalyticsEndpoint];
 
 /** Compiled checkers by action and schema: one per answer, a few more while nodes of two versions run. */
 const checkers = new LRUCache<string, Checker>({ max: 100 });

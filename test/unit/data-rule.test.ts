@@ -73,11 +73,17 @@ const OWNERS: Record<string, string[]> = {
     "analytics_node_entries",
     "analytics_contact_firsts",
     "analytics_contact_sources",
+    "analytics_contact_created",
+    "analytics_contact_activity",
+    "analytics_contact_touches",
+    "analytics_contact_opt_outs",
   ],
 };
 
 const MERGE_MOVES = "a merge moves the duplicates' rows to the primary in the merge's one transaction";
 const GDPR = "a GDPR export reads, and an erasure deletes, everything held about the contact, in one place";
+const SEGMENT_ANSWERS =
+  "rollups are not kept per segment: a segment's answers sum its current members' raw rows by their per-contact indexes, in one statement";
 const SEARCH = "the workspace search reads each kind's trigram-indexed name in one place, kind by kind";
 /**
  * Deliberate uses of another area's tables, `file table` → why. Each is a
@@ -89,6 +95,11 @@ const CROSS_AREA: Record<string, string> = {
     "the fold drops the deltas of a deleted workspace (the deltas keep no foreign key, off the facts' hot path)",
   "services/analytics/realtime.repo.ts events":
     "realtime answers the last 30 minutes from the raw events (the rollups answer every other range)",
+  "services/analytics/segment.repo.ts segment_members": SEGMENT_ANSWERS,
+  "services/analytics/segment.repo.ts segments": SEGMENT_ANSWERS,
+  "services/analytics/segment.repo.ts events": SEGMENT_ANSWERS,
+  "services/analytics/segment.repo.ts messages": SEGMENT_ANSWERS,
+  "services/analytics/segment.repo.ts form_submissions": SEGMENT_ANSWERS,
   "services/campaigns/ab.repo.ts messages":
     "A/B winners count each variant's sends, opens and clicks in one aggregate",
   "services/campaigns/broadcasts.repo.ts contacts":

@@ -225,6 +225,7 @@ beforeAll(async () => {
   await feedContactsAndSubmissions(ctx.workspaceId, 30);
   await feedMessages(ctx.workspaceId, 120);
   await feedCampaign(ctx.workspaceId, 40);
+  await seedSegment(ctx.workspaceId);
 }, 120_000);
 afterAll(() => app.stop());
 
@@ -353,6 +354,87 @@ async function rawSources(q: { timezone: string; from: string; to: string }, con
   }));
 }
 
+/**
+ * Cohorts from the raw rows: each contact's first `event` (else its creation) and every bucket it did
+ * anything in, both cut in the zone; then sizes and shares in plain code.
+ */
+async function rawCohorts(
+  q: { granularity: string; timezone: string; from: string; to: string },
+  event: string | null,
+  starts: string[],
+) {
+  const firsts = await rows<{ contact_id: string; t: Date }>(
+    `SELECT contact_id, ${BUCKET} AS t FROM (${
+      event === null
+        ? `SELECT id AS contact_id, created_at AS at FROM contacts WHERE workspace_id = $1`
+        : `SELECT contact_id, min(timestamp) AS at FROM events
+            WHERE workspace_id = $1 AND contact_id IS NOT NULL AND type = $6 GROUP BY 1`
+    }) f WHERE ${FRAME}`,
+    [ctx.workspaceId, q.granularity, q.timezone, q.from, q.to, ...(event === null ? [] : [event])],
+  );
+  const active = await rows<{ contact_id: string; t: Date }>(
+    `SELECT DISTINCT contact_id, ${BUCKET} AS t
+       FROM (SELECT contact_id, timestamp AS at FROM events WHERE workspace_id = $1 AND contact_id IS NOT NULL) e
+      WHERE ${FRAME}`,
+    [ctx.workspaceId, q.granularity, q.timezone, q.from, q.to],
+  );
+  const index = new Map(starts.map((t, i) => [t, i]));
+  const activeIn = new Set(active.map((a) => `${a.contact_id}:${index.get(new Date(a.t).toISOString())}`));
+  return starts.map((cohort, i) => {
+    const members = firsts.filter((f) => new Date(f.t).toISOString() === cohort).map((f) => f.contact_id);
+    return {
+      cohort,
+      size: members.length,
+      retention: starts
+        .slice(i)
+        .map((_, k) =>
+          members.length ? members.filter((c) => activeIn.has(`${c}:${i + k}`)).length / members.length : 0,
+        ),
+    };
+  });
+}
+
+/** A static segment of every other contact with events, written as the segments area keeps it. */
+const SEGMENT_ID = newId();
+async function seedSegment(ws: string) {
+  const sequelize = await database();
+  await sequelize.query(
+    `INSERT INTO segments (id, workspace_id, name, type) VALUES ($1, $2, 'Half', 'static')`,
+    {
+      bind: [SEGMENT_ID, ws],
+    },
+  );
+  await sequelize.query(
+    `INSERT INTO segment_members (segment_id, contact_id)
+     SELECT $1, contact_id FROM (SELECT DISTINCT contact_id FROM events WHERE workspace_id = $2 AND contact_id IS NOT NULL
+                                  ORDER BY 1) c
+      WHERE contact_id < (SELECT percentile_disc(0.5) WITHIN GROUP (ORDER BY contact_id) FROM events
+                           WHERE workspace_id = $2 AND contact_id IS NOT NULL)`,
+    { bind: [SEGMENT_ID, ws] },
+  );
+}
+
+/** The members' facts the events and contacts rows hold (the streamed messages and submissions have no contact). */
+const MEMBER_FACTS = `
+  SELECT 'events' AS metric, timestamp AS at, coalesce(metadata ->> 'channel', '') AS channel,
+         coalesce(metadata ->> 'campaignId', '') AS campaign, type AS dim, 1::numeric AS value
+    FROM events WHERE workspace_id = $1 AND contact_id IN (SELECT contact_id FROM segment_members WHERE segment_id = $6)
+  UNION ALL
+  SELECT 'revenue', timestamp, '', coalesce(metadata ->> 'campaignId', ''), '', ${AMOUNT}
+    FROM events WHERE workspace_id = $1 AND type = 'purchase'
+     AND contact_id IN (SELECT contact_id FROM segment_members WHERE segment_id = $6)
+  UNION ALL
+  SELECT 'contacts', created_at, '', '', '', 1
+    FROM contacts WHERE workspace_id = $1 AND id IN (SELECT contact_id FROM segment_members WHERE segment_id = $6)`;
+
+async function rawMemberFacts(q: { granularity: string; timezone: string; from: string; to: string }) {
+  const facts = await rows<Fact>(
+    `SELECT metric, ${BUCKET} AS t, channel, campaign, dim, value FROM (${MEMBER_FACTS}) f WHERE ${FRAME}`,
+    [ctx.workspaceId, q.granularity, q.timezone, q.from, q.to, SEGMENT_ID],
+  );
+  return facts.map((f) => ({ ...f, t: new Date(f.t).toISOString(), value: Number(f.value) }));
+}
+
 const COUNT_KEYS = [
   "sent",
   "delivered",
@@ -380,6 +462,8 @@ const byBucket = (facts: RawFact[]) => {
     else out[t] = Math.round(v * 1e6) / 1e6;
   return out;
 };
+
+const overviewPoints = (points: Array<{ t: string }>) => points.map((p) => p.t);
 
 /** Past the messages' own times (they move as the test runs). */
 const later = new Date(Date.now() + 2 * 86_400_000).toISOString();
@@ -495,6 +579,51 @@ async function answersEqualRaw(q: (typeof QUERIES)[number]) {
   const sources = (await client.get(`${ctx.ws}/analytics/sources?conversion=purchase&${query()}`)).body;
   expect(sources.sources).toEqual(await rawSources(q, "purchase"));
 
+  const buckets = overviewPoints(
+    (await client.get(`${ctx.ws}/analytics/timeseries?metric=events&${query()}`)).body.points,
+  );
+  for (const event of [null, "signup", "page_view"]) {
+    const res = await client.get(`${ctx.ws}/analytics/cohorts?${query(event ? `&event=${event}` : "")}`);
+    if (buckets.length > 120) {
+      expect(res.status).toBe(400);
+      continue;
+    }
+    expect(res.status).toBe(200);
+    const expected = await rawCohorts(q, event, buckets);
+    // Streamed events' contacts were created before the window: event cohorts are where retention varies.
+    if (q === QUERIES[0] && event !== null)
+      expect(expected.some((c) => c.size > 0 && c.retention.some((r) => r > 0 && r < 1))).toBe(true);
+    expect(res.body.cohorts.map((c: { cohort: string; size: number }) => [c.cohort, c.size])).toEqual(
+      expected.map((c) => [c.cohort, c.size]),
+    );
+    res.body.cohorts.forEach((c: { retention: number[] }, i: number) => {
+      expect(c.retention).toHaveLength(expected[i].retention.length);
+      c.retention.forEach((rate, k) => expect(close(rate, expected[i].retention[k])).toBe(true));
+    });
+  }
+
+  // A segment's answers: its members' raw rows.
+  const members = await rawMemberFacts(q);
+  const segment = `&segmentId=${SEGMENT_ID}`;
+  const narrowed = (await client.get(`${ctx.ws}/analytics?${query(segment)}`)).body;
+  expect(narrowed.events).toBe(sum(members.filter((f) => f.metric === "events")));
+  expect(narrowed.contacts.new).toBe(sum(members.filter((f) => f.metric === "contacts")));
+  expect(close(narrowed.revenue, sum(members.filter((f) => f.metric === "revenue")))).toBe(true);
+  const memberEvents = (await client.get(`${ctx.ws}/analytics/timeseries?metric=events&${query(segment)}`))
+    .body;
+  expect(nonZero(memberEvents.points)).toEqual(byBucket(members.filter((f) => f.metric === "events")));
+  const memberEmail = (await client.get(`${ctx.ws}/analytics/activity?${query(`${segment}&channel=email`)}`))
+    .body;
+  expect(nonZero(memberEmail.points)).toEqual(
+    byBucket(members.filter((f) => f.metric === "events" && f.channel === "email")),
+  );
+  const memberRevenue = (await client.get(`${ctx.ws}/analytics/revenue?${query(`${segment}&campaignId=c1`)}`))
+    .body;
+  expect(nonZero(memberRevenue.points)).toEqual(
+    byBucket(members.filter((f) => f.metric === "revenue" && f.campaign === "c1")),
+  );
+  if (q === QUERIES[0]) expect(members.some((f) => f.metric === "events")).toBe(true);
+
   const domains = (await client.get(`${ctx.ws}/analytics/domains?${query()}`)).body;
   const byDomain = raw.filter((f) => f.metric.startsWith("domain."));
   expect(domains.domains.map((d: { domain: string }) => d.domain).sort()).toEqual(
@@ -590,6 +719,8 @@ describe("after retention", () => {
     const funnelBefore = (await ctx.owner.client.get(funnelPath)).body;
     const sourcesPath = `${ctx.ws}/analytics/sources?timezone=Europe%2FBerlin&from=${q.from}&to=${q.to}`;
     const sourcesBefore = (await ctx.owner.client.get(sourcesPath)).body;
+    const cohortsPath = `${ctx.ws}/analytics/cohorts?event=signup&timezone=Europe%2FBerlin&from=${q.from}&to=${q.to}`;
+    const cohortsBefore = (await ctx.owner.client.get(cohortsPath)).body;
     const sequelize = await database();
     await sequelize.query(
       `DELETE FROM events WHERE workspace_id = $1 AND timestamp < '2026-03-30T00:00:00Z'`,
@@ -603,5 +734,6 @@ describe("after retention", () => {
     expect((await ctx.owner.client.get(path)).body).toEqual(before);
     expect((await ctx.owner.client.get(funnelPath)).body).toEqual(funnelBefore);
     expect((await ctx.owner.client.get(sourcesPath)).body).toEqual(sourcesBefore);
+    expect((await ctx.owner.client.get(cohortsPath)).body).toEqual(cohortsBefore);
   });
 });

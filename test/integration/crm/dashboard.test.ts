@@ -1,14 +1,16 @@
 import { ANALYTICS_ENDPOINTS } from "../../../lib/analytics";
 import { createSequelize, database } from "../../../lib/database";
 import { up as convertWidgets } from "../../../models/migrations/0070-dashboard-widget-kinds";
+import { systemCall } from "../../../lib/system-call";
 import { SOURCES } from "../../../services/crm/search.repo";
 import { createTestDatabase } from "../../helpers/database";
+import { ownerWithWorkspace } from "../../helpers/http";
 import { crmWorld, insertContact, type CrmWorld } from "./crm-fixtures";
 
 let w: CrmWorld;
 beforeAll(async () => {
-  // The activity feed is the events area's.
-  w = await crmWorld({ services: ["events"] });
+  // The activity feed is the events area's; widgets' data the analytics area's.
+  w = await crmWorld({ services: ["events", "analytics"] });
 });
 afterAll(() => w.app.stop());
 
@@ -253,6 +255,54 @@ describe("dashboard widgets", () => {
     expect(badPatch.body.details.map((d: { field: string }) => d.field)).toEqual(["endpoint"]);
     expect((await w.fullKey.get(`${w.ws}/dashboard-widgets`)).status).toBe(401);
     expect((await w.other.owner.client.post(`${w.ws}/dashboard-widgets`, widget())).status).toBe(403);
+  });
+
+  test("?data=true adds each widget's analytics answer, or the error its params now get, in the caller's workspace", async () => {
+    const { owner, ws, workspaceId } = await ownerWithWorkspace(w.app.baseUrl);
+    for (const timestamp of ["2026-06-01T10:00:00Z", "2026-06-02T10:00:00Z"])
+      await systemCall(w.app.broker, workspaceId, "events.record", { type: "page_view", timestamp });
+    const range = { from: "2026-06-01", to: "2026-06-02", timezone: "UTC" };
+    const add = async (fields: Record<string, unknown>, y: number) => {
+      const res = await owner.client.post(
+        `${ws}/dashboard-widgets`,
+        widget({ ...fields, position: { x: 0, y, w: 6, h: 2 } }),
+      );
+      expect(res.status).toBe(201);
+      return res.body;
+    };
+    // Another workspace named in the params does not move the query out of the caller's.
+    const series = await add({ params: { ...range, metric: "events", workspaceId: w.workspaceId } }, 0);
+    const overview = await add({ kind: "metric", endpoint: "overview", params: range }, 1);
+    const badMetric = await add({ params: { ...range, metric: "nope" } }, 2);
+    const noCampaign = await add({ kind: "table", endpoint: "campaigns", params: range }, 3);
+
+    const plain = await owner.client.get(`${ws}/dashboard-widgets`);
+    expect(plain.body.map((x: Record<string, unknown>) => "result" in x)).toEqual([
+      false,
+      false,
+      false,
+      false,
+    ]);
+    const res = await owner.client.get(`${ws}/dashboard-widgets?data=true`);
+    expect(res.status).toBe(200);
+    expect(res.body.map((x: { id: string }) => x.id)).toEqual([
+      series.id,
+      overview.id,
+      badMetric.id,
+      noCampaign.id,
+    ]);
+    const [seriesData, overviewData, badData, campaignData] = res.body;
+    const direct = await owner.client.get(
+      `${ws}/analytics/timeseries?metric=events&from=2026-06-01&to=2026-06-02&timezone=UTC`,
+    );
+    expect(seriesData).toEqual({ ...series, result: direct.body, error: null });
+    expect(seriesData.result.points.map((p: { value: number }) => p.value)).toEqual([1, 1]);
+    expect(overviewData.result.events).toBe(2);
+    expect(overviewData.error).toBeNull();
+    expect(badData.result).toBeNull();
+    expect(badData.error).toMatchObject({ code: "VALIDATION_ERROR", details: [{ field: "metric" }] });
+    expect(campaignData.result).toBeNull();
+    expect(campaignData.error.details.map((d: { field: string }) => d.field)).toContain("campaignId");
   });
 
   test("the migration turns CRM widgets into analytics widgets, keeping title, position and config", async () => {

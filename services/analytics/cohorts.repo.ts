@@ -1,0 +1,52 @@
+import { selectRows } from "../../lib/database";
+
+/**
+ * Cohorts from kept facts (migration 0089): the cohort members from
+ * `analytics_contact_firsts` (their first `event`) or
+ * `analytics_contact_created` (no event), their activity from
+ * `analytics_contact_activity` (15-minute UTC buckets, so every answer bucket
+ * edge falls on one). Periods are 1-based indexes into the frame's `edges`.
+ */
+
+export interface CohortCounts {
+  /** Contacts per cohort period. */
+  sizes: Map<number, number>;
+  /** Contacts of cohort `cohort` active in period `period` (`period >= cohort`). */
+  active: Array<{ cohort: number; period: number; contacts: number }>;
+}
+
+export async function cohortCounts(
+  workspaceId: string,
+  event: string | null,
+  edges: Date[],
+): Promise<CohortCounts> {
+  const start = edges[0];
+  const end = edges[edges.length - 1];
+  const members =
+    event === null
+      ? `SELECT contact_id, created_at AS at FROM analytics_contact_created
+          WHERE workspace_id = $1 AND created_at >= $3 AND created_at < $4`
+      : `SELECT contact_id, first_at AS at FROM analytics_contact_firsts
+          WHERE workspace_id = $1 AND type = $5 AND first_at >= $3 AND first_at < $4`;
+  // Period 0 carries each cohort's size; the activity of a member is read from its cohort's start by key.
+  const rows = await selectRows<{ cohort: number; period: number; contacts: string }>(
+    `WITH cohort_contacts AS (SELECT contact_id, width_bucket(at, $2::timestamptz[]) AS cohort FROM (${members}) m)
+     SELECT cohort, 0 AS period, count(*) AS contacts FROM cohort_contacts GROUP BY 1
+     UNION ALL
+     SELECT m.cohort, width_bucket(a.bucket, $2::timestamptz[]) AS period, count(DISTINCT m.contact_id)
+       FROM cohort_contacts m
+       JOIN analytics_contact_activity a
+         ON a.workspace_id = $1 AND a.contact_id = m.contact_id
+        AND a.bucket >= ($2::timestamptz[])[m.cohort] AND a.bucket < $4
+      GROUP BY 1, 2`,
+    event === null ? [workspaceId, edges, start, end] : [workspaceId, edges, start, end, event],
+  );
+  const sizes = new Map<number, number>();
+  const active: CohortCounts["active"] = [];
+  for (const row of rows) {
+    const contacts = Number(row.contacts);
+    if (Number(row.period) === 0) sizes.set(Number(row.cohort), contacts);
+    else active.push({ cohort: Number(row.cohort), period: Number(row.period), contacts });
+  }
+  return { sizes, active };
+}

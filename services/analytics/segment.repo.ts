@@ -1,0 +1,111 @@
+import { Binds, selectRows } from "../../lib/database";
+import type { RollupKey, RollupQuery, RollupRow } from "./rollups.repo";
+import { sourcesOf, type SegmentSource } from "./segment-metrics";
+
+/**
+ * Sums for a segment (`segmentId`): rollups are not kept per segment (its
+ * members change), so these are the same facts the rollup triggers count,
+ * taken from the raw rows of the segment's current members, by each table's
+ * per-contact index, over the frame only: events (and purchases), messages
+ * reaching each status, form submissions, and the kept per-contact facts of
+ * migration 0089 (creation, opt-outs). The cost grows with the members' rows
+ * in the range, not the workspace's. Same row shape as `sumRollups`.
+ */
+
+const KEY_SQL: Record<Exclude<RollupKey, "period">, string> = {
+  metric: "f.metric",
+  channel: "f.channel",
+  campaign: "f.campaign",
+  dim: "f.dim",
+};
+
+/** `$1` workspace, `$2` segment, `$3` and `$4` the frame's start and end. Each branch yields (metric, at, channel, campaign, dim, value). */
+const MEMBERS = `SELECT sm.contact_id FROM segment_members sm JOIN segments s ON s.id = sm.segment_id
+                  WHERE sm.segment_id = $2 AND s.workspace_id = $1`;
+const EVENTS = `
+  SELECT x.metric, e.timestamp AS at,
+         CASE x.metric WHEN 'events' THEN analytics_key(e.metadata ->> 'channel') ELSE '' END AS channel,
+         analytics_key(e.metadata ->> 'campaignId') AS campaign,
+         CASE x.metric WHEN 'events' THEN analytics_key(e.type) ELSE analytics_key(e.utm_source) END AS dim,
+         CASE x.metric WHEN 'revenue' THEN analytics_amount(e.metadata -> 'amount') ELSE 1 END AS value
+    FROM segment_contacts m
+    JOIN events e ON e.contact_id = m.contact_id AND e.timestamp >= $3 AND e.timestamp < $4
+    JOIN LATERAL (VALUES ('events'), ('revenue'), ('orders')) AS x(metric)
+      ON x.metric = 'events' OR e.type = 'purchase'
+   WHERE e.workspace_id = $1`;
+const MESSAGES = `
+  SELECT x.prefix || s.status AS metric, s.at, g.channel, analytics_key(g.campaign_id) AS campaign,
+         CASE WHEN x.prefix = 'domain.' THEN analytics_key(lower(split_part(g.to_address, '@', 2)))
+              WHEN s.status IN ('suppressed', 'bounced') THEN analytics_key(g.reason) ELSE '' END AS dim,
+         1::numeric AS value
+    FROM segment_contacts m
+    -- A message reaches its statuses after it is created: the contact index's range ends at the frame's end.
+    JOIN messages g ON g.contact_id = m.contact_id AND g.workspace_id = $1 AND g.created_at < $4
+   CROSS JOIN LATERAL (VALUES ('sent', g.sent_at), ('delivered', g.delivered_at), ('opened', g.opened_at),
+                              ('clicked', g.clicked_at),
+                              (g.status, CASE WHEN g.status IN ('failed', 'bounced', 'complained', 'suppressed')
+                                              THEN (SELECT min((h ->> 'at')::timestamptz)
+                                                      FROM jsonb_array_elements(g.history) h
+                                                     WHERE h ->> 'status' = g.status) END)) AS s(status, at)
+    JOIN (VALUES ('msg.'), ('domain.')) AS x(prefix) ON x.prefix = 'msg.' OR g.channel = 'email'
+   WHERE s.at >= $3 AND s.at < $4`;
+const SUBMISSIONS = `
+  SELECT 'submissions', f.created_at, '', '', f.form_id, 1::numeric
+    FROM segment_contacts m JOIN form_submissions f ON f.contact_id = m.contact_id
+   WHERE f.workspace_id = $1 AND f.created_at >= $3 AND f.created_at < $4`;
+const CREATED = `
+  SELECT 'contacts', c.created_at, '', '', '', 1::numeric
+    FROM segment_contacts m JOIN analytics_contact_created c ON c.workspace_id = $1 AND c.contact_id = m.contact_id
+   WHERE c.created_at >= $3 AND c.created_at < $4`;
+const OPT_OUTS = `
+  SELECT 'msg.unsubscribed', o.at, o.channel, o.campaign_id, '', 1::numeric
+    FROM segment_contacts m JOIN analytics_contact_opt_outs o ON o.workspace_id = $1 AND o.contact_id = m.contact_id
+   WHERE o.at >= $3 AND o.at < $4`;
+
+const BRANCHES: Record<SegmentSource, string> = {
+  events: EVENTS,
+  messages: MESSAGES,
+  submissions: SUBMISSIONS,
+  created: CREATED,
+  optOuts: OPT_OUTS,
+};
+
+/** Sums over the frame for the segment's current members, one row per distinct value of `by`. */
+export async function sumForSegment(
+  workspaceId: string,
+  segmentId: string,
+  q: RollupQuery,
+): Promise<RollupRow[]> {
+  const branches = [...sourcesOf(q.metrics)].map((source) => BRANCHES[source]);
+  if (!branches.length) return [];
+  const binds = new Binds([workspaceId, segmentId, q.edges[0], q.edges[q.edges.length - 1]]);
+  const keys = q.by.map((key) =>
+    key === "period"
+      ? `width_bucket(f.at, ${binds.p(q.edges, "timestamptz[]")}) AS period`
+      : `${KEY_SQL[key]} AS ${key}`,
+  );
+  const where = [`f.metric = ANY (${binds.p(q.metrics, "text[]")})`];
+  if (q.channel !== undefined) where.push(`f.channel = ${binds.p(q.channel)}`);
+  if (q.campaignId !== undefined) where.push(`f.campaign = ${binds.p(q.campaignId)}`);
+  const rows = await selectRows<Record<string, string | number>>(
+    `WITH segment_contacts AS (${MEMBERS})
+     SELECT ${[...keys, "sum(f.value) AS value"].join(", ")}
+       FROM (${branches.join("\nUNION ALL\n")}) AS f(metric, at, channel, campaign, dim, value)
+      WHERE ${where.join(" AND ")}
+      ${q.by.length ? `GROUP BY ${q.by.map((_, i) => i + 1).join(", ")}` : ""}`,
+    binds.values,
+  );
+  return rows.map((row) => ({ ...row, value: Number(row.value) }));
+}
+
+/** The segment's current members created before `end`: its contacts held then (none of them removed). */
+export async function membersBefore(workspaceId: string, segmentId: string, end: Date): Promise<number> {
+  const [row] = await selectRows<{ n: string }>(
+    `SELECT count(*) AS n FROM segment_members sm
+       JOIN segments s ON s.id = sm.segment_id AND s.workspace_id = $1
+       JOIN analytics_contact_created c ON c.workspace_id = $1 AND c.contact_id = sm.contact_id
+      WHERE sm.segment_id = $2 AND c.created_at < $3`,
+    [workspaceId, segmentId, end],
+  );
+  return Number(row.n);
+}
