@@ -57,15 +57,16 @@ async function takeMigrationLock(lock: Client, signal?: AbortSignal): Promise<vo
     ]);
     if (rows[0].taken) return;
     await new Promise<void>((resolve) => {
-      const timer = setTimeout(resolve, LOCK_POLL_MS);
-      signal?.addEventListener(
-        "abort",
-        () => {
-          clearTimeout(timer);
-          resolve();
-        },
-        { once: true },
-      );
+      // Removed after each poll: a replica waiting out another's migrations would pile up one per poll.
+      const onAbort = () => {
+        clearTimeout(timer);
+        resolve();
+      };
+      const timer = setTimeout(() => {
+        signal?.removeEventListener("abort", onAbort);
+        resolve();
+      }, LOCK_POLL_MS);
+      signal?.addEventListener("abort", onAbort, { once: true });
     });
   }
 }
