@@ -161,6 +161,11 @@ export async function releaseDatabase(): Promise<void> {
   await db.embedded?.stop();
 }
 
+/** Whether a service of this process uses the database (holds a reference, or is opening it). */
+export function databaseInUse(): boolean {
+  return opening !== undefined;
+}
+
 /** The open instance, for code that runs inside a started service. */
 export async function database(): Promise<Sequelize> {
   if (!opening) throw new Error("Database used before any service acquired it");
