@@ -42,8 +42,8 @@ export const CLUSTER_REQUIRES = ["DATABASE_URL", "NATS_URL", "REDIS_URL", "AUTH_
 
 /**
  * The processes to start: each with its SERVICES and NODE_ID; the gateway
- * alone listens on PORT. With METRICS_PORT set, each process takes its own
- * port from it upwards (one machine, so they cannot share one).
+ * alone listens on PORT. With METRICS_PORT or HEALTH_PORT set, each process
+ * takes its own port from it upwards (one machine, so they cannot share one).
  */
 export function clusterPlan(
   mode: "groups" | "each",
@@ -58,13 +58,13 @@ export function clusterPlan(
     mode === "groups"
       ? Object.entries(CLUSTER_GROUPS).map(([name, areas]) => [name, areas.join(",")])
       : files.map((file) => [file.replace("/", "-"), file]);
-  const metricsBase = env.METRICS_PORT ? Number(env.METRICS_PORT) : undefined;
+  const ports = (["METRICS_PORT", "HEALTH_PORT"] as const).filter((name) => env[name]);
   return units.map(([name, services], index) => ({
     name,
     env: {
       SERVICES: services,
       NODE_ID: `${name}-${host}`,
-      ...(metricsBase ? { METRICS_PORT: String(metricsBase + index) } : {}),
+      ...Object.fromEntries(ports.map((port) => [port, String(Number(env[port]) + index)])),
     },
   }));
 }

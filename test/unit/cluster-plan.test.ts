@@ -45,10 +45,15 @@ test("--each: one process per service file, each named and with a node id of its
   });
 });
 
-test("METRICS_PORT: each process takes its own port from it upwards", () => {
-  const plan = clusterPlan("groups", FILES, { ...ENV, METRICS_PORT: "9100" }, "h");
+test("METRICS_PORT and HEALTH_PORT: each process takes its own ports from them upwards", () => {
+  const plan = clusterPlan("groups", FILES, { ...ENV, METRICS_PORT: "9100", HEALTH_PORT: "9200" }, "h");
   expect(plan.map((p) => p.env.METRICS_PORT)).toEqual(plan.map((_, i) => String(9100 + i)));
-  expect(plan[0]).toEqual({ name: "api", env: { SERVICES: "api", NODE_ID: "api-h", METRICS_PORT: "9100" } });
+  expect(plan.map((p) => p.env.HEALTH_PORT)).toEqual(plan.map((_, i) => String(9200 + i)));
+  expect(plan[0]).toEqual({
+    name: "api",
+    env: { SERVICES: "api", NODE_ID: "api-h", METRICS_PORT: "9100", HEALTH_PORT: "9200" },
+  });
+  expect(clusterPlan("groups", FILES, ENV, "h")[0].env).toEqual({ SERVICES: "api", NODE_ID: "api-h" });
 });
 
 test("refuses to plan without what the processes must share, naming each missing variable", () => {
