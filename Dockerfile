@@ -1,12 +1,12 @@
 # One image for every service; SERVICES picks what a container runs.
-FROM node:20-bookworm-slim AS build
+FROM node:24-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci
 COPY . .
 RUN npm run build && npm prune --omit=dev
 
-FROM node:20-bookworm-slim
+FROM node:24-bookworm-slim
 ENV NODE_ENV=production SERVICEDIR=dist/services
 WORKDIR /app
 COPY --from=build /app/node_modules ./node_modules

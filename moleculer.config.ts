@@ -4,6 +4,7 @@ import { config } from "./lib/config";
 import { DeclaredStatusMiddleware } from "./lib/define-service";
 import { validatorMiddleware } from "./lib/validator";
 import { EmbeddedChannelAdapter } from "./lib/embedded-channel";
+import { healthServer } from "./lib/health";
 import { AuthorizeMiddleware } from "./mixins/authorize.middleware";
 import { OutboxRelayMiddleware } from "./mixins/outbox-relay";
 
@@ -81,6 +82,7 @@ export function brokerConfig(): BrokerOptions {
       AuthorizeMiddleware,
       channelsMiddleware(cfg.natsUrl),
       OutboxRelayMiddleware,
+      healthServer(),
     ],
   };
 }

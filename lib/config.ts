@@ -20,6 +20,10 @@ export interface AppConfig {
   /** Which peers' X-Forwarded-For is believed: true, false, a hop count, or addresses/CIDRs/names (proxy-addr). */
   trustProxy: string;
   metricsPort?: number;
+  /** Whether a process migrates the database when it opens it; false: it waits for a migration job (bin/migrate.ts). */
+  migrate: boolean;
+  /** Where the probe server answers `/ready` and `/live` (lib/health.ts); unset: none. */
+  healthPort?: number;
   allowPrivateWebhookTargets: boolean;
   /** Outbound webhook dispatcher: waits before retries 2 and 3, per-attempt timeout, claim lease, poll period, sends in flight. */
   webhookRetryDelaysMs: number[];
@@ -125,6 +129,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
       .filter(Boolean),
     trustProxy: (env.TRUST_PROXY ?? "").trim() || "loopback, linklocal, uniquelocal",
     metricsPort: env.METRICS_PORT ? int(env.METRICS_PORT, 3030) : undefined,
+    migrate: env.MIGRATE !== "false",
+    healthPort: env.HEALTH_PORT ? int(env.HEALTH_PORT, 3001) : undefined,
     allowPrivateWebhookTargets: env.WEBHOOK_ALLOW_PRIVATE_TARGETS === "true",
     webhookRetryDelaysMs: (env.WEBHOOK_RETRY_DELAYS_MS ?? "2000,8000")
       .split(",")

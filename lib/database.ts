@@ -41,6 +41,22 @@ async function ensureDatabase(url: string, name: string): Promise<string> {
 
 const LOCK_POLL_MS = 250;
 
+/** `ms` later, or at once when `signal` aborts. */
+function abortableDelay(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise<void>((resolve) => {
+    // Removed when the delay ends: a wait that polls would pile up one listener per poll.
+    const onAbort = () => {
+      clearTimeout(timer);
+      resolve();
+    };
+    const timer = setTimeout(() => {
+      signal?.removeEventListener("abort", onAbort);
+      resolve();
+    }, ms);
+    signal?.addEventListener("abort", onAbort, { once: true });
+  });
+}
+
 /**
  * Wait for the migration lock by polling `pg_try_advisory_lock`, so a waiting
  * replica never sits inside a statement: a backend blocked in
@@ -56,17 +72,40 @@ async function takeMigrationLock(lock: Client, signal?: AbortSignal): Promise<vo
       MIGRATION_LOCK,
     ]);
     if (rows[0].taken) return;
-    await new Promise<void>((resolve) => {
-      const timer = setTimeout(resolve, LOCK_POLL_MS);
-      signal?.addEventListener(
-        "abort",
-        () => {
-          clearTimeout(timer);
-          resolve();
-        },
-        { once: true },
+    await abortableDelay(LOCK_POLL_MS, signal);
+  }
+}
+
+function migrator(sequelize: Sequelize): Umzug<object> {
+  return new Umzug({
+    migrations: migrations.map((m) => ({ name: m.name, up: () => m.up(sequelize) })),
+    storage: new SequelizeStorage({ sequelize, tableName: "schema_migrations" }),
+    logger: undefined,
+  });
+}
+
+const SCHEMA_POLL_MS = 1000;
+
+/**
+ * With MIGRATE=false (the Kubernetes shape: a Job migrates before the
+ * services roll out) a node waits until every migration it knows has been
+ * applied, so new code never runs on an old schema; an aborted wait (the
+ * process is stopping) throws.
+ */
+export async function waitForSchema(sequelize: Sequelize, signal?: AbortSignal): Promise<void> {
+  const umzug = migrator(sequelize);
+  let told = false;
+  for (;;) {
+    if (signal?.aborted) throw new Error("Stopped while waiting for the schema");
+    const pending = await umzug.pending().catch(() => migrations);
+    if (pending.length === 0) return;
+    if (!told) {
+      told = true;
+      console.warn(
+        `Waiting for the schema: ${pending.length} migration(s) not applied yet, from ${pending[0].name} (MIGRATE=false: the migration job applies them)`,
       );
-    });
+    }
+    await abortableDelay(SCHEMA_POLL_MS, signal);
   }
 }
 
@@ -76,12 +115,7 @@ export async function migrate(sequelize: Sequelize, url: string, signal?: AbortS
   await lock.connect();
   try {
     await takeMigrationLock(lock, signal);
-    const umzug = new Umzug({
-      migrations: migrations.map((m) => ({ name: m.name, up: () => m.up(sequelize) })),
-      storage: new SequelizeStorage({ sequelize, tableName: "schema_migrations" }),
-      logger: undefined,
-    });
-    await umzug.up();
+    await migrator(sequelize).up();
   } finally {
     await lock.query("SELECT pg_advisory_unlock_all()").catch(() => undefined);
     await lock.end();
@@ -118,7 +152,8 @@ async function open(signal: AbortSignal): Promise<Database> {
   const sequelize = createSequelize(url);
   initModels(sequelize);
   try {
-    await migrate(sequelize, url, signal);
+    if (config().migrate) await migrate(sequelize, url, signal);
+    else await waitForSchema(sequelize, signal);
   } catch (err) {
     await sequelize.close();
     await embedded?.stop();
@@ -158,6 +193,11 @@ export async function releaseDatabase(): Promise<void> {
   await db.stopStatistics();
   await db.sequelize.close();
   await db.embedded?.stop();
+}
+
+/** Whether a service of this process uses the database (holds a reference, or is opening it). */
+export function databaseInUse(): boolean {
+  return opening !== undefined;
 }
 
 /** The open instance, for code that runs inside a started service. */

@@ -20,7 +20,7 @@ import { servePage } from "../../lib/pages";
 import { multipartFieldsParser } from "../../lib/uploads";
 import { setSecurityHeaders } from "../../lib/security-headers";
 import { forwardedHeaders } from "../providers/callbacks";
-import { checkHealth, HealthSchema } from "./health";
+import { checkHealth, HealthSchema } from "../../lib/health";
 import { SESSIONS_REVOKED_EVENT } from "../../lib/session-token";
 import {
   authenticateRequest,
@@ -316,7 +316,7 @@ const ApiService = defineService<Gateway>({
     // moleculer-web's alias listing would bypass the declared access rules.
     listAliases: false,
 
-    /** Liveness and database reachability; 503 when the database cannot be reached. Public. */
+    /** Database and transporter reachability; 503 when either is gone. Public. */
     health: defineAction({
       rest: "GET /health",
       auth: "public",
@@ -326,13 +326,13 @@ const ApiService = defineService<Gateway>({
         responses: {
           "200": { description: "Healthy", content: { "application/json": { schema: HealthSchema } } },
           "503": {
-            description: "The database cannot be reached",
+            description: "The database cannot be reached, or the transporter is disconnected",
             content: { "application/json": { schema: HealthSchema } },
           },
         },
       },
       async handler(ctx) {
-        const result = await checkHealth();
+        const result = await checkHealth(this.broker);
         if (result.status !== "ok") ctx.meta.$statusCode = 503;
         return result;
       },

@@ -22,6 +22,14 @@ export function allServiceFiles(): string[] {
   return found.sort();
 }
 
+/** A service file's name as `SERVICES` gives it to moleculer-runner: `crm/deals` for services/crm/deals.service.ts. */
+export function serviceFileName(file: string): string {
+  return path
+    .relative(SERVICES_DIR, file)
+    .replace(/\\/g, "/")
+    .replace(/\.service\.ts$/, "");
+}
+
 export interface TestApp {
   broker: ServiceBroker;
   baseUrl: string;
@@ -33,6 +41,8 @@ export interface TestApp {
 export interface StartOptions {
   /** Service names to load (folder names under services/); all when omitted. */
   services?: string[];
+  /** Service files to load instead, as `SERVICES` names them for moleculer-runner (`crm/deals`: services/crm/deals.service.ts). */
+  files?: string[];
   /** Extra environment for this app (set before the config is read). */
   env?: Record<string, string | undefined>;
   broker?: Partial<BrokerOptions>;
@@ -81,6 +91,7 @@ export async function startApp(options: StartOptions = {}): Promise<TestApp> {
   const files = allServiceFiles().filter((file) => {
     const area = path.basename(path.dirname(file));
     if (options.withoutGateway && area === "api") return false;
+    if (options.files) return options.files.includes(serviceFileName(file));
     return !options.services || options.services.includes(area);
   });
   for (const file of files) {

@@ -57,3 +57,47 @@ test("k8s: kustomization lists existing files and the Deployments cover every se
     expect.arrayContaining(["DATABASE_URL", "AUTH_SECRET", "CRON_SECRET"]),
   );
 });
+
+test("k8s: every service's pods are probed, sized, and wait for the migration Job; HPAs and PDBs aim at real Deployments", () => {
+  const [kustomization] = load("k8s/kustomization.yaml");
+  const all = (kustomization.resources as string[]).flatMap((r) => load(path.join("k8s", r)));
+  const deployments = all.filter((d) => d.kind === "Deployment" && d.metadata.labels?.app === "cms");
+  expect(deployments.map((d) => d.metadata.name).sort()).toEqual(serviceNames.map((s) => `cms-${s}`).sort());
+  for (const d of deployments) {
+    const [c] = d.spec.template.spec.containers;
+    const health = c.ports.find((p: { name: string }) => p.name === "health").containerPort;
+    expect({ name: d.metadata.name, ready: c.readinessProbe.httpGet, live: c.livenessProbe.httpGet }).toEqual(
+      {
+        name: d.metadata.name,
+        ready: { path: "/ready", port: "health" },
+        live: { path: "/live", port: "health" },
+      },
+    );
+    expect(health).toBe(3001);
+    expect(c.resources.requests).toEqual({ cpu: expect.any(String), memory: expect.any(String) });
+    expect(c.resources.limits.memory).toEqual(expect.any(String));
+  }
+  const config = all.find((d) => d.kind === "ConfigMap" && d.metadata.name === "cms-config");
+  expect(config?.data).toMatchObject({ MIGRATE: "false", HEALTH_PORT: "3001" });
+  const job = all.find((d) => d.kind === "Job");
+  expect(job?.spec.template.spec.containers[0].command).toEqual(["node", "dist/bin/migrate.js"]);
+  expect(fs.existsSync(path.join(ROOT, "bin/migrate.ts"))).toBe(true);
+
+  const hpas = all.filter((d) => d.kind === "HorizontalPodAutoscaler");
+  expect(hpas.map((h) => h.spec.scaleTargetRef.name).sort()).toEqual(
+    ["cms-api", "cms-events", "cms-messages", "cms-webhooks"].sort(),
+  );
+  for (const pdb of all.filter((d) => d.kind === "PodDisruptionBudget")) {
+    const target = deployments.find((d) => d.metadata.name === pdb.metadata.name);
+    expect({ pdb: pdb.metadata.name, replicas: target?.spec.replicas >= 2 }).toEqual({
+      pdb: pdb.metadata.name,
+      replicas: true,
+    });
+    expect(target?.spec.selector.matchLabels).toEqual(pdb.spec.selector.matchLabels);
+  }
+  // Only the gateway takes traffic from outside the namespace.
+  const open = all.filter(
+    (d) => d.kind === "NetworkPolicy" && d.spec.ingress.some((rule: { from?: unknown }) => !rule.from),
+  );
+  expect(open.map((p) => p.spec.podSelector.matchLabels)).toEqual([{ app: "cms", service: "api" }]);
+});
