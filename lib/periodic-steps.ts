@@ -46,6 +46,8 @@ export const PERIODIC_STEPS: readonly PeriodicStep[] = [
   { action: "messages.sweepProviderCallbacks", everyMs: () => HOUR_MS, runs: "timer" },
   { action: "providers.sweepEventLog", everyMs: () => HOUR_MS, runs: "timer" },
   { action: "auth.pruneRevokedSessions", everyMs: () => HOUR_MS, runs: "timer" },
+  // Hourly: each workspace's retention purge starts once per UTC day, at the first pass of the day.
+  { action: "retention.runDaily", everyMs: () => HOUR_MS, runs: "timer" },
 ];
 
 /** The service that owns a step. */
