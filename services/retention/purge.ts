@@ -20,6 +20,12 @@ import { systemCall } from "../../lib/system-call";
 export const PURGE_JOB = "retention.purge";
 /** Rows per delete statement: each holds its row locks for tens of milliseconds, never a table lock. */
 export const PURGE_BATCH = 5_000;
+/**
+ * After each batch the purge rests as long as the batch took, so it holds at
+ * most half of one database backend and the ingest beside it keeps its pace
+ * (bench/retention.ts); a daily purge has the time.
+ */
+export const PURGE_REST_RATIO = 1;
 
 const DAY_MS = 24 * 60 * 60 * 1000;
 
@@ -78,7 +84,7 @@ export async function purge(
   workspaceId: string,
   cutoffs: Cutoffs,
   progress: ProgressFn,
-  batch = PURGE_BATCH,
+  { batch = PURGE_BATCH, restRatio = PURGE_REST_RATIO } = {},
 ): Promise<PurgeResult> {
   const expected = await countAll(broker, workspaceId, cutoffs);
   let total = RETENTION_KIND_NAMES.reduce((sum, kind) => sum + expected[kind], 0);
@@ -89,6 +95,7 @@ export async function purge(
     const before = cutoffs[kind];
     if (!before) continue;
     for (;;) {
+      const batchStart = Date.now();
       const answer = await systemCall<{ deleted: number }>(
         broker,
         workspaceId,
@@ -101,6 +108,8 @@ export async function purge(
       total = Math.max(total, done);
       await progress(done, total);
       if (answer.deleted < batch) break;
+      const rest = (Date.now() - batchStart) * restRatio;
+      if (rest > 0) await new Promise((resolve) => setTimeout(resolve, rest));
     }
   }
   const before = Object.fromEntries(

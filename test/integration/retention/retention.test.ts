@@ -255,7 +255,7 @@ test("a cancelled purge stops between batches and keeps what it did not reach", 
   // One row per batch, so the purge is still running when the cancel comes.
   const { jobId, done } = await startJob(
     { workspaceId: ws, type: "retention.purge", cancelPermission: "settings.manage" },
-    (progress) => purge(app.broker, ws, cutoffs, progress, 1),
+    (progress) => purge(app.broker, ws, cutoffs, progress, { batch: 1, restRatio: 0 }),
   );
   await waitFor(
     async () => (await count(`SELECT count(*) AS n FROM events WHERE workspace_id = $1`, [ws])) < 3000,
