@@ -25,8 +25,7 @@ export async function up(sequelize: Sequelize): Promise<void> {
   await sequelize.query(
     `CREATE TABLE IF NOT EXISTS retention_runs (
        workspace_id text PRIMARY KEY REFERENCES workspaces(id) ON DELETE CASCADE,
-       last_run_on date NOT NULL,
-       job_id text
+       last_run_on date NOT NULL
      )`,
   );
 }

@@ -125,12 +125,11 @@ export async function startPurge(
   workspaceId: string,
   policy: RetentionPolicy,
   createdBy: string | null,
-): Promise<{ jobId: string }> {
+): Promise<{ jobId: string; done: Promise<void> }> {
   const cutoffs = cutoffsOf(policy, new Date());
-  const { jobId } = await startJob(
+  return startJob(
     { workspaceId, type: PURGE_JOB, createdBy, cancelPermission: "settings.manage" },
     (progress) => purge(broker, workspaceId, cutoffs, progress),
     (err) => logger.error(`Retention purge of workspace ${workspaceId} failed`, err),
   );
-  return { jobId };
 }

@@ -24,7 +24,7 @@ export async function claimDue(
           AND NOT EXISTS (SELECT 1 FROM retention_runs d WHERE d.workspace_id = w.id AND d.last_run_on >= today.day)
         ORDER BY w.id
         LIMIT $1
-       ON CONFLICT (workspace_id) DO UPDATE SET last_run_on = EXCLUDED.last_run_on, job_id = NULL
+       ON CONFLICT (workspace_id) DO UPDATE SET last_run_on = EXCLUDED.last_run_on
         WHERE r.last_run_on < EXCLUDED.last_run_on
        RETURNING r.workspace_id)
      SELECT c.workspace_id, w.settings -> 'retention' AS setting
@@ -34,12 +34,11 @@ export async function claimDue(
   return rows.map((row) => ({ workspaceId: row.workspace_id, setting: row.setting }));
 }
 
-/** A purge started for the workspace (by request or by the daily claim): today's run, with its job. */
-export async function noteRun(workspaceId: string, jobId: string): Promise<void> {
+/** A purge started by request: it is the workspace's run of the day. */
+export async function noteRun(workspaceId: string): Promise<void> {
   await selectRows(
-    `INSERT INTO retention_runs (workspace_id, last_run_on, job_id)
-     VALUES ($1, (now() AT TIME ZONE 'UTC')::date, $2)
-     ON CONFLICT (workspace_id) DO UPDATE SET last_run_on = EXCLUDED.last_run_on, job_id = EXCLUDED.job_id`,
-    [workspaceId, jobId],
+    `INSERT INTO retention_runs (workspace_id, last_run_on) VALUES ($1, (now() AT TIME ZONE 'UTC')::date)
+     ON CONFLICT (workspace_id) DO UPDATE SET last_run_on = EXCLUDED.last_run_on`,
+    [workspaceId],
   );
 }

@@ -1,7 +1,7 @@
 import { requires } from "../../lib/access";
 import { actingUserId, audit } from "../../lib/audit";
-import { defineAction, defineService } from "../../lib/define-service";
-import { retentionPolicy } from "../../lib/retention";
+import { defineAction, defineService, type ServiceThis } from "../../lib/define-service";
+import { retentionPolicy, type RetentionPolicy } from "../../lib/retention";
 import { systemCall } from "../../lib/system-call";
 import { workspaceOf } from "../../lib/tenancy";
 import { BackgroundMixin } from "../../mixins/background";
@@ -12,11 +12,21 @@ import { results, schemas } from "./retention.schemas";
 
 const settingsManage = requires("settings.manage");
 
-/** Workspaces claimed per pass of the daily step; the rest are claimed at the next pass. */
-const CLAIM_PER_PASS = 50;
+/**
+ * Daily purges one process runs at once: the step claims only as many
+ * workspaces as there is room for, the rest at its next passes, so a day's
+ * purges never pile up beside the ingest.
+ */
+const DAILY_PURGES_AT_ONCE = 2;
+
+/** The retention service's `this`: the purges running in this process, and how one is started. */
+type RetentionService = ServiceThis<{
+  purgesRunning: number;
+  runPurge(workspaceId: string, policy: RetentionPolicy, createdBy: string | null): Promise<string>;
+}>;
 
 /** Data retention: each kind of fact kept a number of days, purged daily and on request. */
-export default defineService({
+export default defineService<RetentionService>({
   name: "retention",
   mixins: [DatabaseMixin, BackgroundMixin],
   settings: { rest: "/" },
@@ -39,7 +49,7 @@ export default defineService({
         summary:
           "Set how many days events, messages, form submissions and webhook deliveries are kept, and purge now (or dry-run)",
       },
-      async handler(ctx) {
+      async handler(this: RetentionService, ctx) {
         const ws = workspaceOf(ctx);
         const { workspaceId: _path, dryRun, ...setting } = ctx.params;
         const policy = retentionPolicy(setting);
@@ -48,30 +58,45 @@ export default defineService({
           return { policy, wouldDelete: await countAll(ctx, ws, cutoffsOf(policy, new Date())) };
         }
         await systemCall(ctx, ws, "workspaces.mergeSettings", { settings: { retention: policy } });
-        const { jobId } = await startPurge(this.broker, this.logger, ws, policy, actingUserId(ctx));
-        await repo.noteRun(ws, jobId);
+        const jobId = await this.runPurge(ws, policy, actingUserId(ctx));
+        await repo.noteRun(ws);
         await audit(ctx, "retention.updated", { type: "workspace", id: ws }, { policy, jobId });
         return { jobId, policy };
       },
     }),
 
-    /** Internal (hourly timer, cron tick): start the purge of each workspace not yet purged today (UTC), once across replicas. */
+    /** Internal (timer, cron tick): start the purge of each workspace not yet purged today (UTC), once across replicas. */
     runDaily: defineAction({
       result: results.runDaily,
-      async handler() {
-        const due = await repo.claimDue(CLAIM_PER_PASS);
+      async handler(this: RetentionService) {
+        const room = DAILY_PURGES_AT_ONCE - this.purgesRunning;
+        const due = room > 0 ? await repo.claimDue(room) : [];
+        let started = 0;
         for (const { workspaceId, setting } of due) {
-          const { jobId } = await startPurge(
-            this.broker,
-            this.logger,
-            workspaceId,
-            retentionPolicy(setting),
-            null,
-          );
-          await repo.noteRun(workspaceId, jobId);
+          // One workspace's failure to start is logged; the others claimed with it still start.
+          try {
+            await this.runPurge(workspaceId, retentionPolicy(setting), null);
+            started += 1;
+          } catch (err) {
+            this.logger.error(`Retention purge of workspace ${workspaceId} did not start`, err);
+          }
         }
-        return { started: due.length };
+        return { started };
       },
     }),
+  },
+
+  created() {
+    this.purgesRunning = 0;
+  },
+
+  methods: {
+    /** Start a purge job, counted among this process's running purges until it ends; answers its job id. */
+    async runPurge(workspaceId: string, policy: RetentionPolicy, createdBy: string | null) {
+      const { jobId, done } = await startPurge(this.broker, this.logger, workspaceId, policy, createdBy);
+      this.purgesRunning += 1;
+      void done.finally(() => (this.purgesRunning -= 1));
+      return jobId;
+    },
   },
 });
