@@ -47,6 +47,9 @@ async function main() {
     };
     const ingest = () => runLoad({ url: `${ws}/events`, method: "POST", headers: { cookie }, bodies });
 
+    // A first window warms the path (compiled code, prepared statements, the pool); only then the reference.
+    const warmUp = await ingest();
+    console.log(JSON.stringify({ window: "warm-up", ...warmUp }));
     const before = await ingest();
     console.log(JSON.stringify({ window: "before", ...before }));
 
