@@ -9,7 +9,7 @@ import path from "node:path";
  */
 export const CLUSTER_GROUPS: Readonly<Record<string, readonly string[]>> = {
   api: ["api"],
-  core: ["auth", "workspaces", "jobs", "cron"],
+  core: ["auth", "workspaces", "jobs", "cron", "retention"],
   contacts: ["contacts", "crm", "forms", "content", "integrations", "analytics", "reports", "push"],
   activity: ["events", "segments", "campaigns", "scoring"],
   webhooks: ["webhooks"],

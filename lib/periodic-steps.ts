@@ -50,6 +50,8 @@ export const PERIODIC_STEPS: readonly PeriodicStep[] = [
   { action: "messages.sweepProviderCallbacks", everyMs: () => HOUR_MS, runs: "timer" },
   { action: "providers.sweepEventLog", everyMs: () => HOUR_MS, runs: "timer" },
   { action: "auth.pruneRevokedSessions", everyMs: () => HOUR_MS, runs: "timer" },
+  // Each workspace's retention purge starts once per UTC day, at a pass with room for it (a few at once per process).
+  { action: "retention.runDaily", everyMs: () => 5 * MINUTE_MS, runs: "timer" },
 ];
 
 /** The service that owns a step. */

@@ -8,6 +8,7 @@ import { OutboxRelayMixin } from "../../mixins/outbox-relay";
 import { backfillTime } from "./backfill";
 import { recordEvent } from "./chain";
 import * as repo from "./events.repo";
+import { retentionActions } from "../../lib/retention";
 import { clampEventsLimit, schemas } from "./events.schemas";
 
 const read = requires("contacts.read");
@@ -21,6 +22,9 @@ export default defineService({
   settings: { rest: "/" },
 
   actions: {
+    // Internal (retention): countBefore and purgeBefore over the workspace's events (lib/retention.ts).
+    ...retentionActions(repo.countBefore, repo.deleteBefore),
+
     /** Record an event, now or at a past `timestamp` (backfill); answers after the chain (segments, campaigns, score). Session only. */
     create: defineAction({
       rest: "POST /workspaces/:workspaceId/events",

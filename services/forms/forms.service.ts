@@ -8,6 +8,7 @@ import { workspaceOf } from "../../lib/tenancy";
 import { DatabaseMixin } from "../../mixins/database.mixin";
 import { definitionIssues } from "./form-fields";
 import * as repo from "./forms.repo";
+import { retentionActions } from "../../lib/retention";
 import { results, schemas, type FormSettings } from "./forms.schemas";
 import { publicActions } from "./public.actions";
 import { allowedOriginsOf, redirectAllowed } from "./submit";
@@ -63,6 +64,9 @@ export default defineService({
   settings: { rest: "/" },
 
   actions: {
+    // Internal (retention): countBefore and purgeBefore over the workspace's form submissions (lib/retention.ts).
+    ...retentionActions(repo.countSubmissionsBefore, repo.deleteSubmissionsBefore),
+
     /** Forms, newest first; `search` (name), `active`, `sort`. forms.read. */
     list: defineAction({
       rest: `GET ${WS}`,

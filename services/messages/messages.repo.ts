@@ -638,3 +638,33 @@ export async function listShortLinks(
     }),
   );
 }
+
+/**
+ * Retention: what a purge before `before` deletes now. Messages by their
+ * created time, except those still queued or sending (a scheduled send is
+ * not data to expire). Their push deliveries go with them (ON DELETE
+ * CASCADE); clicks, inbox links and callbacks keep the message's id as history.
+ */
+const PURGEABLE = `workspace_id = $1 AND created_at < $2 AND status NOT IN ('queued', 'sending')`;
+
+export async function countBefore(workspaceId: string, before: Date): Promise<number> {
+  const [row] = await queryPrepared<{ n: number }>(
+    `SELECT count(*)::int AS n FROM messages WHERE ${PURGEABLE}`,
+    [workspaceId, before],
+  );
+  return row.n;
+}
+
+/** Retention: delete up to `limit` of those, oldest first through (workspace_id, created_at), by ctid in one short statement. */
+export async function deleteBefore(workspaceId: string, before: Date, limit: number): Promise<number> {
+  const [row] = await queryPrepared<{ n: number }>(
+    `WITH gone AS (
+       DELETE FROM messages
+        WHERE ctid = ANY(ARRAY(SELECT ctid FROM messages WHERE ${PURGEABLE} ORDER BY created_at LIMIT $3))
+          AND ${PURGEABLE}
+       RETURNING 1)
+     SELECT count(*)::int AS n FROM gone`,
+    [workspaceId, before, limit],
+  );
+  return row.n;
+}

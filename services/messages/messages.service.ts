@@ -13,6 +13,7 @@ import { BackgroundMixin } from "../../mixins/background";
 import { DatabaseMixin } from "../../mixins/database.mixin";
 import { trackingSignatureValid } from "./links";
 import * as repo from "./messages.repo";
+import { retentionActions } from "../../lib/retention";
 import { results, schemas } from "./messages.schemas";
 import { preferenceActions } from "./preferences.actions";
 import { closeHttp } from "../providers/clients";
@@ -55,6 +56,9 @@ export default defineService<MessagesService>({
   settings: { rest: "/" },
 
   actions: {
+    // Internal (retention): countBefore and purgeBefore over the workspace's messages (push deliveries with them) (lib/retention.ts).
+    ...retentionActions(repo.countBefore, repo.deleteBefore),
+
     /**
      * Send a message: 202 with it, `queued` (its send follows, after `sendAt`)
      * or `suppressed` with the reason. `Idempotency-Key` replays the first

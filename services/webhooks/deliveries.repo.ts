@@ -305,3 +305,32 @@ export async function endpointsWithQueue(ids: string[]): Promise<string[]> {
   );
   return rows.map((r) => r.id);
 }
+
+/**
+ * Retention: what a purge before `before` deletes now. Deliveries by their
+ * created time, except outbound ones still queued for an attempt (dropping
+ * one would lose a fact its endpoint has not had).
+ */
+const PURGEABLE = `workspace_id = $1 AND created_at < $2 AND NOT (${QUEUED})`;
+
+export async function countBefore(workspaceId: string, before: Date): Promise<number> {
+  const [row] = await selectRows<{ n: number }>(
+    `SELECT count(*)::int AS n FROM webhook_deliveries WHERE ${PURGEABLE}`,
+    [workspaceId, before],
+  );
+  return row.n;
+}
+
+/** Retention: delete up to `limit` of those, oldest first through (workspace_id, created_at), by ctid in one short statement. */
+export async function deleteBefore(workspaceId: string, before: Date, limit: number): Promise<number> {
+  const [row] = await selectRows<{ n: number }>(
+    `WITH gone AS (
+       DELETE FROM webhook_deliveries
+        WHERE ctid = ANY(ARRAY(SELECT ctid FROM webhook_deliveries WHERE ${PURGEABLE} ORDER BY created_at LIMIT $3))
+          AND ${PURGEABLE}
+       RETURNING 1)
+     SELECT count(*)::int AS n FROM gone`,
+    [workspaceId, before, limit],
+  );
+  return row.n;
+}

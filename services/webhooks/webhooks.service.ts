@@ -16,6 +16,7 @@ import { newSecret } from "./signature";
 import { guardEnabled, resolveTarget, TargetRefused } from "./url-guard";
 import * as repo from "./endpoints.repo";
 import * as deliveriesRepo from "./deliveries.repo";
+import { retentionActions } from "../../lib/retention";
 import * as inboundRepo from "./inbound.repo";
 import { DeliverySchema, EndpointSchema, results, schemas, SuccessSchema } from "./webhooks.schemas";
 
@@ -39,6 +40,9 @@ export default defineService<WebhooksService>({
   settings: { rest: "/" },
 
   actions: {
+    // Internal (retention): countBefore and purgeBefore over the workspace's webhook deliveries (lib/retention.ts).
+    ...retentionActions(deliveriesRepo.countBefore, deliveriesRepo.deleteBefore),
+
     /** Endpoints with `_count.deliveries`; never their secrets. Session. */
     list: defineAction({
       rest: "GET /workspaces/:workspaceId/webhooks",

@@ -3,6 +3,7 @@ import { fieldError } from "../../lib/errors";
 import { isSealed, maskSecret, open, sealUnlessMask } from "../../lib/secret-box";
 import { Int32, Nullable, StringEnum } from "../../lib/schema";
 import { CHANNELS } from "../../lib/channels";
+import { RetentionSetting } from "../../lib/retention";
 import { normalizeLocale, normalizeTimezone } from "../contacts/normalize";
 
 /**
@@ -129,6 +130,7 @@ export const SettingsSchema = Type.Object(
       Nullable(Type.Object({ botUrl: Type.Optional(Nullable(HttpUrl)) }, { additionalProperties: false })),
     ),
     confirmRedirectUrl: Type.Optional(Nullable(HttpUrl)),
+    retention: Type.Optional(Nullable(RetentionSetting)),
   },
   {
     additionalProperties: true,

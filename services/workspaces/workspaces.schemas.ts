@@ -82,6 +82,7 @@ export const schemas = {
     email: Type.String({ format: "email", maxLength: 254 }),
     role: RoleSchema,
   }),
+  mergeSettings: Params({ settings: Settings }),
   updateMember: Params({ workspaceId: WorkspaceId, memberId: MemberId, role: RoleSchema }),
   removeMember: Params({ workspaceId: WorkspaceId, memberId: MemberId }),
   auditLogs: Params({

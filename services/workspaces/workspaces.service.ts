@@ -208,6 +208,17 @@ export default defineService<WorkspacesService>({
       },
     }),
 
+    /** Internal (retention): merge settings keys into the workspace's, checked as PATCH checks them; the caller audits. */
+    mergeSettings: defineAction({
+      params: schemas.mergeSettings,
+      async handler(ctx) {
+        found(
+          await repo.updateWorkspace(workspaceOf(ctx), { settings: checkSettings(ctx.params.settings) }),
+          "Workspace",
+        );
+      },
+    }),
+
     /** Internal: the role of a user in a workspace, or null. Cached; cleared on every member change. */
     membership: defineAction({
       params: schemas.membership,

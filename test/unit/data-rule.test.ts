@@ -67,6 +67,7 @@ const OWNERS: Record<string, string[]> = {
   templates: ["templates", "template_translations"],
   webhooks: ["webhook_endpoints", "webhook_deliveries", "webhook_inbound_replays"],
   lib: ["domain_event_outbox", "jobs", "idempotency_keys"],
+  retention: ["retention_runs"],
   analytics: [
     "analytics_rollups",
     "analytics_rollup_deltas",
@@ -163,6 +164,8 @@ const CROSS_AREA: Record<string, string> = {
     "an event keeps its contact only when it is the workspace's, in the insert",
   "services/events/events.repo.ts domain_event_outbox": "an event's fact is staged in the insert's statement",
   "services/forms/forms.repo.ts workspaces": "a public form is read with its workspace's allowed origins",
+  "services/retention/retention.repo.ts workspaces":
+    "the daily claim picks the workspaces whose settings keep a kind for some days, set-based, in its claim",
   "services/scoring/scoring.repo.ts contacts":
     "scoring owns the score column: scores move with their history, set-based, in scoring's locked transaction",
   "services/scoring/conditions.repo.ts contacts":

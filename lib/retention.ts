@@ -1,0 +1,122 @@
+import { Type, type Static } from "@sinclair/typebox";
+import { defineAction } from "./define-service";
+import { Component, Int32, Nullable } from "./schema";
+import { workspaceOf } from "./tenancy";
+
+/**
+ * Data retention (contract-messaging 12): how many days each kind of fact is
+ * kept. Each kind's table belongs to an area, which answers the retention
+ * area's two internal calls, `<area>.countBefore` and `<area>.purgeBefore`,
+ * with the schemas below; `settings.retention` holds the policy.
+ */
+
+/** Each retained kind and the area owning its table (the service answering its count and purge). */
+export const RETENTION_KINDS = {
+  events: "events",
+  messages: "messages",
+  formSubmissions: "forms",
+  webhookDeliveries: "webhooks",
+} as const;
+
+export type RetentionKind = keyof typeof RETENTION_KINDS;
+export const RETENTION_KIND_NAMES = Object.keys(RETENTION_KINDS) as RetentionKind[];
+
+const Days = Nullable(
+  Int32({
+    minimum: 1,
+    maximum: 3650,
+    description: "Days kept (1-3650); null keeps them all",
+  }),
+);
+
+/** An undeclared key is refused (400 naming it), not dropped: a misspelt kind must not silently keep data. */
+export const UnknownKey = Type.Not(Type.Unknown(), {
+  errorMessage: "is not a retained kind (events, messages, formSubmissions, webhookDeliveries)",
+});
+
+export const retentionDays = {
+  events: Type.Optional(Days),
+  messages: Type.Optional(Days),
+  formSubmissions: Type.Optional(Days),
+  webhookDeliveries: Type.Optional(Days),
+};
+
+/** `settings.retention` as sent (PATCH {ws} or POST {ws}/data-retention): a kind left out is kept. */
+export const RetentionSetting = Type.Object(retentionDays, {
+  additionalProperties: UnknownKey,
+  description:
+    "Days each kind is kept (events by their timestamp, messages, form submissions and webhook deliveries by creation); null keeps them",
+});
+
+/** The policy as answered: every kind, null where it is kept. */
+export const RetentionPolicy = Component(
+  "RetentionPolicy",
+  Type.Object({
+    events: Nullable(Type.Integer()),
+    messages: Nullable(Type.Integer()),
+    formSubmissions: Nullable(Type.Integer()),
+    webhookDeliveries: Nullable(Type.Integer()),
+  }),
+);
+export type RetentionPolicy = Static<typeof RetentionPolicy>;
+
+/** Rows per kind (what a purge would delete, or deleted). */
+export const RetentionCounts = Component(
+  "RetentionCounts",
+  Type.Object({
+    events: Type.Integer(),
+    messages: Type.Integer(),
+    formSubmissions: Type.Integer(),
+    webhookDeliveries: Type.Integer(),
+  }),
+);
+export type RetentionCounts = Static<typeof RetentionCounts>;
+
+/** The policy with every kind named (a kind left out, or a stored setting missing it, is kept). */
+export function retentionPolicy(
+  setting: Partial<Record<RetentionKind, number | null>> | null,
+): RetentionPolicy {
+  return {
+    events: setting?.events ?? null,
+    messages: setting?.messages ?? null,
+    formSubmissions: setting?.formSubmissions ?? null,
+    webhookDeliveries: setting?.webhookDeliveries ?? null,
+  };
+}
+
+/** Internal `<area>.countBefore`: rows of the workspace a purge before `before` would delete now. */
+export const CountBeforeParams = Type.Object({ before: Type.String({ format: "date-time" }) });
+export const CountBeforeResult = Type.Object({ count: Type.Integer() });
+
+/** Internal `<area>.purgeBefore`: delete one batch (at most `limit` rows, oldest first) of what `countBefore` counts. */
+export const PurgeBeforeParams = Type.Object({
+  before: Type.String({ format: "date-time" }),
+  limit: Type.Integer({ minimum: 1, maximum: 50_000 }),
+});
+export const PurgeBeforeResult = Type.Object({ deleted: Type.Integer() });
+
+/**
+ * The two internal actions an owning area answers for retention, over its
+ * repo's count and batch delete (the workspace from ctx.meta, as everywhere).
+ */
+export function retentionActions(
+  count: (workspaceId: string, before: Date) => Promise<number>,
+  purge: (workspaceId: string, before: Date, limit: number) => Promise<number>,
+) {
+  return {
+    /** Internal (retention): rows a purge before `before` would delete now. */
+    countBefore: defineAction({
+      params: CountBeforeParams,
+      result: CountBeforeResult,
+      handler: async (ctx) => ({ count: await count(workspaceOf(ctx), new Date(ctx.params.before)) }),
+    }),
+    /** Internal (retention): delete one batch of those, oldest first; answers how many went. */
+    purgeBefore: defineAction({
+      params: PurgeBeforeParams,
+      result: PurgeBeforeResult,
+      handler: async (ctx) => ({
+        deleted: await purge(workspaceOf(ctx), new Date(ctx.params.before), ctx.params.limit),
+      }),
+    }),
+  };
+}
