@@ -168,6 +168,45 @@ test("the deltas of a workspace deleted before the fold are dropped with it", as
   expect(Object.keys(await rollups()).length).toBeGreaterThan(0);
 });
 
+test("writers of one bucket, for a contact whose first times are known, wait for no one's commit", async () => {
+  const contact = newId();
+  await (
+    await database()
+  ).query(`INSERT INTO contacts (id, workspace_id, email) VALUES ($1, $2, $3)`, {
+    bind: [contact, ws, `${contact}@people.test`],
+  });
+  const [a, b] = [
+    new Client({ connectionString: app.databaseUrl }),
+    new Client({ connectionString: app.databaseUrl }),
+  ];
+  await Promise.all([a.connect(), b.connect()]);
+  const event = (client: Client, at: number) =>
+    client.query(
+      `INSERT INTO events (id, workspace_id, contact_id, type, utm_source, utm_medium, timestamp)
+       VALUES ($1, $2, $3, 'page_view', 'news', 'email', $4)`,
+      [newId(), ws, contact, new Date(at)],
+    );
+  try {
+    // The contact's first page view and first source, committed.
+    await event(a, START);
+    await a.query("BEGIN");
+    await event(a, START + 60_000);
+    await b.query("BEGIN");
+    // Upserted rollup rows, or a first time's no-op upsert, would hold b here until a commits.
+    await b.query("SET LOCAL lock_timeout = '3s'");
+    await event(b, START + 120_000);
+    await b.query("COMMIT");
+    await a.query("COMMIT");
+  } finally {
+    await Promise.all([a.end(), b.end()]);
+  }
+  const [firsts] = await rows<{ first_at: Date }>(
+    `SELECT first_at FROM analytics_contact_firsts WHERE workspace_id = $1 AND contact_id = $2`,
+    [ws, contact],
+  );
+  expect(new Date(firsts.first_at).getTime()).toBe(START);
+});
+
 test("two folders at once, with facts written meanwhile: each delta is folded exactly once", async () => {
   const list: Fact[] = [];
   let writing = true;
