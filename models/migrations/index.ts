@@ -51,6 +51,7 @@ import * as inbox from "./0079-inbox";
 import * as jobCancel from "./0082-job-cancel";
 import * as analyticsRollups from "./0083-analytics-rollups";
 import * as analyticsContactFacts from "./0084-analytics-contact-facts";
+import * as inboxTakeTurn from "./0086-inbox-take-turn";
 
 export interface Migration {
   name: string;
@@ -111,4 +112,5 @@ export const migrations: Migration[] = [
   { name: "0082-job-cancel", up: jobCancel.up },
   { name: "0083-analytics-rollups", up: analyticsRollups.up },
   { name: "0084-analytics-contact-facts", up: analyticsContactFacts.up },
+  { name: "0086-inbox-take-turn", up: inboxTakeTurn.up },
 ];
