@@ -176,6 +176,46 @@ export async function recordOutcome(
   return row;
 }
 
+/**
+ * An answer's outcome, and its thread's turn: a member's (or an API
+ * client's) answer leaves the thread waiting on the contact (`pending`),
+ * read and answered; an auto-reply only moves its last message time.
+ */
+export async function recordAnswer(
+  workspaceId: string,
+  threadId: string,
+  id: string,
+  outcome: SendOutcome,
+  byMember: boolean,
+): Promise<InboxMessageRow> {
+  const [row] = await selectRows<InboxMessageRow>(
+    `WITH answer AS (
+       UPDATE inbox_messages SET status = $4, error = $5, message_id = $6, provider_id = $7, provider_message_id = $8,
+              updated_at = now()
+        WHERE workspace_id = $1 AND id = $3 RETURNING *
+     ), thread AS (
+       UPDATE inbox_threads SET ${
+         byMember
+           ? `status = CASE WHEN status = 'closed' THEN status ELSE 'pending' END, unread = 0, awaiting_since = NULL,`
+           : ""
+       } last_message_at = now(), updated_at = now()
+        WHERE workspace_id = $1 AND id = $2
+     )
+     SELECT * FROM answer`,
+    [
+      workspaceId,
+      threadId,
+      id,
+      outcome.status,
+      outcome.error,
+      outcome.messageId,
+      outcome.providerId,
+      outcome.providerMessageId,
+    ],
+  );
+  return row;
+}
+
 /** Take a failed reply for a new attempt: only one caller gets it (null otherwise, or when there is no such reply). */
 export async function claimFailed(
   workspaceId: string,

@@ -10,7 +10,7 @@ import { notifyMembers, workspaceZone, type Caller } from "./directory";
 import type { ReceiveInput } from "./inbox.schemas";
 import * as messages from "./inbox-messages.repo";
 import { bareMessageId, keywordMatch, withinHours } from "./matching";
-import { answer } from "./replies";
+import { sendAnswer, type Answered } from "./replies";
 import * as rules from "./rules.repo";
 import * as threads from "./threads.repo";
 import type { ThreadRow } from "./threads.repo";
@@ -96,7 +96,16 @@ export async function receive(
     );
   }
   await step("auto-replies", () =>
-    autoReply(from, ws, replyRules, zone, assigned ?? thread, input.text, logger),
+    autoReply(
+      from,
+      ws,
+      replyRules,
+      zone,
+      assigned ?? thread,
+      input.text,
+      { provider_id: input.providerId, provider_message_id: providerMessageId, refs },
+      logger,
+    ),
   );
   return { threadId: thread.id, inboundId, duplicate: false };
 }
@@ -123,6 +132,7 @@ async function autoReply(
   zone: string,
   thread: ThreadRow,
   text: string,
+  answered: Answered,
   logger: LoggerInstance,
 ) {
   const now = new Date();
@@ -131,8 +141,9 @@ async function autoReply(
     if (rule.channel && rule.channel !== thread.channel) continue;
     if (!keywordMatch(rule.keywords, text)) continue;
     if (rule.business_hours && withinHours(rule.business_hours, now, zone)) continue;
-    if (!(await autoReplies.firstToday(ws, thread.id, rule.id, day))) continue;
-    await answer(from, ws, thread, rule.body, { id: null, auto: true }).catch((err: unknown) =>
+    const row = await autoReplies.firstAnswerToday(ws, thread.id, rule.id, day, rule.body);
+    if (!row) continue;
+    await sendAnswer(from, ws, thread, row, false, answered).catch((err: unknown) =>
       logger.warn(`Auto-reply ${rule.id} to thread ${thread.id} could not be sent`, err),
     );
   }

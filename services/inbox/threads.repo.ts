@@ -154,24 +154,6 @@ export async function insertThread(
   return row;
 }
 
-/** A member (or an auto-reply) answered: the thread waits on the contact (`pending`), read, answered. */
-export async function touchOutbound(
-  workspaceId: string,
-  threadId: string,
-  byMember: boolean,
-): Promise<ThreadRow | null> {
-  const [row] = await selectRows<ThreadRow>(
-    byMember
-      ? `UPDATE inbox_threads SET status = CASE WHEN status = 'closed' THEN status ELSE 'pending' END,
-                unread = 0, awaiting_since = NULL, last_message_at = now(), updated_at = now()
-          WHERE workspace_id = $1 AND id = $2 RETURNING *`
-      : `UPDATE inbox_threads SET last_message_at = now(), updated_at = now()
-          WHERE workspace_id = $1 AND id = $2 RETURNING *`,
-    [workspaceId, threadId],
-  );
-  return row ?? null;
-}
-
 /** A member read the thread. */
 export async function markRead(workspaceId: string, threadId: string): Promise<void> {
   await selectRows(`UPDATE inbox_threads SET unread = 0 WHERE workspace_id = $1 AND id = $2 AND unread > 0`, [
