@@ -10,9 +10,15 @@
  *   DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres npx ts-node --transpile-only bench/inbox.ts
  *
  * Env: BENCH_SECONDS (5), BENCH_ROUNDS (3), BENCH_CONNECTIONS (50), as in `events.ts`; BENCH_UPDATES (updates
- * prepared per round, 20000); BENCH_RULES (`assignment,auto-reply`: which of the two exist, to see what each costs).
+ * prepared per round, 20000); BENCH_RULES (`assignment,auto-reply`: which of the two exist, to see what each costs);
+ * BENCH_STATEMENTS=1 also prints the statements most run per inbound message.
+ *
+ * Statements and commits per inbound message are counted in this process (every area runs here): each query the
+ * `pg` clients send during the inbox rounds, over the inbound messages those rounds stored. Commits are explicit
+ * `COMMIT`s plus statements sent outside a transaction (each its own commit).
  */
 import { spawn, type ChildProcess } from "node:child_process";
+import { Client } from "pg";
 import { QueryTypes } from "sequelize";
 import { database } from "../lib/database";
 import {
@@ -31,6 +37,28 @@ const UPDATES = Number(process.env.BENCH_UPDATES ?? 20_000);
 const REPEAT_EVERY = 5;
 const TOKEN = "123456:bench-token-abcd";
 const RULES = (process.env.BENCH_RULES ?? "assignment,auto-reply").split(",").filter(Boolean);
+
+/** What the `pg` clients of this process sent while `counting`: statements (by text), and commits. */
+const sent = { counting: false, statements: 0, commits: 0, byText: new Map<string, number>() };
+const inTransaction = new WeakSet<object>();
+const clientQuery = Client.prototype.query as (...args: unknown[]) => unknown;
+Client.prototype.query = function (this: Client, ...args: unknown[]) {
+  if (sent.counting) {
+    const first = args[0] as string | { text?: string };
+    const text = (typeof first === "string" ? first : (first?.text ?? "")).trim();
+    if (/^(START TRANSACTION|BEGIN)/i.test(text)) inTransaction.add(this);
+    else if (/^(COMMIT|ROLLBACK)/i.test(text)) {
+      inTransaction.delete(this);
+      if (/^COMMIT/i.test(text)) sent.commits += 1;
+    } else if (!/^(SAVEPOINT|RELEASE|SET)/i.test(text)) {
+      sent.statements += 1;
+      if (!inTransaction.has(this)) sent.commits += 1;
+      const key = text.replace(/\s+/g, " ").slice(0, 110);
+      sent.byText.set(key, (sent.byText.get(key) ?? 0) + 1);
+    }
+  }
+  return clientQuery.apply(this, args);
+} as typeof Client.prototype.query;
 
 /** The Bot API (`/bot<token>/<method>`), answering what connecting and sending ask; `/stats` tells the secret and the sends. */
 const BOT_API = `
@@ -150,8 +178,12 @@ async function main() {
     console.log(
       `inbox bench: ${CONNECTIONS} connections, ${ROUNDS} rounds x ${SECONDS} s; one update in ${REPEAT_EVERY} from a repeat chat; rules: ${RULES.join(", ") || "none"}`,
     );
+    const count = async (sql: string) =>
+      Number((await sequelize.query<{ n: string }>(sql, { type: QueryTypes.SELECT }))[0].n);
+    const storedInbound = () => count(`SELECT count(*) AS n FROM inbox_messages WHERE direction = 'inbound'`);
     const inboxRuns: LoadResult[] = [];
     const eventRuns: LoadResult[] = [];
+    let countedInbound = 0;
     for (let round = 1; round <= ROUNDS; round++) {
       const e = await runLoad({
         url: `${ws}/events`,
@@ -159,23 +191,29 @@ async function main() {
         headers: { cookie },
         bodies: eventBodies,
       });
+      const before = await storedInbound();
+      sent.counting = true;
       const i = await runLoad({
         url: `${app.baseUrl}/api/providers/chatapp1/webhooks?providerId=${provider.id}`,
         method: "POST",
         headers: { "x-telegram-bot-api-secret-token": secret },
         bodies: updates(round),
       });
+      sent.counting = false;
+      countedInbound += (await storedInbound()) - before;
       eventRuns.push(e);
       inboxRuns.push(i);
       console.log(JSON.stringify({ round, events: e, inbox: i }));
     }
-    const count = async (sql: string) =>
-      Number((await sequelize.query<{ n: string }>(sql, { type: QueryTypes.SELECT }))[0].n);
+    const perMessage = (n: number) => +(n / Math.max(1, countedInbound)).toFixed(2);
+    if (process.env.BENCH_STATEMENTS)
+      for (const [text, n] of [...sent.byText].sort((a, b) => b[1] - a[1]).slice(0, 40))
+        console.log(`${perMessage(n).toFixed(2).padStart(6)}  ${text}`);
     const threads = await count(`SELECT count(*) AS n FROM inbox_threads WHERE channel = 'chatapp1'`);
     const unassigned = await count(
       `SELECT count(*) AS n FROM inbox_threads WHERE channel = 'chatapp1' AND assignee_id IS NULL`,
     );
-    const inbound = await count(`SELECT count(*) AS n FROM inbox_messages WHERE direction = 'inbound'`);
+    const inbound = await storedInbound();
     const autoReplies = await sequelize.query<{ status: string; error: string | null; n: string }>(
       `SELECT status, min(error) AS error, count(*) AS n FROM inbox_messages WHERE direction = 'outbound' GROUP BY status`,
       { type: QueryTypes.SELECT },
@@ -189,6 +227,8 @@ async function main() {
         inboundPerSec: rate,
         p99ms: p99,
         failed: inboxRuns.reduce((n, r) => n + r.failed, 0),
+        statementsPerInbound: perMessage(sent.statements),
+        commitsPerInbound: perMessage(sent.commits),
         eventsPerSec: reference,
         eventsP99ms: median(eventRuns.map((r) => r.p99)),
         ratio: +(rate / reference).toFixed(3),

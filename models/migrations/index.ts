@@ -52,6 +52,7 @@ import * as jobCancel from "./0082-job-cancel";
 import * as analyticsRollups from "./0083-analytics-rollups";
 import * as analyticsContactFacts from "./0084-analytics-contact-facts";
 import * as analyticsRollupDeltas from "./0085-analytics-rollup-deltas";
+import * as inboxTakeTurn from "./0086-inbox-take-turn";
 import * as reports from "./0087-reports";
 import * as dataRetention from "./0088-data-retention";
 import * as analyticsCohortsAttribution from "./0089-analytics-cohorts-attribution";
@@ -116,6 +117,7 @@ export const migrations: Migration[] = [
   { name: "0083-analytics-rollups", up: analyticsRollups.up },
   { name: "0084-analytics-contact-facts", up: analyticsContactFacts.up },
   { name: "0085-analytics-rollup-deltas", up: analyticsRollupDeltas.up },
+  { name: "0086-inbox-take-turn", up: inboxTakeTurn.up },
   { name: "0087-reports", up: reports.up },
   { name: "0088-data-retention", up: dataRetention.up },
   { name: "0089-analytics-cohorts-attribution", up: analyticsCohortsAttribution.up },

@@ -6,13 +6,16 @@ import { found } from "../../lib/errors";
 import { checkCustomFields, missingRequired, type CustomFieldDef } from "./custom-fields";
 import {
   assertNoIssues,
+  contactByAddress,
   contactView,
   deleteContacts,
   getRow,
   insertContact,
+  lockAddress,
   recordStageChange,
   updateColumns,
   writeDefinitions,
+  type AddressType,
   type ContactRow,
   type ContactView,
   type WorkspaceDefs,
@@ -81,6 +84,33 @@ export async function createContact(
   workspaceId: string,
   input: ContactInput,
 ): Promise<ContactView> {
+  return (await insertOnce(broker, workspaceId, input)).contact;
+}
+
+/**
+ * The contact an address (an inbound message's sender) belongs to, else a
+ * new one with it (and `input`'s other fields). The create takes the
+ * address's lock and looks again in its transaction, so first messages
+ * from one address arriving together (on any replica) make one contact.
+ */
+export async function contactForAddress(
+  broker: ServiceBroker,
+  workspaceId: string,
+  address: { type: AddressType; value: string },
+  input: ContactInput,
+): Promise<{ contact: ContactView; created: boolean }> {
+  const known = await contactByAddress(workspaceId, address.type, address.value);
+  if (known) return { contact: known, created: false };
+  return insertOnce(broker, workspaceId, input, address);
+}
+
+/** Create a contact; with `address`, only if (under its lock) no contact has it yet. */
+async function insertOnce(
+  broker: ServiceBroker,
+  workspaceId: string,
+  input: ContactInput,
+  address?: { type: AddressType; value: string },
+): Promise<{ contact: ContactView; created: boolean }> {
   const defs = await writeDefinitions(workspaceId);
   const { write, issues } = checkInput(input, defs);
   write.attributes = withoutNulls(write.attributes);
@@ -88,13 +118,18 @@ export async function createContact(
   assertNoIssues([...issues, ...createIssues(write, defs)]);
   await assertReferences(broker, workspaceId, write);
   const sequelize = await database();
-  const contact = await sequelize.transaction(async (transaction) => {
+  const outcome = await sequelize.transaction(async (transaction) => {
+    if (address) {
+      await lockAddress(workspaceId, address.type, address.value, transaction);
+      const known = await contactByAddress(workspaceId, address.type, address.value, transaction);
+      if (known) return { contact: known, created: false };
+    }
     const created = contactView(await insertContact(workspaceId, write, transaction));
     await stageDomainEvents(transaction, workspaceId, contactFacts({ created: [created] }));
-    return created;
+    return { contact: created, created: true };
   });
-  await evaluateSegments(broker, workspaceId, [contact.id]);
-  return contact;
+  if (outcome.created) await evaluateSegments(broker, workspaceId, [outcome.contact.id]);
+  return outcome;
 }
 
 export interface UpdateResult {

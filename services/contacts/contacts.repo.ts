@@ -100,7 +100,6 @@ export async function existingContactIds(workspaceId: string, ids: string[]): Pr
   return rows.map((r) => r.id);
 }
 
-/** The contact an address belongs to (email or phone, normalised), or null. */
 /** Where each kind of address is kept (a chatapp1 chat id in `attributes`, indexed by migration 0077). */
 const ADDRESS_COLUMNS = {
   email: "email",
@@ -108,20 +107,49 @@ const ADDRESS_COLUMNS = {
   chatapp1ChatId: "(attributes->>'chatapp1ChatId')",
 } as const;
 
+export type AddressType = keyof typeof ADDRESS_COLUMNS;
+
+/** An address as contacts keep it (email and phone normalised); null when it is not one. */
+export const addressValue = (type: AddressType, address: string): string | null =>
+  type === "email"
+    ? normalizeEmail(address)
+    : type === "phone"
+      ? normalizePhone(address)
+      : address.trim() || null;
+
+/** The contact an address belongs to (email or phone, normalised; a chat id), or null. */
 export async function contactByAddress(
   workspaceId: string,
-  type: keyof typeof ADDRESS_COLUMNS,
+  type: AddressType,
   address: string,
+  transaction?: Transaction,
 ): Promise<ContactView | null> {
-  const value =
-    type === "email" ? normalizeEmail(address) : type === "phone" ? normalizePhone(address) : address.trim();
+  const value = addressValue(type, address);
   if (!value) return null;
   const sequelize = await database();
   const [row] = await sequelize.query<ContactRow>(
     `SELECT * FROM contacts WHERE workspace_id = $1 AND ${ADDRESS_COLUMNS[type]} = $2 ORDER BY created_at LIMIT 1`,
-    { bind: [workspaceId, value], type: QueryTypes.SELECT },
+    { bind: [workspaceId, value], type: QueryTypes.SELECT, transaction },
   );
   return row ? contactView(row) : null;
+}
+
+/**
+ * Serialise the writers that create a contact for an address until the
+ * transaction ends (any replica): the second finds the first's contact.
+ */
+export async function lockAddress(
+  workspaceId: string,
+  type: AddressType,
+  address: string,
+  transaction: Transaction,
+): Promise<void> {
+  const sequelize = await database();
+  await sequelize.query(`SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, {
+    bind: [`contacts:${workspaceId}:${type}:${addressValue(type, address) ?? address}`],
+    type: QueryTypes.SELECT,
+    transaction,
+  });
 }
 
 /** Every contact a chatapp1 chat is noted on (one, unless a link moves it). */

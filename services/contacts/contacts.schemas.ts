@@ -425,6 +425,12 @@ export const sendingSchemas = {
     type: StringEnum(["email", "phone", "chatapp1ChatId"]),
     value: Type.String({ minLength: 1, maxLength: 254 }),
   }),
+  forAddress: Params({
+    type: StringEnum(["email", "phone", "chatapp1ChatId"]),
+    value: Type.String({ minLength: 1, maxLength: 254 }),
+    firstName: Type.Optional(Type.String()),
+    lastName: Type.Optional(Type.String()),
+  }),
   dncReasons: Params({
     addresses: Type.Array(
       Type.Object({ type: StringEnum(["email", "phone"]), value: Type.String({ maxLength: 254 }) }),
@@ -446,6 +452,7 @@ export const sendingResults = {
   existingIds: Type.Array(Type.String()),
   identify: Type.Object({ contactId: Type.String(), created: Type.Boolean() }),
   byAddress: Nullable(ContactSchema),
+  forAddress: Type.Object({ contactId: Type.String(), created: Type.Boolean() }),
   dncReasons: Type.Array(
     Type.Object({
       type: StringEnum(["email", "phone"]),

@@ -2,6 +2,7 @@ import { defineAction } from "../../lib/define-service";
 import { workspaceOf } from "../../lib/tenancy";
 import { sendingResults, sendingSchemas } from "./contacts.schemas";
 import { evaluateSegments } from "./effects";
+import { contactForAddress } from "./contact-write";
 import { identifyContact } from "./identify";
 import { contactByAddress, contactsByIds, existingContactIds } from "./contacts.repo";
 import { dncReasons } from "./dnc.repo";
@@ -46,6 +47,27 @@ export const sendingActions = {
       params: sendingSchemas.byAddress,
       result: sendingResults.byAddress,
       handler: (ctx) => contactByAddress(workspaceOf(ctx), ctx.params.type, ctx.params.value),
+    }),
+
+    /**
+     * The contact an inbound message's sender address belongs to, else one created with it (and the names
+     * a chat gives); one contact per address even when its first messages arrive together.
+     */
+    forAddress: defineAction({
+      params: sendingSchemas.forAddress,
+      result: sendingResults.forAddress,
+      async handler(ctx) {
+        const { type, value, firstName, lastName } = ctx.params;
+        const address =
+          type === "chatapp1ChatId" ? { attributes: { chatapp1ChatId: value } } : { [type]: value };
+        const { contact, created } = await contactForAddress(
+          ctx.broker,
+          workspaceOf(ctx),
+          { type, value },
+          { ...address, ...(firstName && { firstName }), ...(lastName && { lastName }) },
+        );
+        return { contactId: contact.id, created };
+      },
     }),
 
     /** Which addresses are on the do-not-contact list, with the entry's reason. */

@@ -42,16 +42,26 @@ export async function notify(
   input: NotificationInput,
   transaction?: Transaction,
 ): Promise<boolean> {
-  if (!input.dedupeKey) {
-    await Notification.create({ id: newId(), workspaceId, userId, data: {}, ...input }, { transaction });
-    return true;
-  }
-  const [, created] = await Notification.findOrCreate({
-    where: { dedupeKey: input.dedupeKey },
-    defaults: { id: newId(), workspaceId, userId, data: {}, ...input },
+  // One statement: a used key is a no-op (its unique index), never a read, then an insert in a transaction.
+  const rows = await selectRows<{ id: string }>(
+    `INSERT INTO notifications (id, workspace_id, user_id, type, title, body, resource_type, resource_id, data, dedupe_key)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9::jsonb, $10)
+     ON CONFLICT (dedupe_key) DO NOTHING RETURNING id`,
+    [
+      newId(),
+      workspaceId,
+      userId,
+      input.type,
+      input.title,
+      input.body ?? null,
+      input.resourceType ?? null,
+      input.resourceId ?? null,
+      JSON.stringify(input.data ?? {}),
+      input.dedupeKey ?? null,
+    ],
     transaction,
-  });
-  return created;
+  );
+  return rows.length > 0;
 }
 
 export async function listNotifications(

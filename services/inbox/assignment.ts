@@ -1,9 +1,8 @@
 import type { LoggerInstance } from "moleculer";
-import { database } from "../../lib/database";
-import { contactMatches, membersAmong, notifyMembers, workspaceZone, type Caller } from "./directory";
+import { contactMatches, membersAmong, notifyMembers, type Caller } from "./directory";
 import type { Static } from "@sinclair/typebox";
 import type { ConditionConfig, RoundRobinConfig } from "./inbox.schemas";
-import { keywordMatch, nextInTurn, withinHours } from "./matching";
+import { keywordMatch, withinHours } from "./matching";
 import * as rules from "./rules.repo";
 import type { RuleRow } from "./rules.repo";
 import * as threads from "./threads.repo";
@@ -12,8 +11,10 @@ import type { ThreadRow } from "./threads.repo";
 /**
  * Assignment (contract-messaging 11, issue 31 item 6): a new thread takes
  * the first active rule that matches, by priority; a thread is claimed only
- * while unassigned, and a round robin's turn is taken under its rule's row
- * lock, so several replicas assign each thread once and each turn once.
+ * while unassigned, and a round robin's turn is taken and given in one
+ * statement that locks the thread and the rule's row for its own length
+ * (rules.takeTurn), so several replicas assign each thread once and each
+ * turn once.
  * Round robins may cap each member's open threads (`maxOpen`; the rest wait
  * and are handed out oldest first as room frees) and hand a thread left
  * unanswered for `reassignAfterMinutes` to the next member.
@@ -37,17 +38,19 @@ export async function notifyAssigned(from: Caller, ws: string, thread: ThreadRow
   });
 }
 
-/** Assign a new thread by the workspace's rules; answers the assigned thread (null: no rule gave it a member). */
+/**
+ * Assign a new thread by the workspace's active rules (`listRules(ws, true)`)
+ * in its zone; answers the assigned thread (null: no rule gave it a member).
+ */
 export async function assignNewThread(
   from: Caller,
   ws: string,
+  active: RuleRow[],
+  zone: string,
   thread: ThreadRow,
   text: string,
   now = new Date(),
 ): Promise<ThreadRow | null> {
-  const active = await rules.listRules(ws, true);
-  if (!active.length) return null;
-  const zone = await workspaceZone(from, ws);
   for (const rule of active) {
     if (!withinHours(rule.config.businessHours, now, zone)) continue;
     if (rule.type === "round_robin") return roundRobin(from, ws, rule, thread.id);
@@ -76,22 +79,7 @@ async function roundRobin(
   const config = rule.config as RoundRobin;
   const members = await membersAmong(from, ws, config.memberIds);
   if (!members.length) return null;
-  const sequelize = await database();
-  const claimed = await sequelize.transaction(async (transaction) => {
-    const cursor = await rules.lockCursor(ws, rule.id, transaction);
-    if (cursor === null) return null;
-    const counts = config.maxOpen
-      ? await threads.openCounts(ws, members, transaction)
-      : new Map<string, number>();
-    const turn = nextInTurn(members, cursor, counts, config.maxOpen);
-    if (!turn) {
-      await threads.markWaiting(ws, threadId, rule.id, transaction);
-      return null;
-    }
-    const row = await threads.claimThread(ws, threadId, turn.memberId, rule.id, transaction);
-    if (row) await rules.setCursor(ws, rule.id, turn.cursor, transaction);
-    return row;
-  });
+  const claimed = await rules.takeTurn(ws, rule.id, threadId, members, config.maxOpen ?? null, null);
   if (claimed) await notifyAssigned(from, ws, claimed);
   return claimed;
 }
@@ -138,23 +126,10 @@ export async function reassignUnanswered(
       );
       if (!stale.length) continue;
       const members = await membersAmong(from, ws, config.memberIds);
-      const sequelize = await database();
       for (const thread of stale) {
-        const others = members.filter((m) => m !== thread.assignee_id);
-        if (!others.length || !thread.assignee_id) continue;
         const holder = thread.assignee_id;
-        const row = await sequelize.transaction(async (transaction) => {
-          const cursor = await rules.lockCursor(ws, rule.id, transaction);
-          if (cursor === null) return null;
-          const counts = config.maxOpen
-            ? await threads.openCounts(ws, others, transaction)
-            : new Map<string, number>();
-          const turn = nextInTurn(others, cursor, counts, config.maxOpen);
-          if (!turn) return null;
-          const taken = await threads.reassign(ws, thread.id, holder, turn.memberId, transaction);
-          if (taken) await rules.setCursor(ws, rule.id, cursor + 1, transaction);
-          return taken;
-        });
+        if (!holder || !members.some((m) => m !== holder)) continue;
+        const row = await rules.takeTurn(ws, rule.id, thread.id, members, config.maxOpen ?? null, holder);
         if (!row) continue;
         moved += 1;
         await notifyAssigned(from, ws, row);

@@ -3,6 +3,7 @@ import { Binds, selectRows } from "../../lib/database";
 import type { InboxChannel } from "../../lib/channels";
 import type { BusinessHours } from "./business-hours";
 import type { AutoReplyView } from "./inbox.schemas";
+import type { InboxMessageRow } from "./inbox-messages.repo";
 
 /** Every query on auto-replies and the log that fires each at most once per thread and day. */
 
@@ -101,20 +102,26 @@ export async function deleteAutoReply(workspaceId: string, id: string): Promise<
 }
 
 /**
- * Note that a rule answers a thread on a local day; true only for the first
- * caller (the row's key), so a rule fires once a day per thread across replicas.
+ * A rule's answer to a thread on a local day, stored (`sending`) only for
+ * the first caller (the log row's key), so a rule fires once a day per
+ * thread across replicas. Null when it answered that day already.
  */
-export async function firstToday(
+export async function firstAnswerToday(
   workspaceId: string,
   threadId: string,
   ruleId: string,
   day: string,
-): Promise<boolean> {
-  const rows = await selectRows<{ rule_id: string }>(
-    `INSERT INTO inbox_auto_reply_log (thread_id, rule_id, day)
-     SELECT t.id, $3, $4::date FROM inbox_threads t WHERE t.workspace_id = $1 AND t.id = $2
-     ON CONFLICT DO NOTHING RETURNING rule_id`,
-    [workspaceId, threadId, ruleId, day],
+  body: string,
+): Promise<InboxMessageRow | null> {
+  const [row] = await selectRows<InboxMessageRow>(
+    `WITH logged AS (
+       INSERT INTO inbox_auto_reply_log (thread_id, rule_id, day)
+       SELECT t.id, $3, $4::date FROM inbox_threads t WHERE t.workspace_id = $1 AND t.id = $2
+       ON CONFLICT DO NOTHING RETURNING thread_id
+     )
+     INSERT INTO inbox_messages (id, workspace_id, thread_id, direction, body, author_id, status)
+     SELECT $5, $1, thread_id, 'outbound', $6, NULL, 'sending' FROM logged RETURNING *`,
+    [workspaceId, threadId, ruleId, day, newId(), body],
   );
-  return rows.length > 0;
+  return row ?? null;
 }

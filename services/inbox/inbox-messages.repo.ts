@@ -1,7 +1,9 @@
 import type { Transaction } from "sequelize";
 import { newId } from "../../lib/crypto";
 import { selectRows } from "../../lib/database";
+import type { InboxChannel } from "../../lib/channels";
 import type { InboxMessageView } from "./inbox.schemas";
+import type { ThreadRow } from "./threads.repo";
 
 /** Every query on the messages of inbox threads (both ways); each takes the workspace id first. */
 
@@ -35,62 +37,97 @@ export const inboxMessageView = (row: InboxMessageRow): InboxMessageView => ({
   createdAt: row.created_at,
 });
 
-/** The inbound a provider already delivered (its id is the provider's own, so a retried webhook is known). */
-export async function findInbound(
-  providerId: string,
-  providerMessageId: string,
-  transaction?: Transaction,
-): Promise<InboxMessageRow | null> {
-  const [row] = await selectRows<InboxMessageRow>(
-    `SELECT * FROM inbox_messages WHERE provider_id = $1 AND provider_message_id = $2 AND direction = 'inbound'`,
-    [providerId, providerMessageId],
-    transaction,
-  );
-  return row ?? null;
-}
-
-/** The newest conversation of the workspace, not closed, holding a message the provider knows by one of `ids`. */
-export async function threadByReferences(
-  workspaceId: string,
-  ids: string[],
-  transaction?: Transaction,
-): Promise<string | null> {
-  if (!ids.length) return null;
-  const [row] = await selectRows<{ thread_id: string }>(
-    `SELECT m.thread_id FROM inbox_messages m JOIN inbox_threads t ON t.id = m.thread_id
-      WHERE m.workspace_id = $1 AND m.provider_message_id = ANY ($2::text[]) AND t.status <> 'closed'
-      ORDER BY m.created_at DESC LIMIT 1`,
-    [workspaceId, ids],
-    transaction,
-  );
-  return row?.thread_id ?? null;
-}
-
 export interface NewInbound {
-  threadId: string;
+  contactId: string;
+  channel: InboxChannel;
   body: string;
   subject: string | null;
+  originMessageId: string | null;
   providerId: string;
   providerMessageId: string | null;
   refs: string[];
 }
 
-/** Store an inbound message; null when the provider delivered it before (its unique id). */
-export async function insertInbound(
+export type FiledInbound =
+  | { duplicate: true; threadId: string; inboundId: string }
+  | { duplicate: false; thread: ThreadRow; created: boolean; inboundId: string | null };
+
+/**
+ * File an inbound message in one statement (the caller holds the
+ * conversation's lock): nothing when the provider delivered it before (its
+ * id is the provider's own); else into the thread one of `refs` names (if
+ * not closed and on the channel), else the contact's thread on the channel
+ * that is not closed, made `open` again with one more unread, else a new
+ * thread. `inboundId` null: the provider's id was stored in another
+ * conversation meanwhile.
+ */
+export async function fileInbound(
   workspaceId: string,
   m: NewInbound,
   transaction: Transaction,
-): Promise<InboxMessageRow | null> {
-  const [row] = await selectRows<InboxMessageRow>(
-    `INSERT INTO inbox_messages (id, workspace_id, thread_id, direction, body, subject, status, provider_id,
-                                 provider_message_id, refs)
-     VALUES ($1, $2, $3, 'inbound', $4, $5, 'received', $6, $7, $8::text[])
-     ON CONFLICT (provider_id, provider_message_id) WHERE direction = 'inbound' AND provider_message_id IS NOT NULL
-     DO NOTHING RETURNING *`,
-    [newId(), workspaceId, m.threadId, m.body, m.subject, m.providerId, m.providerMessageId, m.refs],
+): Promise<FiledInbound> {
+  const [row] = await selectRows<
+    ThreadRow & {
+      created: boolean | null;
+      inbound_id: string | null;
+      seen_id: string | null;
+      seen_thread_id: string | null;
+    }
+  >(
+    `WITH seen AS (
+       SELECT id, thread_id FROM inbox_messages
+        WHERE $8::text IS NOT NULL AND provider_id = $7 AND provider_message_id = $8 AND direction = 'inbound'
+     ), referenced AS (
+       SELECT t.id, t.channel FROM inbox_messages rm JOIN inbox_threads t ON t.id = rm.thread_id
+        WHERE rm.workspace_id = $1 AND rm.provider_message_id = ANY ($9::text[]) AND t.status <> 'closed'
+        ORDER BY rm.created_at DESC LIMIT 1
+     ), target AS (
+       SELECT id FROM (SELECT id, 1 AS pref FROM referenced WHERE channel = $3
+                       UNION ALL
+                       SELECT id, 2 FROM inbox_threads
+                        WHERE workspace_id = $1 AND contact_id = $2 AND channel = $3 AND status <> 'closed') c
+        ORDER BY pref LIMIT 1
+     ), touched AS (
+       UPDATE inbox_threads SET status = 'open', snoozed_until = NULL, unread = unread + 1,
+              awaiting_since = COALESCE(awaiting_since, now()), last_message_at = now(), updated_at = now(),
+              subject = COALESCE(subject, $5), origin_message_id = COALESCE(origin_message_id, $6)
+        WHERE workspace_id = $1 AND id = (SELECT id FROM target) AND NOT EXISTS (SELECT 1 FROM seen)
+        RETURNING *
+     ), made AS (
+       INSERT INTO inbox_threads (id, workspace_id, contact_id, channel, subject, origin_message_id, status, unread,
+                                  awaiting_since, last_message_at)
+       SELECT $10, $1, $2, $3, $5, $6, 'open', 1, now(), now()
+        WHERE NOT EXISTS (SELECT 1 FROM target) AND NOT EXISTS (SELECT 1 FROM seen)
+       RETURNING *
+     ), thread AS (
+       SELECT *, false AS created FROM touched UNION ALL SELECT *, true FROM made
+     ), inbound AS (
+       INSERT INTO inbox_messages (id, workspace_id, thread_id, direction, body, subject, status, provider_id,
+                                   provider_message_id, refs)
+       SELECT $11, $1, thread.id, 'inbound', $4, $5, 'received', $7, $8, $9::text[] FROM thread
+       ON CONFLICT (provider_id, provider_message_id) WHERE direction = 'inbound' AND provider_message_id IS NOT NULL
+       DO NOTHING RETURNING id
+     )
+     SELECT thread.*, inbound.id AS inbound_id, seen.id AS seen_id, seen.thread_id AS seen_thread_id
+       FROM (SELECT 1) one LEFT JOIN thread ON true LEFT JOIN inbound ON true LEFT JOIN seen ON true`,
+    [
+      workspaceId,
+      m.contactId,
+      m.channel,
+      m.body,
+      m.subject,
+      m.originMessageId,
+      m.providerId,
+      m.providerMessageId,
+      m.refs,
+      newId(),
+      newId(),
+    ],
     transaction,
   );
-  return row ?? null;
+  const { created, inbound_id: inboundId, seen_id: seenId, seen_thread_id: seenThreadId, ...thread } = row;
+  if (seenId && seenThreadId) return { duplicate: true, threadId: seenThreadId, inboundId: seenId };
+  return { duplicate: false, thread, created: created === true, inboundId };
 }
 
 /** An answer on its way out (a member's reply, an auto-reply, a new conversation's first message). */
@@ -128,6 +165,46 @@ export async function recordOutcome(
       WHERE workspace_id = $1 AND id = $2 RETURNING *`,
     [
       workspaceId,
+      id,
+      outcome.status,
+      outcome.error,
+      outcome.messageId,
+      outcome.providerId,
+      outcome.providerMessageId,
+    ],
+  );
+  return row;
+}
+
+/**
+ * An answer's outcome, and its thread's turn: a member's (or an API
+ * client's) answer leaves the thread waiting on the contact (`pending`),
+ * read and answered; an auto-reply only moves its last message time.
+ */
+export async function recordAnswer(
+  workspaceId: string,
+  threadId: string,
+  id: string,
+  outcome: SendOutcome,
+  byMember: boolean,
+): Promise<InboxMessageRow> {
+  const [row] = await selectRows<InboxMessageRow>(
+    `WITH answer AS (
+       UPDATE inbox_messages SET status = $4, error = $5, message_id = $6, provider_id = $7, provider_message_id = $8,
+              updated_at = now()
+        WHERE workspace_id = $1 AND id = $3 RETURNING *
+     ), thread AS (
+       UPDATE inbox_threads SET ${
+         byMember
+           ? `status = CASE WHEN status = 'closed' THEN status ELSE 'pending' END, unread = 0, awaiting_since = NULL,`
+           : ""
+       } last_message_at = now(), updated_at = now()
+        WHERE workspace_id = $1 AND id = $2
+     )
+     SELECT * FROM answer`,
+    [
+      workspaceId,
+      threadId,
       id,
       outcome.status,
       outcome.error,

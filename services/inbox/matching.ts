@@ -2,9 +2,8 @@ import type { BusinessHours } from "./business-hours";
 import { isOpen } from "./business-hours";
 
 /**
- * The inbox's pure decisions: which rule an inbound message matches, which
- * member a round robin hands a thread to, and how a reply is written for
- * the send path. Unit-tested; the engines (assignment.ts, auto-replies.ts,
+ * The inbox's pure decisions: which rule an inbound message matches and how
+ * a reply is written for the send path. Unit-tested; the engines (assignment.ts, auto-replies.ts,
  * replies.ts) do the I/O around them.
  */
 
@@ -21,27 +20,6 @@ export function keywordMatch(keywords: readonly string[], text: string): boolean
 /** Whether business hours (if any) hold `at` in the zone: rules limited to them apply only then. */
 export const withinHours = (hours: BusinessHours | null | undefined, at: Date, zone: string): boolean =>
   !hours || isOpen(hours, at, zone);
-
-/**
- * The round robin's next member from `cursor`: the first in turn with room
- * (fewer than `maxOpen` open threads; no limit without it), and the cursor
- * after them. Null when every member is full (the thread waits).
- */
-export function nextInTurn(
-  memberIds: readonly string[],
-  cursor: number,
-  openCounts: ReadonlyMap<string, number>,
-  maxOpen?: number,
-): { memberId: string; cursor: number } | null {
-  const n = memberIds.length;
-  for (let i = 0; i < n; i += 1) {
-    const at = (((cursor + i) % n) + n) % n;
-    const memberId = memberIds[at];
-    if (maxOpen === undefined || (openCounts.get(memberId) ?? 0) < maxOpen)
-      return { memberId, cursor: (at + 1) % n };
-  }
-  return null;
-}
 
 /**
  * A member's text as a send's content, which the send path renders as

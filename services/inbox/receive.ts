@@ -4,12 +4,14 @@ import { isServiceAvailable } from "../../lib/registry";
 import { systemCall } from "../../lib/system-call";
 import { assignNewThread } from "./assignment";
 import * as autoReplies from "./auto-replies.repo";
+import type { AutoReplyRow } from "./auto-replies.repo";
 import { localDay } from "./business-hours";
 import { notifyMembers, workspaceZone, type Caller } from "./directory";
 import type { ReceiveInput } from "./inbox.schemas";
 import * as messages from "./inbox-messages.repo";
 import { bareMessageId, keywordMatch, withinHours } from "./matching";
-import { answer } from "./replies";
+import { sendAnswer, type Answered } from "./replies";
+import * as rules from "./rules.repo";
 import * as threads from "./threads.repo";
 import type { ThreadRow } from "./threads.repo";
 
@@ -35,43 +37,38 @@ export async function receive(
   const providerMessageId = input.providerMessageId ? bareMessageId(input.providerMessageId) : null;
   const origin = await repliedMessage(from, ws, refs);
   const sequelize = await database();
+  // What assignment and auto-replies read, asked while the message is filed.
+  const reading = Promise.all([rules.listRules(ws, true), autoReplies.listAutoReplies(ws, true)]).then(
+    async ([assignment, replies]) =>
+      [
+        assignment,
+        replies,
+        assignment.length || replies.length ? await workspaceZone(from, ws) : "UTC",
+      ] as const,
+  );
+  reading.catch(() => undefined);
   const outcome = await sequelize.transaction(async (transaction) => {
     await threads.lockConversation(ws, input.contactId, input.channel, transaction);
-    const seen = providerMessageId
-      ? await messages.findInbound(input.providerId, providerMessageId, transaction)
-      : null;
-    if (seen) return { duplicate: true as const, threadId: seen.thread_id, inboundId: seen.id };
-    const referenced = await messages.threadByReferences(ws, refs, transaction);
-    let thread = referenced ? await threads.findThread(ws, referenced, transaction) : null;
-    if (thread && thread.channel !== input.channel) thread = null;
-    thread ??= await threads.openThreadOf(ws, input.contactId, input.channel, transaction);
-    const created = !thread;
-    thread ??= await threads.insertThread(
+    const filed = await messages.fileInbound(
       ws,
       {
         contactId: input.contactId,
         channel: input.channel,
-        subject: input.subject ?? null,
-        originMessageId: origin,
-      },
-      transaction,
-    );
-    const inbound = await messages.insertInbound(
-      ws,
-      {
-        threadId: thread.id,
         body: input.text,
         subject: input.subject ?? null,
+        originMessageId: origin,
         providerId: input.providerId,
         providerMessageId,
         refs,
       },
       transaction,
     );
-    if (!inbound)
+    if (filed.duplicate) return filed;
+    const { inboundId, ...rest } = filed;
+    // Thrown inside the transaction: the thread's change is rolled back with it.
+    if (!inboundId)
       throw new Error(`Inbound ${providerMessageId} was stored while its conversation was locked`);
-    const touched = await threads.touchInbound(ws, thread.id, input.subject ?? null, origin, transaction);
-    return { duplicate: false as const, thread: touched, created, inboundId: inbound.id };
+    return { ...rest, inboundId };
   });
   if (outcome.duplicate) return outcome;
   const { thread, created, inboundId } = outcome;
@@ -81,8 +78,10 @@ export async function receive(
       logger.warn(`Inbound ${inboundId} of thread ${thread.id}: ${what} failed`, err);
       return null;
     });
+  const read = await step("reading the rules", () => reading);
+  const [assignmentRules, replyRules, zone] = read ?? [[], [], "UTC"];
   const assigned = created
-    ? await step("assignment", () => assignNewThread(from, ws, thread, input.text))
+    ? await step("assignment", () => assignNewThread(from, ws, assignmentRules, zone, thread, input.text))
     : null;
   if (!created && thread.assignee_id) {
     const assignee = thread.assignee_id;
@@ -96,7 +95,18 @@ export async function receive(
       }),
     );
   }
-  await step("auto-replies", () => autoReply(from, ws, assigned ?? thread, input.text, logger));
+  await step("auto-replies", () =>
+    autoReply(
+      from,
+      ws,
+      replyRules,
+      zone,
+      assigned ?? thread,
+      input.text,
+      { provider_id: input.providerId, provider_message_id: providerMessageId, refs },
+      logger,
+    ),
+  );
   return { threadId: thread.id, inboundId, duplicate: false };
 }
 
@@ -115,18 +125,25 @@ async function repliedMessage(from: Caller, ws: string, refs: string[]): Promise
  * text has (or none), outside its business hours in the workspace's zone,
  * answers once per thread and local day; a failed answer does not stop the others.
  */
-async function autoReply(from: Caller, ws: string, thread: ThreadRow, text: string, logger: LoggerInstance) {
-  const rules = await autoReplies.listAutoReplies(ws, true);
-  if (!rules.length) return;
+async function autoReply(
+  from: Caller,
+  ws: string,
+  rules: AutoReplyRow[],
+  zone: string,
+  thread: ThreadRow,
+  text: string,
+  answered: Answered,
+  logger: LoggerInstance,
+) {
   const now = new Date();
-  const zone = await workspaceZone(from, ws);
   const day = localDay(now, zone);
   for (const rule of rules) {
     if (rule.channel && rule.channel !== thread.channel) continue;
     if (!keywordMatch(rule.keywords, text)) continue;
     if (rule.business_hours && withinHours(rule.business_hours, now, zone)) continue;
-    if (!(await autoReplies.firstToday(ws, thread.id, rule.id, day))) continue;
-    await answer(from, ws, thread, rule.body, { id: null, auto: true }).catch((err: unknown) =>
+    const row = await autoReplies.firstAnswerToday(ws, thread.id, rule.id, day, rule.body);
+    if (!row) continue;
+    await sendAnswer(from, ws, thread, row, false, answered).catch((err: unknown) =>
       logger.warn(`Auto-reply ${rule.id} to thread ${thread.id} could not be sent`, err),
     );
   }

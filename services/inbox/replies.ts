@@ -4,7 +4,6 @@ import { type Caller } from "./directory";
 import * as messages from "./inbox-messages.repo";
 import type { InboxMessageRow, SendOutcome } from "./inbox-messages.repo";
 import { replyContent, replyHeaders } from "./matching";
-import * as threads from "./threads.repo";
 import type { ThreadRow } from "./threads.repo";
 
 /**
@@ -28,6 +27,9 @@ interface SentMessage {
 /** Channels whose sends may name their provider, those with a list of them (the others go through their channel's one). */
 const NAMED_PROVIDER_CHANNELS = new Set<string>(LISTED_PROVIDER_CHANNELS);
 
+/** The contact's message an answer answers: the provider it came in by and the mail's ids. */
+export type Answered = Pick<InboxMessageRow, "provider_id" | "provider_message_id" | "refs">;
+
 /** Send (or send again) an outbound message of the thread; answers it with its outcome. */
 export async function deliver(
   from: Caller,
@@ -35,9 +37,19 @@ export async function deliver(
   thread: ThreadRow,
   row: InboxMessageRow,
 ): Promise<InboxMessageRow> {
-  const answered = await messages.lastInbound(ws, thread.id);
+  const outcome = await send(from, ws, thread, row, await messages.lastInbound(ws, thread.id));
+  return messages.recordOutcome(ws, row.id, outcome);
+}
+
+/** Send an outbound message through the one send path; answers how it went. */
+async function send(
+  from: Caller,
+  ws: string,
+  thread: ThreadRow,
+  row: InboxMessageRow,
+  answered: Answered | null,
+): Promise<SendOutcome> {
   const providerId = NAMED_PROVIDER_CHANNELS.has(thread.channel) ? answered?.provider_id : null;
-  let outcome: SendOutcome;
   try {
     const sent = await systemCall<SentMessage>(from, ws, "messages.sendNow", {
       contactId: thread.contact_id,
@@ -50,7 +62,7 @@ export async function deliver(
         : {}),
     });
     const ok = sent.status === "sent" || sent.status === "delivered";
-    outcome = {
+    return {
       status: ok ? "sent" : "failed",
       error: ok
         ? null
@@ -63,7 +75,7 @@ export async function deliver(
     // A send refused before it was made (no address on the channel, a provider gone): the answer failed.
     if (typeof (err as { code?: unknown }).code !== "number" || (err as { code: number }).code >= 500)
       throw err;
-    outcome = {
+    return {
       status: "failed",
       error: (err as Error).message,
       messageId: null,
@@ -71,7 +83,6 @@ export async function deliver(
       providerMessageId: null,
     };
   }
-  return messages.recordOutcome(ws, row.id, outcome);
 }
 
 /**
@@ -84,10 +95,21 @@ export async function answer(
   ws: string,
   thread: ThreadRow,
   body: string,
-  author: { id: string | null; auto?: boolean },
+  author: { id: string | null },
 ): Promise<InboxMessageRow> {
   const row = await messages.insertOutbound(ws, thread.id, body, author.id);
-  const sent = await deliver(from, ws, thread, row);
-  await threads.touchOutbound(ws, thread.id, !author.auto);
-  return sent;
+  return sendAnswer(from, ws, thread, row, true, await messages.lastInbound(ws, thread.id));
+}
+
+/** Send a stored answer to `answered`; how it went and the thread's new state are written in one statement. */
+export async function sendAnswer(
+  from: Caller,
+  ws: string,
+  thread: ThreadRow,
+  row: InboxMessageRow,
+  byMember: boolean,
+  answered: Answered | null,
+): Promise<InboxMessageRow> {
+  const outcome = await send(from, ws, thread, row, answered);
+  return messages.recordAnswer(ws, thread.id, row.id, outcome, byMember);
 }

@@ -1,7 +1,7 @@
-import type { Transaction } from "sequelize";
 import { newId } from "../../lib/crypto";
 import { Binds, selectRows } from "../../lib/database";
 import type { AssignmentRuleView, RuleConfig } from "./inbox.schemas";
+import type { ThreadRow } from "./threads.repo";
 
 /** Every query on assignment rules, the round robin's cursor included; each takes the workspace id first. */
 
@@ -94,34 +94,26 @@ export async function deleteRule(workspaceId: string, ruleId: string): Promise<b
 }
 
 /**
- * The round robin's cursor, the rule's row locked until the transaction
- * ends: replicas assigning through one rule take turns, so each turn is
- * given once. Null when the rule is gone.
+ * A round robin's turn, taken and given in one statement (`inbox_take_turn`,
+ * migration 0086): the next of `memberIds` from the rule's cursor with fewer
+ * than `maxOpen` open threads (no limit when null) gets the thread, and the
+ * cursor moves past them. `holder` null: only while the thread is unassigned
+ * (when every member is full it waits for the rule); else only while the
+ * holder still has it open, and never back to them. Null when not given now.
  */
-export async function lockCursor(
+export async function takeTurn(
   workspaceId: string,
   ruleId: string,
-  transaction: Transaction,
-): Promise<number | null> {
-  const [row] = await selectRows<{ cursor: number }>(
-    `SELECT cursor FROM inbox_assignment_rules WHERE workspace_id = $1 AND id = $2 FOR UPDATE`,
-    [workspaceId, ruleId],
-    transaction,
+  threadId: string,
+  memberIds: string[],
+  maxOpen: number | null,
+  holder: string | null,
+): Promise<ThreadRow | null> {
+  const [row] = await selectRows<ThreadRow>(
+    `SELECT * FROM inbox_take_turn($1, $2, $3, $4::text[], $5::int, $6)`,
+    [workspaceId, ruleId, threadId, memberIds, maxOpen, holder],
   );
-  return row ? row.cursor : null;
-}
-
-export async function setCursor(
-  workspaceId: string,
-  ruleId: string,
-  cursor: number,
-  transaction: Transaction,
-): Promise<void> {
-  await selectRows(
-    `UPDATE inbox_assignment_rules SET cursor = $3 WHERE workspace_id = $1 AND id = $2`,
-    [workspaceId, ruleId, cursor],
-    transaction,
-  );
+  return row ?? null;
 }
 
 /** Active round-robin rules of every workspace (the periodic capacity and re-assignment passes). */

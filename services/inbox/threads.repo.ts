@@ -98,15 +98,10 @@ export async function unreadByAssignee(
   }));
 }
 
-export async function findThread(
-  workspaceId: string,
-  threadId: string,
-  transaction?: Transaction,
-): Promise<ThreadRow | null> {
+export async function findThread(workspaceId: string, threadId: string): Promise<ThreadRow | null> {
   const [row] = await selectRows<ThreadRow>(
     `SELECT * FROM inbox_threads WHERE workspace_id = $1 AND id = $2`,
     [workspaceId, threadId],
-    transaction,
   );
   return row ?? null;
 }
@@ -134,12 +129,10 @@ export async function openThreadOf(
   workspaceId: string,
   contactId: string,
   channel: InboxChannel,
-  transaction?: Transaction,
 ): Promise<ThreadRow | null> {
   const [row] = await selectRows<ThreadRow>(
     `SELECT * FROM inbox_threads WHERE workspace_id = $1 AND contact_id = $2 AND channel = $3 AND status <> 'closed'`,
     [workspaceId, contactId, channel],
-    transaction,
   );
   return row ?? null;
 }
@@ -152,55 +145,13 @@ export async function insertThread(
     subject: string | null;
     originMessageId: string | null;
   },
-  transaction?: Transaction,
 ): Promise<ThreadRow> {
   const [row] = await selectRows<ThreadRow>(
     `INSERT INTO inbox_threads (id, workspace_id, contact_id, channel, subject, origin_message_id)
      VALUES ($1, $2, $3, $4, $5, $6) RETURNING *`,
     [newId(), workspaceId, input.contactId, input.channel, input.subject, input.originMessageId],
-    transaction,
   );
   return row;
-}
-
-/**
- * A message from the contact: the thread is open again (a snoozed one
- * wakes), one more unread, waiting for an answer since the first unanswered.
- */
-export async function touchInbound(
-  workspaceId: string,
-  threadId: string,
-  subject: string | null,
-  originMessageId: string | null,
-  transaction: Transaction,
-): Promise<ThreadRow> {
-  const [row] = await selectRows<ThreadRow>(
-    `UPDATE inbox_threads SET status = 'open', snoozed_until = NULL, unread = unread + 1,
-            awaiting_since = COALESCE(awaiting_since, now()), last_message_at = now(), updated_at = now(),
-            subject = COALESCE(subject, $3), origin_message_id = COALESCE(origin_message_id, $4)
-      WHERE workspace_id = $1 AND id = $2 RETURNING *`,
-    [workspaceId, threadId, subject, originMessageId],
-    transaction,
-  );
-  return row;
-}
-
-/** A member (or an auto-reply) answered: the thread waits on the contact (`pending`), read, answered. */
-export async function touchOutbound(
-  workspaceId: string,
-  threadId: string,
-  byMember: boolean,
-): Promise<ThreadRow | null> {
-  const [row] = await selectRows<ThreadRow>(
-    byMember
-      ? `UPDATE inbox_threads SET status = CASE WHEN status = 'closed' THEN status ELSE 'pending' END,
-                unread = 0, awaiting_since = NULL, last_message_at = now(), updated_at = now()
-          WHERE workspace_id = $1 AND id = $2 RETURNING *`
-      : `UPDATE inbox_threads SET last_message_at = now(), updated_at = now()
-          WHERE workspace_id = $1 AND id = $2 RETURNING *`,
-    [workspaceId, threadId],
-  );
-  return row ?? null;
 }
 
 /** A member read the thread. */
@@ -252,44 +203,13 @@ export async function claimThread(
   threadId: string,
   assigneeId: string,
   ruleId: string | null,
-  transaction?: Transaction,
 ): Promise<ThreadRow | null> {
   const [row] = await selectRows<ThreadRow>(
     `UPDATE inbox_threads SET assignee_id = $3, assigned_at = now(), rule_id = $4, updated_at = now()
       WHERE workspace_id = $1 AND id = $2 AND assignee_id IS NULL AND status <> 'closed' RETURNING *`,
     [workspaceId, threadId, assigneeId, ruleId],
-    transaction,
   );
   return row ?? null;
-}
-
-/** A rule took the thread but no member has room: it waits for the rule, oldest first. */
-export async function markWaiting(
-  workspaceId: string,
-  threadId: string,
-  ruleId: string,
-  transaction?: Transaction,
-): Promise<void> {
-  await selectRows(
-    `UPDATE inbox_threads SET rule_id = $3 WHERE workspace_id = $1 AND id = $2 AND assignee_id IS NULL`,
-    [workspaceId, threadId, ruleId],
-    transaction,
-  );
-}
-
-/** Threads each member holds that are not closed (a round robin's capacity). */
-export async function openCounts(
-  workspaceId: string,
-  memberIds: string[],
-  transaction?: Transaction,
-): Promise<Map<string, number>> {
-  const rows = await selectRows<{ assignee_id: string; n: string }>(
-    `SELECT assignee_id, count(*) AS n FROM inbox_threads
-      WHERE workspace_id = $1 AND assignee_id = ANY ($2::text[]) AND status <> 'closed' GROUP BY assignee_id`,
-    [workspaceId, memberIds],
-    transaction,
-  );
-  return new Map(rows.map((r) => [r.assignee_id, Number(r.n)]));
 }
 
 /** Threads waiting for a rule's members to have room, oldest first. */
@@ -322,23 +242,6 @@ export async function unansweredThreads(
       ORDER BY awaiting_since, id LIMIT $5`,
     [workspaceId, ruleId, now, minutes, limit],
   );
-}
-
-/** Hand a thread from one member to another, only if the first still holds it (once, across replicas). */
-export async function reassign(
-  workspaceId: string,
-  threadId: string,
-  from: string,
-  to: string,
-  transaction?: Transaction,
-): Promise<ThreadRow | null> {
-  const [row] = await selectRows<ThreadRow>(
-    `UPDATE inbox_threads SET assignee_id = $4, assigned_at = now(), updated_at = now()
-      WHERE workspace_id = $1 AND id = $2 AND assignee_id = $3 AND status = 'open' RETURNING *`,
-    [workspaceId, threadId, from, to],
-    transaction,
-  );
-  return row ?? null;
 }
 
 /** Snoozed threads whose time has come open again (any workspace); answers how many. */

@@ -293,7 +293,8 @@ const isCommandChannel = (channel: string): channel is CommandChannel =>
 /**
  * The contact an inbound message is from: the one a deep link's token
  * binds (chatapp1 `/start <token>`, `linked`), else the one with the
- * sender's address, else a new one with it.
+ * sender's address, else a new one with it (one, however many of its
+ * first messages arrive together).
  */
 async function inboundContact(
   broker: ServiceBroker,
@@ -308,25 +309,13 @@ async function inboundContact(
     });
     if (linked) return { id: linked.id, linked: true };
   }
-  const type = INBOUND_ADDRESS[channel];
-  const known = await systemCall<{ id: string } | null>(broker, workspaceId, "contacts.byAddress", {
-    type,
+  const found = await systemCall<{ contactId: string }>(broker, workspaceId, "contacts.forAddress", {
+    type: INBOUND_ADDRESS[channel],
     value: inbound.from,
+    ...(channel === "chatapp1" && inbound.name?.firstName && { firstName: inbound.name.firstName }),
+    ...(channel === "chatapp1" && inbound.name?.lastName && { lastName: inbound.name.lastName }),
   });
-  if (known) return { id: known.id, linked: false };
-  const fields =
-    type === "chatapp1ChatId"
-      ? {
-          attributes: { chatapp1ChatId: inbound.from },
-          ...(inbound.name?.firstName && { firstName: inbound.name.firstName }),
-          ...(inbound.name?.lastName && { lastName: inbound.name.lastName }),
-        }
-      : { [type]: inbound.from };
-  const created = await systemCall<{ id: string }>(broker, workspaceId, "contacts.create", {
-    workspaceId,
-    ...fields,
-  });
-  return { id: created.id, linked: false };
+  return { id: found.contactId, linked: false };
 }
 
 /** The answer to a chat that a deep link has just bound to its contact. */

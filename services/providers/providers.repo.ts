@@ -309,30 +309,37 @@ export async function reportHealth(
   threshold: number,
   probeMs: number,
 ): Promise<HealthChange | null> {
+  // One statement: the row is locked (and its status before read) only when the report changes it, so the
+  // steady state (accepted sends at an active provider) writes nothing and sends do not queue on the row.
   const sequelize = await database();
-  return sequelize.transaction(async (transaction) => {
-    const [current] = await sequelize.query<ProviderRow>(
-      `SELECT * FROM providers WHERE workspace_id = $1 AND id = $2 FOR UPDATE`,
-      { bind: [workspaceId, id], type: QueryTypes.SELECT, transaction },
-    );
-    if (!current) return null;
-    const [row] = await sequelize.query<ProviderRow & { workspace_id: string }>(
-      outcome.accepted > 0
-        ? `UPDATE providers SET status = 'active', consecutive_failures = 0, failing_since = NULL, probe_at = NULL
-            WHERE id = $1 RETURNING *`
-        : `UPDATE providers SET consecutive_failures = consecutive_failures + $2,
-                  status = CASE WHEN consecutive_failures + $2 >= $3 THEN 'failing' ELSE status END,
-                  failing_since = CASE WHEN consecutive_failures + $2 >= $3 THEN coalesce(failing_since, now()) ELSE failing_since END,
-                  probe_at = CASE WHEN consecutive_failures + $2 >= $3 THEN now() + $4 * interval '1 millisecond' ELSE probe_at END
-            WHERE id = $1 RETURNING *`,
-      {
-        bind: outcome.accepted > 0 ? [id] : [id, outcome.transientFailures, threshold, probeMs],
-        type: QueryTypes.SELECT,
-        transaction,
-      },
-    );
-    return { row, was: current.status };
-  });
+  const accepted = outcome.accepted > 0;
+  const rows = await sequelize.query<ProviderRow & { workspace_id: string; was: "active" | "failing" }>(
+    `WITH before AS (
+       SELECT id, status FROM providers WHERE workspace_id = $1 AND id = $2
+          ${accepted ? "AND (status <> 'active' OR consecutive_failures <> 0 OR failing_since IS NOT NULL OR probe_at IS NOT NULL)" : ""}
+        FOR UPDATE
+     ), changed AS (
+       UPDATE providers p SET ${
+         accepted
+           ? `status = 'active', consecutive_failures = 0, failing_since = NULL, probe_at = NULL`
+           : `consecutive_failures = p.consecutive_failures + $3,
+              status = CASE WHEN p.consecutive_failures + $3 >= $4 THEN 'failing' ELSE p.status END,
+              failing_since = CASE WHEN p.consecutive_failures + $3 >= $4 THEN coalesce(p.failing_since, now()) ELSE p.failing_since END,
+              probe_at = CASE WHEN p.consecutive_failures + $3 >= $4 THEN now() + $5 * interval '1 millisecond' ELSE p.probe_at END`
+       } FROM before WHERE p.id = before.id RETURNING p.*, before.status AS was
+     )
+     SELECT * FROM changed
+     UNION ALL
+     SELECT p.*, p.status AS was FROM providers p
+      WHERE p.workspace_id = $1 AND p.id = $2 AND NOT EXISTS (SELECT 1 FROM changed)`,
+    {
+      bind: accepted ? [workspaceId, id] : [workspaceId, id, outcome.transientFailures, threshold, probeMs],
+      type: QueryTypes.SELECT,
+    },
+  );
+  if (!rows.length) return null;
+  const { was, ...row } = rows[0];
+  return { row, was };
 }
 
 /** Event ids older than `days`: no provider retries a callback that long. Answers how many were dropped. */

@@ -2,7 +2,6 @@ import {
   bareMessageId,
   keywordMatch,
   literalLiquid,
-  nextInTurn,
   replyContent,
   replyHeaders,
   replySubject,
@@ -17,19 +16,6 @@ describe("inbox matching", () => {
     expect(keywordMatch(["opening hours"], "your opening hours please")).toBe(true);
     expect(keywordMatch(["c++"], "I love c++ a lot")).toBe(true);
     expect(keywordMatch(["préstamo"], "un préstamo?")).toBe(true);
-  });
-
-  it("round robin: the next member in turn with room, and the cursor after them", () => {
-    const members = ["a", "b", "c"];
-    expect(nextInTurn(members, 0, new Map())).toEqual({ memberId: "a", cursor: 1 });
-    expect(nextInTurn(members, 2, new Map())).toEqual({ memberId: "c", cursor: 0 });
-    expect(nextInTurn(members, 5, new Map())).toEqual({ memberId: "c", cursor: 0 });
-    const counts = new Map([
-      ["a", 2],
-      ["b", 1],
-    ]);
-    expect(nextInTurn(members, 0, counts, 2)).toEqual({ memberId: "b", cursor: 2 });
-    expect(nextInTurn(members, 0, new Map([...counts, ["b", 2], ["c", 2]]), 2)).toBeNull();
   });
 
   it("a reply's text is sent as written: Liquid in it prints itself", async () => {

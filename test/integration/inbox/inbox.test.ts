@@ -1,4 +1,5 @@
 import { Client } from "pg";
+import { SYSTEM } from "../../../lib/access";
 import { startApp, type TestApp } from "../../helpers/app";
 import { ownerWithWorkspace, signUp, type SignedInUser } from "../../helpers/http";
 import { DateTime } from "luxon";
@@ -714,4 +715,59 @@ test("smsapi2 inbound: a keyword condition wins by priority over a round robin; 
   ]);
   for (const rule of rules) await c.delete(`${ctx.ws}/inbox/assignment-rules/${rule.body.id}`);
   for (const auto of autos) await c.delete(`${ctx.ws}/inbox/auto-replies/${auto.body.id}`);
+});
+
+test("a round robin under concurrent new threads: each turn given once, maxOpen held", async () => {
+  const own = await ownerWithWorkspace(app.baseUrl);
+  const other = await signUp(app.baseUrl, "Agent Jones");
+  const c = own.owner.client;
+  expect((await c.post(`${own.ws}/members`, { email: other.email, role: "MEMBER" })).status).toBe(201);
+  const members = [own.owner.id, other.id];
+  const burst = async (tag: string, n: number) => {
+    const contactIds = await Promise.all(
+      Array.from({ length: n }, (_, i) =>
+        newContact(c, own.ws, { phone: `+1415555${tag}${String(i).padStart(2, "0")}` }),
+      ),
+    );
+    const answers = (await Promise.all(
+      contactIds.map((contactId, i) =>
+        app.broker.call(
+          "inbox.receive",
+          {
+            channel: "sms",
+            contactId,
+            providerId: "prov-burst",
+            from: "+1",
+            to: "+2",
+            text: "hi",
+            providerMessageId: `${tag}-${i}`,
+          },
+          { meta: { principal: SYSTEM, workspaceId: own.workspaceId } },
+        ),
+      ),
+    )) as Array<{ threadId: string }>;
+    const threads = await Promise.all(
+      answers.map(
+        async (a) => (await c.get(`${own.ws}/inbox/${a.threadId}`)).body as { assigneeId: string | null },
+      ),
+    );
+    return members
+      .map((m) => threads.filter((t) => t.assigneeId === m).length)
+      .concat(threads.filter((t) => t.assigneeId === null).length);
+  };
+  const capped = await c.post(`${own.ws}/inbox/assignment-rules`, {
+    name: "Capped",
+    type: "round_robin",
+    config: { memberIds: members, maxOpen: 3 },
+  });
+  // Ten at once, room for three each: three each, four wait.
+  expect(await burst("06", 10)).toEqual([3, 3, 4]);
+  await c.delete(`${own.ws}/inbox/assignment-rules/${capped.body.id}`);
+  await c.post(`${own.ws}/inbox/assignment-rules`, {
+    name: "Open",
+    type: "round_robin",
+    config: { memberIds: members },
+  });
+  // Without a cap every turn is given once: ten threads, five each.
+  expect(await burst("07", 10)).toEqual([5, 5, 0]);
 });

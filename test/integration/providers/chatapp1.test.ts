@@ -1,3 +1,4 @@
+import { Client } from "pg";
 import { systemCall } from "../../../lib/system-call";
 import { startApp, type TestApp } from "../../helpers/app";
 import { ownerWithWorkspace } from "../../helpers/http";
@@ -322,6 +323,30 @@ describe("the webhook", () => {
       text: "Hi there",
       providerMessageId: String(update.message.message_id),
     });
+  });
+
+  test("first messages from one unknown chat arriving together make one contact", async () => {
+    const c = ctx.owner.client;
+    const answers = await Promise.all(
+      Array.from({ length: 8 }, (_, i) => postUpdate(textUpdate(5010, `burst ${i}`))),
+    );
+    expect(answers.map((a) => a.status)).toEqual(Array(8).fill(200));
+    const db = new Client({ connectionString: app.databaseUrl });
+    await db.connect();
+    try {
+      const { rows } = await db.query<{ id: string }>(
+        `SELECT id FROM contacts WHERE workspace_id = $1 AND attributes->>'chatapp1ChatId' = '5010'`,
+        [ctx.workspaceId],
+      );
+      expect(rows).toHaveLength(1);
+      const events = await waitFor(async () => {
+        const res = await c.get(`${ctx.ws}/events?contactId=${rows[0].id}&type=chatapp1.message_received`);
+        return res.body.length === 8 ? res.body : undefined;
+      });
+      expect(events).toHaveLength(8);
+    } finally {
+      await db.end();
+    }
   });
 
   test("/start <token> from chatapp1-link binds the chat to the contact and answers a welcome", async () => {
