@@ -1,4 +1,5 @@
-import { createWriteStream } from "node:fs";
+import { once } from "node:events";
+import { createWriteStream, type WriteStream } from "node:fs";
 import type { IncomingMessage } from "node:http";
 import { Transform, type Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
@@ -67,6 +68,17 @@ export async function receiveMultipartFile(
     const fields: Record<string, string> = {};
     let fileName: string | null = null;
     let writing: Promise<void> | null = null;
+    let file: WriteStream | null = null;
+    // A refusal waits until the file is closed, so the caller's clean-up runs after the file exists, not before
+    // an open still under way creates it again.
+    const fail = (err: Error) => {
+      const open = file !== null && !file.closed;
+      file?.destroy();
+      void (open ? once(file!, "close") : Promise.resolve()).then(
+        () => reject(err),
+        () => reject(err),
+      );
+    };
     let form: ReturnType<typeof busboy>;
     try {
       form = busboy({
@@ -79,7 +91,7 @@ export async function receiveMultipartFile(
     }
     form.on("field", (name, value, info) => {
       if (info.valueTruncated)
-        reject(validationError(`${name} is too long`, [{ field: name, message: "must be at most 64 KiB" }]));
+        fail(validationError(`${name} is too long`, [{ field: name, message: "must be at most 64 KiB" }]));
       fields[name] = value;
     });
     form.on("file", (name, stream, info) => {
@@ -88,18 +100,19 @@ export async function receiveMultipartFile(
         return;
       }
       fileName = info.filename || null;
-      writing = pipeline(stream, through, createWriteStream(target));
+      file = createWriteStream(target);
+      writing = pipeline(stream, through, file);
       writing.catch(() => undefined);
     });
-    form.on("error", (err: Error) => reject(malformed(err)));
+    form.on("error", (err: Error) => fail(malformed(err)));
     form.on("close", () => {
       if (!writing)
         reject(
           validationError(`The multipart body has no ${field} field`, [{ field, message: "is required" }]),
         );
-      else writing.then(() => resolve({ fields, fileName }), reject);
+      else writing.then(() => resolve({ fields, fileName }), fail);
     });
-    source.on("error", reject);
+    source.on("error", fail);
     source.pipe(form);
   });
 }
