@@ -1,4 +1,5 @@
 import { config } from "./config";
+import { QUEUE_STATS_EVERY_MS } from "./queue-stats";
 import { Poller, type PollerOptions } from "./worker";
 
 /**
@@ -46,6 +47,14 @@ export const PERIODIC_STEPS: readonly PeriodicStep[] = [
   { action: "messages.sweepProviderCallbacks", everyMs: () => HOUR_MS, runs: "timer" },
   { action: "providers.sweepEventLog", everyMs: () => HOUR_MS, runs: "timer" },
   { action: "auth.pruneRevokedSessions", everyMs: () => HOUR_MS, runs: "timer" },
+  // The durable queues' figures (lib/queue-stats.ts), each from its owner, into the Prometheus gauges.
+  ...["messages", "webhooks", "campaigns", "jobs", "segments", "crm", "scoring"].map(
+    (service): PeriodicStep => ({
+      action: `${service}.queueStats`,
+      everyMs: () => QUEUE_STATS_EVERY_MS,
+      runs: "timer",
+    }),
+  ),
 ];
 
 /** The service that owns a step. */
