@@ -5,6 +5,7 @@ import { DeclaredStatusMiddleware } from "./lib/define-service";
 import { validatorMiddleware } from "./lib/validator";
 import { EmbeddedChannelAdapter } from "./lib/embedded-channel";
 import { healthServer } from "./lib/health";
+import { operatorCommands } from "./lib/operator-commands";
 import { AuthorizeMiddleware } from "./mixins/authorize.middleware";
 import { OutboxRelayMiddleware } from "./mixins/outbox-relay";
 
@@ -74,6 +75,8 @@ export function brokerConfig(): BrokerOptions {
         }
       : { enabled: false },
     tracing: { enabled: false },
+    // The operators' REPL commands (`npm run repl`): queues, retry-webhook, retry-message, recompute-segment, usage.
+    replCommands: operatorCommands(),
     // The outbox relay's hooks after the channels' (started in order, stopped in reverse).
     // The first is innermost: params are validated after the Authorize middleware has let the call in.
     middlewares: [

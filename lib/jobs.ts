@@ -1,9 +1,11 @@
 import { QueryTypes } from "sequelize";
 import type { Scope } from "./access";
 import { newId } from "./crypto";
-import { Binds, database } from "./database";
+import type { QueueFigures } from "./business-metrics";
+import { Binds, database, selectRows } from "./database";
 import { found, invalidState } from "./errors";
 import { selectPage, type Page, type PageRequest } from "./pagination";
+import { queueFigures, queueFiguresSql, type QueueFiguresRow } from "./queue-stats";
 
 /**
  * Long work as a job with progress. The row is written first and the caller
@@ -207,4 +209,17 @@ export async function failAbandonedJobs(): Promise<number> {
     { bind: [ABANDONED_AFTER_MS / 1000], type: QueryTypes.SELECT },
   );
   return rows.length;
+}
+
+/**
+ * Jobs as a queue (lib/queue-stats.ts): every unfinished job is due (jobs
+ * run at once, none waits for a time), aged from its creation, so a job
+ * stuck before the sweep fails it shows as an old due row.
+ */
+export async function jobQueueFigures(): Promise<QueueFigures> {
+  const [row] = await selectRows<QueueFiguresRow>(
+    `SELECT ${queueFiguresSql("true", "created_at")} FROM jobs WHERE status IN ('queued', 'running')`,
+    [],
+  );
+  return queueFigures("jobs", row);
 }

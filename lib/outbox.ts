@@ -1,8 +1,10 @@
 import type { ServiceBroker } from "moleculer";
 import type { Transaction } from "sequelize";
 import { config } from "./config";
-import { acquireDatabase, database, queryPrepared, releaseDatabase } from "./database";
+import type { QueueFigures } from "./business-metrics";
+import { acquireDatabase, database, queryPrepared, releaseDatabase, selectRows } from "./database";
 import { sendDomainEvent, type DomainEvent } from "./domain-events";
+import { queueFigures, queueFiguresSql, type QueueFiguresRow } from "./queue-stats";
 import { Poller } from "./worker";
 
 /**
@@ -158,6 +160,20 @@ export async function relayBatch(
       failed: failed.map(({ row, attempts, error }) => ({ id: row.id, type: row.type, attempts, error })),
     };
   });
+}
+
+/**
+ * The outbox as a queue (lib/queue-stats.ts): facts due to be relayed, and
+ * failed ones waiting out their backoff. The oldest due fact's age is the
+ * outbox lag: how far the channel is behind the writes.
+ */
+export async function outboxQueueFigures(): Promise<QueueFigures> {
+  const [row] = await selectRows<QueueFiguresRow>(
+    `SELECT ${queueFiguresSql("available_at IS NULL OR available_at <= now()", "COALESCE(available_at, occurred_at)")}
+       FROM domain_event_outbox`,
+    [],
+  );
+  return queueFigures("domain_event_outbox", row);
 }
 
 /** One relay per broker (tests run several brokers in a process), shared by the services that stage facts. */

@@ -1,4 +1,5 @@
 import { config } from "./config";
+import { QUEUE_STATS_EVERY_MS } from "./queue-stats";
 import { Poller, type PollerOptions } from "./worker";
 
 /**
@@ -52,6 +53,14 @@ export const PERIODIC_STEPS: readonly PeriodicStep[] = [
   { action: "auth.pruneRevokedSessions", everyMs: () => HOUR_MS, runs: "timer" },
   // Each workspace's retention purge starts once per UTC day, at a pass with room for it (a few at once per process).
   { action: "retention.runDaily", everyMs: () => 5 * MINUTE_MS, runs: "timer" },
+  // The durable queues' figures (lib/queue-stats.ts), each from its owner, into the Prometheus gauges.
+  ...["messages", "webhooks", "campaigns", "jobs", "segments", "crm", "scoring"].map(
+    (service): PeriodicStep => ({
+      action: `${service}.queueStats`,
+      everyMs: () => QUEUE_STATS_EVERY_MS,
+      runs: "timer",
+    }),
+  ),
 ];
 
 /** The service that owns a step. */

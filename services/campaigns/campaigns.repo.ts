@@ -2,6 +2,8 @@ import type { Transaction } from "sequelize";
 import { Binds, database, likeEscape, selectRows } from "../../lib/database";
 import { sqlProbe } from "../../lib/versioned-cache";
 import { selectPage, type Page, type PageRequest } from "../../lib/pagination";
+import type { QueueFigures } from "../../lib/business-metrics";
+import { queueFigures, queueFiguresSql, type QueueFiguresRow } from "../../lib/queue-stats";
 import type { CampaignDetail, CampaignStatus, CampaignView } from "./campaigns.schemas";
 import type { Workflow } from "./workflow";
 import { listTriggers } from "./triggers.repo";
@@ -172,6 +174,16 @@ export async function campaignsUsingTemplate(workspaceId: string, templateId: st
     [workspaceId, templateId],
   );
   return rows.map((r) => r.name);
+}
+
+/** Scheduled campaigns across workspaces as a queue (lib/queue-stats.ts): due once their time has come. */
+export async function scheduledQueueFigures(): Promise<QueueFigures> {
+  const [row] = await selectRows<QueueFiguresRow>(
+    `SELECT ${queueFiguresSql("scheduled_at <= now()", "scheduled_at")} FROM campaigns
+      WHERE status = 'scheduled' AND published_version IS NOT NULL`,
+    [],
+  );
+  return queueFigures("scheduled_campaigns", row);
 }
 
 /** Scheduled campaigns whose time has come become active; answers how many. */

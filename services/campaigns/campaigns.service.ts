@@ -5,6 +5,7 @@ import type { AppContext } from "../../lib/moleculer-types";
 import { pageRequest } from "../../lib/pagination";
 import { workspaceOf } from "../../lib/tenancy";
 import { DatabaseMixin } from "../../mixins/database.mixin";
+import { BackgroundMixin } from "../../mixins/background";
 import * as repo from "./campaigns.repo";
 import * as versionsRepo from "./versions.repo";
 import * as enrollmentsRepo from "./enrollments.repo";
@@ -53,7 +54,15 @@ export type CampaignsService = ServiceThis<
 /** Campaigns: workflows with versions, triggers, enrollments that advance durably, their logs, and broadcasts. */
 export default defineService<CampaignsService>({
   name: "campaigns",
-  mixins: [DatabaseMixin, flowActions, enrollmentActions, broadcastActions, abActions, backgroundWork],
+  mixins: [
+    DatabaseMixin,
+    flowActions,
+    enrollmentActions,
+    broadcastActions,
+    abActions,
+    backgroundWork,
+    BackgroundMixin,
+  ],
   settings: { rest: "/" },
 
   actions: {

@@ -4,6 +4,8 @@ import { startJob } from "../../lib/jobs";
 import { conflict, found, invalidState, notFound } from "../../lib/errors";
 import type { AppContext } from "../../lib/moleculer-types";
 import { pageRequest } from "../../lib/pagination";
+import { queueStatsAction } from "../../lib/queue-stats";
+import { setLiveEnrollments } from "../../lib/business-metrics";
 import { systemCall } from "../../lib/system-call";
 import { workspaceOf } from "../../lib/tenancy";
 import { winnerOf } from "./ab.repo";
@@ -262,5 +264,14 @@ export const enrollmentActions = {
         return { activated, advanced, failed, resumedBroadcasts, decidedAbTests };
       },
     }),
+
+    /**
+     * Internal (timer, operators' `queues`): the step queue's and scheduled
+     * campaigns' figures, set in this process's gauges with the live enrollments by status.
+     */
+    queueStats: queueStatsAction(
+      async () => [await enrollmentsRepo.stepQueueFigures(), await repo.scheduledQueueFigures()],
+      async (metrics) => setLiveEnrollments(metrics, await enrollmentsRepo.liveEnrollmentCounts()),
+    ),
   },
 };

@@ -1,5 +1,7 @@
 import { Binds, queryPrepared, selectRows } from "../../lib/database";
 import { selectPage, type Page, type PageRequest } from "../../lib/pagination";
+import type { QueueFigures } from "../../lib/business-metrics";
+import { queueFigures, queueFiguresSql, type QueueFiguresRow } from "../../lib/queue-stats";
 import type { EnrollmentView } from "./campaigns.schemas";
 
 /** Queries of enrollments as they run: claim, save steps, waits, goals, exits, listing. */
@@ -38,6 +40,27 @@ export const enrollmentView = (r: EnrollmentRow): EnrollmentView => ({
   createdAt: r.created_at,
   updatedAt: r.updated_at,
 });
+
+/** The step queue's figures across workspaces (lib/queue-stats.ts): enrollments of active campaigns with a step to run. */
+export async function stepQueueFigures(): Promise<QueueFigures> {
+  const [row] = await selectRows<QueueFiguresRow>(
+    `SELECT ${queueFiguresSql("d.run_at <= now()", "d.run_at")}
+       FROM campaign_enrollments d JOIN campaigns c ON c.id = d.campaign_id
+      WHERE d.run_at IS NOT NULL AND c.status = 'active'`,
+    [],
+  );
+  return queueFigures("campaign_steps", row);
+}
+
+/** Live enrollments across workspaces by status (read through the due index: live ones have a `run_at`). */
+export async function liveEnrollmentCounts(): Promise<Array<{ status: string; count: number }>> {
+  const rows = await selectRows<{ status: string; count: string }>(
+    `SELECT status, count(*) AS count FROM campaign_enrollments
+      WHERE run_at IS NOT NULL AND status IN ('active', 'waiting') GROUP BY status`,
+    [],
+  );
+  return rows.map((r) => ({ status: r.status, count: Number(r.count) }));
+}
 
 /**
  * Take up to `limit` due enrollments of active campaigns, each leased for

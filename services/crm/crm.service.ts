@@ -5,6 +5,7 @@ import { ANALYTICS_ENDPOINTS } from "../../lib/analytics";
 import { found, notFound } from "../../lib/errors";
 import { pageRequest } from "../../lib/pagination";
 import { userOf, workspaceOf } from "../../lib/tenancy";
+import { queueStatsAction } from "../../lib/queue-stats";
 import { BackgroundMixin } from "../../mixins/background";
 import { DatabaseMixin } from "../../mixins/database.mixin";
 import {
@@ -19,7 +20,7 @@ import {
 import { searchTypes } from "./crm.rules";
 import * as notifications from "./notifications.repo";
 import { search, SEARCH_LIMIT } from "./search.repo";
-import { notifyDueTasks } from "./tasks.repo";
+import { dueReminderQueueFigures, notifyDueTasks } from "./tasks.repo";
 import { withResults } from "./widget-data";
 import * as widgets from "./widgets.repo";
 
@@ -118,6 +119,9 @@ export default defineService({
     notifyDueTasks: defineAction({
       handler: () => notifyDueTasks(),
     }),
+
+    /** Internal (timer, operators' `queues`): due-date reminders to make, set in this process's gauges too. */
+    queueStats: queueStatsAction(async () => [await dueReminderQueueFigures()]),
 
     /** The caller's dashboard widgets, top to bottom. Session. */
     listWidgets: defineAction({

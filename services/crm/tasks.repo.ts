@@ -1,7 +1,9 @@
 import { QueryTypes } from "sequelize";
 import { newId } from "../../lib/crypto";
-import { Binds, database, likeEscape } from "../../lib/database";
+import type { QueueFigures } from "../../lib/business-metrics";
+import { Binds, database, likeEscape, selectRows } from "../../lib/database";
 import { selectPage, sortOrder, type PageRequest } from "../../lib/pagination";
+import { queueFigures, queueFiguresSql, type QueueFiguresRow } from "../../lib/queue-stats";
 import { Task } from "../../models";
 import { dueNotificationKey } from "./crm.rules";
 import { notify } from "./notifications.repo";
@@ -203,6 +205,16 @@ interface DueRow {
   title: string;
   dueAt: Date;
   assigneeId: string;
+}
+
+/** Due-date reminders across workspaces as a queue (lib/queue-stats.ts): assigned open tasks not yet notified. */
+export async function dueReminderQueueFigures(): Promise<QueueFigures> {
+  const [row] = await selectRows<QueueFiguresRow>(
+    `SELECT ${queueFiguresSql("due_at <= now()", "due_at")} FROM tasks
+      WHERE completed_at IS NULL AND due_notified_at IS NULL AND assignee_id IS NOT NULL AND due_at IS NOT NULL`,
+    [],
+  );
+  return queueFigures("task_reminders", row);
 }
 
 /**

@@ -1,3 +1,4 @@
+import { countEventsIngested } from "../../lib/business-metrics";
 import type { ServiceBroker } from "moleculer";
 import { notFound } from "../../lib/errors";
 import type { AppContext } from "../../lib/moleculer-types";
@@ -25,6 +26,7 @@ export async function recordEvent(
     input.contactId ? probeVersions(workspaceId) : undefined,
   ]);
   if (!event) throw notFound("Contact");
+  countEventsIngested(broker.metrics, 1);
   await runChain(broker, ctx, workspaceId, event, configVersions);
   return event;
 }

@@ -1,7 +1,9 @@
 import { defineAction, defineService } from "../../lib/define-service";
 import { requirePermission } from "../../lib/access";
 import { audit } from "../../lib/audit";
-import { cancelJob, failAbandonedJobs, listJobs } from "../../lib/jobs";
+import { cancelJob, failAbandonedJobs, jobQueueFigures, listJobs } from "../../lib/jobs";
+import { outboxQueueFigures } from "../../lib/outbox";
+import { queueStatsAction } from "../../lib/queue-stats";
 import { pageRequest } from "../../lib/pagination";
 import { workspaceOf } from "../../lib/tenancy";
 import { BackgroundMixin } from "../../mixins/background";
@@ -58,5 +60,8 @@ export default defineService({
     sweep: {
       handler: () => failAbandonedJobs(),
     },
+
+    /** Internal (timer, operators' `queues`): the shared machinery's queues, the domain event outbox and jobs. */
+    queueStats: queueStatsAction(async () => [await outboxQueueFigures(), await jobQueueFigures()]),
   },
 });

@@ -1,8 +1,10 @@
 import { QueryTypes, type Transaction } from "sequelize";
 import { randomBase62 } from "../../lib/crypto";
-import { Binds, database, isoTimeSql, queryPrepared } from "../../lib/database";
+import { Binds, database, isoTimeSql, queryPrepared, selectRows } from "../../lib/database";
 import { stageDomainEvents } from "../../lib/outbox";
 import { selectPage, type Page, type PageRequest } from "../../lib/pagination";
+import type { QueueFigures } from "../../lib/business-metrics";
+import { queueFigures, queueFiguresSql, type QueueFiguresRow } from "../../lib/queue-stats";
 import type { Channel } from "../../lib/channels";
 import type { Content } from "../templates/render";
 import type { MessageDetail, MessageView, ShortLinkView } from "./messages.schemas";
@@ -322,6 +324,36 @@ export async function claimDue(limit: number, leaseMs: number): Promise<ClaimedM
       transaction,
     );
   });
+}
+
+/**
+ * The send queue's figures across workspaces (lib/queue-stats.ts): queued
+ * sends, and sends whose worker's lease ran out (due again); sends a live
+ * worker holds are in flight, neither due nor waiting.
+ */
+export async function sendQueueFigures(): Promise<QueueFigures> {
+  const [row] = await selectRows<QueueFiguresRow>(
+    `SELECT ${queueFiguresSql("send_at <= now()", "send_at")} FROM messages
+      WHERE status IN ('queued', 'sending') AND (status = 'queued' OR lease_until < now())`,
+    [],
+  );
+  return queueFigures("messages", row);
+}
+
+/**
+ * An operator's retry: a failed message of the workspace back in the queue,
+ * due now, its attempts reset and the move in its history. False when no
+ * failed message of the workspace has this id.
+ */
+export async function requeueFailed(workspaceId: string, id: string): Promise<boolean> {
+  const rows = await selectRows<{ id: string }>(
+    `UPDATE messages SET status = 'queued', attempts = 0, error = NULL, send_at = now(), lease_until = NULL,
+            updated_at = now(), history = ${historyEntry("queued", "'operator_retry'")}
+      WHERE workspace_id = $1 AND id = $2 AND status = 'failed'
+      RETURNING id`,
+    [workspaceId, id],
+  );
+  return rows.length > 0;
 }
 
 /**

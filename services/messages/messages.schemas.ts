@@ -225,6 +225,7 @@ export const schemas = {
   variantStats: Params({ templateId: Id }),
   capState: Params({ contactId: Id, channel: Channel }),
   processDue: Params({ limit: Type.Optional(Int32({ minimum: 1, maximum: 5000 })) }),
+  requeueFailed: Params({ messageId: Id }),
   providerEvents: Params({
     providerId: Id,
     events: Type.Array(

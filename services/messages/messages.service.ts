@@ -2,10 +2,11 @@ import { requires } from "../../lib/access";
 import { Type } from "@sinclair/typebox";
 import { config } from "../../lib/config";
 import { defineAction, defineService, type ServiceThis } from "../../lib/define-service";
-import { found, invalidToken } from "../../lib/errors";
+import { found, invalidState, invalidToken } from "../../lib/errors";
 import { idempotent } from "../../lib/idempotency";
 import type { AppContext } from "../../lib/moleculer-types";
 import { pageRequest } from "../../lib/pagination";
+import { queueStatsAction } from "../../lib/queue-stats";
 import { stepPoller } from "../../lib/periodic-steps";
 import type { Poller } from "../../lib/worker";
 import { workspaceOf } from "../../lib/tenancy";
@@ -304,6 +305,27 @@ export default defineService<MessagesService>({
       result: results.processDue,
       handler(this: MessagesService, ctx) {
         return this.sender.pass(ctx.params.limit);
+      },
+    }),
+    /** Internal (timer, operators' `queues`): the send queue's figures, set in this process's gauges too. */
+    queueStats: queueStatsAction(async () => [await repo.sendQueueFigures()]),
+
+    /**
+     * Internal (operators' `retry-message`): a failed message of the workspace
+     * back in the queue, due now, attempts reset, `operator_retry` in its
+     * history; 404 for none, 409 INVALID_STATE for a message not failed.
+     */
+    requeueFailed: defineAction({
+      params: schemas.requeueFailed,
+      result: results.detail,
+      async handler(this: MessagesService, ctx) {
+        const workspaceId = workspaceOf(ctx);
+        if (!(await repo.requeueFailed(workspaceId, ctx.params.messageId))) {
+          const message = found(await repo.getMessage(workspaceId, ctx.params.messageId), "Message");
+          throw invalidState(`Only a failed message can be retried; this one is ${message.status}`);
+        }
+        this.wake();
+        return found(await repo.getMessage(workspaceId, ctx.params.messageId), "Message");
       },
     }),
   },

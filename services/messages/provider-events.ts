@@ -1,3 +1,4 @@
+import { countMessages } from "../../lib/business-metrics";
 import type { ServiceBroker } from "moleculer";
 import type { ProviderEvent } from "../providers/callbacks";
 import * as repo from "./messages.repo";
@@ -92,12 +93,14 @@ async function applyOne(broker: ServiceBroker, row: MessageRow, event: StatusEve
     return;
   }
   const reason = bounceReason(event);
+  const moveTo = moveFor(row.status, event);
   await events.recordReport(row, {
     status: event.kind,
-    moveTo: moveFor(row.status, event),
+    moveTo,
     reason,
     error: event.kind === "delivered" ? null : (event.reason ?? null),
   });
+  if (moveTo) countMessages(broker.metrics, row.channel, moveTo);
   if (event.kind === "bounced" && event.hard && row.channel === "email")
     await systemCall(broker, row.workspace_id, "contacts.dncAdd", {
       workspaceId: row.workspace_id,

@@ -1,3 +1,4 @@
+import { countMessages } from "../../lib/business-metrics";
 import type { Static } from "@sinclair/typebox";
 import { newId } from "../../lib/crypto";
 import { fieldError, notFound } from "../../lib/errors";
@@ -307,7 +308,15 @@ async function queueMessages(
       deferred,
     };
   });
-  return repo.insertMessages(ws, messages);
+  const inserted = await repo.insertMessages(ws, messages);
+  for (const status of ["queued", "suppressed"])
+    countMessages(
+      ctx.broker.metrics,
+      spec.channel,
+      status,
+      inserted.filter((m) => m.status === status).length,
+    );
+  return inserted;
 }
 
 /** Whether the workspace's frequency cap holds a contact's non-transactional send on `channel` now, and until when. */

@@ -1,3 +1,4 @@
+import { countMessages, timeProviderSend } from "../../lib/business-metrics";
 import type { LoggerInstance, ServiceBroker } from "moleculer";
 import { config } from "../../lib/config";
 import { compose, emailSource, renderableOf, type Renderable } from "../templates/compose";
@@ -260,6 +261,7 @@ export class Sender {
     };
     await Promise.all(Array.from({ length: Math.min(CONCURRENCY, singles.length) }, worker));
     result.sent += await repo.markSent(batch.sent);
+    for (const { row } of batch.sent) countMessages(this.broker.metrics, row.channel, "sent");
     // Callbacks that outran this batch's record apply now.
     await applyPending(
       this.broker,
@@ -301,6 +303,7 @@ export class Sender {
     const template = this.renderableOf(row, batch.templateById);
     if (!template) {
       await repo.markFailed(row, "The template no longer exists");
+      countMessages(this.broker.metrics, row.channel, "failed");
       return "failed";
     }
     const contact = row.contact_id ? (batch.contactById.get(row.contact_id) ?? null) : null;
@@ -425,17 +428,19 @@ export class Sender {
       return;
     }
     try {
-      const answers = await client.sendBatch!({
-        from: chunk.from,
-        replyTo: chunk.replyTo,
-        html: chunk.html,
-        text: chunk.text,
-        recipients: chunk.recipients.map(({ draft, html, text }) => ({
-          message: outgoing(draft),
-          html,
-          text,
-        })),
-      });
+      const answers = await this.timed(client, () =>
+        client.sendBatch!({
+          from: chunk.from,
+          replyTo: chunk.replyTo,
+          html: chunk.html,
+          text: chunk.text,
+          recipients: chunk.recipients.map(({ draft, html, text }) => ({
+            message: outgoing(draft),
+            html,
+            text,
+          })),
+        }),
+      );
       chunk.recipients.forEach(({ draft }, i) => accepted(batch, draft, client, answers[i]));
     } catch (err) {
       for (const { draft } of chunk.recipients) {
@@ -456,7 +461,8 @@ export class Sender {
         await repo.release(row, new Date(Date.now() + wait));
         return "retried";
       }
-      accepted(batch, draft, client, await client.send(outgoing(draft)));
+      const sending = client;
+      accepted(batch, draft, client, await this.timed(client, () => sending.send(outgoing(draft))));
       return "sent";
     } catch (err) {
       if (client && err instanceof ProviderError && err.transient) tally(batch, client, "transientFailures");
@@ -524,6 +530,7 @@ export class Sender {
     const { row } = draft;
     if (!targets.length) {
       await repo.markSuppressed(row, "invalid_address", "The contact has no active push subscription");
+      countMessages(this.broker.metrics, row.channel, "suppressed");
       return "suppressed";
     }
     // Each subscription's send counts against its provider type's rate limit (PROVIDER_RATE_LIMITS), as a message does on other channels.
@@ -669,16 +676,28 @@ export class Sender {
         draft.content = { ...draft.content, html: addOpenPixel(draft.content.html as string, draft.row.id) };
   }
 
+  /** A provider's send request, timed and its errors counted by provider type (lib/business-metrics.ts). */
+  private timed<T>(client: ProviderClient, send: () => Promise<T>): Promise<T> {
+    return timeProviderSend(
+      this.broker.metrics,
+      client.type,
+      (err) => err instanceof ProviderError && err.transient,
+      send,
+    );
+  }
+
   private async failed(row: ClaimedMessage, err: unknown, final = false): Promise<keyof PassResult> {
     const message = err instanceof Error ? err.message : String(err);
     if (err instanceof ProviderError && err.suppression) {
       await repo.markSuppressed(row, err.suppression, message);
+      countMessages(this.broker.metrics, row.channel, "suppressed");
       return "suppressed";
     }
     const permanent = err instanceof TemplateFault || (err instanceof ProviderError && !err.transient);
     const delays = config().messageRetryDelaysMs;
     if (permanent || final || row.attempts > delays.length) {
       await repo.markFailed(row, message);
+      countMessages(this.broker.metrics, row.channel, "failed");
       return "failed";
     }
     this.logger.warn(`Send of message ${row.id} failed (attempt ${row.attempts}), retrying: ${message}`);

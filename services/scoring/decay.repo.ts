@@ -1,5 +1,7 @@
 import { QueryTypes, type Transaction } from "sequelize";
-import { database } from "../../lib/database";
+import { database, selectRows } from "../../lib/database";
+import type { QueueFigures } from "../../lib/business-metrics";
+import { queueFigures, queueFiguresSql, type QueueFiguresRow } from "../../lib/queue-stats";
 
 export interface DecayedScore {
   workspaceId: string;
@@ -8,6 +10,16 @@ export interface DecayedScore {
 }
 
 /** The statements of score decay (decay.ts). */
+
+/** Score decay across workspaces as a queue (lib/queue-stats.ts): history entries still to decay. */
+export async function decayQueueFigures(): Promise<QueueFigures> {
+  const [row] = await selectRows<QueueFiguresRow>(
+    `SELECT ${queueFiguresSql("decays_at <= now()", "decays_at")} FROM score_history
+      WHERE decays_at IS NOT NULL AND decayed_at IS NULL`,
+    [],
+  );
+  return queueFigures("score_decay", row);
+}
 
 /** Expire the due entries selected by `where` over `h` (rows another transaction holds are left to it). */
 export async function expireDue(

@@ -9,6 +9,8 @@ import { pageRequest } from "../../lib/pagination";
 import { isServiceAvailable } from "../../lib/registry";
 import { systemCall } from "../../lib/system-call";
 import { workspaceOf } from "../../lib/tenancy";
+import { queueStatsAction } from "../../lib/queue-stats";
+import { decayQueueFigures } from "./decay.repo";
 import { BackgroundMixin } from "../../mixins/background";
 import { DatabaseMixin } from "../../mixins/database.mixin";
 import { decayDue } from "./decay";
@@ -227,6 +229,9 @@ export default defineService<ScoringService>({
         return this.applyDecay();
       },
     }),
+
+    /** Internal (timer, operators' `queues`): score entries still to decay, set in this process's gauges too. */
+    queueStats: queueStatsAction(async () => [await decayQueueFigures()]),
   },
 
   methods: {

@@ -1,7 +1,9 @@
 import { QueryTypes, type Transaction } from "sequelize";
 import { config } from "../../lib/config";
 import { newId } from "../../lib/crypto";
-import { database } from "../../lib/database";
+import { database, selectRows } from "../../lib/database";
+import type { QueueFigures } from "../../lib/business-metrics";
+import { queueFigures, queueFiguresSql, type QueueFiguresRow } from "../../lib/queue-stats";
 import { conflict, validationError } from "../../lib/errors";
 import { selectPage, type Page, type PageRequest } from "../../lib/pagination";
 import { findCycle, validateFilter, type FilterFacts, type FilterGroup } from "./filter-schema";
@@ -212,6 +214,16 @@ export async function claimTimeRefresh(
       RETURNING s.id, s.workspace_id AS "workspaceId"`,
     { bind: [limit, periodMs], type: QueryTypes.SELECT },
   );
+}
+
+/** Time-relative dynamic segments across workspaces as a queue (lib/queue-stats.ts), due at their next refresh. */
+export async function timeRefreshQueueFigures(): Promise<QueueFigures> {
+  const [row] = await selectRows<QueueFiguresRow>(
+    `SELECT ${queueFiguresSql("next_refresh_at <= now()", "next_refresh_at")} FROM segments
+      WHERE time_relative AND type = 'dynamic' AND NOT computing`,
+    [],
+  );
+  return queueFigures("segment_time_refresh", row);
 }
 
 /** Delete a segment; refused while another segment's filter references it. False: no such segment. */

@@ -7,6 +7,7 @@ import { pageRequest } from "../../lib/pagination";
 import { isServiceAvailable } from "../../lib/registry";
 import { systemCall } from "../../lib/system-call";
 import { workspaceOf } from "../../lib/tenancy";
+import { queueStatsAction } from "../../lib/queue-stats";
 import { BackgroundMixin } from "../../mixins/background";
 import { DatabaseMixin } from "../../mixins/database.mixin";
 import { computeMembership, prepareFilter, recomputeJob } from "./compute";
@@ -259,6 +260,9 @@ export default defineService<SegmentsService>({
         return this.refreshTimeBased();
       },
     }),
+
+    /** Internal (timer, operators' `queues`): time-relative segments' refreshes, set in this process's gauges too. */
+    queueStats: queueStatsAction(async () => [await repo.timeRefreshQueueFigures()]),
 
     /** Internal (scoring recalculation): full recompute of every segment whose filter uses `score`. */
     recomputeScoreSegments: defineAction({

@@ -4,6 +4,8 @@ import { newId } from "../../lib/crypto";
 import { Binds, database, queryPrepared, selectRows } from "../../lib/database";
 import type { DomainEvent } from "../../lib/domain-events";
 import { selectPage, type Page, type PageRequest } from "../../lib/pagination";
+import type { QueueFigures } from "../../lib/business-metrics";
+import { queueFigures, queueFiguresSql, type QueueFiguresRow } from "../../lib/queue-stats";
 import { deliveryBody } from "./signature";
 import type { Delivery } from "./webhooks.schemas";
 
@@ -142,6 +144,16 @@ const QUEUED = `next_attempt_at IS NOT NULL AND direction = 'OUTBOUND'`;
 
 /** `$1`: each endpoint's room by id (jsonb), `$2`: the room of an endpoint not named. */
 const ROOM = `coalesce((CAST($1 AS jsonb) ->> endpoint_id)::int, $2::int)`;
+
+/** The outbound queue's figures across workspaces (lib/queue-stats.ts); deliveries a live claim holds are in flight. */
+export async function queueFiguresOfDeliveries(): Promise<QueueFigures> {
+  const [row] = await selectRows<QueueFiguresRow>(
+    `SELECT ${queueFiguresSql("next_attempt_at <= now()", "next_attempt_at")} FROM webhook_deliveries
+      WHERE ${QUEUED} AND (claimed_until IS NULL OR claimed_until < now())`,
+    [],
+  );
+  return queueFigures("webhook_deliveries", row);
+}
 
 /**
  * Claim due deliveries with FOR UPDATE SKIP LOCKED and a lease: a replica

@@ -3,6 +3,7 @@ import https from "node:https";
 import type { LookupFunction } from "node:net";
 import type { LoggerInstance, MetricRegistry } from "moleculer";
 import * as deliveriesRepo from "./deliveries.repo";
+import { countWebhookDeliveries } from "../../lib/business-metrics";
 import { stepPoller } from "../../lib/periodic-steps";
 import { open } from "../../lib/secret-box";
 import type { Poller } from "../../lib/worker";
@@ -26,7 +27,7 @@ export interface DispatcherOptions {
   endpointConcurrency: number;
   /** Whether the SSRF guard applies (production unless private targets are allowed). */
   guard: () => boolean;
-  /** The broker's metrics, for the claim loop's passes. */
+  /** The broker's metrics: the claim loop's passes, the deliveries' outcomes. */
   metrics?: MetricRegistry;
 }
 
@@ -157,6 +158,10 @@ export class Sender {
     this.httpsAgent.destroy();
   }
 }
+
+/** What an attempt came to: delivered, to be tried again, or dead (retries spent, or a retry by hand that failed). */
+export const outcomeOf = (result: deliveriesRepo.AttemptResult) =>
+  result.success ? "delivered" : result.nextAttemptAt ? "retry" : "dead";
 
 /** One attempt for a claimed delivery: sign, send, and say what to record. */
 export async function attempt(
@@ -476,6 +481,7 @@ export class Dispatcher {
   private finished(row: deliveriesRepo.ClaimedDelivery, outcome?: deliveriesRepo.AttemptResult): void {
     const load = this.load.get(row.endpoint_id);
     if (load) load.sends.delete(row.id);
+    if (outcome) countWebhookDeliveries(this.opts.metrics, outcomeOf(outcome));
     if (outcome && outcome.durationMs !== null) {
       if (load) {
         load.fast = outcome.success && outcome.durationMs < this.fastMs;

@@ -1,15 +1,17 @@
 import { Type } from "@sinclair/typebox";
 import { actingUserId, audit } from "../../lib/audit";
+import { countWebhookDeliveries } from "../../lib/business-metrics";
 import { config } from "../../lib/config";
 import { DOMAIN_EVENTS_CHANNEL, type DomainEvent } from "../../lib/domain-events";
 import { defineAction, defineService, type ServiceThis } from "../../lib/define-service";
 import { conflict, fieldError, found, notFound, notRetryable } from "../../lib/errors";
 import { pageRequest } from "../../lib/pagination";
+import { queueStatsAction } from "../../lib/queue-stats";
 import { workspaceOf } from "../../lib/tenancy";
 import { DatabaseMixin } from "../../mixins/database.mixin";
 import { BackgroundMixin } from "../../mixins/background";
 import { OutboxRelayMixin } from "../../mixins/outbox-relay";
-import { attempt, Dispatcher } from "./dispatcher";
+import { attempt, Dispatcher, outcomeOf } from "./dispatcher";
 import { receiveInbound, REPLAY_WINDOW_SECONDS } from "./inbound";
 import { seal } from "../../lib/secret-box";
 import { newSecret } from "./signature";
@@ -182,6 +184,7 @@ export default defineService<WebhooksService>({
           scheduleRetries: false,
         });
         await deliveriesRepo.recordAttempts([result]);
+        countWebhookDeliveries(this.broker.metrics, outcomeOf(result));
         await audit(
           ctx,
           "webhook.delivery.retried",
@@ -217,6 +220,9 @@ export default defineService<WebhooksService>({
         return this.dispatcher.runOnce();
       },
     }),
+
+    /** Internal (timer, operators' `queues`): the outbound queue's figures, set in this process's gauges too. */
+    queueStats: queueStatsAction(async () => [await deliveriesRepo.queueFiguresOfDeliveries()]),
 
     /** Internal (timer, cron tick): forget inbound signatures older than the replay window; answers how many. */
     pruneReplays: defineAction({
