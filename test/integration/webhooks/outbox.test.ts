@@ -149,7 +149,8 @@ test("an event's fact is staged by its insert and delivered with every recorded 
   await sentinel("sentinel.d");
   expect(received("rolled.back")).toHaveLength(0);
   expect(received("contact.updated")).toHaveLength(0);
-  expect(await staged()).toBe(0);
+  // The relay deletes a sent fact once the channel holds it, which may be after its delivery arrived.
+  await waitFor(async () => (await staged()) === 0, 5000, "the outbox to empty");
 });
 
 test("a failed send leaves the facts staged (the writes still answer), counted and on backoff, and a later pass sends them once", async () => {
