@@ -120,3 +120,50 @@ export function retentionActions(
     }),
   };
 }
+
+/** One statement's runner, as the owning repo picks it (`queryPrepared` on hot tables, else `selectRows`). */
+export type CountQuery = (sql: string, bind: unknown[]) => Promise<Array<{ n: number }>>;
+
+export interface PurgeTable {
+  /** The owning area's table, a plain lower-case identifier (it is spliced into the SQL). */
+  table: string;
+  /** The time a row is aged by (indexed with workspace_id, so the batch is picked by that index). */
+  timeColumn: string;
+  /** SQL condition over the table's columns for rows kept whatever their age (a queued send, say). */
+  keep?: string;
+}
+
+const IDENTIFIER = /^[a-z_][a-z0-9_]*$/;
+
+/**
+ * The two statements behind an area's count and purge: `count` binds
+ * ($1 workspace, $2 before), `purge` also $3 limit. The purge picks its batch
+ * oldest first and deletes it by ctid in one short statement, the condition
+ * restated so a row changed meanwhile (no longer purgeable) is left.
+ */
+export function purgeStatements({ table, timeColumn, keep }: PurgeTable): { count: string; purge: string } {
+  for (const name of [table, timeColumn]) {
+    if (!IDENTIFIER.test(name)) throw new Error(`Not a plain SQL identifier: ${JSON.stringify(name)}`);
+  }
+  const purgeable = `workspace_id = $1 AND ${timeColumn} < $2${keep ? ` AND NOT (${keep})` : ""}`;
+  return {
+    count: `SELECT count(*)::int AS n FROM ${table} WHERE ${purgeable}`,
+    purge: `WITH gone AS (
+       DELETE FROM ${table}
+        WHERE ctid = ANY(ARRAY(SELECT ctid FROM ${table} WHERE ${purgeable} ORDER BY ${timeColumn} LIMIT $3))
+          AND ${purgeable}
+       RETURNING 1)
+     SELECT count(*)::int AS n FROM gone`,
+  };
+}
+
+/** An area's count and batch delete for its table (what `retentionActions` takes), run through `query`. */
+export function retentionPurge(target: PurgeTable, query: CountQuery) {
+  const sql = purgeStatements(target);
+  return {
+    countBefore: async (workspaceId: string, before: Date): Promise<number> =>
+      (await query(sql.count, [workspaceId, before]))[0].n,
+    deleteBefore: async (workspaceId: string, before: Date, limit: number): Promise<number> =>
+      (await query(sql.purge, [workspaceId, before, limit]))[0].n,
+  };
+}

@@ -4,6 +4,7 @@ import { newId } from "../../lib/crypto";
 import { Binds, database, isoTimeSql, queryPrepared } from "../../lib/database";
 import { wakeOutboxRelays } from "../../lib/outbox";
 import { selectPage, type Page, type PageRequest } from "../../lib/pagination";
+import { retentionPurge } from "../../lib/retention";
 import type { ActivityItem, EventListItem, EventRecord, RecordInput } from "./events.schemas";
 
 interface EventRow {
@@ -214,30 +215,11 @@ export async function claimSession(
   return rows.length;
 }
 
-/** Retention: the workspace's events whose own `timestamp` is before `before` (what a purge deletes now). */
-export async function countBefore(workspaceId: string, before: Date): Promise<number> {
-  const [row] = await queryPrepared<{ n: number }>(
-    `SELECT count(*)::int AS n FROM events WHERE workspace_id = $1 AND timestamp < $2`,
-    [workspaceId, before],
-  );
-  return row.n;
-}
-
 /**
- * Retention: delete up to `limit` of those, oldest first, picked through
- * (workspace_id, timestamp) and deleted by ctid in one short statement (the
- * condition restated, so a row changed meanwhile is left). Answers how many.
+ * Retention: the workspace's events whose own `timestamp` is before `before`,
+ * counted and deleted in batches oldest first (lib/retention.ts).
  */
-export async function deleteBefore(workspaceId: string, before: Date, limit: number): Promise<number> {
-  const [row] = await queryPrepared<{ n: number }>(
-    `WITH gone AS (
-       DELETE FROM events
-        WHERE ctid = ANY(ARRAY(SELECT ctid FROM events WHERE workspace_id = $1 AND timestamp < $2
-                                ORDER BY timestamp LIMIT $3))
-          AND workspace_id = $1 AND timestamp < $2
-       RETURNING 1)
-     SELECT count(*)::int AS n FROM gone`,
-    [workspaceId, before, limit],
-  );
-  return row.n;
-}
+export const { countBefore, deleteBefore } = retentionPurge(
+  { table: "events", timeColumn: "timestamp" },
+  queryPrepared,
+);

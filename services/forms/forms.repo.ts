@@ -2,6 +2,7 @@ import { MicroBatcher } from "../../lib/batcher";
 import { newId } from "../../lib/crypto";
 import { Binds, likeEscape, selectRows } from "../../lib/database";
 import { selectPage, sortOrder, type Page, type PageRequest } from "../../lib/pagination";
+import { retentionPurge } from "../../lib/retention";
 import type { FormField, FormSettings, FormView, SubmissionView } from "./forms.schemas";
 
 /** The SQL of forms, their submissions and their daily views; every statement is scoped by workspace. */
@@ -247,30 +248,8 @@ export async function dailyCounts(
   return rows.map((r) => ({ date: r.date, views: Number(r.views), submissions: Number(r.submissions) }));
 }
 
-/** Retention: the workspace's form submissions created before `before` (what a purge deletes now). */
-export async function countSubmissionsBefore(workspaceId: string, before: Date): Promise<number> {
-  const [row] = await selectRows<{ n: number }>(
-    `SELECT count(*)::int AS n FROM form_submissions WHERE workspace_id = $1 AND created_at < $2`,
-    [workspaceId, before],
-  );
-  return row.n;
-}
-
-/** Retention: delete up to `limit` of those, oldest first through (workspace_id, created_at), by ctid in one short statement. */
-export async function deleteSubmissionsBefore(
-  workspaceId: string,
-  before: Date,
-  limit: number,
-): Promise<number> {
-  const [row] = await selectRows<{ n: number }>(
-    `WITH gone AS (
-       DELETE FROM form_submissions
-        WHERE ctid = ANY(ARRAY(SELECT ctid FROM form_submissions WHERE workspace_id = $1 AND created_at < $2
-                                ORDER BY created_at LIMIT $3))
-          AND workspace_id = $1 AND created_at < $2
-       RETURNING 1)
-     SELECT count(*)::int AS n FROM gone`,
-    [workspaceId, before, limit],
-  );
-  return row.n;
-}
+/** Retention: the workspace's form submissions created before `before`, in batches oldest first (lib/retention.ts). */
+export const { countBefore: countSubmissionsBefore, deleteBefore: deleteSubmissionsBefore } = retentionPurge(
+  { table: "form_submissions", timeColumn: "created_at" },
+  selectRows,
+);

@@ -1,6 +1,6 @@
 import type { Transaction } from "sequelize";
 import { newId } from "../../lib/crypto";
-import { selectRows } from "../../lib/database";
+import { Binds, selectRows } from "../../lib/database";
 import type { InboxChannel } from "../../lib/channels";
 import type { InboxMessageView } from "./inbox.schemas";
 import type { ThreadRow } from "./threads.repo";
@@ -153,65 +153,38 @@ export interface SendOutcome {
   providerMessageId: string | null;
 }
 
-/** What the send path answered for an outbound message. */
+/**
+ * What the send path answered for an outbound message, and with `turn` (a
+ * new answer) its thread's turn in the same statement: a member's (or an API
+ * client's) answer leaves the thread waiting on the contact (`pending`), read
+ * and answered; an auto-reply only moves its last message time. A reply sent
+ * again leaves its thread as it is.
+ */
 export async function recordOutcome(
   workspaceId: string,
   id: string,
   outcome: SendOutcome,
+  turn?: { threadId: string; byMember: boolean },
 ): Promise<InboxMessageRow> {
-  const [row] = await selectRows<InboxMessageRow>(
-    `UPDATE inbox_messages SET status = $3, error = $4, message_id = $5, provider_id = $6, provider_message_id = $7,
+  const b = new Binds([workspaceId, id]);
+  const answer = `UPDATE inbox_messages
+        SET status = ${b.p(outcome.status)}, error = ${b.p(outcome.error)}, message_id = ${b.p(outcome.messageId)},
+            provider_id = ${b.p(outcome.providerId)}, provider_message_id = ${b.p(outcome.providerMessageId)},
             updated_at = now()
-      WHERE workspace_id = $1 AND id = $2 RETURNING *`,
-    [
-      workspaceId,
-      id,
-      outcome.status,
-      outcome.error,
-      outcome.messageId,
-      outcome.providerId,
-      outcome.providerMessageId,
-    ],
-  );
-  return row;
-}
-
-/**
- * An answer's outcome, and its thread's turn: a member's (or an API
- * client's) answer leaves the thread waiting on the contact (`pending`),
- * read and answered; an auto-reply only moves its last message time.
- */
-export async function recordAnswer(
-  workspaceId: string,
-  threadId: string,
-  id: string,
-  outcome: SendOutcome,
-  byMember: boolean,
-): Promise<InboxMessageRow> {
+      WHERE workspace_id = $1 AND id = $2 RETURNING *`;
   const [row] = await selectRows<InboxMessageRow>(
-    `WITH answer AS (
-       UPDATE inbox_messages SET status = $4, error = $5, message_id = $6, provider_id = $7, provider_message_id = $8,
-              updated_at = now()
-        WHERE workspace_id = $1 AND id = $3 RETURNING *
-     ), thread AS (
-       UPDATE inbox_threads SET ${
-         byMember
-           ? `status = CASE WHEN status = 'closed' THEN status ELSE 'pending' END, unread = 0, awaiting_since = NULL,`
-           : ""
-       } last_message_at = now(), updated_at = now()
-        WHERE workspace_id = $1 AND id = $2
-     )
-     SELECT * FROM answer`,
-    [
-      workspaceId,
-      threadId,
-      id,
-      outcome.status,
-      outcome.error,
-      outcome.messageId,
-      outcome.providerId,
-      outcome.providerMessageId,
-    ],
+    turn
+      ? `WITH answer AS (${answer}), thread AS (
+           UPDATE inbox_threads SET ${
+             turn.byMember
+               ? `status = CASE WHEN status = 'closed' THEN status ELSE 'pending' END, unread = 0, awaiting_since = NULL,`
+               : ""
+           } last_message_at = now(), updated_at = now()
+            WHERE workspace_id = $1 AND id = ${b.p(turn.threadId)}
+         )
+         SELECT * FROM answer`
+      : answer,
+    b.values,
   );
   return row;
 }

@@ -111,5 +111,5 @@ export async function sendAnswer(
   answered: Answered | null,
 ): Promise<InboxMessageRow> {
   const outcome = await send(from, ws, thread, row, answered);
-  return messages.recordAnswer(ws, thread.id, row.id, outcome, byMember);
+  return messages.recordOutcome(ws, row.id, outcome, { threadId: thread.id, byMember });
 }

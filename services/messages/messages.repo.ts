@@ -5,6 +5,7 @@ import { stageDomainEvents } from "../../lib/outbox";
 import { selectPage, type Page, type PageRequest } from "../../lib/pagination";
 import type { QueueFigures } from "../../lib/business-metrics";
 import { queueFigures, queueFiguresSql, type QueueFiguresRow } from "../../lib/queue-stats";
+import { retentionPurge } from "../../lib/retention";
 import type { Channel } from "../../lib/channels";
 import type { Content } from "../templates/render";
 import type { MessageDetail, MessageView, ShortLinkView } from "./messages.schemas";
@@ -672,31 +673,13 @@ export async function listShortLinks(
 }
 
 /**
- * Retention: what a purge before `before` deletes now. Messages by their
- * created time, except those still queued or sending (a scheduled send is
- * not data to expire). Their push deliveries go with them (ON DELETE
- * CASCADE); clicks, inbox links and callbacks keep the message's id as history.
+ * Retention: what a purge before `before` deletes, in batches oldest first
+ * (lib/retention.ts). Messages by their created time, except those still
+ * queued or sending (a scheduled send is not data to expire). Their push
+ * deliveries go with them (ON DELETE CASCADE); clicks, inbox links and
+ * callbacks keep the message's id as history.
  */
-const PURGEABLE = `workspace_id = $1 AND created_at < $2 AND status NOT IN ('queued', 'sending')`;
-
-export async function countBefore(workspaceId: string, before: Date): Promise<number> {
-  const [row] = await queryPrepared<{ n: number }>(
-    `SELECT count(*)::int AS n FROM messages WHERE ${PURGEABLE}`,
-    [workspaceId, before],
-  );
-  return row.n;
-}
-
-/** Retention: delete up to `limit` of those, oldest first through (workspace_id, created_at), by ctid in one short statement. */
-export async function deleteBefore(workspaceId: string, before: Date, limit: number): Promise<number> {
-  const [row] = await queryPrepared<{ n: number }>(
-    `WITH gone AS (
-       DELETE FROM messages
-        WHERE ctid = ANY(ARRAY(SELECT ctid FROM messages WHERE ${PURGEABLE} ORDER BY created_at LIMIT $3))
-          AND ${PURGEABLE}
-       RETURNING 1)
-     SELECT count(*)::int AS n FROM gone`,
-    [workspaceId, before, limit],
-  );
-  return row.n;
-}
+export const { countBefore, deleteBefore } = retentionPurge(
+  { table: "messages", timeColumn: "created_at", keep: `status IN ('queued', 'sending')` },
+  queryPrepared,
+);

@@ -6,6 +6,7 @@ import type { DomainEvent } from "../../lib/domain-events";
 import { selectPage, type Page, type PageRequest } from "../../lib/pagination";
 import type { QueueFigures } from "../../lib/business-metrics";
 import { queueFigures, queueFiguresSql, type QueueFiguresRow } from "../../lib/queue-stats";
+import { retentionPurge } from "../../lib/retention";
 import { deliveryBody } from "./signature";
 import type { Delivery } from "./webhooks.schemas";
 
@@ -319,30 +320,12 @@ export async function endpointsWithQueue(ids: string[]): Promise<string[]> {
 }
 
 /**
- * Retention: what a purge before `before` deletes now. Deliveries by their
- * created time, except outbound ones still queued for an attempt (dropping
- * one would lose a fact its endpoint has not had).
+ * Retention: what a purge before `before` deletes, in batches oldest first
+ * (lib/retention.ts). Deliveries by their created time, except outbound ones
+ * still queued for an attempt (dropping one would lose a fact its endpoint
+ * has not had).
  */
-const PURGEABLE = `workspace_id = $1 AND created_at < $2 AND NOT (${QUEUED})`;
-
-export async function countBefore(workspaceId: string, before: Date): Promise<number> {
-  const [row] = await selectRows<{ n: number }>(
-    `SELECT count(*)::int AS n FROM webhook_deliveries WHERE ${PURGEABLE}`,
-    [workspaceId, before],
-  );
-  return row.n;
-}
-
-/** Retention: delete up to `limit` of those, oldest first through (workspace_id, created_at), by ctid in one short statement. */
-export async function deleteBefore(workspaceId: string, before: Date, limit: number): Promise<number> {
-  const [row] = await selectRows<{ n: number }>(
-    `WITH gone AS (
-       DELETE FROM webhook_deliveries
-        WHERE ctid = ANY(ARRAY(SELECT ctid FROM webhook_deliveries WHERE ${PURGEABLE} ORDER BY created_at LIMIT $3))
-          AND ${PURGEABLE}
-       RETURNING 1)
-     SELECT count(*)::int AS n FROM gone`,
-    [workspaceId, before, limit],
-  );
-  return row.n;
-}
+export const { countBefore, deleteBefore } = retentionPurge(
+  { table: "webhook_deliveries", timeColumn: "created_at", keep: QUEUED },
+  selectRows,
+);

@@ -1,4 +1,4 @@
-import { retentionPolicy, RetentionSetting } from "../../lib/retention";
+import { purgeStatements, retentionPolicy, retentionPurge, RetentionSetting } from "../../lib/retention";
 import { compileParamsChecker } from "../../lib/schema";
 import { cutoffsOf } from "../../services/retention/purge";
 
@@ -46,4 +46,57 @@ test("settings.retention: days 1-3650 or null, and no other key", () => {
     expect(issues).not.toBe(true);
     expect((issues as Array<{ field: string }>).map((i) => i.field)).toContain(field);
   }
+});
+
+const oneLine = (sql: string) => sql.replace(/\s+/g, " ").trim();
+
+test("a purge counts, and deletes oldest first by ctid, the workspace's rows before the cutoff", () => {
+  const sql = purgeStatements({ table: "events", timeColumn: "timestamp" });
+  expect(oneLine(sql.count)).toBe(
+    "SELECT count(*)::int AS n FROM events WHERE workspace_id = $1 AND timestamp < $2",
+  );
+  expect(oneLine(sql.purge)).toBe(
+    "WITH gone AS ( DELETE FROM events" +
+      " WHERE ctid = ANY(ARRAY(SELECT ctid FROM events WHERE workspace_id = $1 AND timestamp < $2 ORDER BY timestamp LIMIT $3))" +
+      " AND workspace_id = $1 AND timestamp < $2 RETURNING 1) SELECT count(*)::int AS n FROM gone",
+  );
+});
+
+test("rows matching `keep` are neither counted nor deleted, the condition restated in the delete", () => {
+  const sql = purgeStatements({ table: "messages", timeColumn: "created_at", keep: "status IN ('queued')" });
+  const purgeable = "workspace_id = $1 AND created_at < $2 AND NOT (status IN ('queued'))";
+  expect(oneLine(sql.count)).toBe(`SELECT count(*)::int AS n FROM messages WHERE ${purgeable}`);
+  expect(oneLine(sql.purge)).toContain(
+    `SELECT ctid FROM messages WHERE ${purgeable} ORDER BY created_at LIMIT $3)) AND ${purgeable} RETURNING 1`,
+  );
+});
+
+test("the table and time column must be plain identifiers", () => {
+  for (const [table, timeColumn] of [
+    ["events; DROP TABLE events", "timestamp"],
+    ['"events"', "timestamp"],
+    ["public.events", "timestamp"],
+    ["Events", "timestamp"],
+    ["", "timestamp"],
+    ["events", "created_at DESC"],
+    ["events", "1created"],
+  ]) {
+    expect(() => purgeStatements({ table, timeColumn })).toThrow(/Not a plain SQL identifier/);
+  }
+  expect(() => purgeStatements({ table: "webhook_deliveries", timeColumn: "created_at" })).not.toThrow();
+});
+
+test("count and delete run through the repo's query function with the workspace, cutoff and limit bound", async () => {
+  const calls: Array<[string, unknown[]]> = [];
+  const purge = retentionPurge({ table: "form_submissions", timeColumn: "created_at" }, async (sql, bind) => {
+    calls.push([sql, bind]);
+    return [{ n: calls.length * 10 }];
+  });
+  const before = new Date("2026-01-01T00:00:00.000Z");
+  expect(await purge.countBefore("ws1", before)).toBe(10);
+  expect(await purge.deleteBefore("ws1", before, 500)).toBe(20);
+  expect(calls.map(([sql, bind]) => [sql.trim().split(/\s+/)[0], bind])).toEqual([
+    ["SELECT", ["ws1", before]],
+    ["WITH", ["ws1", before, 500]],
+  ]);
 });
