@@ -1,5 +1,6 @@
 import { parse } from "csv-parse/sync";
 import { database } from "../../../lib/database";
+import type { BackgroundState } from "../../../mixins/background";
 import { systemCall } from "../../../lib/system-call";
 import { crmWorld, type CrmWorld } from "../crm/crm-fixtures";
 import { nextRunAfter } from "../../../services/reports/due-times";
@@ -335,7 +336,12 @@ describe("schedules", () => {
         recipients: ["claimed@example.test"],
       })
     ).body;
-    // Due in an hour, claimed as if it were two hours from now: the service's own timer cannot take it first.
+    // The service's own timer stops here: the pass below is the one that finds the claimed job.
+    const reports = w.app.broker.getLocalService("reports") as unknown as BackgroundState;
+    await Promise.all(
+      reports.timerSteps.filter((p) => p.name === "reports.runDueSchedules").map((p) => p.stop()),
+    );
+    // Due in an hour, claimed as if it were two hours from now.
     await sql(`UPDATE report_schedules SET next_run_at = now() + interval '1 hour' WHERE id = $1`, [
       schedule.id,
     ]);
