@@ -98,23 +98,33 @@ export function countMessages(
   if (n > 0) registry(metrics)?.increment(BUSINESS_METRICS.messages, { channel, status }, n);
 }
 
-/** Times a provider's send request, counting it as an error when it throws (and rethrowing). */
+/** Why a provider's send request failed: passing (retried) or not. */
+export type SendErrorKind = "transient" | "permanent";
+
+/**
+ * Times a provider's send request, counting it as an error when it throws
+ * (and rethrowing), or when `failureOf` names its answer a failure (push
+ * clients answer their failures instead of throwing them).
+ */
 export async function timeProviderSend<T>(
   metrics: MetricRegistry | undefined,
   providerType: string,
   isTransient: (err: unknown) => boolean,
   send: () => Promise<T>,
+  failureOf?: (answer: T) => SendErrorKind | null,
 ): Promise<T> {
   const reg = registry(metrics);
   if (!reg) return send();
   const started = performance.now();
+  const countError = (kind: SendErrorKind) =>
+    reg.increment(BUSINESS_METRICS.providerSendErrors, { provider_type: providerType, kind });
   try {
-    return await send();
+    const answer = await send();
+    const failure = failureOf?.(answer);
+    if (failure) countError(failure);
+    return answer;
   } catch (err) {
-    reg.increment(BUSINESS_METRICS.providerSendErrors, {
-      provider_type: providerType,
-      kind: isTransient(err) ? "transient" : "permanent",
-    });
+    countError(isTransient(err) ? "transient" : "permanent");
     throw err;
   } finally {
     reg.observe(BUSINESS_METRICS.providerSendDuration, performance.now() - started, {

@@ -1,4 +1,4 @@
-import { QueryTypes } from "sequelize";
+import { QueryTypes, type Transaction } from "sequelize";
 import type { Scope } from "./access";
 import { newId } from "./crypto";
 import type { QueueFigures } from "./business-metrics";
@@ -11,7 +11,9 @@ import { queueFigures, queueFiguresSql, type QueueFiguresRow } from "./queue-sta
  * Long work as a job with progress. The row is written first and the caller
  * answers 202 `{jobId}` at once; the work runs in this process, writing
  * progress (which doubles as a heartbeat). A job whose process died stops
- * heartbeating and is marked failed by `failAbandonedJobs`.
+ * heartbeating and is marked failed by `failAbandonedJobs`. A job that must
+ * commit with another write is queued in that write's transaction
+ * (`queueJobs`) and started by its owner (`startQueuedJobs`).
  *
  * A job that can stop halfway without harm (each step it took stands on its
  * own, and running it again finishes the work) names the permission its
@@ -78,15 +80,104 @@ export async function startJob(
       ],
     },
   );
+  return { jobId, done: runJob(jobId, spec.total ?? null, work, onError) };
+}
 
+/** A job to queue: its spec and what its work needs to start (stored as JSON). */
+export interface QueuedJobSpec<I> extends JobSpec {
+  input: I;
+}
+
+/**
+ * Queue jobs in the caller's transaction, in one statement: they commit (or
+ * not) with the caller's write, so a write that commits always has its jobs.
+ * Their owner starts them with `startQueuedJobs`; until then they are
+ * `queued` (listed, cancellable when they name a permission).
+ */
+export async function queueJobs<I>(specs: QueuedJobSpec<I>[], transaction: Transaction): Promise<string[]> {
+  if (!specs.length) return [];
+  const ids = specs.map(() => newId());
+  await selectRows(
+    `INSERT INTO jobs (id, workspace_id, type, status, progress_total, created_by, cancel_permission, input)
+     SELECT id, workspace_id, type, 'queued', total, created_by, cancel_permission, input
+       FROM unnest($1::text[], $2::text[], $3::text[], $4::int[], $5::text[], $6::text[], $7::jsonb[])
+            AS q(id, workspace_id, type, total, created_by, cancel_permission, input)
+     RETURNING id`,
+    [
+      ids,
+      specs.map((s) => s.workspaceId),
+      specs.map((s) => s.type),
+      specs.map((s) => s.total ?? null),
+      specs.map((s) => s.createdBy ?? null),
+      specs.map((s) => s.cancelPermission ?? null),
+      specs.map((s) => JSON.stringify(s.input)),
+    ],
+    transaction,
+  );
+  return ids;
+}
+
+/** A queued job as its owner starts it. */
+export interface StartedJob<I> {
+  jobId: string;
+  workspaceId: string;
+  input: I;
+}
+
+/**
+ * Start up to `limit` queued jobs of `type`, oldest first, on any number of
+ * replicas at once: each is taken (queued to running) by one of them only
+ * (`FOR UPDATE SKIP LOCKED`). Whoever queued them starts them at once; a
+ * process that died before it did leaves them queued for the next pass of
+ * the owner's periodic step. Answers the jobs started, their work under way.
+ */
+export async function startQueuedJobs<I>(
+  type: string,
+  limit: number,
+  work: (job: StartedJob<I>, progress: ProgressFn) => Promise<unknown>,
+  onError?: (job: StartedJob<I>, err: unknown) => void,
+): Promise<Array<StartedJob<I> & { done: Promise<void> }>> {
+  const rows = await selectRows<{
+    id: string;
+    workspace_id: string;
+    input: I;
+    progress_total: number | null;
+  }>(
+    `UPDATE jobs SET status = 'running', started_at = now(), heartbeat_at = now()
+      WHERE id IN (SELECT id FROM jobs WHERE type = $1 AND status = 'queued'
+                    ORDER BY created_at LIMIT $2 FOR UPDATE SKIP LOCKED)
+        AND status = 'queued'
+      RETURNING id, workspace_id, input, progress_total`,
+    [type, limit],
+  );
+  return rows.map((row) => {
+    const job: StartedJob<I> = { jobId: row.id, workspaceId: row.workspace_id, input: row.input };
+    const done = runJob(
+      row.id,
+      row.progress_total,
+      (progress) => work(job, progress),
+      onError && ((err) => onError(job, err)),
+    );
+    return { ...job, done };
+  });
+}
+
+/** The work of a running job: progress written as its heartbeat, the outcome as its end. */
+function runJob(
+  jobId: string,
+  initialTotal: number | null,
+  work: (progress: ProgressFn) => Promise<unknown>,
+  onError?: (err: unknown) => void,
+): Promise<void> {
   let lastWrite = 0;
   // The latest progress reported, written or not: the final update keeps it.
-  let reported = { done: 0, total: spec.total ?? null };
+  let reported = { done: 0, total: initialTotal };
   const progress: ProgressFn = async (done, total) => {
     reported = { done, total: total ?? reported.total };
     const now = Date.now();
     if (now - lastWrite < PROGRESS_INTERVAL_MS) return;
     lastWrite = now;
+    const sequelize = await database();
     const [row] = await sequelize.query<{ status: string }>(
       `UPDATE jobs SET progress_done = $2, progress_total = COALESCE($3::int, progress_total), heartbeat_at = now()
         WHERE id = $1 RETURNING status`,
@@ -95,7 +186,8 @@ export async function startJob(
     if (row?.status === "cancelled") throw new JobCancelled();
   };
 
-  const done = (async () => {
+  return (async () => {
+    const sequelize = await database();
     try {
       const result = await work(progress);
       await sequelize.query(
@@ -118,7 +210,6 @@ export async function startJob(
         .catch(() => undefined);
     }
   })();
-  return { jobId, done };
 }
 
 interface JobRow {

@@ -56,6 +56,7 @@ import * as inboxTakeTurn from "./0086-inbox-take-turn";
 import * as reports from "./0087-reports";
 import * as dataRetention from "./0088-data-retention";
 import * as analyticsCohortsAttribution from "./0089-analytics-cohorts-attribution";
+import * as queuedJobs from "./0090-queued-jobs";
 
 export interface Migration {
   name: string;
@@ -121,4 +122,5 @@ export const migrations: Migration[] = [
   { name: "0087-reports", up: reports.up },
   { name: "0088-data-retention", up: dataRetention.up },
   { name: "0089-analytics-cohorts-attribution", up: analyticsCohortsAttribution.up },
+  { name: "0090-queued-jobs", up: queuedJobs.up },
 ];

@@ -500,28 +500,37 @@ export async function release(row: ClaimedMessage, at: Date): Promise<void> {
  * opened) and `openedAt` is set once. (A machine's open is only recorded as
  * an event.) Null when the message does not exist.
  */
-export async function recordOpen(id: string): Promise<MessageRow | null> {
-  const sequelize = await database();
-  const [row] = await sequelize.query<MessageRow>(
-    `UPDATE messages SET opens = opens + 1, opened_at = coalesce(opened_at, now()), updated_at = now(),
-                status = CASE WHEN status IN ('sent', 'delivered') THEN 'opened' ELSE status END,
-                history = CASE WHEN status IN ('sent', 'delivered') THEN ${historyEntry("opened")} ELSE history END
-          WHERE id = $1 RETURNING *`,
-    { bind: [id], type: QueryTypes.SELECT },
+export async function recordOpen(id: string): Promise<EngagedRow | null> {
+  return engage(
+    id,
+    `opens = opens + 1, opened_at = coalesce(opened_at, now()), updated_at = now(),
+     status = CASE WHEN m.status IN ('sent', 'delivered') THEN 'opened' ELSE m.status END,
+     history = CASE WHEN m.status IN ('sent', 'delivered') THEN ${historyEntry("opened")} ELSE history END`,
   );
-  return row ?? null;
 }
 
 /** Count a person's click (a click is also an open); a machine's click leaves the message as it was. */
-export async function recordClick(id: string): Promise<MessageRow | null> {
-  const sequelize = await database();
-  const [row] = await sequelize.query<MessageRow>(
-    `UPDATE messages SET clicks = clicks + 1, clicked_at = coalesce(clicked_at, now()),
-                opened_at = coalesce(opened_at, now()), updated_at = now(),
-                status = CASE WHEN status IN ('sent', 'delivered', 'opened') THEN 'clicked' ELSE status END,
-                history = CASE WHEN status IN ('sent', 'delivered', 'opened') THEN ${historyEntry("clicked")} ELSE history END
-          WHERE id = $1 RETURNING *`,
-    { bind: [id], type: QueryTypes.SELECT },
+export async function recordClick(id: string): Promise<EngagedRow | null> {
+  return engage(
+    id,
+    `clicks = clicks + 1, clicked_at = coalesce(clicked_at, now()),
+     opened_at = coalesce(opened_at, now()), updated_at = now(),
+     status = CASE WHEN m.status IN ('sent', 'delivered', 'opened') THEN 'clicked' ELSE m.status END,
+     history = CASE WHEN m.status IN ('sent', 'delivered', 'opened') THEN ${historyEntry("clicked")} ELSE history END`,
+  );
+}
+
+/** A message after an open or click, and whether that moved its status (the business metrics count the move). */
+export type EngagedRow = MessageRow & { status_moved: boolean };
+
+/** The row is locked first, so the status it had is the one the update moved from. */
+async function engage(id: string, set: string): Promise<EngagedRow | null> {
+  const [row] = await selectRows<EngagedRow>(
+    `WITH before AS (SELECT id, status FROM messages WHERE id = $1 FOR UPDATE)
+     UPDATE messages m SET ${set}
+       FROM before WHERE m.id = before.id
+     RETURNING m.*, m.status <> before.status AS status_moved`,
+    [id],
   );
   return row ?? null;
 }

@@ -26,7 +26,7 @@ import { systemCall } from "../../lib/system-call";
 import { notificationOf, pushToAll } from "./push";
 import { capState, createMessage, enqueueMessages } from "./send";
 import { Sender, senderOf, type WorkspaceInfo } from "./sender";
-import { isMachine, PIXEL, recordActivity, SCANNER_BURST_MS } from "./tracking";
+import { countEngagement, isMachine, PIXEL, recordActivity, SCANNER_BURST_MS } from "./tracking";
 
 const WS = "/workspaces/:workspaceId";
 const tags = ["Messages"];
@@ -352,7 +352,9 @@ export default defineService<MessagesService>({
       const message = await repo.getMessageById(messageId);
       if (!message) return;
       const machine = isMachine("open", ctx.meta, message.sent_at, new Date());
-      const row = machine ? message : await repo.recordOpen(messageId);
+      const engaged = machine ? null : await repo.recordOpen(messageId);
+      if (engaged) countEngagement(this.broker, engaged);
+      const row = machine ? message : engaged;
       if (row) await recordActivity(this.broker, row, "message.open", { machine });
     },
 
@@ -376,7 +378,9 @@ export default defineService<MessagesService>({
         "Link",
       );
       const machine = agentMachine || link.burst;
-      const row = machine ? message : await repo.recordClick(messageId);
+      const engaged = machine ? null : await repo.recordClick(messageId);
+      if (engaged) countEngagement(this.broker, engaged);
+      const row = machine ? message : engaged;
       if (row) await recordActivity(this.broker, row, "message.click", { machine, url: link.url });
       return link.url;
     },

@@ -4,7 +4,7 @@ import type { ProviderEvent } from "../providers/callbacks";
 import * as repo from "./messages.repo";
 import type { MessageRow } from "./messages.repo";
 import * as events from "./provider-events.repo";
-import { recordActivity } from "./tracking";
+import { countEngagement, recordActivity } from "./tracking";
 import { systemCall } from "../../lib/system-call";
 
 /**
@@ -85,6 +85,7 @@ async function applyOne(broker: ServiceBroker, row: MessageRow, event: StatusEve
       if ((event.kind === "opened" ? tracking.opens : tracking.clicks) !== false) return;
     }
     const updated = event.kind === "opened" ? await repo.recordOpen(row.id) : await repo.recordClick(row.id);
+    if (updated) countEngagement(broker, updated);
     if (updated)
       await recordActivity(broker, updated, event.kind === "opened" ? "message.open" : "message.click", {
         machine: false,

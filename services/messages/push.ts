@@ -1,3 +1,5 @@
+import type { MetricRegistry } from "moleculer";
+import { timeProviderSend, type SendErrorKind } from "../../lib/business-metrics";
 import type {
   PushClient,
   PushNotification,
@@ -46,17 +48,39 @@ export const notificationOf = (messageId: string, content: Content): PushNotific
   image: text(content.image),
 });
 
-/** Push to each target at once through its type's client; a client that throws is a transient failure of that target only. */
+/**
+ * A push answer as a send error of the business metrics: a failure as the
+ * client says; a subscription gone is refused for good (permanent).
+ */
+export function pushFailure(outcome: PushOutcome): SendErrorKind | null {
+  if (outcome.status === "accepted") return null;
+  return outcome.status === "failed" && outcome.transient ? "transient" : "permanent";
+}
+
+/**
+ * Push to each target at once through its type's client, each request timed
+ * and its failures counted (lib/business-metrics.ts); a client that throws is
+ * a transient failure of that target only.
+ */
 export function pushToAll(
   targets: SendTarget[],
   clients: ReadonlyMap<PushSubscriptionType, PushClient>,
   notification: PushNotification,
+  metrics?: MetricRegistry,
 ): Promise<PushAttempt[]> {
   return Promise.all(
     targets.map(async (target): Promise<PushAttempt> => {
       const client = clients.get(target.type) ?? null;
       if (!client) return { target, client, outcome: { status: "skipped", code: NOT_CONFIGURED } };
-      const outcome = await client.push(target, notification).catch((err: unknown): PushOutcome => ({
+      const push = () =>
+        timeProviderSend(
+          metrics,
+          client.type,
+          () => true,
+          () => client.push(target, notification),
+          pushFailure,
+        );
+      const outcome = await push().catch((err: unknown): PushOutcome => ({
         status: "failed",
         code: (err as { code?: string }).code ?? "error",
         transient: true,

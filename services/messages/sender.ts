@@ -542,7 +542,12 @@ export class Sender {
         return "retried";
       }
     }
-    const attempts = await pushToAll(targets, clients, notificationOf(row.id, draft.content));
+    const attempts = await pushToAll(
+      targets,
+      clients,
+      notificationOf(row.id, draft.content),
+      this.broker.metrics,
+    );
     for (const { target, client, outcome } of attempts) {
       deliveries.push({
         workspaceId: row.workspace_id,

@@ -1,9 +1,10 @@
 import type { ServiceBroker } from "moleculer";
 import ipaddr from "ipaddr.js";
+import { countMessages } from "../../lib/business-metrics";
 import { isServiceAvailable } from "../../lib/registry";
 import { systemCall } from "../../lib/system-call";
 import { trackingUrl } from "./links";
-import type { MessageRow } from "./messages.repo";
+import type { EngagedRow, MessageRow } from "./messages.repo";
 
 /**
  * Open and click tracking of email HTML (contract 6): links rewritten to
@@ -114,4 +115,9 @@ export async function recordActivity(
       ...extra,
     },
   });
+}
+
+/** A person's open or click that moved the message's status (to opened or clicked) counts it there. */
+export function countEngagement(broker: ServiceBroker, row: EngagedRow): void {
+  if (row.status_moved) countMessages(broker.metrics, row.channel, row.status);
 }

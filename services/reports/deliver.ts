@@ -1,6 +1,6 @@
 import type { LoggerInstance, ServiceBroker } from "moleculer";
 import { found } from "../../lib/errors";
-import { startJob } from "../../lib/jobs";
+import { startJob, startQueuedJobs, type ProgressFn } from "../../lib/jobs";
 import { systemCall } from "../../lib/system-call";
 import { runAnswer } from "./answers";
 import { csvText, rowsOf } from "./csv";
@@ -50,53 +50,78 @@ export function reportMail(report: { id: string; name: string }, ranAt: Date, cs
   };
 }
 
-/** Start the delivery job; answers its id at once. */
+/** Start the delivery job (a run on demand); answers its id at once. */
 export async function startDelivery(
   broker: ServiceBroker,
   logger: LoggerInstance,
   delivery: Delivery,
 ): Promise<string> {
-  const { workspaceId, scheduleId, reportId, recipients } = delivery;
+  const { workspaceId, recipients } = delivery;
   const { jobId } = await startJob(
     {
       workspaceId,
-      type: "reports.deliver",
+      type: repo.DELIVERY_JOB,
       createdBy: delivery.createdBy ?? null,
-      total: recipients.length + 1,
+      total: repo.deliverySteps(recipients),
     },
-    async (progress): Promise<DeliveryResult> => {
-      const report = found(await repo.getReport(workspaceId, reportId), "Report");
-      const ranAt = new Date();
-      const result = await runAnswer(broker, workspaceId, report.endpoint, report.params);
-      await repo.markReportRun(workspaceId, reportId, ranAt);
-      const rows = rowsOf(result).length;
-      const mail = reportMail(report, ranAt, await csvText(result), rows);
-      await progress(1);
-      const messages: DeliveryResult["messages"] = [];
-      for (const to of recipients) {
-        try {
-          const message = await systemCall<{ id: string; status: string }>(
-            broker,
-            workspaceId,
-            "messages.create",
-            {
-              workspaceId,
-              to,
-              channel: "email",
-              ...mail,
-              transactional: true,
-            },
-          );
-          messages.push({ to, messageId: message.id, status: message.status, error: null });
-        } catch (err) {
-          messages.push({ to, messageId: null, status: "refused", error: (err as Error).message });
-        }
-        await progress(messages.length + 1);
-      }
-      await repo.markScheduleRun(workspaceId, scheduleId, ranAt);
-      return { reportId, scheduleId, rows, messages };
-    },
-    (err) => logger.warn(`Report schedule ${scheduleId} failed to deliver`, err),
+    (progress) => deliver(broker, delivery, progress),
+    (err) => logger.warn(`Report schedule ${delivery.scheduleId} failed to deliver`, err),
   );
   return jobId;
+}
+
+/**
+ * Start up to `limit` queued deliveries (the claimed runs: this pass's, and
+ * any a process claimed but did not live to start), each on one replica.
+ */
+export async function startQueuedDeliveries(
+  broker: ServiceBroker,
+  logger: LoggerInstance,
+  limit: number,
+): Promise<string[]> {
+  const started = await startQueuedJobs<repo.DeliveryInput>(
+    repo.DELIVERY_JOB,
+    limit,
+    ({ workspaceId, input }, progress) => deliver(broker, { workspaceId, ...input }, progress),
+    ({ input }, err) => logger.warn(`Report schedule ${input.scheduleId} failed to deliver`, err),
+  );
+  return started.map((job) => job.jobId);
+}
+
+/** The delivery's work: the report run, its CSV mailed to each recipient. */
+async function deliver(
+  broker: ServiceBroker,
+  { workspaceId, scheduleId, reportId, recipients }: Delivery,
+  progress: ProgressFn,
+): Promise<DeliveryResult> {
+  const report = found(await repo.getReport(workspaceId, reportId), "Report");
+  const ranAt = new Date();
+  const result = await runAnswer(broker, workspaceId, report.endpoint, report.params);
+  await repo.markReportRun(workspaceId, reportId, ranAt);
+  const rows = rowsOf(result).length;
+  const mail = reportMail(report, ranAt, await csvText(result), rows);
+  await progress(1);
+  const messages: DeliveryResult["messages"] = [];
+  for (const to of recipients) {
+    try {
+      const message = await systemCall<{ id: string; status: string }>(
+        broker,
+        workspaceId,
+        "messages.create",
+        {
+          workspaceId,
+          to,
+          channel: "email",
+          ...mail,
+          transactional: true,
+        },
+      );
+      messages.push({ to, messageId: message.id, status: message.status, error: null });
+    } catch (err) {
+      messages.push({ to, messageId: null, status: "refused", error: (err as Error).message });
+    }
+    await progress(messages.length + 1);
+  }
+  await repo.markScheduleRun(workspaceId, scheduleId, ranAt);
+  return { reportId, scheduleId, rows, messages };
 }

@@ -1,5 +1,6 @@
 import { newId } from "../../lib/crypto";
 import { database, selectRows } from "../../lib/database";
+import { queueJobs } from "../../lib/jobs";
 import { selectPage, type Page, type PageRequest } from "../../lib/pagination";
 import type { ReportInput, ReportView, ScheduleInput, ScheduleView } from "./reports.schemas";
 
@@ -194,20 +195,30 @@ export async function markScheduleRun(workspaceId: string, scheduleId: string, a
   );
 }
 
-/** A schedule taken by one replica for one due run. */
+/** A schedule taken by one replica for one due run, and the delivery job queued for it. */
 export interface ClaimedSchedule {
   id: string;
   workspaceId: string;
   reportId: string;
   recipients: string[];
   dueAt: Date;
+  jobId: string;
+}
+
+/** What a queued `reports.deliver` job needs to start. */
+export interface DeliveryInput {
+  scheduleId: string;
+  reportId: string;
+  recipients: string[];
 }
 
 /**
  * Claim up to `limit` due schedules, on any number of replicas at once: the
- * due rows are locked with FOR UPDATE SKIP LOCKED and moved on to their next
- * run (`next` of each) in the same transaction, so a due time is taken by
- * one replica only, once. A schedule with no next run becomes inactive.
+ * due rows are locked with FOR UPDATE SKIP LOCKED, moved on to their next
+ * run (`next` of each) and given their queued `reports.deliver` job in the
+ * same transaction, so a due time is taken by one replica only, once, and a
+ * claimed run always has its job (a crash after the commit leaves it queued
+ * for the next pass). A schedule with no next run becomes inactive.
  */
 export async function claimDueSchedules(
   now: Date,
@@ -236,12 +247,28 @@ export async function claimDueSchedules(
       [due.map((row) => row.id), nextRuns],
       transaction,
     );
-    return due.map((row) => ({
+    const jobIds = await queueJobs<DeliveryInput>(
+      due.map((row) => ({
+        workspaceId: row.workspace_id,
+        type: DELIVERY_JOB,
+        total: deliverySteps(row.recipients),
+        input: { scheduleId: row.id, reportId: row.report_id, recipients: row.recipients },
+      })),
+      transaction,
+    );
+    return due.map((row, i) => ({
       id: row.id,
       workspaceId: row.workspace_id,
       reportId: row.report_id,
       recipients: row.recipients,
       dueAt: row.next_run_at!,
+      jobId: jobIds[i],
     }));
   });
 }
+
+/** The job type of a schedule's delivery. */
+export const DELIVERY_JOB = "reports.deliver";
+
+/** A delivery's progress steps: the report's run, then one per recipient. */
+export const deliverySteps = (recipients: string[]) => recipients.length + 1;

@@ -117,7 +117,10 @@ export const schemas = {
   runDue: Params({ limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000 })) }),
   runDueResult: Type.Object({
     claimed: Type.Integer(),
+    /** The delivery jobs queued by this pass's claim. */
     jobIds: Type.Array(Type.String()),
+    /** The queued delivery jobs this pass started (its own, or ones a claimer left). */
+    started: Type.Array(Type.String()),
   }),
 };
 

@@ -9,7 +9,7 @@ import { DatabaseMixin } from "../../mixins/database.mixin";
 import { runAnswer } from "./answers";
 import { csvStream } from "./csv";
 import { reportInput, scheduleChanges, scheduleWrite } from "./definitions";
-import { startDelivery } from "./deliver";
+import { startDelivery, startQueuedDeliveries } from "./deliver";
 import { nextRunAfter } from "./due-times";
 import * as repo from "./reports.repo";
 import { schemas, ReportSchema, ScheduleSchema } from "./reports.schemas";
@@ -231,28 +231,21 @@ export default defineService({
 
     /**
      * Internal (timer, cron tick): claim the due schedules of every
-     * workspace, each once across replicas, move each to its next run and
-     * start its delivery job.
+     * workspace, each once across replicas, moving each to its next run with
+     * its delivery job queued in the same transaction; then start the queued
+     * deliveries (these, and any whose claimer died before starting them).
      */
     runDueSchedules: defineAction({
       params: schemas.runDue,
       result: schemas.runDueResult,
       async handler(ctx) {
         const now = new Date();
-        const claimed = await repo.claimDueSchedules(now, ctx.params.limit ?? DUE_BATCH, (s) =>
+        const limit = ctx.params.limit ?? DUE_BATCH;
+        const claimed = await repo.claimDueSchedules(now, limit, (s) =>
           nextRunAfter(s.cron, s.timezone, now),
         );
-        const jobIds: string[] = [];
-        for (const schedule of claimed)
-          jobIds.push(
-            await startDelivery(this.broker, this.logger, {
-              workspaceId: schedule.workspaceId,
-              scheduleId: schedule.id,
-              reportId: schedule.reportId,
-              recipients: schedule.recipients,
-            }),
-          );
-        return { claimed: claimed.length, jobIds };
+        const started = await startQueuedDeliveries(this.broker, this.logger, limit);
+        return { claimed: claimed.length, jobIds: claimed.map((s) => s.jobId), started };
       },
     }),
   },

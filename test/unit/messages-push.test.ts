@@ -1,5 +1,13 @@
-import type { PushClient } from "../../services/providers/clients/push";
-import { notificationOf, pushToAll, verdictOf, type PushAttempt } from "../../services/messages/push";
+import { ServiceBroker } from "moleculer";
+import { BUSINESS_METRICS } from "../../lib/business-metrics";
+import type { PushClient, PushOutcome } from "../../services/providers/clients/push";
+import {
+  notificationOf,
+  pushFailure,
+  pushToAll,
+  verdictOf,
+  type PushAttempt,
+} from "../../services/messages/push";
 import type { SendTarget } from "../../services/push/for-send";
 
 /** The push channel's outcome per message from its subscriptions' outcomes (push.ts). */
@@ -78,4 +86,48 @@ test("a subscription whose type has no provider is skipped; a client that throws
     icon: "https://x.example/i.png",
     image: null,
   });
+});
+
+test("each push request is timed by its provider type; failures, gone and thrown ones count as send errors", async () => {
+  const metrics = new ServiceBroker({ logger: false, metrics: { enabled: true } }).metrics;
+  const answering = (type: PushClient["type"], outcome: PushOutcome): PushClient => ({
+    id: `p-${type}`,
+    type,
+    push: async () => outcome,
+  });
+  const throwing: PushClient = {
+    id: "p-gw2",
+    type: "pushgw2",
+    push: () => Promise.reject(new Error("boom")),
+  };
+  const notification = notificationOf("m1", { title: "T", body: "B" });
+  await pushToAll(
+    [target("a"), target("b", "pushgw1")],
+    new Map([
+      ["web", answering("vapid", { status: "accepted", providerMessageId: null })],
+      ["pushgw1", answering("pushgw1", { status: "failed", code: "503", transient: true })],
+    ]),
+    notification,
+    metrics,
+  );
+  await pushToAll(
+    [target("c", "pushgw1"), target("d", "pushgw2")],
+    new Map([
+      ["pushgw1", answering("pushgw1", { status: "gone", code: "UNREGISTERED" })],
+      ["pushgw2", throwing],
+    ]),
+    notification,
+    metrics,
+  );
+  const count = (type: string) =>
+    metrics.getMetric(BUSINESS_METRICS.providerSendDuration).get({ provider_type: type })?.count;
+  expect([count("vapid"), count("pushgw1"), count("pushgw2")]).toEqual([1, 2, 1]);
+  const errors = (type: string, kind: string) =>
+    metrics.getMetric(BUSINESS_METRICS.providerSendErrors).get({ provider_type: type, kind })?.value;
+  expect(errors("vapid", "transient") ?? 0).toBe(0);
+  expect(errors("vapid", "permanent") ?? 0).toBe(0);
+  expect(errors("pushgw1", "transient")).toBe(1);
+  expect(errors("pushgw1", "permanent")).toBe(1);
+  expect(errors("pushgw2", "transient")).toBe(1);
+  expect(pushFailure({ status: "failed", code: "400", transient: false })).toBe("permanent");
 });

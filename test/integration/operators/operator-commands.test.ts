@@ -1,5 +1,6 @@
 import { DateTime } from "luxon";
 import { table } from "table";
+import { database } from "../../../lib/database";
 import { freePort } from "../../../lib/embedded-postgres";
 import {
   operatorCommands,
@@ -228,6 +229,36 @@ test("usage: contacts held, and today's events and messages in the workspace's z
   expect(await run("usage", { workspaceId: ctx.workspaceId })).toContain(String(after.contacts));
 });
 
+test("a person's open and click of a sent email move it to opened, then clicked", async () => {
+  const contactId = await newContact("reader@example.test");
+  const created = await c().post(`${ctx.ws}/messages`, {
+    contactId,
+    channel: "email",
+    content: { subject: "Read me", html: '<p><a href="https://example.org/page">page</a></p>' },
+  });
+  expect(created.status).toBe(202);
+  const id = created.body.id as string;
+  const sent = await waitFor(async () => {
+    const m = await message(id);
+    return m.status === "sent" ? m : undefined;
+  }, 10_000);
+  // Sent a minute ago: an open this soon after the send would be a machine's.
+  await (
+    await database()
+  ).query(`UPDATE messages SET sent_at = now() - interval '1 minute' WHERE id = $1`, {
+    bind: [id],
+  });
+  const path = (re: RegExp) => (re.exec(sent.content.html) as RegExpExecArray)[1].replace(/&amp;/g, "&");
+  const browser = { headers: { "user-agent": "Mozilla/5.0 (X11; Linux x86_64) Firefox/128.0" } };
+  const pixel = path(/src="https?:\/\/[^/]+(\/api\/messages\/[^"]+)"/);
+  // Two opens, one click: the status moves twice (opened, clicked), which is what the metrics count.
+  for (let i = 0; i < 2; i++) expect((await c().get(pixel, browser)).status).toBe(200);
+  expect(
+    (await c().get(path(/href="https?:\/\/[^/]+(\/api\/messages\/[^"]+u=[^"]+)"/), browser)).status,
+  ).toBe(302);
+  expect(await message(id)).toMatchObject({ status: "clicked", opens: 2, clicks: 1 });
+});
+
 /** A sample's value in Prometheus text: the line of `name` whose labels include `labels` (besides namespace and nodeID). */
 function sample(text: string, name: string, labels: Record<string, string> = {}): number | undefined {
   const wanted = Object.entries(labels).map(([k, v]) => `${k}="${v}"`);
@@ -245,10 +276,13 @@ test("the business metrics show each fact the requests above made", async () => 
   const email = (status: string) => sample(text, "app_messages_total", { channel: "email", status });
   expect(sample(text, "app_events_ingested_total")).toBeGreaterThanOrEqual(2);
   expect(email("queued")).toBeGreaterThanOrEqual(2);
-  expect(email("sent")).toBe(1);
+  // Sent: the retried message and the one read; opened and clicked once each (its second open moved nothing).
+  expect(email("sent")).toBe(2);
   expect(email("failed")).toBe(1);
+  expect(email("opened")).toBe(1);
+  expect(email("clicked")).toBe(1);
   const emailapi1 = { provider_type: "emailapi1" };
-  expect(sample(text, "app_provider_send_duration_count", emailapi1)).toBe(2);
+  expect(sample(text, "app_provider_send_duration_count", emailapi1)).toBe(3);
   expect(sample(text, "app_provider_send_errors_total", { ...emailapi1, kind: "permanent" })).toBe(1);
   for (const outcome of ["retry", "dead", "delivered"])
     expect(sample(text, "app_webhook_deliveries_total", { outcome })).toBeGreaterThanOrEqual(1);

@@ -1,7 +1,10 @@
 import { parse } from "csv-parse/sync";
 import { database } from "../../../lib/database";
+import type { BackgroundState } from "../../../mixins/background";
 import { systemCall } from "../../../lib/system-call";
 import { crmWorld, type CrmWorld } from "../crm/crm-fixtures";
+import { nextRunAfter } from "../../../services/reports/due-times";
+import { claimDueSchedules } from "../../../services/reports/reports.repo";
 import { finishedJob } from "../../helpers/http";
 import { waitFor } from "../../helpers/wait";
 
@@ -16,6 +19,7 @@ let w: CrmWorld;
 interface DuePass {
   claimed: number;
   jobIds: string[];
+  started: string[];
 }
 
 const sql = async (text: string, bind: unknown[] = []) => (await database()).query(text, { bind });
@@ -319,8 +323,55 @@ describe("schedules", () => {
     // Nothing is due now: a further pass claims nothing of it.
     const again = (await w.app.broker.call("reports.runDueSchedules")) as DuePass;
     expect(again.jobIds).toEqual([]);
+    // Whichever pass claimed it, the due run has exactly one job.
+    expect(await deliveryJobsOf(schedule.id)).toHaveLength(1);
+  });
+
+  test("a run claimed by a process that stops before starting its job is delivered by the next pass", async () => {
+    const schedule = (
+      await w.member.client.post(`${w.ws}/reports/schedules`, {
+        reportId,
+        cron: "0 * * * *",
+        timezone: "UTC",
+        recipients: ["claimed@example.test"],
+      })
+    ).body;
+    // The service's own timer stops here: the pass below is the one that finds the claimed job.
+    const reports = w.app.broker.getLocalService("reports") as unknown as BackgroundState;
+    await Promise.all(
+      reports.timerSteps.filter((p) => p.name === "reports.runDueSchedules").map((p) => p.stop()),
+    );
+    // Due in an hour, claimed as if it were two hours from now.
+    await sql(`UPDATE report_schedules SET next_run_at = now() + interval '1 hour' WHERE id = $1`, [
+      schedule.id,
+    ]);
+    const later = new Date(Date.now() + 2 * 3600_000);
+    // The claim alone, as a process that dies right after it commits.
+    const claimed = await claimDueSchedules(later, 1000, (s) => nextRunAfter(s.cron, s.timezone, later));
+    const claim = claimed.find((c) => c.id === schedule.id);
+    expect(claim).toBeDefined();
+    const [queued] = await deliveryJobsOf(schedule.id);
+    expect(queued).toMatchObject({ id: claim!.jobId, status: "queued" });
+    // The next pass (any replica's timer, or the cron tick) starts it.
+    const pass = (await w.app.broker.call("reports.runDueSchedules")) as DuePass;
+    expect(pass.started).toContain(claim!.jobId);
+    const job = await finishedJob(w.owner.client, w.ws, claim!.jobId);
+    expect(job).toMatchObject({ status: "completed", result: { scheduleId: schedule.id, reportId } });
+    expect(job.result.messages.map((m: { to: string }) => m.to)).toEqual(["claimed@example.test"]);
+    // Started once: a further pass finds nothing queued of it.
+    const again = (await w.app.broker.call("reports.runDueSchedules")) as DuePass;
+    expect(again.started).not.toContain(claim!.jobId);
+    expect(await deliveryJobsOf(schedule.id)).toHaveLength(1);
   });
 });
+
+async function deliveryJobsOf(scheduleId: string) {
+  const [rows] = await sql(
+    `SELECT id, status FROM jobs WHERE type = 'reports.deliver' AND input->>'scheduleId' = $1`,
+    [scheduleId],
+  );
+  return rows as Array<{ id: string; status: string }>;
+}
 
 async function waitForSent(messageId: string) {
   return waitFor(
