@@ -1,5 +1,6 @@
 import type { ServiceBroker } from "moleculer";
 import type { QueueFigures } from "./business-metrics";
+import { QUEUE_OWNERS } from "./queue-stats";
 import { isServiceAvailable } from "./registry";
 import { systemCall } from "./system-call";
 
@@ -10,17 +11,6 @@ import { systemCall } from "./system-call";
  * the owning areas' actions as the system, so it runs wherever those
  * services are deployed and is tested without a REPL.
  */
-
-/** The owners of the durable queues, each answering `<service>.queueStats` (lib/queue-stats.ts). */
-export const QUEUE_OWNERS = [
-  "messages",
-  "webhooks",
-  "campaigns",
-  "jobs",
-  "segments",
-  "crm",
-  "scoring",
-] as const;
 
 export interface QueuesAnswer {
   queues: QueueFigures[];

@@ -1,5 +1,5 @@
 import { config } from "./config";
-import { QUEUE_STATS_EVERY_MS } from "./queue-stats";
+import { QUEUE_OWNERS, QUEUE_STATS_EVERY_MS } from "./queue-stats";
 import { Poller, type PollerOptions } from "./worker";
 
 /**
@@ -54,13 +54,11 @@ export const PERIODIC_STEPS: readonly PeriodicStep[] = [
   // Each workspace's retention purge starts once per UTC day, at a pass with room for it (a few at once per process).
   { action: "retention.runDaily", everyMs: () => 5 * MINUTE_MS, runs: "timer" },
   // The durable queues' figures (lib/queue-stats.ts), each from its owner, into the Prometheus gauges.
-  ...["messages", "webhooks", "campaigns", "jobs", "segments", "crm", "scoring"].map(
-    (service): PeriodicStep => ({
-      action: `${service}.queueStats`,
-      everyMs: () => QUEUE_STATS_EVERY_MS,
-      runs: "timer",
-    }),
-  ),
+  ...QUEUE_OWNERS.map((service): PeriodicStep => ({
+    action: `${service}.queueStats`,
+    everyMs: () => QUEUE_STATS_EVERY_MS,
+    runs: "timer",
+  })),
 ];
 
 /** The service that owns a step. */

@@ -25,6 +25,17 @@ export const QueueStatsSchema = Type.Array(
 /** How often each owner refreshes its queue gauges. */
 export const QUEUE_STATS_EVERY_MS = 15_000;
 
+/** The owners of the durable queues, each answering `<service>.queueStats` (a periodic step and the REPL's `queues`). */
+export const QUEUE_OWNERS = [
+  "messages",
+  "webhooks",
+  "campaigns",
+  "jobs",
+  "segments",
+  "crm",
+  "scoring",
+] as const;
+
 /**
  * The select list of a queue's figures, for a repo's statement over the
  * queue's rows: `due` is the SQL condition of a row due now, `dueAt` the
