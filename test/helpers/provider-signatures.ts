@@ -45,3 +45,7 @@ export function vonageBearer(signatureSecret: string, body: string, iat = Math.f
   const payload_hash = crypto.createHash("sha256").update(body).digest("hex");
   return `Bearer ${jwt.sign({ iat, jti: crypto.randomUUID(), payload_hash, api_key: "vk" }, signatureSecret, { algorithm: "HS256" })}`;
 }
+
+/** Meta's `X-Hub-Signature-256` of a webhook body (WhatsApp Cloud API callbacks). */
+export const hubSignature = (appSecret: string, body: string) =>
+  `sha256=${crypto.createHmac("sha256", appSecret).update(body).digest("hex")}`;

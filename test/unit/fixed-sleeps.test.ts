@@ -19,7 +19,7 @@ const ALLOWED: Array<{ file: string; line: string; reason: string }> = [
     reason: "the polling helper's pause between two checks",
   },
   {
-    file: "test/integration/webhooks/receiver.ts",
+    file: "test/helpers/receiver.ts",
     line: "if (answer.afterMs) setTimeout(reply, answer.afterMs);",
     reason: "a slow endpoint on purpose: tests of concurrency and timeouts ask for it",
   },

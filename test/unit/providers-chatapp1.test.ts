@@ -6,7 +6,7 @@ import { menuOf } from "../../services/providers/chatapp1/connect";
 import { closeHttp } from "../../services/providers/clients/http";
 import { ProviderError } from "../../services/providers/clients/types";
 import { DEFAULT_COMMANDS } from "../../services/providers/commands";
-import { startReceiver, type Behaviour } from "../integration/webhooks/receiver";
+import { startReceiver, type Behaviour } from "../helpers/receiver";
 
 /** chatapp1 (Telegram): reading updates, the secret header, the command menu, and the client against a fake Bot API. */
 

@@ -2,7 +2,7 @@ import { QueryTypes } from "sequelize";
 import { SYSTEM } from "../../../lib/access";
 import { database } from "../../../lib/database";
 import { startApp, type TestApp } from "../../helpers/app";
-import { startReceiver } from "../webhooks/receiver";
+import { startReceiver } from "../../helpers/receiver";
 import { finishedJob, ownerWithWorkspace } from "../../helpers/http";
 import { waitFor } from "../../helpers/wait";
 import { saveSteps, type EnrollmentRow } from "../../../services/campaigns/enrollments.repo";

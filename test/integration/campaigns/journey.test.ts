@@ -3,7 +3,7 @@ import { MACHINE_OPEN_MS } from "../../../services/messages/tracking";
 import { startApp, type TestApp } from "../../helpers/app";
 import { ownerWithWorkspace } from "../../helpers/http";
 import { waitFor } from "../../helpers/wait";
-import { startReceiver } from "../webhooks/receiver";
+import { startReceiver } from "../../helpers/receiver";
 
 /**
  * One journey end to end through the gateway: an event enrolls by a

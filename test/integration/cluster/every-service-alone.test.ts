@@ -6,7 +6,7 @@ import { createTestDatabase } from "../../helpers/database";
 import { ownerWithWorkspace } from "../../helpers/http";
 import { dropStreams } from "../../helpers/nats";
 import { waitFor } from "../../helpers/wait";
-import { startReceiver } from "../webhooks/receiver";
+import { startReceiver } from "../../helpers/receiver";
 
 /**
  * The cluster shape at its finest grain: every service file under services/

@@ -1,7 +1,7 @@
 import { startApp, type TestApp } from "../../helpers/app";
 import { HttpClient, ownerWithWorkspace, signUp } from "../../helpers/http";
 import { waitFor } from "../../helpers/wait";
-import { startReceiver } from "../webhooks/receiver";
+import { startReceiver } from "../../helpers/receiver";
 
 /**
  * Forms through the gateway against real PostgreSQL: definitions checked

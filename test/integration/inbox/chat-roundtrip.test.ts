@@ -1,8 +1,9 @@
-import crypto from "node:crypto";
 import { startApp, type TestApp } from "../../helpers/app";
+import { botApi, botCall, botTextUpdate, graphApi } from "../../helpers/chat-fakes";
 import { ownerWithWorkspace, signUp, type SignedInUser } from "../../helpers/http";
+import { hubSignature } from "../../helpers/provider-signatures";
 import { waitFor } from "../../helpers/wait";
-import { startReceiver, type Received } from "../webhooks/receiver";
+import { startReceiver, type Received } from "../../helpers/receiver";
 
 /**
  * A chat round trip through the gateway (issue 31, "Tests that must exist"):
@@ -28,53 +29,10 @@ let agent: SignedInUser;
 let fake: Awaited<ReturnType<typeof startReceiver>>;
 let providerId: string;
 let secretToken: string;
-let messageIds = 500;
 
-const methodOf = (req: Received) => /^\/bot([^/]+)\/(\w+)$/.exec(req.path)?.[2];
-const ok = (result: unknown) => ({ status: 200, body: JSON.stringify({ ok: true, result }) });
-
-/** The Graph API calls chatapp2 makes here (the phone number's check, sends), answered as Meta does. */
-function graphApi(req: Received) {
-  if (req.headers.authorization !== `Bearer ${GRAPH_TOKEN}`)
-    return {
-      status: 401,
-      body: JSON.stringify({ error: { message: "Invalid OAuth access token.", code: 190 } }),
-    };
-  if (req.path === `/v19.0/${PHONE_ID}`)
-    return { status: 200, body: JSON.stringify({ id: PHONE_ID, display_phone_number: "+1 555-000-1111" }) };
-  if (req.path === `/v19.0/${PHONE_ID}/messages`) {
-    const to = JSON.parse(req.body).to;
-    return {
-      status: 200,
-      body: JSON.stringify({
-        messaging_product: "whatsapp",
-        contacts: [{ input: to, wa_id: to }],
-        messages: [{ id: `wamid.out${++messageIds}` }],
-      }),
-    };
-  }
-  return { status: 404, body: JSON.stringify({ error: { message: "Unknown path", code: 100 } }) };
-}
-
-/** The Bot API methods this round trip uses, answered as Telegram does (and the Graph API under /v19.0). */
-function botApi(req: Received) {
-  if (req.path.startsWith("/v19.0")) return graphApi(req);
-  const body = req.body ? JSON.parse(req.body) : {};
-  switch (methodOf(req)) {
-    case "getMe":
-      return ok({ id: 77, is_bot: true, username: "roundtrip_bot" });
-    case "setWebhook":
-    case "setMyCommands":
-    case "deleteWebhook":
-      return ok(true);
-    case "getWebhookInfo":
-      return ok({ url: "", pending_update_count: 0 });
-    case "sendMessage":
-      return ok({ message_id: ++messageIds, chat: { id: Number(body.chat_id) }, text: body.text });
-    default:
-      return { status: 404, body: JSON.stringify({ ok: false, error_code: 404, description: "Not Found" }) };
-  }
-}
+const bot = botApi({ username: () => "roundtrip_bot" });
+const graph = graphApi({ accessToken: GRAPH_TOKEN, phoneNumberId: PHONE_ID });
+const methodOf = (req: Received) => botCall(req).method;
 
 /** The texts the fake was asked to send to the chat, in order. */
 const sentTexts = () =>
@@ -84,17 +42,13 @@ const sentTexts = () =>
 
 let updateId = 9000;
 function inbound(text: string, secret = secretToken) {
-  const id = ++updateId;
-  const update = {
-    update_id: id,
-    message: {
-      message_id: id,
-      date: Math.floor(Date.now() / 1000),
-      chat: { id: Number(CHAT), type: "private", first_name: "Rita", last_name: "Roundtrip" },
-      from: { id: Number(CHAT), is_bot: false, first_name: "Rita" },
-      text,
-    },
-  };
+  const update = botTextUpdate({
+    updateId: ++updateId,
+    chatId: CHAT,
+    text,
+    firstName: "Rita",
+    lastName: "Roundtrip",
+  });
   return app.http().request("POST", `/api/providers/chatapp1/webhooks?providerId=${providerId}`, {
     raw: JSON.stringify(update),
     headers: { "content-type": "application/json", "x-telegram-bot-api-secret-token": secret },
@@ -102,7 +56,7 @@ function inbound(text: string, secret = secretToken) {
 }
 
 beforeAll(async () => {
-  fake = await startReceiver(botApi);
+  fake = await startReceiver((req) => (req.path.startsWith("/v19.0") ? graph.answer(req) : bot.answer(req)));
   app = await startApp({
     services: [
       "api",
@@ -210,7 +164,7 @@ test("an inbound chatapp1 text: a thread assigned once, one auto-reply, a member
     channel: "chatapp1",
     status: "sent",
     providerId,
-    providerMessageId: String(messageIds),
+    providerMessageId: String(bot.state.messageIds),
   });
 
   // STOP: opted out by chat command, answered, and not filed in the conversation.
@@ -267,7 +221,7 @@ test("an inbound chatapp2 message through the signed webhook: a thread whose rep
       },
     ],
   });
-  const signature = `sha256=${crypto.createHmac("sha256", APP_SECRET).update(body).digest("hex")}`;
+  const signature = hubSignature(APP_SECRET, body);
   const posted = await app
     .http()
     .request("POST", `/api/providers/chatapp2/webhooks?providerId=${connected.body.id}`, {
@@ -287,5 +241,5 @@ test("an inbound chatapp2 message through the signed webhook: a thread whose rep
     type: "text",
     text: { body: "Yes, from 10 to 4." },
   });
-  expect(reply.body.providerMessageId).toBe(`wamid.out${messageIds}`);
+  expect(reply.body.providerMessageId).toBe(`wamid.out${graph.state.sent}`);
 });

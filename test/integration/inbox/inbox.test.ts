@@ -6,7 +6,7 @@ import { DateTime } from "luxon";
 import { mailgunSignature, twilioSignature, vonageBearer } from "../../helpers/provider-signatures";
 import { waitFor } from "../../helpers/wait";
 import { newContact } from "../providers/fixtures";
-import { startReceiver, type Received } from "../webhooks/receiver";
+import { startReceiver, type Received } from "../../helpers/receiver";
 
 /**
  * The shared inbox through the gateway (contract-messaging 11): inbound SMS

@@ -8,7 +8,7 @@ import { MACHINE_OPEN_MS } from "../../../services/messages/tracking";
 import { startApp, type TestApp } from "../../helpers/app";
 import { multipartBody, ownerWithWorkspace } from "../../helpers/http";
 import { waitFor } from "../../helpers/wait";
-import { startReceiver } from "../webhooks/receiver";
+import { startReceiver } from "../../helpers/receiver";
 
 /** `{ws}/messages`, tracking, short links, unsubscribe and preferences: the one send path through the log provider. */
 

@@ -3,7 +3,7 @@ import { startApp, type TestApp } from "../../helpers/app";
 import { describeWithBrowser, freePort, launchBrowser, screenshot } from "../../helpers/browser";
 import { ownerWithWorkspace } from "../../helpers/http";
 import { waitFor } from "../../helpers/wait";
-import { startReceiver } from "../webhooks/receiver";
+import { startReceiver } from "../../helpers/receiver";
 
 /**
  * The unsubscribe page and the preference centre in headless Chromium: a

@@ -14,7 +14,7 @@ import type { BackgroundState } from "../../../mixins/background";
 import { startApp, type TestApp } from "../../helpers/app";
 import { finishedJob, ownerWithWorkspace } from "../../helpers/http";
 import { waitFor } from "../../helpers/wait";
-import { startReceiver } from "../webhooks/receiver";
+import { startReceiver } from "../../helpers/receiver";
 
 /**
  * The operators' REPL commands (lib/operator-commands.ts) called as the REPL

@@ -10,7 +10,7 @@ import {
 } from "../../helpers/provider-signatures";
 import { waitFor } from "../../helpers/wait";
 import { newContact } from "./fixtures";
-import { startReceiver, type Received } from "../webhooks/receiver";
+import { startReceiver, type Received } from "../../helpers/receiver";
 
 /**
  * `POST /api/providers/{email,sms}/webhooks?providerId=`: each provider's

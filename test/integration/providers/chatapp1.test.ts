@@ -3,7 +3,8 @@ import { systemCall } from "../../../lib/system-call";
 import { startApp, type TestApp } from "../../helpers/app";
 import { ownerWithWorkspace } from "../../helpers/http";
 import { waitFor } from "../../helpers/wait";
-import { startReceiver, type Received } from "../webhooks/receiver";
+import { botApi, botCall, botTextUpdate } from "../../helpers/chat-fakes";
+import { startReceiver } from "../../helpers/receiver";
 
 /**
  * chatapp1 (the Telegram Bot API wire) against a fake Bot API on 127.0.0.1
@@ -25,81 +26,33 @@ let app: TestApp;
 let ctx: Awaited<ReturnType<typeof ownerWithWorkspace>>;
 let fake: Awaited<ReturnType<typeof startReceiver>>;
 let providerId: string;
-/** The webhook URL the fake Bot API holds per token, as Telegram would. */
-const registered = new Map<string, string>();
-let messageIds = 100;
-let webhookInfoDown = false;
-
-const methodOf = (req: Received) => /^\/bot([^/]+)\/(\w+)$/.exec(req.path) ?? [];
-const ok = (result: unknown) => ({ status: 200, body: JSON.stringify({ ok: true, result }) });
-
-function botApi(req: Received) {
-  const [, token, method] = methodOf(req);
-  const body = req.body ? JSON.parse(req.body) : {};
-  if (token === "bad-token")
-    return {
-      status: 401,
-      body: JSON.stringify({ ok: false, error_code: 401, description: "Unauthorized" }),
-    };
-  switch (method) {
-    case "getMe":
-      return ok({ id: 42, is_bot: true, username: token === TOKEN ? "acme_bot" : "other_bot" });
-    case "setWebhook":
-      registered.set(token, body.url);
-      return ok(true);
-    case "deleteWebhook":
-      registered.set(token, "");
-      return ok(true);
-    case "getWebhookInfo":
-      if (webhookInfoDown)
-        return {
-          status: 502,
-          body: JSON.stringify({ ok: false, error_code: 502, description: "Bad Gateway" }),
-        };
-      return ok({
-        url: registered.get(token) ?? "",
-        has_custom_certificate: false,
-        pending_update_count: 3,
-        last_error_date: 1_700_000_000,
-        last_error_message: "Connection timed out",
-      });
-    case "setMyCommands":
-      return ok(true);
-    case "sendMessage":
-      if (body.chat_id === FLOODED_CHAT)
-        return {
-          status: 429,
-          body: JSON.stringify({
-            ok: false,
-            error_code: 429,
-            description: "Too Many Requests: retry after 3600",
-            parameters: { retry_after: 3600 },
-          }),
-        };
-      if (body.chat_id === BLOCKED_CHAT)
-        return {
-          status: 403,
-          body: JSON.stringify({
-            ok: false,
-            error_code: 403,
-            description: "Forbidden: bot was blocked by the user",
-          }),
-        };
-      return ok({ message_id: ++messageIds, chat: { id: Number(body.chat_id) }, text: body.text });
-    default:
-      return { status: 404, body: JSON.stringify({ ok: false, error_code: 404, description: "Not Found" }) };
-  }
-}
+const bot = botApi({
+  username: (token) => (token === TOKEN ? "acme_bot" : "other_bot"),
+  refusedChats: {
+    [BLOCKED_CHAT]: { code: 403, description: "Forbidden: bot was blocked by the user" },
+    [FLOODED_CHAT]: {
+      code: 429,
+      description: "Too Many Requests: retry after 3600",
+      parameters: { retry_after: 3600 },
+    },
+  },
+  webhookInfo: {
+    pending_update_count: 3,
+    last_error_date: 1_700_000_000,
+    last_error_message: "Connection timed out",
+  },
+});
+const registered = bot.registered;
 
 const calls = (method: string, token = TOKEN) =>
   fake.received.filter((r) => {
-    const [, t, m] = methodOf(r);
-    return t === token && m === method;
+    const call = botCall(r);
+    return call.token === token && call.method === method;
   });
 const lastBody = (method: string, token = TOKEN) => JSON.parse(calls(method, token).at(-1)!.body);
 
 beforeAll(async () => {
-  fake = await startReceiver(botApi);
+  fake = await startReceiver(bot.answer);
   app = await startApp({
     services: [
       "api",
@@ -136,17 +89,16 @@ function postUpdate(update: unknown, secretToken: string | null = secret(), id =
 }
 
 let updateId = 1000;
-const textUpdate = (chatId: number | string, text: string, extra: Record<string, unknown> = {}) => ({
-  update_id: ++updateId,
-  message: {
-    message_id: updateId,
-    date: 1_700_000_000,
-    chat: { id: Number(chatId), type: "private", first_name: "Ada", last_name: "Lovelace" },
-    from: { id: Number(chatId), is_bot: false, first_name: "Ada" },
+const textUpdate = (chatId: number | string, text: string, extra: Record<string, unknown> = {}) =>
+  botTextUpdate({
+    updateId: ++updateId,
+    chatId,
     text,
-    ...extra,
-  },
-});
+    firstName: "Ada",
+    lastName: "Lovelace",
+    date: 1_700_000_000,
+    extra,
+  });
 
 const chatContact = (chatId: string) =>
   systemCall<{ id: string }>(app.broker, ctx.workspaceId, "contacts.byAddress", {
@@ -251,9 +203,9 @@ describe("connecting the bot", () => {
     });
 
     // Telegram failing: the provider still answers, saying what is known.
-    webhookInfoDown = true;
+    bot.state.webhookInfoDown = true;
     const down = await c.get(`${ctx.ws}/providers/chatapp1`);
-    webhookInfoDown = false;
+    bot.state.webhookInfoDown = false;
     expect(down.status).toBe(200);
     expect(down.body.health).toMatchObject({
       reachable: true,
@@ -417,7 +369,7 @@ describe("sending", () => {
     expect(sent).toMatchObject({
       providerType: "chatapp1",
       providerId,
-      providerMessageId: String(messageIds),
+      providerMessageId: String(bot.state.messageIds),
     });
   });
 

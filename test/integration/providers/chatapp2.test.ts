@@ -1,9 +1,10 @@
-import crypto from "node:crypto";
 import { Client } from "pg";
 import { startApp, type TestApp } from "../../helpers/app";
 import { ownerWithWorkspace } from "../../helpers/http";
 import { waitFor } from "../../helpers/wait";
-import { startReceiver, type Received } from "../webhooks/receiver";
+import { graphApi } from "../../helpers/chat-fakes";
+import { hubSignature } from "../../helpers/provider-signatures";
+import { startReceiver } from "../../helpers/receiver";
 
 /**
  * chatapp2 (WhatsApp Cloud API wire) through the gateway, against a local
@@ -25,7 +26,6 @@ let app: TestApp;
 let ctx: Awaited<ReturnType<typeof ownerWithWorkspace>>;
 let graph: Awaited<ReturnType<typeof startReceiver>>;
 let providerId: string;
-let sent = 0;
 
 const template = (name: string, language: string, status: string, body: string) => ({
   name,
@@ -39,65 +39,29 @@ const template = (name: string, language: string, status: string, body: string) 
   ],
 });
 
-/** The Graph API as the tests need it: the bearer token checked on every call, as Graph does. */
-const graphApi = (req: Received) => {
-  if (req.headers.authorization !== `Bearer ${TOKEN}`)
-    return {
-      status: 401,
-      body: JSON.stringify({
-        error: {
-          message: "Invalid OAuth access token.",
-          type: "OAuthException",
-          code: 190,
-          fbtrace_id: "A1",
-        },
-      }),
-    };
-  if (req.path === `/v19.0/${PHONE_ID}`)
-    return {
-      status: 200,
-      body: JSON.stringify({ id: PHONE_ID, display_phone_number: "+1 555-000-1111", verified_name: "Acme" }),
-    };
-  if (req.path === `/v19.0/${WABA_ID}/message_templates?limit=100`)
-    return {
-      status: 200,
-      body: JSON.stringify({
-        data: [
-          template("order_update", "en_US", "APPROVED", "Hi {{1}}, order {{2}} has shipped."),
-          template("promo", "en_US", "REJECTED", "Sale {{1}}"),
-        ],
-        paging: {
-          cursors: { before: "b1", after: "page2" },
-          next: graph.url(`/v19.0/${WABA_ID}/message_templates?limit=100&after=page2`),
-        },
-      }),
-    };
-  if (req.path === `/v19.0/${WABA_ID}/message_templates?limit=100&after=page2`)
-    return {
-      status: 200,
-      body: JSON.stringify({
-        data: [
-          template("order_update", "es", "APPROVED", "Hola {{1}}, el pedido {{2}} ha salido."),
-          template("welcome", "en_US", "APPROVED", "Welcome to Acme!"),
-          template("draft", "en_US", "PENDING", "Soon {{1}}"),
-        ],
-        paging: { cursors: { before: "b2", after: "end" } },
-      }),
-    };
-  if (req.path === `/v19.0/${PHONE_ID}/messages`)
-    return {
-      status: 200,
-      body: JSON.stringify({
-        messaging_product: "whatsapp",
-        contacts: [{ input: JSON.parse(req.body).to, wa_id: JSON.parse(req.body).to }],
-        messages: [{ id: `wamid.out${++sent}` }],
-      }),
-    };
-  return { status: 404, body: JSON.stringify({ error: { message: "Unknown path", code: 100 } }) };
-};
+/** The Graph API with the account's templates on two pages. */
+const graphFake = graphApi({
+  accessToken: TOKEN,
+  phoneNumberId: PHONE_ID,
+  templates: {
+    businessAccountId: WABA_ID,
+    pages: [
+      [
+        template("order_update", "en_US", "APPROVED", "Hi {{1}}, order {{2}} has shipped."),
+        template("promo", "en_US", "REJECTED", "Sale {{1}}"),
+      ],
+      [
+        template("order_update", "es", "APPROVED", "Hola {{1}}, el pedido {{2}} ha salido."),
+        template("welcome", "en_US", "APPROVED", "Welcome to Acme!"),
+        template("draft", "en_US", "PENDING", "Soon {{1}}"),
+      ],
+    ],
+    nextUrl: (after) => graph.url(`/v19.0/${WABA_ID}/message_templates?limit=100&after=${after}`),
+  },
+});
 
 beforeAll(async () => {
-  graph = await startReceiver(graphApi);
+  graph = await startReceiver(graphFake.answer);
   app = await startApp({
     services: [
       "api",
@@ -148,7 +112,7 @@ function postCallback(value: Record<string, unknown>, secret: string | null = AP
       { id: WABA_ID, changes: [{ field: "messages", value: { messaging_product: "whatsapp", ...value } }] },
     ],
   });
-  const signature = secret && `sha256=${crypto.createHmac("sha256", secret).update(body).digest("hex")}`;
+  const signature = secret && hubSignature(secret, body);
   return app.http().request("POST", `/api/providers/chatapp2/webhooks?providerId=${providerId}`, {
     raw: body,
     headers: {
@@ -254,7 +218,7 @@ test("every POST is signed: none or another secret is 401; an inbound text recor
       raw: body,
       headers: {
         "content-type": "application/json",
-        "x-hub-signature-256": `sha256=${crypto.createHmac("sha256", "not-the-secret").update(body).digest("hex")}`,
+        "x-hub-signature-256": hubSignature("not-the-secret", body),
       },
     });
   expect([forged.status, forged.body.code]).toEqual([401, "INVALID_SIGNATURE"]);
@@ -585,7 +549,7 @@ test("a sync replaces the kept set; the API failing is a 502 that keeps it", asy
           status: 200,
           body: JSON.stringify({ data: [template("welcome", "en_US", "APPROVED", "Hi")], paging: {} }),
         }
-      : graphApi(req),
+      : graphFake.answer(req),
   );
   expect((await c.post(`${ctx.ws}/providers/chatapp2/templates/sync`)).body).toEqual({ synced: 1 });
   const names = async () =>
@@ -595,12 +559,12 @@ test("a sync replaces the kept set; the API failing is a 502 that keeps it", asy
   graph.setBehaviour((req) =>
     req.path === path
       ? { status: 500, body: '{"error":{"message":"An unknown error occurred","code":1}}' }
-      : graphApi(req),
+      : graphFake.answer(req),
   );
   const failed = await c.post(`${ctx.ws}/providers/chatapp2/templates/sync`);
   expect([failed.status, failed.body.code]).toEqual([502, "UPSTREAM_ERROR"]);
   expect(await names()).toEqual(["welcome"]);
-  graph.setBehaviour(graphApi);
+  graph.setBehaviour(graphFake.answer);
 });
 
 test("a template with named parameters is sent with `parameter_name` on each, in the order its body names them", async () => {
@@ -625,10 +589,10 @@ test("a template with named parameters is sent with `parameter_name` on each, in
             paging: {},
           }),
         }
-      : graphApi(req),
+      : graphFake.answer(req),
   );
   expect((await c.post(`${ctx.ws}/providers/chatapp2/templates/sync`)).body).toEqual({ synced: 1 });
-  graph.setBehaviour(graphApi);
+  graph.setBehaviour(graphFake.answer);
   const list = (await c.get(`${ctx.ws}/providers/chatapp2/templates`)).body;
   expect(list.map((t: { name: string; parameterCount: number }) => [t.name, t.parameterCount])).toEqual([
     ["order_named", 2],

@@ -3,7 +3,7 @@ import { database } from "../../../lib/database";
 import { startApp, type TestApp } from "../../helpers/app";
 import { ownerWithWorkspace } from "../../helpers/http";
 import { waitFor } from "../../helpers/wait";
-import { startReceiver } from "../webhooks/receiver";
+import { startReceiver } from "../../helpers/receiver";
 import { newContact } from "./fixtures";
 
 /**

@@ -6,7 +6,7 @@ import { startApp, type TestApp } from "../../helpers/app";
 import { ownerWithWorkspace } from "../../helpers/http";
 import { dropStreams } from "../../helpers/nats";
 import { waitFor } from "../../helpers/wait";
-import { startReceiver } from "../webhooks/receiver";
+import { startReceiver } from "../../helpers/receiver";
 import { newContact } from "./fixtures";
 
 /**

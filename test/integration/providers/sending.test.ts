@@ -5,7 +5,7 @@ import { startApp, type TestApp } from "../../helpers/app";
 import { ownerWithWorkspace } from "../../helpers/http";
 import { waitFor } from "../../helpers/wait";
 import { newContact } from "./fixtures";
-import { startReceiver, type Received } from "../webhooks/receiver";
+import { startReceiver, type Received } from "../../helpers/receiver";
 
 /**
  * The send path through each real client: SMTP to a real `smtp-server`, and

@@ -2,7 +2,7 @@ import { database } from "../../../lib/database";
 import type { Dispatcher } from "../../../services/webhooks/dispatcher";
 import { startApp, type TestApp } from "../../helpers/app";
 import { ownerWithWorkspace } from "../../helpers/http";
-import { startReceiver, type Behaviour } from "./receiver";
+import { startReceiver, type Behaviour } from "../../helpers/receiver";
 
 /**
  * A webhooks service with a small dispatcher (6 slots, 2 per endpoint, a 10 s

@@ -3,7 +3,7 @@ import { database } from "../../../lib/database";
 import { startApp, type TestApp } from "../../helpers/app";
 import { ownerWithWorkspace } from "../../helpers/http";
 import { waitFor } from "../../helpers/wait";
-import { startReceiver } from "./receiver";
+import { startReceiver } from "../../helpers/receiver";
 
 /**
  * One dispatcher with 6 slots, 2 per endpoint (lent beyond only while fewer than 4 are in flight, see

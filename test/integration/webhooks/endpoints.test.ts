@@ -5,7 +5,7 @@ import { open } from "../../../lib/secret-box";
 import { startApp, type TestApp } from "../../helpers/app";
 import { HttpClient, ownerWithWorkspace, signUp } from "../../helpers/http";
 import { waitFor } from "../../helpers/wait";
-import { startReceiver } from "./receiver";
+import { startReceiver } from "../../helpers/receiver";
 
 let app: TestApp;
 let ctx: Awaited<ReturnType<typeof ownerWithWorkspace>>;

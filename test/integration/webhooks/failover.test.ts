@@ -5,7 +5,7 @@ import { startApp, type TestApp } from "../../helpers/app";
 import { createTestDatabase } from "../../helpers/database";
 import { ownerWithWorkspace } from "../../helpers/http";
 import { waitFor } from "../../helpers/wait";
-import { startReceiver } from "./receiver";
+import { startReceiver } from "../../helpers/receiver";
 
 /** Two brokers (two replicas of the webhooks service) on one database. */
 let db: Awaited<ReturnType<typeof createTestDatabase>>;

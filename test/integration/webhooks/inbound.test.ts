@@ -4,7 +4,7 @@ import { database } from "../../../lib/database";
 import { startApp, type TestApp } from "../../helpers/app";
 import { HttpClient, ownerWithWorkspace } from "../../helpers/http";
 import { waitFor } from "../../helpers/wait";
-import { startReceiver } from "./receiver";
+import { startReceiver } from "../../helpers/receiver";
 
 let app: TestApp;
 let ctx: Awaited<ReturnType<typeof ownerWithWorkspace>>;

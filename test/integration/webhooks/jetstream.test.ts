@@ -5,7 +5,7 @@ import { startApp, type TestApp } from "../../helpers/app";
 import { createTestDatabase } from "../../helpers/database";
 import { ownerWithWorkspace } from "../../helpers/http";
 import { waitFor } from "../../helpers/wait";
-import { startReceiver } from "./receiver";
+import { startReceiver } from "../../helpers/receiver";
 
 /** Domain events over JetStream: a fact published while the webhooks consumer is down is delivered after it restarts. */
 const NATS_URL = process.env.NATS_URL;

@@ -7,7 +7,7 @@ import { publishDomainEvent } from "../../helpers/facts";
 import { startApp, type TestApp } from "../../helpers/app";
 import { ownerWithWorkspace } from "../../helpers/http";
 import { waitFor } from "../../helpers/wait";
-import { startReceiver, type Received } from "./receiver";
+import { startReceiver, type Received } from "../../helpers/receiver";
 
 // A fast retry schedule here; the real 2 s / 8 s schedule is checked in retry-timing.test.ts.
 let app: TestApp;

@@ -8,7 +8,7 @@ import { startApp, type TestApp } from "../../helpers/app";
 import { createTestDatabase } from "../../helpers/database";
 import { ownerWithWorkspace } from "../../helpers/http";
 import { waitFor } from "../../helpers/wait";
-import { startReceiver } from "./receiver";
+import { startReceiver } from "../../helpers/receiver";
 
 /**
  * The transactional outbox between the writes and the domain-events channel,

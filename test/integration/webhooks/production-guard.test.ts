@@ -5,7 +5,7 @@ import { seal } from "../../../lib/secret-box";
 import { startApp, type TestApp } from "../../helpers/app";
 import { ownerWithWorkspace } from "../../helpers/http";
 import { waitFor } from "../../helpers/wait";
-import { startReceiver } from "./receiver";
+import { startReceiver } from "../../helpers/receiver";
 
 /** NODE_ENV=production: private targets are refused unless WEBHOOK_ALLOW_PRIVATE_TARGETS=true. */
 let app: TestApp;

@@ -3,7 +3,7 @@ import { publishDomainEvent } from "../../helpers/facts";
 import { startApp, type TestApp } from "../../helpers/app";
 import { ownerWithWorkspace } from "../../helpers/http";
 import { waitFor } from "../../helpers/wait";
-import { startReceiver } from "./receiver";
+import { startReceiver } from "../../helpers/receiver";
 
 /** The one real-time check of the production schedule: retries 2 s and 8 s after failures. */
 let app: TestApp;
