@@ -15,7 +15,6 @@ import { EMAILAPI1_SECRET_FIELDS, emailapi1Config } from "./emailapi1/config";
 import * as emailapi2Callbacks from "./emailapi2/callbacks";
 import { emailapi2Client } from "./emailapi2/client";
 import { EMAILAPI2_SECRET_FIELDS, emailapi2Config } from "./emailapi2/config";
-import type { OpenedProvider } from "./providers.repo";
 import { pushgw1Client } from "./pushgw1/client";
 import { PUSHGW1_SECRET_FIELDS, pushgw1Config } from "./pushgw1/config";
 import { pushgw2Client } from "./pushgw2/client";
@@ -123,18 +122,25 @@ export const PROVIDER_TYPES = Object.keys(PROVIDER_KINDS) as ProviderType[];
 export const EMAIL_TYPES = ["smtp", "emailapi1", "emailapi2"] as const satisfies readonly ProviderType[];
 export const SMS_TYPES = ["smsapi1", "smsapi2"] as const satisfies readonly ProviderType[];
 
+/** What a client is made from: a stored provider with its secrets opened by the caller's process. */
+interface ClientSource {
+  id: string;
+  type: ProviderType;
+  config: Record<string, unknown>;
+}
+
 const kindOf = (type: string): ProviderKind | undefined =>
   (PROVIDER_KINDS as Record<string, ProviderKind>)[type];
 
 /** The client of a stored provider (its config checked at write, its secrets opened by the caller's process). */
-export function clientFor(provider: OpenedProvider, workspaceId: string): ProviderClient {
+export function clientFor(provider: ClientSource, workspaceId: string): ProviderClient {
   const kind = kindOf(provider.type);
   if (!kind?.client) throw new Error(`Provider type ${provider.type} has no message client`);
   return kind.client(provider.id, provider.config as never, workspaceId);
 }
 
 /** The push client of a stored push provider (vapid, pushgw1, pushgw2). */
-export function pushClientFor(provider: OpenedProvider): PushClient {
+export function pushClientFor(provider: ClientSource): PushClient {
   const kind = kindOf(provider.type);
   if (!kind?.pushClient) throw new Error(`Provider type ${provider.type} has no push client`);
   return kind.pushClient(provider.id, provider.config as never);

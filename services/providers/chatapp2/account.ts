@@ -2,6 +2,7 @@ import { fieldError, upstreamError } from "../../../lib/errors";
 import type { Answer } from "../clients/http";
 import { graph, graphError, INVALID_TOKEN_CODE } from "./client";
 import type { Chatapp2Config } from "./config";
+import { approvedOf, type SyncedTemplate } from "./templates";
 
 /**
  * The account's Graph reads made while a person waits (connecting,
@@ -40,4 +41,20 @@ export async function readAccount(
     `config.${field}`,
     `is not reachable with this token (${code ?? answer.status}: ${detail})`,
   );
+}
+
+/** Pages followed at most in one sync (a runaway `paging.next` stops here). */
+const MAX_PAGES = 200;
+
+/** Every approved template of the account, following `paging.next` to the last page (400 or 502 as `readAccount`). */
+export async function fetchApproved(config: Chatapp2Config): Promise<SyncedTemplate[]> {
+  const templates: SyncedTemplate[] = [];
+  let next: string | null = `/${config.businessAccountId}/message_templates?limit=100`;
+  for (let page = 0; next && page < MAX_PAGES; page++) {
+    const json = await readAccount(config, next, "businessAccountId");
+    templates.push(...approvedOf(Array.isArray(json.data) ? json.data : []));
+    const paging = json.paging as { next?: unknown } | undefined;
+    next = typeof paging?.next === "string" ? paging.next : null;
+  }
+  return templates;
 }

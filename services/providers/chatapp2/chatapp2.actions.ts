@@ -12,7 +12,8 @@ import { readAccount } from "./account";
 import { handshakeAnswer } from "./callbacks";
 import { chatapp2Results, chatapp2Schemas } from "./chatapp2.schemas";
 import type { Chatapp2Config } from "./config";
-import { checkServiceWindow, checkTemplateContent, fetchApproved, isTemplateContent } from "./templates";
+import { fetchApproved } from "./account";
+import { checkServiceWindow, checkTemplateContent, isTemplateContent } from "./templates";
 import * as templatesRepo from "./templates.repo";
 import * as windowRepo from "./window.repo";
 

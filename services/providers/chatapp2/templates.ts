@@ -1,9 +1,7 @@
 import { fieldError, invalidState } from "../../../lib/errors";
-import { readAccount } from "./account";
-import type { Chatapp2Config } from "./config";
 
 /**
- * The account's message templates (synced from `GET
+ * The account's message templates (synced by `fetchApproved` in account.ts from `GET
  * /{businessAccountId}/message_templates`, every page) and the checks a
  * chatapp2 send passes before it is queued: a template send names an
  * approved template in its language with as many parameters as its body
@@ -21,8 +19,6 @@ export interface SyncedTemplate {
 
 /** How long after a person's last message a business may write to them freely (WhatsApp's rule). */
 export const SERVICE_WINDOW_MS = 24 * 3_600_000;
-/** Pages followed at most in one sync (a runaway `paging.next` stops here). */
-const MAX_PAGES = 200;
 
 /** The distinct placeholders of a template's BODY in the order it first names them (`1`, `2`, or named `first_name`). */
 function bodyPlaceholders(components: unknown[]): string[] {
@@ -62,19 +58,6 @@ export function approvedOf(data: unknown[]): SyncedTemplate[] {
       },
     ];
   });
-}
-
-/** Every approved template of the account, following `paging.next` to the last page (400 or 502 as `readAccount`). */
-export async function fetchApproved(config: Chatapp2Config): Promise<SyncedTemplate[]> {
-  const templates: SyncedTemplate[] = [];
-  let next: string | null = `/${config.businessAccountId}/message_templates?limit=100`;
-  for (let page = 0; next && page < MAX_PAGES; page++) {
-    const json = await readAccount(config, next, "businessAccountId");
-    templates.push(...approvedOf(Array.isArray(json.data) ? json.data : []));
-    const paging = json.paging as { next?: unknown } | undefined;
-    next = typeof paging?.next === "string" ? paging.next : null;
-  }
-  return templates;
 }
 
 export type SendContent = Record<string, unknown>;
