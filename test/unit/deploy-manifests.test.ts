@@ -1,6 +1,8 @@
 import fs from "node:fs";
 import path from "node:path";
 import { parseAllDocuments } from "yaml";
+import { BUSINESS_METRICS } from "../../lib/business-metrics";
+import { QUEUE_OWNERS } from "../../lib/queue-stats";
 
 /**
  * No Docker engine or cluster runs in CI, so the deployment files are
@@ -100,4 +102,37 @@ test("k8s: every service's pods are probed, sized, and wait for the migration Jo
     (d) => d.kind === "NetworkPolicy" && d.spec.ingress.some((rule: { from?: unknown }) => !rule.from),
   );
   expect(open.map((p) => p.spec.podSelector.matchLabels)).toEqual([{ app: "cms", service: "api" }]);
+});
+
+test("k8s/queue-depth: the patched HPAs keep the base's target, bounds and CPU metric and add their queue's due rows, as the metrics name them", () => {
+  const [overlay] = load("k8s/queue-depth/kustomization.yaml");
+  expect(overlay.resources).toEqual([".."]);
+  const base = load("k8s/hpa.yaml");
+  const exported = BUSINESS_METRICS.queueDepth.replace(/\./g, "_");
+  const patched = (overlay.patches as Array<{ path: string }>).flatMap((p) =>
+    load(path.join("k8s/queue-depth", p.path)),
+  );
+  expect(patched.map((h) => h.metadata.name).sort()).toEqual(["cms-messages", "cms-webhooks"]);
+  for (const hpa of patched) {
+    const before = base.find((b) => b.metadata.name === hpa.metadata.name)!;
+    const { metrics, ...bounds } = hpa.spec;
+    const { metrics: baseMetrics, ...baseBounds } = before.spec;
+    expect(bounds).toEqual(baseBounds);
+    // A patch replaces the metrics list whole: the base's must be there.
+    expect(metrics.slice(0, baseMetrics.length)).toEqual(baseMetrics);
+    const queue = hpa.metadata.name.replace(/^cms-/, "");
+    expect(metrics.slice(baseMetrics.length)).toEqual([
+      {
+        type: "External",
+        external: {
+          metric: { name: exported, selector: { matchLabels: { queue, state: "due" } } },
+          target: { type: "AverageValue", averageValue: expect.stringMatching(/^\d+$/) },
+        },
+      },
+    ]);
+    expect(QUEUE_OWNERS).toContain(queue);
+  }
+  const [adapter] = load("k8s/queue-depth/prometheus-adapter-values.yaml");
+  expect(adapter.rules.external.map((r: { name: { as: string } }) => r.name.as)).toEqual([exported]);
+  expect(adapter.rules.external[0].seriesQuery).toContain(exported);
 });
