@@ -113,9 +113,8 @@ export async function receive(
 /** The sent message (a campaign's, say) a mail names in In-Reply-To or References, if the send path knows it. */
 async function repliedMessage(from: Caller, ws: string, refs: string[]): Promise<string | null> {
   if (!refs.length || !isServiceAvailable(brokerOf(from), "messages")) return null;
-  const ids = [...refs, ...refs.map((r) => `<${r}>`)];
-  const found = await systemCall<Array<{ id: string }>>(from, ws, "messages.byProviderMessageIds", {
-    providerMessageIds: ids.slice(0, 100),
+  const found = await systemCall<Array<{ id: string }>>(from, ws, "messages.repliedTo", {
+    references: refs.slice(0, 100),
   });
   return found[0]?.id ?? null;
 }

@@ -372,17 +372,17 @@ export async function claimById(id: string, leaseMs: number): Promise<ClaimedMes
   );
 }
 
-/** Sent messages of the workspace by the provider's id of them (a reply's In-Reply-To or References), newest first. */
-export async function messagesByProviderIds(
+/** Sent messages of the workspace a reply names (repliedToKeys: the provider's ids or ours), newest first. */
+export async function messagesRepliedTo(
   workspaceId: string,
-  providerMessageIds: string[],
+  keys: { providerIds: string[]; ownIds: string[] },
 ): Promise<Array<{ id: string; contactId: string | null; campaignId: string | null }>> {
   const sequelize = await database();
   return sequelize.query(
     `SELECT id, contact_id AS "contactId", campaign_id AS "campaignId" FROM messages
-      WHERE workspace_id = $1 AND provider_message_id = ANY ($2::text[])
+      WHERE workspace_id = $1 AND (provider_message_id = ANY ($2::text[]) OR id = ANY ($3::text[]))
       ORDER BY created_at DESC LIMIT 10`,
-    { bind: [workspaceId, providerMessageIds], type: QueryTypes.SELECT },
+    { bind: [workspaceId, keys.providerIds, keys.ownIds], type: QueryTypes.SELECT },
   );
 }
 

@@ -219,8 +219,11 @@ export const schemas = {
       ),
     ),
   }),
-  byProviderMessageIds: Params({
-    providerMessageIds: Type.Array(Type.String({ minLength: 1, maxLength: 998 }), { maxItems: 100 }),
+  repliedTo: Params({
+    references: Type.Array(Type.String({ minLength: 1, maxLength: 998 }), {
+      maxItems: 100,
+      description: "The ids a mail's In-Reply-To and References name",
+    }),
   }),
   variantStats: Params({ templateId: Id }),
   capState: Params({ contactId: Id, channel: Channel }),
@@ -264,7 +267,7 @@ export const results = {
     ),
     messageIds: Type.Array(Type.String()),
   }),
-  byProviderMessageIds: Type.Array(
+  repliedTo: Type.Array(
     Type.Object({
       id: Type.String(),
       contactId: Nullable(Type.String()),

@@ -25,6 +25,7 @@ import { subscriptionsByIdForSend } from "../push/for-send";
 import { systemCall } from "../../lib/system-call";
 import { notificationOf, pushToAll } from "./push";
 import { capState, createMessage, enqueueMessages } from "./send";
+import { repliedToKeys } from "./replied-to";
 import { Sender, senderOf, type WorkspaceInfo } from "./sender";
 import { countEngagement, isMachine, PIXEL, recordActivity, SCANNER_BURST_MS } from "./tracking";
 
@@ -271,11 +272,11 @@ export default defineService<MessagesService>({
       },
     }),
 
-    /** Internal (inbox threading): the workspace's sent messages a reply names by their provider ids. */
-    byProviderMessageIds: defineAction({
-      params: schemas.byProviderMessageIds,
-      result: results.byProviderMessageIds,
-      handler: (ctx) => repo.messagesByProviderIds(workspaceOf(ctx), ctx.params.providerMessageIds),
+    /** Internal (inbox threading): the workspace's sent messages a mail's In-Reply-To and References name. */
+    repliedTo: defineAction({
+      params: schemas.repliedTo,
+      result: results.repliedTo,
+      handler: (ctx) => repo.messagesRepliedTo(workspaceOf(ctx), repliedToKeys(ctx.params.references)),
     }),
 
     /** Internal (templates' A/B figures): sent, opened and clicked per variant. */

@@ -86,6 +86,14 @@ export const attachmentsOf = (content: Outgoing["content"]): Attachment[] =>
   Array.isArray(content.attachments) ? (content.attachments as Attachment[]) : [];
 
 /** What every email client sends: the sender (else a permanent error saying where to set one) and the parts. */
+/**
+ * The Message-ID we give an email: our message id at the sender's domain, so
+ * a reply's In-Reply-To (or a bounce quoting it) names the message whatever
+ * id the provider keeps for it.
+ */
+export const ourMessageId = (messageId: string, fromEmail: string): string =>
+  `<${messageId}@${fromEmail.split("@")[1] ?? "localhost"}>`;
+
 export function emailParts(message: Outgoing): {
   from: { email: string; name: string | null };
   subject: string;

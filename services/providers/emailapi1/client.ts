@@ -1,6 +1,6 @@
 import { errorText, refusal, send } from "../clients/http";
 import { holeKey, joinWithKeys } from "../clients/batch";
-import { emailParts, type ProviderClient } from "../clients/types";
+import { emailParts, ourMessageId, type ProviderClient } from "../clients/types";
 import type { Emailapi1Config } from "./config";
 
 /**
@@ -8,7 +8,9 @@ import type { Emailapi1Config } from "./config";
  * key; 202 and the `X-Message-Id` header on acceptance. Our message id
  * travels as a custom arg, so the event webhook names it. A batch is one
  * request of up to 1,000 personalizations, each with its own subject,
- * headers, custom args and substitutions into the shared content.
+ * headers, custom args and substitutions into the shared content. Each mail
+ * carries our Message-ID (SendGrid keeps a Message-ID header it is given),
+ * so a reply threads with the message it answers.
  */
 
 const NAME = "emailapi1";
@@ -46,7 +48,7 @@ export function emailapi1Client(id: string, config: Emailapi1Config): ProviderCl
         ...(message.replyTo ? { reply_to: { email: message.replyTo } } : {}),
         subject,
         content,
-        ...(Object.keys(message.headers).length ? { headers: message.headers } : {}),
+        headers: { ...message.headers, "Message-ID": ourMessageId(message.messageId, from.email) },
         ...(attachments.length
           ? {
               attachments: attachments.map((a) => ({
@@ -70,7 +72,7 @@ export function emailapi1Client(id: string, config: Emailapi1Config): ProviderCl
       const personalizations = batch.recipients.map(({ message, html, text }) => ({
         to: [{ email: message.to }],
         subject: String(message.content.subject ?? ""),
-        ...(Object.keys(message.headers).length ? { headers: message.headers } : {}),
+        headers: { ...message.headers, "Message-ID": ourMessageId(message.messageId, batch.from.email) },
         custom_args: { messageId: message.messageId },
         substitutions: Object.fromEntries([
           ...html.map((hole, i) => [holeKey("h")(i), hole]),

@@ -1,6 +1,6 @@
 import nodemailer from "nodemailer";
 import { config as appConfig } from "../../../lib/config";
-import { ProviderError, emailParts, type ProviderClient } from "../clients/types";
+import { ProviderError, emailParts, ourMessageId, type ProviderClient } from "../clients/types";
 import type { SmtpConfig } from "./config";
 
 /**
@@ -31,7 +31,6 @@ export function smtpClient(id: string, config: SmtpConfig): ProviderClient {
     type: NAME,
     async send(message) {
       const { from, subject, text, html, attachments } = emailParts(message);
-      const domain = from.email.split("@")[1] ?? "localhost";
       try {
         const info = await transport.sendMail({
           from: from.name ? { name: from.name, address: from.email } : from.email,
@@ -47,8 +46,7 @@ export function smtpClient(id: string, config: SmtpConfig): ProviderClient {
             content: a.content,
             encoding: "base64",
           })),
-          // Our id in the Message-Id, so a bounce that quotes it names the message.
-          messageId: `<${message.messageId}@${domain}>`,
+          messageId: ourMessageId(message.messageId, from.email),
         });
         return { providerMessageId: String(info.messageId).replace(/^<|>$/g, "") };
       } catch (err) {

@@ -37,6 +37,8 @@ const fakeApi = (req: Received) => {
         messages: [{ status: "0", "message-id": `V-${fake.received.length}` }],
       }),
     };
+  if (req.path.startsWith("/sendgrid"))
+    return { status: 202, body: "", headers: { "x-message-id": `sg-${fake.received.length}` } };
   if (req.path.startsWith("/mailgun"))
     return {
       status: 200,
@@ -537,6 +539,50 @@ test("inbound email (emailapi2 route): a reply to a campaign message threads wit
     "Me too",
   ]);
   expect(detail.status).toBe("open");
+});
+
+test("a reply to a mail sent through emailapi1 threads with it by the Message-ID we gave the mail, not SendGrid's id", async () => {
+  const c = ctx.owner.client;
+  const sendgrid = await c.post(`${ctx.ws}/providers/email`, {
+    type: "emailapi1",
+    isDefault: false,
+    config: { apiKey: "SG.inbox-key", baseUrl: fake.url("/sendgrid") },
+  });
+  expect(sendgrid.status).toBe(201);
+  const email = "sg-reader@example.com";
+  const contactId = await newContact(c, ctx.ws, { email });
+  const news = await c.post(`${ctx.ws}/messages`, {
+    contactId,
+    channel: "email",
+    content: { subject: "Offer", html: "<p>Offer</p>" },
+    providerId: sendgrid.body.id,
+  });
+  const sent = await waitFor(
+    async () => {
+      const m = (await c.get(`${ctx.ws}/messages/${news.body.id}`)).body;
+      return m.status === "sent" ? m : undefined;
+    },
+    10_000,
+    "the SendGrid mail",
+  );
+  expect(sent.providerMessageId).toMatch(/^sg-\d+$/);
+  const request = fake.received.filter((r) => r.path.startsWith("/sendgrid")).at(-1)!;
+  const messageId = JSON.parse(request.body).headers["Message-ID"];
+  expect(messageId).toBe(`<${news.body.id}@acme.test>`);
+
+  const answer = {
+    sender: email,
+    recipient: "support@mg.acme.test",
+    subject: "Re: Offer",
+    "body-plain": "Count me in",
+    "stripped-text": "Count me in",
+    "Message-Id": "<sg-in-1@mail.example.com>",
+    "In-Reply-To": messageId,
+    References: messageId,
+  };
+  expect((await inboundMail(answer)).status).toBe(200);
+  const [thread] = await threadOf(contactId, "email");
+  expect(thread).toMatchObject({ subject: "Re: Offer", originMessageId: news.body.id });
 });
 
 test("capacity: past maxOpen threads wait and go out oldest first as room frees; an unanswered thread moves on", async () => {

@@ -177,6 +177,8 @@ test("emailapi1 (SendGrid v3): the exact request; 202 and X-Message-Id accepted;
     headers: {
       "List-Unsubscribe": expect.stringMatching(/^<http.*unsubscribe\?token=/),
       "List-Unsubscribe-Post": "List-Unsubscribe=One-Click",
+      // Ours, so a reply's In-Reply-To names the message (SendGrid's X-Message-Id is not the mail's Message-ID).
+      "Message-ID": `<${sent.id}@acme.test>`,
     },
   });
   expect(body.content.map((c: { type: string }) => c.type)).toEqual(["text/plain", "text/html"]);
@@ -421,6 +423,7 @@ test("emailapi1 batches: one template to many contacts is one request of persona
     expect(fill(html.value)).toBe(message.content.html);
     expect(fill(text.value)).toBe(message.content.text);
     expect(p.headers["List-Unsubscribe"]).toMatch(/unsubscribe\?token=/);
+    expect(p.headers["Message-ID"]).toBe(`<${message.id}@${body.from.email.split("@")[1]}>`);
   }
   expect(html.value).not.toContain("Ivy");
 });
