@@ -263,8 +263,10 @@
           if (!answers[0].vapidPublicKey) throw new Error("The workspace has no web push provider");
           if (answers[1] !== "granted") throw new Error("Notifications were not allowed");
           var applicationServerKey = keyBytes(answers[0].vapidPublicKey);
+          // The worker learns where to store a subscription its push service renews (pushsubscriptionchange).
+          var renewals = encodeURIComponent(endpoint("/api/script/push"));
           return navigator.serviceWorker
-            .register(worker)
+            .register(worker + (worker.indexOf("?") < 0 ? "?" : "&") + "cms=" + renewals)
             .then(function () {
               return navigator.serviceWorker.ready;
             })

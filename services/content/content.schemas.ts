@@ -270,6 +270,20 @@ export const schemas = {
           "The same as JSON text: how the website script's form-encoded post (no CORS preflight) sends it",
       }),
     ]),
+    previousEndpoint: Type.Optional(
+      Type.String({
+        maxLength: 2000,
+        description:
+          "A renewal (the worker's pushsubscriptionchange): the endpoint of the subscription it replaces",
+      }),
+    ),
+    previousAuth: Type.Optional(
+      Type.String({
+        maxLength: 200,
+        description:
+          "With previousEndpoint: that subscription's auth secret, which proves the browser held it",
+      }),
+    ),
   }),
   scriptPrefill: Params({
     key: Type.Optional(SiteKey),

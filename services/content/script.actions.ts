@@ -366,7 +366,9 @@ export const scriptActions = defineMixin<ScriptService>({
     /**
      * Store a browser's push subscription (201), the identified visitor's
      * contact's when a `visitorToken` comes with it; a known endpoint is
-     * updated (200). Its keys are sealed and never answered. Public.
+     * updated (200). A renewal names the subscription it replaces
+     * (`previousEndpoint`, `previousAuth`) and takes over its contact. Its
+     * keys are sealed and never answered. Public.
      */
     scriptPush: defineAction({
       rest: "POST /script/push",
@@ -381,10 +383,21 @@ export const scriptActions = defineMixin<ScriptService>({
         await consume(EVENT_LIMIT, ctx.meta.ip ?? "unknown");
         const contactId = visitorOf(site, ctx.params.visitorToken);
         const { endpoint, keys } = subscriptionOf(ctx.params.subscription);
+        const { previousEndpoint, previousAuth } = ctx.params;
+        if (!previousEndpoint !== !previousAuth)
+          throw fieldError(
+            previousEndpoint ? "previousAuth" : "previousEndpoint",
+            "comes with the other or not at all",
+          );
         const { subscription, created } = await systemCall<{
           subscription: PushSubscriptionView;
           created: boolean;
-        }>(ctx, site.workspaceId, "push.saveWeb", { contactId, endpoint, keys });
+        }>(ctx, site.workspaceId, "push.saveWeb", {
+          contactId,
+          endpoint,
+          keys,
+          ...(previousEndpoint ? { previous: { endpoint: previousEndpoint, auth: previousAuth } } : {}),
+        });
         if (!created) ctx.meta.$statusCode = 200;
         return subscription;
       },

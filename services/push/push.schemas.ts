@@ -39,6 +39,12 @@ export const WebPushKeys = Type.Object(
 );
 export type WebPushKeys = Static<typeof WebPushKeys>;
 
+/** A renewed subscription's proof that it replaces an earlier one of the same browser: that one's endpoint and auth secret. */
+export const PreviousWebSubscription = Type.Object(
+  { endpoint: Type.String({ maxLength: 2000 }), auth: PushKey("16 bytes") },
+  { additionalProperties: false },
+);
+
 export const WebPushEndpoint = Type.String({
   maxLength: 2000,
   pattern: "^https://[^\\s]+$",
@@ -82,6 +88,7 @@ export const schemas = {
     contactId: Nullable(Id),
     endpoint: WebPushEndpoint,
     keys: WebPushKeys,
+    previous: Type.Optional(PreviousWebSubscription),
   }),
   /** Internal (the sender): subscriptions a push service said are gone. */
   deactivate: Params({ subscriptionIds: Type.Array(Id, { minItems: 1, maxItems: 10_000 }) }),

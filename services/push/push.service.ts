@@ -8,6 +8,7 @@ import { workspaceOf } from "../../lib/tenancy";
 import { DatabaseMixin } from "../../mixins/database.mixin";
 import type { SendTestResult } from "../messages/messages.schemas";
 import { results, schemas } from "./push.schemas";
+import { saveWebSubscription } from "./renewal";
 import * as repo from "./subscriptions.repo";
 
 const WS = "/workspaces/:workspaceId/push";
@@ -161,18 +162,15 @@ export default defineService({
       },
     }),
 
-    /** Internal (the website script's `POST /api/script/push`): store a browser's subscription, or renew its endpoint's. */
+    /**
+     * Internal (the website script's `POST /api/script/push`): store a browser's
+     * subscription, or renew its endpoint's; a renewal proving the one it
+     * replaces takes over that one's contact (renewal.ts).
+     */
     saveWeb: defineAction({
       params: schemas.saveWeb,
       result: results.saveWeb,
-      handler: (ctx) =>
-        repo.saveSubscription(workspaceOf(ctx), {
-          contactId: ctx.params.contactId,
-          type: "web",
-          endpoint: ctx.params.endpoint,
-          token: null,
-          keys: ctx.params.keys,
-        }),
+      handler: (ctx) => saveWebSubscription(workspaceOf(ctx), ctx.params),
     }),
 
     /** Internal (the sender): a push service said these subscriptions are gone. */

@@ -81,6 +81,19 @@ export async function saveSubscription(
   return { subscription: view(row), created: row.created };
 }
 
+/** The workspace's browser subscription of an endpoint, its keys still sealed. */
+export async function webSubscriptionByEndpoint(
+  workspaceId: string,
+  endpoint: string,
+): Promise<{ id: string; contact_id: string | null; keys: string | null } | null> {
+  const [row] = await selectRows<{ id: string; contact_id: string | null; keys: string | null }>(
+    `SELECT id, contact_id, keys FROM push_subscriptions
+      WHERE workspace_id = $1 AND type = 'web' AND endpoint = $2`,
+    [workspaceId, endpoint],
+  );
+  return row ?? null;
+}
+
 export async function listSubscriptions(
   workspaceId: string,
   page: PageRequest,

@@ -95,7 +95,9 @@ test("subscribe: permission, the site's worker, the workspace's key, the subscri
   const page = loadScript({ vapidPublicKey: KEY.toString("base64url"), permission: "granted" });
   expect(page.cms.push.supported()).toBe(true);
   expect(await page.cms.push.subscribe()).toEqual({ id: "sub-1", type: "web" });
-  expect(page.registered).toEqual(["/cms-push-worker.js"]);
+  // The worker is told where renewed subscriptions go (its pushsubscriptionchange).
+  const renewals = encodeURIComponent("https://cms.example.com/api/script/push?key=pk_site");
+  expect(page.registered).toEqual([`/cms-push-worker.js?cms=${renewals}`]);
   expect(Buffer.from(page.keys[0])).toEqual(KEY);
   const [post] = page.posted;
   expect(post.url).toBe("https://cms.example.com/api/script/push?key=pk_site");
@@ -110,8 +112,9 @@ test("the worker's path comes from the call, else the script tag", async () => {
     worker: "/sw/push.js",
   });
   await tagged.cms.push.subscribe();
-  await tagged.cms.push.subscribe({ worker: "/other.js" });
-  expect(tagged.registered).toEqual(["/sw/push.js", "/other.js"]);
+  await tagged.cms.push.subscribe({ worker: "/other.js?v=2" });
+  const renewals = encodeURIComponent("https://cms.example.com/api/script/push?key=pk_site");
+  expect(tagged.registered).toEqual([`/sw/push.js?cms=${renewals}`, `/other.js?v=2&cms=${renewals}`]);
 });
 
 test("no push provider, or permission refused: rejected saying why, nothing registered or stored", async () => {

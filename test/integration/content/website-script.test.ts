@@ -302,6 +302,57 @@ test("push: a browser's subscription stored (201), the same endpoint updated (20
   expect([notJson.status, notJson.body.details[0].field]).toEqual([400, "subscription"]);
 });
 
+test("push renewal: the new subscription naming the old one with its auth secret keeps its contact and retires it; a wrong secret does neither", async () => {
+  const form = await c().post(`${ctx.ws}/forms`, {
+    name: "Push renewal",
+    fields: [{ key: "email", label: "Email", type: "email", required: true, mapTo: "email" }],
+  });
+  const who = await page().post(`/api/forms/${form.body.id}/submit`, { email: "renew@example.com" });
+  const keys = (auth: string) => ({
+    p256dh: "BNcRdreALRFXTkOOUHK1EtK2wtaz5Ry4YfYCA_0QTpQtUbVlUls0VJXg7A8u-Ts1XbjhazAkj7I99e8QcYP7DkM",
+    auth,
+  });
+  const old = { endpoint: "https://push.example.com/send/old-1", keys: keys("oldAuthSecret0123456789") };
+  const first = await page().post(
+    `/api/script/push?key=${key}`,
+    { subscription: old, visitorToken: who.body.visitorToken },
+    from,
+  );
+  expect(first.body.contactId).toBe(who.body.contactId);
+  const renew = (endpoint: string, previousAuth: string) =>
+    page().request("POST", `/api/script/push?key=${key}`, {
+      ...from,
+      // As the worker posts it: form-encoded, no visitor token (a worker has no page storage).
+      form: {
+        subscription: JSON.stringify({ endpoint, keys: keys("newAuthSecret0123456789") }),
+        previousEndpoint: old.endpoint,
+        previousAuth,
+      },
+    });
+  const subscriptions = async () =>
+    (await c().get(`${ctx.ws}/push?limit=100`)).body.data.filter((s: { endpoint: string }) =>
+      s.endpoint.includes("/send/"),
+    );
+
+  const forged = await renew("https://push.example.com/send/forged-1", "notTheSecret0123456789");
+  expect([forged.status, forged.body.contactId]).toEqual([201, null]);
+  expect((await subscriptions()).find((s: { id: string }) => s.id === first.body.id).active).toBe(true);
+
+  const renewed = await renew("https://push.example.com/send/new-1", old.keys.auth);
+  expect([renewed.status, renewed.body.contactId, renewed.body.active]).toEqual([
+    201,
+    who.body.contactId,
+    true,
+  ]);
+  expect((await subscriptions()).find((s: { id: string }) => s.id === first.body.id).active).toBe(false);
+
+  const half = await page().request("POST", `/api/script/push?key=${key}`, {
+    ...from,
+    form: { subscription: JSON.stringify(old), previousEndpoint: old.endpoint },
+  });
+  expect([half.status, half.body.details[0].field]).toEqual([400, "previousAuth"]);
+});
+
 test("Origin null (a sandboxed page) is answered only for the workspace's own landing pages", async () => {
   const slug = (await c().get(ctx.ws)).body.slug;
   await c().post(`${ctx.ws}/landing-pages`, {
