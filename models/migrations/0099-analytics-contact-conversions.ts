@@ -2,7 +2,7 @@ import { Sequelize } from "sequelize";
 
 /**
  * Attributed conversions by contact, so attribution can be narrowed to a
- * segment's members. `analytics_contact_conversions` keeps, for each
+ * segment's members, and the events' analytics triggers made one. `analytics_contact_conversions` keeps, for each
  * conversion that had touches when it was stored (0089: every event with a
  * contact except page views and `message.*`), its time, type, amount and the
  * touches it was attributed over, in the order 0089 ranks them (time, kind,
@@ -41,11 +41,89 @@ export async function up(sequelize: Sequelize): Promise<void> {
      WHERE n.contact_id IS NOT NULL AND n.type <> 'page_view' AND n.type NOT LIKE 'message.%'
      GROUP BY n.workspace_id, n.contact_id, n.type, n.timestamp, n.id, n.metadata;
 
-    -- 0089's attribution, the conversion's row kept by the same statement.
-    CREATE OR REPLACE FUNCTION analytics_conversions_attributed() RETURNS trigger LANGUAGE plpgsql AS $fn$
+    -- Every analytics fact of stored events in one trigger, in one pass of its statements: 0085's deltas and
+    -- first times and sources, 0089's activity, touches and attribution, and the conversions above. Four
+    -- statement triggers did this before, each a function call of its own per insert; the activity insert
+    -- drops 0089's NOT EXISTS prefilter: ON CONFLICT DO NOTHING takes no row lock on a held bucket either,
+    -- and the prefilter descended the index a second time for every new one. Touches are stored before the
+    -- attribution reads them, so a conversion sees its own statement's touches, as before.
+    DROP TRIGGER analytics_events ON events;
+    DROP TRIGGER analytics_firsts_inserted ON events;
+    DROP TRIGGER analytics_activity_inserted ON events;
+    DROP TRIGGER analytics_attribution ON events;
+    DROP FUNCTION analytics_events_inserted();
+    DROP FUNCTION analytics_activity_inserted();
+    DROP FUNCTION analytics_conversions_attributed();
+
+    CREATE FUNCTION analytics_events_stored() RETURNS trigger LANGUAGE plpgsql AS $fn$
     DECLARE
       ws text[]; metrics text[]; at timestamptz[]; kinds text[]; keys text[]; amounts numeric[];
     BEGIN
+      INSERT INTO analytics_rollup_deltas (workspace_id, metric, bucket, channel, campaign_id, dim, value)
+      SELECT f.workspace_id, f.metric, analytics_bucket(f.at), f.channel, f.campaign_id, f.dim, sum(f.value)
+        FROM (SELECT n.workspace_id, m.metric, n.timestamp AS at,
+                     CASE WHEN m.metric IN ('events', 'link.clicks') THEN analytics_key(n.metadata ->> 'channel') ELSE '' END AS channel,
+                     analytics_key(n.metadata ->> 'campaignId') AS campaign_id,
+                     CASE m.metric WHEN 'events' THEN analytics_key(n.type)
+                                   WHEN 'link.clicks' THEN coalesce(left(n.metadata ->> 'url', 500), '')
+                                   ELSE analytics_key(n.utm_source) END AS dim,
+                     CASE WHEN m.metric = 'revenue' THEN analytics_amount(n.metadata -> 'amount') ELSE 1 END AS value
+                FROM new_rows n
+                JOIN LATERAL (VALUES ('events'), ('revenue'), ('orders'), ('link.clicks')) AS m(metric)
+                  ON m.metric = 'events'
+                  OR (m.metric IN ('revenue', 'orders') AND n.type = 'purchase')
+                  OR (m.metric = 'link.clicks' AND n.type = 'message.click' AND n.metadata ->> 'url' IS NOT NULL)) f
+       GROUP BY 1, 2, 3, 4, 5, 6;
+
+      INSERT INTO analytics_contact_firsts AS f (workspace_id, contact_id, type, first_at)
+      SELECT x.* FROM (
+        SELECT n.workspace_id, n.contact_id, analytics_key(n.type) AS type, min(n.timestamp) AS first_at
+          FROM new_rows n
+         WHERE n.contact_id IS NOT NULL
+         GROUP BY 1, 2, 3) x
+       WHERE NOT EXISTS (SELECT 1 FROM analytics_contact_firsts e
+                          WHERE e.workspace_id = x.workspace_id AND e.contact_id = x.contact_id
+                            AND e.type = x.type AND e.first_at <= x.first_at)
+       ORDER BY 1, 2, 3
+      ON CONFLICT (workspace_id, contact_id, type)
+      DO UPDATE SET first_at = EXCLUDED.first_at WHERE f.first_at > EXCLUDED.first_at;
+
+      INSERT INTO analytics_contact_activity (workspace_id, contact_id, bucket)
+      SELECT DISTINCT n.workspace_id, n.contact_id, analytics_bucket(n.timestamp)
+        FROM new_rows n
+       WHERE n.contact_id IS NOT NULL
+       ORDER BY 1, 2, 3
+      ON CONFLICT DO NOTHING;
+
+      -- Sources and touches: events with a UTM source only.
+      IF EXISTS (SELECT 1 FROM new_rows n WHERE n.contact_id IS NOT NULL AND n.utm_source IS NOT NULL) THEN
+        INSERT INTO analytics_contact_sources AS f (workspace_id, contact_id, utm_source, utm_medium, first_at)
+        SELECT x.* FROM (
+          SELECT n.workspace_id, n.contact_id, analytics_key(n.utm_source) AS utm_source,
+                 analytics_key(n.utm_medium) AS utm_medium, min(n.timestamp) AS first_at
+            FROM new_rows n
+           WHERE n.contact_id IS NOT NULL AND n.utm_source IS NOT NULL
+           GROUP BY 1, 2, 3, 4) x
+         WHERE NOT EXISTS (SELECT 1 FROM analytics_contact_sources e
+                            WHERE e.workspace_id = x.workspace_id AND e.contact_id = x.contact_id
+                              AND e.utm_source = x.utm_source AND e.utm_medium = x.utm_medium
+                              AND e.first_at <= x.first_at)
+         ORDER BY 1, 2, 3, 4
+        ON CONFLICT (workspace_id, contact_id, utm_source, utm_medium)
+        DO UPDATE SET first_at = EXCLUDED.first_at WHERE f.first_at > EXCLUDED.first_at;
+        INSERT INTO analytics_contact_touches (workspace_id, contact_id, at, kind, key)
+        SELECT DISTINCT n.workspace_id, n.contact_id, n.timestamp, 'source', analytics_key(n.utm_source)
+          FROM new_rows n
+         WHERE n.contact_id IS NOT NULL AND n.utm_source IS NOT NULL
+         ORDER BY 1, 2, 3, 4, 5
+        ON CONFLICT DO NOTHING;
+      END IF;
+
+      -- Attribution (0089) of the conversions: every event with a contact but page views and message tracking.
+      IF NOT EXISTS (SELECT 1 FROM new_rows n
+                      WHERE n.contact_id IS NOT NULL AND n.type <> 'page_view' AND n.type NOT LIKE 'message.%') THEN
+        RETURN NULL;
+      END IF;
       WITH touched AS (
         SELECT n.workspace_id, n.contact_id, n.id, n.timestamp AS at, analytics_key(n.type) AS type,
                analytics_amount(n.metadata -> 'amount') AS amount, t.kind, t.key,
@@ -76,12 +154,14 @@ export async function up(sequelize: Sequelize): Promise<void> {
                                   ('linear', true, x.touches::numeric)) AS m(model, counts, share)
        CROSS JOIN (VALUES ('conversions'), ('revenue')) AS v(measure)
        WHERE m.counts;
-      -- Most events have no touch in the window: nothing to add.
+      -- Most conversions have no touch in the window: nothing to add.
       IF ws IS NOT NULL THEN
         PERFORM analytics_add(ws, metrics, at, kinds, array_fill(''::text, ARRAY[cardinality(ws)]), keys, amounts);
       END IF;
       RETURN NULL;
     END $fn$;
+    CREATE TRIGGER analytics_events_stored AFTER INSERT ON events
+      REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION analytics_events_stored();
 
     -- Conversions move with the events a merge or a claimed session moves.
     CREATE FUNCTION analytics_conversions_moved() RETURNS trigger LANGUAGE plpgsql AS $fn$
