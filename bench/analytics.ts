@@ -367,8 +367,9 @@ async function measureIngest(broker: ServiceBroker, ws: string) {
     on.push(await ingestRate(broker, ws, INGEST));
   }
   const median = (v: number[]) => quantile(v, 0.5);
+  const pairs = on.map((rate, i) => rate / off[i]);
   console.log(
-    `\ningest ${INGEST.toLocaleString()} events × ${ROUNDS} rounds: rollups on ${on.map((r) => r.toFixed(0)).join(", ")}/s, off ${off.map((r) => r.toFixed(0)).join(", ")}/s; on/off by round ${on.map((r, i) => (r / off[i]).toFixed(2)).join(", ")}; medians ${(median(on) / median(off)).toFixed(2)}`,
+    `\ningest ${INGEST.toLocaleString()} events × ${ROUNDS} rounds: rollups on ${on.map((r) => r.toFixed(0)).join(", ")}/s, off ${off.map((r) => r.toFixed(0)).join(", ")}/s; on/off by round ${pairs.map((r) => r.toFixed(2)).join(", ")}, median of the rounds ${median(pairs).toFixed(2)}`,
   );
 }
 

@@ -56,8 +56,6 @@ export async function up(sequelize: Sequelize): Promise<void> {
     DROP FUNCTION analytics_conversions_attributed();
 
     CREATE FUNCTION analytics_events_stored() RETURNS trigger LANGUAGE plpgsql AS $fn$
-    DECLARE
-      ws text[]; metrics text[]; at timestamptz[]; kinds text[]; keys text[]; amounts numeric[];
     BEGIN
       INSERT INTO analytics_rollup_deltas (workspace_id, metric, bucket, channel, campaign_id, dim, value)
       SELECT f.workspace_id, f.metric, analytics_bucket(f.at), f.channel, f.campaign_id, f.dim, sum(f.value)
@@ -144,20 +142,18 @@ export async function up(sequelize: Sequelize): Promise<void> {
          GROUP BY x.workspace_id, x.contact_id, x.type, x.at, x.id, x.amount
          ORDER BY 1, 2, 3, 4, 5
       )
-      SELECT array_agg(x.workspace_id), array_agg('attr.' || m.model || '.' || v.measure || '.' || x.type), array_agg(x.at),
-             array_agg(x.kind), array_agg(x.key),
-             array_agg(CASE v.measure WHEN 'conversions' THEN 1::numeric ELSE x.amount END / m.share)
-        INTO ws, metrics, at, kinds, keys, amounts
+      -- 0089's attribution deltas, appended by this statement (analytics_add, a SQL function, would plan its
+      -- insert again on every call).
+      INSERT INTO analytics_rollup_deltas (workspace_id, metric, bucket, channel, campaign_id, dim, value)
+      SELECT x.workspace_id, 'attr.' || m.model || '.' || v.measure || '.' || x.type, analytics_bucket(x.at), x.kind, '',
+             x.key, sum(CASE v.measure WHEN 'conversions' THEN 1::numeric ELSE x.amount END / m.share)
         FROM touched x
        CROSS JOIN LATERAL (VALUES ('first_touch', x.from_first = 1, 1::numeric),
                                   ('last_touch', x.from_last = 1, 1::numeric),
                                   ('linear', true, x.touches::numeric)) AS m(model, counts, share)
        CROSS JOIN (VALUES ('conversions'), ('revenue')) AS v(measure)
-       WHERE m.counts;
-      -- Most conversions have no touch in the window: nothing to add.
-      IF ws IS NOT NULL THEN
-        PERFORM analytics_add(ws, metrics, at, kinds, array_fill(''::text, ARRAY[cardinality(ws)]), keys, amounts);
-      END IF;
+       WHERE m.counts
+       GROUP BY 1, 2, 3, 4, 5, 6;
       RETURN NULL;
     END $fn$;
     CREATE TRIGGER analytics_events_stored AFTER INSERT ON events
