@@ -410,6 +410,7 @@ async function measureFold(broker: ServiceBroker, ws: string) {
   let window = last;
   for (let second = 1; !stop; second++) {
     await new Promise((resolve) => setTimeout(resolve, start + second * 1000 - Date.now()));
+    if (stop) break;
     const counters = await deltaCounters();
     const now = { at: Date.now(), recorded, counters };
     const perSecond = (now.recorded - last.recorded) / ((now.at - last.at) / 1000);
