@@ -3,15 +3,18 @@
  * raw rows, in one run, on its own database (`cms_bench_analytics`, recreated):
  *   - every built analytics route for a 90-day range through the gateway, p50/p99,
  *     beside the raw-row SQL of the same answer (p50/p99) and the ratio;
- *   - ingest (`events.record`, the real path) with the rollup triggers on and off,
- *     interleaved rounds, and the ratio.
+ *   - ingest (`events.record`, the real path) with the rollup trigger on and off,
+ *     interleaved rounds, and the ratio;
+ *   - the fold under a sustained ingest: the deltas' backlog each second while
+ *     events are recorded without pause, the deltas appended and folded per second.
  *
  *   DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres npx ts-node --transpile-only bench/analytics.ts
  *
  * Env: BENCH_CONTACTS (100000), BENCH_EVENTS (1000000), BENCH_MESSAGES (100000) over 365 days
  * (the issue's scale: BENCH_FULL=1 → 1,000,000 / 10,000,000 / 1,000,000), BENCH_SAMPLES (50 per route),
  * BENCH_RAW_SAMPLES (5 per raw recomputation), BENCH_INGEST (20000 events a round), BENCH_ROUNDS (2),
- * BENCH_REUSE=1 keeps the database of a previous run and its seeded workspace (skips the seeding);
+ * BENCH_SUSTAIN (30 seconds of sustained ingest for the fold; 0 skips it), BENCH_PARTS (routes,ingest,fold: the
+ * parts to run), BENCH_REUSE=1 keeps the database of a previous run and its seeded workspace (skips the seeding);
  * BENCH_DB names the database (`cms_bench_analytics`), so two runs on one server keep apart.
  */
 import type { AddressInfo } from "node:net";
@@ -34,6 +37,8 @@ const RAW_SAMPLES = Number(process.env.BENCH_RAW_SAMPLES ?? 5);
 const INGEST = Number(process.env.BENCH_INGEST ?? 20_000);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 2);
 const REUSE = process.env.BENCH_REUSE === "1";
+const SUSTAIN_S = Number(process.env.BENCH_SUSTAIN ?? 30);
+const PARTS = new Set((process.env.BENCH_PARTS ?? "routes,ingest,fold").split(","));
 const DB_NAME = process.env.BENCH_DB ?? "cms_bench_analytics";
 const CHUNK = 200_000;
 const ZONE = "Europe/Berlin";
@@ -320,12 +325,20 @@ async function measureRoutes(client: Awaited<ReturnType<typeof ownerWithWorkspac
   );
 }
 
-/** `events.record` (the real path: insert with its outbox fact, triggers) at 50 in flight; events per second. */
-async function ingestRate(broker: ServiceBroker, ws: string, n: number): Promise<number> {
+/**
+ * `events.record` (the real path: insert with its outbox fact, triggers) at 50 in flight, `n` events or until
+ * `until()` says stop; events per second.
+ */
+async function ingestRate(
+  broker: ServiceBroker,
+  ws: string,
+  n: number,
+  until: () => boolean = () => false,
+): Promise<number> {
   let next = 0;
   const t0 = process.hrtime.bigint();
   const worker = async () => {
-    while (next < n) {
+    while (next < n && !until()) {
       const i = next++;
       await systemCall(broker, ws, "events.record", {
         type: i % 10 === 0 ? "purchase" : "page_view",
@@ -335,22 +348,15 @@ async function ingestRate(broker: ServiceBroker, ws: string, n: number): Promise
     }
   };
   await Promise.all(Array.from({ length: 50 }, worker));
-  return n / (ms(t0) / 1000);
+  return next / (ms(t0) / 1000);
 }
 
 async function measureIngest(broker: ServiceBroker, ws: string) {
   const sequelize = await database();
-  // Every analytics trigger on events: the rollups, the contacts' first times, activity and touches, attribution.
-  const TRIGGERS = [
-    "analytics_events",
-    "analytics_firsts_inserted",
-    "analytics_activity_inserted",
-    "analytics_attribution",
-  ];
+  // The analytics trigger of stored events (migration 0099): the rollup deltas, the contacts' first times and
+  // sources, activity, touches, attribution and conversions.
   const toggle = (on: boolean) =>
-    sequelize.query(
-      `ALTER TABLE events ${TRIGGERS.map((name) => `${on ? "ENABLE" : "DISABLE"} TRIGGER ${name}`).join(", ")}`,
-    );
+    sequelize.query(`ALTER TABLE events ${on ? "ENABLE" : "DISABLE"} TRIGGER analytics_events_stored`);
   await ingestRate(broker, ws, Math.min(2000, INGEST)); // warm-up
   const on: number[] = [];
   const off: number[] = [];
@@ -361,8 +367,76 @@ async function measureIngest(broker: ServiceBroker, ws: string) {
     on.push(await ingestRate(broker, ws, INGEST));
   }
   const median = (v: number[]) => quantile(v, 0.5);
+  const pairs = on.map((rate, i) => rate / off[i]);
   console.log(
-    `\ningest ${INGEST.toLocaleString()} events × ${ROUNDS} rounds: rollups on ${on.map((r) => r.toFixed(0)).join(", ")}/s, off ${off.map((r) => r.toFixed(0)).join(", ")}/s; on/off ${(median(on) / median(off)).toFixed(2)}`,
+    `\ningest ${INGEST.toLocaleString()} events × ${ROUNDS} rounds: rollups on ${on.map((r) => r.toFixed(0)).join(", ")}/s, off ${off.map((r) => r.toFixed(0)).join(", ")}/s; on/off by round ${pairs.map((r) => r.toFixed(2)).join(", ")}, median of the rounds ${median(pairs).toFixed(2)}`,
+  );
+}
+
+/**
+ * The deltas held now, and the deltas appended and deleted (folded) so far as the server's statistics count
+ * them (each backend reports about once a second, so rates are read over several seconds).
+ */
+async function deltaCounters() {
+  const sequelize = await database();
+  const [row] = await sequelize.query<{ held: string; appended: string; folded: string }>(
+    `SELECT (SELECT count(*) FROM analytics_rollup_deltas) AS held, n_tup_ins AS appended, n_tup_del AS folded
+       FROM pg_stat_user_tables WHERE relname = 'analytics_rollup_deltas'`,
+    { type: QueryTypes.SELECT },
+  );
+  return { held: Number(row.held), appended: Number(row.appended), folded: Number(row.folded) };
+}
+
+/**
+ * The fold (the service's own timer, every ANALYTICS_FOLD_MS) under `events.record` without pause for
+ * SUSTAIN_S seconds: each second the deltas held and the events recorded; every 5 seconds the deltas appended
+ * and folded per second; then how long the backlog takes to drain once the ingest stops.
+ */
+async function measureFold(broker: ServiceBroker, ws: string) {
+  let recorded = 0;
+  let stop = false;
+  const start = Date.now();
+  const first = await deltaCounters();
+  const ingest = ingestRate(broker, ws, Number.MAX_SAFE_INTEGER, () => {
+    if (Date.now() - start >= SUSTAIN_S * 1000) stop = true;
+    if (!stop) recorded++;
+    return stop;
+  });
+  console.log(`\nfold under ${SUSTAIN_S} s of sustained ingest (backlog: deltas held; rates per second)`);
+  console.log(
+    `${"s".padStart(4)} ${"events/s".padStart(9)} ${"backlog".padStart(8)} ${"appended/s".padStart(11)} ${"folded/s".padStart(9)}`,
+  );
+  let last = { at: start, recorded: 0, counters: first };
+  let window = last;
+  for (let second = 1; !stop; second++) {
+    await new Promise((resolve) => setTimeout(resolve, start + second * 1000 - Date.now()));
+    if (stop) break;
+    const counters = await deltaCounters();
+    const now = { at: Date.now(), recorded, counters };
+    const perSecond = (now.recorded - last.recorded) / ((now.at - last.at) / 1000);
+    let rates = "";
+    if (second % 5 === 0) {
+      const span = (now.at - window.at) / 1000;
+      rates = `${((counters.appended - window.counters.appended) / span).toFixed(0).padStart(11)} ${((counters.folded - window.counters.folded) / span).toFixed(0).padStart(9)}`;
+      window = now;
+    }
+    console.log(
+      `${String(second).padStart(4)} ${perSecond.toFixed(0).padStart(9)} ${String(counters.held).padStart(8)} ${rates}`,
+    );
+    last = now;
+  }
+  const rate = await ingest;
+  const stopped = Date.now();
+  let drained = await deltaCounters();
+  while (drained.held > 0) {
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    drained = await deltaCounters();
+  }
+  await new Promise((resolve) => setTimeout(resolve, 1500)); // the statistics of the last folds reported
+  const total = await deltaCounters();
+  const span = (Date.now() - start) / 1000;
+  console.log(
+    `ingest ${rate.toFixed(0)} events/s; deltas appended ${((total.appended - first.appended) / span).toFixed(0)}/s and folded ${((total.folded - first.folded) / span).toFixed(0)}/s over the run (${(total.appended - first.appended).toLocaleString()} and ${(total.folded - first.folded).toLocaleString()}); backlog drained ${((Date.now() - 1500 - stopped) / 1000).toFixed(1)} s after the ingest stopped`,
   );
 }
 
@@ -374,7 +448,8 @@ async function measureIngest(broker: ServiceBroker, ws: string) {
 async function settleRollups(broker: ServiceBroker) {
   const sequelize = await database();
   for (;;) {
-    await broker.call("analytics.foldRollups");
+    // A year of deltas folds for minutes: no call timeout.
+    await broker.call("analytics.foldRollups", {}, { timeout: 0 });
     const [{ remaining }] = await sequelize.query<{ remaining: string }>(
       "SELECT count(*) AS remaining FROM analytics_rollup_deltas",
       { type: QueryTypes.SELECT },
@@ -415,8 +490,9 @@ async function main() {
     const t0 = process.hrtime.bigint();
     await settleRollups(broker);
     console.log(`deltas folded and vacuumed in ${(ms(t0) / 1000).toFixed(1)} s`);
-    await measureRoutes(client, client.workspaceId);
-    await measureIngest(broker, client.workspaceId);
+    if (PARTS.has("routes")) await measureRoutes(client, client.workspaceId);
+    if (PARTS.has("ingest")) await measureIngest(broker, client.workspaceId);
+    if (PARTS.has("fold") && SUSTAIN_S > 0) await measureFold(broker, client.workspaceId);
   } finally {
     await broker.stop();
   }

@@ -14,7 +14,7 @@ const READ = requires("analytics.read");
 const RANGE =
   "Query: from, to (inclusive, whole buckets; the last 30 days), granularity (day), timezone (the workspace's), channel, campaignId";
 const SEGMENT =
-  "; segmentId: the segment's current members only, summed from their rows (an unknown segment 404)";
+  "; segmentId: the segment's current members only, from their rows or per-contact facts (an unknown segment 404)";
 const NO_SEGMENT = "; segmentId is refused (400 segmentId): these figures are kept for the whole workspace";
 /** Cohorts and attribution take no channel or campaign filter. */
 const RANGE_ONLY =
@@ -31,7 +31,8 @@ const SEGMENT_OK = { segment: true };
  * per-contact facts the database keeps as facts happen (migrations 0083,
  * 0084, 0089; since 0085 the rollups' deltas are appended with each fact and
  * folded in every ANALYTICS_FOLD_MS), never from raw rows, except realtime's
- * last 30 minutes and answers narrowed to a segment (its members' rows).
+ * last 30 minutes and the rollup answers narrowed to a segment (its members'
+ * rows; the per-contact answers narrow their facts to the members).
  * analytics.read.
  */
 export default defineService({
@@ -128,10 +129,11 @@ export default defineService({
       result: schemas.funnelResult,
       openapi: doc(
         "A funnel of event types (steps=a,b,c; windowDays, 30): contacts whose first a is in the range, then those whose first b followed, ...",
+        true,
       ),
       handler: async (ctx) => {
         const steps = answers.stepsOf(ctx.params.steps);
-        return answers.funnel(await scopeOf(ctx, ctx.params), steps, ctx.params.windowDays ?? 30);
+        return answers.funnel(await scopeOf(ctx, ctx.params, SEGMENT_OK), steps, ctx.params.windowDays ?? 30);
       },
     }),
 
@@ -143,9 +145,10 @@ export default defineService({
       result: schemas.sourcesResult,
       openapi: doc(
         "Contacts by the UTM source and medium they first came from in the range, and how many then converted (conversion, `purchase`)",
+        true,
       ),
       handler: async (ctx) =>
-        answers.sources(await scopeOf(ctx, ctx.params), ctx.params.conversion ?? "purchase"),
+        answers.sources(await scopeOf(ctx, ctx.params, SEGMENT_OK), ctx.params.conversion ?? "purchase"),
     }),
 
     /** Contacts by the bucket of their first `event` (else creation), and the share active in each bucket after. */
@@ -156,10 +159,11 @@ export default defineService({
       result: schemas.cohortsResult,
       openapi: doc(
         "Cohorts (event: their first time of it; none: contacts created) per bucket, each with the share of its contacts that did any event in its own bucket and each later one",
-        false,
+        true,
         RANGE_ONLY,
       ),
-      handler: async (ctx) => answers.cohorts(await scopeOf(ctx, ctx.params), ctx.params.event ?? null),
+      handler: async (ctx) =>
+        answers.cohorts(await scopeOf(ctx, ctx.params, SEGMENT_OK), ctx.params.event ?? null),
     }),
 
     /** Conversions and their revenue by the touches they are attributed to. */
@@ -170,12 +174,12 @@ export default defineService({
       result: schemas.attributionResult,
       openapi: doc(
         "Conversions (conversion, `purchase`) in the range and their metadata.amount attributed to campaign messages sent and UTM sources of the 30 days before each (model: first_touch, last_touch (default), linear)",
-        false,
+        true,
         RANGE_ONLY,
       ),
       handler: async (ctx) =>
         answers.attribution(
-          await scopeOf(ctx, ctx.params),
+          await scopeOf(ctx, ctx.params, SEGMENT_OK),
           ctx.params.model ?? "last_touch",
           ctx.params.conversion ?? "purchase",
         ),

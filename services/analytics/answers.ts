@@ -13,15 +13,16 @@ import { funnelCounts, sourceCounts } from "./firsts.repo";
 import * as realtimeRepo from "./realtime.repo";
 import { cohortCounts } from "./cohorts.repo";
 import { sumBefore, sumRollups, type RollupQuery, type RollupRow } from "./rollups.repo";
-import { membersBefore, sumForSegment } from "./segment.repo";
+import { attributionForSegment, membersBefore, sumForSegment } from "./segment.repo";
 
 /**
  * The analytics answers, each a few sums over the rollups. Filters: `channel`
  * narrows message counts and events (by the event's `metadata.channel`);
  * `campaignId` narrows message counts, events and revenue (by
  * `metadata.campaignId`); contacts and submissions are the workspace's.
- * `segmentId` narrows every figure to the segment's current members, summed
- * from their raw rows (segment.repo.ts), for the answers that take it.
+ * `segmentId` narrows every figure to the segment's current members: the
+ * rollup answers summed from their raw rows (segment.repo.ts), the funnel,
+ * sources, cohorts and attribution from their per-contact facts.
  */
 
 export interface Scope {
@@ -240,7 +241,7 @@ export function stepsOf(text: string): string[] {
 
 export async function funnel(s: Scope, steps: string[], windowDays: number) {
   const { start, end } = spanOf(s.frame);
-  const counts = await funnelCounts(s.workspaceId, steps, start, end, windowDays * 86_400_000);
+  const counts = await funnelCounts(s.workspaceId, steps, start, end, windowDays * 86_400_000, s.segmentId);
   return {
     steps: steps.map((type, i) => ({
       type,
@@ -254,7 +255,7 @@ const MAX_SOURCES = 100;
 
 export async function sources(s: Scope, conversion: string) {
   const { start, end } = spanOf(s.frame);
-  const rows = await sourceCounts(s.workspaceId, conversion, start, end, MAX_SOURCES);
+  const rows = await sourceCounts(s.workspaceId, conversion, start, end, MAX_SOURCES, s.segmentId);
   return {
     sources: rows.map((row) => ({
       utmSource: row.utm_source,
@@ -282,7 +283,7 @@ export async function cohorts(s: Scope, event: string | null) {
       "granularity",
       `gives ${periods} cohorts over this range, more than ${MAX_COHORTS}; take a coarser one or a shorter range`,
     );
-  const { sizes, active } = await cohortCounts(s.workspaceId, event, edges);
+  const { sizes, active } = await cohortCounts(s.workspaceId, event, edges, s.segmentId);
   const activeOf = new Map(active.map((a) => [`${a.cohort}:${a.period}`, a.contacts]));
   return {
     cohorts: edges.slice(0, -1).map((edge, i) => {
@@ -306,7 +307,8 @@ const MAX_TOUCHES = 100;
  * `message.*`) in the range and their `metadata.amount`, attributed when
  * stored (migration 0089) over the
  * contact's touches of the 30 days before: by touch kind and key, most
- * conversions first, at most 100.
+ * conversions first, at most 100. For a segment, its members' conversions
+ * as stored with their touches (migration 0099).
  */
 export async function attribution(s: Scope, model: AttributionModel, conversion: string) {
   if (conversion === "page_view" || conversion.startsWith("message."))
@@ -315,11 +317,14 @@ export async function attribution(s: Scope, model: AttributionModel, conversion:
       "cannot be a page view or a message tracking event: those are not attributed as conversions",
     );
   const metricOf = (measure: string) => `attr.${model}.${measure}.${conversion}`;
-  const rows = await sumRollups(s.workspaceId, {
-    metrics: [metricOf("conversions"), metricOf("revenue")],
-    edges: s.frame.edges,
-    by: ["metric", "channel", "dim"],
-  });
+  const { start, end } = spanOf(s.frame);
+  const rows = s.segmentId
+    ? await attributionForSegment(s.workspaceId, s.segmentId, model, conversion, start, end)
+    : await sumRollups(s.workspaceId, {
+        metrics: [metricOf("conversions"), metricOf("revenue")],
+        edges: s.frame.edges,
+        by: ["metric", "channel", "dim"],
+      });
   type Touch = { kind: "campaign" | "source"; key: string; conversions: number; revenue: number };
   const touches = new Map<string, Touch>();
   for (const row of rows) {

@@ -1,4 +1,5 @@
-import { selectRows } from "../../lib/database";
+import { Binds, selectRows } from "../../lib/database";
+import { memberOf } from "./segment.repo";
 
 /**
  * Cohorts from kept facts (migration 0089): the cohort members from
@@ -6,6 +7,7 @@ import { selectRows } from "../../lib/database";
  * `analytics_contact_created` (no event), their activity from
  * `analytics_contact_activity` (15-minute UTC buckets, so every answer bucket
  * edge falls on one). Periods are 1-based indexes into the frame's `edges`.
+ * With `segmentId`, the cohorts hold only the segment's current members.
  */
 
 export interface CohortCounts {
@@ -19,15 +21,16 @@ export async function cohortCounts(
   workspaceId: string,
   event: string | null,
   edges: Date[],
+  segmentId?: string,
 ): Promise<CohortCounts> {
-  const start = edges[0];
-  const end = edges[edges.length - 1];
+  const binds = new Binds([workspaceId, edges, edges[0], edges[edges.length - 1]]);
+  const inSegment = segmentId === undefined ? "" : `AND ${memberOf("k.contact_id", binds.p(segmentId))}`;
   const members =
     event === null
-      ? `SELECT contact_id, created_at AS at FROM analytics_contact_created
-          WHERE workspace_id = $1 AND created_at >= $3 AND created_at < $4`
-      : `SELECT contact_id, first_at AS at FROM analytics_contact_firsts
-          WHERE workspace_id = $1 AND type = $5 AND first_at >= $3 AND first_at < $4`;
+      ? `SELECT k.contact_id, k.created_at AS at FROM analytics_contact_created k
+          WHERE k.workspace_id = $1 AND created_at >= $3 AND created_at < $4 ${inSegment}`
+      : `SELECT k.contact_id, k.first_at AS at FROM analytics_contact_firsts k
+          WHERE k.workspace_id = $1 AND type = ${binds.p(event)} AND first_at >= $3 AND first_at < $4 ${inSegment}`;
   // Period 0 carries each cohort's size; the activity of a member is read from its cohort's start by key.
   const rows = await selectRows<{ cohort: number; period: number; contacts: string }>(
     `WITH cohort_contacts AS (SELECT contact_id, width_bucket(at, $2::timestamptz[]) AS cohort FROM (${members}) m)
@@ -39,7 +42,7 @@ export async function cohortCounts(
          ON a.workspace_id = $1 AND a.contact_id = m.contact_id
         AND a.bucket >= ($2::timestamptz[])[m.cohort] AND a.bucket < $4
       GROUP BY 1, 2`,
-    event === null ? [workspaceId, edges, start, end] : [workspaceId, edges, start, end, event],
+    binds.values,
   );
   const sizes = new Map<number, number>();
   const active: CohortCounts["active"] = [];

@@ -1,4 +1,5 @@
 import { Binds, selectRows } from "../../lib/database";
+import { memberOf } from "./segment.repo";
 
 /**
  * Reads of `analytics_contact_firsts` and `analytics_contact_sources`
@@ -11,6 +12,7 @@ import { Binds, selectRows } from "../../lib/database";
  * falls in `[start, end)`; each next step, those of the step before whose
  * first `steps[k]` came at or after their previous step and within `windowMs`
  * of their first step. One index range scan, then a key probe per contact and step.
+ * With `segmentId`, only the segment's current members' firsts.
  */
 export async function funnelCounts(
   workspaceId: string,
@@ -18,8 +20,10 @@ export async function funnelCounts(
   start: Date,
   end: Date,
   windowMs: number,
+  segmentId?: string,
 ): Promise<number[]> {
   const binds = new Binds([workspaceId, start, end, windowMs]);
+  const members = segmentId === undefined ? "" : `AND ${memberOf("f0.contact_id", binds.p(segmentId))}`;
   const joins = steps.slice(1).map(
     (type, i) => `LEFT JOIN analytics_contact_firsts f${i + 1}
        ON f${i + 1}.workspace_id = $1 AND f${i + 1}.contact_id = f0.contact_id AND f${i + 1}.type = ${binds.p(type)}
@@ -29,7 +33,8 @@ export async function funnelCounts(
     `SELECT ${steps.map((_, i) => `count(f${i}.first_at) AS s${i}`).join(", ")}
        FROM analytics_contact_firsts f0
        ${joins.join("\n")}
-      WHERE f0.workspace_id = $1 AND f0.type = ${binds.p(steps[0])} AND f0.first_at >= $2 AND f0.first_at < $3`,
+      WHERE f0.workspace_id = $1 AND f0.type = ${binds.p(steps[0])} AND f0.first_at >= $2 AND f0.first_at < $3
+      ${members}`,
     binds.values,
   );
   return steps.map((_, i) => Number(row[`s${i}`]));
@@ -45,7 +50,8 @@ export interface SourceRow {
 /**
  * Per UTM source and medium: the contacts who first came from it in
  * `[start, end)`, and those of them whose first `conversion` came after that
- * and before `end`. Most contacts first, at most `limit`.
+ * and before `end`. Most contacts first, at most `limit`. With `segmentId`,
+ * only the segment's current members.
  */
 export function sourceCounts(
   workspaceId: string,
@@ -53,7 +59,10 @@ export function sourceCounts(
   start: Date,
   end: Date,
   limit: number,
+  segmentId?: string,
 ): Promise<SourceRow[]> {
+  const binds = new Binds([workspaceId, conversion, start, end, limit]);
+  const members = segmentId === undefined ? "" : `AND ${memberOf("s.contact_id", binds.p(segmentId))}`;
   return selectRows<SourceRow>(
     `SELECT s.utm_source, s.utm_medium, count(*) AS contacts, count(c.first_at) AS conversions
        FROM analytics_contact_sources s
@@ -61,9 +70,10 @@ export function sourceCounts(
          ON c.workspace_id = $1 AND c.contact_id = s.contact_id AND c.type = $2
         AND c.first_at >= s.first_at AND c.first_at < $4
       WHERE s.workspace_id = $1 AND s.first_at >= $3 AND s.first_at < $4
+      ${members}
       GROUP BY 1, 2
       ORDER BY 3 DESC, 1, 2
       LIMIT $5`,
-    [workspaceId, conversion, start, end, limit],
+    binds.values,
   );
 }

@@ -21,8 +21,19 @@ async function workspaceZone(ctx: AppContext, workspaceId: string): Promise<stri
   return typeof zone === "string" && zone ? zone : "UTC";
 }
 
-/** The answers that take `segmentId` (summed from the members' rows, segment.repo.ts). */
-export const SEGMENT_ANSWERS = ["overview", "timeseries", "activity", "revenue", "deliverability", "domains"];
+/** The answers that take `segmentId` (from the members' rows or per-contact facts, segment.repo.ts). */
+export const SEGMENT_ANSWERS = [
+  "overview",
+  "timeseries",
+  "activity",
+  "revenue",
+  "deliverability",
+  "domains",
+  "funnel",
+  "sources",
+  "cohorts",
+  "attribution",
+];
 
 /**
  * What an answer covers: the workspace, its buckets in the requested zone and

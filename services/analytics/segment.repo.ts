@@ -70,6 +70,16 @@ const BRANCHES: Record<SegmentSource, string> = {
   optOuts: OPT_OUTS,
 };
 
+/**
+ * A condition: `contact` (a column, qualified by its table's alias) is a current member of the segment bound
+ * at `segment`, a segment of the workspace bound at `$1`. For the answers
+ * read from per-contact facts (firsts.repo.ts, cohorts.repo.ts), which stay
+ * exact for a segment without touching raw rows.
+ */
+export const memberOf = (contact: string, segment: string) =>
+  `EXISTS (SELECT 1 FROM segment_members member_of JOIN segments member_seg ON member_seg.id = member_of.segment_id
+            WHERE member_of.segment_id = ${segment} AND member_seg.workspace_id = $1 AND member_of.contact_id = ${contact})`;
+
 /** Sums over the frame for the segment's current members, one row per distinct value of `by`. */
 export async function sumForSegment(
   workspaceId: string,
@@ -108,4 +118,38 @@ export async function membersBefore(workspaceId: string, segmentId: string, end:
     [workspaceId, segmentId, end],
   );
   return Number(row.n);
+}
+
+/**
+ * Attribution for the segment's current members: their conversions of type
+ * `conversion` in `[start, end)` as stored with their touches (migration
+ * 0099), given to the touches as `model` gives them, summed by touch kind
+ * (`channel`) and key (`dim`). The same rows, metrics and values the
+ * attribution rollups hold for these conversions.
+ */
+export async function attributionForSegment(
+  workspaceId: string,
+  segmentId: string,
+  model: string,
+  conversion: string,
+  start: Date,
+  end: Date,
+): Promise<RollupRow[]> {
+  const rows = await selectRows<{ metric: string; channel: string; dim: string; value: string }>(
+    `WITH segment_contacts AS (${MEMBERS})
+     SELECT 'attr.' || m.model || '.' || v.measure || '.' || c.type AS metric, t.kind AS channel, t.key AS dim,
+            sum(CASE v.measure WHEN 'conversions' THEN 1::numeric ELSE c.amount END / m.share) AS value
+       FROM segment_contacts sc
+       JOIN analytics_contact_conversions c
+         ON c.workspace_id = $1 AND c.contact_id = sc.contact_id AND c.type = $4 AND c.at >= $5 AND c.at < $6
+      CROSS JOIN LATERAL unnest(c.kinds, c.keys) WITH ORDINALITY AS t(kind, key, i)
+      CROSS JOIN LATERAL (VALUES ('first_touch', t.i = 1, 1::numeric),
+                                 ('last_touch', t.i = cardinality(c.kinds), 1::numeric),
+                                 ('linear', true, cardinality(c.kinds)::numeric)) AS m(model, counts, share)
+      CROSS JOIN (VALUES ('conversions'), ('revenue')) AS v(measure)
+      WHERE m.model = $3 AND m.counts
+      GROUP BY 1, 2, 3`,
+    [workspaceId, segmentId, model, conversion, start, end],
+  );
+  return rows.map((row) => ({ ...row, value: Number(row.value) }));
 }

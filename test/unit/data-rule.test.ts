@@ -78,6 +78,7 @@ const OWNERS: Record<string, string[]> = {
     "analytics_contact_activity",
     "analytics_contact_touches",
     "analytics_contact_opt_outs",
+    "analytics_contact_conversions",
   ],
 };
 

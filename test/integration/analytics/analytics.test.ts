@@ -540,7 +540,7 @@ test("bad input: zone, range, segment, metric; a member without analytics.read i
   const range = await client.get(`${ctx.ws}/analytics/activity?from=2026-03-30&to=2026-03-28`);
   expect(range.status).toBe(400);
   expect(range.body.details[0].field).toBe("to");
-  const segment = await client.get(`${ctx.ws}/analytics/funnel?steps=a,b&segmentId=s1`);
+  const segment = await client.get(`${ctx.ws}/analytics/campaigns/c1?segmentId=s1`);
   expect(segment.status).toBe(400);
   expect(segment.body.details[0].field).toBe("segmentId");
   const metric = await client.get(`${ctx.ws}/analytics/timeseries?metric=nope`);

@@ -385,12 +385,142 @@ describe("segmentId", () => {
     });
   });
 
-  test("answers kept for everyone refuse it by name; an unknown segment is 404", async () => {
-    for (const path of ["/funnel?steps=a,b&", "/sources?", "/cohorts?", "/attribution?", "/campaigns/c1?"]) {
-      const res = await w.owner.client.get(`${w.ws}/analytics${path}segmentId=${segmentId}`);
-      expect({ path, status: res.status }).toEqual({ path, status: 400 });
-      expect(res.body.details[0].field).toBe("segmentId");
-    }
-    expect((await w.owner.client.get(`${w.ws}/analytics?segmentId=nope`)).status).toBe(404);
+  test("the campaign answer refuses it by name; an unknown segment is 404", async () => {
+    const res = await w.owner.client.get(`${w.ws}/analytics/campaigns/c1?segmentId=${segmentId}`);
+    expect(res.status).toBe(400);
+    expect(res.body.details[0].field).toBe("segmentId");
+    for (const path of ["", "/funnel?steps=a,b&", "/sources?", "/cohorts?", "/attribution?"])
+      expect(
+        (await w.owner.client.get(`${w.ws}/analytics${path}${path ? "" : "?"}segmentId=nope`)).status,
+      ).toBe(404);
+  });
+});
+
+describe("segmentId on the answers kept per contact", () => {
+  let w: World;
+  let segmentId: string;
+  let members: [string, string];
+  let other: string;
+  const DAYS = "from=2026-06-01&to=2026-06-03&timezone=UTC&granularity=day";
+
+  beforeAll(async () => {
+    w = await ownerWithWorkspace(app.baseUrl);
+    const a = await contact(w, "2026-06-01T00:00:00Z");
+    const b = await contact(w, "2026-06-02T00:00:00Z");
+    const c = await contact(w, "2026-06-01T00:00:00Z");
+    members = [a, b];
+    other = c;
+    const segment = await w.owner.client.post(`${w.ws}/segments`, {
+      name: "A and B",
+      type: "static",
+      contactIds: [a, b],
+    });
+    expect(segment.status).toBe(201);
+    segmentId = segment.body.id;
+    // A: from ads, signs up, buys 30 the next day.
+    await event(w, "page_view", "2026-06-01T08:00:00Z", { contactId: a, utmSource: "ads" });
+    await event(w, "signup", "2026-06-01T09:00:00Z", { contactId: a });
+    await event(w, "purchase", "2026-06-02T10:00:00Z", { contactId: a, metadata: { amount: 30 } });
+    // B: from news, sent campaign c1, buys 20.
+    await event(w, "page_view", "2026-06-02T08:00:00Z", { contactId: b, utmSource: "news" });
+    await message(w, { contactId: b, campaignId: "c1", status: "sent", sentAt: "2026-06-02T09:00:00Z" });
+    await event(w, "purchase", "2026-06-02T10:00:00Z", { contactId: b, metadata: { amount: 20 } });
+    // C (not a member): from ads, buys 100.
+    await event(w, "page_view", "2026-06-01T07:00:00Z", { contactId: c, utmSource: "ads" });
+    await event(w, "purchase", "2026-06-01T11:00:00Z", { contactId: c, metadata: { amount: 100 } });
+  });
+
+  const get = async (path: string, segment: boolean) => {
+    const res = await w.owner.client.get(
+      `${w.ws}/analytics${path}&${DAYS}${segment ? `&segmentId=${segmentId}` : ""}`,
+    );
+    expect(res.status).toBe(200);
+    return res.body;
+  };
+  const steps = (body: { steps: Array<{ contacts: number }> }) => body.steps.map((s) => s.contacts);
+
+  test("funnel: the members' first times only", async () => {
+    expect(steps(await get("/funnel?steps=page_view,purchase", true))).toEqual([2, 2]);
+    expect(steps(await get("/funnel?steps=page_view,signup", true))).toEqual([2, 1]);
+    expect(steps(await get("/funnel?steps=page_view,purchase", false))).toEqual([3, 3]);
+  });
+
+  test("sources: the members' first sources and their conversions", async () => {
+    expect((await get("/sources?conversion=purchase", true)).sources).toEqual([
+      { utmSource: "ads", utmMedium: null, contacts: 1, conversions: 1 },
+      { utmSource: "news", utmMedium: null, contacts: 1, conversions: 1 },
+    ]);
+    expect((await get("/sources?conversion=purchase", false)).sources[0]).toEqual({
+      utmSource: "ads",
+      utmMedium: null,
+      contacts: 2,
+      conversions: 2,
+    });
+  });
+
+  test("cohorts: the members only, by first event and by creation", async () => {
+    const theirs = {
+      cohorts: [
+        { cohort: "2026-06-01T00:00:00.000Z", size: 1, retention: [1, 1, 0] },
+        { cohort: "2026-06-02T00:00:00.000Z", size: 1, retention: [1, 0] },
+        { cohort: "2026-06-03T00:00:00.000Z", size: 0, retention: [0] },
+      ],
+    };
+    expect(await get("/cohorts?event=page_view", true)).toEqual(theirs);
+    expect(await get("/cohorts?", true)).toEqual(theirs);
+    expect((await get("/cohorts?event=page_view", false)).cohorts[0]).toEqual({
+      cohort: "2026-06-01T00:00:00.000Z",
+      size: 2,
+      retention: [1, 0.5, 0],
+    });
+  });
+
+  test("attribution: the members' conversions over the touches they were stored with", async () => {
+    expect(await get("/attribution?model=last_touch", true)).toEqual({
+      model: "last_touch",
+      touches: [
+        { kind: "source", key: "ads", conversions: 1, revenue: 30 },
+        { kind: "campaign", key: "c1", conversions: 1, revenue: 20 },
+      ],
+    });
+    expect(await get("/attribution?model=first_touch", true)).toEqual({
+      model: "first_touch",
+      touches: [
+        { kind: "source", key: "ads", conversions: 1, revenue: 30 },
+        { kind: "source", key: "news", conversions: 1, revenue: 20 },
+      ],
+    });
+    expect(await get("/attribution?model=linear", true)).toEqual({
+      model: "linear",
+      touches: [
+        { kind: "source", key: "ads", conversions: 1, revenue: 30 },
+        { kind: "campaign", key: "c1", conversions: 0.5, revenue: 10 },
+        { kind: "source", key: "news", conversions: 0.5, revenue: 10 },
+      ],
+    });
+    expect(await get("/attribution?model=last_touch&conversion=signup", true)).toEqual({
+      model: "last_touch",
+      touches: [{ kind: "source", key: "ads", conversions: 1, revenue: 0 }],
+    });
+    expect((await get("/attribution?model=last_touch", false)).touches[0]).toEqual({
+      kind: "source",
+      key: "ads",
+      conversions: 2,
+      revenue: 130,
+    });
+  });
+
+  test("a merge into a member brings the merged contact's conversions along", async () => {
+    const merged = await w.owner.client.post(`${w.ws}/contacts/merge`, {
+      primaryId: members[0],
+      duplicateIds: [other],
+    });
+    expect(merged.status).toBe(200);
+    expect((await get("/attribution?model=last_touch", true)).touches[0]).toEqual({
+      kind: "source",
+      key: "ads",
+      conversions: 2,
+      revenue: 130,
+    });
   });
 });

@@ -301,11 +301,18 @@ async function rawFacts(q: { granularity: string; timezone: string; from: string
   return facts.map((f) => ({ ...f, t: new Date(f.t).toISOString(), value: Number(f.value) }));
 }
 
+/** With `segment`, a condition keeping the test segment's members (by `column`) only. */
+const inSegment = (segment: boolean, column = "contact_id") =>
+  segment
+    ? `AND ${column} IN (SELECT contact_id FROM segment_members WHERE segment_id = '${SEGMENT_ID}')`
+    : "";
+
 /** The funnel from the raw events: each contact's first time of each type, then the same steps in SQL. */
 async function rawFunnel(
   q: { granularity: string; timezone: string; from: string; to: string },
   steps: string[],
   windowDays: number,
+  segment = false,
 ): Promise<number[]> {
   const joins = steps
     .slice(1)
@@ -324,19 +331,25 @@ async function rawFunnel(
        FROM firsts f0 ${joins}
       WHERE f0.type = $5
         AND f0.at >= date_trunc('day', $2::timestamptz AT TIME ZONE $4) AT TIME ZONE $4
-        AND f0.at < (date_trunc('day', $3::timestamptz AT TIME ZONE $4) + interval '1 day') AT TIME ZONE $4`,
+        AND f0.at < (date_trunc('day', $3::timestamptz AT TIME ZONE $4) + interval '1 day') AT TIME ZONE $4
+        ${inSegment(segment, "f0.contact_id")}`,
     [ctx.workspaceId, q.from, q.to, q.timezone, steps[0], windowDays, ...steps.slice(1)],
   );
   return steps.map((_, i) => Number(row[`s${i}`]));
 }
 
 /** Sources from the raw events: each contact's first visit per source and medium, and its first conversion. */
-async function rawSources(q: { timezone: string; from: string; to: string }, conversion: string) {
+async function rawSources(
+  q: { timezone: string; from: string; to: string },
+  conversion: string,
+  segment = false,
+) {
   const found = await rows<{ utm_source: string; medium: string; contacts: string; conversions: string }>(
     `WITH bounds AS (SELECT date_trunc('day', $2::timestamptz AT TIME ZONE $4) AT TIME ZONE $4 AS lo,
                             (date_trunc('day', $3::timestamptz AT TIME ZONE $4) + interval '1 day') AT TIME ZONE $4 AS hi),
           src AS (SELECT contact_id, utm_source, coalesce(utm_medium, '') AS medium, min(timestamp) AS at FROM events
-                   WHERE workspace_id = $1 AND contact_id IS NOT NULL AND utm_source IS NOT NULL GROUP BY 1, 2, 3),
+                   WHERE workspace_id = $1 AND contact_id IS NOT NULL AND utm_source IS NOT NULL ${inSegment(segment)}
+                   GROUP BY 1, 2, 3),
           conv AS (SELECT contact_id, min(timestamp) AS at FROM events
                     WHERE workspace_id = $1 AND contact_id IS NOT NULL AND type = $5 GROUP BY 1)
      SELECT src.utm_source, src.medium, count(*) AS contacts, count(conv.at) AS conversions
@@ -362,13 +375,14 @@ async function rawCohorts(
   q: { granularity: string; timezone: string; from: string; to: string },
   event: string | null,
   starts: string[],
+  segment = false,
 ) {
   const firsts = await rows<{ contact_id: string; t: Date }>(
     `SELECT contact_id, ${BUCKET} AS t FROM (${
       event === null
-        ? `SELECT id AS contact_id, created_at AS at FROM contacts WHERE workspace_id = $1`
+        ? `SELECT id AS contact_id, created_at AS at FROM contacts WHERE workspace_id = $1 ${inSegment(segment, "id")}`
         : `SELECT contact_id, min(timestamp) AS at FROM events
-            WHERE workspace_id = $1 AND contact_id IS NOT NULL AND type = $6 GROUP BY 1`
+            WHERE workspace_id = $1 AND contact_id IS NOT NULL AND type = $6 ${inSegment(segment)} GROUP BY 1`
     }) f WHERE ${FRAME}`,
     [ctx.workspaceId, q.granularity, q.timezone, q.from, q.to, ...(event === null ? [] : [event])],
   );
@@ -434,6 +448,53 @@ async function rawMemberFacts(q: { granularity: string; timezone: string; from: 
   );
   return facts.map((f) => ({ ...f, t: new Date(f.t).toISOString(), value: Number(f.value) }));
 }
+
+/**
+ * Attribution from the raw events: each conversion (an event of type `conversion` with a contact) in the range,
+ * over its contact's UTM touches of the 30 days up to it that were stored by then (an event's `xmin`, the
+ * transaction that stored it, orders the stream's statements; a touch stored later does not re-attribute),
+ * ranked by time, kind and key; then given to the touches as `model` says. The streamed messages carry no
+ * contact, so the events hold every touch. By `kind:key`.
+ */
+async function rawAttribution(
+  q: { timezone: string; from: string; to: string },
+  model: string,
+  conversion: string,
+  segment = false,
+) {
+  const found = await rows<{ id: string; amount: string; key: string; rank: string; touches: string }>(
+    `WITH bounds AS (SELECT date_trunc('day', $2::timestamptz AT TIME ZONE $4) AT TIME ZONE $4 AS lo,
+                            (date_trunc('day', $3::timestamptz AT TIME ZONE $4) + interval '1 day') AT TIME ZONE $4 AS hi),
+          conv AS (SELECT e.id, e.contact_id, e.timestamp AS at, e.xmin::text::bigint AS stored, ${AMOUNT} AS amount
+                     FROM events e CROSS JOIN bounds
+                    WHERE workspace_id = $1 AND contact_id IS NOT NULL AND type = $5 ${inSegment(segment)}
+                      AND timestamp >= bounds.lo AND timestamp < bounds.hi),
+          touch AS (SELECT contact_id, timestamp AS at, utm_source AS key, min(xmin::text::bigint) AS stored FROM events
+                     WHERE workspace_id = $1 AND contact_id IS NOT NULL AND utm_source IS NOT NULL GROUP BY 1, 2, 3)
+     SELECT c.id, c.amount, t.key, row_number() OVER (PARTITION BY c.id ORDER BY t.at, t.key) AS rank,
+            count(*) OVER (PARTITION BY c.id) AS touches
+       FROM conv c JOIN touch t ON t.contact_id = c.contact_id AND t.stored <= c.stored
+        AND t.at <= c.at AND t.at > c.at - interval '30 days'`,
+    [ctx.workspaceId, q.from, q.to, q.timezone, conversion],
+  );
+  const out: Record<string, { conversions: number; revenue: number }> = {};
+  for (const f of found) {
+    const [rank, touches, amount] = [Number(f.rank), Number(f.touches), Number(f.amount)];
+    const share =
+      model === "linear" ? 1 / touches : (model === "first_touch" ? rank === 1 : rank === touches) ? 1 : 0;
+    if (!share) continue;
+    const entry = (out[`source:${f.key}`] ??= { conversions: 0, revenue: 0 });
+    entry.conversions += share;
+    entry.revenue += amount * share;
+  }
+  return out;
+}
+
+/** An attribution answer's touches by `kind:key`. */
+const touchesOf = (touches: Array<{ kind: string; key: string; conversions: number; revenue: number }>) =>
+  Object.fromEntries(
+    touches.map((t) => [`${t.kind}:${t.key}`, { conversions: t.conversions, revenue: t.revenue }]),
+  );
 
 const COUNT_KEYS = [
   "sent",
@@ -624,6 +685,57 @@ async function answersEqualRaw(q: (typeof QUERIES)[number]) {
   );
   if (q === QUERIES[0]) expect(members.some((f) => f.metric === "events")).toBe(true);
 
+  // The answers kept per contact, for the segment: its members' first times, sources, cohorts, conversions.
+  for (const [steps, windowDays] of [
+    ["page_view,signup,purchase", 3],
+    ["signup,message.open", 30],
+  ] as const) {
+    const funnel = (
+      await client.get(`${ctx.ws}/analytics/funnel?steps=${steps}&windowDays=${windowDays}&${query(segment)}`)
+    ).body;
+    expect(funnel.steps.map((s: { contacts: number }) => s.contacts)).toEqual(
+      await rawFunnel(q, steps.split(","), windowDays, true),
+    );
+  }
+  const memberSources = (
+    await client.get(`${ctx.ws}/analytics/sources?conversion=purchase&${query(segment)}`)
+  ).body;
+  expect(memberSources.sources).toEqual(await rawSources(q, "purchase", true));
+  if (buckets.length <= 120)
+    for (const event of [null, "signup"]) {
+      const res = await client.get(
+        `${ctx.ws}/analytics/cohorts?${query(`${event ? `&event=${event}` : ""}${segment}`)}`,
+      );
+      const expected = await rawCohorts(q, event, buckets, true);
+      expect(res.body.cohorts.map((c: { cohort: string; size: number }) => [c.cohort, c.size])).toEqual(
+        expected.map((c) => [c.cohort, c.size]),
+      );
+      res.body.cohorts.forEach((c: { retention: number[] }, i: number) =>
+        c.retention.forEach((rate, k) => expect(close(rate, expected[i].retention[k])).toBe(true)),
+      );
+    }
+  for (const model of ["first_touch", "last_touch", "linear"])
+    for (const conversion of ["purchase", "signup"])
+      for (const narrowed of [false, true]) {
+        const answer = (
+          await client.get(
+            `${ctx.ws}/analytics/attribution?model=${model}&conversion=${conversion}&${query(narrowed ? segment : "")}`,
+          )
+        ).body;
+        const got = touchesOf(answer.touches);
+        const expected = await rawAttribution(q, model, conversion, narrowed);
+        if (q === QUERIES[0] && conversion === "purchase")
+          expect(Object.keys(expected).length).toBeGreaterThan(0);
+        expect(Object.keys(got).sort()).toEqual(Object.keys(expected).sort());
+        for (const [key, { conversions, revenue }] of Object.entries(expected)) {
+          expect({ key, conversions: close(got[key].conversions, conversions) }).toEqual({
+            key,
+            conversions: true,
+          });
+          expect({ key, revenue: close(got[key].revenue, revenue) }).toEqual({ key, revenue: true });
+        }
+      }
+
   const domains = (await client.get(`${ctx.ws}/analytics/domains?${query()}`)).body;
   const byDomain = raw.filter((f) => f.metric.startsWith("domain."));
   expect(domains.domains.map((d: { domain: string }) => d.domain).sort()).toEqual(
@@ -640,7 +752,7 @@ async function answersEqualRaw(q: (typeof QUERIES)[number]) {
 }
 
 const EACH =
-  "overview, timeseries of every metric, activity, revenue, deliverability, campaign, funnel, sources, domains";
+  "overview, timeseries of every metric, activity, revenue, deliverability, campaign, funnel, sources, cohorts, attribution, domains, and for a segment";
 
 describe("before any fold", () => {
   test("every count is a delta", async () => {
@@ -721,6 +833,19 @@ describe("after retention", () => {
     const sourcesBefore = (await ctx.owner.client.get(sourcesPath)).body;
     const cohortsPath = `${ctx.ws}/analytics/cohorts?event=signup&timezone=Europe%2FBerlin&from=${q.from}&to=${q.to}`;
     const cohortsBefore = (await ctx.owner.client.get(cohortsPath)).body;
+    // The per-contact answers of a segment are kept facts too.
+    const range = `timezone=Europe%2FBerlin&from=${q.from}&to=${q.to}&segmentId=${SEGMENT_ID}`;
+    const memberPaths = [
+      `${ctx.ws}/analytics/funnel?steps=page_view,signup,purchase&${range}`,
+      `${ctx.ws}/analytics/sources?${range}`,
+      `${ctx.ws}/analytics/cohorts?event=signup&${range}`,
+      `${ctx.ws}/analytics/attribution?model=linear&${range}`,
+      `${ctx.ws}/analytics/attribution?model=linear&timezone=Europe%2FBerlin&from=${q.from}&to=${q.to}`,
+    ];
+    const membersBefore = await Promise.all(
+      memberPaths.map(async (p) => (await ctx.owner.client.get(p)).body),
+    );
+    expect(membersBefore[3].touches.length).toBeGreaterThan(0);
     const sequelize = await database();
     await sequelize.query(
       `DELETE FROM events WHERE workspace_id = $1 AND timestamp < '2026-03-30T00:00:00Z'`,
@@ -735,5 +860,7 @@ describe("after retention", () => {
     expect((await ctx.owner.client.get(funnelPath)).body).toEqual(funnelBefore);
     expect((await ctx.owner.client.get(sourcesPath)).body).toEqual(sourcesBefore);
     expect((await ctx.owner.client.get(cohortsPath)).body).toEqual(cohortsBefore);
+    for (const [i, p] of memberPaths.entries())
+      expect((await ctx.owner.client.get(p)).body).toEqual(membersBefore[i]);
   });
 });
