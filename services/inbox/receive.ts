@@ -38,7 +38,7 @@ export async function receive(
   const origin = await repliedMessage(from, ws, refs);
   const sequelize = await database();
   // What assignment and auto-replies read, asked while the message is filed.
-  const reading = Promise.all([rules.listRules(ws, true), autoReplies.listAutoReplies(ws, true)]).then(
+  const reading = Promise.all([rules.activeRules(ws), autoReplies.activeAutoReplies(ws)]).then(
     async ([assignment, replies]) =>
       [
         assignment,
