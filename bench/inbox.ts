@@ -2,15 +2,20 @@
  * Inbound chat messages through the signed chatapp1 webhook into the shared inbox (issue 31, Speed):
  * `POST /api/providers/chatapp1/webhooks?providerId=` with the secret header, each update filed in its
  * contact's thread with a round-robin assignment rule and an active auto-reply (whose `sendMessage` goes
- * to a fake Bot API in its own process), most from chats never seen (a new contact and thread each),
- * one in REPEAT_EVERY from a chat of the same round (its open thread). Beside it, in the same run and
+ * to a fake Bot API in its own process). A share of the updates (BENCH_NEW_SHARE, 0.2) comes from chats never
+ * seen: the first-message work (a new contact and thread, the assignment, its notification, the auto-reply sent);
+ * the others continue one of BENCH_OPENED (200) conversations opened before the rounds (its open thread: the
+ * assignee's notification, and no auto-reply, which answers once per thread and rule a day), as most messages of
+ * a real inbox do.
+ * `BENCH_NEW_SHARE=0.8` is near the mix measured before 2026-11-27 09:00 (four in five new; the fifth continued a
+ * chat of the same round, often still in flight). Beside it, in the same run and
  * the same process, `POST {ws}/events` with the chain as `events.ts` `quiet` measures it (the reference),
  * interleaved round by round. Targets: rate ≥ 0.5 of the reference, p99 ≤ 100 ms.
  *
  *   DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres npx ts-node --transpile-only bench/inbox.ts
  *
  * Env: BENCH_SECONDS (5), BENCH_ROUNDS (3), BENCH_CONNECTIONS (50), as in `events.ts`; BENCH_UPDATES (updates
- * prepared per round, 20000); BENCH_RULES (`assignment,auto-reply`: which of the two exist, to see what each costs);
+ * prepared per round, 20000); BENCH_NEW_SHARE (0.2) and BENCH_OPENED (200), see above; BENCH_RULES (`assignment,auto-reply`: which of the two exist, to see what each costs);
  * BENCH_STATEMENTS=1 also prints the statements most run per inbound message.
  *
  * Statements and commits per inbound message are counted in this process (every area runs here): each query the
@@ -34,7 +39,8 @@ import {
 } from "./events";
 
 const UPDATES = Number(process.env.BENCH_UPDATES ?? 20_000);
-const REPEAT_EVERY = 5;
+const NEW_SHARE = Number(process.env.BENCH_NEW_SHARE ?? 0.2);
+const OPENED = Number(process.env.BENCH_OPENED ?? 200);
 const TOKEN = "123456:bench-token-abcd";
 const RULES = (process.env.BENCH_RULES ?? "assignment,auto-reply").split(",").filter(Boolean);
 
@@ -96,22 +102,29 @@ function botApi(): Promise<{ url: string; child: ChildProcess }> {
   });
 }
 
-/** One round's updates: chat ids of their own (new contacts), every REPEAT_EVERY-th from an earlier chat of the round. */
+/** A text from a private chat, as Telegram posts it. */
+function update(id: number, chatId: number): string {
+  return JSON.stringify({
+    update_id: id,
+    message: {
+      message_id: id,
+      date: Math.floor(Date.now() / 1000),
+      chat: { id: chatId, type: "private", first_name: "Ada", last_name: `Chat${chatId}` },
+      from: { id: chatId, is_bot: false, first_name: "Ada" },
+      text: "Hello, where is my order?",
+    },
+  });
+}
+
+/**
+ * One round's updates: a NEW_SHARE of them from chats of their own (new contacts), the others from the OPENED
+ * conversations opened before the rounds (chat ids 1..OPENED), in turn.
+ */
 function updates(round: number): string[] {
   const base = round * 10_000_000;
   return Array.from({ length: UPDATES }, (_, i) => {
-    const chatId = i % REPEAT_EVERY === REPEAT_EVERY - 1 ? base + Math.floor(i / 2) : base + i;
-    const id = base + i;
-    return JSON.stringify({
-      update_id: id,
-      message: {
-        message_id: id,
-        date: Math.floor(Date.now() / 1000),
-        chat: { id: chatId, type: "private", first_name: "Ada", last_name: `Chat${chatId}` },
-        from: { id: chatId, is_bot: false, first_name: "Ada" },
-        text: "Hello, where is my order?",
-      },
-    });
+    const fresh = Math.floor((i + 1) * NEW_SHARE) > Math.floor(i * NEW_SHARE);
+    return update(base + i, fresh ? base + i : 1 + (i % OPENED));
   });
 }
 
@@ -133,7 +146,9 @@ async function main() {
       "crm",
       "inbox",
     ],
-    { PUBLIC_URL: "https://cms.example.test", MESSAGE_POLL_MS: "50" },
+    // The send queue's poll at its default (auto-replies go through `messages.sendNow`, not the queue): at 50 ms its
+    // idle claims were 20 transactions a second, a share of each inbound message's round trips at these rates.
+    { PUBLIC_URL: "https://cms.example.test" },
   );
   try {
     const { cookie, workspaceId } = await ownerSession(app.baseUrl);
@@ -174,9 +189,22 @@ async function main() {
       api(method, `/${route}`, body),
     );
     const sequelize = await database();
+    // The conversations the rounds continue: opened (and auto-answered, assigned) before them, ten at a time.
+    const webhook = `${app.baseUrl}/api/providers/chatapp1/webhooks?providerId=${provider.id}`;
+    for (let chat = 1; chat <= OPENED; chat += 10)
+      await Promise.all(
+        Array.from({ length: Math.min(10, OPENED - chat + 1) }, async (_, k) => {
+          const res = await fetch(webhook, {
+            method: "POST",
+            headers: { "content-type": "application/json", "x-telegram-bot-api-secret-token": secret },
+            body: update(chat + k, chat + k),
+          });
+          if (!res.ok) throw new Error(`opening chat ${chat + k}: ${res.status} ${await res.text()}`);
+        }),
+      );
 
     console.log(
-      `inbox bench: ${CONNECTIONS} connections, ${ROUNDS} rounds x ${SECONDS} s; one update in ${REPEAT_EVERY} from a repeat chat; rules: ${RULES.join(", ") || "none"}`,
+      `inbox bench: ${CONNECTIONS} connections, ${ROUNDS} rounds x ${SECONDS} s; ${NEW_SHARE} of the updates from new chats, the others continuing ${OPENED} conversations; rules: ${RULES.join(", ") || "none"}`,
     );
     const count = async (sql: string) =>
       Number((await sequelize.query<{ n: string }>(sql, { type: QueryTypes.SELECT }))[0].n);
@@ -194,7 +222,7 @@ async function main() {
       const before = await storedInbound();
       sent.counting = true;
       const i = await runLoad({
-        url: `${app.baseUrl}/api/providers/chatapp1/webhooks?providerId=${provider.id}`,
+        url: webhook,
         method: "POST",
         headers: { "x-telegram-bot-api-secret-token": secret },
         bodies: updates(round),
@@ -224,6 +252,7 @@ async function main() {
     console.log(
       JSON.stringify({
         summary: "inbound chatapp1 webhook into threads with rules, beside POST {ws}/events (chain, quiet)",
+        newChatShare: NEW_SHARE,
         inboundPerSec: rate,
         p99ms: p99,
         failed: inboxRuns.reduce((n, r) => n + r.failed, 0),

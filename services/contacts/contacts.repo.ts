@@ -1,4 +1,5 @@
 import { QueryTypes, type Transaction } from "sequelize";
+import { MicroBatcher } from "../../lib/batcher";
 import { newId } from "../../lib/crypto";
 import { Binds, database, queryPrepared, uniqueViolation } from "../../lib/database";
 import { conflict, validationError } from "../../lib/errors";
@@ -126,6 +127,7 @@ export async function contactByAddress(
 ): Promise<ContactView | null> {
   const value = addressValue(type, address);
   if (!value) return null;
+  if (!transaction) return addressReader.add({ workspaceId, type, value });
   const sequelize = await database();
   const [row] = await sequelize.query<ContactRow>(
     `SELECT * FROM contacts WHERE workspace_id = $1 AND ${ADDRESS_COLUMNS[type]} = $2 ORDER BY created_at LIMIT 1`,
@@ -133,6 +135,40 @@ export async function contactByAddress(
   );
   return row ? contactView(row) : null;
 }
+
+/** An address looked up outside a transaction (kept as contacts keep it). */
+interface AddressAsk {
+  workspaceId: string;
+  type: AddressType;
+  value: string;
+}
+
+/**
+ * Concurrent look-ups of addresses (every inbound message asks for its
+ * sender's) go together: one statement per workspace and kind of address in
+ * a batch, each address's first contact.
+ */
+const addressReader = new MicroBatcher(
+  async (asks: AddressAsk[]): Promise<Array<ContactView | null>> => {
+    const groups = new Map<string, AddressAsk[]>();
+    for (const ask of asks) {
+      const key = `${ask.workspaceId}\n${ask.type}`;
+      groups.set(key, [...(groups.get(key) ?? []), ask]);
+    }
+    const found = new Map<string, ContactView>();
+    for (const [key, group] of groups) {
+      const column = ADDRESS_COLUMNS[group[0].type];
+      const rows = await queryPrepared<ContactRow & { address_key: string }>(
+        `SELECT DISTINCT ON (${column}) *, ${column} AS address_key FROM contacts
+          WHERE workspace_id = $1 AND ${column} = ANY ($2::text[]) ORDER BY ${column}, created_at`,
+        [group[0].workspaceId, [...new Set(group.map((a) => a.value))]],
+      );
+      for (const row of rows) found.set(`${key}\n${row.address_key}`, contactView(row));
+    }
+    return asks.map((a) => found.get(`${a.workspaceId}\n${a.type}\n${a.value}`) ?? null);
+  },
+  { maxBatch: 200, lanes: 1 },
+);
 
 /**
  * Serialise the writers that create a contact for an address until the

@@ -1,6 +1,7 @@
 import type { Transaction } from "sequelize";
+import { MicroBatcher } from "../../lib/batcher";
 import { newId } from "../../lib/crypto";
-import { Binds, selectRows } from "../../lib/database";
+import { Binds, queryPrepared, selectRows } from "../../lib/database";
 import { selectPage, type PageRequest } from "../../lib/pagination";
 import { Notification } from "../../models";
 
@@ -35,6 +36,40 @@ export const notificationView = (n: NotificationFields) => ({
   createdAt: n.createdAt,
 });
 
+/** The columns of a new notification, in insert order. */
+const newRow = (workspaceId: string, userId: string, input: NotificationInput) => [
+  newId(),
+  workspaceId,
+  userId,
+  input.type,
+  input.title,
+  input.body ?? null,
+  input.resourceType ?? null,
+  input.resourceId ?? null,
+  JSON.stringify(input.data ?? {}),
+  input.dedupeKey ?? null,
+];
+
+/**
+ * Notifications made outside a transaction by concurrent callers (each
+ * inbound message tells its assignee) go in one statement; a used key is
+ * a no-op (its unique index).
+ */
+const notifier = new MicroBatcher(
+  async (rows: unknown[][]): Promise<boolean[]> => {
+    const made = await queryPrepared<{ id: string }>(
+      `INSERT INTO notifications (id, workspace_id, user_id, type, title, body, resource_type, resource_id, data, dedupe_key)
+       SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
+                            $8::text[], $9::jsonb[], $10::text[])
+       ON CONFLICT (dedupe_key) DO NOTHING RETURNING id`,
+      rows[0].map((_, column) => rows.map((row) => row[column])),
+    );
+    const ids = new Set(made.map((r) => r.id));
+    return rows.map((row) => ids.has(row[0] as string));
+  },
+  { maxBatch: 200, lanes: 1 },
+);
+
 /** Answers whether a notification was made (false when its dedupe key was already used). */
 export async function notify(
   workspaceId: string,
@@ -42,23 +77,13 @@ export async function notify(
   input: NotificationInput,
   transaction?: Transaction,
 ): Promise<boolean> {
+  if (!transaction) return notifier.add(newRow(workspaceId, userId, input));
   // One statement: a used key is a no-op (its unique index), never a read, then an insert in a transaction.
   const rows = await selectRows<{ id: string }>(
     `INSERT INTO notifications (id, workspace_id, user_id, type, title, body, resource_type, resource_id, data, dedupe_key)
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9::jsonb, $10)
      ON CONFLICT (dedupe_key) DO NOTHING RETURNING id`,
-    [
-      newId(),
-      workspaceId,
-      userId,
-      input.type,
-      input.title,
-      input.body ?? null,
-      input.resourceType ?? null,
-      input.resourceId ?? null,
-      JSON.stringify(input.data ?? {}),
-      input.dedupeKey ?? null,
-    ],
+    newRow(workspaceId, userId, input),
     transaction,
   );
   return rows.length > 0;

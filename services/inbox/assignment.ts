@@ -39,7 +39,7 @@ export async function notifyAssigned(from: Caller, ws: string, thread: ThreadRow
 }
 
 /**
- * Assign a new thread by the workspace's active rules (`listRules(ws, true)`)
+ * Assign a new thread by the workspace's active rules (`activeRules(ws)`)
  * in its zone; answers the assigned thread (null: no rule gave it a member).
  */
 export async function assignNewThread(

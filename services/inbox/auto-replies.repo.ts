@@ -1,5 +1,6 @@
 import { newId } from "../../lib/crypto";
-import { Binds, selectRows } from "../../lib/database";
+import { MicroBatcher } from "../../lib/batcher";
+import { Binds, queryPrepared, selectRows } from "../../lib/database";
 import type { InboxChannel } from "../../lib/channels";
 import type { BusinessHours } from "./business-hours";
 import type { AutoReplyView } from "./inbox.schemas";
@@ -41,13 +42,28 @@ export const autoReplyView = (row: AutoReplyRow): AutoReplyView => ({
   updatedAt: row.updated_at,
 });
 
-export function listAutoReplies(workspaceId: string, activeOnly = false): Promise<AutoReplyRow[]> {
+export function listAutoReplies(workspaceId: string): Promise<AutoReplyRow[]> {
   return selectRows<AutoReplyRow>(
-    `SELECT * FROM inbox_auto_replies WHERE workspace_id = $1 ${activeOnly ? "AND active" : ""}
-      ORDER BY created_at, id`,
+    `SELECT * FROM inbox_auto_replies WHERE workspace_id = $1 ORDER BY created_at, id`,
     [workspaceId],
   );
 }
+
+/** Concurrent inbound messages read their workspaces' active auto-replies together (one statement a batch). */
+const activeReader = new MicroBatcher(
+  async (workspaceIds: string[]): Promise<AutoReplyRow[][]> => {
+    const rows = await queryPrepared<AutoReplyRow>(
+      `SELECT * FROM inbox_auto_replies WHERE workspace_id = ANY ($1::text[]) AND active ORDER BY created_at, id`,
+      [[...new Set(workspaceIds)]],
+    );
+    return workspaceIds.map((ws) => rows.filter((r) => r.workspace_id === ws));
+  },
+  { maxBatch: 200, lanes: 1 },
+);
+
+/** The workspace's active auto-replies, oldest first. */
+export const activeAutoReplies = (workspaceId: string): Promise<AutoReplyRow[]> =>
+  activeReader.add(workspaceId);
 
 export async function insertAutoReply(
   workspaceId: string,
@@ -106,22 +122,59 @@ export async function deleteAutoReply(workspaceId: string, id: string): Promise<
  * the first caller (the log row's key), so a rule fires once a day per
  * thread across replicas. Null when it answered that day already.
  */
-export async function firstAnswerToday(
+export function firstAnswerToday(
   workspaceId: string,
   threadId: string,
   ruleId: string,
   day: string,
   body: string,
 ): Promise<InboxMessageRow | null> {
-  const [row] = await selectRows<InboxMessageRow>(
-    `WITH logged AS (
-       INSERT INTO inbox_auto_reply_log (thread_id, rule_id, day)
-       SELECT t.id, $3, $4::date FROM inbox_threads t WHERE t.workspace_id = $1 AND t.id = $2
-       ON CONFLICT DO NOTHING RETURNING thread_id
-     )
-     INSERT INTO inbox_messages (id, workspace_id, thread_id, direction, body, author_id, status)
-     SELECT $5, $1, thread_id, 'outbound', $6, NULL, 'sending' FROM logged RETURNING *`,
-    [workspaceId, threadId, ruleId, day, newId(), body],
-  );
-  return row ?? null;
+  return answerLogger.add({ workspaceId, threadId, ruleId, day, body, id: newId() });
 }
+
+/** A rule's answer asked for a thread on a day, with the id its stored answer takes. */
+interface AnswerAsk {
+  workspaceId: string;
+  threadId: string;
+  ruleId: string;
+  day: string;
+  body: string;
+  id: string;
+}
+
+/**
+ * Concurrent inbound messages ask in one statement (most find their thread
+ * answered already). Two asks for one thread, rule and day in a batch: the
+ * first stores the answer.
+ */
+const answerLogger = new MicroBatcher(
+  async (asks: AnswerAsk[]): Promise<Array<InboxMessageRow | null>> => {
+    const rows = await queryPrepared<InboxMessageRow>(
+      `WITH asked AS (
+         SELECT DISTINCT ON (thread_id, rule_id, day) *
+           FROM unnest($1::text[], $2::text[], $3::text[], $4::date[], $5::text[], $6::text[])
+                WITH ORDINALITY AS a(workspace_id, thread_id, rule_id, day, body, id, n)
+          ORDER BY thread_id, rule_id, day, n
+       ), logged AS (
+         INSERT INTO inbox_auto_reply_log (thread_id, rule_id, day)
+         SELECT t.id, a.rule_id, a.day FROM asked a
+           JOIN inbox_threads t ON t.workspace_id = a.workspace_id AND t.id = a.thread_id
+         ON CONFLICT DO NOTHING RETURNING thread_id, rule_id, day
+       )
+       INSERT INTO inbox_messages (id, workspace_id, thread_id, direction, body, author_id, status)
+       SELECT a.id, a.workspace_id, a.thread_id, 'outbound', a.body, NULL, 'sending'
+         FROM logged l JOIN asked a USING (thread_id, rule_id, day) RETURNING *`,
+      [
+        asks.map((a) => a.workspaceId),
+        asks.map((a) => a.threadId),
+        asks.map((a) => a.ruleId),
+        asks.map((a) => a.day),
+        asks.map((a) => a.body),
+        asks.map((a) => a.id),
+      ],
+    );
+    const byId = new Map(rows.map((r) => [r.id, r]));
+    return asks.map((a) => byId.get(a.id) ?? null);
+  },
+  { maxBatch: 200, lanes: 1 },
+);

@@ -1,4 +1,5 @@
 import type { LoggerInstance } from "moleculer";
+import { MicroBatcher } from "../../lib/batcher";
 import { database } from "../../lib/database";
 import { isServiceAvailable } from "../../lib/registry";
 import { systemCall } from "../../lib/system-call";
@@ -9,6 +10,7 @@ import { localDay } from "./business-hours";
 import { notifyMembers, workspaceZone, type Caller } from "./directory";
 import type { ReceiveInput } from "./inbox.schemas";
 import * as messages from "./inbox-messages.repo";
+import type { FiledInbound, NewInbound } from "./inbox-messages.repo";
 import { bareMessageId, keywordMatch, withinHours } from "./matching";
 import { sendAnswer, type Answered } from "./replies";
 import * as rules from "./rules.repo";
@@ -36,9 +38,8 @@ export async function receive(
   const refs = (input.references ?? []).map(bareMessageId).filter(Boolean);
   const providerMessageId = input.providerMessageId ? bareMessageId(input.providerMessageId) : null;
   const origin = await repliedMessage(from, ws, refs);
-  const sequelize = await database();
   // What assignment and auto-replies read, asked while the message is filed.
-  const reading = Promise.all([rules.listRules(ws, true), autoReplies.listAutoReplies(ws, true)]).then(
+  const reading = Promise.all([rules.activeRules(ws), autoReplies.activeAutoReplies(ws)]).then(
     async ([assignment, replies]) =>
       [
         assignment,
@@ -47,28 +48,16 @@ export async function receive(
       ] as const,
   );
   reading.catch(() => undefined);
-  const outcome = await sequelize.transaction(async (transaction) => {
-    await threads.lockConversation(ws, input.contactId, input.channel, transaction);
-    const filed = await messages.fileInbound(
-      ws,
-      {
-        contactId: input.contactId,
-        channel: input.channel,
-        body: input.text,
-        subject: input.subject ?? null,
-        originMessageId: origin,
-        providerId: input.providerId,
-        providerMessageId,
-        refs,
-      },
-      transaction,
-    );
-    if (filed.duplicate) return filed;
-    const { inboundId, ...rest } = filed;
-    // Thrown inside the transaction: the thread's change is rolled back with it.
-    if (!inboundId)
-      throw new Error(`Inbound ${providerMessageId} was stored while its conversation was locked`);
-    return { ...rest, inboundId };
+  const outcome = await filer.add({
+    workspaceId: ws,
+    contactId: input.contactId,
+    channel: input.channel,
+    body: input.text,
+    subject: input.subject ?? null,
+    originMessageId: origin,
+    providerId: input.providerId,
+    providerMessageId,
+    refs,
   });
   if (outcome.duplicate) return outcome;
   const { thread, created, inboundId } = outcome;
@@ -109,6 +98,38 @@ export async function receive(
   );
   return { threadId: thread.id, inboundId, duplicate: false };
 }
+
+/** An inbound message to file, with its workspace. */
+type Filing = NewInbound & { workspaceId: string };
+
+/** How a message was filed: a duplicate, or its thread and stored id. */
+type Filed =
+  | Extract<FiledInbound, { duplicate: true }>
+  | { duplicate: false; thread: ThreadRow; created: boolean; inboundId: string };
+
+/**
+ * Concurrent inbound messages are filed together: one transaction holding
+ * their conversations' locks (taken in one statement), then each message's
+ * one statement in turn. A batch that fails is filed again message by
+ * message (lib/batcher.ts), so one message's failure is its own.
+ */
+const filer = new MicroBatcher(
+  async (items: Filing[]): Promise<Filed[]> =>
+    (await database()).transaction(async (transaction) => {
+      await threads.lockConversations(items, transaction);
+      const filed: Filed[] = [];
+      for (const { workspaceId, ...m } of items) {
+        const one = await messages.fileInbound(workspaceId, m, transaction);
+        if (one.duplicate) filed.push(one);
+        // Thrown inside the transaction: the thread's change is rolled back with it.
+        else if (!one.inboundId)
+          throw new Error(`Inbound ${m.providerMessageId} was stored while its conversation was locked`);
+        else filed.push({ ...one, inboundId: one.inboundId });
+      }
+      return filed;
+    }),
+  { maxBatch: 50, lanes: 2 },
+);
 
 /** The sent message (a campaign's, say) a mail names in In-Reply-To or References, if the send path knows it. */
 async function repliedMessage(from: Caller, ws: string, refs: string[]): Promise<string | null> {

@@ -1,5 +1,6 @@
 import { newId } from "../../lib/crypto";
-import { Binds, selectRows } from "../../lib/database";
+import { MicroBatcher } from "../../lib/batcher";
+import { Binds, queryPrepared, selectRows } from "../../lib/database";
 import type { AssignmentRuleView, RuleConfig } from "./inbox.schemas";
 import type { ThreadRow } from "./threads.repo";
 
@@ -30,13 +31,28 @@ export const ruleView = (row: RuleRow): AssignmentRuleView => ({
 });
 
 /** The workspace's rules in the order new threads try them: lowest priority number first. */
-export function listRules(workspaceId: string, activeOnly = false): Promise<RuleRow[]> {
+export function listRules(workspaceId: string): Promise<RuleRow[]> {
   return selectRows<RuleRow>(
-    `SELECT * FROM inbox_assignment_rules WHERE workspace_id = $1 ${activeOnly ? "AND active" : ""}
-      ORDER BY priority, created_at, id`,
+    `SELECT * FROM inbox_assignment_rules WHERE workspace_id = $1 ORDER BY priority, created_at, id`,
     [workspaceId],
   );
 }
+
+/** Concurrent inbound messages read their workspaces' active rules together (one statement a batch). */
+const activeReader = new MicroBatcher(
+  async (workspaceIds: string[]): Promise<RuleRow[][]> => {
+    const rows = await queryPrepared<RuleRow>(
+      `SELECT * FROM inbox_assignment_rules WHERE workspace_id = ANY ($1::text[]) AND active
+        ORDER BY priority, created_at, id`,
+      [[...new Set(workspaceIds)]],
+    );
+    return workspaceIds.map((ws) => rows.filter((r) => r.workspace_id === ws));
+  },
+  { maxBatch: 200, lanes: 1 },
+);
+
+/** The workspace's active rules, in the order new threads try them. */
+export const activeRules = (workspaceId: string): Promise<RuleRow[]> => activeReader.add(workspaceId);
 
 export async function findRule(workspaceId: string, ruleId: string): Promise<RuleRow | null> {
   const [row] = await selectRows<RuleRow>(

@@ -1,6 +1,6 @@
 import type { Transaction } from "sequelize";
 import { newId } from "../../lib/crypto";
-import { Binds, likeEscape, selectRows } from "../../lib/database";
+import { Binds, likeEscape, queryPrepared, selectRows } from "../../lib/database";
 import { selectPage, type Page, type PageRequest } from "../../lib/pagination";
 import type { InboxChannel } from "../../lib/channels";
 import type { ContactBrief, ThreadStatus, ThreadView } from "./inbox.schemas";
@@ -109,17 +109,20 @@ export async function findThread(workspaceId: string, threadId: string): Promise
 /**
  * Serialise every writer of one contact's conversation on a channel (any
  * replica) until the transaction ends: two inbound messages arriving at once
- * find the same thread instead of opening one each.
+ * find the same thread instead of opening one each. Several conversations are
+ * locked in one statement, always in the order of their keys, so two writers
+ * locking overlapping sets never wait on each other.
  */
-export async function lockConversation(
-  workspaceId: string,
-  contactId: string,
-  channel: InboxChannel,
+export async function lockConversations(
+  conversations: Array<{ workspaceId: string; contactId: string; channel: InboxChannel }>,
   transaction: Transaction,
 ): Promise<void> {
-  await selectRows(
-    `SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`,
-    [`inbox:${workspaceId}:${contactId}:${channel}`],
+  const keys = [
+    ...new Set(conversations.map((c) => `inbox:${c.workspaceId}:${c.contactId}:${c.channel}`)),
+  ].sort();
+  await queryPrepared(
+    `SELECT pg_advisory_xact_lock(hashtextextended(k, 0)) FROM unnest($1::text[]) AS k`,
+    [keys],
     transaction,
   );
 }

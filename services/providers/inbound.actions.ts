@@ -23,6 +23,7 @@ import { checkCommands, DEFAULT_COMMANDS, matchCommand } from "./commands";
 import { commandsChanged } from "./chatapp1/connect";
 import { openedConfig } from "./credentials";
 import * as repo from "./providers.repo";
+import type { CallbackProvider } from "./providers.repo";
 import { commandResults, commandSchemas } from "./providers.schemas";
 
 /**
@@ -38,7 +39,6 @@ const tags = ["Providers"];
 const manage = requires("providers.manage");
 
 type Inbound = Extract<ProviderEvent, { kind: "inbound" }>;
-type CallbackProvider = NonNullable<Awaited<ReturnType<typeof repo.providerForCallback>>>;
 
 export const inboundActions = {
   actions: {
@@ -217,11 +217,7 @@ async function receiveInbound(
   // link's `/start <token>` only binds the chat.
   const command =
     isCommandChannel(channel) && !inbound.linkToken
-      ? matchCommand(
-          (await repo.getCommands(workspaceId)) ?? DEFAULT_COMMANDS,
-          channel,
-          inbound.command ?? inbound.text,
-        )
+      ? matchCommand(provider.commands ?? DEFAULT_COMMANDS, channel, inbound.command ?? inbound.text)
       : null;
   const thread =
     !command && !contact.linked && isServiceAvailable(broker, "inbox")

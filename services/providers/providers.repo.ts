@@ -1,5 +1,6 @@
 import { QueryTypes, type Transaction } from "sequelize";
-import { database } from "../../lib/database";
+import { MicroBatcher } from "../../lib/batcher";
+import { database, queryPrepared } from "../../lib/database";
 import type { ProviderChannel } from "../../lib/channels";
 import type { ChannelCommand } from "./commands";
 import { maskedConfig, openedConfig } from "./credentials";
@@ -232,23 +233,33 @@ export async function deleteProvider(
   return true;
 }
 
+/** A callback's provider, with its workspace's channel commands (null until it replaced the defaults). */
+export type CallbackProvider = ProviderRow & { workspace_id: string; commands: ChannelCommand[] | null };
+
+/**
+ * Concurrent callbacks' providers (each of a chat's messages is a callback
+ * of its own) are read together: the ids asked while a read runs go in the
+ * next statement, with their workspaces' channel commands.
+ */
+const callbackProviders = new MicroBatcher(
+  async (ids: string[]): Promise<Array<CallbackProvider | null>> => {
+    const rows = await queryPrepared<CallbackProvider>(
+      `SELECT p.*, c.commands FROM providers p LEFT JOIN channel_commands c ON c.workspace_id = p.workspace_id
+        WHERE p.id = ANY ($1::text[])`,
+      [[...new Set(ids)]],
+    );
+    const byId = new Map(rows.map((r) => [r.id, r]));
+    return ids.map((id) => byId.get(id) ?? null);
+  },
+  { maxBatch: 200, lanes: 1 },
+);
+
 /**
  * A provider by id alone: a callback's `providerId` is all that names its
  * workspace (the route is public and the provider's signature authorises it).
  */
-export async function providerForCallback(
-  id: string,
-): Promise<(ProviderRow & { workspace_id: string }) | null> {
-  const sequelize = await database();
-  const [row] = await sequelize.query<ProviderRow & { workspace_id: string }>(
-    `SELECT * FROM providers WHERE id = $1`,
-    {
-      bind: [id],
-      type: QueryTypes.SELECT,
-    },
-  );
-  return row ?? null;
-}
+export const providerForCallback = (id: string): Promise<CallbackProvider | null> =>
+  callbackProviders.add(id);
 
 /** The workspace's channel commands; null until it replaced the defaults. */
 export async function getCommands(workspaceId: string): Promise<ChannelCommand[] | null> {
@@ -269,25 +280,53 @@ export async function putCommands(workspaceId: string, commands: ChannelCommand[
   );
 }
 
+/** A callback's event ids (of one provider). */
+interface CallbackEvents {
+  providerId: string;
+  eventIds: string[];
+}
+
+/** The pairs of a batch of callbacks' events, as two parallel arrays. */
+const pairs = (asks: CallbackEvents[]): [string[], string[]] => [
+  asks.flatMap((a) => a.eventIds.map(() => a.providerId)),
+  asks.flatMap((a) => a.eventIds),
+];
+
+/** Concurrent callbacks ask together which of their events were applied before. */
+const seenReader = new MicroBatcher(
+  async (asks: CallbackEvents[]): Promise<Array<Set<string>>> => {
+    const rows = await queryPrepared<{ provider_id: string; event_id: string }>(
+      `SELECT l.provider_id, l.event_id FROM provider_event_log l
+         JOIN unnest($1::text[], $2::text[]) AS s(provider_id, event_id) USING (provider_id, event_id)`,
+      pairs(asks),
+    );
+    const seen = new Set(rows.map((r) => `${r.provider_id}\n${r.event_id}`));
+    return asks.map((a) => new Set(a.eventIds.filter((id) => seen.has(`${a.providerId}\n${id}`))));
+  },
+  { maxBatch: 200, lanes: 1 },
+);
+
 /** Which of a callback's event ids were applied before (providers retry a callback until it is answered). */
 export async function seenEvents(providerId: string, eventIds: string[]): Promise<Set<string>> {
-  if (!eventIds.length) return new Set();
-  const sequelize = await database();
-  const rows = await sequelize.query<{ event_id: string }>(
-    `SELECT event_id FROM provider_event_log WHERE provider_id = $1 AND event_id = ANY ($2::text[])`,
-    { bind: [providerId, eventIds], type: QueryTypes.SELECT },
-  );
-  return new Set(rows.map((r) => r.event_id));
+  return eventIds.length ? seenReader.add({ providerId, eventIds }) : new Set();
 }
+
+/** Concurrent callbacks note their applied events in one statement. */
+const seenWriter = new MicroBatcher(
+  async (asks: CallbackEvents[]): Promise<null[]> => {
+    await queryPrepared(
+      `INSERT INTO provider_event_log (provider_id, event_id)
+       SELECT * FROM unnest($1::text[], $2::text[]) ON CONFLICT DO NOTHING`,
+      pairs(asks),
+    );
+    return asks.map(() => null);
+  },
+  { maxBatch: 200, lanes: 1 },
+);
 
 /** Note event ids as applied, once the callback's work is done. */
 export async function markSeen(providerId: string, eventIds: string[]): Promise<void> {
-  if (!eventIds.length) return;
-  const sequelize = await database();
-  await sequelize.query(
-    `INSERT INTO provider_event_log (provider_id, event_id) SELECT $1, unnest($2::text[]) ON CONFLICT DO NOTHING`,
-    { bind: [providerId, eventIds] },
-  );
+  if (eventIds.length) await seenWriter.add({ providerId, eventIds });
 }
 
 export interface HealthChange {

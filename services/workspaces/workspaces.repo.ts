@@ -1,4 +1,5 @@
 import type { Transaction } from "sequelize";
+import { MicroBatcher } from "../../lib/batcher";
 import { Binds, database, likeEscape, selectRows, uniqueViolation } from "../../lib/database";
 import { newId } from "../../lib/crypto";
 import { conflict, validationError } from "../../lib/errors";
@@ -99,9 +100,24 @@ export async function createWorkspace(userId: string, name: string, slug?: strin
   throw conflict("Could not find a free slug; pass one explicitly");
 }
 
+/**
+ * Concurrent reads of workspaces (each send and each inbound message asks
+ * for its own) go together: the ids asked while a read runs, in the next
+ * statement.
+ */
+const workspaceReader = new MicroBatcher(
+  async (ids: string[]): Promise<Array<Workspace | null>> => {
+    const rows = await Workspace.findAll({ where: { id: [...new Set(ids)] } });
+    const byId = new Map(rows.map((w) => [w.id, w]));
+    return ids.map((id) => byId.get(id) ?? null);
+  },
+  { maxBatch: 200, lanes: 1 },
+);
+
 export async function getWorkspace(workspaceId: string, role?: Role): Promise<WorkspaceView | null> {
-  const workspace = await Workspace.findByPk(workspaceId);
-  return workspace ? view(workspace, role) : null;
+  const workspace = await workspaceReader.add(workspaceId);
+  // Callers of one batch share the row: each gets its own copy of what it may change.
+  return workspace ? structuredClone(view(workspace, role)) : null;
 }
 
 /** The workspace of a website script's key, with the origins its settings allow. */

@@ -59,7 +59,7 @@ function replicaSuite(transport: "NATS" | "Fake") {
     if (transport === "NATS") await dropStreams(NATS_URL!, `inbox-${run}`);
   });
 
-  test("concurrent inbound for one contact on two replicas: one thread, assigned once", async () => {
+  test("concurrent inbound for one contact on two replicas: one thread, assigned once, auto-answered once", async () => {
     const ctx = await ownerWithWorkspace(a.baseUrl);
     const agent = await signUp(a.baseUrl, "Agent");
     const c = ctx.owner.client;
@@ -70,6 +70,8 @@ function replicaSuite(transport: "NATS" | "Fake") {
       config: { memberIds: [ctx.owner.id, agent.id] },
     });
     expect(rule.status).toBe(201);
+    const ack = await c.post(`${ctx.ws}/inbox/auto-replies`, { name: "Ack", channel: "sms", body: "Got it" });
+    expect(ack.status).toBe(201);
     const contactId = await newContact(c, ctx.ws, { phone: "+14155550177" });
     const receive = (broker: TestApp["broker"], node: string, i: number) =>
       broker.call(
@@ -100,9 +102,13 @@ function replicaSuite(transport: "NATS" | "Fake") {
     expect([ctx.owner.id, agent.id]).toContain(threads[0].assigneeId);
     expect(threads[0].unread).toBe(8);
     const detail = (await agent.client.get(`${ctx.ws}/inbox/${threads[0].id}`)).body;
-    expect(detail.messages.map((m: { body: string }) => m.body).sort()).toEqual(
-      Array.from({ length: 8 }, (_, i) => `message ${i}`).sort(),
-    );
+    const bodies = (direction: string) =>
+      detail.messages
+        .filter((m: { direction: string }) => m.direction === direction)
+        .map((m: { body: string }) => m.body);
+    expect(bodies("inbound").sort()).toEqual(Array.from({ length: 8 }, (_, i) => `message ${i}`).sort());
+    // Sixteen receives at once, on two replicas: the auto-reply answered the thread once.
+    expect(bodies("outbound")).toEqual(["Got it"]);
     const assigned = async (client: typeof c) =>
       (await client.get(`${ctx.ws}/notifications?type=inbox.assigned`)).body.data.length;
     expect((await assigned(c)) + (await assigned(agent.client))).toBe(1);
