@@ -1,7 +1,6 @@
-import { QueryTypes, type Sequelize } from "sequelize";
 import { MicroBatcher } from "../../lib/batcher";
 import { newId } from "../../lib/crypto";
-import { Binds, database, queryPrepared, selectRows } from "../../lib/database";
+import { Binds, queryPrepared, selectRows } from "../../lib/database";
 import type { DomainEvent } from "../../lib/domain-events";
 import { selectPage, type Page, type PageRequest } from "../../lib/pagination";
 import type { QueueFigures } from "../../lib/business-metrics";
@@ -122,15 +121,25 @@ export function fanOut(event: DomainEvent): Promise<number> {
   return fanOutWriter.add(event);
 }
 
-/** A claimed delivery with what the sender needs from its endpoint. */
-export interface ClaimedDelivery extends DeliveryRow {
+/** A claimed delivery: what the sender signs and sends, with its endpoint's target and secret. */
+export interface ClaimedDelivery extends Pick<
+  DeliveryRow,
+  "id" | "endpoint_id" | "event" | "body" | "attempt"
+> {
   url: string | null;
   secret_sealed: string | null;
   active: boolean;
   claim_token: string;
 }
 
-const CLAIMED = `u.*, e.url, e.secret_sealed, e.active`;
+/** The columns of a claim: only what an attempt is made from (a claim returns hundreds of rows). */
+const CLAIMED = `u.id, u.endpoint_id, u.event, u.body, u.attempt, u.claim_token, e.url, e.secret_sealed, e.active`;
+
+/**
+ * A one-time filter that lets the statement's commit skip the wait for the WAL flush: a claim or an attempt's
+ * record lost by a database crash only sends the delivery again (at least once).
+ */
+const NO_FLUSH_WAIT = `(SELECT set_config('synchronous_commit', 'off', true)) = 'off'`;
 
 /** How many more deliveries of each endpoint a dispatcher may claim. */
 export interface EndpointRoom {
@@ -210,7 +219,7 @@ export async function claimDue(
        -- Rechecked on the locked row: another replica may have claimed or finished it since the head was read.
        -- The first turns only (with room for rows another claim holds): the planner cannot size the per-endpoint
        -- limits above, and would rather scan the table than look each row up.
-       SELECT d.id, t.turn, t.created_at
+       SELECT d.id, d.ctid AS tid, t.turn, t.created_at
          FROM (SELECT * FROM turns ORDER BY turn, created_at LIMIT ${2 * claimLimit}) t JOIN webhook_deliveries d ON d.id = t.id
         WHERE d.next_attempt_at <= now() AND (d.claimed_until IS NULL OR d.claimed_until < now())
         ORDER BY t.turn, t.created_at
@@ -219,7 +228,8 @@ export async function claimDue(
      ), u AS (
        UPDATE webhook_deliveries d
           SET claimed_until = now() + make_interval(secs => $3), claim_token = $4, claimed_by = $5
-         FROM due WHERE d.id = due.id
+         -- By the locked row's tid: joined by id, the planner hashes the whole table for a claim's few hundred rows.
+         FROM due WHERE d.ctid = due.tid AND ${NO_FLUSH_WAIT}
        RETURNING d.*
      )
      SELECT ${CLAIMED} FROM u JOIN due ON due.id = u.id JOIN webhook_endpoints e ON e.id = u.endpoint_id
@@ -262,35 +272,40 @@ export interface AttemptResult {
   nextAttemptAt: Date | null;
 }
 
+/** Attempts recorded by one statement; fenced by the claim token (a sender whose lease was taken over records nothing). */
+const RECORD_ATTEMPTS = `UPDATE webhook_deliveries d
+    SET attempt = r.attempt, success = r.success, status_code = r.status_code, response_body = r.response_body,
+        error = r.error, duration_ms = r.duration_ms, next_attempt_at = r.next_attempt_at,
+        delivered_at = CASE WHEN r.success THEN now() ELSE d.delivered_at END,
+        claimed_until = NULL, claim_token = NULL
+   FROM unnest($1::text[], $2::text[], $3::int[], $4::boolean[], $5::int[], $6::text[], $7::text[], $8::int[],
+               $9::timestamptz[])
+        AS r(id, token, attempt, success, status_code, response_body, error, duration_ms, next_attempt_at)
+  WHERE d.id = r.id AND d.claim_token = r.token`;
+
 /**
- * Record many attempts in one statement (grouped commits). The claim token
- * fences it: a sender whose lease was taken over records nothing.
+ * Record many attempts in one prepared statement (grouped commits); returns the ids recorded. The dispatcher's
+ * records skip the wait for the WAL flush (see NO_FLUSH_WAIT); a retry by hand, whose answer shows the record,
+ * waits for it (`durable`).
  */
-export async function recordAttempts(results: AttemptResult[], sequelize?: Sequelize): Promise<string[]> {
+export async function recordAttempts(
+  results: AttemptResult[],
+  options: { durable?: boolean } = {},
+): Promise<string[]> {
   if (results.length === 0) return [];
-  const db = sequelize ?? (await database());
-  const rows = results.map((r) => ({
-    id: r.id,
-    token: r.token,
-    attempt: r.attempt,
-    success: r.success,
-    status_code: r.statusCode,
-    response_body: r.responseBody,
-    error: r.error,
-    duration_ms: r.durationMs,
-    next_attempt_at: r.nextAttemptAt ? r.nextAttemptAt.toISOString() : null,
-  }));
-  const updated = await db.query<{ id: string }>(
-    `UPDATE webhook_deliveries d
-        SET attempt = r.attempt, success = r.success, status_code = r.status_code, response_body = r.response_body,
-            error = r.error, duration_ms = r.duration_ms, next_attempt_at = r.next_attempt_at,
-            delivered_at = CASE WHEN r.success THEN now() ELSE d.delivered_at END,
-            claimed_until = NULL, claim_token = NULL
-       FROM jsonb_to_recordset(CAST($1 AS jsonb)) AS r(id text, token text, attempt int, success boolean,
-            status_code int, response_body text, error text, duration_ms int, next_attempt_at timestamptz)
-      WHERE d.id = r.id AND d.claim_token = r.token
-     RETURNING d.id`,
-    { type: QueryTypes.SELECT, bind: [JSON.stringify(rows)] },
+  const updated = await queryPrepared<{ id: string }>(
+    `${RECORD_ATTEMPTS}${options.durable ? "" : ` AND ${NO_FLUSH_WAIT}`} RETURNING d.id`,
+    [
+      results.map((r) => r.id),
+      results.map((r) => r.token),
+      results.map((r) => r.attempt),
+      results.map((r) => r.success),
+      results.map((r) => r.statusCode),
+      results.map((r) => r.responseBody),
+      results.map((r) => r.error),
+      results.map((r) => r.durationMs),
+      results.map((r) => r.nextAttemptAt),
+    ],
   );
   return updated.map((u) => u.id);
 }

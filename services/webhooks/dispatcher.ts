@@ -213,6 +213,26 @@ export async function attempt(
   };
 }
 
+/** The most batches (of `concurrency` rows) a dispatcher keeps claimed ahead of its sends. */
+export const MAX_AHEAD_BATCHES = 20;
+
+/**
+ * How many batches (of `concurrency` rows) to keep claimed ahead of the sends: what the sends use up in two claims'
+ * time at the rate they go out, so the slots never wait for a claim (a claim's rows are few against its cost when
+ * the database answers slowly); at least 2, at most MAX_AHEAD_BATCHES, and no more than the sends get through in a
+ * quarter of the lease, so rows claimed ahead go out long before another replica may take them.
+ */
+export function aheadBatches(
+  sendsPerSec: number,
+  claimMs: number,
+  concurrency: number,
+  leaseMs: number,
+): number {
+  const wanted = Math.ceil((2 * sendsPerSec * claimMs) / 1000 / concurrency);
+  const withinLease = Math.floor((sendsPerSec * leaseMs) / 4000 / concurrency);
+  return Math.max(2, Math.min(wanted, withinLease, MAX_AHEAD_BATCHES));
+}
+
 /** One endpoint's share of a dispatcher: claimed rows waiting in the queue, sends in flight. */
 interface EndpointLoad {
   queued: number;
@@ -272,6 +292,12 @@ export class Dispatcher {
   /** The longest such wait: the longest retry delay. */
   private readonly maxProbeGapMs: number;
   private claiming: Promise<unknown> = Promise.resolve();
+  /** Batches claimed ahead for endpoints that answer fast (`aheadBatches`), from the last claim's time and the rate. */
+  private ahead = 2;
+  /** Sends finished since `rateSince` (`performance.now()` time), and their rate over the claims before. */
+  private finishedSends = 0;
+  private rateSince = performance.now();
+  private sendsPerSec = 0;
   private pending: deliveriesRepo.AttemptResult[] = [];
   private flushing: Promise<void> | null = null;
   private readonly timers = new Set<NodeJS.Timeout>();
@@ -398,8 +424,12 @@ export class Dispatcher {
     const failing = this.failing.get(endpointId);
     if (failing) return performance.now() < failing.probeAt ? 0 : Math.max(0, 1 - held);
     if (load && this.mayBorrow(endpointId, load)) {
+      // Answering fast, its rows go out as fast as claims bring them: as many batches ahead as the claims need.
       const lendable = this.opts.concurrency - this.endpointConcurrency - (this.inFlight - load.sends.size);
-      return Math.max(0, batches * Math.max(this.endpointConcurrency, lendable) - load.queued);
+      return Math.max(
+        0,
+        Math.max(batches, this.ahead) * Math.max(this.endpointConcurrency, lendable) - load.queued,
+      );
     }
     return Math.max(0, batches * this.capOf(endpointId) - held);
   }
@@ -445,10 +475,12 @@ export class Dispatcher {
       const room: Record<string, number> = {};
       for (const id of new Set([...this.load.keys(), ...this.failing.keys()]))
         room[id] = this.claimRoom(id, batches);
+      const started = performance.now();
       const rows = await deliveriesRepo.claimDue(this.opts.nodeId, limit, this.opts.leaseMs, {
         perEndpoint: batches,
         room,
       });
+      this.sized(performance.now() - started);
       for (const row of rows) {
         const load = this.load.get(row.endpoint_id) ?? {
           queued: 0,
@@ -463,6 +495,16 @@ export class Dispatcher {
     });
     this.claiming = claimed.catch(() => undefined);
     return claimed;
+  }
+
+  /** After a claim: the send rate since the last one (smoothed), and from it and the claim's time the batches ahead. */
+  private sized(claimMs: number): void {
+    const now = performance.now();
+    const seconds = (now - this.rateSince) / 1000;
+    if (seconds > 0) this.sendsPerSec = (this.sendsPerSec + this.finishedSends / seconds) / 2;
+    this.finishedSends = 0;
+    this.rateSince = now;
+    this.ahead = aheadBatches(this.sendsPerSec, claimMs, this.opts.concurrency, this.opts.leaseMs);
   }
 
   private started(row: deliveriesRepo.ClaimedDelivery): void {
@@ -481,6 +523,7 @@ export class Dispatcher {
   private finished(row: deliveriesRepo.ClaimedDelivery, outcome?: deliveriesRepo.AttemptResult): void {
     const load = this.load.get(row.endpoint_id);
     if (load) load.sends.delete(row.id);
+    this.finishedSends += 1;
     if (outcome) countWebhookDeliveries(this.opts.metrics, outcomeOf(outcome));
     if (outcome && outcome.durationMs !== null) {
       if (load) {
@@ -524,9 +567,9 @@ export class Dispatcher {
 
   /** One pass of the claim loop: claim what the slots will want and start it; true when the claim came back full. */
   private async claimPass(): Promise<boolean> {
-    // Keep up to two batches claimed ahead of the sends in flight and claim one when a batch is left: a claim
-    // takes about as long as a batch of sends, so the slots never wait for one.
-    const want = this.opts.concurrency * 3 - this.inFlight - this.ready();
+    // Keep `ahead` batches claimed ahead of the sends in flight (at least two: a claim takes about as long as a
+    // batch of sends on a quiet database) and claim once a batch is free, so the slots never wait for a claim.
+    const want = this.opts.concurrency * (this.ahead + 1) - this.inFlight - this.ready();
     if (want < this.opts.concurrency || this.stopped) return false;
     const rows = await this.claim(want, 2);
     if (this.stopped) {
@@ -603,11 +646,16 @@ export class Dispatcher {
         this.finished(row, outcome);
         this.active.delete(work);
         this.drain();
-        // Claim in batches, not one claim query per finished send: while every slot is busy, once one batch is
-        // left ahead; with slots free (what is queued waits for its endpoint's cap), once a claim would read this
-        // endpoint again (back to back while a borrowing endpoint sends faster than claims return).
+        // Claim in batches, not one claim query per finished send: while every slot is busy, once a batch of those
+        // ahead is used; with slots free (what is queued waits for its endpoint's cap), once a claim would read
+        // this endpoint again (back to back while a borrowing endpoint sends faster than claims return).
         const busy = this.inFlight === this.opts.concurrency;
-        if (busy ? this.queue.length <= this.opts.concurrency : this.claimable(row.endpoint_id)) this.wake();
+        if (
+          busy
+            ? this.queue.length <= this.opts.concurrency * (this.ahead - 1)
+            : this.claimable(row.endpoint_id)
+        )
+          this.wake();
       });
     this.active.add(work);
   }

@@ -183,7 +183,7 @@ export default defineService<WebhooksService>({
         const { result } = await attempt(this.dispatcher.sender, claimed, config().webhookRetryDelaysMs, {
           scheduleRetries: false,
         });
-        await deliveriesRepo.recordAttempts([result]);
+        await deliveriesRepo.recordAttempts([result], { durable: true });
         countWebhookDeliveries(this.broker.metrics, outcomeOf(result));
         await audit(
           ctx,
