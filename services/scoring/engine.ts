@@ -106,7 +106,7 @@ export async function applyEvent(
   if (rules.length === 0 && conditionRules.length === 0) return null;
   const job = { workspaceId, event, rules, conditionRules };
   const result = await eventScorer.add(job);
-  return result === HELD ? scoreAlone(job) : result;
+  return result === HELD ? scoreHeld(job) : result;
 }
 
 interface ScoreJob {
@@ -126,8 +126,8 @@ const eventScorer = new MicroBatcher(scoreEvents, { maxBatch: 100, lanes: 1 });
  * Score a batch of events in one transaction, so caps and scores see the
  * events before them. A batch never waits for a lock: it tries its
  * workspaces' holds and takes its contacts in id order with SKIP LOCKED, and
- * answers HELD for the events it could not lock, which are then scored alone,
- * outside the batcher, waiting for their one row as usual. So one busy
+ * answers HELD for the events it could not lock, which are then scored
+ * outside the batcher, one transaction per contact waiting for its row (scoreHeld). So one busy
  * contact never stalls the events of others, and no deadlock forms.
  */
 async function scoreEvents(jobs: ScoreJob[]): Promise<Array<ApplyResult | typeof HELD>> {
@@ -152,16 +152,50 @@ async function scoreEvents(jobs: ScoreJob[]): Promise<Array<ApplyResult | typeof
   return results;
 }
 
-/** One event in a transaction of its own, waiting for its contact's lock. */
-async function scoreAlone(job: ScoreJob): Promise<ApplyResult | null> {
+/**
+ * Events of one contact, in a transaction of their own that waits for the
+ * contact's lock, scored in order. A batch answers HELD for every event of a
+ * contact it could not lock, all at once: those go together here, so a hot
+ * contact's burst waits once, not once per event (one transaction each kept
+ * its lock busy and left every next batch finding it held).
+ */
+async function scoreContactAlone(jobs: ScoreJob[]): Promise<Array<ApplyResult | null>> {
+  const { workspaceId, event } = jobs[0];
   const sequelize = await database();
   return sequelize.transaction(async (transaction) => {
-    await holdWorkspace(job.workspaceId, transaction);
-    const before = await repo.lockContactScore(job.workspaceId, job.event.contactId, transaction);
-    if (before === null) return null;
-    const scores = new Map([[contactKey(job.workspaceId, job.event.contactId), before]]);
-    const [result] = await scoreLocked([job], scores, transaction);
-    return result;
+    await holdWorkspace(workspaceId, transaction);
+    const before = await repo.lockContactScore(workspaceId, event.contactId, transaction);
+    if (before === null) return jobs.map(() => null);
+    const scores = new Map([[contactKey(workspaceId, event.contactId), before]]);
+    return scoreLocked(jobs, scores, transaction);
+  });
+}
+
+/** The held events of each contact gathering in this turn of the event loop, by contact. */
+const heldByContact = new Map<
+  string,
+  Array<{ job: ScoreJob; resolve: (r: ApplyResult | null) => void; reject: (err: unknown) => void }>
+>();
+
+/** An event whose contact a batch found held: scored with the other held events of its contact from that turn. */
+function scoreHeld(job: ScoreJob): Promise<ApplyResult | null> {
+  const key = contactKey(job.workspaceId, job.event.contactId);
+  return new Promise((resolve, reject) => {
+    const waiting = heldByContact.get(key);
+    if (waiting) return void waiting.push({ job, resolve, reject });
+    const group = [{ job, resolve, reject }];
+    heldByContact.set(key, group);
+    setImmediate(() => {
+      heldByContact.delete(key);
+      scoreContactAlone(group.map((g) => g.job)).then(
+        (results) => group.forEach((g, i) => g.resolve(results[i])),
+        async (err) => {
+          if (group.length === 1) return group[0].reject(err);
+          // One bad event fails only its own caller: each is tried alone.
+          for (const g of group) await scoreContactAlone([g.job]).then(([r]) => g.resolve(r), g.reject);
+        },
+      );
+    });
   });
 }
 

@@ -7,6 +7,7 @@ import type { AppContext } from "../../lib/moleculer-types";
 import { pageRequest } from "../../lib/pagination";
 import { Nullable } from "../../lib/schema";
 import { userOf, WORKSPACE_DELETED_EVENT, workspaceOf } from "../../lib/tenancy";
+import { forgetRoles, MEMBERSHIP_CHANGED_EVENT } from "../../mixins/authorize.middleware";
 import { DatabaseMixin } from "../../mixins/database.mixin";
 import type { Role } from "../../models";
 import { checkSettings } from "./settings";
@@ -16,8 +17,6 @@ import { MemberSchema, RoleSchema, SuccessSchema, WorkspaceSchema, schemas } fro
 const membersManage = requires("members.manage");
 const settingsManage = requires("settings.manage");
 const sessionSettingsManage = requires("settings.manage", { auth: "session" });
-
-const MEMBERSHIP_CACHE_EVENT = "workspaces.membership.changed";
 
 /** Workspaces, members and roles, and the audit log every area writes to. */
 /** The workspaces service's `this`: the membership cache's reset and the OWNER rule. */
@@ -259,16 +258,17 @@ export default defineService<WorkspacesService>({
   },
 
   events: {
-    [MEMBERSHIP_CACHE_EVENT]() {
+    [MEMBERSHIP_CHANGED_EVENT]() {
       return this.broker.cacher?.clean("workspaces.membership:**");
     },
   },
 
   methods: {
-    /** Membership changes take effect at once: clear here, and tell every other node. */
+    /** Membership changes take effect at once: clear here (the cacher and this process's roles), and tell every other node. */
     async forgetMemberships() {
       await this.broker.cacher?.clean("workspaces.membership:**");
-      this.broker.broadcast(MEMBERSHIP_CACHE_EVENT);
+      forgetRoles();
+      this.broker.broadcast(MEMBERSHIP_CHANGED_EVENT);
     },
 
     /** An ADMIN or an API key may not grant OWNER, nor change or remove an OWNER; only an OWNER's session may. */

@@ -1,13 +1,18 @@
 import { ServiceBroker, type ServiceSchema } from "moleculer";
 import type { Principal } from "../../../lib/access";
+import { waitFor } from "../../helpers/wait";
 import type { AppContext } from "../../../lib/moleculer-types";
-import { AuthorizeMiddleware } from "../../../mixins/authorize.middleware";
+import { AuthorizeMiddleware, MEMBERSHIP_CHANGED_EVENT } from "../../../mixins/authorize.middleware";
 
 /**
  * The middleware on a broker of its own, with a stand-in membership service,
  * to pin down the rules that the gateway tests cannot reach directly.
  */
 const MEMBERSHIPS: Record<string, string> = { "ws-1:user-1": "VIEWER", "ws-2:user-1": "OWNER" };
+/** Membership lookups that reached the stand-in, by workspace and user. */
+const asked: string[] = [];
+/** A lookup of this workspace waits until the test lets it answer. */
+let heldLookup: { workspaceId: string; release?: () => void } | null = null;
 
 const probe = (ctx: AppContext) => ({
   workspaceId: ctx.meta.workspaceId ?? null,
@@ -18,8 +23,14 @@ const services: ServiceSchema[] = [
   {
     name: "workspaces",
     actions: {
-      membership: (ctx: AppContext<{ workspaceId: string; userId: string }>) =>
-        MEMBERSHIPS[`${ctx.params.workspaceId}:${ctx.params.userId}`] ?? null,
+      async membership(ctx: AppContext<{ workspaceId: string; userId: string }>) {
+        const key = `${ctx.params.workspaceId}:${ctx.params.userId}`;
+        asked.push(key);
+        const role = MEMBERSHIPS[key] ?? null;
+        if (heldLookup?.workspaceId === ctx.params.workspaceId)
+          await new Promise<void>((resolve) => (heldLookup!.release = resolve));
+        return role;
+      },
     },
   },
   {
@@ -112,4 +123,37 @@ test("a REST action without auth is refused at start-up", async () => {
     b.createService({ name: "bad", actions: { x: { rest: "GET /x", handler: () => 1 } } }),
   ).toThrow(/declares no 'auth'/);
   await b.stop();
+});
+
+test("a role is looked up once, until a member change is broadcast; a lookup in flight across it is not kept", async () => {
+  MEMBERSHIPS["ws-3:user-1"] = "ADMIN";
+  asked.length = 0;
+  for (let i = 0; i < 3; i++)
+    await expect(call("probe.scoped", { workspaceId: "ws-3" }, user)).resolves.toEqual({
+      workspaceId: "ws-3",
+      role: "ADMIN",
+    });
+  expect(asked).toEqual(["ws-3:user-1"]);
+
+  // Removed: the workspaces service broadcasts the change, and the next call is refused.
+  delete MEMBERSHIPS["ws-3:user-1"];
+  await broker.broadcast(MEMBERSHIP_CHANGED_EVENT);
+  await expect(call("probe.scoped", { workspaceId: "ws-3" }, user)).rejects.toMatchObject({ code: 403 });
+  expect(asked).toEqual(["ws-3:user-1", "ws-3:user-1"]);
+
+  // Added back while a lookup that read "not a member" is still answering: that answer is not kept.
+  await broker.broadcast(MEMBERSHIP_CHANGED_EVENT);
+  heldLookup = { workspaceId: "ws-3" };
+  const inFlight = call("probe.scoped", { workspaceId: "ws-3" }, user);
+  await waitFor(() => heldLookup?.release, 5_000, "the held lookup");
+  MEMBERSHIPS["ws-3:user-1"] = "MEMBER";
+  await broker.broadcast(MEMBERSHIP_CHANGED_EVENT);
+  heldLookup.release!();
+  heldLookup = null;
+  await expect(inFlight).rejects.toMatchObject({ code: 403 });
+  await expect(call("probe.scoped", { workspaceId: "ws-3" }, user)).resolves.toEqual({
+    workspaceId: "ws-3",
+    role: "MEMBER",
+  });
+  expect(asked).toHaveLength(4);
 });

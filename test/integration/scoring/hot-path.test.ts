@@ -146,3 +146,42 @@ test("events arriving together are scored exactly, with caps; a contact held els
   expect((await heldResults).filter((r) => r.applied.length > 0)).toHaveLength(3);
   expect(await score(held)).toBe(6);
 });
+
+test("a held contact's events wait for it together: one transaction scores them, in order", async () => {
+  await ctx.owner.client.post(`${ctx.ws}/scoring-rules`, { name: "Hot", eventType: "hot-h", points: 3 });
+  const held = await contact();
+  const { answers } = await whileLocked(held, async () => {
+    const answers = Promise.all([1, 2, 3, 4, 5].map(() => applyEvent(held, "hot-h")));
+    // All five are held behind the lock in one transaction (one scoring each would wait five times).
+    // Asked outside the locker's transaction, which keeps one snapshot of pg_stat_activity.
+    const sequelize = await database();
+    await waitFor(
+      async () =>
+        (
+          await sequelize.query(
+            `SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'
+                AND query LIKE 'SELECT score FROM contacts%FOR UPDATE'`,
+            { type: "SELECT" as never },
+          )
+        ).length > 0,
+      10_000,
+      "the held events waiting for the contact",
+    );
+    return { answers };
+  });
+  // Each continues the score of the one before it.
+  const steps = (await answers).map((r) => [r.scoreBefore!, r.score!]).sort((x, y) => x[0] - y[0]);
+  expect(steps).toEqual([
+    [0, 3],
+    [3, 6],
+    [6, 9],
+    [9, 12],
+    [12, 15],
+  ]);
+  const sequelize = await database();
+  const [{ transactions }] = await sequelize.query<{ transactions: string }>(
+    `SELECT count(DISTINCT xmin::text) AS transactions FROM score_history WHERE contact_id = $1`,
+    { bind: [held], type: "SELECT" as never },
+  );
+  expect(Number(transactions)).toBe(1);
+});
