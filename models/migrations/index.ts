@@ -57,6 +57,7 @@ import * as reports from "./0087-reports";
 import * as dataRetention from "./0088-data-retention";
 import * as analyticsCohortsAttribution from "./0089-analytics-cohorts-attribution";
 import * as queuedJobs from "./0090-queued-jobs";
+import * as messagesClaimDue from "./0093-messages-claim-due";
 
 export interface Migration {
   name: string;
@@ -123,4 +124,5 @@ export const migrations: Migration[] = [
   { name: "0088-data-retention", up: dataRetention.up },
   { name: "0089-analytics-cohorts-attribution", up: analyticsCohortsAttribution.up },
   { name: "0090-queued-jobs", up: queuedJobs.up },
+  { name: "0093-messages-claim-due", up: messagesClaimDue.up },
 ];
