@@ -6,6 +6,15 @@
  * whole process (app and bench). The same again with a template of 20 variables, a translation and an
  * A/B split; the bare rendering rate (compose() in a loop, no database) is printed beside each.
  *
+ * Beside the plain run, in the same process, the peer a team would build instead: a BullMQ queue on the
+ * local Redis (`BENCH_REDIS_URL`, else `REDIS_URL`, else redis://127.0.0.1:6379), the same 100,000
+ * sends added with `addBulk` (1,000 a call, as many calls in flight as ours), taken by 100 concurrent
+ * workers that render the same template with liquidjs and write it to the same log sink, with no check,
+ * no tracking and no record; `ratio` is ours over the peer's. Without a Redis that answers, the peer is
+ * skipped and the reason printed. Each run prints the statements and commits its `pg` clients sent per
+ * message (every area runs in this process; the bench's own probes are not counted); BENCH_STATEMENTS=1
+ * also prints the statements most sent.
+ *
  *   DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres npx ts-node --transpile-only bench/messages.ts
  *
  * For the memory figure of a deployed process run it compiled, with the heap a container's limit gives
@@ -17,12 +26,18 @@
  * Env: BENCH_MESSAGES (100000), BENCH_ENQUEUE_IN_FLIGHT (4 enqueue calls at once), MESSAGE_BATCH (500),
  * MESSAGE_WORKERS (2).
  */
+import { Queue, Worker } from "bullmq";
+import IORedis from "ioredis";
+import { Liquid } from "liquidjs";
+import type { LoggerInstance } from "moleculer";
+import { Client } from "pg";
 import { QueryTypes } from "sequelize";
 import { SYSTEM } from "../lib/access";
 import { database } from "../lib/database";
 import { compose, renderableOf } from "../services/templates/compose";
 import type { ResolvedTemplate } from "../services/templates/templates.schemas";
 import { bootApp, ownerSession } from "./events";
+import { ignoreClient, startCounting, stopCounting } from "./pg-statements";
 
 const MESSAGES = Number(process.env.BENCH_MESSAGES ?? 100_000);
 const IN_FLIGHT = Number(process.env.BENCH_ENQUEUE_IN_FLIGHT ?? 4);
@@ -72,6 +87,107 @@ function peakMemory() {
   };
 }
 
+const PEER_REDIS_URL = process.env.BENCH_REDIS_URL ?? process.env.REDIS_URL ?? "redis://127.0.0.1:6379";
+const PEER_CONCURRENCY = 100;
+
+/** A Redis for the peer, or why there is none (it must answer a PING within a second). */
+async function peerRedis(): Promise<IORedis | string> {
+  const redis = new IORedis(PEER_REDIS_URL, {
+    lazyConnect: true,
+    connectTimeout: 1000,
+    maxRetriesPerRequest: null,
+    retryStrategy: () => null,
+  });
+  redis.on("error", () => undefined);
+  try {
+    await redis.connect();
+    await redis.ping();
+    return redis;
+  } catch (err) {
+    redis.disconnect();
+    return `no Redis at ${PEER_REDIS_URL} (${(err as Error).message || "unreachable"})`;
+  }
+}
+
+/**
+ * The peer: the same sends through a BullMQ queue, rendered with liquidjs and written to the log sink,
+ * no check, tracking or record; from the first `addBulk` to the last job completed.
+ */
+async function bullmqPeer(redis: IORedis, logger: LoggerInstance) {
+  const liquid = new Liquid();
+  const subject = liquid.parse(PLAIN.content.subject);
+  const html = liquid.parse(PLAIN.content.html);
+  const name = `bench-send-${Date.now().toString(36)}`;
+  // Connections BullMQ is given are the caller's to close.
+  const connections = [redis.duplicate(), redis.duplicate()];
+  const queue = new Queue(name, {
+    connection: connections[0],
+    defaultJobOptions: { removeOnComplete: true, removeOnFail: 1000 },
+  });
+  let completed = 0;
+  let done!: () => void;
+  const finished = new Promise<void>((resolve) => (done = resolve));
+  const memory = peakMemory();
+  const t0 = Date.now();
+  const worker = new Worker(
+    name,
+    async (job) => {
+      const scope = {
+        contact: job.data.contact,
+        unsubscribeUrl: `https://example.test/u/${job.data.contact.id}`,
+      };
+      const [renderedSubject, renderedHtml] = await Promise.all([
+        liquid.render(subject, scope),
+        liquid.render(html, scope),
+      ]);
+      logger.info(
+        `[peer] email ${job.id} to ${job.data.to}: subject ${JSON.stringify(renderedSubject)}, ${renderedHtml.length} bytes`,
+      );
+      return null;
+    },
+    { connection: connections[1], concurrency: PEER_CONCURRENCY },
+  );
+  worker.on("completed", () => {
+    if (++completed === MESSAGES) done();
+  });
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: IN_FLIGHT }, async () => {
+      while (next < MESSAGES) {
+        const from = next;
+        next += CHUNK;
+        await queue.addBulk(
+          Array.from({ length: Math.min(CHUNK, MESSAGES - from) }, (_, i) => {
+            const g = from + i + 1;
+            return {
+              name: "send",
+              data: {
+                to: `user${g}@example.test`,
+                contact: { id: `c${g}`, firstName: `Name${g % 1000}`, lastName: `Last${g % 97}` },
+              },
+            };
+          }),
+        );
+      }
+    }),
+  );
+  const enqueuedMs = Date.now() - t0;
+  await finished;
+  const seconds = (Date.now() - t0) / 1000;
+  const peak = memory.stop();
+  await worker.close();
+  await queue.obliterate({ force: true });
+  await queue.close();
+  for (const connection of connections) connection.disconnect();
+  return {
+    messages: MESSAGES,
+    seconds: +seconds.toFixed(1),
+    messagesPerSec: Math.round(MESSAGES / seconds),
+    enqueuePerSec: Math.round(MESSAGES / (enqueuedMs / 1000)),
+    ...peak,
+  };
+}
+
 async function main() {
   const app = await bootApp(["api", "auth", "workspaces", "contacts", "webhooks", "templates", "messages"], {
     MESSAGE_BATCH: process.env.MESSAGE_BATCH ?? "500",
@@ -92,6 +208,11 @@ async function main() {
       return (await res.json()) as { id: string };
     };
     const sequelize = await database();
+    // The bench's own probe, on a connection of its own, is not counted among the send path's statements.
+    const probe = new Client({ connectionString: process.env.DATABASE_URL });
+    probe.on("error", () => undefined);
+    await probe.connect();
+    ignoreClient(probe);
     const meta = { meta: { principal: SYSTEM, workspaceId } };
 
     // Every check does real work: a cap that counts, quiet hours that never cover now, topics, a DNC list.
@@ -158,8 +279,11 @@ async function main() {
     }
 
     async function run(label: string, templateId: string) {
-      await sequelize.query("TRUNCATE messages, short_links, short_link_clicks, domain_event_outbox");
+      await sequelize.query(
+        "TRUNCATE messages, push_deliveries, short_links, short_link_clicks, domain_event_outbox",
+      );
       const memory = peakMemory();
+      startCounting();
       const t0 = Date.now();
       let next = 0;
       let queued = 0;
@@ -181,16 +305,16 @@ async function main() {
       const enqueuedMs = Date.now() - t0;
       for (;;) {
         // A probe of the due index, not a count: the bench must not take the database from the sender.
-        const [{ pending }] = await sequelize.query<{ pending: boolean }>(
+        const { rows } = await probe.query<{ pending: boolean }>(
           `SELECT EXISTS (SELECT 1 FROM messages WHERE status IN ('queued', 'sending')) AS pending`,
-          { type: QueryTypes.SELECT },
         );
-        if (!pending) break;
+        if (!rows[0].pending) break;
         if (Date.now() - t0 > 900_000) throw new Error("stalled with messages left to send");
         await new Promise((r) => setTimeout(r, 100));
       }
       const seconds = (Date.now() - t0) / 1000;
       const peak = memory.stop();
+      const statements = stopCounting();
       const [counts] = await sequelize.query<{ sent: string }>(
         `SELECT count(*) AS sent FROM messages WHERE status = 'sent'`,
         { type: QueryTypes.SELECT },
@@ -204,10 +328,15 @@ async function main() {
         seconds: +seconds.toFixed(1),
         messagesPerSec: Math.round(MESSAGES / seconds),
         enqueuePerSec: Math.round(MESSAGES / (enqueuedMs / 1000)),
+        statementsPerMessage: +(statements.statements / MESSAGES).toFixed(4),
+        commitsPerMessage: +(statements.commits / MESSAGES).toFixed(4),
         ...peak,
         bareRendersPerSec: await bareRender(templateId, 20_000),
       };
       console.log(JSON.stringify(result));
+      if (process.env.BENCH_STATEMENTS)
+        for (const [text, n] of [...statements.byText].sort((a, b) => b[1] - a[1]).slice(0, 30))
+          console.log(`${(n / MESSAGES).toFixed(4).padStart(8)}  ${text}`);
       return result;
     }
 
@@ -215,8 +344,25 @@ async function main() {
       `messages bench: ${MESSAGES} contacts, enqueue ${CHUNK} per call, ${IN_FLIGHT} calls in flight; RSS after boot and seeding ${Math.round(process.memoryUsage().rss / 1024 / 1024)} MB`,
     );
     await bareRender(plain.id, 2000); // warm-up
-    await run("plain", plain.id);
+    const ours = await run("plain", plain.id);
+    const redis = await peerRedis();
+    if (typeof redis === "string") console.log(JSON.stringify({ peer: "bullmq", skipped: redis }));
+    else {
+      try {
+        const peer = await bullmqPeer(redis, app.broker.getLogger("peer"));
+        console.log(
+          JSON.stringify({
+            peer: "bullmq (addBulk, 100 concurrent workers, liquidjs, log sink, no checks)",
+            ...peer,
+            ratio: +(ours.messagesPerSec / peer.messagesPerSec).toFixed(2),
+          }),
+        );
+      } finally {
+        redis.disconnect();
+      }
+    }
     await run("20 variables, translation, A/B", rich.id);
+    await probe.end();
   } finally {
     await app.stop();
   }

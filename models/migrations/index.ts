@@ -57,6 +57,7 @@ import * as reports from "./0087-reports";
 import * as dataRetention from "./0088-data-retention";
 import * as analyticsCohortsAttribution from "./0089-analytics-cohorts-attribution";
 import * as queuedJobs from "./0090-queued-jobs";
+import * as messagesClaimDue from "./0093-messages-claim-due";
 import * as webhookDeliveriesFillfactor from "./0096-webhook-deliveries-fillfactor";
 import * as analyticsContactConversions from "./0099-analytics-contact-conversions";
 
@@ -125,6 +126,7 @@ export const migrations: Migration[] = [
   { name: "0088-data-retention", up: dataRetention.up },
   { name: "0089-analytics-cohorts-attribution", up: analyticsCohortsAttribution.up },
   { name: "0090-queued-jobs", up: queuedJobs.up },
+  { name: "0093-messages-claim-due", up: messagesClaimDue.up },
   { name: "0096-webhook-deliveries-fillfactor", up: webhookDeliveriesFillfactor.up },
   { name: "0099-analytics-contact-conversions", up: analyticsContactConversions.up },
 ];

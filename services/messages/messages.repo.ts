@@ -1,7 +1,7 @@
-import { QueryTypes, type Transaction } from "sequelize";
+import { QueryTypes } from "sequelize";
 import { randomBase62 } from "../../lib/crypto";
 import { Binds, database, isoTimeSql, queryPrepared, selectRows } from "../../lib/database";
-import { stageDomainEvents } from "../../lib/outbox";
+import { wakeOutboxRelays } from "../../lib/outbox";
 import { selectPage, type Page, type PageRequest } from "../../lib/pagination";
 import type { QueueFigures } from "../../lib/business-metrics";
 import { queueFigures, queueFiguresSql, type QueueFiguresRow } from "../../lib/queue-stats";
@@ -306,25 +306,12 @@ export async function capWindow(
  * taken over cannot overwrite the newer claim's result.
  */
 export async function claimDue(limit: number, leaseMs: number): Promise<ClaimedMessage[]> {
-  const sequelize = await database();
-  // In send_at order through messages_due_idx, never a bitmap scan: a burst leaves the index full of
-  // entries of rows already sent, which a bitmap scan visits on every claim (170 ms at 100,000 sends,
-  // before autovacuum) while an index scan marks them dead once and skips them after (2 ms).
-  return sequelize.transaction(async (transaction) => {
-    await sequelize.query("SET LOCAL enable_bitmapscan = off", { transaction });
-    return queryPrepared<ClaimedMessage>(
-      `UPDATE messages m SET status = 'sending', attempts = m.attempts + 1, lease_until = now() + $1 * interval '1 millisecond',
-            updated_at = now(),
-            history = CASE WHEN m.status = 'sending' THEN m.history ELSE m.${historyEntry("sending")} END
-      WHERE m.id IN (SELECT id FROM messages
-                      WHERE status IN ('queued', 'sending') AND send_at <= now()
-                        AND (status = 'queued' OR lease_until < now())
-                      ORDER BY send_at LIMIT ${Math.max(1, Math.floor(limit))} FOR UPDATE SKIP LOCKED)
-      RETURNING ${CLAIMED_COLUMNS.map((c) => `m.${c}`).join(", ")}`,
-      [leaseMs],
-      transaction,
-    );
-  });
+  // One call, no transaction: the claim is a function (migration 0093) that reads the due sends in
+  // send_at order through messages_due_idx with bitmap scans off (see there why).
+  return queryPrepared<ClaimedMessage>(
+    `SELECT ${CLAIMED_COLUMNS.join(", ")} FROM messages_claim_due($1, $2)`,
+    [Math.max(1, Math.floor(limit)), leaseMs],
+  );
 }
 
 /**
@@ -400,14 +387,15 @@ export interface SentRecord {
 
 /**
  * The provider accepted these sends: record them and stage their
- * `message.sent` facts in one transaction, so each fact reaches webhooks once
- * per message. Only sends whose claim still holds (same attempt, still
- * `sending`) are recorded; answers how many were.
+ * `message.sent` facts in one statement (one commit, one round trip a
+ * batch), so each fact reaches webhooks once per message. Only sends whose
+ * claim still holds (same attempt, still `sending`) are recorded; answers how
+ * many were.
  */
 export async function markSent(records: SentRecord[]): Promise<number> {
   if (!records.length) return 0;
-  const sequelize = await database();
-  const updates = records.map((r) => ({
+  const updates = records.map((r, n) => ({
+    n,
     id: r.row.id,
     attempts: r.row.attempts,
     provider_type: r.providerType,
@@ -418,40 +406,30 @@ export async function markSent(records: SentRecord[]): Promise<number> {
     locale: r.locale,
     variant: r.variant,
   }));
-  return sequelize.transaction(async (transaction: Transaction) => {
-    // Prepared, on pg directly: the bound JSON holds every rendered message (megabytes a batch).
-    const updated = await queryPrepared<{ id: string }>(
-      `UPDATE messages m SET status = 'sent', sent_at = now(), lease_until = NULL, provider_type = u.provider_type,
+  // Prepared, on pg directly: the bound JSON holds every rendered message (megabytes a batch). The facts
+  // are staged in the batch's order, the order of its sends.
+  const updated = await queryPrepared<{ id: string }>(
+    `WITH u AS (
+       SELECT * FROM jsonb_to_recordset($1::jsonb) AS u(n integer, id text, attempts integer, provider_type text,
+                provider_id text, provider_message_id text, segments integer, content jsonb, locale text, variant text)),
+     sent AS (
+       UPDATE messages m SET status = 'sent', sent_at = now(), lease_until = NULL, provider_type = u.provider_type,
               provider_id = u.provider_id, provider_message_id = u.provider_message_id, segments = u.segments, content = u.content,
               locale = u.locale, variant = u.variant, error = NULL, updated_at = now(), history = m.${historyEntry("sent")}
-         FROM jsonb_to_recordset($1::jsonb) AS u(id text, attempts integer, provider_type text, provider_id text,
-                provider_message_id text, segments integer, content jsonb, locale text, variant text)
+         FROM u
         WHERE m.id = u.id AND m.attempts = u.attempts AND m.status = 'sending'
-        RETURNING m.id`,
-      [JSON.stringify(updates)],
-      transaction,
-    );
-    const recorded = new Set(updated.map((u) => u.id));
-    const byWorkspace = new Map<string, SentRecord[]>();
-    for (const r of records.filter((r) => recorded.has(r.row.id)))
-      byWorkspace.set(r.row.workspace_id, [...(byWorkspace.get(r.row.workspace_id) ?? []), r]);
-    for (const [workspaceId, sent] of byWorkspace)
-      await stageDomainEvents(
-        transaction,
-        workspaceId,
-        sent.map(({ row }) => ({
-          type: "message.sent",
-          data: {
-            contactId: row.contact_id,
-            channel: row.channel,
-            messageId: row.id,
-            status: "sent",
-            campaignId: row.campaign_id,
-          },
-        })),
-      );
-    return recorded.size;
-  });
+        RETURNING m.id, m.workspace_id, m.contact_id, m.channel, m.campaign_id, u.n),
+     staged AS (
+       INSERT INTO domain_event_outbox (workspace_id, type, data)
+       SELECT workspace_id, 'message.sent',
+              jsonb_build_object('contactId', contact_id, 'channel', channel, 'messageId', id, 'status', 'sent',
+                                 'campaignId', campaign_id)
+         FROM sent ORDER BY n)
+     SELECT id FROM sent`,
+    [JSON.stringify(updates)],
+  );
+  if (updated.length) wakeOutboxRelays();
+  return updated.length;
 }
 
 /** A permanent failure (or retries spent): the message fails with the reason. */

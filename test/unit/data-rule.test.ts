@@ -164,6 +164,8 @@ const CROSS_AREA: Record<string, string> = {
   "services/events/events.repo.ts contacts":
     "an event keeps its contact only when it is the workspace's, in the insert",
   "services/events/events.repo.ts domain_event_outbox": "an event's fact is staged in the insert's statement",
+  "services/messages/messages.repo.ts domain_event_outbox":
+    "a batch's `message.sent` facts are staged in the statement that records the sends",
   "services/forms/forms.repo.ts workspaces": "a public form is read with its workspace's allowed origins",
   "services/retention/retention.repo.ts workspaces":
     "the daily claim picks the workspaces whose settings keep a kind for some days, set-based, in its claim",
