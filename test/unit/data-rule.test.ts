@@ -180,8 +180,6 @@ const CROSS_AREA: Record<string, string> = {
     "a segment's members page shows its contacts, and static members must be the workspace's contacts",
   "services/segments/membership.repo.ts contacts": "membership is computed set-based over contacts",
   "services/segments/filter-compiler.ts events": "segment filters on events are compiled to SQL over events",
-  "services/segments/filter-compiler.ts contacts":
-    "an any-group with behaviour or membership compiles to a UNION of contact id sets, each read from contacts",
   "services/segments/filter-schema.ts companies":
     "segment filters on a contact's company compile to a subquery",
 };

@@ -148,7 +148,7 @@ describe("compileFilter", () => {
       "(c.id IN (SELECT sm.contact_id FROM segment_members sm WHERE sm.segment_id = $2::text))",
     );
     expect(compile(one({ segment: "s1", operator: "not_in" }), "set").sql).toBe(
-      "(NOT EXISTS (SELECT 1 FROM segment_members sm WHERE sm.segment_id = $2::text AND sm.contact_id = c.id))",
+      "(NOT EXISTS (SELECT 1 FROM (SELECT sm.contact_id FROM segment_members sm WHERE sm.segment_id = $2::text) d WHERE d.contact_id = c.id))",
     );
   });
 
@@ -173,10 +173,10 @@ describe("compileFilter", () => {
     );
   });
 
-  test("set mode: joins at the top, anti-joins for negation, a UNION of id sets for an any-group", () => {
+  test("set mode: joins where AND-ed into the WHERE, hashed subplans under an OR", () => {
     const scan = (type: string) =>
       `SELECT e.contact_id FROM events e WHERE e.workspace_id = $1 AND e.contact_id IS NOT NULL AND e.type = ${type}`;
-    // all: every term AND-ed with no wrapper, so each sublink becomes a join
+    // all: every term AND-ed with no wrapper, so each sublink becomes a join; negation an anti-join
     expect(
       compile(
         {
@@ -184,16 +184,23 @@ describe("compileFilter", () => {
           conditions: [
             { field: "tags", operator: "contains", value: "vip" },
             { event: "signup", operator: "not_performed", within: { days: 60 } },
-            { segment: "s1", operator: "not_in" },
+            {
+              match: "all",
+              conditions: [
+                { segment: "s1", operator: "not_in" },
+                { segment: "s2", operator: "in" },
+              ],
+            },
           ],
         },
         "set",
       ).sql,
     ).toBe(
       `(c.tags @> ARRAY[$2::text] AND NOT EXISTS (SELECT 1 FROM (${scan("$3::text")} AND e.timestamp >= now() - make_interval(days => $4::int)) d WHERE d.contact_id = c.id)` +
-        ` AND NOT EXISTS (SELECT 1 FROM segment_members sm WHERE sm.segment_id = $5::text AND sm.contact_id = c.id))`,
+        ` AND (NOT EXISTS (SELECT 1 FROM (SELECT sm.contact_id FROM segment_members sm WHERE sm.segment_id = $5::text) d WHERE d.contact_id = c.id)` +
+        ` AND c.id IN (SELECT sm.contact_id FROM segment_members sm WHERE sm.segment_id = $6::text)))`,
     );
-    // any with behaviour: one scan for the plain conditions' OR, one id set per other branch
+    // any: one OR over one scan, each set hashed once (NOT IN, never NULL: the ids are never NULL)
     expect(
       compile(
         {
@@ -201,22 +208,18 @@ describe("compileFilter", () => {
           conditions: [
             { field: "tags", operator: "contains", value: "vip" },
             { event: "signup", operator: "not_performed" },
-            { field: "score", operator: "gt", value: 5 },
+            { match: "all", conditions: [{ segment: "s1", operator: "not_in" }] },
           ],
         },
         "set",
       ),
     ).toEqual({
       sql:
-        "c.id IN (SELECT c.id FROM contacts c WHERE c.workspace_id = $1 AND (c.tags @> ARRAY[$2::text] OR c.score > $3::numeric)" +
-        ` UNION SELECT c.id FROM contacts c WHERE c.workspace_id = $1 AND NOT EXISTS (SELECT 1 FROM (${scan("$4::text")}) d WHERE d.contact_id = c.id))`,
-      values: ["ws", "vip", 5, "signup"],
+        `(c.tags @> ARRAY[$2::text] OR NOT (c.id IN (${scan("$3::text")}))` +
+        ` OR (NOT (c.id IN (SELECT sm.contact_id FROM segment_members sm WHERE sm.segment_id = $4::text))))`,
+      values: ["ws", "vip", "signup", "s1"],
     });
-    // an any-group of one set is that set, with no second scan of the contacts around it
-    expect(compile({ match: "any", conditions: [{ event: "x", operator: "performed" }] }, "set").sql).toBe(
-      `c.id IN (${scan("$2::text")})`,
-    );
-    // any of field conditions only: the row predicate, unwrapped
+    // field conditions only: the row predicate, unwrapped
     const plain: FilterGroup = {
       match: "any",
       conditions: [
@@ -226,23 +229,9 @@ describe("compileFilter", () => {
     };
     expect(compile(plain, "set").sql).toBe("(c.score > $2::numeric OR true)");
     expect(compile(plain, "row").sql).toBe("COALESCE((c.score > $2::numeric OR true), false)");
-    // empty groups, alone and nested beside behaviour
+    // empty groups
     expect(compile({ match: "all", conditions: [] }, "set").sql).toBe("true");
     expect(compile({ match: "any", conditions: [] }, "set").sql).toBe("false");
-    expect(
-      compile(
-        {
-          match: "any",
-          conditions: [
-            { match: "any", conditions: [] },
-            { event: "x", operator: "performed" },
-          ],
-        },
-        "set",
-      ).sql,
-    ).toBe(
-      `c.id IN (SELECT c.id FROM contacts c WHERE c.workspace_id = $1 AND (false) UNION SELECT c.id FROM contacts c WHERE c.workspace_id = $1 AND c.id IN (${scan("$2::text")}))`,
-    );
   });
 
   test("set mode: each count rule, either way, as a semi-join or an anti-join", () => {
