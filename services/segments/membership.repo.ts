@@ -147,11 +147,14 @@ export async function reconcileSegment(
         WHERE sm.segment_id = $2 AND sm.contact_id = gone.contact_id
         RETURNING sm.contact_id
      ),
+     -- In contact order, so the member indexes fill page by page: in hash order a big build dirtied
+     -- about one index page a member, evicted and rewritten before its next use.
      added AS (
        INSERT INTO segment_members (segment_id, contact_id, entered_at)
        SELECT $2, fresh.id, now()
          FROM (SELECT t.id FROM target t
                EXCEPT SELECT m.contact_id FROM segment_members m WHERE m.segment_id = $2) fresh
+        ORDER BY fresh.id
        RETURNING contact_id
      )
      SELECT (SELECT count(*) FROM added) AS added, (SELECT count(*) FROM removed) AS removed,

@@ -45,7 +45,9 @@ describe("compileFilter", () => {
           const { sql, values } = compile(one({ field: FIELD_OF_TYPE[type], operator: op, value }), mode);
           expect(sql).not.toContain("x'y");
           expect(sql).not.toContain("2024-01-01");
-          expect(sql.startsWith("COALESCE(")).toBe(true);
+          // row: a boolean that is never NULL; set: a WHERE condition, whose NULL excludes the row
+          if (mode === "row") expect(sql.startsWith("COALESCE(")).toBe(true);
+          else expect(sql.startsWith("COALESCE(")).toBe(false);
           // every placeholder refers to a bound value, and every bound value is referenced
           const used = new Set([...sql.matchAll(/\$(\d+)/g)].map((m) => Number(m[1])));
           for (let i = 2; i <= values.length; i += 1)
@@ -123,8 +125,8 @@ describe("compileFilter", () => {
     expect(compile(one({ event: "x", operator: "performed" }), "row").sql).toContain(
       "EXISTS (SELECT 1 FROM events e",
     );
-    expect(compile(one({ event: "x", operator: "not_performed" }), "set").sql).toMatch(
-      /^COALESCE\(\(NOT \(c\.id IN/,
+    expect(compile(one({ event: "x", operator: "not_performed" }), "set").sql).toBe(
+      "(NOT EXISTS (SELECT 1 FROM (SELECT e.contact_id FROM events e WHERE e.workspace_id = $1 AND e.contact_id IS NOT NULL AND e.type = $2::text) d WHERE d.contact_id = c.id))",
     );
     expect(compile(one({ event: "x", operator: "performed", count: { lte: 2 } }), "set").sql).toContain(
       "HAVING count(*) > $3::int",
@@ -142,8 +144,11 @@ describe("compileFilter", () => {
     expect(compile(one({ segment: "s1", operator: "in" }), "row").sql).toContain(
       "EXISTS (SELECT 1 FROM segment_members sm WHERE sm.segment_id = $2::text AND sm.contact_id = c.id)",
     );
-    expect(compile(one({ segment: "s1", operator: "not_in" }), "set").sql).toContain(
-      "NOT (c.id IN (SELECT sm.contact_id FROM segment_members sm WHERE sm.segment_id = $2::text))",
+    expect(compile(one({ segment: "s1", operator: "in" }), "set").sql).toBe(
+      "(c.id IN (SELECT sm.contact_id FROM segment_members sm WHERE sm.segment_id = $2::text))",
+    );
+    expect(compile(one({ segment: "s1", operator: "not_in" }), "set").sql).toBe(
+      "(NOT EXISTS (SELECT 1 FROM (SELECT sm.contact_id FROM segment_members sm WHERE sm.segment_id = $2::text) d WHERE d.contact_id = c.id))",
     );
   });
 
@@ -166,6 +171,97 @@ describe("compileFilter", () => {
     expect(any.sql).toBe(
       "COALESCE((c.score > $2::numeric OR (cardinality(c.tags) > 0 AND (c.email IS NOT NULL AND c.email <> ''))), false)",
     );
+  });
+
+  test("set mode: joins where AND-ed into the WHERE, hashed subplans under an OR", () => {
+    const scan = (type: string) =>
+      `SELECT e.contact_id FROM events e WHERE e.workspace_id = $1 AND e.contact_id IS NOT NULL AND e.type = ${type}`;
+    // all: every term AND-ed with no wrapper, so each sublink becomes a join; negation an anti-join
+    expect(
+      compile(
+        {
+          match: "all",
+          conditions: [
+            { field: "tags", operator: "contains", value: "vip" },
+            { event: "signup", operator: "not_performed", within: { days: 60 } },
+            {
+              match: "all",
+              conditions: [
+                { segment: "s1", operator: "not_in" },
+                { segment: "s2", operator: "in" },
+              ],
+            },
+          ],
+        },
+        "set",
+      ).sql,
+    ).toBe(
+      `(c.tags @> ARRAY[$2::text] AND NOT EXISTS (SELECT 1 FROM (${scan("$3::text")} AND e.timestamp >= now() - make_interval(days => $4::int)) d WHERE d.contact_id = c.id)` +
+        ` AND (NOT EXISTS (SELECT 1 FROM (SELECT sm.contact_id FROM segment_members sm WHERE sm.segment_id = $5::text) d WHERE d.contact_id = c.id)` +
+        ` AND c.id IN (SELECT sm.contact_id FROM segment_members sm WHERE sm.segment_id = $6::text)))`,
+    );
+    // any: one OR over one scan, each set hashed once (NOT IN, never NULL: the ids are never NULL)
+    expect(
+      compile(
+        {
+          match: "any",
+          conditions: [
+            { field: "tags", operator: "contains", value: "vip" },
+            { event: "signup", operator: "not_performed" },
+            { match: "all", conditions: [{ segment: "s1", operator: "not_in" }] },
+          ],
+        },
+        "set",
+      ),
+    ).toEqual({
+      sql:
+        `(c.tags @> ARRAY[$2::text] OR NOT (c.id IN (${scan("$3::text")}))` +
+        ` OR (NOT (c.id IN (SELECT sm.contact_id FROM segment_members sm WHERE sm.segment_id = $4::text))))`,
+      values: ["ws", "vip", "signup", "s1"],
+    });
+    // field conditions only: the row predicate, unwrapped
+    const plain: FilterGroup = {
+      match: "any",
+      conditions: [
+        { field: "score", operator: "gt", value: 1 },
+        { match: "all", conditions: [] },
+      ],
+    };
+    expect(compile(plain, "set").sql).toBe("(c.score > $2::numeric OR true)");
+    expect(compile(plain, "row").sql).toBe("COALESCE((c.score > $2::numeric OR true), false)");
+    // empty groups
+    expect(compile({ match: "all", conditions: [] }, "set").sql).toBe("true");
+    expect(compile({ match: "any", conditions: [] }, "set").sql).toBe("false");
+  });
+
+  test("set mode: each count rule, either way, as a semi-join or an anti-join", () => {
+    const shape = (
+      operator: "performed" | "not_performed",
+      count?: { gte?: number; lte?: number; eq?: number },
+    ) => compile(one({ event: "x", operator, ...(count ? { count } : {}) }), "set").sql;
+    const semi = /^\(c\.id IN \(SELECT e\.contact_id FROM events e/;
+    const anti = /^\(NOT EXISTS \(SELECT 1 FROM \(SELECT e\.contact_id FROM events e/;
+    expect(shape("performed")).toMatch(semi);
+    expect(shape("not_performed")).toMatch(anti);
+    expect(shape("performed", { gte: 2 })).toMatch(semi);
+    expect(shape("performed", { gte: 2 })).toContain("HAVING count(*) >= $3::int");
+    expect(shape("not_performed", { gte: 2 })).toMatch(anti);
+    expect(shape("not_performed", { gte: 2 })).toContain("HAVING count(*) >= $3::int");
+    expect(shape("performed", { lte: 2 })).toMatch(anti);
+    expect(shape("performed", { lte: 2 })).toContain("HAVING count(*) > $3::int");
+    expect(shape("not_performed", { lte: 2 })).toMatch(semi);
+    expect(shape("not_performed", { lte: 2 })).toContain("HAVING count(*) > $3::int");
+    expect(shape("performed", { eq: 0 })).toMatch(anti);
+    expect(shape("performed", { eq: 0 })).not.toContain("HAVING");
+    expect(shape("not_performed", { eq: 0 })).toMatch(semi);
+    expect(shape("performed", { eq: 2 })).toMatch(semi);
+    expect(shape("not_performed", { eq: 2 })).toMatch(anti);
+    expect(shape("not_performed", { eq: 2 })).toContain("HAVING count(*) = $3::int");
+    for (const operator of ["performed", "not_performed"] as const) {
+      for (const count of [undefined, { gte: 2 }, { lte: 2 }, { eq: 0 }, { eq: 2 }]) {
+        expect(shape(operator, count)).not.toMatch(/NOT \(c\.id IN|COALESCE/);
+      }
+    }
   });
 
   test("injection attempts in values never reach the SQL text", () => {
