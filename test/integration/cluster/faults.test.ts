@@ -129,8 +129,14 @@ function smsFake() {
         ])
       ).rows.map((r) => [r.status, r.n]),
     );
-  const allSent = (campaignId: string, n: number, ms = 60_000) =>
-    waitFor(async () => (await statuses(campaignId)).sent === n, ms, `${n} messages of ${campaignId} sent`);
+  const allSent = (campaignId: string, n: number, ms = 90_000) =>
+    waitFor(
+      async () => (await statuses(campaignId)).sent === n,
+      ms,
+      `${n} messages of ${campaignId} sent`,
+    ).catch(async (err) => {
+      throw new Error(`${err.message}: ${JSON.stringify(await statuses(campaignId))}`);
+    });
   /** The broadcast's messages taken again after a lease ran out (a claim counts an attempt). */
   const reclaimed = async (campaignId: string) =>
     (
@@ -192,6 +198,7 @@ function smsFake() {
       MESSAGE_POLL_MS: "100",
       MESSAGE_BATCH: "30",
       MESSAGE_LEASE_MS: "3000",
+      MESSAGE_RETRY_DELAYS_MS: "500,500,500",
       CAMPAIGN_POLL_MS: "100",
       CAMPAIGN_LEASE_MS: "3000",
       WEBHOOK_POLL_MS: "100",
