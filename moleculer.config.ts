@@ -24,11 +24,13 @@ import { OutboxRelayMiddleware } from "./mixins/outbox-relay";
  */
 function channelsMiddleware(natsUrl: string | undefined): Middleware {
   // Without async traces: nats.js would capture a stack for every JetStream publish's acknowledgement (one per fact).
+  // Reconnecting for ever, as the transporter does: nats.js gives up after 10 tries 2 s apart, and a NATS server
+  // away 20 s would leave the channels closed for good (facts staged, never sent; consumers gone) until a restart.
   const adapter = natsUrl
     ? {
         type: "NATS",
         options: {
-          nats: { url: natsUrl, connectionOptions: { noAsyncTraces: true } },
+          nats: { url: natsUrl, connectionOptions: { noAsyncTraces: true, maxReconnectAttempts: -1 } },
           maxRetries: 5,
           maxInFlight: 20,
         },
@@ -57,6 +59,10 @@ export function brokerConfig(): BrokerOptions {
       : "Memory",
     serializer: "JSON",
     requestTimeout: 15_000,
+    // A node killed without a goodbye (kill -9, the OOM killer) gets requests until its peers miss its
+    // heartbeats, each waiting for the request timeout: found within 15 s instead of Moleculer's 30.
+    heartbeatInterval: 5,
+    heartbeatTimeout: 15,
     retryPolicy: { enabled: false },
     registry: { strategy: "RoundRobin", preferLocal: true },
     circuitBreaker: { enabled: false },

@@ -6,6 +6,7 @@ import { notFound, validationError } from "../../lib/errors";
 import { WORKSPACE_DELETED_EVENT, workspaceOf } from "../../lib/tenancy";
 import * as repo from "./auth.repo";
 import { ApiKeySchema, schemas, SuccessSchema } from "./auth.schemas";
+import { readRetry } from "../../lib/resilience";
 
 const manage = requires("api_keys.manage", { auth: "session", role: "ADMIN" });
 
@@ -76,6 +77,7 @@ export const apiKeyActions = defineMixin({
     verifyApiKey: defineAction({
       params: schemas.verifyApiKey,
       cache: { keys: ["keyHash"], ttl: 60 },
+      retryPolicy: readRetry(),
       handler: (ctx) => repo.verifyKeyHash(ctx.params.keyHash),
     }),
 

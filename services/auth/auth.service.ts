@@ -16,6 +16,7 @@ import { responses, schemas, UserSchema } from "./auth.schemas";
 import { authBase, SIGNIN_ERRORS, unsupported } from "./nextauth";
 import { passwordResetActions } from "./password-reset.actions";
 import * as signin from "./signin";
+import { readRetry } from "../../lib/resilience";
 
 const REGISTRATIONS_PER_IP = { name: "register-ip", points: 10, durationSeconds: 60 * 60 };
 
@@ -284,6 +285,7 @@ export default defineService({
     sessionActive: defineAction({
       params: schemas.sessionActive,
       result: Type.Boolean(),
+      retryPolicy: readRetry(),
       handler: (ctx) => repo.sessionActive(ctx.params.userId, ctx.params.sessionId, ctx.params.issuedAt),
     }),
 

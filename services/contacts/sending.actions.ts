@@ -7,6 +7,7 @@ import { identifyContact } from "./identify";
 import { contactByAddress, contactsByIds, existingContactIds } from "./contacts.repo";
 import { dncReasons } from "./dnc.repo";
 import { applyPreferences } from "./sending";
+import { readRetry } from "../../lib/resilience";
 
 /**
  * Internal actions of the send path and the public surface (mixed into
@@ -18,6 +19,7 @@ export const sendingActions = {
     forSend: defineAction({
       params: sendingSchemas.forSend,
       result: sendingResults.forSend,
+      retryPolicy: readRetry(),
       handler: (ctx) => contactsByIds(workspaceOf(ctx), ctx.params.contactIds),
     }),
 

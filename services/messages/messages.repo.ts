@@ -473,6 +473,18 @@ export async function release(row: ClaimedMessage, at: Date): Promise<void> {
   );
 }
 
+/** Hand claimed sends back at once, untouched (a stopping worker's sends it did not start). */
+export async function releaseAll(rows: ClaimedMessage[]): Promise<void> {
+  if (!rows.length) return;
+  const sequelize = await database();
+  await sequelize.query(
+    `UPDATE messages m SET status = 'queued', send_at = now(), attempts = m.attempts - 1, lease_until = NULL, updated_at = now()
+       FROM unnest($1::text[], $2::int[]) AS r(id, attempts)
+      WHERE m.id = r.id AND m.attempts = r.attempts AND m.status = 'sending'`,
+    { bind: [rows.map((r) => r.id), rows.map((r) => r.attempts)] },
+  );
+}
+
 /**
  * Count a person's open: the status moves forward (sent or delivered →
  * opened) and `openedAt` is set once. (A machine's open is only recorded as

@@ -407,6 +407,8 @@ export default defineService<MessagesService>({
   },
 
   async stopped() {
+    // The passes under way hand back what they have not started, then the loop ends with them.
+    this.sender.stop();
     await this.sendQueue.stop();
     await this.sender.providers.close();
     await closeHttp();

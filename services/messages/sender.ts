@@ -160,6 +160,8 @@ export interface PassResult {
 
 export class Sender {
   readonly providers: ProviderDirectory;
+  /** Set by `stop()`: sends not started yet go back to the queue. */
+  private stopping = false;
 
   constructor(
     private readonly broker: ServiceBroker,
@@ -168,15 +170,34 @@ export class Sender {
     this.providers = new ProviderDirectory(logger);
   }
 
+  /**
+   * Graceful shutdown: the sends under way finish and are recorded, the
+   * claimed ones not started yet go back to the queue at once (for another
+   * replica, not after their lease), so a stopping worker is done within one
+   * provider timeout, not a whole batch's.
+   */
+  stop(): void {
+    this.stopping = true;
+  }
+
+  /** Claimed sends handed back untouched; answers how many. */
+  private async handBack(rows: ClaimedMessage[]): Promise<number> {
+    await repo.releaseAll(rows);
+    return rows.length;
+  }
+
   /** One pass: claim up to `limit` due sends and send them. */
   async pass(limit = config().messageBatch): Promise<PassResult> {
-    const rows = await repo.claimDue(limit, config().messageLeaseMs);
     const result: PassResult = { sent: 0, failed: 0, retried: 0, suppressed: 0 };
+    if (this.stopping) return result;
+    const rows = await repo.claimDue(limit, config().messageLeaseMs);
     if (!rows.length) return result;
     const byWorkspace = new Map<string, ClaimedMessage[]>();
     for (const row of rows)
       byWorkspace.set(row.workspace_id, [...(byWorkspace.get(row.workspace_id) ?? []), row]);
-    for (const [ws, batch] of byWorkspace) await this.sendBatch(ws, batch, result);
+    for (const [ws, batch] of byWorkspace)
+      if (this.stopping) result.retried += await this.handBack(batch);
+      else await this.sendBatch(ws, batch, result);
     return result;
   }
 
@@ -254,12 +275,13 @@ export class Sender {
     const singles = await this.sendBatched(others, batch, result);
     let next = 0;
     const worker = async () => {
-      while (next < singles.length) {
+      while (next < singles.length && !(this.stopping && !batch.final)) {
         const outcome = await this.sendOne(singles[next++], batch);
         if (outcome !== "sent") result[outcome] += 1;
       }
     };
     await Promise.all(Array.from({ length: Math.min(CONCURRENCY, singles.length) }, worker));
+    result.retried += await this.handBack(singles.slice(next).map((draft) => draft.row));
     result.sent += await repo.markSent(batch.sent);
     for (const { row } of batch.sent) countMessages(this.broker.metrics, row.channel, "sent");
     // Callbacks that outran this batch's record apply now.
@@ -421,6 +443,10 @@ export class Sender {
     batch: Batch,
     result: PassResult,
   ): Promise<void> {
+    if (this.stopping && !batch.final) {
+      result.retried += await this.handBack(chunk.recipients.map(({ draft }) => draft.row));
+      return;
+    }
     const wait = await providerTurn(client.type, MAX_RATE_WAIT_MS);
     if (wait > 0) {
       for (const { draft } of chunk.recipients) await repo.release(draft.row, new Date(Date.now() + wait));

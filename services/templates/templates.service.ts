@@ -15,6 +15,7 @@ import { ACCESS, renderable, renderContext, tags, WS } from "./templates.shared"
 import * as repo from "./templates.repo";
 import { results, schemas } from "./templates.schemas";
 import { translationActions } from "./translations.actions";
+import { readRetry } from "../../lib/resilience";
 
 const { read, write, remove } = ACCESS;
 
@@ -180,6 +181,7 @@ export default defineService({
     resolve: defineAction({
       params: schemas.resolve,
       result: results.resolve,
+      retryPolicy: readRetry(),
       handler: async (ctx) =>
         found(await repo.resolveTemplate(workspaceOf(ctx), ctx.params.templateId), "Template"),
     }),

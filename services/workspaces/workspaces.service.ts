@@ -13,6 +13,7 @@ import type { Role } from "../../models";
 import { checkSettings } from "./settings";
 import * as repo from "./workspaces.repo";
 import { MemberSchema, RoleSchema, SuccessSchema, WorkspaceSchema, schemas } from "./workspaces.schemas";
+import { readRetry } from "../../lib/resilience";
 
 const membersManage = requires("members.manage");
 const settingsManage = requires("settings.manage");
@@ -68,6 +69,7 @@ export default defineService<WorkspacesService>({
       auth: "any",
       params: schemas.get,
       result: WorkspaceSchema,
+      retryPolicy: readRetry(),
       handler: async (ctx) => found(await repo.getWorkspace(workspaceOf(ctx), ctx.meta.role), "Workspace"),
     }),
 
@@ -223,6 +225,7 @@ export default defineService<WorkspacesService>({
       params: schemas.membership,
       result: Nullable(RoleSchema),
       cache: { keys: ["workspaceId", "userId"], ttl: 60 },
+      retryPolicy: readRetry(),
       handler: (ctx) => repo.membershipRole(ctx.params.workspaceId, ctx.params.userId),
     }),
 

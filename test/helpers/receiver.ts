@@ -8,6 +8,8 @@ export interface Received {
   at: number;
   /** Requests to the same path unanswered when this one arrived, itself included. */
   concurrent: number;
+  /** The sender's port, to find which process sent it (pidOfClient, test/helpers/processes.ts). */
+  clientPort: number;
 }
 
 /** What the receiver does with the n-th request (0-based): answer a status and body (`afterMs` later), or hang until closed. */
@@ -39,6 +41,7 @@ export async function startReceiver(initial: Behaviour = () => ({ status: 200, b
         body: Buffer.concat(chunks).toString("utf8"),
         at: Date.now(),
         concurrent: open.get(path)!,
+        clientPort: req.socket.remotePort ?? 0,
       };
       received.push(entry);
       const answer = behaviour(entry, received.length - 1);

@@ -3,6 +3,8 @@ import path from "node:path";
 import { parseAllDocuments } from "yaml";
 import { BUSINESS_METRICS } from "../../lib/business-metrics";
 import { QUEUE_OWNERS } from "../../lib/queue-stats";
+import { config } from "../../lib/config";
+import { brokerConfig } from "../../moleculer.config";
 
 /**
  * No Docker engine or cluster runs in CI, so the deployment files are
@@ -135,4 +137,26 @@ test("k8s/queue-depth: the patched HPAs keep the base's target, bounds and CPU m
   const [adapter] = load("k8s/queue-depth/prometheus-adapter-values.yaml");
   expect(adapter.rules.external.map((r: { name: { as: string } }) => r.name.as)).toEqual([exported]);
   expect(adapter.rules.external[0].seriesQuery).toContain(exported);
+});
+
+test("k8s: each pod's grace period covers its stop: the requests it runs, then one call, send or delivery under way", () => {
+  const [kustomization] = load("k8s/kustomization.yaml");
+  const all = (kustomization.resources as string[]).flatMap((r) => load(path.join("k8s", r)));
+  const deployments = all.filter((d) => d.kind === "Deployment" && d.metadata.labels?.app === "cms");
+  const broker = brokerConfig();
+  const cfg = config();
+  // A stopping node finishes its requests (tracking), then its loops finish what they started: the messages
+  // worker its sends under way (the rest go back to the queue), the webhooks worker gives its deliveries back,
+  // every other loop its one pass, whose longest wait is a call, a provider's answer or an endpoint's.
+  const stopMs =
+    (broker.tracking?.shutdownTimeout ?? 0) +
+    Math.max(broker.requestTimeout ?? 0, cfg.providerTimeoutMs, cfg.webhookTimeoutMs);
+  for (const d of deployments)
+    expect({
+      name: d.metadata.name,
+      coversStop: d.spec.template.spec.terminationGracePeriodSeconds * 1000 >= stopMs,
+    }).toEqual({
+      name: d.metadata.name,
+      coversStop: true,
+    });
 });

@@ -1,11 +1,7 @@
-import { spawn, spawnSync, type ChildProcess } from "node:child_process";
-import fs from "node:fs";
-import net from "node:net";
-import os from "node:os";
-import path from "node:path";
 import { Client } from "pg";
 import { randomHex } from "../../../lib/crypto";
 import { startApp, type TestApp } from "../../helpers/app";
+import { NATS_SERVER_INSTALLED, freePort, startNatsServer, type NatsServer } from "../../helpers/processes";
 import { waitFor } from "../../helpers/wait";
 
 /**
@@ -16,49 +12,16 @@ import { waitFor } from "../../helpers/wait";
  * again; the database is closed to connections and opened again.
  */
 
-const NATS_SERVER = spawnSync("nats-server", ["--version"]).status === 0;
-if (!NATS_SERVER)
+if (!NATS_SERVER_INSTALLED)
   console.log("health-probes.test.ts: skipped: no nats-server binary (.ci/run installs Debian's)");
 
-async function freePort(): Promise<number> {
-  const server = net.createServer().listen(0, "127.0.0.1");
-  await new Promise((resolve) => server.once("listening", resolve));
-  const { port } = server.address() as net.AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
-
-(NATS_SERVER ? describe : describe.skip)("readiness and liveness of a worker node", () => {
-  let nats: ChildProcess | undefined;
-  let natsPort: number;
-  const storeDir = fs.mkdtempSync(path.join(os.tmpdir(), "health-probes-nats-"));
+(NATS_SERVER_INSTALLED ? describe : describe.skip)("readiness and liveness of a worker node", () => {
+  let nats: NatsServer;
   let healthPort: number;
   let app: TestApp;
   let admin: Client;
   let dbName: string;
 
-  const startNats = async () => {
-    nats = spawn("nats-server", ["-a", "127.0.0.1", "-p", String(natsPort), "-js", "-sd", storeDir], {
-      stdio: "ignore",
-    });
-    await waitFor(
-      () =>
-        new Promise<boolean>((resolve) => {
-          const socket = net.connect(natsPort, "127.0.0.1", () => resolve(socket.end() && true));
-          socket.on("error", () => resolve(false));
-        }),
-      10_000,
-      "nats-server listening",
-    );
-  };
-  const stopNats = async () => {
-    const child = nats;
-    nats = undefined;
-    if (!child || child.exitCode !== null) return;
-    const exited = new Promise((resolve) => child.once("exit", resolve));
-    child.kill("SIGKILL");
-    await exited;
-  };
   const probe = async (path: string) => {
     const res = await fetch(`http://127.0.0.1:${healthPort}${path}`);
     return {
@@ -77,10 +40,9 @@ async function freePort(): Promise<number> {
     );
 
   beforeAll(async () => {
-    natsPort = await freePort();
     healthPort = await freePort();
-    await startNats();
-    const natsUrl = `nats://127.0.0.1:${natsPort}`;
+    nats = await startNatsServer();
+    const natsUrl = nats.url;
     app = await startApp({
       services: ["webhooks"],
       withoutGateway: true,
@@ -95,8 +57,7 @@ async function freePort(): Promise<number> {
     await admin?.query(`ALTER DATABASE "${dbName}" WITH ALLOW_CONNECTIONS true`).catch(() => undefined);
     await admin?.end();
     await app?.stop();
-    await stopNats();
-    fs.rmSync(storeDir, { recursive: true, force: true });
+    await nats?.close();
   });
 
   test("ready with its database and transporter; unknown paths and methods refused", async () => {
@@ -110,14 +71,14 @@ async function freePort(): Promise<number> {
   });
 
   test("NATS gone: not ready, still live; NATS back: ready again without a restart", async () => {
-    await stopNats();
+    await nats.stop();
     const down = await readyIs(503);
     expect(down.body).toMatchObject({
       status: "degraded",
       checks: { database: "ok", transporter: "disconnected" },
     });
     expect((await probe("/live")).status).toBe(200);
-    await startNats();
+    await nats.start();
     expect((await readyIs(200)).body.checks).toEqual({ database: "ok", transporter: "ok" });
   });
 
