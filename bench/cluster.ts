@@ -165,7 +165,7 @@ function startProcess(name: string, env: Record<string, string | undefined>): Ch
   });
   started.push(child);
   child.on("exit", (code, signal) => {
-    if (!stopping) console.error(`cluster bench: ${name} exited (${signal ?? code})`);
+    if (!stopping && !stopped.has(child)) console.error(`cluster bench: ${name} exited (${signal ?? code})`);
   });
   return child;
 }
@@ -173,6 +173,8 @@ let stopping = false;
 /** Every process started and database made, so a failed start stops and drops them too. */
 const started: ChildProcess[] = [];
 const drops: Array<() => Promise<void>> = [];
+/** Processes stopped on purpose before the end (the embedded shape before the soak). */
+const stopped = new WeakSet<ChildProcess>();
 
 async function startShape(name: Shape["name"]): Promise<Shape & { drop: () => Promise<void> }> {
   const db = await createDatabase(process.env.DATABASE_URL!);
@@ -582,10 +584,7 @@ async function soakPart(shape: Shape) {
   );
   const svg = soakSvg(seconds);
   fs.writeFileSync(path.join(ROOT, "docs", "cluster-soak.svg"), svg);
-  fs.writeFileSync(path.join(ROOT, "docs", "cluster-soak.json"), JSON.stringify(seconds));
-  console.log(
-    "cluster bench: wrote docs/cluster-soak.svg (and the per-second figures, docs/cluster-soak.json)",
-  );
+  console.log("cluster bench: wrote docs/cluster-soak.svg");
   await new Promise((resolve) => receiver.close(resolve));
 }
 
@@ -740,7 +739,10 @@ async function main() {
     }
     if (PARTS.includes("soak")) {
       // The embedded shape stops first: the soak has the machine to the cluster shape alone.
-      for (const proc of shapes.find((s) => s.name === "embedded")?.procs ?? []) proc.child.kill("SIGTERM");
+      for (const proc of shapes.find((s) => s.name === "embedded")?.procs ?? []) {
+        stopped.add(proc.child);
+        proc.child.kill("SIGTERM");
+      }
       await soakPart(cluster);
     }
   } finally {
