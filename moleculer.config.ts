@@ -6,6 +6,8 @@ import { validatorMiddleware } from "./lib/validator";
 import { EmbeddedChannelAdapter } from "./lib/embedded-channel";
 import { healthServer } from "./lib/health";
 import { operatorCommands } from "./lib/operator-commands";
+import { RequestIdMiddleware, requestIdLogFields } from "./lib/request-id";
+import { tracingOptions } from "./lib/tracing";
 import { AuthorizeMiddleware } from "./mixins/authorize.middleware";
 import { OutboxRelayMiddleware } from "./mixins/outbox-relay";
 
@@ -47,7 +49,11 @@ export function brokerConfig(): BrokerOptions {
     nodeID: process.env.NODE_ID || undefined,
     logger: {
       type: "Pino",
-      options: { level: cfg.logLevel, pino: { options: { base: null, level: cfg.logLevel } } },
+      // Each line written while a call runs carries its request id (lib/request-id.ts), on whichever node runs it.
+      options: {
+        level: cfg.logLevel,
+        pino: { options: { base: null, level: cfg.logLevel, mixin: requestIdLogFields } },
+      },
     },
     logLevel: cfg.logLevel as BrokerOptions["logLevel"],
     transporter: cfg.natsUrl ?? null,
@@ -80,7 +86,8 @@ export function brokerConfig(): BrokerOptions {
           reporter: [{ type: "Prometheus", options: { port: cfg.metricsPort, path: "/metrics" } }],
         }
       : { enabled: false },
-    tracing: { enabled: false },
+    // Off unless TRACING_EXPORTER names an exporter (lib/tracing.ts); the trace id is the request id.
+    tracing: tracingOptions(cfg.tracing),
     // The operators' REPL commands (`npm run repl`): queues, retry-webhook, retry-message, recompute-segment, usage.
     replCommands: operatorCommands(),
     // The outbox relay's hooks after the channels' (started in order, stopped in reverse).
@@ -92,6 +99,8 @@ export function brokerConfig(): BrokerOptions {
       channelsMiddleware(cfg.natsUrl),
       OutboxRelayMiddleware,
       healthServer(),
+      // Last, so outermost: the handlers and every middleware's own lines run under the request id.
+      RequestIdMiddleware,
     ],
   };
 }

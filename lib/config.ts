@@ -1,4 +1,5 @@
 import path from "node:path";
+import { TRACING_EXPORTERS, type TracingConfig, type TracingExporter } from "./tracing";
 
 /** Everything the process reads from its environment, in one place. */
 export interface AppConfig {
@@ -20,6 +21,8 @@ export interface AppConfig {
   /** Which peers' X-Forwarded-For is believed: true, false, a hop count, or addresses/CIDRs/names (proxy-addr). */
   trustProxy: string;
   metricsPort?: number;
+  /** Where spans go (TRACING_EXPORTER, off when unset), and how many. */
+  tracing: TracingConfig;
   /** Whether a process migrates the database when it opens it; false: it waits for a migration job (bin/migrate.ts). */
   migrate: boolean;
   /** Where the probe server answers `/ready` and `/live` (lib/health.ts); unset: none. */
@@ -101,6 +104,19 @@ function int(value: string | undefined, fallback: number): number {
   return Number.isFinite(parsed) ? parsed : fallback;
 }
 
+/** A share between 0 and 1 (clamped); the fallback when unset or not a number. */
+function share(value: string | undefined, fallback: number): number {
+  const parsed = value ? Number(value) : NaN;
+  return Number.isFinite(parsed) ? Math.min(1, Math.max(0, parsed)) : fallback;
+}
+
+function tracingExporter(value: string | undefined): TracingExporter | undefined {
+  const name = (value ?? "").trim().toLowerCase();
+  if (!name || name === "off") return undefined;
+  if ((TRACING_EXPORTERS as readonly string[]).includes(name)) return name as TracingExporter;
+  throw new Error(`TRACING_EXPORTER must be one of ${TRACING_EXPORTERS.join(", ")} or off, not '${value}'`);
+}
+
 function natsFromTransporter(env: NodeJS.ProcessEnv): string | undefined {
   if (env.NATS_URL) return env.NATS_URL;
   if (env.TRANSPORTER?.startsWith("nats://")) return env.TRANSPORTER;
@@ -129,6 +145,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
       .filter(Boolean),
     trustProxy: (env.TRUST_PROXY ?? "").trim() || "loopback, linklocal, uniquelocal",
     metricsPort: env.METRICS_PORT ? int(env.METRICS_PORT, 3030) : undefined,
+    tracing: {
+      exporter: tracingExporter(env.TRACING_EXPORTER),
+      url: (env.TRACING_URL || "http://localhost:9411").replace(/\/+$/, ""),
+      sampleRate: share(env.TRACING_SAMPLE_RATE, 1),
+      intervalSeconds: int(env.TRACING_INTERVAL_SECONDS, 5),
+    },
     migrate: env.MIGRATE !== "false",
     healthPort: env.HEALTH_PORT ? int(env.HEALTH_PORT, 3001) : undefined,
     allowPrivateWebhookTargets: env.WEBHOOK_ALLOW_PRIVATE_TARGETS === "true",

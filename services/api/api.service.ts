@@ -1,4 +1,5 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
+import type { Context } from "moleculer";
 import ApiGateway, { type ApiSettingsSchema } from "moleculer-web";
 import { Type } from "@sinclair/typebox";
 import serveStatic from "serve-static";
@@ -21,6 +22,7 @@ import { multipartFieldsParser } from "../../lib/uploads";
 import { setSecurityHeaders } from "../../lib/security-headers";
 import { forwardedHeaders } from "../providers/callbacks";
 import { checkHealth, HealthSchema } from "../../lib/health";
+import { requestIdOf, withRequestId } from "../../lib/request-id";
 import { SESSIONS_REVOKED_EVENT } from "../../lib/session-token";
 import {
   authenticateRequest,
@@ -85,6 +87,8 @@ type GatewaySettings = ServiceSettings &
     | "cors"
     | "assets"
   > & {
+    /** Options of the request's first call; moleculer-web's type has no function form. */
+    rootCallOptions(options: { requestID?: string }, req: GatewayRequest): void;
     routes: Array<Record<string, unknown>>;
     /** Every error answered as the contract's JSON (its `this` is the gateway). */
     onError(req: GatewayRequest, res: ServerResponse, err: Error): void;
@@ -135,13 +139,23 @@ const ApiService = defineService<Gateway>({
       ? {
           origin: config().corsOrigins,
           methods: ["GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"],
-          allowedHeaders: ["Content-Type", "Authorization", "X-Webhook-Signature", "Idempotency-Key"],
-          exposedHeaders: ["Retry-After", "Idempotent-Replayed"],
+          allowedHeaders: [
+            "Content-Type",
+            "Authorization",
+            "X-Webhook-Signature",
+            "Idempotency-Key",
+            "X-Request-Id",
+          ],
+          exposedHeaders: ["Retry-After", "Idempotent-Replayed", "X-Request-Id"],
           credentials: true,
           maxAge: 3600,
         }
       : undefined,
     assets: { folder: PUBLIC_DIR, options: { index: false } },
+    // The request's id (httpHandler) is its first call's, so every call and event it leads to carries it.
+    rootCallOptions(options: { requestID?: string }, req: GatewayRequest) {
+      options.requestID = req.requestId;
+    },
     routes: [
       {
         // Swagger UI's own files, from its npm package: the reference works offline. Before "api", which would claim the path.
@@ -215,23 +229,28 @@ const ApiService = defineService<Gateway>({
      * itself). OPTIONS never runs an action: moleculer-web would route it by its
      * Access-Control-Request-Method (GET when absent), so anything that is not a
      * CORS preflight answered by the CORS settings is a missing route. Every
-     * answer, static files and errors included, gets the security headers.
+     * answer, static files and errors included, gets the security headers and
+     * the request id, under which everything the request logs is written.
      */
     httpHandler(req: GatewayRequest, res: ServerResponse, next?: unknown) {
       setSecurityHeaders(req, res);
-      if (req.method === "HEAD") {
-        req.method = "GET";
-        req.headRequest = true;
-      } else if (
-        req.method === "OPTIONS" &&
-        !(this.settings.cors && req.headers["access-control-request-method"])
-      ) {
-        const answer = toHttpError(null, true);
-        sendJson(res, answer.status, answer.body);
-        this.logResponse(req, res);
-        return undefined;
-      }
-      return ApiGateway.methods!.httpHandler.call(this, req, res, next);
+      req.requestId = requestIdOf(req.headers);
+      res.setHeader("X-Request-Id", req.requestId);
+      return withRequestId({ requestID: req.requestId }, () => {
+        if (req.method === "HEAD") {
+          req.method = "GET";
+          req.headRequest = true;
+        } else if (
+          req.method === "OPTIONS" &&
+          !(this.settings.cors && req.headers["access-control-request-method"])
+        ) {
+          const answer = toHttpError(null, true);
+          sendJson(res, answer.status, answer.body);
+          this.logResponse(req, res);
+          return undefined;
+        }
+        return ApiGateway.methods!.httpHandler.call(this, req, res, next);
+      });
     },
 
     /**
@@ -315,6 +334,17 @@ const ApiService = defineService<Gateway>({
   actions: {
     // moleculer-web's alias listing would bypass the declared access rules.
     listAliases: false,
+
+    // moleculer-web's request action, traced without the query (tokens and signatures ride there) or its params.
+    rest: {
+      tracing: {
+        tags: { params: false },
+        spanName: (ctx: Context) => {
+          const { req } = ctx.params as { req: GatewayRequest };
+          return `${req.method} ${(req.url ?? "").split("?")[0]}`;
+        },
+      },
+    },
 
     /** Database and transporter reachability; 503 when either is gone. Public. */
     health: defineAction({

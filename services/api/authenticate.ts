@@ -20,6 +20,8 @@ export interface GatewayRequest extends IncomingMessage {
   originalUrl?: string;
   /** A HEAD request, answered as GET (see api.service.ts httpHandler). */
   headRequest?: boolean;
+  /** Its request id, answered as `X-Request-Id` and carried by every call it makes (lib/request-id.ts). */
+  requestId?: string;
 }
 
 export interface VerifiedApiKey {
