@@ -66,6 +66,9 @@ export async function startApp(options: StartOptions = {}): Promise<TestApp> {
   // A transporter is opt-in per app (pass `env: { NATS_URL }`): test files run in
   // parallel, and brokers of different files must never find each other.
   const ambient = { NATS_URL: process.env.NATS_URL, TRANSPORTER: process.env.TRANSPORTER };
+  // Put back when the app stops: suites share their worker's environment, and this app's settings are its own.
+  const settings = ["PORT", "HOST", "DATABASE_URL", ...Object.keys(options.env ?? {})];
+  const before = Object.fromEntries(settings.map((key) => [key, process.env[key]]));
   delete process.env.NATS_URL;
   delete process.env.TRANSPORTER;
   Object.assign(process.env, { PORT: "0", HOST: "127.0.0.1", DATABASE_URL: databaseUrl, ...options.env });
@@ -123,6 +126,10 @@ export async function startApp(options: StartOptions = {}): Promise<TestApp> {
     async stop() {
       await broker.stop();
       await db?.drop();
+      for (const [key, value] of Object.entries(before)) {
+        if (value === undefined) delete process.env[key];
+        else process.env[key] = value;
+      }
     },
   };
 }

@@ -102,6 +102,12 @@ const recorder = {
       ),
     });
     ctx = await ownerWithWorkspace(gateway.baseUrl);
+    // The gateway's routes to other nodes' actions are built once it has seen their services.
+    await waitFor(
+      async () => (await ctx.owner.client.get(`${ctx.ws}/companies`)).status === 200,
+      20_000,
+      "the gateway's routes to every node",
+    );
   }, 60_000);
 
   afterAll(async () => {
