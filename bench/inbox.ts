@@ -23,9 +23,9 @@
  * `COMMIT`s plus statements sent outside a transaction (each its own commit).
  */
 import { spawn, type ChildProcess } from "node:child_process";
-import { Client } from "pg";
 import { QueryTypes } from "sequelize";
 import { database } from "../lib/database";
+import { startCounting, stopCounting, type StatementCount } from "./pg-statements";
 import {
   bootApp,
   CONNECTIONS,
@@ -44,27 +44,8 @@ const OPENED = Number(process.env.BENCH_OPENED ?? 200);
 const TOKEN = "123456:bench-token-abcd";
 const RULES = (process.env.BENCH_RULES ?? "assignment,auto-reply").split(",").filter(Boolean);
 
-/** What the `pg` clients of this process sent while `counting`: statements (by text), and commits. */
-const sent = { counting: false, statements: 0, commits: 0, byText: new Map<string, number>() };
-const inTransaction = new WeakSet<object>();
-const clientQuery = Client.prototype.query as (...args: unknown[]) => unknown;
-Client.prototype.query = function (this: Client, ...args: unknown[]) {
-  if (sent.counting) {
-    const first = args[0] as string | { text?: string };
-    const text = (typeof first === "string" ? first : (first?.text ?? "")).trim();
-    if (/^(START TRANSACTION|BEGIN)/i.test(text)) inTransaction.add(this);
-    else if (/^(COMMIT|ROLLBACK)/i.test(text)) {
-      inTransaction.delete(this);
-      if (/^COMMIT/i.test(text)) sent.commits += 1;
-    } else if (!/^(SAVEPOINT|RELEASE|SET)/i.test(text)) {
-      sent.statements += 1;
-      if (!inTransaction.has(this)) sent.commits += 1;
-      const key = text.replace(/\s+/g, " ").slice(0, 110);
-      sent.byText.set(key, (sent.byText.get(key) ?? 0) + 1);
-    }
-  }
-  return clientQuery.apply(this, args);
-} as typeof Client.prototype.query;
+/** What the `pg` clients of this process sent during the inbox rounds: statements (by text), and commits. */
+const sent: StatementCount = { statements: 0, commits: 0, byText: new Map() };
 
 /** The Bot API (`/bot<token>/<method>`), answering what connecting and sending ask; `/stats` tells the secret and the sends. */
 const BOT_API = `
@@ -220,14 +201,17 @@ async function main() {
         bodies: eventBodies,
       });
       const before = await storedInbound();
-      sent.counting = true;
+      startCounting();
       const i = await runLoad({
         url: webhook,
         method: "POST",
         headers: { "x-telegram-bot-api-secret-token": secret },
         bodies: updates(round),
       });
-      sent.counting = false;
+      const counted = stopCounting();
+      sent.statements += counted.statements;
+      sent.commits += counted.commits;
+      for (const [text, n] of counted.byText) sent.byText.set(text, (sent.byText.get(text) ?? 0) + n);
       countedInbound += (await storedInbound()) - before;
       eventRuns.push(e);
       inboxRuns.push(i);
