@@ -6,6 +6,7 @@ import * as messages from "../../../services/messages/messages.repo";
 import { recordReport } from "../../../services/messages/provider-events.repo";
 import { startApp, type TestApp } from "../../helpers/app";
 import { ownerWithWorkspace } from "../../helpers/http";
+import { seededRandom } from "../../helpers/rng";
 
 /**
  * The rollups equal a recomputation from the raw rows: random streams of
@@ -21,19 +22,8 @@ let app: TestApp;
 let ctx: Awaited<ReturnType<typeof ownerWithWorkspace>>;
 
 const SEED = Number(process.env.ANALYTICS_SEED ?? Date.now() % 1_000_000);
-/** mulberry32: a small seeded generator, so a failing stream can be replayed with ANALYTICS_SEED. */
-function generator(seed: number) {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-const random = generator(SEED);
-const pick = <T>(items: readonly T[]): T => items[Math.floor(random() * items.length)];
+/** Seeded, so a failing stream can be replayed with ANALYTICS_SEED. */
+const { next: random, pick } = seededRandom(SEED);
 
 const rows = async <T extends object>(sql: string, bind: unknown[]) =>
   (await database()).query<T>(sql, { bind, type: QueryTypes.SELECT });

@@ -7,6 +7,7 @@ import { dependencyLevels, recomputeSegment } from "../../../services/segments/m
 import { loadDynamicSegments } from "../../../services/segments/membership.repo";
 import { startApp, type TestApp } from "../../helpers/app";
 import { ownerWithWorkspace } from "../../helpers/http";
+import { seededRandom, type Rng } from "../../helpers/rng";
 
 /**
  * Randomised: contacts and events change; after each change only the
@@ -22,29 +23,12 @@ beforeAll(async () => {
 });
 afterAll(() => app.stop());
 
-/** Small deterministic PRNG (mulberry32), so a failure can be replayed from its seed. */
-function rng(seed: number) {
-  let a = seed >>> 0;
-  const next = () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-  return {
-    next,
-    int: (lo: number, hi: number) => lo + Math.floor(next() * (hi - lo + 1)),
-    pick: <T>(xs: readonly T[]) => xs[Math.floor(next() * xs.length)],
-  };
-}
-
 const PLANS = ["pro", "free", "team", null] as const;
 const TAGS = ["a", "b", "c"];
 const COUNTRIES = ["DE", "FR", "US"];
 const TYPES = ["purchase", "visit"];
 
-function randomCondition(r: ReturnType<typeof rng>, earlier: string[], depth: number): Condition {
+function randomCondition(r: Rng, earlier: string[], depth: number): Condition {
   const kind = r.int(0, depth < 2 ? 9 : 7);
   switch (kind) {
     case 0:
@@ -91,7 +75,7 @@ function randomCondition(r: ReturnType<typeof rng>, earlier: string[], depth: nu
 }
 
 /** Fill in values that fit each operator. */
-function withValues(c: Condition, r: ReturnType<typeof rng>): Condition {
+function withValues(c: Condition, r: Rng): Condition {
   if ("conditions" in c) return { ...c, conditions: c.conditions.map((x) => withValues(x, r)) };
   if (!("field" in c) || c.value !== undefined || c.operator === "is_set" || c.operator === "is_not_set")
     return c;
@@ -111,7 +95,7 @@ function withValues(c: Condition, r: ReturnType<typeof rng>): Condition {
 }
 
 test.each([1, 2, 3])("incremental membership equals a full recompute (seed %i)", async (seed) => {
-  const r = rng(seed);
+  const r = seededRandom(seed);
   const sequelize = await database();
   const ws = ctx.workspaceId;
   const meta = { meta: { principal: SYSTEM, workspaceId: ws } };

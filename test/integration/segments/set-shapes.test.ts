@@ -5,6 +5,7 @@ import type { Condition, FilterGroup } from "../../../services/segments/filter-s
 import { contactsMatching } from "../../../services/segments/matching.repo";
 import { startApp, type TestApp } from "../../helpers/app";
 import { ownerWithWorkspace } from "../../helpers/http";
+import { seededRandom, type Rng } from "../../helpers/rng";
 
 /**
  * The whole-workspace shape (semi-joins, anti-joins, any-groups as a UNION of
@@ -19,24 +20,6 @@ let ctx: Awaited<ReturnType<typeof ownerWithWorkspace>>;
 const contacts: string[] = [];
 let staticSegment: string;
 
-/** Small deterministic PRNG (mulberry32), so a failure can be replayed from its seed. */
-function rng(seed: number) {
-  let a = seed >>> 0;
-  const next = () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-  return {
-    next,
-    int: (lo: number, hi: number) => lo + Math.floor(next() * (hi - lo + 1)),
-    pick: <T>(xs: readonly T[]) => xs[Math.floor(next() * xs.length)],
-  };
-}
-type Rng = ReturnType<typeof rng>;
-
 async function sql(text: string, bind: unknown[] = []) {
   const sequelize = await database();
   return sequelize.query<Record<string, unknown>>(text, { bind, type: QueryTypes.SELECT });
@@ -45,7 +28,7 @@ async function sql(text: string, bind: unknown[] = []) {
 beforeAll(async () => {
   app = await startApp({ services: ["api", "auth", "workspaces", "jobs", "segments"] });
   ctx = await ownerWithWorkspace(app.baseUrl);
-  const r = rng(7);
+  const r = seededRandom(7);
   for (let i = 0; i < 60; i += 1) contacts.push(newId());
   // A quarter without a plan, some with a JSON null plan, some without an email or a country.
   await sql(
@@ -237,7 +220,7 @@ test.each(fixed)("%s", async (_name, filter) => {
 });
 
 test.each([1, 2, 3, 4])("random filters agree in both shapes (seed %i)", async (seed) => {
-  const r = rng(seed);
+  const r = seededRandom(seed);
   let matched = 0;
   for (let i = 0; i < 10; i += 1) {
     const filter: FilterGroup = {
