@@ -27,6 +27,7 @@ import { systemCall } from "../lib/system-call";
 import * as answers from "../services/analytics/answers";
 import { frameOf } from "../services/analytics/buckets";
 import { ownerWithWorkspace } from "../test/helpers/http";
+import { asWorkspaceId, type WorkspaceId } from "../lib/tenancy";
 
 const FULL = process.env.BENCH_FULL === "1";
 const CONTACTS = Number(process.env.BENCH_CONTACTS ?? (FULL ? 1_000_000 : 100_000));
@@ -143,7 +144,7 @@ async function seed(ws: string) {
 }
 
 /** Each route's question, and the same answer from the raw rows (plain SQL, as a report would have run it). */
-function cases(frame: { from: string; to: string }, ws: string) {
+function cases(frame: { from: string; to: string }, ws: WorkspaceId) {
   const scope = { workspaceId: ws, frame: frameOf({ ...frame, granularity: "day", timezone: ZONE }) };
   const range = `from=${frame.from}&to=${frame.to}&timezone=${encodeURIComponent(ZONE)}`;
   // $1 workspace, $2 start, $3 end, $4 zone
@@ -283,7 +284,7 @@ async function measureRoutes(client: Awaited<ReturnType<typeof ownerWithWorkspac
   console.log(
     `${"answer".padEnd(28)} ${"route (gateway)".padStart(16)} ${"in process".padStart(14)} ${"raw rows".padStart(14)} ${"ratio p99".padStart(10)} ${"in process".padStart(10)}`,
   );
-  for (const c of cases(frame, ws)) {
+  for (const c of cases(frame, asWorkspaceId(ws))) {
     const inProcess: number[] = [];
     for (let i = 0; i < SAMPLES; i++) {
       const t0 = process.hrtime.bigint();
@@ -340,7 +341,7 @@ async function ingestRate(
   const worker = async () => {
     while (next < n && !until()) {
       const i = next++;
-      await systemCall(broker, ws, "events.record", {
+      await systemCall(broker, asWorkspaceId(ws), "events.record", {
         type: i % 10 === 0 ? "purchase" : "page_view",
         contactId: `c${1 + (i % CONTACTS)}`,
         metadata: i % 10 === 0 ? { amount: 12.5, campaignId: `cmp${i % 20}` } : {},
@@ -481,7 +482,11 @@ async function main() {
         `INSERT INTO members (id, workspace_id, user_id, role) VALUES (gen_random_uuid()::text, $1, $2, 'OWNER')`,
         { bind: [seeded.workspace_id, client.owner.id] },
       );
-      client = { ...client, workspaceId: seeded.workspace_id, ws: `/api/workspaces/${seeded.workspace_id}` };
+      client = {
+        ...client,
+        workspaceId: asWorkspaceId(seeded.workspace_id),
+        ws: `/api/workspaces/${seeded.workspace_id}`,
+      };
     }
     console.log(
       `scale: ${CONTACTS.toLocaleString()} contacts, ${EVENTS.toLocaleString()} events, ${MESSAGES.toLocaleString()} messages over 365 days; ${SAMPLES} samples a route, ${RAW_SAMPLES} a raw recomputation`,

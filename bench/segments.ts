@@ -18,6 +18,7 @@ import type { FilterGroup } from "../services/segments/filter-schema";
 import { validateFilter } from "../services/segments/filter-schema";
 import { evaluateContacts, recomputeSegment } from "../services/segments/membership";
 import { preview } from "../services/segments/matching.repo";
+import { asWorkspaceId } from "../lib/tenancy";
 
 const CONTACTS = Number(process.env.BENCH_CONTACTS ?? 1_000_000);
 const EVENTS = Number(process.env.BENCH_EVENTS ?? 10_000_000);
@@ -135,7 +136,7 @@ async function main() {
   };
   await insertSegment("attr", attribute);
   const built = await timed("full recompute, attribute segment (from empty)", () =>
-    recomputeSegment(WS, "attr", attribute),
+    recomputeSegment(asWorkspaceId(WS), "attr", attribute),
   );
   console.log(
     `${"".padEnd(4)}members ${built.value.memberCount.toLocaleString()} (added ${built.value.added.toLocaleString()})`,
@@ -147,14 +148,14 @@ async function main() {
       WHERE id IN (SELECT 'c' || g FROM generate_series(2, 20000, 2) g WHERE g % 10 <> 0) RETURNING 1`,
   );
   const diff = await timed("diff recompute, attribute segment (8,000 contacts changed)", () =>
-    recomputeSegment(WS, "attr", attribute),
+    recomputeSegment(asWorkspaceId(WS), "attr", attribute),
   );
   console.log(
     `${"".padEnd(4)}added ${diff.value.added.toLocaleString()}, removed ${diff.value.removed.toLocaleString()}`,
   );
   figures.attributeDiff = diff.ms;
   const same = await timed("diff recompute, attribute segment (nothing changed)", () =>
-    recomputeSegment(WS, "attr", attribute),
+    recomputeSegment(asWorkspaceId(WS), "attr", attribute),
   );
   figures.attributeNoop = same.ms;
 
@@ -173,7 +174,7 @@ async function main() {
   };
   await insertSegment("behaviour", behaviour);
   const beh = await timed("full recompute, behavioural segment (purchase ≥2 in 30 d, amount > 100)", () =>
-    recomputeSegment(WS, "behaviour", behaviour),
+    recomputeSegment(asWorkspaceId(WS), "behaviour", behaviour),
   );
   console.log(`${"".padEnd(4)}members ${beh.value.memberCount.toLocaleString()}`);
   figures.behaviourFull = beh.ms;
@@ -186,7 +187,7 @@ async function main() {
   };
   await insertSegment("mixed", mixed);
   const mix = await timed("full recompute, attribute OR not-performed (any-group)", () =>
-    recomputeSegment(WS, "mixed", mixed),
+    recomputeSegment(asWorkspaceId(WS), "mixed", mixed),
   );
   console.log(`${"".padEnd(4)}members ${mix.value.memberCount.toLocaleString()}`);
   figures.mixedFull = mix.ms;
@@ -256,7 +257,7 @@ async function main() {
   const sampleIds = Array.from({ length: SAMPLES + 50 }, (_, i) => `c${1 + ((i * 104729) % CONTACTS)}`);
   // Steady state for the sampled contacts: one evaluation writes their current memberships.
   await timed(`settle the ${sampleIds.length} sampled contacts (first evaluation, writes)`, async () => {
-    for (const id of sampleIds) await evaluateContacts(WS, [id], { kind: "contact" });
+    for (const id of sampleIds) await evaluateContacts(asWorkspaceId(WS), [id], { kind: "contact" });
   });
   const percentile = (xs: number[], x: number) =>
     [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(x * xs.length))];
@@ -264,7 +265,7 @@ async function main() {
   const readOnly: number[] = [];
   for (const [i, id] of sampleIds.entries()) {
     const t0 = process.hrtime.bigint();
-    await evaluateContacts(WS, [id], { kind: "contact" });
+    await evaluateContacts(asWorkspaceId(WS), [id], { kind: "contact" });
     if (i >= 50) readOnly.push(ms(t0)); // the first 50 warm the pool and caches
   }
   // (b) a change that moves the contact in or out of segments (tag 'vip' toggled): evaluation + locked write.
@@ -276,7 +277,7 @@ async function main() {
       [id],
     );
     const t0 = process.hrtime.bigint();
-    const r = await evaluateContacts(WS, [id], { kind: "contact" });
+    const r = await evaluateContacts(asWorkspaceId(WS), [id], { kind: "contact" });
     if (i >= 50) writes.push(ms(t0));
     moved += r.entered.length + r.exited.length;
   }
@@ -300,14 +301,14 @@ async function main() {
       { field: "score", operator: "gte", value: 50 },
     ],
   };
-  await preview(WS, previewFilter); // warm
+  await preview(asWorkspaceId(WS), previewFilter); // warm
   const pv = await timed("preview count (plan in [pro,team] AND score ≥ 50)", () =>
-    preview(WS, previewFilter),
+    preview(asWorkspaceId(WS), previewFilter),
   );
   console.log(`${"".padEnd(4)}count ${pv.value.count.toLocaleString()}`);
   figures.preview = pv.ms;
   const pv2 = await timed("preview count (email ends_with, any-group with tags)", () =>
-    preview(WS, {
+    preview(asWorkspaceId(WS), {
       match: "any",
       conditions: [
         { field: "email", operator: "ends_with", value: "7@example.test" },

@@ -1,5 +1,6 @@
 import type { Role } from "../models";
 import { forbidden } from "./errors";
+import type { WorkspaceId } from "./tenancy";
 
 /** Scopes of the specification's table; API-key scopes and role permissions use the same names. */
 export const SCOPES = [
@@ -53,7 +54,7 @@ export const isAdminRole = (role: Role | undefined) => role === "OWNER" || role 
 /** Who is calling: a signed-in person, an API key, or background work of the service itself. */
 export type Principal =
   | { kind: "user"; userId: string; email?: string; name?: string }
-  | { kind: "apiKey"; apiKeyId: string; workspaceId: string; scopes: string[] }
+  | { kind: "apiKey"; apiKeyId: string; workspaceId: WorkspaceId; scopes: string[] }
   | { kind: "system" };
 
 export const SYSTEM: Principal = { kind: "system" };
@@ -134,7 +135,7 @@ export function decideAccess(
 
 /** Whether the caller holds `permission` in the workspace of `meta` (its role, or its API key's scopes). */
 export function holdsPermission(
-  meta: { principal?: Principal; workspaceId?: string; role?: Role },
+  meta: { principal?: Principal; workspaceId?: WorkspaceId; role?: Role },
   permission: string,
 ): boolean {
   return decideAccess({ auth: "any", permission }, meta.principal, meta).allow;
@@ -146,7 +147,7 @@ export function holdsPermission(
  * with `message` when the caller's role or key does not hold `permission`.
  */
 export function requirePermission(
-  meta: { principal?: Principal; workspaceId?: string; role?: Role },
+  meta: { principal?: Principal; workspaceId?: WorkspaceId; role?: Role },
   permission: Scope,
   message: string,
 ): void {

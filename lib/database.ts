@@ -7,6 +7,7 @@ import { sha256Hex } from "./crypto";
 import { RunningPostgres, startEmbeddedPostgres } from "./embedded-postgres";
 import { keepStatistics } from "./table-stats";
 import { initModels } from "../models";
+import type { WorkspaceId } from "./tenancy";
 import { migrations } from "../models/migrations";
 
 /**
@@ -206,30 +207,77 @@ export async function database(): Promise<Sequelize> {
   return (await opening).sequelize;
 }
 
-/** Rows of one statement with `$n` binds (in `transaction`, when given). */
-export async function selectRows<T extends object>(
+/**
+ * The one query API. A statement of one workspace names it first: the
+ * workspace id is bound as `$1` and `binds` follow as `$2`, `$3`…, so a
+ * query cannot be written without saying whose rows it reads or writes.
+ * PostgreSQL refuses a statement that binds `$1` without using it.
+ */
+export async function query<T extends object>(
+  workspaceId: WorkspaceId,
   sql: string,
-  bind: unknown[],
+  binds: readonly unknown[] = [],
   transaction?: Transaction,
 ): Promise<T[]> {
-  const sequelize = await database();
-  return sequelize.query<T>(sql, { bind, type: QueryTypes.SELECT, transaction });
+  return runSequelize<T>(sql, [workspaceId, ...binds], transaction);
 }
 
 /**
- * Run a hot-path statement as a named prepared statement, on the
- * transaction's connection or a pooled one. Its text is the same on every
- * call, so PostgreSQL parses and plans it once per connection instead of on
- * every call (for a small batched write, parse and plan cost more than the
- * write itself). Values are bind parameters as everywhere else.
+ * A statement that spans workspaces, said at the call: the claim loops over
+ * every workspace's due rows, writes by the primary key of a row already
+ * claimed, maintenance.
  */
+export async function queryAcrossWorkspaces<T extends object>(
+  sql: string,
+  binds: readonly unknown[] = [],
+  transaction?: Transaction,
+): Promise<T[]> {
+  return runSequelize<T>(sql, binds, transaction);
+}
+
+/** `query` as a named prepared statement (see `runPrepared`): the hot paths. */
 export async function queryPrepared<T>(
+  workspaceId: WorkspaceId,
+  sql: string,
+  binds: readonly unknown[] = [],
+  transaction?: Transaction,
+): Promise<T[]> {
+  return runPrepared<T>(sql, [workspaceId, ...binds], transaction);
+}
+
+/** `queryAcrossWorkspaces` as a named prepared statement: the claim loops of the hot paths. */
+export async function queryAcrossWorkspacesPrepared<T>(
+  sql: string,
+  binds: readonly unknown[] = [],
+  transaction?: Transaction,
+): Promise<T[]> {
+  return runPrepared<T>(sql, binds, transaction);
+}
+
+async function runSequelize<T extends object>(
+  sql: string,
+  bind: readonly unknown[],
+  transaction?: Transaction,
+): Promise<T[]> {
+  const sequelize = await database();
+  return sequelize.query<T>(sql, { bind: bind as unknown[], type: QueryTypes.SELECT, transaction });
+}
+
+/**
+ * Run a statement as a named prepared statement, on the transaction's
+ * connection or a pooled one. Its text is the same on every call, so
+ * PostgreSQL parses and plans it once per connection instead of on every
+ * call (for a small batched write, parse and plan cost more than the write
+ * itself).
+ */
+async function runPrepared<T>(
   text: string,
-  values: unknown[],
+  values: readonly unknown[],
   transaction?: Transaction,
 ): Promise<T[]> {
   const name = `q_${sha256Hex(text).slice(0, 40)}`;
-  const run = async (client: Client) => (await client.query({ name, text, values })).rows as T[];
+  const run = async (client: Client) =>
+    (await client.query({ name, text, values: values as unknown[] })).rows as T[];
   if (transaction) return run((transaction as Transaction & { connection: Client }).connection);
   const manager = (await database()).connectionManager;
   const client = (await manager.getConnection({ type: "write" })) as Client;
@@ -243,16 +291,24 @@ export async function queryPrepared<T>(
 /**
  * Positional bind parameters for hand-built SQL (the one binding style,
  * `$n`): `p(value)` appends a value and returns its `$n`, with a cast when
- * given (`$3::text[]`). Start from values already bound (`new Binds([ws])`).
+ * given (`$3::text[]`). Start from values already bound (`new Binds([id])`);
+ * for `query`, whose workspace is `$1`, start with `Binds.inWorkspace()`.
  */
 export class Binds {
   readonly values: unknown[];
-  constructor(initial: unknown[] = []) {
+  private readonly offset: number;
+  constructor(initial: unknown[] = [], offset = 0) {
     this.values = [...initial];
+    this.offset = offset;
+  }
+  /** Binds numbered from `$2`: `query` binds the workspace as `$1`. */
+  static inWorkspace(initial: unknown[] = []): Binds {
+    return new Binds(initial, 1);
   }
   p(value: unknown, cast?: string): string {
     this.values.push(value);
-    return cast ? `$${this.values.length}::${cast}` : `$${this.values.length}`;
+    const n = this.values.length + this.offset;
+    return cast ? `$${n}::${cast}` : `$${n}`;
   }
 }
 

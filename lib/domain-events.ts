@@ -1,4 +1,5 @@
 import type { ServiceBroker } from "moleculer";
+import type { WorkspaceId } from "./tenancy";
 
 /**
  * Domain facts (spec 6.2: `contact.created`, `unsubscribe.email`, ...) travel
@@ -13,7 +14,7 @@ export const DOMAIN_EVENTS_CHANNEL = "cms.domain-events";
 export interface DomainEvent<T = Record<string, unknown>> {
   /** Unique per fact; consumers use it to stay idempotent under redelivery. */
   id: string;
-  workspaceId: string;
+  workspaceId: WorkspaceId;
   /** The specification's event name, e.g. `contact.created`. */
   type: string;
   /** The payload fields of spec 6.2 for this type. */

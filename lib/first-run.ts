@@ -4,6 +4,7 @@ import type { ApiKeySchema, UserSchema } from "../services/auth/auth.schemas";
 import type { WorkspaceSchema } from "../services/workspaces/workspaces.schemas";
 import type { Principal } from "./access";
 import { systemCall } from "./system-call";
+import { asWorkspaceId, type WorkspaceId } from "./tenancy";
 
 /**
  * The operator's first run (`npm run setup`, as listmonk's `--install`):
@@ -71,12 +72,12 @@ export async function firstRun(broker: ServiceBroker, input: FirstRunInput): Pro
     asOwner,
   );
 
-  const workspaceId = workspace.id;
+  const workspaceId = asWorkspaceId(workspace.id);
   let apiKey: ApiKey | undefined = (
-    await broker.call<ApiKey[], { workspaceId: string }>("auth.listKeys", { workspaceId }, asOwner)
+    await broker.call<ApiKey[], { workspaceId: WorkspaceId }>("auth.listKeys", { workspaceId }, asOwner)
   ).find((k) => k.name === FIRST_RUN_KEY_NAME);
   const keyCreated = !apiKey;
-  apiKey ??= await broker.call<ApiKey, { workspaceId: string; name: string; scopes: string[] }>(
+  apiKey ??= await broker.call<ApiKey, { workspaceId: WorkspaceId; name: string; scopes: string[] }>(
     "auth.createKey",
     { workspaceId, name: FIRST_RUN_KEY_NAME, scopes: ["*"] },
     asOwner,

@@ -1,6 +1,5 @@
-import { QueryTypes } from "sequelize";
 import { sha256Hex } from "./crypto";
-import { database } from "./database";
+import { query } from "./database";
 import { fieldError, idempotencyConflict } from "./errors";
 import type { AppContext } from "./moleculer-types";
 import { workspaceOf } from "./tenancy";
@@ -37,20 +36,22 @@ export async function idempotent<T>(
   if (key.length < 1 || key.length > 255) throw fieldError("Idempotency-Key", "must be 1 to 255 characters");
   const ws = workspaceOf(ctx);
   const hash = sha256Hex(canonical(ctx.params));
-  const sequelize = await database();
-  await sequelize.query(
+  await query(
+    ws,
     `DELETE FROM idempotency_keys WHERE workspace_id = $1 AND scope = $2 AND key = $3 AND created_at < now() - interval '${TTL_HOURS} hours'`,
-    { bind: [ws, scope, key] },
+    [scope, key],
   );
-  const taken = await sequelize.query(
+  const taken = await query(
+    ws,
     `INSERT INTO idempotency_keys (workspace_id, scope, key, request_hash) VALUES ($1, $2, $3, $4)
      ON CONFLICT DO NOTHING RETURNING key`,
-    { bind: [ws, scope, key, hash], type: QueryTypes.SELECT },
+    [scope, key, hash],
   );
   if (!taken.length) {
-    const [first] = await sequelize.query<{ request_hash: string; status: number | null; response: T }>(
+    const [first] = await query<{ request_hash: string; status: number | null; response: T }>(
+      ws,
       `SELECT request_hash, status, response FROM idempotency_keys WHERE workspace_id = $1 AND scope = $2 AND key = $3`,
-      { bind: [ws, scope, key], type: QueryTypes.SELECT },
+      [scope, key],
     );
     if (!first) return idempotent(ctx, scope, status, run);
     if (first.request_hash !== hash)
@@ -63,18 +64,17 @@ export async function idempotent<T>(
   }
   try {
     const result = await run();
-    await sequelize.query(
+    await query(
+      ws,
       `UPDATE idempotency_keys SET status = $4, response = $5::jsonb WHERE workspace_id = $1 AND scope = $2 AND key = $3`,
-      { bind: [ws, scope, key, ctx.meta.$statusCode ?? status, JSON.stringify(result)] },
+      [scope, key, ctx.meta.$statusCode ?? status, JSON.stringify(result)],
     );
     return result;
   } catch (err) {
-    await sequelize.query(
-      `DELETE FROM idempotency_keys WHERE workspace_id = $1 AND scope = $2 AND key = $3`,
-      {
-        bind: [ws, scope, key],
-      },
-    );
+    await query(ws, `DELETE FROM idempotency_keys WHERE workspace_id = $1 AND scope = $2 AND key = $3`, [
+      scope,
+      key,
+    ]);
     throw err;
   }
 }

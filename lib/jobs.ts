@@ -1,11 +1,12 @@
-import { QueryTypes, type Transaction } from "sequelize";
+import { type Transaction } from "sequelize";
 import type { Scope } from "./access";
 import { newId } from "./crypto";
 import type { QueueFigures } from "./business-metrics";
-import { Binds, database, selectRows } from "./database";
+import { Binds, database, query, queryAcrossWorkspaces } from "./database";
 import { found, invalidState } from "./errors";
 import { selectPage, type Page, type PageRequest } from "./pagination";
 import { queueFigures, queueFiguresSql, type QueueFiguresRow } from "./queue-stats";
+import type { WorkspaceId } from "./tenancy";
 
 /**
  * Long work as a job with progress. The row is written first and the caller
@@ -24,7 +25,7 @@ import { queueFigures, queueFiguresSql, type QueueFiguresRow } from "./queue-sta
 export type ProgressFn = (done: number, total?: number) => Promise<void>;
 
 export interface JobSpec {
-  workspaceId: string;
+  workspaceId: WorkspaceId;
   type: string;
   createdBy?: string | null;
   total?: number;
@@ -63,22 +64,13 @@ export async function startJob(
   work: (progress: ProgressFn) => Promise<unknown>,
   onError?: (err: unknown) => void,
 ): Promise<{ jobId: string; done: Promise<void> }> {
-  const sequelize = await database();
   const jobId = newId();
-  await sequelize.query(
+  await query(
+    spec.workspaceId,
     `INSERT INTO jobs (id, workspace_id, type, status, progress_total, created_by, cancel_permission,
                        created_at, started_at, heartbeat_at)
-     VALUES ($1, $2, $3, 'running', $4, $5, $6, now(), now(), now())`,
-    {
-      bind: [
-        jobId,
-        spec.workspaceId,
-        spec.type,
-        spec.total ?? null,
-        spec.createdBy ?? null,
-        spec.cancelPermission ?? null,
-      ],
-    },
+     VALUES ($2, $1, $3, 'running', $4, $5, $6, now(), now(), now())`,
+    [jobId, spec.type, spec.total ?? null, spec.createdBy ?? null, spec.cancelPermission ?? null],
   );
   return { jobId, done: runJob(jobId, spec.total ?? null, work, onError) };
 }
@@ -97,7 +89,7 @@ export interface QueuedJobSpec<I> extends JobSpec {
 export async function queueJobs<I>(specs: QueuedJobSpec<I>[], transaction: Transaction): Promise<string[]> {
   if (!specs.length) return [];
   const ids = specs.map(() => newId());
-  await selectRows(
+  await queryAcrossWorkspaces(
     `INSERT INTO jobs (id, workspace_id, type, status, progress_total, created_by, cancel_permission, input)
      SELECT id, workspace_id, type, 'queued', total, created_by, cancel_permission, input
        FROM unnest($1::text[], $2::text[], $3::text[], $4::int[], $5::text[], $6::text[], $7::jsonb[])
@@ -120,7 +112,7 @@ export async function queueJobs<I>(specs: QueuedJobSpec<I>[], transaction: Trans
 /** A queued job as its owner starts it. */
 export interface StartedJob<I> {
   jobId: string;
-  workspaceId: string;
+  workspaceId: WorkspaceId;
   input: I;
 }
 
@@ -137,9 +129,9 @@ export async function startQueuedJobs<I>(
   work: (job: StartedJob<I>, progress: ProgressFn) => Promise<unknown>,
   onError?: (job: StartedJob<I>, err: unknown) => void,
 ): Promise<Array<StartedJob<I> & { done: Promise<void> }>> {
-  const rows = await selectRows<{
+  const rows = await queryAcrossWorkspaces<{
     id: string;
-    workspace_id: string;
+    workspace_id: WorkspaceId;
     input: I;
     progress_total: number | null;
   }>(
@@ -177,11 +169,10 @@ function runJob(
     const now = Date.now();
     if (now - lastWrite < PROGRESS_INTERVAL_MS) return;
     lastWrite = now;
-    const sequelize = await database();
-    const [row] = await sequelize.query<{ status: string }>(
+    const [row] = await queryAcrossWorkspaces<{ status: string }>(
       `UPDATE jobs SET progress_done = $2, progress_total = COALESCE($3::int, progress_total), heartbeat_at = now()
         WHERE id = $1 RETURNING status`,
-      { bind: [jobId, done, total ?? null], type: QueryTypes.SELECT },
+      [jobId, done, total ?? null],
     );
     if (row?.status === "cancelled") throw new JobCancelled();
   };
@@ -190,12 +181,12 @@ function runJob(
     const sequelize = await database();
     try {
       const result = await work(progress);
-      await sequelize.query(
+      await queryAcrossWorkspaces(
         `UPDATE jobs SET status = 'completed', result = $2::jsonb, finished_at = now(), heartbeat_at = now(),
                 progress_total = COALESCE($4::int, progress_total),
                 progress_done = COALESCE($4::int, progress_total, $3::int)
           WHERE id = $1 AND status = 'running'`,
-        { bind: [jobId, JSON.stringify(result ?? null), reported.done, reported.total] },
+        [jobId, JSON.stringify(result ?? null), reported.done, reported.total],
       );
     } catch (err) {
       // A cancel is no failure: the row already says cancelled.
@@ -242,16 +233,17 @@ export function jobView(row: JobRow): JobView {
 }
 
 export async function listJobs(
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   filters: { id?: string; type?: string; status?: string },
   page: PageRequest,
 ): Promise<Page<JobView>> {
-  const binds = new Binds([workspaceId]);
+  const binds = Binds.inWorkspace();
   const where = ["workspace_id = $1"];
   if (filters.id) where.push(`id = ${binds.p(filters.id)}`);
   if (filters.type) where.push(`type = ${binds.p(filters.type)}`);
   if (filters.status) where.push(`status = ${binds.p(filters.status)}`);
   return selectPage(
+    workspaceId,
     { select: `SELECT * FROM jobs WHERE ${where.join(" AND ")}`, orderBy: "created_at DESC, id DESC" },
     binds.values,
     page,
@@ -266,24 +258,21 @@ export async function listJobs(
  * its next progress write; what it did until then stays.
  */
 export async function cancelJob(
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   jobId: string,
   allowed: (permission: Scope) => void,
 ): Promise<JobView> {
-  const sequelize = await database();
   const select = () =>
-    sequelize.query<JobRow>(`SELECT * FROM jobs WHERE workspace_id = $1 AND id = $2`, {
-      bind: [workspaceId, jobId],
-      type: QueryTypes.SELECT,
-    });
+    query<JobRow>(workspaceId, `SELECT * FROM jobs WHERE workspace_id = $1 AND id = $2`, [jobId]);
   const job = found((await select())[0], "Job");
   if (!job.cancel_permission)
     throw invalidState(`A ${job.type} job cannot be stopped halfway: it runs to its end`);
   allowed(job.cancel_permission as Scope);
-  const [cancelled] = await sequelize.query<JobRow>(
+  const [cancelled] = await query<JobRow>(
+    workspaceId,
     `UPDATE jobs SET status = 'cancelled', finished_at = now()
       WHERE workspace_id = $1 AND id = $2 AND status IN ('queued', 'running') RETURNING *`,
-    { bind: [workspaceId, jobId], type: QueryTypes.SELECT },
+    [jobId],
   );
   if (!cancelled)
     throw invalidState(`The job has already ended (${(await select())[0]?.status ?? job.status})`);
@@ -292,12 +281,11 @@ export async function cancelJob(
 
 /** Jobs whose worker stopped heartbeating are failed, so nobody waits on them forever. */
 export async function failAbandonedJobs(): Promise<number> {
-  const sequelize = await database();
-  const rows = await sequelize.query(
+  const rows = await queryAcrossWorkspaces(
     `UPDATE jobs SET status = 'failed', error = 'The worker running this job stopped', finished_at = now()
       WHERE status = 'running' AND heartbeat_at < now() - make_interval(secs => $1)
       RETURNING id`,
-    { bind: [ABANDONED_AFTER_MS / 1000], type: QueryTypes.SELECT },
+    [ABANDONED_AFTER_MS / 1000],
   );
   return rows.length;
 }
@@ -308,7 +296,7 @@ export async function failAbandonedJobs(): Promise<number> {
  * stuck before the sweep fails it shows as an old due row.
  */
 export async function jobQueueFigures(): Promise<QueueFigures> {
-  const [row] = await selectRows<QueueFiguresRow>(
+  const [row] = await queryAcrossWorkspaces<QueueFiguresRow>(
     `SELECT ${queueFiguresSql("true", "created_at")} FROM jobs WHERE status IN ('queued', 'running')`,
     [],
   );

@@ -1,6 +1,7 @@
 import type { Context } from "moleculer";
 import type { AccessDeclaration, Principal } from "./access";
 import type { Role } from "../models";
+import type { WorkspaceId } from "./tenancy";
 import type { Versions } from "./versioned-cache";
 
 /** Our keys on an action schema, typed by module augmentation rather than `any`. */
@@ -31,7 +32,7 @@ declare module "moleculer" {
 /** What the gateway and the authorize middleware put into `ctx.meta`. Kept small. */
 export interface AppMeta {
   principal?: Principal;
-  workspaceId?: string;
+  workspaceId?: WorkspaceId;
   role?: Role;
   ip?: string;
   userAgent?: string;

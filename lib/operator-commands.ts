@@ -3,6 +3,7 @@ import type { QueueFigures } from "./business-metrics";
 import { QUEUE_OWNERS } from "./queue-stats";
 import { isServiceAvailable } from "./registry";
 import { systemCall } from "./system-call";
+import { asWorkspaceId, type WorkspaceId } from "./tenancy";
 
 /**
  * The operators' REPL commands (moleculer-repl `replCommands`, wired in
@@ -41,7 +42,7 @@ export interface DeliveryAnswer {
 /** Send an outbound webhook delivery again now (webhooks.retryDelivery); its outcome. */
 export function retryWebhook(
   broker: ServiceBroker,
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   deliveryId: string,
 ): Promise<DeliveryAnswer> {
   return systemCall(broker, workspaceId, "webhooks.retryDelivery", { workspaceId, deliveryId });
@@ -57,7 +58,7 @@ export interface MessageAnswer {
 /** A failed message back in the send queue, attempts reset (messages.requeueFailed); 409 for any other status. */
 export function retryMessage(
   broker: ServiceBroker,
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   messageId: string,
 ): Promise<MessageAnswer> {
   return systemCall(broker, workspaceId, "messages.requeueFailed", { messageId });
@@ -66,14 +67,14 @@ export function retryMessage(
 /** Recompute a dynamic segment as a job (segments.recompute); the job's id (`jobs list` in the API shows it). */
 export function recomputeSegment(
   broker: ServiceBroker,
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   segmentId: string,
 ): Promise<{ jobId: string }> {
   return systemCall(broker, workspaceId, "segments.recompute", { workspaceId, segmentId });
 }
 
 export interface UsageAnswer {
-  workspaceId: string;
+  workspaceId: WorkspaceId;
   contacts: number;
   eventsToday: number;
   messagesToday: { sent: number; failed: number; suppressed: number };
@@ -85,7 +86,7 @@ export interface UsageAnswer {
  * overview over a range from now to now covers the day's buckets in the
  * workspace's zone).
  */
-export async function usage(broker: ServiceBroker, workspaceId: string): Promise<UsageAnswer> {
+export async function usage(broker: ServiceBroker, workspaceId: WorkspaceId): Promise<UsageAnswer> {
   const now = new Date().toISOString();
   const overview = await systemCall<{
     contacts: { total: number };
@@ -152,7 +153,7 @@ export function operatorCommands(print: (text: string) => void = console.log): O
       description: "Send an outbound webhook delivery again now (a dead one included)",
       action: (broker, { workspaceId, deliveryId }, { table }) =>
         printed(async () => {
-          const d = await retryWebhook(broker, workspaceId, deliveryId);
+          const d = await retryWebhook(broker, asWorkspaceId(workspaceId), deliveryId);
           return table([
             ["Delivery", "Attempt", "Success", "Status", "Error"],
             [d.id, d.attempt, d.success, d.statusCode ?? "-", d.error ?? "-"],
@@ -164,7 +165,7 @@ export function operatorCommands(print: (text: string) => void = console.log): O
       description: "Put a failed message back in the send queue, its attempts reset",
       action: (broker, { workspaceId, messageId }, { table }) =>
         printed(async () => {
-          const m = await retryMessage(broker, workspaceId, messageId);
+          const m = await retryMessage(broker, asWorkspaceId(workspaceId), messageId);
           return table([
             ["Message", "Channel", "To", "Status"],
             [m.id, m.channel, m.to, m.status],
@@ -176,7 +177,7 @@ export function operatorCommands(print: (text: string) => void = console.log): O
       description: "Recompute a dynamic segment's membership (a job)",
       action: (broker, { workspaceId, segmentId }) =>
         printed(async () => {
-          const { jobId } = await recomputeSegment(broker, workspaceId, segmentId);
+          const { jobId } = await recomputeSegment(broker, asWorkspaceId(workspaceId), segmentId);
           return `Recompute started: job ${jobId} (GET /api/workspaces/${workspaceId}/jobs?id=${jobId})`;
         }, print),
     },
@@ -185,7 +186,7 @@ export function operatorCommands(print: (text: string) => void = console.log): O
       description: "A workspace's contacts, and its events and messages today (its own time zone)",
       action: (broker, { workspaceId }, { table }) =>
         printed(async () => {
-          const u = await usage(broker, workspaceId);
+          const u = await usage(broker, asWorkspaceId(workspaceId));
           return table([
             ["Contacts", "Events today", "Sent today", "Failed today", "Suppressed today"],
             [

@@ -2,10 +2,18 @@ import type { ServiceBroker } from "moleculer";
 import type { Transaction } from "sequelize";
 import { config } from "./config";
 import type { QueueFigures } from "./business-metrics";
-import { acquireDatabase, database, queryPrepared, releaseDatabase, selectRows } from "./database";
+import {
+  acquireDatabase,
+  database,
+  query,
+  queryAcrossWorkspaces,
+  queryAcrossWorkspacesPrepared,
+  releaseDatabase,
+} from "./database";
 import { sendDomainEvent, type DomainEvent } from "./domain-events";
 import { queueFigures, queueFiguresSql, type QueueFiguresRow } from "./queue-stats";
 import { Poller } from "./worker";
+import type { WorkspaceId } from "./tenancy";
 
 /**
  * The transactional outbox of domain facts. A write stages its facts in the
@@ -31,25 +39,22 @@ const RELAY_GAP_MS = 5;
 /** Stage `facts` in the write's transaction (one INSERT); relays of this process wake when it commits. */
 export async function stageDomainEvents(
   transaction: Transaction,
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   facts: Fact[],
 ): Promise<void> {
   if (!facts.length) return;
-  const sequelize = await database();
-  await sequelize.query(
+  await query(
+    workspaceId,
     `INSERT INTO domain_event_outbox (workspace_id, type, data, changed_fields)
      SELECT $1, v.type, CAST(v.data AS jsonb), CAST(v.changed AS jsonb)
        FROM unnest($2::text[], $3::text[], $4::text[]) WITH ORDINALITY AS v(type, data, changed, n)
       ORDER BY v.n`,
-    {
-      bind: [
-        workspaceId,
-        facts.map((f) => f.type),
-        facts.map((f) => JSON.stringify(f.data)),
-        facts.map((f) => (f.changedFields ? JSON.stringify(f.changedFields) : null)),
-      ],
-      transaction,
-    },
+    [
+      facts.map((f) => f.type),
+      facts.map((f) => JSON.stringify(f.data)),
+      facts.map((f) => (f.changedFields ? JSON.stringify(f.changedFields) : null)),
+    ],
+    transaction,
   );
   transaction.afterCommit(wakeOutboxRelays);
 }
@@ -57,7 +62,7 @@ export async function stageDomainEvents(
 interface OutboxRow {
   seq: string;
   id: string;
-  workspace_id: string;
+  workspace_id: WorkspaceId;
   type: string;
   data: Record<string, unknown>;
   occurred_at: Date;
@@ -96,7 +101,7 @@ export async function relayBatch(
   return sequelize.transaction(async (transaction) => {
     // No wait for the WAL flush: a delete lost by a database crash only sends its facts again. Set by the
     // delete itself (a one-time filter), not by a statement of its own: one round trip fewer a batch.
-    const rows = await queryPrepared<OutboxRow>(
+    const rows = await queryAcrossWorkspacesPrepared<OutboxRow>(
       `DELETE FROM domain_event_outbox
         WHERE seq IN (SELECT seq FROM domain_event_outbox
                        WHERE available_at IS NULL OR available_at <= now()
@@ -133,7 +138,7 @@ export async function relayBatch(
     });
     if (failed.length) {
       // Back under their own seq and id: same place in the order, same fact for idempotent consumers.
-      await queryPrepared(
+      await queryAcrossWorkspacesPrepared(
         `INSERT INTO domain_event_outbox (seq, id, workspace_id, type, data, occurred_at, attempts, available_at, last_error, changed_fields)
          SELECT v.seq, v.id, v.workspace_id, v.type, v.data, v.occurred_at, v.attempts,
                 now() + v.delay_ms * interval '1 millisecond', v.error, v.changed_fields
@@ -168,7 +173,7 @@ export async function relayBatch(
  * outbox lag: how far the channel is behind the writes.
  */
 export async function outboxQueueFigures(): Promise<QueueFigures> {
-  const [row] = await selectRows<QueueFiguresRow>(
+  const [row] = await queryAcrossWorkspaces<QueueFiguresRow>(
     `SELECT ${queueFiguresSql("available_at IS NULL OR available_at <= now()", "COALESCE(available_at, occurred_at)")}
        FROM domain_event_outbox`,
     [],

@@ -1,8 +1,9 @@
 import { Type, type TSchema } from "@sinclair/typebox";
 import type { Transaction } from "sequelize";
-import { selectRows } from "./database";
+import { query } from "./database";
 import { validationError } from "./errors";
 import { Component, Int32 } from "./schema";
+import type { WorkspaceId } from "./tenancy";
 
 /** The one pagination helper: contract's `page`/`limit` (default 50, max 100, larger clamped). */
 export interface PageRequest {
@@ -47,36 +48,38 @@ export interface ListStatement {
   orderBy: string;
   /** A cheaper `FROM … WHERE …` for the total (without the select list's joins); by default `select` itself is counted. */
   countFrom?: string;
-  /** The binds of `countFrom`, when it names fewer than the rows' statement. */
-  countBind?: unknown[];
 }
 
 /**
  * The one list-with-count query: the page's rows (`LIMIT`/`OFFSET` of
  * `page`) and the total of the same filter, run together, each row through
  * `view`. The limit and offset are whole numbers from `pageRequest`, so they
- * are written into the statement and both statements share `bind`.
+ * are written into the statement and both statements share `bind` (`$2`…,
+ * after the workspace, `$1`, as `query` binds it).
  */
 export async function selectPage<R extends object, T>(
-  query: ListStatement,
+  workspaceId: WorkspaceId,
+  statement: ListStatement,
   bind: unknown[],
   page: PageRequest,
   view: (row: R) => T,
   transaction?: Transaction,
 ): Promise<Page<T>> {
-  const [rows, [{ n }]] = await Promise.all([
-    selectRows<R>(
-      `${query.select} ORDER BY ${query.orderBy} LIMIT ${page.limit} OFFSET ${page.offset}`,
+  const [listed, [{ n }]] = await Promise.all([
+    query<R>(
+      workspaceId,
+      `${statement.select} ORDER BY ${statement.orderBy} LIMIT ${page.limit} OFFSET ${page.offset}`,
       bind,
       transaction,
     ),
-    selectRows<{ n: string }>(
-      `SELECT count(*) AS n ${query.countFrom ?? `FROM (${query.select}) listed`}`,
-      query.countBind ?? bind,
+    query<{ n: string }>(
+      workspaceId,
+      `SELECT count(*) AS n ${statement.countFrom ?? `FROM (${statement.select}) listed`}`,
+      bind,
       transaction,
     ),
   ]);
-  return pageOf(rows.map(view), Number(n), page);
+  return pageOf(listed.map(view), Number(n), page);
 }
 
 /**

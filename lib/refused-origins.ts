@@ -1,5 +1,6 @@
 import type { ServiceBroker } from "moleculer";
 import { systemCall } from "./system-call";
+import type { WorkspaceId } from "./tenancy";
 
 /** An origin refused in this process since the last flush: how often, and when last. */
 interface Refusals {
@@ -23,7 +24,7 @@ const MAX_ORIGIN_LENGTH = 200;
  * memory: past MAX_WORKSPACES, new workspaces wait for the next flush.
  */
 export class RefusedOrigins {
-  private pending = new Map<string, Map<string, Refusals>>();
+  private pending = new Map<WorkspaceId, Map<string, Refusals>>();
   private timer: NodeJS.Timeout | null = null;
   private flushing: Promise<void> = Promise.resolve();
 
@@ -33,7 +34,7 @@ export class RefusedOrigins {
     private readonly now: () => Date = () => new Date(),
   ) {}
 
-  note(workspaceId: string, origin: string): void {
+  note(workspaceId: WorkspaceId, origin: string): void {
     let origins = this.pending.get(workspaceId);
     if (!origins) {
       if (this.pending.size >= MAX_WORKSPACES) return;

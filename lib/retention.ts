@@ -1,7 +1,7 @@
 import { Type, type Static } from "@sinclair/typebox";
 import { defineAction } from "./define-service";
 import { Component, Int32, Nullable } from "./schema";
-import { workspaceOf } from "./tenancy";
+import { workspaceOf, type WorkspaceId } from "./tenancy";
 
 /**
  * Data retention (contract-messaging 12): how many days each kind of fact is
@@ -100,8 +100,8 @@ export const PurgeBeforeResult = Type.Object({ deleted: Type.Integer() });
  * repo's count and batch delete (the workspace from ctx.meta, as everywhere).
  */
 export function retentionActions(
-  count: (workspaceId: string, before: Date) => Promise<number>,
-  purge: (workspaceId: string, before: Date, limit: number) => Promise<number>,
+  count: (workspaceId: WorkspaceId, before: Date) => Promise<number>,
+  purge: (workspaceId: WorkspaceId, before: Date, limit: number) => Promise<number>,
 ) {
   return {
     /** Internal (retention): rows a purge before `before` would delete now. */
@@ -121,8 +121,12 @@ export function retentionActions(
   };
 }
 
-/** One statement's runner, as the owning repo picks it (`queryPrepared` on hot tables, else `selectRows`). */
-export type CountQuery = (sql: string, bind: unknown[]) => Promise<Array<{ n: number }>>;
+/** One statement's runner, as the owning repo picks it (`queryPrepared` on hot tables, else `query`). */
+export type CountQuery = (
+  workspaceId: WorkspaceId,
+  sql: string,
+  binds: unknown[],
+) => Promise<Array<{ n: number }>>;
 
 export interface PurgeTable {
   /** The owning area's table, a plain lower-case identifier (it is spliced into the SQL). */
@@ -161,9 +165,9 @@ export function purgeStatements({ table, timeColumn, keep }: PurgeTable): { coun
 export function retentionPurge(target: PurgeTable, query: CountQuery) {
   const sql = purgeStatements(target);
   return {
-    countBefore: async (workspaceId: string, before: Date): Promise<number> =>
-      (await query(sql.count, [workspaceId, before]))[0].n,
-    deleteBefore: async (workspaceId: string, before: Date, limit: number): Promise<number> =>
-      (await query(sql.purge, [workspaceId, before, limit]))[0].n,
+    countBefore: async (workspaceId: WorkspaceId, before: Date): Promise<number> =>
+      (await query(workspaceId, sql.count, [before]))[0].n,
+    deleteBefore: async (workspaceId: WorkspaceId, before: Date, limit: number): Promise<number> =>
+      (await query(workspaceId, sql.purge, [before, limit]))[0].n,
   };
 }

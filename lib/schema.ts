@@ -14,6 +14,7 @@ import {
   type TUnsafe,
 } from "@sinclair/typebox";
 import type { FieldIssue } from "./errors";
+import type { WorkspaceId } from "./tenancy";
 
 /**
  * TypeBox schemas validated by Ajv: one schema object per action gives the
@@ -57,6 +58,13 @@ export const Params = <T extends TProperties>(properties: T, options: ObjectOpti
   Type.Object(properties, { additionalProperties: false, ...options });
 
 /** A shape that recurs (a contact, a page, an event): a named OpenAPI component wherever it appears. */
+/**
+ * A workspace id in params: a path's, checked by the Authorize middleware
+ * before the handler runs, or an internal call's, which carries its caller's
+ * scope. Typed `WorkspaceId`, so it scopes queries as `workspaceOf` does.
+ */
+export const WorkspaceIdParam = Type.Unsafe<WorkspaceId>(Type.String({ minLength: 1, maxLength: 64 }));
+
 export const Component = <T extends TSchema>(name: string, schema: T): T =>
   ({ ...schema, [COMPONENT_KEY]: name }) as T;
 export const COMPONENT_KEY = "x-component";

@@ -1,6 +1,7 @@
 import type { Context, ServiceBroker } from "moleculer";
 import { SYSTEM } from "./access";
 import type { AppMeta } from "./moleculer-types";
+import type { WorkspaceId } from "./tenancy";
 
 /** Meta a system call carries besides the system principal and the workspace. */
 export type SystemCallMeta = Pick<AppMeta, "configVersions">;
@@ -16,7 +17,7 @@ const isContext = (from: Context | ServiceBroker): from is Context => "broker" i
  */
 export function systemCall<T = unknown>(
   from: Context | ServiceBroker,
-  workspaceId: string | undefined,
+  workspaceId: WorkspaceId | undefined,
   action: string,
   params: object = {},
   meta: SystemCallMeta = {},

@@ -1,6 +1,7 @@
 import { LRUCache } from "lru-cache";
 import { MicroBatcher } from "./batcher";
-import { queryPrepared } from "./database";
+import { queryAcrossWorkspacesPrepared } from "./database";
+import type { WorkspaceId } from "./tenancy";
 
 /**
  * Per-workspace values built from rows that rarely change (segment
@@ -19,18 +20,18 @@ import { queryPrepared } from "./database";
  */
 export class VersionedCache<T> {
   private readonly entries: LRUCache<string, { version: string; value: Promise<T> }>;
-  private readonly probes: MicroBatcher<string, string>;
+  private readonly probes: MicroBatcher<WorkspaceId, string>;
 
   constructor(
     /** The current version of each given workspace ("" when it has none), in one statement. */
-    probe: (workspaceIds: string[]) => Promise<Map<string, string>>,
+    probe: (workspaceIds: WorkspaceId[]) => Promise<Map<string, string>>,
     /** Build the value of one workspace. */
-    private readonly load: (workspaceId: string) => Promise<T>,
+    private readonly load: (workspaceId: WorkspaceId) => Promise<T>,
     private readonly options: { area?: string; maxEntries?: number } = {},
   ) {
     this.entries = new LRUCache({ max: options.maxEntries ?? 1000 });
     this.probes = new MicroBatcher(
-      async (workspaceIds: string[]) => {
+      async (workspaceIds: WorkspaceId[]) => {
         const versions = await probe([...new Set(workspaceIds)]);
         return workspaceIds.map((id) => versions.get(id) ?? "");
       },
@@ -39,7 +40,7 @@ export class VersionedCache<T> {
   }
 
   /** The value at the version in `known` (probed since the caller's request arrived), else at a new probe's. */
-  async get(workspaceId: string, known?: Versions): Promise<T> {
+  async get(workspaceId: WorkspaceId, known?: Versions): Promise<T> {
     const area = this.options.area;
     const version =
       area !== undefined && known?.[area] !== undefined ? known[area] : await this.probes.add(workspaceId);
@@ -69,18 +70,24 @@ const probeStatements = new Map<string, string>();
 export function sqlProbe(
   area: string,
   sql: string,
-): (workspaceIds: string[]) => Promise<Map<string, string>> {
+): (workspaceIds: WorkspaceId[]) => Promise<Map<string, string>> {
   probeStatements.set(area, sql);
   return async (workspaceIds) => {
-    const rows = await queryPrepared<{ workspace_id: string; version: string }>(sql, [workspaceIds]);
+    const rows = await queryAcrossWorkspacesPrepared<{ workspace_id: WorkspaceId; version: string }>(sql, [
+      workspaceIds,
+    ]);
     return new Map(rows.map((r) => [r.workspace_id, r.version]));
   };
 }
 
 const allProbes = new MicroBatcher(
-  async (workspaceIds: string[]): Promise<Versions[]> => {
+  async (workspaceIds: WorkspaceId[]): Promise<Versions[]> => {
     const areas = [...probeStatements.keys()].sort();
-    const rows = await queryPrepared<{ area: string; workspace_id: string; version: string }>(
+    const rows = await queryAcrossWorkspacesPrepared<{
+      area: string;
+      workspace_id: WorkspaceId;
+      version: string;
+    }>(
       areas
         .map((area, i) => `SELECT '${area}' AS area, p${i}.* FROM (${probeStatements.get(area)}) p${i}`)
         .join(" UNION ALL "),
@@ -96,6 +103,6 @@ const allProbes = new MicroBatcher(
 );
 
 /** Every cached area's version for the workspace, in one statement shared with concurrent callers (none cached here: undefined). */
-export function probeVersions(workspaceId: string): Promise<Versions | undefined> {
+export function probeVersions(workspaceId: WorkspaceId): Promise<Versions | undefined> {
   return probeStatements.size ? allProbes.add(workspaceId) : Promise.resolve(undefined);
 }

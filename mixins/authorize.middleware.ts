@@ -4,6 +4,7 @@ import { decideAccess } from "../lib/access";
 import { forbidden, unauthorized } from "../lib/errors";
 import type { AppContext } from "../lib/moleculer-types";
 import type { Role } from "../models";
+import { asWorkspaceId } from "../lib/tenancy";
 
 type Handler = (ctx: AppContext) => Promise<unknown>;
 
@@ -108,7 +109,7 @@ export const AuthorizeMiddleware = {
         throw decision.status === 401 ? unauthorized(decision.reason) : forbidden(decision.reason);
       }
       if (workspaceId) {
-        ctx.meta.workspaceId = workspaceId;
+        ctx.meta.workspaceId = asWorkspaceId(workspaceId);
         ctx.meta.role = role ?? undefined;
       }
       return next(ctx);

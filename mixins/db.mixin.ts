@@ -5,7 +5,7 @@ import type { Model, ModelStatic, WhereOptions } from "sequelize";
 import { newId } from "../lib/crypto";
 import { acquireDatabase, releaseDatabase } from "../lib/database";
 import type { AppContext } from "../lib/moleculer-types";
-import { workspaceOf } from "../lib/tenancy";
+import { workspaceOf, type WorkspaceId } from "../lib/tenancy";
 
 /**
  * moleculer-db's Sequelize adapter, bound to the process's one shared
@@ -58,7 +58,7 @@ interface SequelizeAdapter<M extends Model> {
 export class WorkspaceScope<M extends Model> {
   constructor(
     private readonly adapter: SequelizeAdapter<M>,
-    readonly workspaceId: string,
+    readonly workspaceId: WorkspaceId,
   ) {}
 
   private where(where: WhereOptions): WhereOptions {

@@ -14,6 +14,7 @@ import * as realtimeRepo from "./realtime.repo";
 import { cohortCounts } from "./cohorts.repo";
 import { sumBefore, sumRollups, type RollupQuery, type RollupRow } from "./rollups.repo";
 import { attributionForSegment, membersBefore, sumForSegment } from "./segment.repo";
+import type { WorkspaceId } from "../../lib/tenancy";
 
 /**
  * The analytics answers, each a few sums over the rollups. Filters: `channel`
@@ -26,7 +27,7 @@ import { attributionForSegment, membersBefore, sumForSegment } from "./segment.r
  */
 
 export interface Scope {
-  workspaceId: string;
+  workspaceId: WorkspaceId;
   frame: Frame;
   channel?: string;
   campaignId?: string;
@@ -353,7 +354,7 @@ export const REALTIME_MINUTES = 30;
 const RECENT_EVENTS = 20;
 
 /** The last 30 minutes from the raw events: per minute (the current one last), visitors, newest events. */
-export async function realtime(workspaceId: string, now: Date = new Date()) {
+export async function realtime(workspaceId: WorkspaceId, now: Date = new Date()) {
   const minute = 60_000;
   const end = new Date(Math.floor(now.getTime() / minute) * minute + minute);
   const start = new Date(end.getTime() - REALTIME_MINUTES * minute);

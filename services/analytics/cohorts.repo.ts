@@ -1,5 +1,6 @@
-import { Binds, selectRows } from "../../lib/database";
+import { Binds, query } from "../../lib/database";
 import { memberOf } from "./segment.repo";
+import type { WorkspaceId } from "../../lib/tenancy";
 
 /**
  * Cohorts from kept facts (migration 0089): the cohort members from
@@ -18,12 +19,12 @@ export interface CohortCounts {
 }
 
 export async function cohortCounts(
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   event: string | null,
   edges: Date[],
   segmentId?: string,
 ): Promise<CohortCounts> {
-  const binds = new Binds([workspaceId, edges, edges[0], edges[edges.length - 1]]);
+  const binds = Binds.inWorkspace([edges, edges[0], edges[edges.length - 1]]);
   const inSegment = segmentId === undefined ? "" : `AND ${memberOf("k.contact_id", binds.p(segmentId))}`;
   const members =
     event === null
@@ -32,7 +33,8 @@ export async function cohortCounts(
       : `SELECT k.contact_id, k.first_at AS at FROM analytics_contact_firsts k
           WHERE k.workspace_id = $1 AND type = ${binds.p(event)} AND first_at >= $3 AND first_at < $4 ${inSegment}`;
   // Period 0 carries each cohort's size; the activity of a member is read from its cohort's start by key.
-  const rows = await selectRows<{ cohort: number; period: number; contacts: string }>(
+  const rows = await query<{ cohort: number; period: number; contacts: string }>(
+    workspaceId,
     `WITH cohort_contacts AS (SELECT contact_id, width_bucket(at, $2::timestamptz[]) AS cohort FROM (${members}) m)
      SELECT cohort, 0 AS period, count(*) AS contacts FROM cohort_contacts GROUP BY 1
      UNION ALL

@@ -1,5 +1,6 @@
-import { Binds, selectRows } from "../../lib/database";
+import { Binds, query } from "../../lib/database";
 import { memberOf } from "./segment.repo";
+import type { WorkspaceId } from "../../lib/tenancy";
 
 /**
  * Reads of `analytics_contact_firsts` and `analytics_contact_sources`
@@ -15,21 +16,22 @@ import { memberOf } from "./segment.repo";
  * With `segmentId`, only the segment's current members' firsts.
  */
 export async function funnelCounts(
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   steps: string[],
   start: Date,
   end: Date,
   windowMs: number,
   segmentId?: string,
 ): Promise<number[]> {
-  const binds = new Binds([workspaceId, start, end, windowMs]);
+  const binds = Binds.inWorkspace([start, end, windowMs]);
   const members = segmentId === undefined ? "" : `AND ${memberOf("f0.contact_id", binds.p(segmentId))}`;
   const joins = steps.slice(1).map(
     (type, i) => `LEFT JOIN analytics_contact_firsts f${i + 1}
        ON f${i + 1}.workspace_id = $1 AND f${i + 1}.contact_id = f0.contact_id AND f${i + 1}.type = ${binds.p(type)}
       AND f${i + 1}.first_at >= f${i}.first_at AND f${i + 1}.first_at <= f0.first_at + $4 * interval '1 millisecond'`,
   );
-  const [row] = await selectRows<Record<string, string>>(
+  const [row] = await query<Record<string, string>>(
+    workspaceId,
     `SELECT ${steps.map((_, i) => `count(f${i}.first_at) AS s${i}`).join(", ")}
        FROM analytics_contact_firsts f0
        ${joins.join("\n")}
@@ -54,16 +56,17 @@ export interface SourceRow {
  * only the segment's current members.
  */
 export function sourceCounts(
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   conversion: string,
   start: Date,
   end: Date,
   limit: number,
   segmentId?: string,
 ): Promise<SourceRow[]> {
-  const binds = new Binds([workspaceId, conversion, start, end, limit]);
+  const binds = Binds.inWorkspace([conversion, start, end, limit]);
   const members = segmentId === undefined ? "" : `AND ${memberOf("s.contact_id", binds.p(segmentId))}`;
-  return selectRows<SourceRow>(
+  return query<SourceRow>(
+    workspaceId,
     `SELECT s.utm_source, s.utm_medium, count(*) AS contacts, count(c.first_at) AS conversions
        FROM analytics_contact_sources s
        LEFT JOIN analytics_contact_firsts c

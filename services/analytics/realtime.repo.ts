@@ -1,4 +1,5 @@
-import { selectRows } from "../../lib/database";
+import { query } from "../../lib/database";
+import type { WorkspaceId } from "../../lib/tenancy";
 
 /**
  * Realtime (contract-messaging 12): the last 30 minutes read from the raw
@@ -14,17 +15,18 @@ export interface RecentEvent {
 
 /** Events per minute since `since` (minute starts in UTC) and the distinct visitors (contact, else session). */
 export async function minuteCounts(
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   since: Date,
   until: Date,
 ): Promise<{ perMinute: Map<number, number>; visitors: number }> {
-  const rows = await selectRows<{ minute: Date | null; n: string; visitors: string }>(
+  const rows = await query<{ minute: Date | null; n: string; visitors: string }>(
+    workspaceId,
     `SELECT date_trunc('minute', timestamp) AS minute, count(*) AS n,
             count(DISTINCT coalesce('c:' || contact_id, 's:' || session_id)) AS visitors
        FROM events
       WHERE workspace_id = $1 AND timestamp >= $2 AND timestamp < $3
       GROUP BY ROLLUP (1)`,
-    [workspaceId, since, until],
+    [since, until],
   );
   const perMinute = new Map<number, number>();
   let visitors = 0;
@@ -37,16 +39,17 @@ export async function minuteCounts(
 
 /** The newest events since `since`, newest first. */
 export async function recentEvents(
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   since: Date,
   until: Date,
   limit: number,
 ): Promise<RecentEvent[]> {
-  const rows = await selectRows<{ id: string; type: string; contact_id: string | null; timestamp: Date }>(
+  const rows = await query<{ id: string; type: string; contact_id: string | null; timestamp: Date }>(
+    workspaceId,
     `SELECT id, type, contact_id, timestamp FROM events
       WHERE workspace_id = $1 AND timestamp >= $2 AND timestamp < $3
       ORDER BY timestamp DESC, id DESC LIMIT $4`,
-    [workspaceId, since, until, limit],
+    [since, until, limit],
   );
   return rows.map((row) => ({
     id: row.id,

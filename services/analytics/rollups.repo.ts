@@ -1,5 +1,6 @@
-import { Binds, selectRows } from "../../lib/database";
+import { Binds, query, queryAcrossWorkspaces } from "../../lib/database";
 import { tilesOf } from "./tiles";
+import type { WorkspaceId } from "../../lib/tenancy";
 
 /**
  * Reads of `analytics_rollups` (migration 0083) and the deltas the facts'
@@ -37,7 +38,7 @@ export type RollupRow = Partial<Record<RollupKey, string>> & { period?: number; 
 const ALL = "all:";
 
 /** Sums over the frame, one row per distinct value of `by`. */
-export async function sumRollups(workspaceId: string, q: RollupQuery): Promise<RollupRow[]> {
+export async function sumRollups(workspaceId: WorkspaceId, q: RollupQuery): Promise<RollupRow[]> {
   const edges = q.edges.map((edge) => edge.getTime());
   const periodic = q.by.includes("period");
   const spans: Array<[number, number]> = periodic
@@ -48,7 +49,7 @@ export async function sumRollups(workspaceId: string, q: RollupQuery): Promise<R
     q.channel === undefined &&
     q.campaignId === undefined &&
     !q.by.some((key) => key === "channel" || key === "campaign" || key === "dim");
-  const binds = new Binds(periodic ? [workspaceId, q.edges] : [workspaceId]);
+  const binds = Binds.inWorkspace(periodic ? [q.edges] : []);
   const tileSql = `unnest(${binds.p(
     tiles.map((t) => t.tier),
     "smallint[]",
@@ -85,7 +86,8 @@ export async function sumRollups(workspaceId: string, q: RollupQuery): Promise<R
   const keys = q.by.map((key) => `${KEY_SQL[key]} AS ${key}`);
   // One statement, so one snapshot: a fold committing meanwhile moves deltas into rollups wholly before or after
   // it. One index range scan per tile (OFFSET 0 keeps the subquery a parameterised scan, never a hash of the table).
-  const rows = await selectRows<Record<string, string | number>>(
+  const rows = await query<Record<string, string | number>>(
+    workspaceId,
     `SELECT ${[...keys, "sum(r.value) AS value"].join(", ")}
        FROM (SELECT r.metric, r.bucket, r.channel, r.campaign_id, r.dim, r.value
                FROM ${tileSql}
@@ -109,7 +111,7 @@ const BEGINNING = new Date(Date.UTC(1900, 0, 1));
 
 /** Sums of `metrics` over all time before `end` (a running total such as the contacts held), by metric. */
 export async function sumBefore(
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   metrics: string[],
   end: Date,
 ): Promise<Map<string, number>> {
@@ -131,7 +133,7 @@ export const FOLD_BATCH = 20_000;
  * workspace are dropped. Answers how many were folded.
  */
 export async function foldBatch(limit = FOLD_BATCH): Promise<number | null> {
-  const [row] = await selectRows<{ held: boolean; folded: string }>(
+  const [row] = await queryAcrossWorkspaces<{ held: boolean; folded: string }>(
     `WITH lock AS (SELECT pg_try_advisory_xact_lock($1) AS held),
      batch AS (
        DELETE FROM analytics_rollup_deltas d

@@ -2,13 +2,13 @@ import { fieldError } from "../../lib/errors";
 import { isServiceAvailable } from "../../lib/registry";
 import type { AppContext } from "../../lib/moleculer-types";
 import { systemCall } from "../../lib/system-call";
-import { workspaceOf } from "../../lib/tenancy";
+import { workspaceOf, type WorkspaceId } from "../../lib/tenancy";
 import type { Scope } from "./answers";
 import type { RangeQuery } from "./analytics.schemas";
 import { frameOf } from "./buckets";
 
 /** The workspace's zone (`settings.timezone`, else UTC): the default of `timezone`. */
-async function workspaceZone(ctx: AppContext, workspaceId: string): Promise<string> {
+async function workspaceZone(ctx: AppContext, workspaceId: WorkspaceId): Promise<string> {
   const workspace = await systemCall<{ settings?: { timezone?: unknown } }>(
     ctx,
     workspaceId,

@@ -1,6 +1,7 @@
-import { Binds, selectRows } from "../../lib/database";
+import { Binds, query } from "../../lib/database";
 import type { RollupKey, RollupQuery, RollupRow } from "./rollups.repo";
 import { sourcesOf, type SegmentSource } from "./segment-metrics";
+import type { WorkspaceId } from "../../lib/tenancy";
 
 /**
  * Sums for a segment (`segmentId`): rollups are not kept per segment (its
@@ -82,13 +83,13 @@ export const memberOf = (contact: string, segment: string) =>
 
 /** Sums over the frame for the segment's current members, one row per distinct value of `by`. */
 export async function sumForSegment(
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   segmentId: string,
   q: RollupQuery,
 ): Promise<RollupRow[]> {
   const branches = [...sourcesOf(q.metrics)].map((source) => BRANCHES[source]);
   if (!branches.length) return [];
-  const binds = new Binds([workspaceId, segmentId, q.edges[0], q.edges[q.edges.length - 1]]);
+  const binds = Binds.inWorkspace([segmentId, q.edges[0], q.edges[q.edges.length - 1]]);
   const keys = q.by.map((key) =>
     key === "period"
       ? `width_bucket(f.at, ${binds.p(q.edges, "timestamptz[]")}) AS period`
@@ -97,7 +98,8 @@ export async function sumForSegment(
   const where = [`f.metric = ANY (${binds.p(q.metrics, "text[]")})`];
   if (q.channel !== undefined) where.push(`f.channel = ${binds.p(q.channel)}`);
   if (q.campaignId !== undefined) where.push(`f.campaign = ${binds.p(q.campaignId)}`);
-  const rows = await selectRows<Record<string, string | number>>(
+  const rows = await query<Record<string, string | number>>(
+    workspaceId,
     `WITH segment_contacts AS (${MEMBERS})
      SELECT ${[...keys, "sum(f.value) AS value"].join(", ")}
        FROM (${branches.join("\nUNION ALL\n")}) AS f(metric, at, channel, campaign, dim, value)
@@ -109,13 +111,14 @@ export async function sumForSegment(
 }
 
 /** The segment's current members created before `end`: its contacts held then (none of them removed). */
-export async function membersBefore(workspaceId: string, segmentId: string, end: Date): Promise<number> {
-  const [row] = await selectRows<{ n: string }>(
+export async function membersBefore(workspaceId: WorkspaceId, segmentId: string, end: Date): Promise<number> {
+  const [row] = await query<{ n: string }>(
+    workspaceId,
     `SELECT count(*) AS n FROM segment_members sm
        JOIN segments s ON s.id = sm.segment_id AND s.workspace_id = $1
        JOIN analytics_contact_created c ON c.workspace_id = $1 AND c.contact_id = sm.contact_id
       WHERE sm.segment_id = $2 AND c.created_at < $3`,
-    [workspaceId, segmentId, end],
+    [segmentId, end],
   );
   return Number(row.n);
 }
@@ -128,14 +131,15 @@ export async function membersBefore(workspaceId: string, segmentId: string, end:
  * attribution rollups hold for these conversions.
  */
 export async function attributionForSegment(
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   segmentId: string,
   model: string,
   conversion: string,
   start: Date,
   end: Date,
 ): Promise<RollupRow[]> {
-  const rows = await selectRows<{ metric: string; channel: string; dim: string; value: string }>(
+  const rows = await query<{ metric: string; channel: string; dim: string; value: string }>(
+    workspaceId,
     `WITH segment_contacts AS (${MEMBERS})
      SELECT 'attr.' || m.model || '.' || v.measure || '.' || c.type AS metric, t.kind AS channel, t.key AS dim,
             sum(CASE v.measure WHEN 'conversions' THEN 1::numeric ELSE c.amount END / m.share) AS value
@@ -149,7 +153,7 @@ export async function attributionForSegment(
       CROSS JOIN (VALUES ('conversions'), ('revenue')) AS v(measure)
       WHERE m.model = $3 AND m.counts
       GROUP BY 1, 2, 3`,
-    [workspaceId, segmentId, model, conversion, start, end],
+    [segmentId, model, conversion, start, end],
   );
   return rows.map((row) => ({ ...row, value: Number(row.value) }));
 }

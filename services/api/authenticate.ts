@@ -12,6 +12,7 @@ import type { AppContext } from "../../lib/moleculer-types";
 import { decodeSession, sessionIdOf } from "../../lib/session-token";
 import { ownOrListedOrigin } from "../../lib/origins";
 import { readSessionCookie } from "../auth/cookies";
+import type { WorkspaceId } from "../../lib/tenancy";
 
 export interface GatewayRequest extends IncomingMessage {
   $action?: ActionSchema;
@@ -26,7 +27,7 @@ export interface GatewayRequest extends IncomingMessage {
 
 export interface VerifiedApiKey {
   id: string;
-  workspaceId: string;
+  workspaceId: WorkspaceId;
   scopes: string[];
   expiresAt: string | null;
   lastUsedAt: string | null;

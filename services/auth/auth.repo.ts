@@ -1,9 +1,10 @@
-import { Op, QueryTypes } from "sequelize";
-import { database, uniqueViolation } from "../../lib/database";
+import { Op } from "sequelize";
+import { database, queryAcrossWorkspaces, uniqueViolation } from "../../lib/database";
 import { newId, randomBase62, randomHex, sha256Hex } from "../../lib/crypto";
 import { conflict } from "../../lib/errors";
 import { hashPassword } from "../../lib/passwords";
 import { ApiKey, PasswordResetToken, User } from "../../models";
+import type { WorkspaceId } from "../../lib/tenancy";
 
 /** Every query of the auth area: users, password resets, API keys. */
 
@@ -55,10 +56,9 @@ export async function createResetToken(userId: string): Promise<string> {
 }
 
 const liveTokenHolder = async (hash: string): Promise<string | undefined> => {
-  const sequelize = await database();
-  const rows = await sequelize.query<{ user_id: string }>(
+  const rows = await queryAcrossWorkspaces<{ user_id: string }>(
     `SELECT user_id FROM password_reset_tokens WHERE token_hash = $1 AND used_at IS NULL AND expires_at > now()`,
-    { bind: [hash], type: QueryTypes.SELECT },
+    [hash],
   );
   return rows[0]?.user_id;
 };
@@ -76,18 +76,20 @@ export async function resetPassword(token: string, password: string): Promise<st
   const sequelize = await database();
   const passwordHash = await hashPassword(password);
   return sequelize.transaction(async (transaction) => {
-    const rows = await sequelize.query<{ user_id: string }>(
+    const rows = await queryAcrossWorkspaces<{ user_id: string }>(
       `UPDATE password_reset_tokens SET used_at = now()
         WHERE token_hash = $1 AND used_at IS NULL AND expires_at > now()
         RETURNING user_id`,
-      { bind: [hash], type: QueryTypes.SELECT, transaction },
+      [hash],
+      transaction,
     );
     const userId = rows[0]?.user_id;
     if (!userId) return null;
-    await sequelize.query(
+    await queryAcrossWorkspaces(
       `UPDATE users SET password_hash = $2, sessions_valid_after = date_trunc('second', now()), updated_at = now()
         WHERE id = $1`,
-      { bind: [userId, passwordHash], transaction },
+      [userId, passwordHash],
+      transaction,
     );
     // Any other outstanding link for this user dies with the reset.
     await PasswordResetToken.update(
@@ -100,12 +102,11 @@ export async function resetPassword(token: string, password: string): Promise<st
 
 /** A signed-out session stays refused until its token would have expired anyway. */
 export async function revokeSession(sessionId: string, userId: string, expiresAt: Date): Promise<void> {
-  const sequelize = await database();
-  await sequelize.query(
+  await queryAcrossWorkspaces(
     `INSERT INTO revoked_sessions (session_id, user_id, expires_at)
      SELECT $1, id, $3 FROM users WHERE id = $2
      ON CONFLICT (session_id) DO NOTHING`,
-    { bind: [sessionId, userId, expiresAt] },
+    [sessionId, userId, expiresAt],
   );
 }
 
@@ -115,22 +116,19 @@ export async function revokeSession(sessionId: string, userId: string, expiresAt
  * (`issuedAt` in Unix seconds, as the token's `iat`).
  */
 export async function sessionActive(userId: string, sessionId: string, issuedAt: number): Promise<boolean> {
-  const sequelize = await database();
-  const rows = await sequelize.query<{ active: boolean }>(
+  const rows = await queryAcrossWorkspaces<{ active: boolean }>(
     `SELECT (u.sessions_valid_after IS NULL OR u.sessions_valid_after <= to_timestamp($3))
             AND NOT EXISTS (SELECT 1 FROM revoked_sessions r WHERE r.session_id = $2) AS active
        FROM users u WHERE u.id = $1`,
-    { bind: [userId, sessionId, issuedAt], type: QueryTypes.SELECT },
+    [userId, sessionId, issuedAt],
   );
   return rows[0]?.active === true;
 }
 
 /** Revocations past their token's expiry are no longer needed: the token is refused as expired. */
 export async function pruneRevokedSessions(): Promise<number> {
-  const sequelize = await database();
-  const rows = await sequelize.query(
+  const rows = await queryAcrossWorkspaces(
     `DELETE FROM revoked_sessions WHERE expires_at < now() - interval '1 minute' RETURNING 1`,
-    { type: QueryTypes.SELECT },
   );
   return rows.length;
 }
@@ -147,7 +145,7 @@ export interface ApiKeyView {
 
 export const maskKey = (lastFour: string) => `svc_****${lastFour}`;
 
-export async function listKeys(workspaceId: string): Promise<ApiKeyView[]> {
+export async function listKeys(workspaceId: WorkspaceId): Promise<ApiKeyView[]> {
   const keys = await ApiKey.findAll({
     where: { workspaceId, revokedAt: { [Op.is]: null } },
     order: [
@@ -168,7 +166,7 @@ export async function listKeys(workspaceId: string): Promise<ApiKeyView[]> {
 
 /** `svc_` + 40 base62 characters; the full value exists only in this return value. */
 export async function createKey(
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   input: { name: string; scopes: string[]; expiresAt: Date | null; createdBy: string | null },
 ): Promise<ApiKeyView> {
   const key = `svc_${randomBase62(40)}`;
@@ -186,7 +184,7 @@ export async function createKey(
 }
 
 /** Whether a live key was revoked (false: none such in this workspace). */
-export async function revokeKey(workspaceId: string, keyId: string): Promise<boolean> {
+export async function revokeKey(workspaceId: WorkspaceId, keyId: string): Promise<boolean> {
   const [count] = await ApiKey.update(
     { revokedAt: new Date() },
     { where: { id: keyId, workspaceId, revokedAt: { [Op.is]: null } } },

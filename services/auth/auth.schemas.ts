@@ -1,8 +1,15 @@
 import { Type, type TSchema } from "@sinclair/typebox";
 import { SCOPES } from "../../lib/access";
-import { Component, DateTime, Nullable, Params, StringEnum, Trimmed } from "../../lib/schema";
+import {
+  Component,
+  DateTime,
+  Nullable,
+  Params,
+  StringEnum,
+  Trimmed,
+  WorkspaceIdParam,
+} from "../../lib/schema";
 
-const WorkspaceId = Type.String({ minLength: 1, maxLength: 64 });
 const Email = Type.String({ format: "email", maxLength: 254, transform: ["trim", "toLowerCase"] });
 const Password = Type.String({ minLength: 8, maxLength: 256 });
 const Scope = StringEnum([...SCOPES, "*"]);
@@ -141,14 +148,14 @@ export const schemas = {
   error: Params({ error: Type.Optional(Type.String({ maxLength: 200 })) }),
   forgotPassword: Params({ email: Email }),
   resetPassword: Params({ token: Type.String({ minLength: 1, maxLength: 200 }), password: Password }),
-  listKeys: Params({ workspaceId: WorkspaceId }),
+  listKeys: Params({ workspaceId: WorkspaceIdParam }),
   createKey: Params({
-    workspaceId: WorkspaceId,
+    workspaceId: WorkspaceIdParam,
     name: Trimmed({ minLength: 1, maxLength: 100 }),
     scopes: Type.Optional(Type.Array(Scope, { maxItems: 64, default: [] })),
     expiresAt: Type.Optional(Nullable(Type.String({ format: "date-time" }))),
   }),
-  revokeKey: Params({ workspaceId: WorkspaceId, keyId: Type.String({ minLength: 1, maxLength: 64 }) }),
+  revokeKey: Params({ workspaceId: WorkspaceIdParam, keyId: Type.String({ minLength: 1, maxLength: 64 }) }),
   verifyApiKey: Params({ keyHash: Type.String({ minLength: 64, maxLength: 64 }) }),
   touchApiKey: Params({ id: Type.String() }),
   checkCredentials: Params({ email: Email, password: Type.String({ maxLength: 256 }) }),

@@ -1,5 +1,6 @@
-import { selectRows } from "../../lib/database";
+import { query, queryAcrossWorkspaces } from "../../lib/database";
 import type { Workflow } from "./workflow";
+import type { WorkspaceId } from "../../lib/tenancy";
 
 /** The queries of campaign A/B splits: each variant's figures and the winners. */
 
@@ -18,7 +19,7 @@ export interface VariantCounts {
  * a goal.
  */
 export async function variantCounts(campaignId: string, nodeId: string): Promise<VariantCounts[]> {
-  const rows = await selectRows<Record<keyof VariantCounts, string>>(
+  const rows = await queryAcrossWorkspaces<Record<keyof VariantCounts, string>>(
     `WITH assigned AS (
        SELECT DISTINCT ON (l.enrollment_id) l.enrollment_id, l.branch, l.created_at
          FROM campaign_logs l
@@ -56,14 +57,14 @@ export interface WinnerRow {
 }
 
 export async function winners(campaignId: string): Promise<WinnerRow[]> {
-  return selectRows<WinnerRow>(
+  return queryAcrossWorkspaces<WinnerRow>(
     `SELECT node_id, winner, decided_by, decided_at FROM campaign_ab_winners WHERE campaign_id = $1`,
     [campaignId],
   );
 }
 
 export async function winnerOf(campaignId: string, nodeId: string): Promise<string | null> {
-  const [row] = await selectRows<{ winner: string }>(
+  const [row] = await queryAcrossWorkspaces<{ winner: string }>(
     `SELECT winner FROM campaign_ab_winners WHERE campaign_id = $1 AND node_id = $2`,
     [campaignId, nodeId],
   );
@@ -72,30 +73,31 @@ export async function winnerOf(campaignId: string, nodeId: string): Promise<stri
 
 /** Choose a winner: by hand it replaces any; the test only names one where none is chosen. */
 export async function setWinner(
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   campaignId: string,
   nodeId: string,
   winner: string,
   by: "hand" | "test",
 ): Promise<void> {
-  await selectRows(
-    `INSERT INTO campaign_ab_winners (campaign_id, node_id, workspace_id, winner, decided_by) VALUES ($1, $2, $3, $4, $5)
+  await query(
+    workspaceId,
+    `INSERT INTO campaign_ab_winners (campaign_id, node_id, workspace_id, winner, decided_by) VALUES ($2, $3, $1, $4, $5)
      ON CONFLICT (campaign_id, node_id) DO ${by === "hand" ? "UPDATE SET winner = EXCLUDED.winner, decided_by = 'hand', decided_at = now()" : "NOTHING"}
      RETURNING node_id`,
-    [campaignId, nodeId, workspaceId, winner, by],
+    [campaignId, nodeId, winner, by],
   );
 }
 
 /** Active campaigns whose published version has a split, with that workflow (of one workspace, when given). */
 export async function campaignsWithSplits(
-  workspaceId?: string,
-): Promise<Array<{ id: string; workspace_id: string; name: string; workflow: Workflow }>> {
-  return selectRows(
+  workspaceId?: WorkspaceId,
+): Promise<Array<{ id: string; workspace_id: WorkspaceId; name: string; workflow: Workflow }>> {
+  const statement = (scope: string) =>
     `SELECT c.id, c.workspace_id, c.name, v.workflow
        FROM campaigns c JOIN campaign_versions v ON v.campaign_id = c.id AND v.number = c.published_version
-      WHERE v.workflow -> 'nodes' @> '[{"type": "ab_split"}]'
-        ${workspaceId ? "AND c.workspace_id = $1" : "AND c.status = 'active'"}
-      ORDER BY c.created_at DESC, c.id DESC`,
-    workspaceId ? [workspaceId] : [],
-  );
+      WHERE v.workflow -> 'nodes' @> '[{"type": "ab_split"}]' AND ${scope}
+      ORDER BY c.created_at DESC, c.id DESC`;
+  return workspaceId
+    ? query(workspaceId, statement("c.workspace_id = $1"))
+    : queryAcrossWorkspaces(statement("c.status = 'active'"));
 }

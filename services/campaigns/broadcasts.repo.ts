@@ -1,7 +1,8 @@
-import { Binds, database, isoTimeSql, selectRows } from "../../lib/database";
+import { Binds, database, isoTimeSql, query, queryAcrossWorkspaces } from "../../lib/database";
 import { compileFilter } from "../segments/filter-compiler";
 import type { FilterGroup } from "../segments/filter-schema";
 import { emptyWorkflow } from "./workflow";
+import type { WorkspaceId } from "../../lib/tenancy";
 
 /**
  * The queries of broadcasts: the campaign row that stands for one, its
@@ -40,21 +41,30 @@ export interface BroadcastSpec {
 
 export interface BroadcastRow {
   id: string;
-  workspace_id: string;
+  workspace_id: WorkspaceId;
   broadcast: BroadcastSpec;
 }
 
 /** A broadcast is a campaign of type `broadcast`, active while it sends. */
-export async function insertBroadcast(workspaceId: string, id: string, name: string, spec: BroadcastSpec) {
-  await selectRows(
+export async function insertBroadcast(
+  workspaceId: WorkspaceId,
+  id: string,
+  name: string,
+  spec: BroadcastSpec,
+) {
+  await query(
+    workspaceId,
     `INSERT INTO campaigns (id, workspace_id, name, type, status, workflow, broadcast, draft_changed)
-     VALUES ($1, $2, $3, 'broadcast', 'active', $4::jsonb, $5::jsonb, false)`,
-    [id, workspaceId, name, JSON.stringify(emptyWorkflow()), JSON.stringify(spec)],
+     VALUES ($2, $1, $3, 'broadcast', 'active', $4::jsonb, $5::jsonb, false)`,
+    [id, name, JSON.stringify(emptyWorkflow()), JSON.stringify(spec)],
   );
 }
 
 export async function setJob(campaignId: string, jobId: string): Promise<void> {
-  await selectRows(`UPDATE campaigns SET job_id = $2, updated_at = now() WHERE id = $1`, [campaignId, jobId]);
+  await queryAcrossWorkspaces(`UPDATE campaigns SET job_id = $2, updated_at = now() WHERE id = $1`, [
+    campaignId,
+    jobId,
+  ]);
 }
 
 /**
@@ -62,33 +72,34 @@ export async function setJob(campaignId: string, jobId: string): Promise<void> {
  * source; answers the number of recipients.
  */
 export async function takeAudience(
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   campaignId: string,
   spec: BroadcastSpec,
 ): Promise<number> {
   const sequelize = await database();
   return sequelize.transaction(async (transaction) => {
-    const [campaign] = await selectRows<{ broadcast: BroadcastSpec }>(
+    const [campaign] = await queryAcrossWorkspaces<{ broadcast: BroadcastSpec }>(
       `SELECT broadcast FROM campaigns WHERE id = $1 FOR UPDATE`,
       [campaignId],
       transaction,
     );
     if (!campaign.broadcast.audienceTakenAt) {
-      const binds = new Binds([workspaceId, campaignId]);
+      const binds = Binds.inWorkspace([campaignId]);
       const source = audienceSource(spec.audience, binds);
-      await selectRows(
+      await query(
+        workspaceId,
         `INSERT INTO broadcast_recipients (campaign_id, contact_id) SELECT $2, r.id FROM (${source}) AS r(id)
          ON CONFLICT DO NOTHING`,
         binds.values,
         transaction,
       );
-      await selectRows(
+      await queryAcrossWorkspaces(
         `UPDATE campaigns SET broadcast = broadcast || jsonb_build_object('audienceTakenAt', ${isoTimeSql("now()")}) WHERE id = $1`,
         [campaignId],
         transaction,
       );
     }
-    const [{ n }] = await selectRows<{ n: string }>(
+    const [{ n }] = await queryAcrossWorkspaces<{ n: string }>(
       `SELECT count(*) AS n FROM broadcast_recipients WHERE campaign_id = $1`,
       [campaignId],
       transaction,
@@ -99,7 +110,7 @@ export async function takeAudience(
 
 /** The next recipients after `after`, in id order. */
 export async function recipientsPage(campaignId: string, after: string, limit: number): Promise<string[]> {
-  const rows = await selectRows<{ contact_id: string }>(
+  const rows = await queryAcrossWorkspaces<{ contact_id: string }>(
     `SELECT contact_id FROM broadcast_recipients WHERE campaign_id = $1 AND contact_id > $2 ORDER BY contact_id LIMIT $3`,
     [campaignId, after, limit],
   );
@@ -108,7 +119,7 @@ export async function recipientsPage(campaignId: string, after: string, limit: n
 
 /** What the broadcast did: messages queued (or beyond), suppressed, and recipients without a message (no address, gone). */
 export async function broadcastResult(campaignId: string) {
-  const [row] = await selectRows<{ queued: string; suppressed: string; recipients: string }>(
+  const [row] = await queryAcrossWorkspaces<{ queued: string; suppressed: string; recipients: string }>(
     `SELECT count(*) FILTER (WHERE m.status <> 'suppressed') AS queued,
             count(*) FILTER (WHERE m.status = 'suppressed') AS suppressed,
             (SELECT count(*) FROM broadcast_recipients r WHERE r.campaign_id = $1) AS recipients
@@ -127,7 +138,7 @@ export async function broadcastResult(campaignId: string) {
  * so another replica leaves it for a minute.
  */
 export async function claimStalledBroadcasts(): Promise<BroadcastRow[]> {
-  return selectRows<BroadcastRow>(
+  return queryAcrossWorkspaces<BroadcastRow>(
     `UPDATE campaigns c SET job_id = NULL, updated_at = now()
       WHERE c.id IN (SELECT b.id FROM campaigns b LEFT JOIN jobs j ON j.id = b.job_id
                       WHERE b.type = 'broadcast' AND b.status = 'active'
@@ -140,14 +151,15 @@ export async function claimStalledBroadcasts(): Promise<BroadcastRow[]> {
 
 /** Whether the broadcast should go on sending (not paused, completed or gone). */
 export async function stillActive(campaignId: string): Promise<boolean> {
-  const [row] = await selectRows<{ status: string }>(`SELECT status FROM campaigns WHERE id = $1`, [
-    campaignId,
-  ]);
+  const [row] = await queryAcrossWorkspaces<{ status: string }>(
+    `SELECT status FROM campaigns WHERE id = $1`,
+    [campaignId],
+  );
   return row?.status === "active";
 }
 
 export async function finishBroadcast(campaignId: string, status: "completed" | "paused"): Promise<void> {
-  await selectRows(`UPDATE campaigns SET status = $2, updated_at = now() WHERE id = $1`, [
+  await queryAcrossWorkspaces(`UPDATE campaigns SET status = $2, updated_at = now() WHERE id = $1`, [
     campaignId,
     status,
   ]);

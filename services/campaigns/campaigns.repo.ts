@@ -1,5 +1,5 @@
 import type { Transaction } from "sequelize";
-import { Binds, database, likeEscape, selectRows } from "../../lib/database";
+import { Binds, database, likeEscape, query, queryAcrossWorkspaces } from "../../lib/database";
 import { sqlProbe } from "../../lib/versioned-cache";
 import { selectPage, type Page, type PageRequest } from "../../lib/pagination";
 import type { QueueFigures } from "../../lib/business-metrics";
@@ -7,6 +7,7 @@ import { queueFigures, queueFiguresSql, type QueueFiguresRow } from "../../lib/q
 import type { CampaignDetail, CampaignStatus, CampaignView } from "./campaigns.schemas";
 import type { Workflow } from "./workflow";
 import { listTriggers } from "./triggers.repo";
+import type { WorkspaceId } from "../../lib/tenancy";
 
 /** The campaigns' own queries (the campaign rows); triggers, versions, enrollments, logs, A/B and broadcasts have their repos beside it. Workspace id first. */
 
@@ -57,17 +58,18 @@ const campaignView = (r: CampaignRow): CampaignView => ({
 });
 
 export async function listCampaigns(
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   page: PageRequest,
   filter: { status?: string; type?: string; search?: string },
 ): Promise<Page<CampaignView>> {
-  const binds = new Binds([workspaceId]);
+  const binds = Binds.inWorkspace();
   const where = ["c.workspace_id = $1"];
   if (filter.status) where.push(`c.status = ${binds.p(filter.status)}`);
   if (filter.type) where.push(`c.type = ${binds.p(filter.type)}`);
   if (filter.search) where.push(`c.name ILIKE ${binds.p(`%${likeEscape(filter.search)}%`)}`);
   const clause = where.join(" AND ");
   return selectPage(
+    workspaceId,
     {
       select: `${SELECT_CAMPAIGN} WHERE ${clause}`,
       orderBy: "c.created_at DESC, c.id DESC",
@@ -79,11 +81,12 @@ export async function listCampaigns(
   );
 }
 
-export async function getCampaign(workspaceId: string, id: string): Promise<CampaignDetail | null> {
-  const [row] = await selectRows<CampaignRow>(`${SELECT_CAMPAIGN} WHERE c.workspace_id = $1 AND c.id = $2`, [
+export async function getCampaign(workspaceId: WorkspaceId, id: string): Promise<CampaignDetail | null> {
+  const [row] = await query<CampaignRow>(
     workspaceId,
-    id,
-  ]);
+    `${SELECT_CAMPAIGN} WHERE c.workspace_id = $1 AND c.id = $2`,
+    [id],
+  );
   if (!row) return null;
   return {
     ...campaignView(row),
@@ -94,18 +97,19 @@ export async function getCampaign(workspaceId: string, id: string): Promise<Camp
 }
 
 export async function insertCampaign(
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   c: { id: string; name: string; type: "workflow" | "broadcast"; workflow: Workflow; priority: number },
 ): Promise<void> {
-  await selectRows(
-    `INSERT INTO campaigns (id, workspace_id, name, type, workflow, priority) VALUES ($1, $2, $3, $4, $5::jsonb, $6)`,
-    [c.id, workspaceId, c.name, c.type, JSON.stringify(c.workflow), c.priority],
+  await query(
+    workspaceId,
+    `INSERT INTO campaigns (id, workspace_id, name, type, workflow, priority) VALUES ($2, $1, $3, $4, $5::jsonb, $6)`,
+    [c.id, c.name, c.type, JSON.stringify(c.workflow), c.priority],
   );
 }
 
 /** Set the given fields (a new workflow marks the draft changed); false when the campaign does not exist. */
 export async function updateCampaign(
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   id: string,
   fields: {
     name?: string;
@@ -116,7 +120,7 @@ export async function updateCampaign(
   },
   transaction?: Transaction,
 ): Promise<boolean> {
-  const binds = new Binds([workspaceId, id]);
+  const binds = Binds.inWorkspace([id]);
   const sets = ["updated_at = now()"];
   if (fields.name !== undefined) sets.push(`name = ${binds.p(fields.name)}`);
   if (fields.status !== undefined) sets.push(`status = ${binds.p(fields.status)}`);
@@ -125,7 +129,8 @@ export async function updateCampaign(
   if (fields.priority !== undefined) sets.push(`priority = ${binds.p(fields.priority)}`);
   if (fields.workflow !== undefined)
     sets.push(`workflow = ${binds.p(JSON.stringify(fields.workflow))}::jsonb`, "draft_changed = true");
-  const rows = await selectRows<{ id: string }>(
+  const rows = await query<{ id: string }>(
+    workspaceId,
     `UPDATE campaigns SET ${sets.join(", ")} WHERE workspace_id = $1 AND id = $2 RETURNING id`,
     binds.values,
     transaction,
@@ -133,37 +138,49 @@ export async function updateCampaign(
   return rows.length > 0;
 }
 
-export async function deleteCampaign(workspaceId: string, id: string): Promise<boolean> {
-  const rows = await selectRows<{ id: string }>(
+export async function deleteCampaign(workspaceId: WorkspaceId, id: string): Promise<boolean> {
+  const rows = await query<{ id: string }>(
+    workspaceId,
     `DELETE FROM campaigns WHERE workspace_id = $1 AND id = $2 RETURNING id`,
-    [workspaceId, id],
+    [id],
   );
   return rows.length > 0;
 }
 
 /** A copy of a campaign's draft, triggers and priority as a new draft. */
-export async function cloneCampaign(workspaceId: string, id: string, newCampaignId: string, name: string) {
+export async function cloneCampaign(
+  workspaceId: WorkspaceId,
+  id: string,
+  newCampaignId: string,
+  name: string,
+) {
   const sequelize = await database();
   await sequelize.transaction(async (transaction) => {
-    await selectRows(
+    await query(
+      workspaceId,
       `INSERT INTO campaigns (id, workspace_id, name, type, workflow, priority)
        SELECT $3, workspace_id, $4, type, workflow, priority FROM campaigns WHERE workspace_id = $1 AND id = $2`,
-      [workspaceId, id, newCampaignId, name],
+      [id, newCampaignId, name],
       transaction,
     );
-    await selectRows(
+    await query(
+      workspaceId,
       `INSERT INTO campaign_triggers (id, workspace_id, campaign_id, type, config, reentry, cooldown_hours, active)
        SELECT gen_random_uuid()::text, workspace_id, $3, type, config, reentry, cooldown_hours, active
          FROM campaign_triggers WHERE workspace_id = $1 AND campaign_id = $2 ORDER BY created_at`,
-      [workspaceId, id, newCampaignId],
+      [id, newCampaignId],
       transaction,
     );
   });
 }
 
 /** Names of the campaigns, not archived, whose versions send `templateId`, and of broadcasts sending it now. */
-export async function campaignsUsingTemplate(workspaceId: string, templateId: string): Promise<string[]> {
-  const rows = await selectRows<{ name: string }>(
+export async function campaignsUsingTemplate(
+  workspaceId: WorkspaceId,
+  templateId: string,
+): Promise<string[]> {
+  const rows = await query<{ name: string }>(
+    workspaceId,
     `SELECT c.name FROM campaigns c
       WHERE c.workspace_id = $1 AND c.status <> 'archived'
         AND (EXISTS (SELECT 1 FROM campaign_versions v WHERE v.campaign_id = c.id
@@ -171,14 +188,14 @@ export async function campaignsUsingTemplate(workspaceId: string, templateId: st
                             'config', jsonb_build_object('templateId', $2::text))))
              OR (c.type = 'broadcast' AND c.status IN ('active', 'paused') AND c.broadcast ->> 'templateId' = $2))
       ORDER BY c.name`,
-    [workspaceId, templateId],
+    [templateId],
   );
   return rows.map((r) => r.name);
 }
 
 /** Scheduled campaigns across workspaces as a queue (lib/queue-stats.ts): due once their time has come. */
 export async function scheduledQueueFigures(): Promise<QueueFigures> {
-  const [row] = await selectRows<QueueFiguresRow>(
+  const [row] = await queryAcrossWorkspaces<QueueFiguresRow>(
     `SELECT ${queueFiguresSql("scheduled_at <= now()", "scheduled_at")} FROM campaigns
       WHERE status = 'scheduled' AND published_version IS NOT NULL`,
     [],
@@ -188,7 +205,7 @@ export async function scheduledQueueFigures(): Promise<QueueFigures> {
 
 /** Scheduled campaigns whose time has come become active; answers how many. */
 export async function activateScheduled(): Promise<number> {
-  const rows = await selectRows<{ id: string }>(
+  const rows = await queryAcrossWorkspaces<{ id: string }>(
     `UPDATE campaigns SET status = 'active', updated_at = now()
       WHERE status = 'scheduled' AND scheduled_at <= now() AND published_version IS NOT NULL RETURNING id`,
     [],
@@ -201,23 +218,25 @@ export async function activateScheduled(): Promise<number> {
  * workspace's active or paused campaigns name (an older version's too: its
  * enrollments may still be in it).
  */
-export async function awaitedEventTypes(workspaceId: string): Promise<{ goals: string[]; waits: string[] }> {
-  const [row] = await selectRows<{ goals: string[] | null; waits: string[] | null }>(
+export async function awaitedEventTypes(
+  workspaceId: WorkspaceId,
+): Promise<{ goals: string[]; waits: string[] }> {
+  const [row] = await query<{ goals: string[] | null; waits: string[] | null }>(
+    workspaceId,
     `SELECT array_agg(DISTINCT n -> 'config' ->> 'event') FILTER (WHERE n ->> 'type' = 'goal') AS goals,
             array_agg(DISTINCT n -> 'config' -> 'event' ->> 'type') FILTER (WHERE n ->> 'type' = 'wait' AND n -> 'config' ? 'event') AS waits
        FROM campaigns c JOIN campaign_versions v ON v.campaign_id = c.id
        CROSS JOIN LATERAL jsonb_array_elements(v.workflow -> 'nodes') n
       WHERE c.workspace_id = $1 AND c.status IN ('active', 'paused')`,
-    [workspaceId],
   );
   return { goals: row?.goals ?? [], waits: row?.waits ?? [] };
 }
 
 /** Whether the workspace has a campaign that is active or paused (the only ones with live enrollments). */
-export async function hasLiveCampaigns(workspaceId: string): Promise<boolean> {
-  const [row] = await selectRows<{ live: boolean }>(
+export async function hasLiveCampaigns(workspaceId: WorkspaceId): Promise<boolean> {
+  const [row] = await query<{ live: boolean }>(
+    workspaceId,
     `SELECT EXISTS (SELECT 1 FROM campaigns WHERE workspace_id = $1 AND status IN ('active', 'paused')) AS live`,
-    [workspaceId],
   );
   return row.live;
 }

@@ -1,10 +1,18 @@
 import { Type, type Static } from "@sinclair/typebox";
 import { Paginated, PageQuery } from "../../lib/pagination";
-import { Component, DateTime, Int32, Nullable, Params, StringEnum, Trimmed } from "../../lib/schema";
+import {
+  Component,
+  DateTime,
+  Int32,
+  Nullable,
+  Params,
+  StringEnum,
+  Trimmed,
+  WorkspaceIdParam,
+} from "../../lib/schema";
 import { CHANNELS } from "../../lib/channels";
 import { NODE_TYPES } from "./workflow";
 
-const WorkspaceId = Type.String({ minLength: 1, maxLength: 64 });
 const Id = Type.String({ minLength: 1, maxLength: 64 });
 
 export const CAMPAIGN_STATUSES = ["draft", "scheduled", "active", "paused", "completed", "archived"] as const;
@@ -205,18 +213,18 @@ const TriggerConfig = Type.Optional(
   }),
 );
 const Reentry = StringEnum(["once", "always", "cooldown"]);
-const CampaignPath = { workspaceId: WorkspaceId, campaignId: Id };
+const CampaignPath = { workspaceId: WorkspaceIdParam, campaignId: Id };
 
 export const schemas = {
   list: Params({
-    workspaceId: WorkspaceId,
+    workspaceId: WorkspaceIdParam,
     ...PageQuery,
     status: Type.Optional(StringEnum(CAMPAIGN_STATUSES)),
     type: Type.Optional(StringEnum(["workflow", "broadcast"])),
     search: Type.Optional(Type.String({ maxLength: 200 })),
   }),
   create: Params({
-    workspaceId: WorkspaceId,
+    workspaceId: WorkspaceIdParam,
     name: Trimmed({ minLength: 1, maxLength: 200 }),
     workflow: Type.Optional(WorkflowParam),
     priority: Type.Optional(Int32({ minimum: -1000, maximum: 1000 })),
@@ -292,10 +300,10 @@ export const schemas = {
       }),
     ),
   }),
-  automationList: Params({ workspaceId: WorkspaceId, contactId: Id, ...PageQuery }),
-  automationEnroll: Params({ workspaceId: WorkspaceId, contactId: Id, campaignId: Id }),
+  automationList: Params({ workspaceId: WorkspaceIdParam, contactId: Id, ...PageQuery }),
+  automationEnroll: Params({ workspaceId: WorkspaceIdParam, contactId: Id, campaignId: Id }),
   broadcast: Params({
-    workspaceId: WorkspaceId,
+    workspaceId: WorkspaceIdParam,
     name: Trimmed({ minLength: 1, maxLength: 200 }),
     channel: StringEnum(CHANNELS),
     templateId: Id,
@@ -311,12 +319,12 @@ export const schemas = {
   }),
   abWinner: Params({ ...CampaignPath, nodeId: Id, variant: Type.String({ minLength: 1, maxLength: 64 }) }),
   abTests: Params({
-    workspaceId: WorkspaceId,
+    workspaceId: WorkspaceIdParam,
     ...PageQuery,
     kind: Type.Optional(StringEnum(["campaign", "template"])),
   }),
   abTestCreate: Params({
-    workspaceId: WorkspaceId,
+    workspaceId: WorkspaceIdParam,
     templateId: Id,
     variants: Type.Array(
       Type.Object({

@@ -1,9 +1,10 @@
 import { MicroBatcher } from "../../lib/batcher";
-import { Binds, database, selectRows } from "../../lib/database";
+import { Binds, database, query, queryAcrossWorkspaces } from "../../lib/database";
 import { stageDomainEvents, wakeOutboxRelays } from "../../lib/outbox";
 import { audienceSource, type Audience } from "./broadcasts.repo";
 import type { EnrollmentView } from "./campaigns.schemas";
 import { type EnrollmentRow, enrollmentView } from "./enrollments.repo";
+import type { WorkspaceId } from "../../lib/tenancy";
 
 /** The statements that enroll contacts (`campaign_enrollments` inserts, each staging `campaign.contact.enrolled`). Workspace id first. */
 
@@ -50,11 +51,10 @@ export interface EnrollRequest {
  * `campaign.contact.enrolled` for each in the same transaction. Answers the
  * new enrollments.
  */
-export async function enroll(workspaceId: string, r: EnrollRequest): Promise<EnrollmentView[]> {
+export async function enroll(workspaceId: WorkspaceId, r: EnrollRequest): Promise<EnrollmentView[]> {
   const sequelize = await database();
   return sequelize.transaction(async (transaction) => {
-    const binds = new Binds([
-      workspaceId,
+    const binds = Binds.inWorkspace([
       r.campaignId,
       r.version,
       r.contactIds,
@@ -64,7 +64,8 @@ export async function enroll(workspaceId: string, r: EnrollRequest): Promise<Enr
     ]);
     const earlier = reentryCondition(r.reentry, r.cooldownHours, binds, "c");
     // Any unique key taken (a live enrollment, a cause already enrolled) leaves that contact out.
-    const rows = await selectRows<EnrollmentRow>(
+    const rows = await query<EnrollmentRow>(
+      workspaceId,
       `INSERT INTO campaign_enrollments (id, workspace_id, campaign_id, contact_id, version, status, run_at, trigger_id, event, source_key)
        SELECT gen_random_uuid()::text, $1, $2, c.id, $3, 'active', now(), $5, $6::jsonb, k.source_key
          FROM unnest($4::text[], $7::text[]) AS k(contact_id, source_key)
@@ -96,7 +97,7 @@ interface MatchedTrigger {
 }
 
 interface TriggeredEnrollment {
-  workspaceId: string;
+  workspaceId: WorkspaceId;
   contactId: string;
   triggers: MatchedTrigger[];
   event: Record<string, unknown>;
@@ -110,7 +111,7 @@ interface TriggeredEnrollment {
  * and its own transaction for all. Answers how many.
  */
 export function enrollByTriggers(
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   contactId: string,
   triggers: MatchedTrigger[],
   event: Record<string, unknown>,
@@ -122,7 +123,7 @@ export function enrollByTriggers(
 const triggerEnrollments = new MicroBatcher(
   async (items: TriggeredEnrollment[]): Promise<number[]> => {
     const rows = items.flatMap((item, n) => item.triggers.map((t) => ({ n, item, t })));
-    const enrolled = await selectRows<{ n: number }>(
+    const enrolled = await queryAcrossWorkspaces<{ n: number }>(
       `WITH t AS (
               SELECT * FROM unnest($1::int[], $2::text[], $3::text[], $4::text[], $5::int[], $6::text[], $7::text[], $8::int[], $9::text[])
                 AS t(n, workspace_id, contact_id, campaign_id, version, trigger_id, reentry, cooldown_hours, event)),
@@ -171,16 +172,17 @@ const triggerEnrollments = new MicroBatcher(
  * the audience held.
  */
 export async function enrollAudience(
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   campaignId: string,
   version: number,
   audience: Audience,
 ): Promise<{ enrolled: number; total: number }> {
   const sequelize = await database();
   return sequelize.transaction(async (transaction) => {
-    const binds = new Binds([workspaceId, campaignId, version]);
+    const binds = Binds.inWorkspace([campaignId, version]);
     const source = audienceSource(audience, binds);
-    const [row] = await selectRows<{ enrolled: string; total: string }>(
+    const [row] = await query<{ enrolled: string; total: string }>(
+      workspaceId,
       `WITH audience AS (${source}),
             enrolled AS (
               INSERT INTO campaign_enrollments (id, workspace_id, campaign_id, contact_id, version, status, run_at)
@@ -208,7 +210,7 @@ export async function enrollAudience(
 export async function enrollAnniversaries(
   trigger: {
     id: string;
-    workspace_id: string;
+    workspace_id: WorkspaceId;
     campaign_id: string;
     published_version: number;
     reentry: "once" | "always" | "cooldown";
@@ -220,15 +222,11 @@ export async function enrollAnniversaries(
 ): Promise<number> {
   const sequelize = await database();
   return sequelize.transaction(async (transaction) => {
-    const binds = new Binds([
-      trigger.workspace_id,
-      trigger.campaign_id,
-      trigger.published_version,
-      trigger.id,
-    ]);
+    const binds = Binds.inWorkspace([trigger.campaign_id, trigger.published_version, trigger.id]);
     const day = field(binds);
     const earlier = reentryCondition(trigger.reentry, trigger.cooldown_hours, binds, "d");
-    const [row] = await selectRows<{ enrolled: string }>(
+    const [row] = await query<{ enrolled: string }>(
+      trigger.workspace_id,
       `WITH local AS (
               SELECT c.id, ${day}::date AS day,
                      now() AT TIME ZONE COALESCE(NULLIF(c.timezone, ''), NULLIF(w.settings ->> 'timezone', ''), 'UTC') AS at
@@ -255,12 +253,13 @@ export async function enrollAnniversaries(
 }
 
 /** Which of the contacts the workspace has, and which of those are enrolled in the campaign now. */
-export async function enrollable(workspaceId: string, campaignId: string, contactIds: string[]) {
-  const rows = await selectRows<{ id: string; live: boolean }>(
+export async function enrollable(workspaceId: WorkspaceId, campaignId: string, contactIds: string[]) {
+  const rows = await query<{ id: string; live: boolean }>(
+    workspaceId,
     `SELECT c.id, EXISTS (SELECT 1 FROM campaign_enrollments e WHERE e.campaign_id = $2 AND e.contact_id = c.id
                            AND e.status IN ('active', 'waiting')) AS live
        FROM contacts c WHERE c.workspace_id = $1 AND c.id = ANY ($3::text[])`,
-    [workspaceId, campaignId, contactIds],
+    [campaignId, contactIds],
   );
   return new Map(rows.map((r) => [r.id, r.live]));
 }

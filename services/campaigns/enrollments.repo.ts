@@ -1,14 +1,15 @@
-import { Binds, queryPrepared, selectRows } from "../../lib/database";
+import { Binds, query, queryAcrossWorkspaces, queryAcrossWorkspacesPrepared } from "../../lib/database";
 import { selectPage, type Page, type PageRequest } from "../../lib/pagination";
 import type { QueueFigures } from "../../lib/business-metrics";
 import { queueFigures, queueFiguresSql, type QueueFiguresRow } from "../../lib/queue-stats";
 import type { EnrollmentView } from "./campaigns.schemas";
+import type { WorkspaceId } from "../../lib/tenancy";
 
 /** Queries of enrollments as they run: claim, save steps, waits, goals, exits, listing. */
 
 export interface EnrollmentRow {
   id: string;
-  workspace_id: string;
+  workspace_id: WorkspaceId;
   campaign_id: string;
   contact_id: string;
   version: number;
@@ -43,7 +44,7 @@ export const enrollmentView = (r: EnrollmentRow): EnrollmentView => ({
 
 /** The step queue's figures across workspaces (lib/queue-stats.ts): enrollments of active campaigns with a step to run. */
 export async function stepQueueFigures(): Promise<QueueFigures> {
-  const [row] = await selectRows<QueueFiguresRow>(
+  const [row] = await queryAcrossWorkspaces<QueueFiguresRow>(
     `SELECT ${queueFiguresSql("d.run_at <= now()", "d.run_at")}
        FROM campaign_enrollments d JOIN campaigns c ON c.id = d.campaign_id
       WHERE d.run_at IS NOT NULL AND c.status = 'active'`,
@@ -54,7 +55,7 @@ export async function stepQueueFigures(): Promise<QueueFigures> {
 
 /** Live enrollments across workspaces by status (read through the due index: live ones have a `run_at`). */
 export async function liveEnrollmentCounts(): Promise<Array<{ status: string; count: number }>> {
-  const rows = await selectRows<{ status: string; count: string }>(
+  const rows = await queryAcrossWorkspaces<{ status: string; count: string }>(
     `SELECT status, count(*) AS count FROM campaign_enrollments
       WHERE run_at IS NOT NULL AND status IN ('active', 'waiting') GROUP BY status`,
     [],
@@ -71,7 +72,7 @@ export async function claimDue(
   limit: number,
   leaseMs: number,
 ): Promise<Array<EnrollmentRow & { priority: number }>> {
-  return selectRows<EnrollmentRow & { priority: number }>(
+  return queryAcrossWorkspaces<EnrollmentRow & { priority: number }>(
     `UPDATE campaign_enrollments e SET run_at = now() + make_interval(secs => $2::double precision / 1000)
       WHERE e.id IN (SELECT d.id FROM campaign_enrollments d JOIN campaigns c ON c.id = d.campaign_id
                       WHERE d.run_at <= now() AND c.status = 'active'
@@ -114,7 +115,7 @@ export async function saveSteps(saves: StepSave[]): Promise<void> {
   if (!saves.length) return;
   const logs = saves.flatMap(({ e, logs }) => logs.map((l) => ({ e, l })));
   const finished = (status: string) => status === "completed" || status === "exited" || status === "failed";
-  await queryPrepared(
+  await queryAcrossWorkspacesPrepared(
     `WITH s AS (
        SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::timestamptz[], $5::timestamptz[], $6::text[], $7::text[],
                             $8::boolean[])
@@ -152,11 +153,12 @@ export async function saveSteps(saves: StepSave[]): Promise<void> {
 }
 
 /** The contact's enrollments waiting for an event of `type`, each at its wait node. */
-export async function waitingFor(workspaceId: string, contactId: string, type: string) {
-  return selectRows<{ id: string; campaign_id: string; version: number; current_node_id: string }>(
+export async function waitingFor(workspaceId: WorkspaceId, contactId: string, type: string) {
+  return query<{ id: string; campaign_id: string; version: number; current_node_id: string }>(
+    workspaceId,
     `SELECT id, campaign_id, version, current_node_id FROM campaign_enrollments
       WHERE workspace_id = $1 AND contact_id = $2 AND status = 'waiting' AND waiting_event = $3`,
-    [workspaceId, contactId, type],
+    [contactId, type],
   );
 }
 
@@ -165,13 +167,14 @@ export async function waitingFor(workspaceId: string, contactId: string, type: s
  * wait no runner holds (its `run_at` is still its end): one taken at its
  * timeout goes on by the timeout.
  */
-export async function resumeWaits(workspaceId: string, ids: string[]): Promise<number> {
+export async function resumeWaits(workspaceId: WorkspaceId, ids: string[]): Promise<number> {
   if (!ids.length) return 0;
-  const rows = await selectRows<{ id: string }>(
+  const rows = await query<{ id: string }>(
+    workspaceId,
     `UPDATE campaign_enrollments SET next_branch = 'event', run_at = now(), updated_at = now()
       WHERE workspace_id = $1 AND id = ANY ($2::text[]) AND status = 'waiting' AND run_at = waiting_until
       RETURNING id`,
-    [workspaceId, ids],
+    [ids],
   );
   return rows.length;
 }
@@ -180,8 +183,13 @@ export async function resumeWaits(workspaceId: string, ids: string[]): Promise<n
  * The contact's live enrollments whose version has a goal on `type` complete
  * now, wherever they are in the graph; answers how many.
  */
-export async function completeGoals(workspaceId: string, contactId: string, type: string): Promise<number> {
-  const rows = await selectRows<{ id: string }>(
+export async function completeGoals(
+  workspaceId: WorkspaceId,
+  contactId: string,
+  type: string,
+): Promise<number> {
+  const rows = await query<{ id: string }>(
+    workspaceId,
     `WITH reached AS (
        UPDATE campaign_enrollments e SET status = 'completed', exit_reason = 'goal', run_at = NULL, waiting_until = NULL,
               waiting_event = NULL, finished_at = now(), updated_at = now()
@@ -198,34 +206,40 @@ export async function completeGoals(workspaceId: string, contactId: string, type
             'ok', 'goal reached: ' || $3
        FROM reached r
      RETURNING enrollment_id`,
-    [workspaceId, contactId, type],
+    [contactId, type],
   );
   return rows.length;
 }
 
 /** A campaign's live enrollments end (`completed` or `archived` campaign): exited with `reason`. */
-export async function exitLive(workspaceId: string, campaignId: string, reason: string): Promise<number> {
-  const rows = await selectRows<{ id: string }>(
+export async function exitLive(
+  workspaceId: WorkspaceId,
+  campaignId: string,
+  reason: string,
+): Promise<number> {
+  const rows = await query<{ id: string }>(
+    workspaceId,
     `UPDATE campaign_enrollments SET status = 'exited', exit_reason = $3, run_at = NULL, waiting_until = NULL,
             waiting_event = NULL, finished_at = now(), updated_at = now()
       WHERE workspace_id = $1 AND campaign_id = $2 AND status IN ('active', 'waiting') RETURNING id`,
-    [workspaceId, campaignId, reason],
+    [campaignId, reason],
   );
   return rows.length;
 }
 
 export async function listEnrollments(
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   filter: { campaignId?: string; contactId?: string; status?: string },
   page: PageRequest,
 ): Promise<Page<EnrollmentView>> {
-  const binds = new Binds([workspaceId]);
+  const binds = Binds.inWorkspace();
   const where = ["workspace_id = $1"];
   if (filter.campaignId) where.push(`campaign_id = ${binds.p(filter.campaignId)}`);
   if (filter.contactId) where.push(`contact_id = ${binds.p(filter.contactId)}`);
   if (filter.status) where.push(`status = ${binds.p(filter.status)}`);
   const clause = where.join(" AND ");
   return selectPage(
+    workspaceId,
     { select: `SELECT * FROM campaign_enrollments WHERE ${clause}`, orderBy: "created_at DESC, id DESC" },
     binds.values,
     page,
@@ -235,15 +249,16 @@ export async function listEnrollments(
 
 /** Whether the contact clicked `url` in the message of a step (its click event). */
 export async function linkClicked(
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   contactId: string,
   messageId: string,
   url: string,
 ): Promise<boolean> {
-  const [row] = await selectRows<{ yes: boolean }>(
+  const [row] = await query<{ yes: boolean }>(
+    workspaceId,
     `SELECT EXISTS (SELECT 1 FROM events WHERE workspace_id = $1 AND contact_id = $3 AND type = 'message.click'
                       AND metadata ->> 'messageId' = $2 AND metadata ->> 'url' = $4) AS yes`,
-    [workspaceId, messageId, contactId, url],
+    [messageId, contactId, url],
   );
   return row?.yes ?? false;
 }

@@ -13,6 +13,7 @@ import * as enrollmentsRepo from "./enrollments.repo";
 import type { EnrollmentRow } from "./enrollments.repo";
 import { decide, nextNode, type Probe } from "./interpreter";
 import type { Workflow, WorkflowNode } from "./workflow";
+import type { WorkspaceId } from "../../lib/tenancy";
 
 /**
  * The journey run: claimed enrollments advance node by node until a wait
@@ -52,7 +53,7 @@ export async function workflowOf(campaignId: string, version: number): Promise<W
 /** The facts a run's decisions ask for, from the store. */
 export function storeProbe(
   broker: ServiceBroker,
-  e: { workspace_id: string; campaign_id: string; id: string; contact_id: string },
+  e: { workspace_id: WorkspaceId; campaign_id: string; id: string; contact_id: string },
 ): Probe {
   return {
     matches: async (filter) =>
@@ -77,7 +78,7 @@ export function storeProbe(
 /** Whether a step's message was opened or clicked, as the messages area has it; a message not made yet was neither. */
 async function messageEngaged(
   broker: ServiceBroker,
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   messageId: string,
   kind: "opened" | "clicked",
 ): Promise<boolean> {

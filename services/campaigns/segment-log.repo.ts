@@ -1,6 +1,6 @@
-import { QueryTypes } from "sequelize";
-import { database } from "../../lib/database";
+import { database, query, queryAcrossWorkspaces } from "../../lib/database";
 import type { TriggerType } from "./campaigns.schemas";
+import type { WorkspaceId } from "../../lib/tenancy";
 
 /**
  * The segment membership log as the campaigns area reads it: the entries
@@ -11,7 +11,7 @@ import type { TriggerType } from "./campaigns.schemas";
 
 export interface LogChange {
   id: string;
-  workspace_id: string;
+  workspace_id: WorkspaceId;
   segment_id: string;
   contact_id: string;
   change: "entered" | "exited";
@@ -19,7 +19,7 @@ export interface LogChange {
 
 export interface SegmentTrigger {
   id: string;
-  workspace_id: string;
+  workspace_id: WorkspaceId;
   campaign_id: string;
   type: Extract<TriggerType, "segment_entered" | "segment_exited">;
   segment_id: string;
@@ -36,25 +36,23 @@ const LIVE_SEGMENT_TRIGGERS = `
      AND c.status = 'active' AND c.published_version IS NOT NULL`;
 
 /** Active segment triggers of active campaigns (of one workspace, when given). */
-export async function liveSegmentTriggers(workspaceId?: string): Promise<SegmentTrigger[]> {
-  const sequelize = await database();
-  return sequelize.query<SegmentTrigger>(
-    workspaceId ? `${LIVE_SEGMENT_TRIGGERS} AND t.workspace_id = $1` : LIVE_SEGMENT_TRIGGERS,
-    { bind: workspaceId ? [workspaceId] : [], type: QueryTypes.SELECT },
-  );
+export async function liveSegmentTriggers(workspaceId?: WorkspaceId): Promise<SegmentTrigger[]> {
+  return workspaceId
+    ? query<SegmentTrigger>(workspaceId, `${LIVE_SEGMENT_TRIGGERS} AND t.workspace_id = $1`)
+    : queryAcrossWorkspaces<SegmentTrigger>(LIVE_SEGMENT_TRIGGERS);
 }
 
 /** The changes an event caused, in segments that triggers watch. */
 export async function changesOfEvent(
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   eventId: string,
   segmentIds: string[],
 ): Promise<LogChange[]> {
-  const sequelize = await database();
-  return sequelize.query<LogChange>(
+  return query<LogChange>(
+    workspaceId,
     `SELECT id, workspace_id, segment_id, contact_id, change FROM segment_membership_log
       WHERE event_id = $2 AND workspace_id = $1 AND segment_id = ANY ($3::text[]) ORDER BY id`,
-    { bind: [workspaceId, eventId, segmentIds], type: QueryTypes.SELECT },
+    [eventId, segmentIds],
   );
 }
 
@@ -75,7 +73,7 @@ export async function readSegmentLog(
   const sequelize = await database();
   return sequelize.transaction(async (transaction) => {
     const ask = <T extends object>(sql: string, bind: unknown[]) =>
-      sequelize.query<T>(sql, { bind, type: QueryTypes.SELECT, transaction });
+      queryAcrossWorkspaces<T>(sql, bind, transaction);
     const [{ locked }] = await ask<{ locked: boolean }>(
       `SELECT pg_try_advisory_xact_lock(hashtext('campaigns.segment_log')) AS locked`,
       [],

@@ -1,9 +1,10 @@
 import { newId } from "../../lib/crypto";
-import { database, selectRows } from "../../lib/database";
+import { database, query, queryAcrossWorkspaces } from "../../lib/database";
 import { selectPage, type Page, type PageRequest } from "../../lib/pagination";
 import type { CampaignStatus, VersionView } from "./campaigns.schemas";
 import type { Workflow } from "./workflow";
 import { updateCampaign } from "./campaigns.repo";
+import type { WorkspaceId } from "../../lib/tenancy";
 
 /** Queries of a campaign's published versions (`campaign_versions`). Workspace id first. */
 
@@ -30,14 +31,15 @@ const versionView = (r: VersionRow): VersionView => ({
  * transaction with the campaign's move to it (and to `status`, if given).
  */
 export async function publishVersion(
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   campaignId: string,
   note: string | null,
   status?: CampaignStatus,
 ): Promise<VersionView> {
   const sequelize = await database();
   return sequelize.transaction(async (transaction) => {
-    const [row] = await selectRows<VersionRow>(
+    const [row] = await query<VersionRow>(
+      workspaceId,
       `WITH c AS (SELECT id, workflow FROM campaigns WHERE workspace_id = $1 AND id = $2 FOR UPDATE)
        INSERT INTO campaign_versions (id, workspace_id, campaign_id, number, workflow, triggers, note)
        SELECT $3, $1, c.id,
@@ -49,13 +51,14 @@ export async function publishVersion(
               $4
          FROM c
        RETURNING *`,
-      [workspaceId, campaignId, newId(), note],
+      [campaignId, newId(), note],
       transaction,
     );
-    await selectRows(
+    await query(
+      workspaceId,
       `UPDATE campaigns SET published_version = $3, draft_changed = false, status = COALESCE($4, status), updated_at = now()
         WHERE workspace_id = $1 AND id = $2`,
-      [workspaceId, campaignId, row.number, status ?? null],
+      [campaignId, row.number, status ?? null],
       transaction,
     );
     return versionView(row);
@@ -63,36 +66,38 @@ export async function publishVersion(
 }
 
 export async function listVersions(
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   campaignId: string,
   page: PageRequest,
 ): Promise<Page<VersionView>> {
   return selectPage(
+    workspaceId,
     {
       select: "SELECT * FROM campaign_versions WHERE workspace_id = $1 AND campaign_id = $2",
       orderBy: "number DESC",
     },
-    [workspaceId, campaignId],
+    [campaignId],
     page,
     versionView,
   );
 }
 
 export async function getVersion(
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   campaignId: string,
   id: string,
 ): Promise<VersionView | null> {
-  const [row] = await selectRows<VersionRow>(
+  const [row] = await query<VersionRow>(
+    workspaceId,
     `SELECT * FROM campaign_versions WHERE workspace_id = $1 AND campaign_id = $2 AND id = $3`,
-    [workspaceId, campaignId, id],
+    [campaignId, id],
   );
   return row ? versionView(row) : null;
 }
 
 /** A version's workflow; versions never change, so callers may keep it. */
 export async function versionWorkflow(campaignId: string, number: number): Promise<Workflow | null> {
-  const [row] = await selectRows<{ workflow: Workflow }>(
+  const [row] = await queryAcrossWorkspaces<{ workflow: Workflow }>(
     `SELECT workflow FROM campaign_versions WHERE campaign_id = $1 AND number = $2`,
     [campaignId, number],
   );
@@ -101,23 +106,25 @@ export async function versionWorkflow(campaignId: string, number: number): Promi
 
 /** Copy a version's workflow and triggers into the draft (the draft then differs from the newest version). */
 export async function restoreVersion(
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   campaignId: string,
   version: VersionView,
 ): Promise<void> {
   const sequelize = await database();
   await sequelize.transaction(async (transaction) => {
     await updateCampaign(workspaceId, campaignId, { workflow: version.workflow as Workflow }, transaction);
-    await selectRows(
+    await query(
+      workspaceId,
       `DELETE FROM campaign_triggers WHERE workspace_id = $1 AND campaign_id = $2`,
-      [workspaceId, campaignId],
+      [campaignId],
       transaction,
     );
-    await selectRows(
+    await query(
+      workspaceId,
       `INSERT INTO campaign_triggers (id, workspace_id, campaign_id, type, config, reentry, cooldown_hours, active)
        SELECT t.id, $1, $2, t.type, t.config, t.reentry, t."cooldownHours", t.active
          FROM jsonb_to_recordset($3::jsonb) AS t(id text, type text, config jsonb, reentry text, "cooldownHours" integer, active boolean)`,
-      [workspaceId, campaignId, JSON.stringify(version.triggers)],
+      [campaignId, JSON.stringify(version.triggers)],
       transaction,
     );
   });

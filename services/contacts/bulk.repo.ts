@@ -1,5 +1,6 @@
-import { QueryTypes, type Transaction } from "sequelize";
-import { database } from "../../lib/database";
+import { type Transaction } from "sequelize";
+import { Binds, query } from "../../lib/database";
+import type { WorkspaceId } from "../../lib/tenancy";
 
 export type BulkAction = "tag" | "untag" | "delete" | "setStage" | "setAttribute";
 
@@ -25,36 +26,35 @@ interface Changed {
  * Answers the one field each action changes, which its `contact.updated` facts name.
  */
 export async function updateInBulk(
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   action: Exclude<BulkAction, "delete">,
   value: BulkValue,
   ids: string[],
   actor: { actorType: string; actorId: string | null },
   transaction: Transaction,
 ): Promise<{ field: string; changed: Changed[] }> {
-  const sequelize = await database();
-  const bind: unknown[] = [workspaceId, ids];
+  const bind = Binds.inWorkspace([ids]);
   let set: string;
   let changedOnly: string;
   let field: string;
   if (action === "tag") {
     field = "tags";
-    bind.push(value.tag);
+    bind.values.push(value.tag);
     set = "tags = c.tags || ARRAY[$3]::text[]";
     changedOnly = "NOT (c.tags @> ARRAY[$3]::text[])";
   } else if (action === "untag") {
     field = "tags";
-    bind.push(value.tag);
+    bind.values.push(value.tag);
     set = "tags = array_remove(c.tags, $3)";
     changedOnly = "c.tags @> ARRAY[$3]::text[]";
   } else if (action === "setStage") {
     field = "stage";
-    bind.push(value.stage);
+    bind.values.push(value.stage);
     set = "stage = $3";
     changedOnly = "c.stage IS DISTINCT FROM $3";
   } else {
     field = `attributes.${value.key}`;
-    bind.push(
+    bind.values.push(
       value.key,
       value.value === null || value.value === undefined ? null : JSON.stringify(value.value),
     );
@@ -66,10 +66,11 @@ export async function updateInBulk(
     action === "setStage"
       ? `, history AS (
            INSERT INTO contact_stage_history (id, workspace_id, contact_id, from_stage, to_stage, reason, changed_by_type, changed_by_id)
-           SELECT gen_random_uuid()::text, $1, u.id, u.from_stage, u.stage, 'bulk', ${bindNext(bind, actor.actorType)}, ${bindNext(bind, actor.actorId)}
+           SELECT gen_random_uuid()::text, $1, u.id, u.from_stage, u.stage, 'bulk', ${bind.p(actor.actorType)}, ${bind.p(actor.actorId)}
              FROM updated u)`
       : "";
-  const changed = await sequelize.query<Changed>(
+  const changed = await query<Changed>(
+    workspaceId,
     `WITH before AS (
        SELECT c.id, c.stage AS from_stage FROM contacts c
         WHERE c.workspace_id = $1 AND c.id = ANY($2::text[]) AND ${changedOnly} FOR UPDATE),
@@ -78,12 +79,8 @@ export async function updateInBulk(
         WHERE c.id = b.id RETURNING c.id, c.email, c.first_name, c.last_name, c.stage, b.from_stage)
      ${stageHistory}
      SELECT id, email, first_name, last_name FROM updated`,
-    { bind, type: QueryTypes.SELECT, transaction },
+    bind.values,
+    transaction,
   );
   return { field, changed };
-}
-
-function bindNext(bind: unknown[], value: unknown): string {
-  bind.push(value);
-  return `$${bind.length}`;
 }

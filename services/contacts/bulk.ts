@@ -8,6 +8,7 @@ import { idsMatching, type ContactFilter } from "./contact-search.repo";
 import { stageKeys } from "./contacts.repo";
 import { updateInBulk, type BulkAction, type BulkValue } from "./bulk.repo";
 import { contactFacts, evaluateSegments } from "./effects";
+import type { WorkspaceId } from "../../lib/tenancy";
 
 /**
  * Bulk changes over a set of contact ids (one statement per batch). `affected`
@@ -17,7 +18,7 @@ import { contactFacts, evaluateSegments } from "./effects";
 
 /** Check `value` for the action (400 naming `value`) and return its normalised form. */
 export async function checkBulkValue(
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   action: BulkAction,
   value: unknown,
 ): Promise<BulkValue> {
@@ -55,7 +56,7 @@ export async function checkBulkValue(
 
 export async function applyBulk(
   broker: ServiceBroker,
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   action: BulkAction,
   value: BulkValue,
   ids: string[],
@@ -101,7 +102,7 @@ function* chunks<T>(items: T[], size: number): Generator<T[]> {
 export async function runBulk(
   broker: ServiceBroker,
   logger: LoggerInstance,
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   request: { action: BulkAction; ids?: string[]; filter?: ContactFilter; value?: unknown },
   actor: { actorType: string; actorId: string | null },
 ): Promise<{ affected: number } | { jobId: string }> {

@@ -7,6 +7,7 @@ import { contactView, getRow, type ContactView } from "./contacts.repo";
 import { writeConsent } from "./consent.repo";
 import { changedFields } from "./fields";
 import { contactFacts, optOutFact } from "./effects";
+import type { WorkspaceId } from "../../lib/tenancy";
 
 /** Per-channel consent: the pure state change and its one UPDATE. */
 
@@ -30,7 +31,7 @@ export function applyConsent(
 
 /** Set consent in one transaction, staging `contact.updated` and the opt-out facts with it. */
 export async function setConsent(
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   contactId: string,
   channel: ConsentTarget,
   status: "opted_in" | "opted_out",

@@ -1,7 +1,7 @@
-import { QueryTypes } from "sequelize";
-import { Binds, database, likeEscape } from "../../lib/database";
+import { Binds, likeEscape, query } from "../../lib/database";
 import { selectPage, sortOrder, type Page, type PageRequest } from "../../lib/pagination";
 import { contactView, type ContactRow, type ContactView } from "./contacts.repo";
+import type { WorkspaceId } from "../../lib/tenancy";
 
 /** The contacts a list filter selects: the page, the ids and rows in batches, and the keys and places they use. */
 
@@ -18,8 +18,9 @@ export interface ContactFilter {
   ids?: string[];
 }
 
-export function filterWhere(workspaceId: string, filter: ContactFilter, b: Binds): string {
-  const where = [`workspace_id = ${b.p(workspaceId)}`];
+/** The filter's conditions; `b` binds from `$2` (`Binds.inWorkspace()`): the workspace is `$1`. */
+export function filterWhere(filter: ContactFilter, b: Binds): string {
+  const where = ["workspace_id = $1"];
   // `search_text` is lower-cased email, names and phone, trigram-indexed (migration 0005).
   if (filter.search?.trim())
     where.push(`search_text LIKE ${b.p(`%${likeEscape(filter.search.trim().toLowerCase())}%`)}`);
@@ -77,15 +78,16 @@ export function orderBy(sort: string | undefined): string {
 }
 
 export async function listContacts(
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   filter: ContactFilter,
   sort: string | undefined,
   page: PageRequest,
 ): Promise<Page<ContactView>> {
   const order = orderBy(sort);
-  const b = new Binds();
-  const where = filterWhere(workspaceId, filter, b);
+  const b = Binds.inWorkspace();
+  const where = filterWhere(filter, b);
   return selectPage(
+    workspaceId,
     {
       select: `SELECT * FROM contacts WHERE ${where}`,
       orderBy: order,
@@ -99,18 +101,18 @@ export async function listContacts(
 
 /** Ids matching a filter, in id order, `batch` at a time (keyset, so it scales to any size). */
 export async function* idsMatching(
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   filter: ContactFilter,
   batch = 1000,
 ): AsyncGenerator<string[]> {
-  const sequelize = await database();
   let after = "";
   for (;;) {
-    const b = new Binds();
-    const where = filterWhere(workspaceId, filter, b);
-    const rows = await sequelize.query<{ id: string }>(
+    const b = Binds.inWorkspace();
+    const where = filterWhere(filter, b);
+    const rows = await query<{ id: string }>(
+      workspaceId,
       `SELECT id FROM contacts WHERE ${where} AND id > ${b.p(after)} ORDER BY id LIMIT ${batch}`,
-      { bind: b.values, type: QueryTypes.SELECT },
+      b.values,
     );
     if (!rows.length) return;
     yield rows.map((r) => r.id);
@@ -120,18 +122,18 @@ export async function* idsMatching(
 
 /** Full rows matching a filter, in id order, a batch at a time (export). */
 export async function* rowsMatching(
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   filter: ContactFilter,
   batch = 1000,
 ): AsyncGenerator<ContactRow[]> {
-  const sequelize = await database();
   let after = "";
   for (;;) {
-    const b = new Binds();
-    const where = filterWhere(workspaceId, filter, b);
-    const rows = await sequelize.query<ContactRow>(
+    const b = Binds.inWorkspace();
+    const where = filterWhere(filter, b);
+    const rows = await query<ContactRow>(
+      workspaceId,
       `SELECT * FROM contacts WHERE ${where} AND id > ${b.p(after)} ORDER BY id LIMIT ${batch}`,
-      { bind: b.values, type: QueryTypes.SELECT },
+      b.values,
     );
     if (!rows.length) return;
     yield rows;
@@ -141,42 +143,39 @@ export async function* rowsMatching(
 
 /** Attribute keys in use, most used first, with the JSON types seen. */
 export async function attributeKeys(
-  workspaceId: string,
+  workspaceId: WorkspaceId,
 ): Promise<Array<{ key: string; count: number; types: string[] }>> {
-  const sequelize = await database();
-  const rows = await sequelize.query<{ key: string; count: string; types: string[] }>(
+  const rows = await query<{ key: string; count: string; types: string[] }>(
+    workspaceId,
     `SELECT kv.key, count(*) AS count, array_agg(DISTINCT jsonb_typeof(kv.value)) AS types
        FROM contacts c, jsonb_each(c.attributes) kv
       WHERE c.workspace_id = $1
       GROUP BY kv.key ORDER BY count(*) DESC, kv.key LIMIT 1000`,
-    { bind: [workspaceId], type: QueryTypes.SELECT },
   );
   return rows.map((r) => ({ key: r.key, count: Number(r.count), types: r.types }));
 }
 
 /** The attribute and custom field keys the matching contacts use, and the workspace's defined custom fields. */
 export async function exportKeys(
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   filter: ContactFilter,
 ): Promise<{ attrs: Array<{ key: string }>; custom: Array<{ key: string }>; defs: Array<{ key: string }> }> {
-  const sequelize = await database();
-  const b = new Binds();
-  const where = filterWhere(workspaceId, filter, b);
+  const b = Binds.inWorkspace();
+  const where = filterWhere(filter, b);
   const [attrs, custom, defs] = await Promise.all([
-    sequelize.query<{ key: string }>(
+    query<{ key: string }>(
+      workspaceId,
       `SELECT DISTINCT k AS key FROM contacts, jsonb_object_keys(attributes) k WHERE ${where} ORDER BY 1`,
-      { bind: b.values, type: QueryTypes.SELECT },
+      b.values,
     ),
-    sequelize.query<{ key: string }>(
+    query<{ key: string }>(
+      workspaceId,
       `SELECT DISTINCT k AS key FROM contacts, jsonb_object_keys(custom_fields) k WHERE ${where} ORDER BY 1`,
-      { bind: b.values, type: QueryTypes.SELECT },
+      b.values,
     ),
-    sequelize.query<{ key: string }>(
+    query<{ key: string }>(
+      workspaceId,
       `SELECT key FROM custom_fields WHERE workspace_id = $1 ORDER BY position, key`,
-      {
-        bind: [workspaceId],
-        type: QueryTypes.SELECT,
-      },
     ),
   ]);
   return { attrs, custom, defs };
@@ -184,24 +183,24 @@ export async function exportKeys(
 
 /** Contact counts by country and by city (contacts without a country count under `null`). */
 export async function geoCounts(
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   country?: string,
 ): Promise<{
   countries: Array<{ country: string | null; count: number }>;
   cities: Array<{ country: string | null; city: string; count: number }>;
 }> {
-  const sequelize = await database();
-  const countries = await sequelize.query<{ country: string | null; count: string }>(
+  const countries = await query<{ country: string | null; count: string }>(
+    workspaceId,
     `SELECT country, count(*) AS count FROM contacts WHERE workspace_id = $1 GROUP BY country ORDER BY count(*) DESC, country NULLS LAST LIMIT 500`,
-    { bind: [workspaceId], type: QueryTypes.SELECT },
   );
-  const b = new Binds();
-  const where = [`workspace_id = ${b.p(workspaceId)}`, "city IS NOT NULL"];
+  const b = Binds.inWorkspace();
+  const where = ["workspace_id = $1", "city IS NOT NULL"];
   if (country) where.push(`country = ${b.p(country)}`);
-  const cities = await sequelize.query<{ country: string | null; city: string; count: string }>(
+  const cities = await query<{ country: string | null; city: string; count: string }>(
+    workspaceId,
     `SELECT country, city, count(*) AS count FROM contacts WHERE ${where.join(" AND ")}
       GROUP BY country, city ORDER BY count(*) DESC, country NULLS LAST, city LIMIT 1000`,
-    { bind: b.values, type: QueryTypes.SELECT },
+    b.values,
   );
   return {
     countries: countries.map((r) => ({ country: r.country, count: Number(r.count) })),

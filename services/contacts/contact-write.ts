@@ -26,6 +26,7 @@ import { changedFields, type ContactInput, type ContactWrite } from "./fields";
 import { hasIdentity, mergeObject, normalizeContactInput } from "./normalize";
 import { upsertMany, type ConsentWanted, type UpsertedRow } from "./upsert";
 import { customFieldsByKey, type UpsertOrigin } from "./upsert.repo";
+import type { WorkspaceId } from "../../lib/tenancy";
 
 /**
  * The one contact-write path. Every write of a contact's fields (the API's
@@ -81,7 +82,7 @@ export function createIssues(write: ContactWrite, defs: WorkspaceDefs): FieldIss
 
 export async function createContact(
   broker: ServiceBroker,
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   input: ContactInput,
 ): Promise<ContactView> {
   return (await insertOnce(broker, workspaceId, input)).contact;
@@ -95,7 +96,7 @@ export async function createContact(
  */
 export async function contactForAddress(
   broker: ServiceBroker,
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   address: { type: AddressType; value: string },
   input: ContactInput,
 ): Promise<{ contact: ContactView; created: boolean }> {
@@ -107,7 +108,7 @@ export async function contactForAddress(
 /** Create a contact; with `address`, only if (under its lock) no contact has it yet. */
 async function insertOnce(
   broker: ServiceBroker,
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   input: ContactInput,
   address?: { type: AddressType; value: string },
 ): Promise<{ contact: ContactView; created: boolean }> {
@@ -146,7 +147,7 @@ export interface UpdateResult {
  */
 export async function updateContact(
   broker: ServiceBroker,
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   id: string,
   input: ContactInput,
   actor: { actorType: string; actorId: string | null },
@@ -203,7 +204,7 @@ export async function updateContact(
  * a batch row mean "no value" (they never remove a stored value).
  */
 async function requiredIssues(
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   fields: CustomFieldDef[],
   writes: ContactWrite[],
 ): Promise<FieldIssue[][]> {
@@ -236,7 +237,7 @@ export const issueText = (issues: FieldIssue[]) => issues.map((i) => `${i.field}
  */
 export async function writeContacts(
   broker: ServiceBroker,
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   fields: CustomFieldDef[],
   writes: ContactWrite[],
   origin: UpsertOrigin,
@@ -269,7 +270,7 @@ export async function writeContacts(
 
 /** Delete contacts (what hangs off them cascades); answers those that existed. */
 export async function removeContacts(
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   ids: string[],
 ): Promise<Array<{ id: string; email: string | null }>> {
   const sequelize = await database();

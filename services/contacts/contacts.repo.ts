@@ -1,7 +1,7 @@
-import { QueryTypes, type Transaction } from "sequelize";
+import { type Transaction } from "sequelize";
 import { MicroBatcher } from "../../lib/batcher";
 import { newId } from "../../lib/crypto";
-import { Binds, database, queryPrepared, uniqueViolation } from "../../lib/database";
+import { Binds, query, queryAcrossWorkspaces, queryPrepared, uniqueViolation } from "../../lib/database";
 import { conflict, validationError } from "../../lib/errors";
 import { CONSENT_CHANNELS, type ConsentChannel } from "../../lib/channels";
 import type { ConsentEntry } from "../../models";
@@ -15,6 +15,7 @@ import {
   type ContactValues,
   type ContactWrite,
 } from "./fields";
+import type { WorkspaceId } from "../../lib/tenancy";
 
 /** Every query on `contacts` itself. Each function takes the workspace id first. */
 
@@ -24,7 +25,7 @@ export type ContactView = { id: string } & ContactValues & {
     updatedAt: string;
   };
 
-export type ContactRow = { id: string; workspace_id: string } & ContactColumns & {
+export type ContactRow = { id: string; workspace_id: WorkspaceId } & ContactColumns & {
     consent: Record<string, ConsentEntry>;
     created_at: Date;
     updated_at: Date;
@@ -63,40 +64,41 @@ export function rethrowUnique(err: unknown): never {
 }
 
 export async function getRow(
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   id: string,
   transaction?: Transaction,
   lock = false,
 ): Promise<ContactRow | null> {
-  const sequelize = await database();
-  const rows = await sequelize.query<ContactRow>(
+  const rows = await query<ContactRow>(
+    workspaceId,
     `SELECT * FROM contacts WHERE workspace_id = $1 AND id = $2${lock ? " FOR UPDATE" : ""}`,
-    { bind: [workspaceId, id], type: QueryTypes.SELECT, transaction },
+    [id],
+    transaction,
   );
   return rows[0] ?? null;
 }
 
-export async function getContact(workspaceId: string, id: string): Promise<ContactView | null> {
+export async function getContact(workspaceId: WorkspaceId, id: string): Promise<ContactView | null> {
   const row = await getRow(workspaceId, id);
   return row ? contactView(row) : null;
 }
 
-export async function contactsByIds(workspaceId: string, ids: string[]): Promise<ContactView[]> {
+export async function contactsByIds(workspaceId: WorkspaceId, ids: string[]): Promise<ContactView[]> {
   if (!ids.length) return [];
-  const sequelize = await database();
-  const rows = await sequelize.query<ContactRow>(
+  const rows = await query<ContactRow>(
+    workspaceId,
     `SELECT * FROM contacts WHERE workspace_id = $1 AND id = ANY ($2::text[])`,
-    { bind: [workspaceId, ids], type: QueryTypes.SELECT },
+    [ids],
   );
   return rows.map(contactView);
 }
 
-export async function existingContactIds(workspaceId: string, ids: string[]): Promise<string[]> {
+export async function existingContactIds(workspaceId: WorkspaceId, ids: string[]): Promise<string[]> {
   if (!ids.length) return [];
-  const sequelize = await database();
-  const rows = await sequelize.query<{ id: string }>(
+  const rows = await query<{ id: string }>(
+    workspaceId,
     `SELECT id FROM contacts WHERE workspace_id = $1 AND id = ANY ($2::text[])`,
-    { bind: [workspaceId, ids], type: QueryTypes.SELECT },
+    [ids],
   );
   return rows.map((r) => r.id);
 }
@@ -120,7 +122,7 @@ export const addressValue = (type: AddressType, address: string): string | null 
 
 /** The contact an address belongs to (email or phone, normalised; a chat id), or null. */
 export async function contactByAddress(
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   type: AddressType,
   address: string,
   transaction?: Transaction,
@@ -128,17 +130,18 @@ export async function contactByAddress(
   const value = addressValue(type, address);
   if (!value) return null;
   if (!transaction) return addressReader.add({ workspaceId, type, value });
-  const sequelize = await database();
-  const [row] = await sequelize.query<ContactRow>(
+  const [row] = await query<ContactRow>(
+    workspaceId,
     `SELECT * FROM contacts WHERE workspace_id = $1 AND ${ADDRESS_COLUMNS[type]} = $2 ORDER BY created_at LIMIT 1`,
-    { bind: [workspaceId, value], type: QueryTypes.SELECT, transaction },
+    [value],
+    transaction,
   );
   return row ? contactView(row) : null;
 }
 
 /** An address looked up outside a transaction (kept as contacts keep it). */
 interface AddressAsk {
-  workspaceId: string;
+  workspaceId: WorkspaceId;
   type: AddressType;
   value: string;
 }
@@ -159,9 +162,10 @@ const addressReader = new MicroBatcher(
     for (const [key, group] of groups) {
       const column = ADDRESS_COLUMNS[group[0].type];
       const rows = await queryPrepared<ContactRow & { address_key: string }>(
+        group[0].workspaceId,
         `SELECT DISTINCT ON (${column}) *, ${column} AS address_key FROM contacts
           WHERE workspace_id = $1 AND ${column} = ANY ($2::text[]) ORDER BY ${column}, created_at`,
-        [group[0].workspaceId, [...new Set(group.map((a) => a.value))]],
+        [[...new Set(group.map((a) => a.value))]],
       );
       for (const row of rows) found.set(`${key}\n${row.address_key}`, contactView(row));
     }
@@ -175,46 +179,47 @@ const addressReader = new MicroBatcher(
  * transaction ends (any replica): the second finds the first's contact.
  */
 export async function lockAddress(
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   type: AddressType,
   address: string,
   transaction: Transaction,
 ): Promise<void> {
-  const sequelize = await database();
-  await sequelize.query(`SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, {
-    bind: [`contacts:${workspaceId}:${type}:${addressValue(type, address) ?? address}`],
-    type: QueryTypes.SELECT,
+  await query(
+    workspaceId,
+    `SELECT pg_advisory_xact_lock(hashtextextended('contacts:' || $1 || ':' || $2, 0))`,
+    [`${type}:${addressValue(type, address) ?? address}`],
     transaction,
-  });
+  );
 }
 
 /** Every contact a chatapp1 chat is noted on (one, unless a link moves it). */
-export async function contactsWithChat(workspaceId: string, chatId: string): Promise<ContactRow[]> {
-  const sequelize = await database();
-  return sequelize.query<ContactRow>(
+export async function contactsWithChat(workspaceId: WorkspaceId, chatId: string): Promise<ContactRow[]> {
+  return query<ContactRow>(
+    workspaceId,
     `SELECT * FROM contacts WHERE workspace_id = $1 AND (attributes->>'chatapp1ChatId') = $2 ORDER BY created_at`,
-    { bind: [workspaceId, chatId], type: QueryTypes.SELECT },
+    [chatId],
   );
 }
 
 export async function insertContact(
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   write: ContactWrite,
   transaction?: Transaction,
 ): Promise<ContactRow> {
-  const sequelize = await database();
-  const b = new Binds();
+  const b = Binds.inWorkspace();
   const cols = ["id", "workspace_id"];
-  const vals = [b.p(newId()), b.p(workspaceId)];
+  const vals = [b.p(newId()), "$1"];
   for (const [field, value] of Object.entries(write) as Array<[keyof ContactWrite, unknown]>) {
     if (value === undefined) continue;
     cols.push(COLUMNS[field]);
     vals.push(JSON_FIELDS.has(field) ? `${b.p(JSON.stringify(value))}::jsonb` : b.p(value));
   }
   try {
-    const rows = await sequelize.query<ContactRow>(
+    const rows = await query<ContactRow>(
+      workspaceId,
       `INSERT INTO contacts (${cols.join(", ")}) VALUES (${vals.join(", ")}) RETURNING *`,
-      { bind: b.values, type: QueryTypes.SELECT, transaction },
+      b.values,
+      transaction,
     );
     return rows[0];
   } catch (err) {
@@ -224,13 +229,12 @@ export async function insertContact(
 
 /** Write the given columns (already merged) of one contact. */
 export async function updateColumns(
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   id: string,
   write: ContactWrite,
   transaction?: Transaction,
 ): Promise<ContactRow | null> {
-  const sequelize = await database();
-  const b = new Binds();
+  const b = Binds.inWorkspace();
   const sets = ["updated_at = now()"];
   for (const [field, value] of Object.entries(write) as Array<[keyof ContactWrite, unknown]>) {
     if (value === undefined) continue;
@@ -239,9 +243,11 @@ export async function updateColumns(
     );
   }
   try {
-    const rows = await sequelize.query<ContactRow>(
-      `UPDATE contacts SET ${sets.join(", ")} WHERE workspace_id = ${b.p(workspaceId)} AND id = ${b.p(id)} RETURNING *`,
-      { bind: b.values, type: QueryTypes.SELECT, transaction },
+    const rows = await query<ContactRow>(
+      workspaceId,
+      `UPDATE contacts SET ${sets.join(", ")} WHERE workspace_id = $1 AND id = ${b.p(id)} RETURNING *`,
+      b.values,
+      transaction,
     );
     return rows[0] ?? null;
   } catch (err) {
@@ -251,54 +257,52 @@ export async function updateColumns(
 
 /** The contact's row locked for its erasure, or null. */
 export async function lockContact(
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   id: string,
   transaction: Transaction,
 ): Promise<{ id: string; email: string | null } | null> {
-  const sequelize = await database();
-  const rows = await sequelize.query<{ id: string; email: string | null }>(
+  const rows = await query<{ id: string; email: string | null }>(
+    workspaceId,
     `SELECT id, email FROM contacts WHERE workspace_id = $1 AND id = $2 FOR UPDATE`,
-    { bind: [workspaceId, id], type: QueryTypes.SELECT, transaction },
+    [id],
+    transaction,
   );
   return rows[0] ?? null;
 }
 
 export async function deleteContactRow(
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   id: string,
   transaction: Transaction,
 ): Promise<void> {
-  const sequelize = await database();
-  await sequelize.query(`DELETE FROM contacts WHERE workspace_id = $1 AND id = $2`, {
-    bind: [workspaceId, id],
-    transaction,
-  });
+  await query(workspaceId, `DELETE FROM contacts WHERE workspace_id = $1 AND id = $2`, [id], transaction);
 }
 
 export async function deleteContacts(
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   ids: string[],
   transaction?: Transaction,
 ): Promise<Array<{ id: string; email: string | null }>> {
-  const sequelize = await database();
-  return sequelize.query<{ id: string; email: string | null }>(
+  return query<{ id: string; email: string | null }>(
+    workspaceId,
     `DELETE FROM contacts WHERE workspace_id = $1 AND id = ANY($2::text[]) RETURNING id, email`,
-    { bind: [workspaceId, ids], type: QueryTypes.SELECT, transaction },
+    [ids],
+    transaction,
   );
 }
 
 /** A deleted company's contacts keep their rows, unlinked (contacts.company_id carries no foreign key). */
-export async function unlinkCompany(workspaceId: string, companyId: string): Promise<number> {
-  const sequelize = await database();
-  const [, affected] = await sequelize.query(
-    `UPDATE contacts SET company_id = NULL, updated_at = now() WHERE workspace_id = $1 AND company_id = $2`,
-    { bind: [workspaceId, companyId], type: QueryTypes.UPDATE },
+export async function unlinkCompany(workspaceId: WorkspaceId, companyId: string): Promise<number> {
+  const unlinked = await query(
+    workspaceId,
+    `UPDATE contacts SET company_id = NULL, updated_at = now() WHERE workspace_id = $1 AND company_id = $2 RETURNING 1`,
+    [companyId],
   );
-  return affected;
+  return unlinked.length;
 }
 
 export async function recordStageChange(
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   contactId: string,
   from: string | null,
   to: string | null,
@@ -306,14 +310,12 @@ export async function recordStageChange(
   reason: string | null,
   transaction?: Transaction,
 ): Promise<void> {
-  const sequelize = await database();
-  await sequelize.query(
+  await query(
+    workspaceId,
     `INSERT INTO contact_stage_history (id, workspace_id, contact_id, from_stage, to_stage, reason, changed_by_type, changed_by_id)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
-    {
-      bind: [newId(), workspaceId, contactId, from, to, reason, actor.actorType, actor.actorId],
-      transaction,
-    },
+     VALUES ($2, $1, $3, $4, $5, $6, $7, $8)`,
+    [newId(), contactId, from, to, reason, actor.actorType, actor.actorId],
+    transaction,
   );
 }
 
@@ -326,12 +328,12 @@ export interface WorkspaceDefs {
 }
 
 /** A workspace's definitions in one statement (each write batch asks; a workspace without stages gets the defaults). */
-export async function writeDefinitions(workspaceId: string): Promise<WorkspaceDefs> {
+export async function writeDefinitions(workspaceId: WorkspaceId): Promise<WorkspaceDefs> {
   const [row] = await queryPrepared<{ custom_fields: CustomFieldDef[]; stages: string[] | null }>(
+    workspaceId,
     `SELECT coalesce((SELECT json_agg(json_build_object('key', f.key, 'type', f.type, 'options', f.options, 'required', f.required))
                         FROM custom_fields f WHERE f.workspace_id = $1), '[]'::json) AS custom_fields,
             (SELECT array_agg(s.key) FROM lifecycle_stages s WHERE s.workspace_id = $1) AS stages`,
-    [workspaceId],
   );
   return {
     customFields: row.custom_fields,
@@ -352,36 +354,27 @@ export const DEFAULT_STAGES: Array<{ key: string; name: string }> = [
 ];
 
 /** A workspace with no stage definitions yet gets the defaults, once. */
-export async function ensureStages(workspaceId: string): Promise<void> {
-  const sequelize = await database();
-  const existing = await sequelize.query<{ n: string }>(
+export async function ensureStages(workspaceId: WorkspaceId): Promise<void> {
+  const existing = await query<{ n: string }>(
+    workspaceId,
     `SELECT count(*) AS n FROM lifecycle_stages WHERE workspace_id = $1`,
-    {
-      bind: [workspaceId],
-      type: QueryTypes.SELECT,
-    },
   );
   if (Number(existing[0].n) > 0) return;
-  const b = new Binds();
-  const values = DEFAULT_STAGES.map(
-    (s, i) => `(${b.p(newId())}, ${b.p(workspaceId)}, ${b.p(s.key)}, ${b.p(s.name)}, ${i})`,
-  );
-  await sequelize.query(
+  const b = Binds.inWorkspace();
+  const values = DEFAULT_STAGES.map((s, i) => `(${b.p(newId())}, $1, ${b.p(s.key)}, ${b.p(s.name)}, ${i})`);
+  await query(
+    workspaceId,
     `INSERT INTO lifecycle_stages (id, workspace_id, key, name, position) VALUES ${values.join(", ")}
      ON CONFLICT (workspace_id, key) DO NOTHING`,
-    { bind: b.values },
+    b.values,
   );
 }
 
-export async function stageKeys(workspaceId: string): Promise<Set<string>> {
+export async function stageKeys(workspaceId: WorkspaceId): Promise<Set<string>> {
   await ensureStages(workspaceId);
-  const sequelize = await database();
-  const rows = await sequelize.query<{ key: string }>(
+  const rows = await query<{ key: string }>(
+    workspaceId,
     `SELECT key FROM lifecycle_stages WHERE workspace_id = $1`,
-    {
-      bind: [workspaceId],
-      type: QueryTypes.SELECT,
-    },
   );
   return new Set(rows.map((r) => r.key));
 }
@@ -398,6 +391,5 @@ export function assertNoIssues(issues: Array<{ field: string; message: string }>
  * ANALYZE refreshes planner statistics; autovacuum would get there later.
  */
 export async function settleContacts(): Promise<void> {
-  const sequelize = await database();
-  await sequelize.query("VACUUM (ANALYZE) contacts");
+  await queryAcrossWorkspaces("VACUUM (ANALYZE) contacts");
 }

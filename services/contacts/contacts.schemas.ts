@@ -2,7 +2,7 @@ import { requires } from "../../lib/access";
 import { Type } from "@sinclair/typebox";
 import { answerFieldSchemas, writableFieldSchemas } from "./fields";
 import { Paginated, PageQuery } from "../../lib/pagination";
-import { Component, DateTime, Int32, Nullable, Params, StringEnum } from "../../lib/schema";
+import { Component, DateTime, Int32, Nullable, Params, StringEnum, WorkspaceIdParam } from "../../lib/schema";
 import { CONSENT_CHANNELS } from "../../lib/channels";
 import { CUSTOM_FIELD_TYPES } from "./custom-fields";
 
@@ -20,7 +20,6 @@ export const ACCESS = {
 } as const;
 
 const Json = (description: string) => Type.Record(Type.String(), Type.Unknown(), { description });
-const WorkspaceId = Type.String({ minLength: 1, maxLength: 64 });
 const ContactId = Type.String({ minLength: 1, maxLength: 64 });
 /** A time filter: a date (midnight UTC) or a date-time. */
 const Moment = Type.Union([Type.String({ format: "date-time" }), Type.String({ format: "date" })]);
@@ -246,8 +245,8 @@ export const results = {
   }),
 };
 
-const ws = { workspaceId: WorkspaceId };
-const contactPath = { workspaceId: WorkspaceId, contactId: ContactId };
+const ws = { workspaceId: WorkspaceIdParam };
+const contactPath = { workspaceId: WorkspaceIdParam, contactId: ContactId };
 
 export const schemas = {
   list: Params({ ...ws, ...PageQuery, ...filterParams, sort: SortParam }),

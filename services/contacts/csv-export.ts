@@ -10,6 +10,7 @@ import { exportKeys, rowsMatching, type ContactFilter } from "./contact-search.r
 import { decodeAttributeCell } from "./csv-import";
 import { listNotes, type NoteView } from "./notes.repo";
 import { stageHistory, type StageChange } from "./stages.repo";
+import type { WorkspaceId } from "../../lib/tenancy";
 
 /**
  * Contacts as CSV, streamed: a header of field names, then one row per
@@ -64,14 +65,14 @@ export function contactRow(c: ContactView, columns: ExportColumns): string[] {
 }
 
 /** The attribute and custom field keys used by the matching contacts (plus every defined custom field). */
-export async function exportColumns(workspaceId: string, filter: ContactFilter): Promise<ExportColumns> {
+export async function exportColumns(workspaceId: WorkspaceId, filter: ContactFilter): Promise<ExportColumns> {
   const { attrs, custom, defs } = await exportKeys(workspaceId, filter);
   const customKeys = [...new Set([...defs.map((d) => d.key), ...custom.map((c) => c.key)])];
   return { attributes: attrs.map((a) => a.key), customFields: customKeys };
 }
 
 /** A readable CSV stream of the contacts matching `filter`. */
-export async function exportCsv(workspaceId: string, filter: ContactFilter): Promise<Readable> {
+export async function exportCsv(workspaceId: WorkspaceId, filter: ContactFilter): Promise<Readable> {
   const columns = await exportColumns(workspaceId, filter);
   async function* records() {
     yield headerRow(columns);
@@ -89,7 +90,7 @@ export type ContactExport =
 
 /** One contact as a CSV row (the workspace export's columns for its keys) or as JSON with its notes and stage history. */
 export async function exportContact(
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   contactId: string,
   format: "csv" | "json",
 ): Promise<ContactExport> {

@@ -1,8 +1,8 @@
-import { QueryTypes } from "sequelize";
 import { newId } from "../../lib/crypto";
-import { database, uniqueViolation } from "../../lib/database";
+import { query, uniqueViolation } from "../../lib/database";
 import { conflict, fieldError, validationError } from "../../lib/errors";
 import type { CustomFieldType } from "./custom-fields";
+import type { WorkspaceId } from "../../lib/tenancy";
 
 /** Custom field definitions and their groups. */
 
@@ -41,11 +41,11 @@ const fieldView = (r: Record<string, unknown>): CustomFieldView => ({
   updatedAt: new Date(r.updated_at as Date).toISOString(),
 });
 
-export async function listFields(workspaceId: string, groupId?: string): Promise<CustomFieldView[]> {
-  const sequelize = await database();
-  const rows = await sequelize.query<Record<string, unknown>>(
+export async function listFields(workspaceId: WorkspaceId, groupId?: string): Promise<CustomFieldView[]> {
+  const rows = await query<Record<string, unknown>>(
+    workspaceId,
     `SELECT * FROM custom_fields WHERE workspace_id = $1 ${groupId ? "AND group_id = $2" : ""} ORDER BY position, key`,
-    { bind: groupId ? [workspaceId, groupId] : [workspaceId], type: QueryTypes.SELECT },
+    groupId ? [groupId] : [],
   );
   return rows.map(fieldView);
 }
@@ -63,7 +63,7 @@ export function checkOptions(type: CustomFieldType, options: string[] | undefine
 }
 
 export async function createField(
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   input: {
     key: string;
     label: string;
@@ -75,14 +75,11 @@ export async function createField(
   },
 ): Promise<CustomFieldView> {
   const options = checkOptions(input.type, input.options);
-  const sequelize = await database();
   if (input.groupId) {
-    const group = await sequelize.query(
+    const group = await query(
+      workspaceId,
       `SELECT 1 FROM custom_field_groups WHERE workspace_id = $1 AND id = $2`,
-      {
-        bind: [workspaceId, input.groupId],
-        type: QueryTypes.SELECT,
-      },
+      [input.groupId],
     );
     if (!group.length)
       throw validationError("groupId does not name a group of this workspace", [
@@ -90,25 +87,22 @@ export async function createField(
       ]);
   }
   try {
-    const rows = await sequelize.query<Record<string, unknown>>(
+    const rows = await query<Record<string, unknown>>(
+      workspaceId,
       `INSERT INTO custom_fields (id, workspace_id, key, label, type, options, group_id, required, position)
-       VALUES ($1, $2, $3, $4, $5, $6::jsonb, $7, $8,
-               coalesce($9, (SELECT coalesce(max(position) + 1, 0) FROM custom_fields WHERE workspace_id = $2)))
+       VALUES ($2, $1, $3, $4, $5, $6::jsonb, $7, $8,
+               coalesce($9, (SELECT coalesce(max(position) + 1, 0) FROM custom_fields WHERE workspace_id = $1)))
        RETURNING *`,
-      {
-        bind: [
-          newId(),
-          workspaceId,
-          input.key,
-          input.label,
-          input.type,
-          JSON.stringify(options),
-          input.groupId ?? null,
-          input.required ?? false,
-          input.position ?? null,
-        ],
-        type: QueryTypes.SELECT,
-      },
+      [
+        newId(),
+        input.key,
+        input.label,
+        input.type,
+        JSON.stringify(options),
+        input.groupId ?? null,
+        input.required ?? false,
+        input.position ?? null,
+      ],
     );
     return fieldView(rows[0]);
   } catch (err) {
@@ -117,12 +111,11 @@ export async function createField(
   }
 }
 
-export async function listGroups(workspaceId: string): Promise<GroupView[]> {
-  const sequelize = await database();
-  const rows = await sequelize.query<Record<string, unknown>>(
+export async function listGroups(workspaceId: WorkspaceId): Promise<GroupView[]> {
+  const rows = await query<Record<string, unknown>>(
+    workspaceId,
     `SELECT g.*, (SELECT count(*) FROM custom_fields f WHERE f.group_id = g.id) AS fields
        FROM custom_field_groups g WHERE g.workspace_id = $1 ORDER BY g.position, g.name`,
-    { bind: [workspaceId], type: QueryTypes.SELECT },
   );
   return rows.map(groupView);
 }
@@ -137,16 +130,16 @@ const groupView = (r: Record<string, unknown>): GroupView => ({
 });
 
 export async function createGroup(
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   input: { name: string; position?: number },
 ): Promise<GroupView> {
-  const sequelize = await database();
   try {
-    const rows = await sequelize.query<Record<string, unknown>>(
+    const rows = await query<Record<string, unknown>>(
+      workspaceId,
       `INSERT INTO custom_field_groups (id, workspace_id, name, position)
-       VALUES ($1, $2, $3, coalesce($4, (SELECT coalesce(max(position) + 1, 0) FROM custom_field_groups WHERE workspace_id = $2)))
+       VALUES ($2, $1, $3, coalesce($4, (SELECT coalesce(max(position) + 1, 0) FROM custom_field_groups WHERE workspace_id = $1)))
        RETURNING *, 0 AS fields`,
-      { bind: [newId(), workspaceId, input.name, input.position ?? null], type: QueryTypes.SELECT },
+      [newId(), input.name, input.position ?? null],
     );
     return groupView(rows[0]);
   } catch (err) {

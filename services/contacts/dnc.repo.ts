@@ -1,9 +1,9 @@
-import { QueryTypes } from "sequelize";
 import { newId } from "../../lib/crypto";
-import { database, uniqueViolation } from "../../lib/database";
+import { query, uniqueViolation } from "../../lib/database";
 import { conflict, fieldError, notFound } from "../../lib/errors";
 import { selectPage, type Page, type PageRequest } from "../../lib/pagination";
 import { normalizeEmail, normalizePhone, PHONE_FORMAT_MESSAGE } from "./normalize";
+import type { WorkspaceId } from "../../lib/tenancy";
 
 /** Do-not-contact list: emails and phones (stored normalised) that no send may reach. */
 
@@ -43,35 +43,32 @@ export function normalizeDncValue(type: "email" | "phone", value: string): strin
 }
 
 export async function listDnc(
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   type: string | undefined,
   page: PageRequest,
 ): Promise<Page<DncEntry>> {
   const where = type ? "workspace_id = $1 AND type = $2" : "workspace_id = $1";
-  const bind = type ? [workspaceId, type] : [workspaceId];
   return selectPage(
+    workspaceId,
     { select: `SELECT * FROM dnc_entries WHERE ${where}`, orderBy: "created_at DESC, id DESC" },
-    bind,
+    type ? [type] : [],
     page,
     view,
   );
 }
 
 export async function addDnc(
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   type: "email" | "phone",
   value: string,
   reason: string | null,
   createdBy: string | null,
 ): Promise<DncEntry> {
-  const sequelize = await database();
   try {
-    const rows = await sequelize.query<DncRow>(
-      `INSERT INTO dnc_entries (id, workspace_id, type, value, reason, created_by) VALUES ($1, $2, $3, $4, $5, $6) RETURNING *`,
-      {
-        bind: [newId(), workspaceId, type, normalizeDncValue(type, value), reason, createdBy],
-        type: QueryTypes.SELECT,
-      },
+    const rows = await query<DncRow>(
+      workspaceId,
+      `INSERT INTO dnc_entries (id, workspace_id, type, value, reason, created_by) VALUES ($2, $1, $3, $4, $5, $6) RETURNING *`,
+      [newId(), type, normalizeDncValue(type, value), reason, createdBy],
     );
     return view(rows[0]);
   } catch (err) {
@@ -80,18 +77,22 @@ export async function addDnc(
   }
 }
 
-export async function removeDnc(workspaceId: string, type: "email" | "phone", value: string): Promise<void> {
-  const sequelize = await database();
-  const rows = await sequelize.query(
+export async function removeDnc(
+  workspaceId: WorkspaceId,
+  type: "email" | "phone",
+  value: string,
+): Promise<void> {
+  const rows = await query(
+    workspaceId,
     `DELETE FROM dnc_entries WHERE workspace_id = $1 AND type = $2 AND value = $3 RETURNING id`,
-    { bind: [workspaceId, type, normalizeDncValue(type, value)], type: QueryTypes.SELECT },
+    [type, normalizeDncValue(type, value)],
   );
   if (!rows.length) throw notFound("Do-not-contact entry");
 }
 
 /** Which of these emails/phones are on the list (senders call this before every send). Values are normalised first. */
 export async function blockedValues(
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   emails: string[],
   phones: string[],
 ): Promise<string[]> {
@@ -100,19 +101,19 @@ export async function blockedValues(
     ...phones.map((p) => ["phone", normalizePhone(p)] as const),
   ].filter((v): v is readonly ["email" | "phone", string] => v[1] !== null);
   if (!values.length) return [];
-  const sequelize = await database();
-  const rows = await sequelize.query<{ value: string }>(
+  const rows = await query<{ value: string }>(
+    workspaceId,
     `SELECT d.value FROM dnc_entries d JOIN unnest($2::text[], $3::text[]) AS v(type, value)
         ON d.type = v.type AND d.value = v.value
       WHERE d.workspace_id = $1`,
-    { bind: [workspaceId, values.map((v) => v[0]), values.map((v) => v[1])], type: QueryTypes.SELECT },
+    [values.map((v) => v[0]), values.map((v) => v[1])],
   );
   return rows.map((r) => r.value);
 }
 
 /** Do-not-contact reasons of the given addresses (normalised value → reason, `bounce` for a hard bounce). */
 export async function dncReasons(
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   addresses: Array<{ type: "email" | "phone"; value: string }>,
 ): Promise<Array<{ type: "email" | "phone"; value: string; reason: string | null }>> {
   const values = addresses
@@ -122,11 +123,11 @@ export async function dncReasons(
     }))
     .filter((a): a is { type: "email" | "phone"; value: string } => a.value !== null);
   if (!values.length) return [];
-  const sequelize = await database();
-  return sequelize.query<{ type: "email" | "phone"; value: string; reason: string | null }>(
+  return query<{ type: "email" | "phone"; value: string; reason: string | null }>(
+    workspaceId,
     `SELECT d.type, d.value, d.reason FROM dnc_entries d JOIN unnest($2::text[], $3::text[]) AS v(type, value)
         ON d.type = v.type AND d.value = v.value
       WHERE d.workspace_id = $1`,
-    { bind: [workspaceId, values.map((v) => v.type), values.map((v) => v.value)], type: QueryTypes.SELECT },
+    [values.map((v) => v.type), values.map((v) => v.value)],
   );
 }

@@ -1,8 +1,8 @@
-import { QueryTypes } from "sequelize";
-import { database } from "../../lib/database";
+import { query } from "../../lib/database";
 import { selectPage, type Page, type PageRequest } from "../../lib/pagination";
 import { found } from "../../lib/errors";
 import { getRow } from "./contacts.repo";
+import type { WorkspaceId } from "../../lib/tenancy";
 
 /**
  * Duplicate candidates: the same email once `+tags` and dots of the local
@@ -57,11 +57,11 @@ export function emailKey(email: string): string {
   return `${local.split("+")[0].replace(/\./g, "")}@${domain ?? ""}`;
 }
 
-export async function duplicatesOf(workspaceId: string, contactId: string): Promise<Candidate[]> {
+export async function duplicatesOf(workspaceId: WorkspaceId, contactId: string): Promise<Candidate[]> {
   const me = found(await getRow(workspaceId, contactId), "Contact");
-  const sequelize = await database();
   const name = `${me.first_name ?? ""} ${me.last_name ?? ""}`.trim().toLowerCase();
-  const rows = await sequelize.query<SummaryRow & { by_email: boolean; by_phone: boolean; name_sim: number }>(
+  const rows = await query<SummaryRow & { by_email: boolean; by_phone: boolean; name_sim: number }>(
+    workspaceId,
     `SELECT id, email, phone, first_name, last_name, created_at,
             ($3::text IS NOT NULL AND email IS NOT NULL AND ${EMAIL_KEY("email")} = ${EMAIL_KEY("$3::text")}) AS by_email,
             ($4::text IS NOT NULL AND phone = $4::text) AS by_phone,
@@ -72,7 +72,7 @@ export async function duplicatesOf(workspaceId: string, contactId: string): Prom
            OR ($4::text IS NOT NULL AND phone = $4::text)
            OR ($5::text <> '' AND $5::text <% search_text AND similarity(${NAME_EXPR}, $5::text) >= ${NAME_SIMILARITY}))
       LIMIT 200`,
-    { bind: [workspaceId, contactId, me.email, me.phone, name], type: QueryTypes.SELECT },
+    [contactId, me.email, me.phone, name],
   );
   return rows
     .map((r) => {
@@ -93,8 +93,10 @@ export interface DuplicateGroup {
 }
 
 /** Workspace-wide groups sharing an email key, a phone or an exact full name; largest groups first. */
-export async function duplicateGroups(workspaceId: string, page: PageRequest): Promise<Page<DuplicateGroup>> {
-  const sequelize = await database();
+export async function duplicateGroups(
+  workspaceId: WorkspaceId,
+  page: PageRequest,
+): Promise<Page<DuplicateGroup>> {
   const groups = `
     SELECT 'email' AS reason, ${EMAIL_KEY("email")} AS value, array_agg(id ORDER BY created_at, id) AS ids
       FROM contacts WHERE workspace_id = $1 AND email IS NOT NULL GROUP BY 2 HAVING count(*) > 1
@@ -105,17 +107,19 @@ export async function duplicateGroups(workspaceId: string, page: PageRequest): P
     SELECT 'name', ${NAME_EXPR}, array_agg(id ORDER BY created_at, id)
       FROM contacts WHERE workspace_id = $1 AND trim(${NAME_EXPR}) <> '' GROUP BY 2 HAVING count(*) > 1`;
   const found = await selectPage(
+    workspaceId,
     { select: `SELECT g.* FROM (${groups}) g`, orderBy: "cardinality(g.ids) DESC, g.reason, g.value" },
-    [workspaceId],
+    [],
     page,
     (r: { reason: DuplicateGroup["reason"]; value: string; ids: string[] }) => r,
   );
   const rows = found.data;
   const ids = [...new Set(rows.flatMap((r) => r.ids))];
   const people = ids.length
-    ? await sequelize.query<SummaryRow>(
+    ? await query<SummaryRow>(
+        workspaceId,
         `SELECT id, email, phone, first_name, last_name, created_at FROM contacts WHERE workspace_id = $1 AND id = ANY($2::text[])`,
-        { bind: [workspaceId, ids], type: QueryTypes.SELECT },
+        [ids],
       )
     : [];
   const byId = new Map(people.map((p) => [p.id, summary(p)]));

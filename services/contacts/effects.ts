@@ -2,6 +2,7 @@ import type { ServiceBroker } from "moleculer";
 import type { Fact } from "../../lib/outbox";
 import { isServiceAvailable } from "../../lib/registry";
 import { systemCall } from "../../lib/system-call";
+import type { WorkspaceId } from "../../lib/tenancy";
 
 /**
  * What every contact write (API, import, ingest, merge, bulk, GDPR delete)
@@ -28,7 +29,7 @@ const EVALUATE_BATCH = 1000;
 
 export async function evaluateSegments(
   broker: ServiceBroker,
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   contactIds: string[],
 ): Promise<void> {
   if (!contactIds.length || !isServiceAvailable(broker, "segments")) return;

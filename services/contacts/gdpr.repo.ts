@@ -1,7 +1,8 @@
 import type { Transaction } from "sequelize";
-import { isoTimeColumns, selectRows } from "../../lib/database";
+import { isoTimeColumns, query } from "../../lib/database";
 import { deleteContactRow } from "./contacts.repo";
 import { eraseRows, existingTables, rowsOf } from "./related.repo";
+import type { WorkspaceId } from "../../lib/tenancy";
 
 /** Where a contact's data lives beyond its row, for its GDPR export and erasure (gdpr.ts). */
 
@@ -37,20 +38,21 @@ export async function contactRowsElsewhere(contactId: string): Promise<ContactRo
 
 /** The contact's inbox conversations, newest first, each with its messages oldest first (rows as stored, snake_case). */
 export async function conversationsOf(
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   contactId: string,
 ): Promise<Array<Record<string, unknown> & { messages: Array<Record<string, unknown>> }>> {
-  const rows = await selectRows<{
+  const rows = await query<{
     thread: Record<string, unknown>;
     messages: Array<Record<string, unknown>>;
   }>(
+    workspaceId,
     `SELECT to_jsonb(t) - 'workspace_id' AS thread,
             coalesce((SELECT jsonb_agg(to_jsonb(m) - 'workspace_id' - 'thread_id' ORDER BY m.created_at, m.id)
                         FROM inbox_messages m WHERE m.workspace_id = $1 AND m.thread_id = t.id), '[]'::jsonb) AS messages
        FROM inbox_threads t
       WHERE t.workspace_id = $1 AND t.contact_id = $2
       ORDER BY t.last_message_at DESC, t.id DESC`,
-    [workspaceId, contactId],
+    [contactId],
   );
   return rows.map((r) => ({ ...isoTimeColumns(r.thread), messages: r.messages.map(isoTimeColumns) }));
 }
@@ -62,7 +64,7 @@ const ERASE_AFTER = ["segment_membership_log"];
 
 /** Delete the contact's row and its rows in the erased tables, in the caller's transaction. */
 export async function eraseContactEverywhere(
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   contactId: string,
   transaction: Transaction,
 ): Promise<void> {

@@ -4,6 +4,7 @@ import { stageDomainEvents } from "../../lib/outbox";
 import { contactView, getRow, lockContact, type ContactView } from "./contacts.repo";
 import { contactFacts } from "./effects";
 import { contactRowsElsewhere, conversationsOf, eraseContactEverywhere, type ContactRows } from "./gdpr.repo";
+import type { WorkspaceId } from "../../lib/tenancy";
 
 /** Everything held about one contact, and its erasure. */
 
@@ -22,7 +23,7 @@ export function camelRow(row: Record<string, unknown>): Record<string, unknown> 
   return out;
 }
 
-export async function gdprExport(workspaceId: string, contactId: string): Promise<GdprExport> {
+export async function gdprExport(workspaceId: WorkspaceId, contactId: string): Promise<GdprExport> {
   const contact = contactView(found(await getRow(workspaceId, contactId), "Contact"));
   const [elsewhere, conversations] = await Promise.all([
     contactRowsElsewhere(contactId),
@@ -54,7 +55,7 @@ export async function gdprExport(workspaceId: string, contactId: string): Promis
  * Its `contact.deleted` fact is staged in the same transaction.
  */
 export async function gdprDelete(
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   contactId: string,
 ): Promise<{ id: string; email: string | null }> {
   const sequelize = await database();

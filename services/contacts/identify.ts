@@ -6,6 +6,7 @@ import { writeDefinitions } from "./contacts.repo";
 import { contactFields } from "./contacts.schemas";
 import type { ContactInput, ContactWrite } from "./fields";
 import type { ConsentWanted } from "./upsert";
+import type { WorkspaceId } from "../../lib/tenancy";
 
 /**
  * The contact a visitor's own input names (a form submission): found by
@@ -19,7 +20,7 @@ import type { ConsentWanted } from "./upsert";
  */
 export async function identifyContact(
   broker: ServiceBroker,
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   given: Record<string, unknown>,
   consent: ConsentWanted | undefined,
   source: string,
@@ -32,7 +33,7 @@ export async function identifyContact(
 
 interface Wanted {
   broker: ServiceBroker;
-  workspaceId: string;
+  workspaceId: WorkspaceId;
   given: Record<string, unknown>;
   consent: ConsentWanted | undefined;
   source: string;

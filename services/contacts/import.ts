@@ -10,6 +10,7 @@ import { hasIdentity } from "./normalize";
 import type { ContactWrite } from "./fields";
 import { spoolUpload } from "./upload";
 import type { ConsentWanted } from "./upsert";
+import type { WorkspaceId } from "../../lib/tenancy";
 
 /** The import job: stream the spooled CSV, validate each row, upsert in batches, report bad rows by line. */
 
@@ -29,7 +30,7 @@ export interface ImportResult {
 
 export async function importCsv(
   broker: ServiceBroker,
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   file: string,
   mapping: Record<string, string | null>,
   progress: ProgressFn,
@@ -113,7 +114,7 @@ export function parseMapping(text: unknown): Record<string, string | null> {
 export async function startImport(
   broker: ServiceBroker,
   logger: LoggerInstance,
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   upload: { body: Readable; contentType?: string; queryMapping?: unknown },
   actor: { actorType: string; actorId: string | null },
 ): Promise<{ jobId: string }> {

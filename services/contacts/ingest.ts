@@ -3,6 +3,7 @@ import { checkInput, issueText, writeContacts } from "./contact-write";
 import { writeDefinitions } from "./contacts.repo";
 import { contactFields } from "./contacts.schemas";
 import type { ContactInput, ContactWrite } from "./fields";
+import type { WorkspaceId } from "../../lib/tenancy";
 
 /**
  * Ingest: up to 1,000 contacts upserted by email (else externalId) in one call.
@@ -18,7 +19,7 @@ export interface IngestResult {
 
 export async function ingestContacts(
   broker: ServiceBroker,
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   items: unknown[],
   actor: { actorType: string; actorId: string | null },
 ): Promise<IngestResult> {

@@ -5,6 +5,7 @@ import { updateContact } from "./contact-write";
 import { contactsWithChat, getRow, type ContactView } from "./contacts.repo";
 import { insertLinkToken, redeemLinkToken } from "./link.repo";
 import { mergeContacts } from "./merge";
+import type { WorkspaceId } from "../../lib/tenancy";
 
 /**
  * One-time tokens binding a contact to a chat bot (chatapp1 deep links). The
@@ -22,7 +23,7 @@ export function deepLink(botUrl: string, token: string): string {
 }
 
 export async function issueLinkToken(
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   contactId: string,
   channel: string,
   now = new Date(),
@@ -36,7 +37,7 @@ export async function issueLinkToken(
 
 /** The chatapp1 deep link for a contact; 400 naming the setting when the workspace has no bot URL. */
 export async function chatapp1Link(
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   contactId: string,
   settings: { chatapp1?: { botUrl?: unknown } } | undefined,
 ): Promise<{ url: string; token: string; expiresAt: string }> {
@@ -62,7 +63,7 @@ const SYSTEM_ACTOR = { actorType: "system", actorId: null };
  */
 export async function linkChat(
   broker: ServiceBroker,
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   token: string,
   chatId: string,
 ): Promise<ContactView | null> {

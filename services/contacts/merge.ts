@@ -12,6 +12,7 @@ import {
 import { changedFields } from "./fields";
 import { contactFacts } from "./effects";
 import { lockContacts, moveRelatedRows, writeMergedProfile } from "./merge.repo";
+import type { WorkspaceId } from "../../lib/tenancy";
 
 /**
  * Merge duplicates into a primary contact, in one transaction: related rows
@@ -83,7 +84,7 @@ export interface MergeOutcome {
 }
 
 export async function mergeContacts(
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   primaryId: string,
   duplicateIds: string[],
 ): Promise<MergeOutcome> {

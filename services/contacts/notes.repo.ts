@@ -1,10 +1,10 @@
-import { QueryTypes } from "sequelize";
 import { newId } from "../../lib/crypto";
-import { database } from "../../lib/database";
+import { query } from "../../lib/database";
 import { selectPage, type Page, type PageRequest } from "../../lib/pagination";
 import { found } from "../../lib/errors";
 import { userNames } from "../auth/for-names";
 import { getRow } from "./contacts.repo";
+import type { WorkspaceId } from "../../lib/tenancy";
 
 /** Notes on a contact, with their author (a user, an API key or the system). */
 
@@ -46,18 +46,19 @@ async function views(rows: NoteRow[]): Promise<NoteView[]> {
 const SELECT = `SELECT n.id, n.contact_id, n.body, n.author_type, n.author_id, n.created_at FROM contact_notes n`;
 
 export async function listNotes(
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   contactId: string,
   page: PageRequest,
 ): Promise<Page<NoteView>> {
   found(await getRow(workspaceId, contactId), "Contact");
   const listed = await selectPage(
+    workspaceId,
     {
       select: `${SELECT} WHERE n.workspace_id = $1 AND n.contact_id = $2`,
       orderBy: "n.created_at DESC, n.id DESC",
       countFrom: "FROM contact_notes WHERE workspace_id = $1 AND contact_id = $2",
     },
-    [workspaceId, contactId],
+    [contactId],
     page,
     (row: NoteRow) => row,
   );
@@ -65,22 +66,19 @@ export async function listNotes(
 }
 
 export async function addNote(
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   contactId: string,
   body: string,
   author: { actorType: string; actorId: string | null },
 ): Promise<NoteView> {
   found(await getRow(workspaceId, contactId), "Contact");
-  const sequelize = await database();
   const id = newId();
-  await sequelize.query(
-    `INSERT INTO contact_notes (id, workspace_id, contact_id, author_type, author_id, body) VALUES ($1, $2, $3, $4, $5, $6)`,
-    { bind: [id, workspaceId, contactId, author.actorType, author.actorId, body] },
+  await query(
+    workspaceId,
+    `INSERT INTO contact_notes (id, workspace_id, contact_id, author_type, author_id, body) VALUES ($2, $1, $3, $4, $5, $6)`,
+    [id, contactId, author.actorType, author.actorId, body],
   );
-  const rows = await sequelize.query<NoteRow>(`${SELECT} WHERE n.workspace_id = $1 AND n.id = $2`, {
-    bind: [workspaceId, id],
-    type: QueryTypes.SELECT,
-  });
+  const rows = await query<NoteRow>(workspaceId, `${SELECT} WHERE n.workspace_id = $1 AND n.id = $2`, [id]);
   const [note] = await views(rows);
   return note;
 }

@@ -3,6 +3,7 @@ import { notFound, type FieldIssue } from "../../lib/errors";
 import { isServiceAvailable } from "../../lib/registry";
 import { systemCall } from "../../lib/system-call";
 import type { ContactWrite } from "./fields";
+import type { WorkspaceId } from "../../lib/tenancy";
 
 type References = Pick<ContactWrite, "companyId" | "ownerId">;
 
@@ -20,7 +21,7 @@ export const OWNER_ISSUE = "must name a member of this workspace";
  */
 export async function referenceIssues(
   broker: ServiceBroker,
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   writes: References[],
 ): Promise<Array<FieldIssue | null>> {
   const companyIds = distinct(writes.map((w) => w.companyId));
@@ -50,7 +51,7 @@ export async function referenceIssues(
 /** One write's references, as the 404 the contract gives any id outside the workspace. */
 export async function assertReferences(
   broker: ServiceBroker,
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   write: References,
 ): Promise<void> {
   const [issue] = await referenceIssues(broker, workspaceId, [write]);

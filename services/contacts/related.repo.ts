@@ -1,5 +1,5 @@
-import { QueryTypes, type Transaction } from "sequelize";
-import { database, isoTimeColumns } from "../../lib/database";
+import { type Transaction } from "sequelize";
+import { isoTimeColumns, queryAcrossWorkspaces } from "../../lib/database";
 
 /**
  * Tables of other areas that point at contacts. Each is optional (skipped
@@ -21,13 +21,13 @@ export const MOVABLE_TABLES = [
 ];
 
 export async function existingTables(names: string[], transaction?: Transaction): Promise<Set<string>> {
-  const sequelize = await database();
-  const rows = await sequelize.query<{ name: string }>(
+  const rows = await queryAcrossWorkspaces<{ name: string }>(
     `SELECT t.name FROM unnest($1::text[]) AS t(name)
       WHERE to_regclass(t.name) IS NOT NULL
         AND EXISTS (SELECT 1 FROM information_schema.columns c
                      WHERE c.table_schema = current_schema() AND c.table_name = t.name AND c.column_name = 'contact_id')`,
-    { bind: [names], type: QueryTypes.SELECT, transaction },
+    [names],
+    transaction,
   );
   return new Set(rows.map((r) => r.name));
 }
@@ -40,10 +40,9 @@ export async function rowsOf(
   present: Set<string>,
 ): Promise<Array<Record<string, unknown>>> {
   if (!present.has(table)) return [];
-  const sequelize = await database();
-  const rows = await sequelize.query<{ row: Record<string, unknown> }>(
+  const rows = await queryAcrossWorkspaces<{ row: Record<string, unknown> }>(
     `SELECT to_jsonb(t) AS row FROM ${table} t WHERE t.contact_id = $1 ORDER BY ${orderBy}`,
-    { bind: [contactId], type: QueryTypes.SELECT },
+    [contactId],
   );
   return rows.map((r) => isoTimeColumns(r.row));
 }
@@ -55,12 +54,8 @@ export async function eraseRows(
   present: Set<string>,
   transaction: Transaction,
 ): Promise<void> {
-  const sequelize = await database();
   for (const table of tables) {
     if (present.has(table))
-      await sequelize.query(`DELETE FROM ${table} WHERE contact_id = $1`, {
-        bind: [contactId],
-        transaction,
-      });
+      await queryAcrossWorkspaces(`DELETE FROM ${table} WHERE contact_id = $1`, [contactId], transaction);
   }
 }

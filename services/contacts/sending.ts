@@ -7,6 +7,7 @@ import { contactView, getRow, type ContactView } from "./contacts.repo";
 import { changedFields } from "./fields";
 import { writePreferences } from "./consent.repo";
 import { contactFacts, optOutFact } from "./effects";
+import type { WorkspaceId } from "../../lib/tenancy";
 
 /** A contact's own consent and topic choices, as the send path's links and pages make them. */
 
@@ -26,7 +27,7 @@ export interface PreferenceChanges {
  * emit `unsubscribe.<channel>` (an opt-out clicked twice emits once).
  */
 export async function applyPreferences(
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   contactId: string,
   changes: PreferenceChanges,
 ): Promise<{ contact: ContactView; optedOut: string[] }> {

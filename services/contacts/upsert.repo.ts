@@ -1,7 +1,8 @@
-import { QueryTypes, type Transaction } from "sequelize";
-import { database, selectRows } from "../../lib/database";
+import { type Transaction } from "sequelize";
+import { query } from "../../lib/database";
 import type { ConsentEntry } from "../../models";
 import { RECORD_COLUMN_TYPES, SCALAR_COLUMNS } from "./fields";
+import type { WorkspaceId } from "../../lib/tenancy";
 
 /** Who writes and why: stage history rows of an upsert carry it, and the consent it writes has the reason as source. */
 export interface UpsertOrigin {
@@ -74,32 +75,33 @@ export interface Returned {
 
 /** Write `records` (JSON rows with their id and consent) in one statement, in the caller's transaction. */
 export async function upsertRecords(
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   conflict: "email" | "external_id" | null,
   records: Array<Record<string, unknown>>,
   origin: UpsertOrigin,
   transaction: Transaction,
 ): Promise<Returned[]> {
-  const sequelize = await database();
-  return sequelize.query<Returned>(statement(conflict), {
-    bind: [workspaceId, JSON.stringify(records), origin.actorType, origin.actorId, origin.reason],
-    type: QueryTypes.SELECT,
+  return query<Returned>(
+    workspaceId,
+    statement(conflict),
+    [JSON.stringify(records), origin.actorType, origin.actorId, origin.reason],
     transaction,
-  });
+  );
 }
 
 /** The stored custom fields of the contacts these keys name (the keys an upsert matches on), for the required-field check. */
 export async function customFieldsByKey(
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   emails: string[],
   externalIds: string[],
 ): Promise<
   Array<{ email: string | null; externalId: string | null; customFields: Record<string, unknown> }>
 > {
   if (!emails.length && !externalIds.length) return [];
-  return selectRows(
+  return query(
+    workspaceId,
     `SELECT email, external_id AS "externalId", custom_fields AS "customFields" FROM contacts
       WHERE workspace_id = $1 AND (email = ANY($2::text[]) OR external_id = ANY($3::text[]))`,
-    [workspaceId, emails, externalIds],
+    [emails, externalIds],
   );
 }

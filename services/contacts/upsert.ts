@@ -8,6 +8,7 @@ import { contactFacts, optOutFact } from "./effects";
 import { changedFields, recordOf, type ContactWrite } from "./fields";
 import { mergeObject } from "./normalize";
 import { upsertRecords, type Returned, type UpsertOrigin } from "./upsert.repo";
+import type { WorkspaceId } from "../../lib/tenancy";
 
 /**
  * Update-or-create many contacts in one statement per key: by email when the
@@ -85,7 +86,7 @@ function errorText(err: unknown): string {
 
 /** One statement and its facts in one transaction; the written row of each record, in record order. */
 async function run(
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   conflict: "email" | "external_id" | null,
   records: ReturnType<typeof record>[],
   entries: ReturnType<typeof consentEntries>[],
@@ -114,7 +115,7 @@ async function run(
 
 /** Upsert validated writes (with the consent each asks for, `consent[i]`); results are in input order. */
 export async function upsertMany(
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   writes: ContactWrite[],
   origin: UpsertOrigin,
   consent: Array<ConsentWanted | undefined> = [],

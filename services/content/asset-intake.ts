@@ -11,6 +11,7 @@ import { cleanFileName, headCollector, sniffContentType } from "./asset-file";
 import { assetStores } from "./asset-store";
 import * as repo from "./assets.repo";
 import { ASSET_LIMIT_BYTES, RemoteAssetSchema, UploadFieldsSchema } from "./assets.schemas";
+import type { WorkspaceId } from "../../lib/tenancy";
 
 /**
  * New assets as they arrive on the create route's stream: an uploaded file
@@ -60,7 +61,7 @@ export async function sweepIncoming(): Promise<void> {
 const tooLarge = () => payloadTooLarge(`The file is larger than ${ASSET_LIMIT_BYTES / 1024 / 1024} MiB`);
 
 /** An uploaded file (multipart `file`), received, sniffed and stored; then its row. Nothing is left behind if any step fails. */
-export async function uploadAsset(ws: string, body: Readable, contentType: string): Promise<string> {
+export async function uploadAsset(ws: WorkspaceId, body: Readable, contentType: string): Promise<string> {
   const id = newId();
   await mkdir(incomingDir(), { recursive: true });
   const file = path.join(incomingDir(), id);
@@ -94,7 +95,7 @@ export async function uploadAsset(ws: string, body: Readable, contentType: strin
 }
 
 /** A remote asset (JSON `{name, remoteUrl, categoryId?, gated?}`). */
-export async function addRemoteAsset(ws: string, body: Readable): Promise<string> {
+export async function addRemoteAsset(ws: WorkspaceId, body: Readable): Promise<string> {
   const input = checked<{ name: string; remoteUrl: string; categoryId?: string | null; gated?: boolean }>(
     checkRemote,
     await readJsonBody(body),

@@ -13,6 +13,7 @@ import {
 } from "@aws-sdk/client-s3";
 import type { AssetsS3Config } from "../../lib/config";
 import type { ByteRange } from "./asset-file";
+import type { WorkspaceId } from "../../lib/tenancy";
 
 /**
  * Where asset files live: a folder on local disk (DATA_DIR/assets, the
@@ -31,7 +32,7 @@ export interface AssetStore {
   open(key: string, range?: ByteRange | null): Promise<Readable | null>;
   remove(key: string): Promise<void>;
   /** Every file of a workspace (it was deleted). */
-  removeWorkspace(workspaceId: string): Promise<void>;
+  removeWorkspace(workspaceId: WorkspaceId): Promise<void>;
 }
 
 /** Keys are our own ids; anything else reaching the disk is refused rather than joined into a path. */
@@ -41,7 +42,7 @@ function checkedKey(key: string): string {
   if (!KEY.test(key)) throw new Error(`Not an asset storage key: ${key}`);
   return key;
 }
-function checkedWorkspace(workspaceId: string): string {
+function checkedWorkspace(workspaceId: WorkspaceId): string {
   if (!new RegExp(`^${ID}$`).test(workspaceId)) throw new Error(`Not a workspace id: ${workspaceId}`);
   return workspaceId;
 }

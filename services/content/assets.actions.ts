@@ -7,7 +7,7 @@ import type { AppContext } from "../../lib/moleculer-types";
 import { pageRequest } from "../../lib/pagination";
 import { isServiceAvailable } from "../../lib/registry";
 import { systemCall } from "../../lib/system-call";
-import { WORKSPACE_DELETED_EVENT, workspaceOf } from "../../lib/tenancy";
+import { WORKSPACE_DELETED_EVENT, workspaceOf, type WorkspaceId } from "../../lib/tenancy";
 import { linkedContact } from "../messages/links";
 import { downloadHeaders, requestedRange } from "./asset-file";
 import { addRemoteAsset, storesOf, sweepIncoming, uploadAsset } from "./asset-intake";
@@ -29,7 +29,7 @@ const publicUrl = () => config().publicUrl;
 export const assetActions = defineMixin({
   events: {
     /** The rows went with the workspace (ON DELETE CASCADE); its files go from every storage this replica reaches. */
-    async [WORKSPACE_DELETED_EVENT](ctx: AppContext<{ workspaceId: string }>) {
+    async [WORKSPACE_DELETED_EVENT](ctx: AppContext<{ workspaceId: WorkspaceId }>) {
       for (const store of storesOf().all)
         await store
           .removeWorkspace(ctx.params.workspaceId)

@@ -1,15 +1,16 @@
 import { newId } from "../../lib/crypto";
-import { Binds, likeEscape, selectRows, uniqueViolation } from "../../lib/database";
+import { Binds, likeEscape, query, queryAcrossWorkspaces, uniqueViolation } from "../../lib/database";
 import { conflict, fieldError } from "../../lib/errors";
 import { selectPage, sortOrder, type Page, type PageRequest } from "../../lib/pagination";
 import type { StorageKind } from "./asset-store";
 import type { AssetCategoryView, AssetView } from "./assets.schemas";
+import type { WorkspaceId } from "../../lib/tenancy";
 
 /** The SQL of assets and their categories; every statement but the public download's is scoped by workspace. */
 
 interface AssetRow {
   id: string;
-  workspace_id: string;
+  workspace_id: WorkspaceId;
   category_id: string | null;
   name: string;
   file_name: string | null;
@@ -40,12 +41,13 @@ const view = (r: AssetRow, publicUrl: string): AssetView => ({
 });
 
 /** A category that is not the workspace's: 400 on `categoryId` (the foreign key alone would take another workspace's). */
-async function checkCategory(workspaceId: string, categoryId: string | null | undefined): Promise<void> {
+async function checkCategory(workspaceId: WorkspaceId, categoryId: string | null | undefined): Promise<void> {
   if (!categoryId) return;
-  const [row] = await selectRows(`SELECT 1 FROM asset_categories WHERE workspace_id = $1 AND id = $2`, [
+  const [row] = await query(
     workspaceId,
-    categoryId,
-  ]);
+    `SELECT 1 FROM asset_categories WHERE workspace_id = $1 AND id = $2`,
+    [categoryId],
+  );
   if (!row) throw fieldError("categoryId", "is not one of the workspace's asset categories");
 }
 
@@ -63,12 +65,12 @@ export interface AssetFilter {
 }
 
 export async function listAssets(
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   page: PageRequest,
   filter: AssetFilter,
   publicUrl: string,
 ): Promise<Page<AssetView>> {
-  const binds = new Binds([workspaceId]);
+  const binds = Binds.inWorkspace();
   const where = ["workspace_id = $1"];
   if (filter.categoryId) where.push(`category_id = ${binds.p(filter.categoryId)}`);
   if (filter.search) {
@@ -80,6 +82,7 @@ export async function listAssets(
     .join(", ");
   const clause = where.join(" AND ");
   return selectPage(
+    workspaceId,
     { select: `SELECT * FROM assets WHERE ${clause}`, orderBy: order },
     binds.values,
     page,
@@ -88,14 +91,15 @@ export async function listAssets(
 }
 
 export async function findAsset(
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   id: string,
   publicUrl: string,
 ): Promise<AssetView | null> {
-  const [row] = await selectRows<AssetRow>(`SELECT * FROM assets WHERE workspace_id = $1 AND id = $2`, [
+  const [row] = await query<AssetRow>(
     workspaceId,
-    id,
-  ]);
+    `SELECT * FROM assets WHERE workspace_id = $1 AND id = $2`,
+    [id],
+  );
   return row ? view(row, publicUrl) : null;
 }
 
@@ -109,19 +113,19 @@ export type StoredFile = { fileName: string; contentType: string; size: number; 
 
 /** A new asset: a stored file (under `<workspaceId>/<id>`) or a remote URL. Its id is chosen first so the file can be stored under it. */
 export async function insertAsset(
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   id: string,
   input: AssetInput,
   source: { file: StoredFile } | { remoteUrl: string },
 ): Promise<void> {
   await checkCategory(workspaceId, input.categoryId);
   const file = "file" in source ? source.file : null;
-  await selectRows(
+  await query(
+    workspaceId,
     `INSERT INTO assets (id, workspace_id, category_id, name, file_name, content_type, size, storage, storage_key, remote_url, gated)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
+     VALUES ($2, $1, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
     [
       id,
-      workspaceId,
       input.categoryId ?? null,
       input.name,
       file?.fileName ?? null,
@@ -137,17 +141,18 @@ export async function insertAsset(
 
 /** Rename, move or (un)gate an asset; false when there is none. */
 export async function updateAsset(
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   id: string,
   input: Partial<AssetInput>,
 ): Promise<boolean> {
   await checkCategory(workspaceId, input.categoryId);
-  const binds = new Binds([workspaceId, id]);
+  const binds = Binds.inWorkspace([id]);
   const sets = ["updated_at = now()"];
   if (input.name !== undefined) sets.push(`name = ${binds.p(input.name)}`);
   if (input.categoryId !== undefined) sets.push(`category_id = ${binds.p(input.categoryId)}`);
   if (input.gated !== undefined) sets.push(`gated = ${binds.p(input.gated)}`);
-  const rows = await selectRows(
+  const rows = await query(
+    workspaceId,
     `UPDATE assets SET ${sets.join(", ")} WHERE workspace_id = $1 AND id = $2 RETURNING id`,
     binds.values,
   );
@@ -156,19 +161,20 @@ export async function updateAsset(
 
 /** Delete an asset's row; where its file was, for the caller to remove. Null when there is none. */
 export async function deleteAsset(
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   id: string,
 ): Promise<{ storage: StorageKind | null; storageKey: string | null } | null> {
-  const [row] = await selectRows<{ storage: StorageKind | null; storage_key: string | null }>(
+  const [row] = await query<{ storage: StorageKind | null; storage_key: string | null }>(
+    workspaceId,
     `DELETE FROM assets WHERE workspace_id = $1 AND id = $2 RETURNING storage, storage_key`,
-    [workspaceId, id],
+    [id],
   );
   return row ? { storage: row.storage, storageKey: row.storage_key } : null;
 }
 
 export interface DownloadTarget {
   id: string;
-  workspaceId: string;
+  workspaceId: WorkspaceId;
   name: string;
   gated: boolean;
   fileName: string | null;
@@ -181,7 +187,7 @@ export interface DownloadTarget {
 
 /** An asset as its public download needs it (any workspace: the id is the address). */
 export async function downloadTarget(id: string): Promise<DownloadTarget | null> {
-  const [r] = await selectRows<AssetRow>(`SELECT * FROM assets WHERE id = $1`, [id]);
+  const [r] = await queryAcrossWorkspaces<AssetRow>(`SELECT * FROM assets WHERE id = $1`, [id]);
   if (!r) return null;
   return {
     id: r.id,
@@ -197,21 +203,22 @@ export async function downloadTarget(id: string): Promise<DownloadTarget | null>
   };
 }
 
-export async function countDownload(workspaceId: string, id: string): Promise<void> {
-  await selectRows(`UPDATE assets SET downloads = downloads + 1 WHERE workspace_id = $1 AND id = $2`, [
+export async function countDownload(workspaceId: WorkspaceId, id: string): Promise<void> {
+  await query(
     workspaceId,
-    id,
-  ]);
+    `UPDATE assets SET downloads = downloads + 1 WHERE workspace_id = $1 AND id = $2`,
+    [id],
+  );
 }
 
 /** Categories by name, each with its number of assets. */
-export async function listCategories(workspaceId: string): Promise<AssetCategoryView[]> {
-  const rows = await selectRows<{ id: string; name: string; assets: string; created_at: Date }>(
+export async function listCategories(workspaceId: WorkspaceId): Promise<AssetCategoryView[]> {
+  const rows = await query<{ id: string; name: string; assets: string; created_at: Date }>(
+    workspaceId,
     `SELECT c.id, c.name, c.created_at, count(a.id) AS assets
        FROM asset_categories c LEFT JOIN assets a ON a.category_id = c.id
       WHERE c.workspace_id = $1
       GROUP BY c.id ORDER BY lower(c.name), c.id`,
-    [workspaceId],
   );
   return rows.map((r) => ({
     id: r.id,
@@ -222,11 +229,12 @@ export async function listCategories(workspaceId: string): Promise<AssetCategory
 }
 
 /** A new category; a name the workspace has (in any case) is 409. */
-export async function insertCategory(workspaceId: string, name: string): Promise<AssetCategoryView> {
+export async function insertCategory(workspaceId: WorkspaceId, name: string): Promise<AssetCategoryView> {
   const id = newId();
-  const [row] = await selectRows<{ created_at: Date }>(
-    `INSERT INTO asset_categories (id, workspace_id, name) VALUES ($1, $2, $3) RETURNING created_at`,
-    [id, workspaceId, name],
+  const [row] = await query<{ created_at: Date }>(
+    workspaceId,
+    `INSERT INTO asset_categories (id, workspace_id, name) VALUES ($2, $1, $3) RETURNING created_at`,
+    [id, name],
   ).catch((err) => {
     if (uniqueViolation(err) === "asset_categories_name_uq")
       throw conflict("Another asset category has this name");
@@ -236,10 +244,11 @@ export async function insertCategory(workspaceId: string, name: string): Promise
 }
 
 /** Delete a category; its assets stay, uncategorised. False when there is none. */
-export async function deleteCategory(workspaceId: string, id: string): Promise<boolean> {
-  const rows = await selectRows(
+export async function deleteCategory(workspaceId: WorkspaceId, id: string): Promise<boolean> {
+  const rows = await query(
+    workspaceId,
     `DELETE FROM asset_categories WHERE workspace_id = $1 AND id = $2 RETURNING id`,
-    [workspaceId, id],
+    [id],
   );
   return rows.length > 0;
 }

@@ -1,9 +1,8 @@
 import { Type, type Static } from "@sinclair/typebox";
 import { Paginated, PageQuery } from "../../lib/pagination";
-import { Component, DateTime, Nullable, Params, Trimmed } from "../../lib/schema";
+import { Component, DateTime, Nullable, Params, Trimmed, WorkspaceIdParam } from "../../lib/schema";
 
 const Id = Type.String({ minLength: 1, maxLength: 64 });
-const WorkspaceId = Id;
 
 /** The largest file an upload may carry. */
 export const ASSET_LIMIT_BYTES = 25 * 1024 * 1024;
@@ -69,7 +68,7 @@ export const RemoteAssetSchema = Type.Object(
 
 export const schemas = {
   list: Params({
-    workspaceId: WorkspaceId,
+    workspaceId: WorkspaceIdParam,
     ...PageQuery,
     categoryId: Type.Optional(Id),
     search: Type.Optional(Type.String({ maxLength: 200, description: "Part of the name or file name" })),
@@ -80,17 +79,17 @@ export const schemas = {
       }),
     ),
   }),
-  get: Params({ workspaceId: WorkspaceId, assetId: Id }),
+  get: Params({ workspaceId: WorkspaceIdParam, assetId: Id }),
   update: Params({
-    workspaceId: WorkspaceId,
+    workspaceId: WorkspaceIdParam,
     assetId: Id,
     name: Type.Optional(Name),
     categoryId: Type.Optional(CategoryId),
     gated: Type.Optional(Type.Boolean()),
   }),
-  categories: Params({ workspaceId: WorkspaceId }),
-  createCategory: Params({ workspaceId: WorkspaceId, name: Name }),
-  removeCategory: Params({ workspaceId: WorkspaceId, categoryId: Id }),
+  categories: Params({ workspaceId: WorkspaceIdParam }),
+  createCategory: Params({ workspaceId: WorkspaceIdParam, name: Name }),
+  removeCategory: Params({ workspaceId: WorkspaceIdParam, categoryId: Id }),
   download: Params({
     assetId: Id,
     token: Type.Optional(

@@ -7,7 +7,7 @@ import { renderPage } from "../../lib/pages";
 import { pageRequest } from "../../lib/pagination";
 import { isServiceAvailable } from "../../lib/registry";
 import { systemCall } from "../../lib/system-call";
-import { workspaceOf } from "../../lib/tenancy";
+import { workspaceOf, type WorkspaceId } from "../../lib/tenancy";
 import { DatabaseMixin } from "../../mixins/database.mixin";
 import { assetActions } from "./assets.actions";
 import { results, schemas } from "./content.schemas";
@@ -27,7 +27,7 @@ const publicUrl = () => config().publicUrl;
 /** The markup of the page's forms, from the forms service (none when it is not deployed). */
 async function formMarkup(
   ctx: AppContext,
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   html: string,
 ): Promise<Record<string, string>> {
   const formIds = formIdsIn(html);

@@ -1,7 +1,8 @@
 import { newId } from "../../lib/crypto";
-import { Binds, likeEscape, selectRows } from "../../lib/database";
+import { Binds, likeEscape, query } from "../../lib/database";
 import { selectPage, type Page, type PageRequest } from "../../lib/pagination";
 import type { DynamicContentView } from "./content.schemas";
+import type { WorkspaceId } from "../../lib/tenancy";
 
 /** The SQL of dynamic content slots, scoped by workspace. */
 
@@ -26,11 +27,11 @@ const view = (r: SlotRow): DynamicContentView => ({
 });
 
 export async function listSlots(
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   page: PageRequest,
   search: string | undefined,
 ): Promise<Page<DynamicContentView>> {
-  const binds = new Binds([workspaceId]);
+  const binds = Binds.inWorkspace();
   const where = ["workspace_id = $1"];
   if (search) {
     const like = binds.p(`%${likeEscape(search)}%`);
@@ -38,6 +39,7 @@ export async function listSlots(
   }
   const clause = where.join(" AND ");
   return selectPage(
+    workspaceId,
     { select: `SELECT * FROM dynamic_content WHERE ${clause}`, orderBy: "slot, id" },
     binds.values,
     page,
@@ -47,25 +49,27 @@ export async function listSlots(
 
 /** Create the slot or replace what it holds; answers it and whether it was new. */
 export async function upsertSlot(
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   input: { name: string; slot: string; defaultContent: string; variants: DynamicContentView["variants"] },
 ): Promise<{ slot: DynamicContentView; created: boolean }> {
-  const [row] = await selectRows<SlotRow & { created: boolean }>(
+  const [row] = await query<SlotRow & { created: boolean }>(
+    workspaceId,
     `INSERT INTO dynamic_content (id, workspace_id, name, slot, default_content, variants)
-     VALUES ($1, $2, $3, $4, $5, $6::jsonb)
+     VALUES ($2, $1, $3, $4, $5, $6::jsonb)
      ON CONFLICT (workspace_id, slot) DO UPDATE
         SET name = EXCLUDED.name, default_content = EXCLUDED.default_content, variants = EXCLUDED.variants,
             updated_at = now()
      RETURNING *, (xmax = 0) AS created`,
-    [newId(), workspaceId, input.name, input.slot, input.defaultContent, JSON.stringify(input.variants)],
+    [newId(), input.name, input.slot, input.defaultContent, JSON.stringify(input.variants)],
   );
   return { slot: view(row), created: row.created };
 }
 
-export async function slotsNamed(workspaceId: string, slots: string[]): Promise<DynamicContentView[]> {
-  const rows = await selectRows<SlotRow>(
+export async function slotsNamed(workspaceId: WorkspaceId, slots: string[]): Promise<DynamicContentView[]> {
+  const rows = await query<SlotRow>(
+    workspaceId,
     `SELECT * FROM dynamic_content WHERE workspace_id = $1 AND slot = ANY($2::text[])`,
-    [workspaceId, slots],
+    [slots],
   );
   return rows.map(view);
 }

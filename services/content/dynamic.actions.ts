@@ -5,7 +5,7 @@ import { validationError } from "../../lib/errors";
 import { pageRequest } from "../../lib/pagination";
 import { isServiceAvailable } from "../../lib/registry";
 import { systemCall } from "../../lib/system-call";
-import { workspaceOf } from "../../lib/tenancy";
+import { workspaceOf, type WorkspaceId } from "../../lib/tenancy";
 import { validateFilter } from "../segments/filter-schema";
 import { results, schemas } from "./content.schemas";
 import { contentFor } from "./dynamic";
@@ -19,7 +19,7 @@ const WS = "/workspaces/:workspaceId/dynamic-content";
 /** Each contact's content of the named slots; `null` is an anonymous visitor, who gets each slot's default. */
 export async function slotsFor(
   ctx: AppContext,
-  ws: string,
+  ws: WorkspaceId,
   contactIds: Array<string | null>,
   slots: string[],
 ): Promise<Record<string, Record<string, string>>> {

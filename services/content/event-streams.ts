@@ -1,4 +1,5 @@
 import { PassThrough } from "node:stream";
+import type { WorkspaceId } from "../../lib/tenancy";
 
 /**
  * The website script's open event streams (server-sent events) of one
@@ -7,7 +8,7 @@ import { PassThrough } from "node:stream";
  */
 
 export interface VisitorStream {
-  workspaceId: string;
+  workspaceId: WorkspaceId;
   contactId: string | null;
   stream: PassThrough;
   send(event: string, data: unknown): void;
@@ -20,7 +21,7 @@ export class EventStreams {
   constructor(private readonly heartbeatMs: number) {}
 
   /** A new stream for a visitor of the workspace, `ready` already written. */
-  add(workspaceId: string, contactId: string | null): VisitorStream {
+  add(workspaceId: WorkspaceId, contactId: string | null): VisitorStream {
     const stream = new PassThrough();
     const visitor: VisitorStream = {
       workspaceId,
@@ -45,7 +46,7 @@ export class EventStreams {
     return visitor;
   }
 
-  of(workspaceId: string): VisitorStream[] {
+  of(workspaceId: WorkspaceId): VisitorStream[] {
     return [...this.open].filter((v) => v.workspaceId === workspaceId);
   }
 

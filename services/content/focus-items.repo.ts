@@ -1,7 +1,8 @@
 import { newId } from "../../lib/crypto";
-import { Binds, queryPrepared, selectRows } from "../../lib/database";
+import { Binds, query, queryAcrossWorkspacesPrepared } from "../../lib/database";
 import { selectPage, type Page, type PageRequest } from "../../lib/pagination";
 import type { FocusItemView } from "./content.schemas";
+import type { WorkspaceId } from "../../lib/tenancy";
 
 /** The SQL of focus items, scoped by workspace. */
 
@@ -38,16 +39,17 @@ const view = (r: FocusRow): FocusItemView => ({
 });
 
 export async function listItems(
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   page: PageRequest,
   filter: { active?: boolean; type?: string },
 ): Promise<Page<FocusItemView>> {
-  const binds = new Binds([workspaceId]);
+  const binds = Binds.inWorkspace();
   const where = ["workspace_id = $1"];
   if (filter.active !== undefined) where.push(`active = ${binds.p(filter.active)}`);
   if (filter.type) where.push(`type = ${binds.p(filter.type)}`);
   const clause = where.join(" AND ");
   return selectPage(
+    workspaceId,
     { select: `SELECT * FROM focus_items WHERE ${clause}`, orderBy: "created_at DESC, id DESC" },
     binds.values,
     page,
@@ -55,11 +57,12 @@ export async function listItems(
   );
 }
 
-export async function findItem(workspaceId: string, id: string): Promise<FocusItemView | null> {
-  const [row] = await selectRows<FocusRow>(`SELECT * FROM focus_items WHERE workspace_id = $1 AND id = $2`, [
+export async function findItem(workspaceId: WorkspaceId, id: string): Promise<FocusItemView | null> {
+  const [row] = await query<FocusRow>(
     workspaceId,
-    id,
-  ]);
+    `SELECT * FROM focus_items WHERE workspace_id = $1 AND id = $2`,
+    [id],
+  );
   return row ? view(row) : null;
 }
 
@@ -74,53 +77,57 @@ const columnsOf = (input: FocusInput) => [
   input.active,
 ];
 
-export async function insertItem(workspaceId: string, input: FocusInput): Promise<string> {
+export async function insertItem(workspaceId: WorkspaceId, input: FocusInput): Promise<string> {
   const id = newId();
-  await selectRows(
+  await query(
+    workspaceId,
     `INSERT INTO focus_items (id, workspace_id, name, type, content, form_id, trigger, rules, active)
-     VALUES ($1, $2, $3, $4, $5, $6, $7::jsonb, $8::jsonb, $9)`,
-    [id, workspaceId, ...columnsOf(input)],
+     VALUES ($2, $1, $3, $4, $5, $6, $7::jsonb, $8::jsonb, $9)`,
+    [id, ...columnsOf(input)],
   );
   return id;
 }
 
-export async function updateItem(workspaceId: string, id: string, input: FocusInput): Promise<boolean> {
-  const rows = await selectRows(
+export async function updateItem(workspaceId: WorkspaceId, id: string, input: FocusInput): Promise<boolean> {
+  const rows = await query(
+    workspaceId,
     `UPDATE focus_items SET name = $3, type = $4, content = $5, form_id = $6, trigger = $7::jsonb, rules = $8::jsonb,
             active = $9, updated_at = now()
       WHERE workspace_id = $1 AND id = $2 RETURNING id`,
-    [workspaceId, id, ...columnsOf(input)],
+    [id, ...columnsOf(input)],
   );
   return rows.length > 0;
 }
 
-export async function deleteItem(workspaceId: string, id: string): Promise<boolean> {
-  const rows = await selectRows(`DELETE FROM focus_items WHERE workspace_id = $1 AND id = $2 RETURNING id`, [
+export async function deleteItem(workspaceId: WorkspaceId, id: string): Promise<boolean> {
+  const rows = await query(
     workspaceId,
-    id,
-  ]);
+    `DELETE FROM focus_items WHERE workspace_id = $1 AND id = $2 RETURNING id`,
+    [id],
+  );
   return rows.length > 0;
 }
 
 /** The workspace's active focus items (the website script's config). */
-export async function activeItems(workspaceId: string): Promise<FocusItemView[]> {
-  const rows = await selectRows<FocusRow>(
+export async function activeItems(workspaceId: WorkspaceId): Promise<FocusItemView[]> {
+  const rows = await query<FocusRow>(
+    workspaceId,
     `SELECT * FROM focus_items WHERE workspace_id = $1 AND active ORDER BY created_at, id LIMIT 200`,
-    [workspaceId],
   );
   return rows.map(view);
 }
 
 /** The website script showed an item (`views`) or its form was submitted from it (`conversions`). */
 export async function countShown(
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   id: string,
   counter: "views" | "conversions",
 ): Promise<void> {
-  await selectRows(`UPDATE focus_items SET ${counter} = ${counter} + 1 WHERE workspace_id = $1 AND id = $2`, [
+  await query(
     workspaceId,
-    id,
-  ]);
+    `UPDATE focus_items SET ${counter} = ${counter} + 1 WHERE workspace_id = $1 AND id = $2`,
+    [id],
+  );
 }
 
 /**
@@ -128,8 +135,8 @@ export async function countShown(
  * its focus items' and forms' count and last change (forms are read for
  * their version only; their list comes from the forms service).
  */
-export async function scriptConfigVersions(workspaceIds: string[]): Promise<Map<string, string>> {
-  const rows = await queryPrepared<{ workspace_id: string; version: string }>(
+export async function scriptConfigVersions(workspaceIds: WorkspaceId[]): Promise<Map<string, string>> {
+  const rows = await queryAcrossWorkspacesPrepared<{ workspace_id: WorkspaceId; version: string }>(
     `SELECT w.id AS workspace_id,
             (SELECT count(*) || '/' || COALESCE(max(updated_at)::text, '') FROM focus_items f WHERE f.workspace_id = w.id)
             || '|' ||

@@ -1,14 +1,15 @@
 import { newId } from "../../lib/crypto";
-import { Binds, likeEscape, selectRows, uniqueViolation } from "../../lib/database";
+import { Binds, likeEscape, query, queryAcrossWorkspaces, uniqueViolation } from "../../lib/database";
 import { conflict } from "../../lib/errors";
 import { selectPage, type Page, type PageRequest } from "../../lib/pagination";
 import type { LandingPageView } from "./content.schemas";
+import type { WorkspaceId } from "../../lib/tenancy";
 
 /** The SQL of landing pages; every statement but the public page's is scoped by workspace. */
 
 interface PageRow {
   id: string;
-  workspace_id: string;
+  workspace_id: WorkspaceId;
   workspace_slug: string;
   name: string;
   slug: string;
@@ -52,12 +53,12 @@ function slugTaken(err: unknown): never {
 }
 
 export async function listPages(
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   page: PageRequest,
   filter: { status?: string; search?: string },
   publicUrl: string,
 ): Promise<Page<LandingPageView>> {
-  const binds = new Binds([workspaceId]);
+  const binds = Binds.inWorkspace();
   const where = ["p.workspace_id = $1"];
   if (filter.status) where.push(`p.status = ${binds.p(filter.status)}`);
   if (filter.search) {
@@ -66,6 +67,7 @@ export async function listPages(
   }
   const clause = where.join(" AND ");
   return selectPage(
+    workspaceId,
     {
       select: `${SELECT} WHERE ${clause}`,
       orderBy: "p.created_at DESC, p.id DESC",
@@ -78,44 +80,44 @@ export async function listPages(
 }
 
 export async function findPage(
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   id: string,
   publicUrl: string,
 ): Promise<LandingPageView | null> {
-  const [row] = await selectRows<PageRow>(`${SELECT} WHERE p.workspace_id = $1 AND p.id = $2`, [
-    workspaceId,
-    id,
-  ]);
+  const [row] = await query<PageRow>(workspaceId, `${SELECT} WHERE p.workspace_id = $1 AND p.id = $2`, [id]);
   return row ? view(row, publicUrl) : null;
 }
 
-export async function insertPage(workspaceId: string, input: PageInput): Promise<string> {
+export async function insertPage(workspaceId: WorkspaceId, input: PageInput): Promise<string> {
   const id = newId();
-  await selectRows(
+  await query(
+    workspaceId,
     `INSERT INTO landing_pages (id, workspace_id, name, slug, title, html, status, published_at)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, CASE WHEN $7 = 'published' THEN now() END)`,
-    [id, workspaceId, input.name, input.slug, input.title, input.html, input.status],
+     VALUES ($2, $1, $3, $4, $5, $6, $7, CASE WHEN $7 = 'published' THEN now() END)`,
+    [id, input.name, input.slug, input.title, input.html, input.status],
   ).catch(slugTaken);
   return id;
 }
 
 /** Replace a page; publishing stamps `published_at`, a page that stays published keeps its stamp. False when there is none. */
-export async function replacePage(workspaceId: string, id: string, input: PageInput): Promise<boolean> {
-  const rows = await selectRows(
+export async function replacePage(workspaceId: WorkspaceId, id: string, input: PageInput): Promise<boolean> {
+  const rows = await query(
+    workspaceId,
     `UPDATE landing_pages SET name = $3, slug = $4, title = $5, html = $6, status = $7,
             published_at = CASE WHEN $7 = 'published' AND status <> 'published' THEN now()
                                 WHEN $7 = 'published' THEN published_at END,
             updated_at = now()
       WHERE workspace_id = $1 AND id = $2 RETURNING id`,
-    [workspaceId, id, input.name, input.slug, input.title, input.html, input.status],
+    [id, input.name, input.slug, input.title, input.html, input.status],
   ).catch(slugTaken);
   return rows.length > 0;
 }
 
-export async function deletePage(workspaceId: string, id: string): Promise<boolean> {
-  const rows = await selectRows(
+export async function deletePage(workspaceId: WorkspaceId, id: string): Promise<boolean> {
+  const rows = await query(
+    workspaceId,
     `DELETE FROM landing_pages WHERE workspace_id = $1 AND id = $2 RETURNING id`,
-    [workspaceId, id],
+    [id],
   );
   return rows.length > 0;
 }
@@ -125,8 +127,13 @@ export async function viewPublished(
   workspaceSlug: string,
   slug: string,
   counted = true,
-): Promise<{ id: string; workspaceId: string; title: string; html: string } | null> {
-  const [row] = await selectRows<{ id: string; workspace_id: string; title: string; html: string }>(
+): Promise<{ id: string; workspaceId: WorkspaceId; title: string; html: string } | null> {
+  const [row] = await queryAcrossWorkspaces<{
+    id: string;
+    workspace_id: WorkspaceId;
+    title: string;
+    html: string;
+  }>(
     counted
       ? `UPDATE landing_pages p SET views = p.views + 1
            FROM workspaces w

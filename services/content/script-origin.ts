@@ -1,9 +1,10 @@
 import { ownOrListedOrigin } from "../../lib/origins";
 import { signLinkToken, verifyLinkToken } from "../messages/links";
+import type { WorkspaceId } from "../../lib/tenancy";
 
 /** What the website script's endpoints know of a site key's workspace. */
 export interface ScriptSite {
-  workspaceId: string;
+  workspaceId: WorkspaceId;
   allowedOrigins: string[];
 }
 
@@ -11,7 +12,7 @@ export interface ScriptSite {
  * The token a landing page carries as served (`<meta name="cms-page">`),
  * naming its workspace and itself; valid for a day.
  */
-export const landingPageToken = (workspaceId: string, landingPageId: string): string =>
+export const landingPageToken = (workspaceId: WorkspaceId, landingPageId: string): string =>
   signLinkToken({ typ: "page", ws: workspaceId, sub: landingPageId });
 
 /**

@@ -20,6 +20,7 @@ import { EventStreams } from "./event-streams";
 import * as focus from "./focus-items.repo";
 import { scriptOriginAllowed, type ScriptSite } from "./script-origin";
 import type { FocusItemView } from "./content.schemas";
+import type { WorkspaceId } from "../../lib/tenancy";
 
 /**
  * The website script's endpoints (contract 10; mixed into `content`),
@@ -56,7 +57,7 @@ const VAPID_TTL_MS = 30_000;
 const vapidKeys = new LRUCache<string, Promise<string | null>>({ max: 10_000, ttl: VAPID_TTL_MS });
 
 /** The key browsers subscribe with; null without a web push provider (or without the providers service). */
-function vapidPublicKey(ctx: AppContext, workspaceId: string): Promise<string | null> {
+function vapidPublicKey(ctx: AppContext, workspaceId: WorkspaceId): Promise<string | null> {
   let key = vapidKeys.get(workspaceId);
   if (!key) {
     key = isServiceAvailable(ctx.broker, "providers")
@@ -140,7 +141,7 @@ const scriptItem = (i: FocusItemView) => ({
 /** Which of the segments a visitor is a member of (none for an anonymous one). */
 async function memberships(
   ctx: AppContext,
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   contactId: string | null,
   segmentIds: string[],
 ) {
@@ -198,7 +199,7 @@ function configAnswer(site: Omit<SiteConfig, "anonymous">, member: Set<string>):
   return { body, etag: `"${sha256Hex(JSON.stringify(body)).slice(0, 32)}"` };
 }
 
-async function loadSiteConfig(broker: ServiceBroker, workspaceId: string): Promise<SiteConfig> {
+async function loadSiteConfig(broker: ServiceBroker, workspaceId: WorkspaceId): Promise<SiteConfig> {
   const items = await focus.activeItems(workspaceId);
   const forms = isServiceAvailable(broker, "forms")
     ? await systemCall<
@@ -427,12 +428,12 @@ export const scriptActions = defineMixin<ScriptService>({
 
   events: {
     /** A workspace's providers changed: its VAPID public key is read again at the next page load. */
-    [PROVIDERS_CHANGED_EVENT](ctx: AppContext<{ workspaceId: string }>) {
+    [PROVIDERS_CHANGED_EVENT](ctx: AppContext<{ workspaceId: WorkspaceId }>) {
       vapidKeys.delete(ctx.params.workspaceId);
     },
 
     /** A saved focus item reaches this process's open streams of its workspace, where it applies. */
-    async [FOCUS_ITEM_CHANGED](ctx: AppContext<{ workspaceId: string; focusItemId: string }>) {
+    async [FOCUS_ITEM_CHANGED](ctx: AppContext<{ workspaceId: WorkspaceId; focusItemId: string }>) {
       const { workspaceId, focusItemId } = ctx.params;
       const streams = this.streams.of(workspaceId);
       if (!streams.length) return;

@@ -4,11 +4,12 @@ import { conflict, fieldError } from "../../lib/errors";
 import { selectPage, sortOrder, type PageRequest } from "../../lib/pagination";
 import { Company } from "../../models";
 import { mergeObject, normaliseDomain } from "./crm.rules";
+import type { WorkspaceId } from "../../lib/tenancy";
 
 /** Every query on companies; each takes the workspace id first. */
 
 /** Which of these ids are companies of the workspace. */
-export async function existingCompanyIds(workspaceId: string, ids: string[]): Promise<string[]> {
+export async function existingCompanyIds(workspaceId: WorkspaceId, ids: string[]): Promise<string[]> {
   const rows = await Company.findAll({ where: { workspaceId, id: ids }, attributes: ["id"] });
   return rows.map((row) => row.id);
 }
@@ -119,8 +120,8 @@ export interface CompanyFilters {
   sort?: string;
 }
 
-export async function listCompanies(workspaceId: string, f: CompanyFilters, page: PageRequest) {
-  const b = new Binds([workspaceId]);
+export async function listCompanies(workspaceId: WorkspaceId, f: CompanyFilters, page: PageRequest) {
+  const b = Binds.inWorkspace();
   const where = ["workspace_id = $1"];
   if (f.search) {
     // The expression matches companies_search_idx, so the trigram index serves it.
@@ -137,6 +138,7 @@ export async function listCompanies(workspaceId: string, f: CompanyFilters, page
   if (f.createdTo) where.push(`created_at <= ${b.p(f.createdTo)}`);
   const clause = where.join(" AND ");
   return selectPage(
+    workspaceId,
     {
       select: `SELECT ${COMPANY_COLUMNS} FROM companies WHERE ${clause}`,
       orderBy: sortOrder(f.sort, SORTS, "-createdAt")
@@ -151,7 +153,7 @@ export async function listCompanies(workspaceId: string, f: CompanyFilters, page
 }
 
 export async function createCompany(
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   input: CompanyInput & { name: string },
   createdBy: string | null,
 ) {
@@ -171,11 +173,11 @@ export async function createCompany(
   }, domain);
 }
 
-const findCompany = (workspaceId: string, companyId: string): Promise<Company | null> =>
+const findCompany = (workspaceId: WorkspaceId, companyId: string): Promise<Company | null> =>
   Company.findOne({ where: { id: companyId, workspaceId } });
 
 /** Merge `address` and `attributes` key by key (null removes a key); replace `tags`. Null: no such company. */
-export async function updateCompany(workspaceId: string, companyId: string, input: CompanyInput) {
+export async function updateCompany(workspaceId: WorkspaceId, companyId: string, input: CompanyInput) {
   const company = await findCompany(workspaceId, companyId);
   if (!company) return null;
   const domain = domainOf(input.domain);
@@ -190,6 +192,6 @@ export async function updateCompany(workspaceId: string, companyId: string, inpu
 }
 
 /** Deals and tasks keep their rows (the reference is cleared by the foreign key); contacts are unlinked by their area. */
-export async function deleteCompany(workspaceId: string, companyId: string): Promise<boolean> {
+export async function deleteCompany(workspaceId: WorkspaceId, companyId: string): Promise<boolean> {
   return (await Company.destroy({ where: { id: companyId, workspaceId } })) > 0;
 }

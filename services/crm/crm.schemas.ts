@@ -1,12 +1,20 @@
 import { Type, type TProperties } from "@sinclair/typebox";
 import { ANALYTICS_ENDPOINTS } from "../../lib/analytics";
 import { Paginated, PageQuery } from "../../lib/pagination";
-import { Component, DateTime, Int32, Nullable, Params, StringEnum, Trimmed } from "../../lib/schema";
+import {
+  Component,
+  DateTime,
+  Int32,
+  Nullable,
+  Params,
+  StringEnum,
+  Trimmed,
+  WorkspaceIdParam,
+} from "../../lib/schema";
 import { AnalyticsAnswerSchema } from "../analytics/analytics.schemas";
 
 /** Params and answers of every CRM action (they are also its OpenAPI description). */
 
-const WorkspaceId = Type.String({ minLength: 1, maxLength: 64 });
 const Id = Type.String({ minLength: 1, maxLength: 64 });
 const OptionalId = Type.Optional(Id);
 const NullableId = Type.Optional(Nullable(Id));
@@ -30,9 +38,9 @@ const Moment = Type.Optional(
 );
 const Search = Type.Optional(Trimmed({ maxLength: 200 }));
 const Sort = Type.Optional(Type.String({ maxLength: 50, description: "A field, `-field` for descending" }));
-const list = { workspaceId: WorkspaceId, ...PageQuery, search: Search, sort: Sort };
+const list = { workspaceId: WorkspaceIdParam, ...PageQuery, search: Search, sort: Sort };
 const one = <K extends string>(key: K) =>
-  Params({ workspaceId: WorkspaceId, [key]: Id } as { workspaceId: typeof WorkspaceId } & Record<
+  Params({ workspaceId: WorkspaceIdParam, [key]: Id } as { workspaceId: typeof WorkspaceIdParam } & Record<
     K,
     typeof Id
   >);
@@ -175,12 +183,12 @@ export const schemas = {
       createdTo: Moment,
     }),
     create: Params({
-      workspaceId: WorkspaceId,
+      workspaceId: WorkspaceIdParam,
       name: Trimmed({ minLength: 1, maxLength: 200 }),
       ...companyFields,
     }),
     update: Params({
-      workspaceId: WorkspaceId,
+      workspaceId: WorkspaceIdParam,
       companyId: Id,
       name: Type.Optional(Trimmed({ minLength: 1, maxLength: 200 })),
       ...companyFields,
@@ -189,16 +197,16 @@ export const schemas = {
     existingIds: Params({ ids: Type.Array(Type.String({ maxLength: 255 }), { maxItems: 1000 }) }),
   },
   pipelines: {
-    list: Params({ workspaceId: WorkspaceId }),
+    list: Params({ workspaceId: WorkspaceIdParam }),
     get: one("pipelineId"),
     create: Params({
-      workspaceId: WorkspaceId,
+      workspaceId: WorkspaceIdParam,
       name: Trimmed({ minLength: 1, maxLength: 100 }),
       stages: Stages,
       isDefault: Type.Optional(Type.Boolean()),
     }),
     update: Params({
-      workspaceId: WorkspaceId,
+      workspaceId: WorkspaceIdParam,
       pipelineId: Id,
       name: Type.Optional(Trimmed({ minLength: 1, maxLength: 100 })),
       stages: Type.Optional(Stages),
@@ -231,22 +239,27 @@ export const schemas = {
     }),
     get: one("dealId"),
     create: Params({
-      workspaceId: WorkspaceId,
+      workspaceId: WorkspaceIdParam,
       title: Trimmed({ minLength: 1, maxLength: 200 }),
       pipelineId: OptionalId,
       stageId: OptionalId,
       ...dealFields,
     }),
     update: Params({
-      workspaceId: WorkspaceId,
+      workspaceId: WorkspaceIdParam,
       dealId: Id,
       title: Type.Optional(Trimmed({ minLength: 1, maxLength: 200 })),
       ...dealFields,
     }),
-    moveStage: Params({ workspaceId: WorkspaceId, dealId: Id, stageId: Id, lostReason: OptionalText(500) }),
+    moveStage: Params({
+      workspaceId: WorkspaceIdParam,
+      dealId: Id,
+      stageId: Id,
+      lostReason: OptionalText(500),
+    }),
     remove: one("dealId"),
     stats: Params({
-      workspaceId: WorkspaceId,
+      workspaceId: WorkspaceIdParam,
       pipelineId: OptionalId,
       ownerId: OptionalId,
       createdFrom: Moment,
@@ -268,20 +281,20 @@ export const schemas = {
     }),
     get: one("taskId"),
     create: Params({
-      workspaceId: WorkspaceId,
+      workspaceId: WorkspaceIdParam,
       title: Trimmed({ minLength: 1, maxLength: 300 }),
       ...taskFields,
     }),
     update: Params({
-      workspaceId: WorkspaceId,
+      workspaceId: WorkspaceIdParam,
       taskId: Id,
       title: Type.Optional(Trimmed({ minLength: 1, maxLength: 300 })),
       ...taskFields,
     }),
-    complete: Params({ workspaceId: WorkspaceId, taskId: Id, completed: Type.Optional(Type.Boolean()) }),
+    complete: Params({ workspaceId: WorkspaceIdParam, taskId: Id, completed: Type.Optional(Type.Boolean()) }),
     remove: one("taskId"),
     createOnce: Params({
-      workspaceId: WorkspaceId,
+      workspaceId: WorkspaceIdParam,
       taskId: Id,
       title: Trimmed({ minLength: 1, maxLength: 300 }),
       ...taskFields,
@@ -289,14 +302,14 @@ export const schemas = {
   },
   notifications: {
     list: Params({
-      workspaceId: WorkspaceId,
+      workspaceId: WorkspaceIdParam,
       ...PageQuery,
       unread: Type.Optional(Type.Boolean()),
       type: Type.Optional(Type.String({ maxLength: 100 })),
     }),
-    update: Params({ workspaceId: WorkspaceId, notificationId: Id, read: Type.Boolean() }),
+    update: Params({ workspaceId: WorkspaceIdParam, notificationId: Id, read: Type.Boolean() }),
     remove: one("notificationId"),
-    markAllRead: Params({ workspaceId: WorkspaceId }),
+    markAllRead: Params({ workspaceId: WorkspaceIdParam }),
     notifyMembers: Params({
       userIds: Type.Array(Id, { maxItems: 1000 }),
       type: Type.String({ minLength: 1, maxLength: 100 }),
@@ -307,15 +320,15 @@ export const schemas = {
     }),
   },
   savedViews: {
-    list: Params({ workspaceId: WorkspaceId, resource: Type.Optional(StringEnum(VIEW_RESOURCES)) }),
+    list: Params({ workspaceId: WorkspaceIdParam, resource: Type.Optional(StringEnum(VIEW_RESOURCES)) }),
     create: Params({
-      workspaceId: WorkspaceId,
+      workspaceId: WorkspaceIdParam,
       name: Trimmed({ minLength: 1, maxLength: 100 }),
       resource: StringEnum(VIEW_RESOURCES),
       ...viewFields,
     }),
     update: Params({
-      workspaceId: WorkspaceId,
+      workspaceId: WorkspaceIdParam,
       viewId: Id,
       name: Type.Optional(Trimmed({ minLength: 1, maxLength: 100 })),
       ...viewFields,
@@ -324,14 +337,14 @@ export const schemas = {
   },
   widgets: {
     list: Params({
-      workspaceId: WorkspaceId,
+      workspaceId: WorkspaceIdParam,
       data: Type.Optional(
         Type.Boolean({ description: "Add each widget's `result`, its analytics answer (or its `error`)" }),
       ),
     }),
-    create: Params({ workspaceId: WorkspaceId, ...widgetFields }),
+    create: Params({ workspaceId: WorkspaceIdParam, ...widgetFields }),
     update: Params({
-      workspaceId: WorkspaceId,
+      workspaceId: WorkspaceIdParam,
       widgetId: Id,
       title: Type.Optional(widgetFields.title),
       kind: Type.Optional(widgetFields.kind),
@@ -342,7 +355,7 @@ export const schemas = {
     remove: one("widgetId"),
   },
   search: Params({
-    workspaceId: WorkspaceId,
+    workspaceId: WorkspaceIdParam,
     q: Trimmed({ minLength: 2, maxLength: 200, description: "At least 2 characters" }),
     types: Type.Optional(
       Type.String({ maxLength: 200, description: `Comma separated: ${SEARCH_TYPES.join(", ")}` }),

@@ -3,6 +3,7 @@ import type { AppContext } from "../../lib/moleculer-types";
 import { systemCall } from "../../lib/system-call";
 import { existingCompanyIds } from "./companies.repo";
 import { findDeal } from "./deals.repo";
+import type { WorkspaceId } from "../../lib/tenancy";
 
 /** Checks every CRM service makes on ids a client sends. */
 
@@ -13,7 +14,7 @@ export const asDate = <T extends string | null | undefined>(value: T): Date | Ex
 /** Owners and assignees are users who are members of the workspace (400 naming the field otherwise). */
 export async function assertMember(
   ctx: AppContext<object>,
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   userId: string | null | undefined,
   field: string,
 ) {
@@ -31,7 +32,7 @@ export type ReferenceField = "contactId" | "companyId" | "dealId";
  */
 export async function assertReferences(
   ctx: AppContext<object>,
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   refs: Partial<Record<ReferenceField, string | null | undefined>>,
 ) {
   const { contactId, companyId, dealId } = refs;

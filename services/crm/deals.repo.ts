@@ -1,6 +1,6 @@
-import { QueryTypes, type Transaction } from "sequelize";
+import { type Transaction } from "sequelize";
 import { newId } from "../../lib/crypto";
-import { Binds, database, likeEscape } from "../../lib/database";
+import { Binds, database, likeEscape, query } from "../../lib/database";
 import { fieldError } from "../../lib/errors";
 import { selectPage, sortOrder, type PageRequest } from "../../lib/pagination";
 import { Deal, DealStageHistory, Pipeline } from "../../models";
@@ -12,6 +12,7 @@ import {
   type DealGroupRow,
 } from "./crm.rules";
 import { defaultPipeline, findPipeline } from "./pipelines.repo";
+import type { WorkspaceId } from "../../lib/tenancy";
 
 /** Every query on deals and their stage history; each takes the workspace id first. */
 
@@ -148,10 +149,10 @@ export interface DealFilters {
   sort?: string;
 }
 
-export async function listDeals(workspaceId: string, f: DealFilters, page: PageRequest) {
+export async function listDeals(workspaceId: WorkspaceId, f: DealFilters, page: PageRequest) {
   assertCalendarDate("expectedCloseFrom", f.expectedCloseFrom);
   assertCalendarDate("expectedCloseTo", f.expectedCloseTo);
-  const b = new Binds([workspaceId]);
+  const b = Binds.inWorkspace();
   const where = ["workspace_id = $1"];
   // The expression matches deals_search_idx, so the trigram index serves it.
   if (f.search) where.push(`lower(title) LIKE ${b.p(`%${likeEscape(f.search.toLowerCase())}%`)}`);
@@ -169,6 +170,7 @@ export async function listDeals(workspaceId: string, f: DealFilters, page: PageR
   if (f.createdTo) where.push(`created_at <= ${b.p(f.createdTo)}`);
   const clause = where.join(" AND ");
   return selectPage(
+    workspaceId,
     {
       select: `SELECT ${DEAL_COLUMNS} FROM deals WHERE ${clause}`,
       orderBy: sortOrder(f.sort, SORTS, "-createdAt")
@@ -183,7 +185,7 @@ export async function listDeals(workspaceId: string, f: DealFilters, page: PageR
 }
 
 export async function findDeal(
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   dealId: string,
   transaction?: Transaction,
   lock = false,
@@ -196,7 +198,7 @@ export async function findDeal(
 }
 
 /** The deal with its stage history, oldest move first; null when there is no such deal. */
-export async function getDeal(workspaceId: string, dealId: string) {
+export async function getDeal(workspaceId: WorkspaceId, dealId: string) {
   const deal = await findDeal(workspaceId, dealId);
   if (!deal) return null;
   const history = await DealStageHistory.findAll({
@@ -220,7 +222,7 @@ function stageOf(pipeline: Pipeline, stageId: string) {
  * stage of the default pipeline. Null when the given pipeline does not exist.
  */
 export async function createDeal(
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   input: DealInput & { title: string; pipelineId?: string; stageId?: string },
   createdBy: string | null,
 ) {
@@ -275,7 +277,7 @@ export async function createDeal(
  * Change a deal's fields; attributes merge key by key, tags are replaced.
  * The stage moves through `moveDeal`. Null: no such deal.
  */
-export async function updateDeal(workspaceId: string, dealId: string, input: DealInput) {
+export async function updateDeal(workspaceId: WorkspaceId, dealId: string, input: DealInput) {
   assertCalendarDate("expectedCloseDate", input.expectedCloseDate);
   const deal = await findDeal(workspaceId, dealId);
   if (!deal) return null;
@@ -293,7 +295,7 @@ export async function updateDeal(workspaceId: string, dealId: string, input: Dea
  * Null: no such deal.
  */
 export async function moveDeal(
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   dealId: string,
   stageId: string,
   lostReason: string | null | undefined,
@@ -337,7 +339,7 @@ export async function moveDeal(
   });
 }
 
-export async function deleteDeal(workspaceId: string, dealId: string): Promise<boolean> {
+export async function deleteDeal(workspaceId: WorkspaceId, dealId: string): Promise<boolean> {
   return (await Deal.destroy({ where: { id: dealId, workspaceId } })) > 0;
 }
 
@@ -346,25 +348,25 @@ export async function deleteDeal(workspaceId: string, dealId: string): Promise<b
  * values are summed per currency. Null when the given pipeline does not exist.
  */
 export async function dealStats(
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   f: { pipelineId?: string; ownerId?: string; createdFrom?: Date; createdTo?: Date },
 ) {
-  const sequelize = await database();
   const pipelines = f.pipelineId
     ? [await findPipeline(workspaceId, f.pipelineId)]
     : await listAllPipelines(workspaceId);
   if (pipelines.some((p) => p === null)) return null;
-  const binds = new Binds([workspaceId]);
+  const binds = Binds.inWorkspace();
   const conditions = ["workspace_id = $1"];
   if (f.pipelineId) conditions.push(`pipeline_id = ${binds.p(f.pipelineId)}`);
   if (f.ownerId) conditions.push(`owner_id = ${binds.p(f.ownerId)}`);
   if (f.createdFrom) conditions.push(`created_at >= ${binds.p(f.createdFrom)}`);
   if (f.createdTo) conditions.push(`created_at <= ${binds.p(f.createdTo)}`);
-  const rows = await sequelize.query<DealGroupRow>(
+  const rows = await query<DealGroupRow>(
+    workspaceId,
     `SELECT pipeline_id AS "pipelineId", stage_id AS "stageId", status, currency, count(*)::int AS count, sum(value)::text AS value
        FROM deals WHERE ${conditions.join(" AND ")}
       GROUP BY pipeline_id, stage_id, status, currency`,
-    { bind: binds.values, type: QueryTypes.SELECT },
+    binds.values,
   );
   return summariseDeals(
     (pipelines as Pipeline[]).map((p) => ({
@@ -377,7 +379,7 @@ export async function dealStats(
   );
 }
 
-function listAllPipelines(workspaceId: string): Promise<Pipeline[]> {
+function listAllPipelines(workspaceId: WorkspaceId): Promise<Pipeline[]> {
   return Pipeline.findAll({
     where: { workspaceId },
     order: [

@@ -4,7 +4,7 @@ import { defineAction, defineService } from "../../lib/define-service";
 import { found, notFound } from "../../lib/errors";
 import type { AppContext } from "../../lib/moleculer-types";
 import { pageRequest } from "../../lib/pagination";
-import { workspaceOf } from "../../lib/tenancy";
+import { workspaceOf, type WorkspaceId } from "../../lib/tenancy";
 import { DatabaseMixin } from "../../mixins/database.mixin";
 import {
   DealSchema,
@@ -26,7 +26,7 @@ const openapi = (summary: string) => ({ tags: ["Deals and pipelines"], summary }
 /** Owner must be a member; contact and company must be of this workspace (404 otherwise). */
 async function checkLinks(
   ctx: AppContext<{ ownerId?: string | null; contactId?: string | null; companyId?: string | null }>,
-  workspaceId: string,
+  workspaceId: WorkspaceId,
 ) {
   await assertMember(ctx, workspaceId, ctx.params.ownerId, "ownerId");
   await assertReferences(ctx, workspaceId, {

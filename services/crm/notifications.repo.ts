@@ -1,9 +1,10 @@
 import type { Transaction } from "sequelize";
 import { MicroBatcher } from "../../lib/batcher";
 import { newId } from "../../lib/crypto";
-import { Binds, queryPrepared, selectRows } from "../../lib/database";
+import { Binds, query, queryAcrossWorkspacesPrepared } from "../../lib/database";
 import { selectPage, type PageRequest } from "../../lib/pagination";
 import { Notification } from "../../models";
+import type { WorkspaceId } from "../../lib/tenancy";
 
 /** Every query on notifications; each takes the workspace and the user it belongs to. */
 
@@ -37,9 +38,9 @@ export const notificationView = (n: NotificationFields) => ({
 });
 
 /** The columns of a new notification, in insert order. */
-const newRow = (workspaceId: string, userId: string, input: NotificationInput) => [
-  newId(),
+const newRow = (workspaceId: WorkspaceId, userId: string, input: NotificationInput) => [
   workspaceId,
+  newId(),
   userId,
   input.type,
   input.title,
@@ -57,45 +58,46 @@ const newRow = (workspaceId: string, userId: string, input: NotificationInput) =
  */
 const notifier = new MicroBatcher(
   async (rows: unknown[][]): Promise<boolean[]> => {
-    const made = await queryPrepared<{ id: string }>(
-      `INSERT INTO notifications (id, workspace_id, user_id, type, title, body, resource_type, resource_id, data, dedupe_key)
+    const made = await queryAcrossWorkspacesPrepared<{ id: string }>(
+      `INSERT INTO notifications (workspace_id, id, user_id, type, title, body, resource_type, resource_id, data, dedupe_key)
        SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
                             $8::text[], $9::jsonb[], $10::text[])
        ON CONFLICT (dedupe_key) DO NOTHING RETURNING id`,
       rows[0].map((_, column) => rows.map((row) => row[column])),
     );
     const ids = new Set(made.map((r) => r.id));
-    return rows.map((row) => ids.has(row[0] as string));
+    return rows.map((row) => ids.has(row[1] as string));
   },
   { maxBatch: 200, lanes: 1 },
 );
 
 /** Answers whether a notification was made (false when its dedupe key was already used). */
 export async function notify(
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   userId: string,
   input: NotificationInput,
   transaction?: Transaction,
 ): Promise<boolean> {
   if (!transaction) return notifier.add(newRow(workspaceId, userId, input));
   // One statement: a used key is a no-op (its unique index), never a read, then an insert in a transaction.
-  const rows = await selectRows<{ id: string }>(
-    `INSERT INTO notifications (id, workspace_id, user_id, type, title, body, resource_type, resource_id, data, dedupe_key)
+  const rows = await query<{ id: string }>(
+    workspaceId,
+    `INSERT INTO notifications (workspace_id, id, user_id, type, title, body, resource_type, resource_id, data, dedupe_key)
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9::jsonb, $10)
      ON CONFLICT (dedupe_key) DO NOTHING RETURNING id`,
-    newRow(workspaceId, userId, input),
+    newRow(workspaceId, userId, input).slice(1),
     transaction,
   );
   return rows.length > 0;
 }
 
 export async function listNotifications(
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   userId: string,
   f: { unread?: boolean; type?: string },
   page: PageRequest,
 ) {
-  const b = new Binds([workspaceId, userId]);
+  const b = Binds.inWorkspace([userId]);
   const where = ["workspace_id = $1", "user_id = $2"];
   if (f.unread === true) where.push("read_at IS NULL");
   if (f.unread === false) where.push("read_at IS NOT NULL");
@@ -103,6 +105,7 @@ export async function listNotifications(
   const clause = where.join(" AND ");
   const [listed, [{ n }]] = await Promise.all([
     selectPage(
+      workspaceId,
       {
         select: `SELECT id, type, title, body, resource_type AS "resourceType", resource_id AS "resourceId", data,
                         read_at AS "readAt", created_at AS "createdAt"
@@ -114,16 +117,17 @@ export async function listNotifications(
       page,
       notificationView,
     ),
-    selectRows<{ n: string }>(
+    query<{ n: string }>(
+      workspaceId,
       `SELECT count(*) AS n FROM notifications WHERE workspace_id = $1 AND user_id = $2 AND read_at IS NULL`,
-      [workspaceId, userId],
+      [userId],
     ),
   ]);
   return { ...listed, unreadCount: Number(n) };
 }
 
 /** Mark read or unread; keeps the first time it was read. Null: the user has no such notification. */
-export async function setRead(workspaceId: string, userId: string, id: string, read: boolean) {
+export async function setRead(workspaceId: WorkspaceId, userId: string, id: string, read: boolean) {
   const notification = await Notification.findOne({ where: { id, workspaceId, userId } });
   if (!notification) return null;
   if (read && !notification.readAt) notification.readAt = new Date();
@@ -131,11 +135,15 @@ export async function setRead(workspaceId: string, userId: string, id: string, r
   return notificationView(await notification.save());
 }
 
-export async function deleteNotification(workspaceId: string, userId: string, id: string): Promise<boolean> {
+export async function deleteNotification(
+  workspaceId: WorkspaceId,
+  userId: string,
+  id: string,
+): Promise<boolean> {
   return (await Notification.destroy({ where: { id, workspaceId, userId } })) > 0;
 }
 
-export async function markAllRead(workspaceId: string, userId: string): Promise<{ updated: number }> {
+export async function markAllRead(workspaceId: WorkspaceId, userId: string): Promise<{ updated: number }> {
   const [updated] = await Notification.update(
     { readAt: new Date() },
     { where: { workspaceId, userId, readAt: null } },

@@ -1,9 +1,10 @@
-import { QueryTypes, type Transaction } from "sequelize";
+import { type Transaction } from "sequelize";
 import { newId } from "../../lib/crypto";
-import { database, uniqueViolation } from "../../lib/database";
+import { database, query, uniqueViolation } from "../../lib/database";
 import { conflict } from "../../lib/errors";
 import { Pipeline, type PipelineStage } from "../../models";
 import { buildStages, DEFAULT_STAGES, statusOfStage, type StageInput } from "./crm.rules";
+import type { WorkspaceId } from "../../lib/tenancy";
 
 /** Every query on pipelines; each takes the workspace id first. */
 
@@ -26,7 +27,7 @@ async function saving<T>(work: () => Promise<T>, name: string | undefined): Prom
   }
 }
 
-export async function listPipelines(workspaceId: string): Promise<PipelineView[]> {
+export async function listPipelines(workspaceId: WorkspaceId): Promise<PipelineView[]> {
   await defaultPipeline(workspaceId);
   const rows = await Pipeline.findAll({
     where: { workspaceId },
@@ -40,7 +41,7 @@ export async function listPipelines(workspaceId: string): Promise<PipelineView[]
 }
 
 export async function findPipeline(
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   pipelineId: string,
   transaction?: Transaction,
 ): Promise<Pipeline | null> {
@@ -52,17 +53,21 @@ export async function findPipeline(
  * first time a workspace needs one. Two replicas racing here both end with
  * the same row (the unique index on the default keeps one).
  */
-export async function defaultPipeline(workspaceId: string, transaction?: Transaction): Promise<Pipeline> {
+export async function defaultPipeline(
+  workspaceId: WorkspaceId,
+  transaction?: Transaction,
+): Promise<Pipeline> {
   const found = await Pipeline.findOne({ where: { workspaceId, isDefault: true }, transaction });
   if (found) return found;
-  const sequelize = await database();
   const { stages } = buildStages(DEFAULT_STAGES, [], newId);
-  await sequelize.query(
+  await query(
+    workspaceId,
     `INSERT INTO pipelines (id, workspace_id, name, stages, is_default)
      SELECT $2, $1, 'Sales pipeline', CAST($3 AS jsonb), true
       WHERE NOT EXISTS (SELECT 1 FROM pipelines WHERE workspace_id = $1 AND lower(name) = 'sales pipeline')
      ON CONFLICT DO NOTHING`,
-    { bind: [workspaceId, newId(), JSON.stringify(stages)], transaction },
+    [newId(), JSON.stringify(stages)],
+    transaction,
   );
   const made = await Pipeline.findOne({ where: { workspaceId, isDefault: true }, transaction });
   if (made) return made;
@@ -81,7 +86,7 @@ export async function defaultPipeline(workspaceId: string, transaction?: Transac
 }
 
 export async function createPipeline(
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   input: { name: string; stages: StageInput[]; isDefault?: boolean },
 ) {
   const sequelize = await database();
@@ -112,7 +117,7 @@ export async function createPipeline(
  * changed take the stage's new status at once. Null: no such pipeline.
  */
 export async function updatePipeline(
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   pipelineId: string,
   input: { name?: string; stages?: StageInput[]; isDefault?: true },
 ) {
@@ -149,20 +154,17 @@ export async function updatePipeline(
 }
 
 async function refuseStagesWithDeals(
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   pipeline: Pipeline,
   stageIds: string[],
   transaction: Transaction,
 ) {
-  const sequelize = await database();
-  const rows = await sequelize.query<{ stage_id: string; n: string }>(
+  const rows = await query<{ stage_id: string; n: string }>(
+    workspaceId,
     `SELECT stage_id, count(*) AS n FROM deals WHERE workspace_id = $1 AND pipeline_id = $2
         AND stage_id = ANY($3::text[]) GROUP BY stage_id`,
-    {
-      bind: [workspaceId, pipeline.id, stageIds],
-      type: QueryTypes.SELECT,
-      transaction,
-    },
+    [pipeline.id, stageIds],
+    transaction,
   );
   if (rows.length) {
     const name = pipeline.stages.find((s) => s.id === rows[0].stage_id)?.name ?? rows[0].stage_id;
@@ -173,27 +175,21 @@ async function refuseStagesWithDeals(
 }
 
 async function syncDealStatuses(
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   pipelineId: string,
   stages: PipelineStage[],
   transaction: Transaction,
 ) {
-  const sequelize = await database();
-  await sequelize.query(
+  await query(
+    workspaceId,
     `UPDATE deals d
         SET status = s.status,
             closed_at = CASE WHEN s.status = 'open' THEN NULL ELSE coalesce(d.closed_at, now()) END,
             updated_at = now()
        FROM jsonb_to_recordset(CAST($3 AS jsonb)) AS s(id text, status text)
       WHERE d.workspace_id = $1 AND d.pipeline_id = $2 AND d.stage_id = s.id AND d.status <> s.status`,
-    {
-      bind: [
-        workspaceId,
-        pipelineId,
-        JSON.stringify(stages.map((s) => ({ id: s.id, status: statusOfStage(s) }))),
-      ],
-      transaction,
-    },
+    [pipelineId, JSON.stringify(stages.map((s) => ({ id: s.id, status: statusOfStage(s) })))],
+    transaction,
   );
 }
 
@@ -201,7 +197,7 @@ async function syncDealStatuses(
  * A pipeline that still holds deals cannot be deleted (409). The oldest other
  * pipeline becomes the default. False: no such pipeline.
  */
-export async function deletePipeline(workspaceId: string, pipelineId: string): Promise<boolean> {
+export async function deletePipeline(workspaceId: WorkspaceId, pipelineId: string): Promise<boolean> {
   const sequelize = await database();
   return sequelize.transaction(async (transaction) => {
     const pipeline = await Pipeline.findOne({
@@ -210,13 +206,11 @@ export async function deletePipeline(workspaceId: string, pipelineId: string): P
       lock: transaction.LOCK.UPDATE,
     });
     if (!pipeline) return false;
-    const [{ n }] = await sequelize.query<{ n: string }>(
+    const [{ n }] = await query<{ n: string }>(
+      workspaceId,
       `SELECT count(*) AS n FROM deals WHERE workspace_id = $1 AND pipeline_id = $2`,
-      {
-        bind: [workspaceId, pipelineId],
-        type: QueryTypes.SELECT,
-        transaction,
-      },
+      [pipelineId],
+      transaction,
     );
     if (Number(n) > 0) throw conflict(`The pipeline still holds ${n} deal(s); move or delete them first`);
     await pipeline.destroy({ transaction });

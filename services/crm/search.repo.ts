@@ -1,5 +1,6 @@
-import { QueryTypes, type Sequelize } from "sequelize";
-import { database, likeEscape } from "../../lib/database";
+import { type Sequelize } from "sequelize";
+import { database, likeEscape, query } from "../../lib/database";
+import type { WorkspaceId } from "../../lib/tenancy";
 
 /**
  * One query across the workspace's records. Each kind of record is a source
@@ -21,7 +22,7 @@ export const SEARCH_LIMIT = 10;
 interface SearchSource {
   type: string;
   permission: string;
-  run(sequelize: Sequelize, workspaceId: string, q: string): Promise<SearchHit[]>;
+  run(sequelize: Sequelize, workspaceId: WorkspaceId, q: string): Promise<SearchHit[]>;
 }
 
 interface Row {
@@ -49,17 +50,15 @@ function source(
     permission,
     async run(sequelize, workspaceId, q) {
       const lowered = q.toLowerCase();
-      const rows = await sequelize.query<Row>(
+      const rows = await query<Row>(
+        workspaceId,
         `SELECT id, ${title} AS title, ${subtitle} AS subtitle
            FROM ${table}
           WHERE workspace_id = $1 AND ${expression} LIKE $2
           ORDER BY coalesce(${prefixes.map((p) => `${p} LIKE $3`).join(" OR ")}, false) DESC,
                    similarity(${expression}, $4) DESC, updated_at DESC, id
           LIMIT $5`,
-        {
-          bind: [workspaceId, `%${likeEscape(lowered)}%`, `${likeEscape(lowered)}%`, lowered, SEARCH_LIMIT],
-          type: QueryTypes.SELECT,
-        },
+        [`%${likeEscape(lowered)}%`, `${likeEscape(lowered)}%`, lowered, SEARCH_LIMIT],
       );
       return rows.map((r) => ({ type, id: r.id, title: r.title ?? "", subtitle: r.subtitle }));
     },
@@ -125,7 +124,7 @@ export const SOURCES: SearchSource[] = [
 
 /** The hits of every asked kind the caller may read, kind by kind in SOURCES order. */
 export async function search(
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   q: string,
   options: { types: string[]; may: (permission: string) => boolean },
 ): Promise<{ results: SearchHit[] }> {

@@ -1,12 +1,12 @@
-import { QueryTypes } from "sequelize";
 import { newId } from "../../lib/crypto";
 import type { QueueFigures } from "../../lib/business-metrics";
-import { Binds, database, likeEscape, selectRows } from "../../lib/database";
+import { Binds, database, likeEscape, queryAcrossWorkspaces } from "../../lib/database";
 import { selectPage, sortOrder, type PageRequest } from "../../lib/pagination";
 import { queueFigures, queueFiguresSql, type QueueFiguresRow } from "../../lib/queue-stats";
 import { Task } from "../../models";
 import { dueNotificationKey } from "./crm.rules";
 import { notify } from "./notifications.repo";
+import type { WorkspaceId } from "../../lib/tenancy";
 
 /** Every query on tasks; each takes the workspace id first (the due check spans workspaces on purpose). */
 
@@ -111,8 +111,8 @@ const FILTER_COLUMNS = {
   priority: "priority",
 } as const;
 
-export async function listTasks(workspaceId: string, f: TaskFilters, page: PageRequest) {
-  const b = new Binds([workspaceId]);
+export async function listTasks(workspaceId: WorkspaceId, f: TaskFilters, page: PageRequest) {
+  const b = Binds.inWorkspace();
   const where = ["workspace_id = $1"];
   if (f.search) where.push(`title ILIKE ${b.p(`%${likeEscape(f.search)}%`)}`);
   if (f.status === "open") where.push("completed_at IS NULL");
@@ -128,6 +128,7 @@ export async function listTasks(workspaceId: string, f: TaskFilters, page: PageR
   const clause = where.join(" AND ");
   const now = new Date();
   return selectPage(
+    workspaceId,
     {
       select: `SELECT ${TASK_COLUMNS} FROM tasks WHERE ${clause}`,
       orderBy: sortOrder(f.sort, SORTS, "dueAt")
@@ -141,11 +142,11 @@ export async function listTasks(workspaceId: string, f: TaskFilters, page: PageR
   );
 }
 
-export const findTask = (workspaceId: string, taskId: string): Promise<Task | null> =>
+export const findTask = (workspaceId: WorkspaceId, taskId: string): Promise<Task | null> =>
   Task.findOne({ where: { id: taskId, workspaceId } });
 
 export async function createTask(
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   input: TaskInput & { title: string; id?: string },
   createdBy: string | null,
 ) {
@@ -164,7 +165,7 @@ export async function createTask(
  * Change a task; a new due date is notified again when it comes. Answers the
  * assignee before the change too; null when there is no such task.
  */
-export async function updateTask(workspaceId: string, taskId: string, input: TaskInput) {
+export async function updateTask(workspaceId: WorkspaceId, taskId: string, input: TaskInput) {
   const task = await findTask(workspaceId, taskId);
   if (!task) return null;
   const previousAssignee = task.assigneeId;
@@ -178,7 +179,7 @@ export async function updateTask(workspaceId: string, taskId: string, input: Tas
 
 /** Complete (or, with `completed: false`, reopen) a task. Null: no such task. */
 export async function completeTask(
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   taskId: string,
   completed: boolean,
   by: string | null,
@@ -195,13 +196,13 @@ export async function completeTask(
   return taskView(await task.save());
 }
 
-export async function deleteTask(workspaceId: string, taskId: string): Promise<boolean> {
+export async function deleteTask(workspaceId: WorkspaceId, taskId: string): Promise<boolean> {
   return (await Task.destroy({ where: { id: taskId, workspaceId } })) > 0;
 }
 
 interface DueRow {
   id: string;
-  workspaceId: string;
+  workspaceId: WorkspaceId;
   title: string;
   dueAt: Date;
   assigneeId: string;
@@ -209,7 +210,7 @@ interface DueRow {
 
 /** Due-date reminders across workspaces as a queue (lib/queue-stats.ts): assigned open tasks not yet notified. */
 export async function dueReminderQueueFigures(): Promise<QueueFigures> {
-  const [row] = await selectRows<QueueFiguresRow>(
+  const [row] = await queryAcrossWorkspaces<QueueFiguresRow>(
     `SELECT ${queueFiguresSql("due_at <= now()", "due_at")} FROM tasks
       WHERE completed_at IS NULL AND due_notified_at IS NULL AND assignee_id IS NOT NULL AND due_at IS NOT NULL`,
     [],
@@ -229,7 +230,7 @@ export async function notifyDueTasks(now = new Date(), batchSize = 200, maxBatch
   let made = 0;
   for (let batch = 0; batch < maxBatches; batch += 1) {
     const claimed = await sequelize.transaction(async (transaction) => {
-      const rows = await sequelize.query<DueRow>(
+      const rows = await queryAcrossWorkspaces<DueRow>(
         `SELECT id, workspace_id AS "workspaceId", title, due_at AS "dueAt", assignee_id AS "assigneeId"
            FROM tasks
           WHERE completed_at IS NULL AND due_notified_at IS NULL AND assignee_id IS NOT NULL
@@ -237,7 +238,8 @@ export async function notifyDueTasks(now = new Date(), batchSize = 200, maxBatch
           ORDER BY due_at
           LIMIT $2
           FOR UPDATE SKIP LOCKED`,
-        { bind: [now, batchSize], type: QueryTypes.SELECT, transaction },
+        [now, batchSize],
+        transaction,
       );
       for (const row of rows) {
         const dueAt = new Date(row.dueAt);
@@ -258,10 +260,11 @@ export async function notifyDueTasks(now = new Date(), batchSize = 200, maxBatch
         if (created) made += 1;
       }
       if (rows.length) {
-        await sequelize.query(`UPDATE tasks SET due_notified_at = $1 WHERE id = ANY($2::text[])`, {
-          bind: [now, rows.map((r) => r.id)],
+        await queryAcrossWorkspaces(
+          `UPDATE tasks SET due_notified_at = $1 WHERE id = ANY($2::text[])`,
+          [now, rows.map((r) => r.id)],
           transaction,
-        });
+        );
       }
       return rows.length;
     });

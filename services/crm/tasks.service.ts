@@ -4,7 +4,7 @@ import { defineAction, defineService } from "../../lib/define-service";
 import { found, notFound } from "../../lib/errors";
 import type { AppContext } from "../../lib/moleculer-types";
 import { pageRequest } from "../../lib/pagination";
-import { workspaceOf } from "../../lib/tenancy";
+import { workspaceOf, type WorkspaceId } from "../../lib/tenancy";
 import { DatabaseMixin } from "../../mixins/database.mixin";
 import { results, schemas, SuccessSchema, TaskSchema } from "./crm.schemas";
 import { asDate, assertMember, assertReferences, sentFields } from "./crm.shared";
@@ -24,14 +24,14 @@ type Links = {
   companyId?: string | null;
   dealId?: string | null;
 };
-async function checkLinks(ctx: AppContext<Links>, workspaceId: string) {
+async function checkLinks(ctx: AppContext<Links>, workspaceId: WorkspaceId) {
   await assertMember(ctx, workspaceId, ctx.params.assigneeId, "assigneeId");
   const { contactId, companyId, dealId } = ctx.params;
   await assertReferences(ctx, workspaceId, { contactId, companyId, dealId });
 }
 
 /** The new assignee hears of the task, unless they assigned it to themselves. */
-async function notifyAssignee(ctx: AppContext<object>, workspaceId: string, task: repo.TaskView) {
+async function notifyAssignee(ctx: AppContext<object>, workspaceId: WorkspaceId, task: repo.TaskView) {
   const actor = actingUserId(ctx);
   if (!task.assigneeId || task.assigneeId === actor) return;
   await notify(workspaceId, task.assigneeId, {

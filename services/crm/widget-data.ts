@@ -2,6 +2,7 @@ import { ANALYTICS_ACTIONS, type AnalyticsEndpoint } from "../../lib/analytics";
 import { toHttpError } from "../../lib/errors";
 import type { AppContext } from "../../lib/moleculer-types";
 import type { AnalyticsAnswer } from "../analytics/analytics.schemas";
+import type { WorkspaceId } from "../../lib/tenancy";
 
 /**
  * `GET {ws}/dashboard-widgets?data=true`: each widget with its `result`, the
@@ -13,7 +14,7 @@ import type { AnalyticsAnswer } from "../analytics/analytics.schemas";
  */
 export async function withResults<W extends { endpoint: string; params: Record<string, unknown> }>(
   ctx: AppContext,
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   widgets: W[],
 ) {
   return Promise.all(

@@ -1,5 +1,6 @@
 import { newId } from "../../lib/crypto";
 import { DashboardWidget } from "../../models";
+import type { WorkspaceId } from "../../lib/tenancy";
 
 /** Dashboard widgets: each belongs to one member of one workspace, who alone sees and changes it. */
 
@@ -28,7 +29,7 @@ export interface WidgetInput {
 const byPosition = (a: { position: Position }, b: { position: Position }) =>
   (a.position.y ?? 0) - (b.position.y ?? 0) || (a.position.x ?? 0) - (b.position.x ?? 0);
 
-export async function listWidgets(workspaceId: string, userId: string) {
+export async function listWidgets(workspaceId: WorkspaceId, userId: string) {
   const rows = await DashboardWidget.findAll({
     where: { workspaceId, userId },
     order: [
@@ -40,7 +41,7 @@ export async function listWidgets(workspaceId: string, userId: string) {
 }
 
 /** Add a widget; without a position it goes below the others, full width. */
-export async function createWidget(workspaceId: string, userId: string, input: WidgetInput) {
+export async function createWidget(workspaceId: WorkspaceId, userId: string, input: WidgetInput) {
   let position = input.position;
   if (!position) {
     const existing = await listWidgets(workspaceId, userId);
@@ -62,7 +63,7 @@ export async function createWidget(workspaceId: string, userId: string, input: W
 
 /** The fields sent replace the widget's; null when the member has no such widget. */
 export async function updateWidget(
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   userId: string,
   widgetId: string,
   changes: Partial<WidgetInput>,
@@ -74,6 +75,6 @@ export async function updateWidget(
 }
 
 /** Whether the member had such a widget. */
-export async function removeWidget(workspaceId: string, userId: string, widgetId: string) {
+export async function removeWidget(workspaceId: WorkspaceId, userId: string, widgetId: string) {
   return (await DashboardWidget.destroy({ where: { id: widgetId, workspaceId, userId } })) > 0;
 }

@@ -4,7 +4,7 @@ import { notFound } from "../../lib/errors";
 import type { AppContext } from "../../lib/moleculer-types";
 import { isServiceAvailable } from "../../lib/registry";
 import { systemCall } from "../../lib/system-call";
-import { workspaceOf } from "../../lib/tenancy";
+import { workspaceOf, type WorkspaceId } from "../../lib/tenancy";
 import { probeVersions, type Versions } from "../../lib/versioned-cache";
 import { insertEvent } from "./events.repo";
 import type { EventRecord, RecordInput } from "./events.schemas";
@@ -42,7 +42,7 @@ export async function recordEvent(
 export async function runChain(
   broker: ServiceBroker,
   ctx: AppContext,
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   event: EventRecord,
   configVersions?: Versions,
 ): Promise<string[]> {

@@ -1,11 +1,11 @@
-import { QueryTypes } from "sequelize";
 import { MicroBatcher } from "../../lib/batcher";
 import { newId } from "../../lib/crypto";
-import { Binds, database, isoTimeSql, queryPrepared } from "../../lib/database";
+import { Binds, isoTimeSql, query, queryAcrossWorkspacesPrepared, queryPrepared } from "../../lib/database";
 import { wakeOutboxRelays } from "../../lib/outbox";
 import { selectPage, type Page, type PageRequest } from "../../lib/pagination";
 import { retentionPurge } from "../../lib/retention";
 import type { ActivityItem, EventListItem, EventRecord, RecordInput } from "./events.schemas";
+import type { WorkspaceId } from "../../lib/tenancy";
 
 interface EventRow {
   id: string;
@@ -77,12 +77,12 @@ const ACTIVITY_FACT = `jsonb_build_object(
  * inserted otherwise, and that caller answers 404.
  */
 async function insertEvents(
-  items: Array<{ workspaceId: string; input: RecordInput }>,
+  items: Array<{ workspaceId: WorkspaceId; input: RecordInput }>,
 ): Promise<Array<EventRecord | null>> {
   const ids = items.map(() => newId());
-  const col = (pick: (it: { workspaceId: string; input: RecordInput }) => string | null | undefined) =>
+  const col = (pick: (it: { workspaceId: WorkspaceId; input: RecordInput }) => string | null | undefined) =>
     items.map((it) => pick(it) ?? null);
-  const rows = await queryPrepared<EventRow>(
+  const rows = await queryAcrossWorkspacesPrepared<EventRow>(
     `WITH stored AS (
      INSERT INTO events (id, workspace_id, contact_id, type, metadata, session_id, page_url, referrer,
                          utm_source, utm_medium, utm_campaign, timestamp)
@@ -127,22 +127,22 @@ async function insertEvents(
 const eventWriter = new MicroBatcher(insertEvents, { maxBatch: 200, lanes: 1 });
 
 /** Store one event; null when its contact is not in the workspace. */
-export function insertEvent(workspaceId: string, input: RecordInput): Promise<EventRecord | null> {
+export function insertEvent(workspaceId: WorkspaceId, input: RecordInput): Promise<EventRecord | null> {
   return eventWriter.add({ workspaceId, input });
 }
 
 /** Newest first, with each event's contact summary from one joined query. */
 export async function listEvents(
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   filter: { contactId?: string; type?: string },
   limit: number,
 ): Promise<EventListItem[]> {
-  const sequelize = await database();
-  const binds = new Binds([workspaceId]);
+  const binds = Binds.inWorkspace();
   const where = ["e.workspace_id = $1"];
   if (filter.contactId) where.push(`e.contact_id = ${binds.p(filter.contactId)}`);
   if (filter.type) where.push(`e.type = ${binds.p(filter.type)}`);
-  const rows = await sequelize.query<EventListRow>(
+  const rows = await query<EventListRow>(
+    workspaceId,
     `SELECT e.id, e.type, e.metadata, e.timestamp, e.contact_id, e.session_id, e.page_url, e.referrer,
             e.utm_source, e.utm_medium, e.utm_campaign,
             c.id AS c_id, c.email AS c_email, c.first_name AS c_first_name, c.last_name AS c_last_name
@@ -151,7 +151,7 @@ export async function listEvents(
       WHERE ${where.join(" AND ")}
       ORDER BY e.timestamp DESC, e.id DESC
       LIMIT ${binds.p(limit)}`,
-    { type: QueryTypes.SELECT, bind: binds.values },
+    binds.values,
   );
   return rows.map(toListItem);
 }
@@ -165,11 +165,11 @@ export interface ActivityFilter {
 
 /** The workspace's activity feed: recorded events newest first, each with its contact, one page and the total. */
 export async function activityFeed(
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   filter: ActivityFilter,
   page: PageRequest,
 ): Promise<Page<ActivityItem>> {
-  const binds = new Binds([workspaceId]);
+  const binds = Binds.inWorkspace();
   const where = ["e.workspace_id = $1"];
   if (filter.type) where.push(`e.type = ${binds.p(filter.type)}`);
   if (filter.contactId) where.push(`e.contact_id = ${binds.p(filter.contactId)}`);
@@ -177,6 +177,7 @@ export async function activityFeed(
   // Inclusive to the millisecond the API writes (a stored time has microseconds).
   if (filter.to) where.push(`e.timestamp < ${binds.p(filter.to)}::timestamptz + interval '1 millisecond'`);
   return selectPage(
+    workspaceId,
     {
       select: `SELECT e.id, e.type, e.metadata, e.timestamp, e.contact_id,
                       c.id AS c_id, c.email AS c_email, c.first_name AS c_first_name, c.last_name AS c_last_name
@@ -201,16 +202,17 @@ export async function activityFeed(
 
 /** A visitor identified: the anonymous events of its session become the contact's; answers how many. */
 export async function claimSession(
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   sessionId: string,
   contactId: string,
 ): Promise<number> {
   const rows = await queryPrepared<{ id: string }>(
+    workspaceId,
     `UPDATE events SET contact_id = $3
       WHERE workspace_id = $1 AND session_id = $2 AND contact_id IS NULL
         AND EXISTS (SELECT 1 FROM contacts c WHERE c.id = $3 AND c.workspace_id = $1)
      RETURNING id`,
-    [workspaceId, sessionId, contactId],
+    [sessionId, contactId],
   );
   return rows.length;
 }

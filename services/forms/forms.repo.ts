@@ -1,15 +1,16 @@
 import { MicroBatcher } from "../../lib/batcher";
 import { newId } from "../../lib/crypto";
-import { Binds, likeEscape, selectRows } from "../../lib/database";
+import { Binds, likeEscape, query, queryAcrossWorkspaces } from "../../lib/database";
 import { selectPage, sortOrder, type Page, type PageRequest } from "../../lib/pagination";
 import { retentionPurge } from "../../lib/retention";
 import type { FormField, FormSettings, FormView, SubmissionView } from "./forms.schemas";
+import type { WorkspaceId } from "../../lib/tenancy";
 
 /** The SQL of forms, their submissions and their daily views; every statement is scoped by workspace. */
 
 interface FormRow {
   id: string;
-  workspace_id: string;
+  workspace_id: WorkspaceId;
   name: string;
   active: boolean;
   fields: FormField[];
@@ -38,11 +39,11 @@ const view = (r: FormRow): FormView => ({
 const SORTABLE = { name: "name", createdAt: "created_at", updatedAt: "updated_at" };
 
 export async function listForms(
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   page: PageRequest,
   filter: { search?: string; active?: boolean; sort?: string },
 ): Promise<Page<FormView>> {
-  const binds = new Binds([workspaceId]);
+  const binds = Binds.inWorkspace();
   const where = ["workspace_id = $1"];
   if (filter.search) where.push(`name ILIKE ${binds.p(`%${likeEscape(filter.search)}%`)}`);
   if (filter.active !== undefined) where.push(`active = ${binds.p(filter.active)}`);
@@ -51,6 +52,7 @@ export async function listForms(
     .join(", ");
   const clause = where.join(" AND ");
   return selectPage(
+    workspaceId,
     { select: `SELECT * FROM forms WHERE ${clause}`, orderBy: order },
     binds.values,
     page,
@@ -58,33 +60,33 @@ export async function listForms(
   );
 }
 
-export async function findForm(workspaceId: string, id: string): Promise<FormView | null> {
-  const [row] = await selectRows<FormRow>(`SELECT * FROM forms WHERE workspace_id = $1 AND id = $2`, [
-    workspaceId,
+export async function findForm(workspaceId: WorkspaceId, id: string): Promise<FormView | null> {
+  const [row] = await query<FormRow>(workspaceId, `SELECT * FROM forms WHERE workspace_id = $1 AND id = $2`, [
     id,
   ]);
   return row ? view(row) : null;
 }
 
 /** The workspace's active forms among `ids`, by id (a landing page draws them). */
-export async function activeFormsNamed(workspaceId: string, ids: string[]): Promise<FormView[]> {
-  const rows = await selectRows<FormRow>(
+export async function activeFormsNamed(workspaceId: WorkspaceId, ids: string[]): Promise<FormView[]> {
+  const rows = await query<FormRow>(
+    workspaceId,
     `SELECT * FROM forms WHERE workspace_id = $1 AND id = ANY($2::text[]) AND active`,
-    [workspaceId, ids],
+    [ids],
   );
   return rows.map(view);
 }
 
 /** The workspace's active forms, newest first (the website script's config). */
-export async function activeForms(workspaceId: string): Promise<Array<{ id: string; name: string }>> {
-  return selectRows<{ id: string; name: string }>(
+export async function activeForms(workspaceId: WorkspaceId): Promise<Array<{ id: string; name: string }>> {
+  return query<{ id: string; name: string }>(
+    workspaceId,
     `SELECT id, name FROM forms WHERE workspace_id = $1 AND active ORDER BY created_at DESC, id DESC LIMIT 200`,
-    [workspaceId],
   );
 }
 
 /** A form by id alone, for its public pages and submissions: with its workspace and that workspace's `allowedOrigins`. */
-export type PublicForm = FormView & { workspaceId: string; allowedOrigins: string[] | null };
+export type PublicForm = FormView & { workspaceId: WorkspaceId; allowedOrigins: string[] | null };
 
 /**
  * Concurrent visitors' forms are read together, each with its workspace's
@@ -93,7 +95,7 @@ export type PublicForm = FormView & { workspaceId: string; allowedOrigins: strin
  */
 const publicForms = new MicroBatcher(
   async (ids: string[]): Promise<Array<PublicForm | null>> => {
-    const rows = await selectRows<FormRow & { allowed_origins: unknown }>(
+    const rows = await queryAcrossWorkspaces<FormRow & { allowed_origins: unknown }>(
       `SELECT f.*, w.settings -> 'allowedOrigins' AS allowed_origins
          FROM forms f JOIN workspaces w ON w.id = f.workspace_id WHERE f.id = ANY ($1::text[])`,
       [[...new Set(ids)]],
@@ -111,36 +113,39 @@ const publicForms = new MicroBatcher(
 
 export const findPublicForm = (id: string) => publicForms.add(id);
 
-export async function insertForm(workspaceId: string, input: FormInput): Promise<string> {
+export async function insertForm(workspaceId: WorkspaceId, input: FormInput): Promise<string> {
   const id = newId();
-  await selectRows(
-    `INSERT INTO forms (id, workspace_id, name, active, fields, settings) VALUES ($1, $2, $3, $4, $5::jsonb, $6::jsonb)`,
-    [id, workspaceId, input.name, input.active, JSON.stringify(input.fields), JSON.stringify(input.settings)],
+  await query(
+    workspaceId,
+    `INSERT INTO forms (id, workspace_id, name, active, fields, settings) VALUES ($2, $1, $3, $4, $5::jsonb, $6::jsonb)`,
+    [id, input.name, input.active, JSON.stringify(input.fields), JSON.stringify(input.settings)],
   );
   return id;
 }
 
 /** Replace a form's definition; false when there is none. */
-export async function replaceForm(workspaceId: string, id: string, input: FormInput): Promise<boolean> {
-  const rows = await selectRows(
+export async function replaceForm(workspaceId: WorkspaceId, id: string, input: FormInput): Promise<boolean> {
+  const rows = await query(
+    workspaceId,
     `UPDATE forms SET name = $3, active = $4, fields = $5::jsonb, settings = $6::jsonb, updated_at = now()
       WHERE workspace_id = $1 AND id = $2 RETURNING id`,
-    [workspaceId, id, input.name, input.active, JSON.stringify(input.fields), JSON.stringify(input.settings)],
+    [id, input.name, input.active, JSON.stringify(input.fields), JSON.stringify(input.settings)],
   );
   return rows.length > 0;
 }
 
-export async function deleteForm(workspaceId: string, id: string): Promise<boolean> {
-  const rows = await selectRows(`DELETE FROM forms WHERE workspace_id = $1 AND id = $2 RETURNING id`, [
+export async function deleteForm(workspaceId: WorkspaceId, id: string): Promise<boolean> {
+  const rows = await query(
     workspaceId,
-    id,
-  ]);
+    `DELETE FROM forms WHERE workspace_id = $1 AND id = $2 RETURNING id`,
+    [id],
+  );
   return rows.length > 0;
 }
 
 /** One view of a form today (its hosted page or its embed drawn). */
 export async function countView(formId: string): Promise<void> {
-  await selectRows(
+  await queryAcrossWorkspaces(
     `INSERT INTO form_views (form_id, day, views) VALUES ($1, (now() AT TIME ZONE 'UTC')::date, 1)
      ON CONFLICT (form_id, day) DO UPDATE SET views = form_views.views + 1`,
     [formId],
@@ -148,7 +153,7 @@ export async function countView(formId: string): Promise<void> {
 }
 
 export interface NewSubmission {
-  workspaceId: string;
+  workspaceId: WorkspaceId;
   formId: string;
   contactId: string | null;
   fields: Record<string, unknown>;
@@ -172,7 +177,7 @@ const submissionWriter = new MicroBatcher(
       user_agent: s.userAgent,
       consent: s.consent,
     }));
-    await selectRows(
+    await queryAcrossWorkspaces(
       `INSERT INTO form_submissions (id, workspace_id, form_id, contact_id, fields, page_url, ip, user_agent, consent)
        SELECT * FROM jsonb_to_recordset($1::jsonb) AS r(id text, workspace_id text, form_id text, contact_id text,
                      fields jsonb, page_url text, ip text, user_agent text, consent jsonb)`,
@@ -198,17 +203,18 @@ interface SubmissionRow {
 }
 
 export async function listSubmissions(
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   formId: string,
   page: PageRequest,
   range: { from?: string; to?: string },
 ): Promise<Page<SubmissionView>> {
-  const binds = new Binds([workspaceId, formId]);
+  const binds = Binds.inWorkspace([formId]);
   const where = ["workspace_id = $1", "form_id = $2"];
   if (range.from) where.push(`created_at >= ${binds.p(range.from, "timestamptz")}`);
   if (range.to) where.push(`created_at < ${binds.p(range.to, "timestamptz")}`);
   const clause = where.join(" AND ");
   return selectPage(
+    workspaceId,
     { select: `SELECT * FROM form_submissions WHERE ${clause}`, orderBy: "created_at DESC, id DESC" },
     binds.values,
     page,
@@ -228,12 +234,13 @@ export async function listSubmissions(
 
 /** Views and submissions of each day from `from` to `to` (UTC dates, both included). */
 export async function dailyCounts(
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   formId: string,
   from: string,
   to: string,
 ): Promise<Array<{ date: string; views: number; submissions: number }>> {
-  const rows = await selectRows<{ date: string; views: string; submissions: string }>(
+  const rows = await query<{ date: string; views: string; submissions: string }>(
+    workspaceId,
     `SELECT to_char(d.day, 'YYYY-MM-DD') AS date, coalesce(v.views, 0) AS views, coalesce(s.n, 0) AS submissions
        FROM generate_series($3::date, $4::date, interval '1 day') AS d(day)
        LEFT JOIN form_views v ON v.form_id = $2 AND v.day = d.day::date
@@ -243,7 +250,7 @@ export async function dailyCounts(
                      AND created_at >= $3::date AT TIME ZONE 'UTC' AND created_at < ($4::date + 1) AT TIME ZONE 'UTC'
                    GROUP BY 1) s ON s.day = d.day::date
       ORDER BY d.day`,
-    [workspaceId, formId, from, to],
+    [formId, from, to],
   );
   return rows.map((r) => ({ date: r.date, views: Number(r.views), submissions: Number(r.submissions) }));
 }
@@ -251,5 +258,5 @@ export async function dailyCounts(
 /** Retention: the workspace's form submissions created before `before`, in batches oldest first (lib/retention.ts). */
 export const { countBefore: countSubmissionsBefore, deleteBefore: deleteSubmissionsBefore } = retentionPurge(
   { table: "form_submissions", timeColumn: "created_at" },
-  selectRows,
+  query,
 );

@@ -1,9 +1,17 @@
 import { Type, type Static } from "@sinclair/typebox";
 import { Paginated, PageQuery } from "../../lib/pagination";
-import { Component, DateTime, Int32, Nullable, Params, StringEnum, Trimmed } from "../../lib/schema";
+import {
+  Component,
+  DateTime,
+  Int32,
+  Nullable,
+  Params,
+  StringEnum,
+  Trimmed,
+  WorkspaceIdParam,
+} from "../../lib/schema";
 
 const Id = Type.String({ minLength: 1, maxLength: 64 });
-const WorkspaceId = Id;
 const FormId = Id;
 
 export const FIELD_TYPES = [
@@ -159,7 +167,7 @@ const Moment = Type.String({ format: "date-time" });
 
 export const schemas = {
   list: Params({
-    workspaceId: WorkspaceId,
+    workspaceId: WorkspaceIdParam,
     ...PageQuery,
     search: Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: "Part of the name" })),
     active: Type.Optional(Type.Boolean()),
@@ -170,17 +178,17 @@ export const schemas = {
       }),
     ),
   }),
-  create: Params({ workspaceId: WorkspaceId, ...formBody }),
-  get: Params({ workspaceId: WorkspaceId, formId: FormId }),
-  replace: Params({ workspaceId: WorkspaceId, formId: FormId, ...formBody }),
+  create: Params({ workspaceId: WorkspaceIdParam, ...formBody }),
+  get: Params({ workspaceId: WorkspaceIdParam, formId: FormId }),
+  replace: Params({ workspaceId: WorkspaceIdParam, formId: FormId, ...formBody }),
   analytics: Params({
-    workspaceId: WorkspaceId,
+    workspaceId: WorkspaceIdParam,
     formId: FormId,
     from: Type.Optional(Day),
     to: Type.Optional(Day),
   }),
   submissions: Params({
-    workspaceId: WorkspaceId,
+    workspaceId: WorkspaceIdParam,
     formId: FormId,
     ...PageQuery,
     from: Type.Optional(Moment),

@@ -10,6 +10,7 @@ import { contactWriteOf, readSubmission } from "./form-fields";
 import * as repo from "./forms.repo";
 import type { FormView, results } from "./forms.schemas";
 import type { Static } from "@sinclair/typebox";
+import type { WorkspaceId } from "../../lib/tenancy";
 
 /**
  * A visitor's submission (contract 10): checked, its contact found by email
@@ -32,7 +33,7 @@ export interface Visitor {
 }
 
 /** The workspace's `allowedOrigins`: the sites that may post its forms and be sent to after. */
-export async function allowedOriginsOf(ctx: AppContext, workspaceId: string): Promise<string[] | null> {
+export async function allowedOriginsOf(ctx: AppContext, workspaceId: WorkspaceId): Promise<string[] | null> {
   const workspace = await systemCall<{
     settings?: { allowedOrigins?: string[] | null };
   }>(ctx, workspaceId, "workspaces.get", { workspaceId });
@@ -60,7 +61,7 @@ export function redirectAllowed(url: string, allowedOrigins: string[] | null | u
   return ownOrListedOrigin(origin, allowedOrigins);
 }
 
-const call = <T>(broker: ServiceBroker, workspaceId: string, action: string, params: object) =>
+const call = <T>(broker: ServiceBroker, workspaceId: WorkspaceId, action: string, params: object) =>
   systemCall<T>(broker, workspaceId, action, params);
 
 export async function submitForm(
@@ -134,7 +135,7 @@ export async function submitForm(
 /** The submission's contact (null when no field identifies one); a value the contact refuses is the form key's 400. */
 async function contactOf(
   broker: ServiceBroker,
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   write: ReturnType<typeof contactWriteOf>,
   doubleOptIn: boolean,
 ): Promise<string | null> {
@@ -166,7 +167,7 @@ async function contactOf(
 /** The double opt-in mail: a confirm link per channel asked for, sent at once (transactional) through the send path. */
 async function sendConfirmMail(
   broker: ServiceBroker,
-  form: FormView & { workspaceId: string },
+  form: FormView & { workspaceId: WorkspaceId },
   contactId: string,
   channels: string[],
 ): Promise<void> {

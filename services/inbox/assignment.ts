@@ -7,6 +7,7 @@ import * as rules from "./rules.repo";
 import type { RuleRow } from "./rules.repo";
 import * as threads from "./threads.repo";
 import type { ThreadRow } from "./threads.repo";
+import type { WorkspaceId } from "../../lib/tenancy";
 
 /**
  * Assignment (contract-messaging 11, issue 31 item 6): a new thread takes
@@ -27,7 +28,7 @@ type Condition = Static<typeof ConditionConfig>;
 const PASS_LIMIT = 200;
 
 /** The assignee hears of it (once per assignment). */
-export async function notifyAssigned(from: Caller, ws: string, thread: ThreadRow): Promise<void> {
+export async function notifyAssigned(from: Caller, ws: WorkspaceId, thread: ThreadRow): Promise<void> {
   if (!thread.assignee_id) return;
   await notifyMembers(from, ws, [thread.assignee_id], {
     type: "inbox.assigned",
@@ -44,7 +45,7 @@ export async function notifyAssigned(from: Caller, ws: string, thread: ThreadRow
  */
 export async function assignNewThread(
   from: Caller,
-  ws: string,
+  ws: WorkspaceId,
   active: RuleRow[],
   zone: string,
   thread: ThreadRow,
@@ -72,7 +73,7 @@ export async function assignNewThread(
  */
 async function roundRobin(
   from: Caller,
-  ws: string,
+  ws: WorkspaceId,
   rule: RuleRow,
   threadId: string,
 ): Promise<ThreadRow | null> {

@@ -1,16 +1,17 @@
 import { newId } from "../../lib/crypto";
 import { MicroBatcher } from "../../lib/batcher";
-import { Binds, queryPrepared, selectRows } from "../../lib/database";
+import { Binds, query, queryAcrossWorkspacesPrepared } from "../../lib/database";
 import type { InboxChannel } from "../../lib/channels";
 import type { BusinessHours } from "./business-hours";
 import type { AutoReplyView } from "./inbox.schemas";
 import type { InboxMessageRow } from "./inbox-messages.repo";
+import type { WorkspaceId } from "../../lib/tenancy";
 
 /** Every query on auto-replies and the log that fires each at most once per thread and day. */
 
 export interface AutoReplyRow {
   id: string;
-  workspace_id: string;
+  workspace_id: WorkspaceId;
   name: string;
   channel: InboxChannel | null;
   keywords: string[];
@@ -42,17 +43,17 @@ export const autoReplyView = (row: AutoReplyRow): AutoReplyView => ({
   updatedAt: row.updated_at,
 });
 
-export function listAutoReplies(workspaceId: string): Promise<AutoReplyRow[]> {
-  return selectRows<AutoReplyRow>(
+export function listAutoReplies(workspaceId: WorkspaceId): Promise<AutoReplyRow[]> {
+  return query<AutoReplyRow>(
+    workspaceId,
     `SELECT * FROM inbox_auto_replies WHERE workspace_id = $1 ORDER BY created_at, id`,
-    [workspaceId],
   );
 }
 
 /** Concurrent inbound messages read their workspaces' active auto-replies together (one statement a batch). */
 const activeReader = new MicroBatcher(
-  async (workspaceIds: string[]): Promise<AutoReplyRow[][]> => {
-    const rows = await queryPrepared<AutoReplyRow>(
+  async (workspaceIds: WorkspaceId[]): Promise<AutoReplyRow[][]> => {
+    const rows = await queryAcrossWorkspacesPrepared<AutoReplyRow>(
       `SELECT * FROM inbox_auto_replies WHERE workspace_id = ANY ($1::text[]) AND active ORDER BY created_at, id`,
       [[...new Set(workspaceIds)]],
     );
@@ -62,19 +63,19 @@ const activeReader = new MicroBatcher(
 );
 
 /** The workspace's active auto-replies, oldest first. */
-export const activeAutoReplies = (workspaceId: string): Promise<AutoReplyRow[]> =>
+export const activeAutoReplies = (workspaceId: WorkspaceId): Promise<AutoReplyRow[]> =>
   activeReader.add(workspaceId);
 
 export async function insertAutoReply(
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   input: AutoReplyInput & { name: string; body: string },
 ): Promise<AutoReplyRow> {
-  const [row] = await selectRows<AutoReplyRow>(
+  const [row] = await query<AutoReplyRow>(
+    workspaceId,
     `INSERT INTO inbox_auto_replies (id, workspace_id, name, channel, keywords, business_hours, body, active)
-     VALUES ($1, $2, $3, $4, $5::text[], $6::jsonb, $7, $8) RETURNING *`,
+     VALUES ($2, $1, $3, $4, $5::text[], $6::jsonb, $7, $8) RETURNING *`,
     [
       newId(),
-      workspaceId,
       input.name,
       input.channel ?? null,
       input.keywords ?? [],
@@ -87,11 +88,11 @@ export async function insertAutoReply(
 }
 
 export async function updateAutoReply(
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   id: string,
   input: AutoReplyInput,
 ): Promise<AutoReplyRow | null> {
-  const b = new Binds([workspaceId, id]);
+  const b = Binds.inWorkspace([id]);
   const sets = ["updated_at = now()"];
   if (input.name !== undefined) sets.push(`name = ${b.p(input.name)}`);
   if (input.channel !== undefined) sets.push(`channel = ${b.p(input.channel)}`);
@@ -102,17 +103,19 @@ export async function updateAutoReply(
     );
   if (input.body !== undefined) sets.push(`body = ${b.p(input.body)}`);
   if (input.active !== undefined) sets.push(`active = ${b.p(input.active)}`);
-  const [row] = await selectRows<AutoReplyRow>(
+  const [row] = await query<AutoReplyRow>(
+    workspaceId,
     `UPDATE inbox_auto_replies SET ${sets.join(", ")} WHERE workspace_id = $1 AND id = $2 RETURNING *`,
     b.values,
   );
   return row ?? null;
 }
 
-export async function deleteAutoReply(workspaceId: string, id: string): Promise<boolean> {
-  const rows = await selectRows<{ id: string }>(
+export async function deleteAutoReply(workspaceId: WorkspaceId, id: string): Promise<boolean> {
+  const rows = await query<{ id: string }>(
+    workspaceId,
     `DELETE FROM inbox_auto_replies WHERE workspace_id = $1 AND id = $2 RETURNING id`,
-    [workspaceId, id],
+    [id],
   );
   return rows.length > 0;
 }
@@ -123,7 +126,7 @@ export async function deleteAutoReply(workspaceId: string, id: string): Promise<
  * thread across replicas. Null when it answered that day already.
  */
 export function firstAnswerToday(
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   threadId: string,
   ruleId: string,
   day: string,
@@ -134,7 +137,7 @@ export function firstAnswerToday(
 
 /** A rule's answer asked for a thread on a day, with the id its stored answer takes. */
 interface AnswerAsk {
-  workspaceId: string;
+  workspaceId: WorkspaceId;
   threadId: string;
   ruleId: string;
   day: string;
@@ -149,7 +152,7 @@ interface AnswerAsk {
  */
 const answerLogger = new MicroBatcher(
   async (asks: AnswerAsk[]): Promise<Array<InboxMessageRow | null>> => {
-    const rows = await queryPrepared<InboxMessageRow>(
+    const rows = await queryAcrossWorkspacesPrepared<InboxMessageRow>(
       `WITH asked AS (
          SELECT DISTINCT ON (thread_id, rule_id, day) *
            FROM unnest($1::text[], $2::text[], $3::text[], $4::date[], $5::text[], $6::text[])

@@ -1,13 +1,14 @@
 import { newId } from "../../lib/crypto";
-import { Binds, selectRows } from "../../lib/database";
+import { Binds, query } from "../../lib/database";
 import type { InboxChannel } from "../../lib/channels";
 import type { CannedResponseView } from "./inbox.schemas";
+import type { WorkspaceId } from "../../lib/tenancy";
 
 /** Every query on canned responses; each takes the workspace id first. */
 
 export interface CannedRow {
   id: string;
-  workspace_id: string;
+  workspace_id: WorkspaceId;
   name: string;
   shortcode: string;
   body: string;
@@ -33,54 +34,58 @@ export const cannedView = (row: CannedRow): CannedResponseView => ({
   updatedAt: row.updated_at,
 });
 
-export function listCanned(workspaceId: string): Promise<CannedRow[]> {
-  return selectRows<CannedRow>(
+export function listCanned(workspaceId: WorkspaceId): Promise<CannedRow[]> {
+  return query<CannedRow>(
+    workspaceId,
     `SELECT * FROM inbox_canned_responses WHERE workspace_id = $1 ORDER BY shortcode`,
-    [workspaceId],
   );
 }
 
-export async function findCanned(workspaceId: string, id: string): Promise<CannedRow | null> {
-  const [row] = await selectRows<CannedRow>(
+export async function findCanned(workspaceId: WorkspaceId, id: string): Promise<CannedRow | null> {
+  const [row] = await query<CannedRow>(
+    workspaceId,
     `SELECT * FROM inbox_canned_responses WHERE workspace_id = $1 AND id = $2`,
-    [workspaceId, id],
+    [id],
   );
   return row ?? null;
 }
 
 /** A taken shortcode raises the unique violation (the action's 409). */
 export async function insertCanned(
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   input: CannedInput & { name: string; shortcode: string; body: string },
 ): Promise<CannedRow> {
-  const [row] = await selectRows<CannedRow>(
+  const [row] = await query<CannedRow>(
+    workspaceId,
     `INSERT INTO inbox_canned_responses (id, workspace_id, name, shortcode, body, channel)
-     VALUES ($1, $2, $3, $4, $5, $6) RETURNING *`,
-    [newId(), workspaceId, input.name, input.shortcode, input.body, input.channel ?? null],
+     VALUES ($2, $1, $3, $4, $5, $6) RETURNING *`,
+    [newId(), input.name, input.shortcode, input.body, input.channel ?? null],
   );
   return row;
 }
 
 export async function updateCanned(
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   id: string,
   input: CannedInput,
 ): Promise<CannedRow | null> {
-  const b = new Binds([workspaceId, id]);
+  const b = Binds.inWorkspace([id]);
   const sets = ["updated_at = now()"];
   for (const key of ["name", "shortcode", "body", "channel"] as const)
     if (input[key] !== undefined) sets.push(`${key} = ${b.p(input[key])}`);
-  const [row] = await selectRows<CannedRow>(
+  const [row] = await query<CannedRow>(
+    workspaceId,
     `UPDATE inbox_canned_responses SET ${sets.join(", ")} WHERE workspace_id = $1 AND id = $2 RETURNING *`,
     b.values,
   );
   return row ?? null;
 }
 
-export async function deleteCanned(workspaceId: string, id: string): Promise<boolean> {
-  const rows = await selectRows<{ id: string }>(
+export async function deleteCanned(workspaceId: WorkspaceId, id: string): Promise<boolean> {
+  const rows = await query<{ id: string }>(
+    workspaceId,
     `DELETE FROM inbox_canned_responses WHERE workspace_id = $1 AND id = $2 RETURNING id`,
-    [workspaceId, id],
+    [id],
   );
   return rows.length > 0;
 }

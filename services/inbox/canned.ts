@@ -2,6 +2,7 @@ import { templateError } from "../../lib/errors";
 import { checkLiquid, renderContent, TemplateFault } from "../templates/render";
 import { systemCall } from "../../lib/system-call";
 import type { Caller } from "./directory";
+import type { WorkspaceId } from "../../lib/tenancy";
 
 /**
  * Canned responses' bodies are Liquid over `contact.*` and `member.*`
@@ -21,7 +22,7 @@ export function checkCannedBody(body: string): void {
 /** The body for this contact, written by this member. */
 export async function renderCanned(
   from: Caller,
-  ws: string,
+  ws: WorkspaceId,
   body: string,
   contactId: string,
   userId: string | null,

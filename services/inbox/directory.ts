@@ -2,6 +2,7 @@ import type { Context, ServiceBroker } from "moleculer";
 import { isServiceAvailable } from "../../lib/registry";
 import { systemCall } from "../../lib/system-call";
 import type { ContactBrief } from "./inbox.schemas";
+import type { WorkspaceId } from "../../lib/tenancy";
 
 /**
  * What the inbox asks other areas, each through its owner's action: the
@@ -13,7 +14,7 @@ export type Caller = Context | ServiceBroker;
 const brokerOf = (from: Caller): ServiceBroker => ("broker" in from ? from.broker : from);
 
 /** The workspace's `settings.timezone` (UTC when unset). */
-export async function workspaceZone(from: Caller, ws: string): Promise<string> {
+export async function workspaceZone(from: Caller, ws: WorkspaceId): Promise<string> {
   const workspace = await systemCall<{ settings?: { timezone?: string } }>(from, ws, "workspaces.get", {
     workspaceId: ws,
   });
@@ -21,7 +22,7 @@ export async function workspaceZone(from: Caller, ws: string): Promise<string> {
 }
 
 /** Those of `userIds` who are members of the workspace, in the order given. */
-export async function membersAmong(from: Caller, ws: string, userIds: string[]): Promise<string[]> {
+export async function membersAmong(from: Caller, ws: WorkspaceId, userIds: string[]): Promise<string[]> {
   if (!userIds.length) return [];
   const members = new Set(
     await systemCall<string[]>(from, ws, "workspaces.memberUserIds", { workspaceId: ws, userIds }),
@@ -32,7 +33,7 @@ export async function membersAmong(from: Caller, ws: string, userIds: string[]):
 /** Summaries of contacts, one call for a whole page of threads. */
 export async function contactBriefs(
   from: Caller,
-  ws: string,
+  ws: WorkspaceId,
   contactIds: string[],
 ): Promise<Map<string, ContactBrief>> {
   const ids = [...new Set(contactIds)];
@@ -63,7 +64,7 @@ export async function contactBriefs(
 /** Whether the contact matches a segment filter now (an assignment rule's condition). */
 export async function contactMatches(
   from: Caller,
-  ws: string,
+  ws: WorkspaceId,
   contactId: string,
   filter: unknown,
 ): Promise<boolean> {
@@ -77,7 +78,7 @@ export async function contactMatches(
 /** A notification for members (`{ws}/notifications`), made once per key; nothing when the CRM area is not deployed. */
 export async function notifyMembers(
   from: Caller,
-  ws: string,
+  ws: WorkspaceId,
   userIds: string[],
   note: { type: string; title: string; body?: string; data: Record<string, unknown>; dedupeKey: string },
 ): Promise<void> {

@@ -1,15 +1,16 @@
 import type { Transaction } from "sequelize";
 import { newId } from "../../lib/crypto";
-import { Binds, selectRows } from "../../lib/database";
+import { Binds, query } from "../../lib/database";
 import type { InboxChannel } from "../../lib/channels";
 import type { InboxMessageView } from "./inbox.schemas";
 import type { ThreadRow } from "./threads.repo";
+import type { WorkspaceId } from "../../lib/tenancy";
 
 /** Every query on the messages of inbox threads (both ways); each takes the workspace id first. */
 
 export interface InboxMessageRow {
   id: string;
-  workspace_id: string;
+  workspace_id: WorkspaceId;
   thread_id: string;
   direction: "inbound" | "outbound";
   body: string;
@@ -62,11 +63,11 @@ export type FiledInbound =
  * conversation meanwhile.
  */
 export async function fileInbound(
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   m: NewInbound,
   transaction: Transaction,
 ): Promise<FiledInbound> {
-  const [row] = await selectRows<
+  const [row] = await query<
     ThreadRow & {
       created: boolean | null;
       inbound_id: string | null;
@@ -74,6 +75,7 @@ export async function fileInbound(
       seen_thread_id: string | null;
     }
   >(
+    workspaceId,
     `WITH seen AS (
        SELECT id, thread_id FROM inbox_messages
         WHERE $8::text IS NOT NULL AND provider_id = $7 AND provider_message_id = $8 AND direction = 'inbound'
@@ -111,7 +113,6 @@ export async function fileInbound(
      SELECT thread.*, inbound.id AS inbound_id, seen.id AS seen_id, seen.thread_id AS seen_thread_id
        FROM (SELECT 1) one LEFT JOIN thread ON true LEFT JOIN inbound ON true LEFT JOIN seen ON true`,
     [
-      workspaceId,
       m.contactId,
       m.channel,
       m.body,
@@ -132,15 +133,16 @@ export async function fileInbound(
 
 /** An answer on its way out (a member's reply, an auto-reply, a new conversation's first message). */
 export async function insertOutbound(
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   threadId: string,
   body: string,
   authorId: string | null,
 ): Promise<InboxMessageRow> {
-  const [row] = await selectRows<InboxMessageRow>(
+  const [row] = await query<InboxMessageRow>(
+    workspaceId,
     `INSERT INTO inbox_messages (id, workspace_id, thread_id, direction, body, author_id, status)
-     VALUES ($1, $2, $3, 'outbound', $4, $5, 'sending') RETURNING *`,
-    [newId(), workspaceId, threadId, body, authorId],
+     VALUES ($2, $1, $3, 'outbound', $4, $5, 'sending') RETURNING *`,
+    [newId(), threadId, body, authorId],
   );
   return row;
 }
@@ -161,18 +163,19 @@ export interface SendOutcome {
  * again leaves its thread as it is.
  */
 export async function recordOutcome(
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   id: string,
   outcome: SendOutcome,
   turn?: { threadId: string; byMember: boolean },
 ): Promise<InboxMessageRow> {
-  const b = new Binds([workspaceId, id]);
+  const b = Binds.inWorkspace([id]);
   const answer = `UPDATE inbox_messages
         SET status = ${b.p(outcome.status)}, error = ${b.p(outcome.error)}, message_id = ${b.p(outcome.messageId)},
             provider_id = ${b.p(outcome.providerId)}, provider_message_id = ${b.p(outcome.providerMessageId)},
             updated_at = now()
       WHERE workspace_id = $1 AND id = $2 RETURNING *`;
-  const [row] = await selectRows<InboxMessageRow>(
+  const [row] = await query<InboxMessageRow>(
+    workspaceId,
     turn
       ? `WITH answer AS (${answer}), thread AS (
            UPDATE inbox_threads SET ${
@@ -191,38 +194,45 @@ export async function recordOutcome(
 
 /** Take a failed reply for a new attempt: only one caller gets it (null otherwise, or when there is no such reply). */
 export async function claimFailed(
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   threadId: string,
   id: string,
 ): Promise<{ row: InboxMessageRow | null; exists: boolean }> {
-  const [row] = await selectRows<InboxMessageRow>(
+  const [row] = await query<InboxMessageRow>(
+    workspaceId,
     `UPDATE inbox_messages SET status = 'sending', updated_at = now()
       WHERE workspace_id = $1 AND thread_id = $2 AND id = $3 AND direction = 'outbound' AND status = 'failed'
       RETURNING *`,
-    [workspaceId, threadId, id],
+    [threadId, id],
   );
   if (row) return { row, exists: true };
-  const [known] = await selectRows<{ id: string }>(
+  const [known] = await query<{ id: string }>(
+    workspaceId,
     `SELECT id FROM inbox_messages WHERE workspace_id = $1 AND thread_id = $2 AND id = $3 AND direction = 'outbound'`,
-    [workspaceId, threadId, id],
+    [threadId, id],
   );
   return { row: null, exists: Boolean(known) };
 }
 
 /** A thread's messages, oldest first. */
-export async function threadMessages(workspaceId: string, threadId: string): Promise<InboxMessageRow[]> {
-  return selectRows<InboxMessageRow>(
+export async function threadMessages(workspaceId: WorkspaceId, threadId: string): Promise<InboxMessageRow[]> {
+  return query<InboxMessageRow>(
+    workspaceId,
     `SELECT * FROM inbox_messages WHERE workspace_id = $1 AND thread_id = $2 ORDER BY created_at, id`,
-    [workspaceId, threadId],
+    [threadId],
   );
 }
 
 /** The contact's newest message in the thread: the provider to answer through and the mail to answer. */
-export async function lastInbound(workspaceId: string, threadId: string): Promise<InboxMessageRow | null> {
-  const [row] = await selectRows<InboxMessageRow>(
+export async function lastInbound(
+  workspaceId: WorkspaceId,
+  threadId: string,
+): Promise<InboxMessageRow | null> {
+  const [row] = await query<InboxMessageRow>(
+    workspaceId,
     `SELECT * FROM inbox_messages WHERE workspace_id = $1 AND thread_id = $2 AND direction = 'inbound'
       ORDER BY created_at DESC, id DESC LIMIT 1`,
-    [workspaceId, threadId],
+    [threadId],
   );
   return row ?? null;
 }

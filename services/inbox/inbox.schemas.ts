@@ -1,11 +1,19 @@
 import { Type, type Static } from "@sinclair/typebox";
 import { INBOX_CHANNELS } from "../../lib/channels";
 import { PageQuery, PaginationSchema } from "../../lib/pagination";
-import { Component, DateTime, Int32, Nullable, Params, StringEnum, Trimmed } from "../../lib/schema";
+import {
+  Component,
+  DateTime,
+  Int32,
+  Nullable,
+  Params,
+  StringEnum,
+  Trimmed,
+  WorkspaceIdParam,
+} from "../../lib/schema";
 
 /** Params and answers of every inbox action (contract-messaging 11); they are also its OpenAPI description. */
 
-const WorkspaceId = Type.String({ minLength: 1, maxLength: 64 });
 const Id = Type.String({ minLength: 1, maxLength: 64 });
 export const InboxChannel = StringEnum(INBOX_CHANNELS);
 export const THREAD_STATUSES = ["open", "pending", "snoozed", "closed"] as const;
@@ -220,7 +228,7 @@ const cannedFields = {
 };
 export const schemas = {
   list: Params({
-    workspaceId: WorkspaceId,
+    workspaceId: WorkspaceIdParam,
     ...PageQuery,
     status: Type.Optional(StringEnum(THREAD_STATUSES)),
     channel: Type.Optional(InboxChannel),
@@ -231,28 +239,28 @@ export const schemas = {
     search: Type.Optional(Trimmed({ maxLength: 200, description: "In the subject and the messages' text" })),
   }),
   create: Params({
-    workspaceId: WorkspaceId,
+    workspaceId: WorkspaceIdParam,
     contactId: Id,
     channel: InboxChannel,
     subject: Type.Optional(Trimmed({ minLength: 1, maxLength: 500 })),
     body: Body,
   }),
-  get: Params({ workspaceId: WorkspaceId, threadId: Id }),
+  get: Params({ workspaceId: WorkspaceIdParam, threadId: Id }),
   reply: Params({
-    workspaceId: WorkspaceId,
+    workspaceId: WorkspaceIdParam,
     threadId: Id,
     body: Type.Optional(Body),
     cannedResponseId: Type.Optional(Id),
   }),
   update: Params({
-    workspaceId: WorkspaceId,
+    workspaceId: WorkspaceIdParam,
     threadId: Id,
     status: Type.Optional(StringEnum(THREAD_STATUSES)),
     assigneeId: Type.Optional(Nullable(Id)),
     snoozedUntil: Type.Optional(Nullable(Type.String({ format: "date-time" }))),
     tags: Type.Optional(Tags),
   }),
-  deliver: Params({ workspaceId: WorkspaceId, threadId: Id, replyId: Id }),
+  deliver: Params({ workspaceId: WorkspaceIdParam, threadId: Id, replyId: Id }),
   receive: Params({
     channel: InboxChannel,
     contactId: Id,
@@ -264,9 +272,9 @@ export const schemas = {
     providerMessageId: Type.Optional(Nullable(Type.String({ maxLength: 998 }))),
     references: Type.Optional(Type.Array(Type.String({ maxLength: 998 }), { maxItems: 100 })),
   }),
-  listRules: Params({ workspaceId: WorkspaceId }),
+  listRules: Params({ workspaceId: WorkspaceIdParam }),
   createRule: Params({
-    workspaceId: WorkspaceId,
+    workspaceId: WorkspaceIdParam,
     ...ruleFields,
     type: StringEnum(["round_robin", "condition"]),
     config: Type.Record(Type.String(), Type.Unknown(), {
@@ -275,35 +283,35 @@ export const schemas = {
     }),
   }),
   updateRule: Params({
-    workspaceId: WorkspaceId,
+    workspaceId: WorkspaceIdParam,
     ruleId: Id,
     name: Type.Optional(Name),
     priority: ruleFields.priority,
     active: ruleFields.active,
     config: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
   }),
-  removeRule: Params({ workspaceId: WorkspaceId, ruleId: Id }),
-  listAutoReplies: Params({ workspaceId: WorkspaceId }),
-  createAutoReply: Params({ workspaceId: WorkspaceId, ...autoReplyFields }),
+  removeRule: Params({ workspaceId: WorkspaceIdParam, ruleId: Id }),
+  listAutoReplies: Params({ workspaceId: WorkspaceIdParam }),
+  createAutoReply: Params({ workspaceId: WorkspaceIdParam, ...autoReplyFields }),
   updateAutoReply: Params({
-    workspaceId: WorkspaceId,
+    workspaceId: WorkspaceIdParam,
     ruleId: Id,
     ...autoReplyFields,
     name: Type.Optional(Name),
     body: Type.Optional(Body),
   }),
-  removeAutoReply: Params({ workspaceId: WorkspaceId, ruleId: Id }),
-  listCanned: Params({ workspaceId: WorkspaceId }),
-  createCanned: Params({ workspaceId: WorkspaceId, ...cannedFields }),
+  removeAutoReply: Params({ workspaceId: WorkspaceIdParam, ruleId: Id }),
+  listCanned: Params({ workspaceId: WorkspaceIdParam }),
+  createCanned: Params({ workspaceId: WorkspaceIdParam, ...cannedFields }),
   updateCanned: Params({
-    workspaceId: WorkspaceId,
+    workspaceId: WorkspaceIdParam,
     responseId: Id,
     ...cannedFields,
     name: Type.Optional(Name),
     shortcode: Type.Optional(Shortcode),
     body: Type.Optional(Body),
   }),
-  removeCanned: Params({ workspaceId: WorkspaceId, responseId: Id }),
+  removeCanned: Params({ workspaceId: WorkspaceIdParam, responseId: Id }),
 };
 
 export const results = {

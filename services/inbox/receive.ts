@@ -16,6 +16,7 @@ import { sendAnswer, type Answered } from "./replies";
 import * as rules from "./rules.repo";
 import * as threads from "./threads.repo";
 import type { ThreadRow } from "./threads.repo";
+import type { WorkspaceId } from "../../lib/tenancy";
 
 /**
  * An inbound message becomes part of its contact's conversation on the
@@ -31,7 +32,7 @@ const brokerOf = (from: Caller) => ("broker" in from ? from.broker : from);
 
 export async function receive(
   from: Caller,
-  ws: string,
+  ws: WorkspaceId,
   input: ReceiveInput,
   logger: LoggerInstance,
 ): Promise<{ threadId: string; inboundId: string; duplicate: boolean }> {
@@ -100,7 +101,7 @@ export async function receive(
 }
 
 /** An inbound message to file, with its workspace. */
-type Filing = NewInbound & { workspaceId: string };
+type Filing = NewInbound & { workspaceId: WorkspaceId };
 
 /** How a message was filed: a duplicate, or its thread and stored id. */
 type Filed =
@@ -132,7 +133,7 @@ const filer = new MicroBatcher(
 );
 
 /** The sent message (a campaign's, say) a mail names in In-Reply-To or References, if the send path knows it. */
-async function repliedMessage(from: Caller, ws: string, refs: string[]): Promise<string | null> {
+async function repliedMessage(from: Caller, ws: WorkspaceId, refs: string[]): Promise<string | null> {
   if (!refs.length || !isServiceAvailable(brokerOf(from), "messages")) return null;
   const found = await systemCall<Array<{ id: string }>>(from, ws, "messages.repliedTo", {
     references: refs.slice(0, 100),
@@ -147,7 +148,7 @@ async function repliedMessage(from: Caller, ws: string, refs: string[]): Promise
  */
 async function autoReply(
   from: Caller,
-  ws: string,
+  ws: WorkspaceId,
   rules: AutoReplyRow[],
   zone: string,
   thread: ThreadRow,

@@ -5,6 +5,7 @@ import * as messages from "./inbox-messages.repo";
 import type { InboxMessageRow, SendOutcome } from "./inbox-messages.repo";
 import { replyContent, replyHeaders } from "./matching";
 import type { ThreadRow } from "./threads.repo";
+import type { WorkspaceId } from "../../lib/tenancy";
 
 /**
  * Answers go out at once through the one send path (`messages.sendNow`:
@@ -33,7 +34,7 @@ export type Answered = Pick<InboxMessageRow, "provider_id" | "provider_message_i
 /** Send (or send again) an outbound message of the thread; answers it with its outcome. */
 export async function deliver(
   from: Caller,
-  ws: string,
+  ws: WorkspaceId,
   thread: ThreadRow,
   row: InboxMessageRow,
 ): Promise<InboxMessageRow> {
@@ -44,7 +45,7 @@ export async function deliver(
 /** Send an outbound message through the one send path; answers how it went. */
 async function send(
   from: Caller,
-  ws: string,
+  ws: WorkspaceId,
   thread: ThreadRow,
   row: InboxMessageRow,
   answered: Answered | null,
@@ -92,7 +93,7 @@ async function send(
  */
 export async function answer(
   from: Caller,
-  ws: string,
+  ws: WorkspaceId,
   thread: ThreadRow,
   body: string,
   author: { id: string | null },
@@ -104,7 +105,7 @@ export async function answer(
 /** Send a stored answer to `answered`; how it went and the thread's new state are written in one statement. */
 export async function sendAnswer(
   from: Caller,
-  ws: string,
+  ws: WorkspaceId,
   thread: ThreadRow,
   row: InboxMessageRow,
   byMember: boolean,

@@ -1,14 +1,15 @@
 import { newId } from "../../lib/crypto";
 import { MicroBatcher } from "../../lib/batcher";
-import { Binds, queryPrepared, selectRows } from "../../lib/database";
+import { Binds, query, queryAcrossWorkspaces, queryAcrossWorkspacesPrepared } from "../../lib/database";
 import type { AssignmentRuleView, RuleConfig } from "./inbox.schemas";
 import type { ThreadRow } from "./threads.repo";
+import type { WorkspaceId } from "../../lib/tenancy";
 
 /** Every query on assignment rules, the round robin's cursor included; each takes the workspace id first. */
 
 export interface RuleRow {
   id: string;
-  workspace_id: string;
+  workspace_id: WorkspaceId;
   name: string;
   type: "round_robin" | "condition";
   priority: number;
@@ -31,17 +32,17 @@ export const ruleView = (row: RuleRow): AssignmentRuleView => ({
 });
 
 /** The workspace's rules in the order new threads try them: lowest priority number first. */
-export function listRules(workspaceId: string): Promise<RuleRow[]> {
-  return selectRows<RuleRow>(
+export function listRules(workspaceId: WorkspaceId): Promise<RuleRow[]> {
+  return query<RuleRow>(
+    workspaceId,
     `SELECT * FROM inbox_assignment_rules WHERE workspace_id = $1 ORDER BY priority, created_at, id`,
-    [workspaceId],
   );
 }
 
 /** Concurrent inbound messages read their workspaces' active rules together (one statement a batch). */
 const activeReader = new MicroBatcher(
-  async (workspaceIds: string[]): Promise<RuleRow[][]> => {
-    const rows = await queryPrepared<RuleRow>(
+  async (workspaceIds: WorkspaceId[]): Promise<RuleRow[][]> => {
+    const rows = await queryAcrossWorkspacesPrepared<RuleRow>(
       `SELECT * FROM inbox_assignment_rules WHERE workspace_id = ANY ($1::text[]) AND active
         ORDER BY priority, created_at, id`,
       [[...new Set(workspaceIds)]],
@@ -52,59 +53,55 @@ const activeReader = new MicroBatcher(
 );
 
 /** The workspace's active rules, in the order new threads try them. */
-export const activeRules = (workspaceId: string): Promise<RuleRow[]> => activeReader.add(workspaceId);
+export const activeRules = (workspaceId: WorkspaceId): Promise<RuleRow[]> => activeReader.add(workspaceId);
 
-export async function findRule(workspaceId: string, ruleId: string): Promise<RuleRow | null> {
-  const [row] = await selectRows<RuleRow>(
+export async function findRule(workspaceId: WorkspaceId, ruleId: string): Promise<RuleRow | null> {
+  const [row] = await query<RuleRow>(
+    workspaceId,
     `SELECT * FROM inbox_assignment_rules WHERE workspace_id = $1 AND id = $2`,
-    [workspaceId, ruleId],
+    [ruleId],
   );
   return row ?? null;
 }
 
 export async function insertRule(
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   input: { name: string; type: RuleRow["type"]; priority: number; active: boolean; config: RuleConfig },
 ): Promise<RuleRow> {
-  const [row] = await selectRows<RuleRow>(
+  const [row] = await query<RuleRow>(
+    workspaceId,
     `INSERT INTO inbox_assignment_rules (id, workspace_id, name, type, priority, active, config)
-     VALUES ($1, $2, $3, $4, $5, $6, $7::jsonb) RETURNING *`,
-    [
-      newId(),
-      workspaceId,
-      input.name,
-      input.type,
-      input.priority,
-      input.active,
-      JSON.stringify(input.config),
-    ],
+     VALUES ($2, $1, $3, $4, $5, $6, $7::jsonb) RETURNING *`,
+    [newId(), input.name, input.type, input.priority, input.active, JSON.stringify(input.config)],
   );
   return row;
 }
 
 export async function updateRule(
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   ruleId: string,
   changes: { name?: string; priority?: number; active?: boolean; config?: RuleConfig },
 ): Promise<RuleRow | null> {
-  const b = new Binds([workspaceId, ruleId]);
+  const b = Binds.inWorkspace([ruleId]);
   const sets = ["updated_at = now()"];
   if (changes.name !== undefined) sets.push(`name = ${b.p(changes.name)}`);
   if (changes.priority !== undefined) sets.push(`priority = ${b.p(changes.priority)}`);
   if (changes.active !== undefined) sets.push(`active = ${b.p(changes.active)}`);
   if (changes.config !== undefined)
     sets.push(`config = ${b.p(JSON.stringify(changes.config), "jsonb")}`, "cursor = 0");
-  const [row] = await selectRows<RuleRow>(
+  const [row] = await query<RuleRow>(
+    workspaceId,
     `UPDATE inbox_assignment_rules SET ${sets.join(", ")} WHERE workspace_id = $1 AND id = $2 RETURNING *`,
     b.values,
   );
   return row ?? null;
 }
 
-export async function deleteRule(workspaceId: string, ruleId: string): Promise<boolean> {
-  const rows = await selectRows<{ id: string }>(
+export async function deleteRule(workspaceId: WorkspaceId, ruleId: string): Promise<boolean> {
+  const rows = await query<{ id: string }>(
+    workspaceId,
     `DELETE FROM inbox_assignment_rules WHERE workspace_id = $1 AND id = $2 RETURNING id`,
-    [workspaceId, ruleId],
+    [ruleId],
   );
   return rows.length > 0;
 }
@@ -118,23 +115,24 @@ export async function deleteRule(workspaceId: string, ruleId: string): Promise<b
  * holder still has it open, and never back to them. Null when not given now.
  */
 export async function takeTurn(
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   ruleId: string,
   threadId: string,
   memberIds: string[],
   maxOpen: number | null,
   holder: string | null,
 ): Promise<ThreadRow | null> {
-  const [row] = await selectRows<ThreadRow>(
+  const [row] = await query<ThreadRow>(
+    workspaceId,
     `SELECT * FROM inbox_take_turn($1, $2, $3, $4::text[], $5::int, $6)`,
-    [workspaceId, ruleId, threadId, memberIds, maxOpen, holder],
+    [ruleId, threadId, memberIds, maxOpen, holder],
   );
   return row ?? null;
 }
 
 /** Active round-robin rules of every workspace (the periodic capacity and re-assignment passes). */
 export function activeRoundRobins(): Promise<RuleRow[]> {
-  return selectRows<RuleRow>(
+  return queryAcrossWorkspaces<RuleRow>(
     `SELECT * FROM inbox_assignment_rules WHERE active AND type = 'round_robin' ORDER BY workspace_id, priority, id`,
     [],
   );

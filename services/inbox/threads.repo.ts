@@ -1,15 +1,22 @@
 import type { Transaction } from "sequelize";
 import { newId } from "../../lib/crypto";
-import { Binds, likeEscape, queryPrepared, selectRows } from "../../lib/database";
+import {
+  Binds,
+  likeEscape,
+  query,
+  queryAcrossWorkspaces,
+  queryAcrossWorkspacesPrepared,
+} from "../../lib/database";
 import { selectPage, type Page, type PageRequest } from "../../lib/pagination";
 import type { InboxChannel } from "../../lib/channels";
 import type { ContactBrief, ThreadStatus, ThreadView } from "./inbox.schemas";
+import type { WorkspaceId } from "../../lib/tenancy";
 
 /** Every query on inbox threads; each takes the workspace id first (the periodic sweeps span workspaces on purpose). */
 
 export interface ThreadRow {
   id: string;
-  workspace_id: string;
+  workspace_id: WorkspaceId;
   channel: InboxChannel;
   contact_id: string;
   subject: string | null;
@@ -55,11 +62,11 @@ export interface ThreadFilters {
 }
 
 export async function listThreads(
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   f: ThreadFilters,
   page: PageRequest,
 ): Promise<Page<ThreadRow>> {
-  const b = new Binds([workspaceId]);
+  const b = Binds.inWorkspace();
   const where = ["t.workspace_id = $1"];
   if (f.status) where.push(`t.status = ${b.p(f.status)}`);
   if (f.channel) where.push(`t.channel = ${b.p(f.channel)}`);
@@ -71,6 +78,7 @@ export async function listThreads(
                   WHERE m.thread_id = t.id AND m.body ILIKE ${like}))`);
   }
   return selectPage<ThreadRow, ThreadRow>(
+    workspaceId,
     {
       select: `SELECT t.* FROM inbox_threads t WHERE ${where.join(" AND ")}`,
       orderBy: "t.last_message_at DESC, t.id DESC",
@@ -83,13 +91,13 @@ export async function listThreads(
 
 /** Unread threads and messages of the workspace's conversations that are not closed, per assignee. */
 export async function unreadByAssignee(
-  workspaceId: string,
+  workspaceId: WorkspaceId,
 ): Promise<Array<{ assigneeId: string | null; threads: number; messages: number }>> {
-  const rows = await selectRows<{ assignee_id: string | null; threads: string; messages: string }>(
+  const rows = await query<{ assignee_id: string | null; threads: string; messages: string }>(
+    workspaceId,
     `SELECT assignee_id, count(*) AS threads, sum(unread) AS messages FROM inbox_threads
       WHERE workspace_id = $1 AND status <> 'closed' AND unread > 0
       GROUP BY assignee_id ORDER BY assignee_id NULLS FIRST`,
-    [workspaceId],
   );
   return rows.map((r) => ({
     assigneeId: r.assignee_id,
@@ -98,10 +106,11 @@ export async function unreadByAssignee(
   }));
 }
 
-export async function findThread(workspaceId: string, threadId: string): Promise<ThreadRow | null> {
-  const [row] = await selectRows<ThreadRow>(
+export async function findThread(workspaceId: WorkspaceId, threadId: string): Promise<ThreadRow | null> {
+  const [row] = await query<ThreadRow>(
+    workspaceId,
     `SELECT * FROM inbox_threads WHERE workspace_id = $1 AND id = $2`,
-    [workspaceId, threadId],
+    [threadId],
   );
   return row ?? null;
 }
@@ -114,13 +123,13 @@ export async function findThread(workspaceId: string, threadId: string): Promise
  * locking overlapping sets never wait on each other.
  */
 export async function lockConversations(
-  conversations: Array<{ workspaceId: string; contactId: string; channel: InboxChannel }>,
+  conversations: Array<{ workspaceId: WorkspaceId; contactId: string; channel: InboxChannel }>,
   transaction: Transaction,
 ): Promise<void> {
   const keys = [
     ...new Set(conversations.map((c) => `inbox:${c.workspaceId}:${c.contactId}:${c.channel}`)),
   ].sort();
-  await queryPrepared(
+  await queryAcrossWorkspacesPrepared(
     `SELECT pg_advisory_xact_lock(hashtextextended(k, 0)) FROM unnest($1::text[]) AS k`,
     [keys],
     transaction,
@@ -129,19 +138,20 @@ export async function lockConversations(
 
 /** The contact's conversation on the channel that is not closed (at most one: a unique index). */
 export async function openThreadOf(
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   contactId: string,
   channel: InboxChannel,
 ): Promise<ThreadRow | null> {
-  const [row] = await selectRows<ThreadRow>(
+  const [row] = await query<ThreadRow>(
+    workspaceId,
     `SELECT * FROM inbox_threads WHERE workspace_id = $1 AND contact_id = $2 AND channel = $3 AND status <> 'closed'`,
-    [workspaceId, contactId, channel],
+    [contactId, channel],
   );
   return row ?? null;
 }
 
 export async function insertThread(
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   input: {
     contactId: string;
     channel: InboxChannel;
@@ -149,20 +159,22 @@ export async function insertThread(
     originMessageId: string | null;
   },
 ): Promise<ThreadRow> {
-  const [row] = await selectRows<ThreadRow>(
+  const [row] = await query<ThreadRow>(
+    workspaceId,
     `INSERT INTO inbox_threads (id, workspace_id, contact_id, channel, subject, origin_message_id)
-     VALUES ($1, $2, $3, $4, $5, $6) RETURNING *`,
-    [newId(), workspaceId, input.contactId, input.channel, input.subject, input.originMessageId],
+     VALUES ($2, $1, $3, $4, $5, $6) RETURNING *`,
+    [newId(), input.contactId, input.channel, input.subject, input.originMessageId],
   );
   return row;
 }
 
 /** A member read the thread. */
-export async function markRead(workspaceId: string, threadId: string): Promise<void> {
-  await selectRows(`UPDATE inbox_threads SET unread = 0 WHERE workspace_id = $1 AND id = $2 AND unread > 0`, [
+export async function markRead(workspaceId: WorkspaceId, threadId: string): Promise<void> {
+  await query(
     workspaceId,
-    threadId,
-  ]);
+    `UPDATE inbox_threads SET unread = 0 WHERE workspace_id = $1 AND id = $2 AND unread > 0`,
+    [threadId],
+  );
 }
 
 export interface ThreadChanges {
@@ -174,18 +186,19 @@ export interface ThreadChanges {
 
 /** Apply a PATCH; answers the thread and who held it before (null: no such thread). */
 export async function updateThread(
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   threadId: string,
   changes: ThreadChanges,
 ): Promise<{ thread: ThreadRow; previousAssignee: string | null } | null> {
-  const b = new Binds([workspaceId, threadId]);
+  const b = Binds.inWorkspace([threadId]);
   const sets = ["updated_at = now()"];
   if (changes.status !== undefined) sets.push(`status = ${b.p(changes.status)}`);
   if (changes.assigneeId !== undefined)
     sets.push(`assignee_id = ${b.p(changes.assigneeId)}`, `assigned_at = now()`);
   if (changes.snoozedUntil !== undefined) sets.push(`snoozed_until = ${b.p(changes.snoozedUntil)}`);
   if (changes.tags !== undefined) sets.push(`tags = ${b.p(changes.tags, "text[]")}`);
-  const [row] = await selectRows<ThreadRow & { previous_assignee: string | null }>(
+  const [row] = await query<ThreadRow & { previous_assignee: string | null }>(
+    workspaceId,
     `WITH before AS (SELECT id, assignee_id FROM inbox_threads WHERE workspace_id = $1 AND id = $2 FOR UPDATE)
      UPDATE inbox_threads t SET ${sets.join(", ")} FROM before
       WHERE t.id = before.id RETURNING t.*, before.assignee_id AS previous_assignee`,
@@ -202,54 +215,57 @@ export async function updateThread(
  * was taken (or is closed).
  */
 export async function claimThread(
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   threadId: string,
   assigneeId: string,
   ruleId: string | null,
 ): Promise<ThreadRow | null> {
-  const [row] = await selectRows<ThreadRow>(
+  const [row] = await query<ThreadRow>(
+    workspaceId,
     `UPDATE inbox_threads SET assignee_id = $3, assigned_at = now(), rule_id = $4, updated_at = now()
       WHERE workspace_id = $1 AND id = $2 AND assignee_id IS NULL AND status <> 'closed' RETURNING *`,
-    [workspaceId, threadId, assigneeId, ruleId],
+    [threadId, assigneeId, ruleId],
   );
   return row ?? null;
 }
 
 /** Threads waiting for a rule's members to have room, oldest first. */
 export async function waitingThreads(
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   ruleId: string,
   limit: number,
 ): Promise<ThreadRow[]> {
-  return selectRows<ThreadRow>(
+  return query<ThreadRow>(
+    workspaceId,
     `SELECT * FROM inbox_threads
       WHERE workspace_id = $1 AND rule_id = $2 AND assignee_id IS NULL AND status <> 'closed'
       ORDER BY created_at, id LIMIT $3`,
-    [workspaceId, ruleId, limit],
+    [ruleId, limit],
   );
 }
 
 /** A rule's assigned threads whose contact has waited for an answer longer than `minutes` since assignment. */
 export async function unansweredThreads(
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   ruleId: string,
   minutes: number,
   now: Date,
   limit: number,
 ): Promise<ThreadRow[]> {
-  return selectRows<ThreadRow>(
+  return query<ThreadRow>(
+    workspaceId,
     `SELECT * FROM inbox_threads
       WHERE workspace_id = $1 AND rule_id = $2 AND assignee_id IS NOT NULL AND status = 'open'
         AND awaiting_since IS NOT NULL
         AND GREATEST(awaiting_since, assigned_at) <= $3::timestamptz - $4 * interval '1 minute'
       ORDER BY awaiting_since, id LIMIT $5`,
-    [workspaceId, ruleId, now, minutes, limit],
+    [ruleId, now, minutes, limit],
   );
 }
 
 /** Snoozed threads whose time has come open again (any workspace); answers how many. */
 export async function wakeSnoozed(now: Date): Promise<number> {
-  const rows = await selectRows<{ id: string }>(
+  const rows = await queryAcrossWorkspaces<{ id: string }>(
     `UPDATE inbox_threads SET status = 'open', snoozed_until = NULL, updated_at = now()
       WHERE status = 'snoozed' AND snoozed_until <= $1 RETURNING id`,
     [now],

@@ -5,7 +5,7 @@ import { conflict, fieldError, found, notFound } from "../../lib/errors";
 import type { AppContext } from "../../lib/moleculer-types";
 import type { PageRequest } from "../../lib/pagination";
 import { systemCall } from "../../lib/system-call";
-import { workspaceOf } from "../../lib/tenancy";
+import { workspaceOf, type WorkspaceId } from "../../lib/tenancy";
 import { notifyAssigned } from "./assignment";
 import { findCanned } from "./canned.repo";
 import { renderCanned } from "./canned";
@@ -20,7 +20,7 @@ import type { ThreadRow } from "./threads.repo";
 
 type P<K extends keyof typeof schemas> = Static<(typeof schemas)[K]>;
 
-async function views(ctx: AppContext, ws: string, rows: ThreadRow[]): Promise<ThreadView[]> {
+async function views(ctx: AppContext, ws: WorkspaceId, rows: ThreadRow[]): Promise<ThreadView[]> {
   const contacts = await contactBriefs(
     ctx,
     ws,
@@ -78,7 +78,7 @@ export async function createThread(ctx: AppContext<P<"create">>) {
 
 /** The contact's conversation on the channel that is not closed, else a new one (a race lands in the same one). */
 async function openThread(
-  ws: string,
+  ws: WorkspaceId,
   contactId: string,
   channel: ThreadRow["channel"],
   subject: string | null,

@@ -1,6 +1,6 @@
 import { Type } from "@sinclair/typebox";
 import { Paginated, PageQuery } from "../../lib/pagination";
-import { Component, Nullable, Params, StringEnum } from "../../lib/schema";
+import { Component, Nullable, Params, StringEnum, WorkspaceIdParam } from "../../lib/schema";
 
 const JobStatus = StringEnum(["queued", "running", "completed", "failed", "cancelled"]);
 
@@ -28,7 +28,7 @@ export const JobSchema = Component(
 
 export const schemas = {
   list: Params({
-    workspaceId: Type.String({ minLength: 1, maxLength: 64 }),
+    workspaceId: WorkspaceIdParam,
     ...PageQuery,
     id: Type.Optional(Type.String({ maxLength: 64 })),
     type: Type.Optional(Type.String({ maxLength: 100 })),
@@ -36,7 +36,7 @@ export const schemas = {
   }),
   listResult: Paginated(JobSchema),
   cancel: Params({
-    workspaceId: Type.String({ minLength: 1, maxLength: 64 }),
+    workspaceId: WorkspaceIdParam,
     jobId: Type.String({ minLength: 1, maxLength: 64 }),
   }),
   cancelResult: JobSchema,

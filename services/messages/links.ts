@@ -5,6 +5,7 @@ import { authSecret } from "../../lib/auth-secret";
 import { config } from "../../lib/config";
 import { safeEqual } from "../../lib/crypto";
 import { invalidToken } from "../../lib/errors";
+import type { WorkspaceId } from "../../lib/tenancy";
 
 /**
  * Signed public links (contract 6): JWT HS256 tokens for unsubscribe,
@@ -18,7 +19,7 @@ export type LinkType = "unsubscribe" | "preferences" | "confirm" | "visitor" | "
 
 export interface LinkClaims {
   typ: LinkType;
-  ws: string;
+  ws: WorkspaceId;
   sub: string;
   ch?: string;
   mid?: string;
@@ -77,7 +78,7 @@ export function verifyLinkToken(
 export function linkedContact(
   token: string | undefined,
   types: LinkType[],
-  workspaceId: string,
+  workspaceId: WorkspaceId,
 ): string | null {
   if (!token) return null;
   const claims = verifyLinkToken(token, types);

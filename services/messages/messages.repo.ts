@@ -1,6 +1,13 @@
-import { QueryTypes } from "sequelize";
 import { randomBase62 } from "../../lib/crypto";
-import { Binds, database, isoTimeSql, queryPrepared, selectRows } from "../../lib/database";
+import {
+  Binds,
+  database,
+  isoTimeSql,
+  query,
+  queryAcrossWorkspaces,
+  queryAcrossWorkspacesPrepared,
+  queryPrepared,
+} from "../../lib/database";
 import { wakeOutboxRelays } from "../../lib/outbox";
 import { selectPage, type Page, type PageRequest } from "../../lib/pagination";
 import type { QueueFigures } from "../../lib/business-metrics";
@@ -10,12 +17,13 @@ import type { Channel } from "../../lib/channels";
 import type { Content } from "../templates/render";
 import type { MessageDetail, MessageView, ShortLinkView } from "./messages.schemas";
 import { messageDeliveries } from "./push-deliveries.repo";
+import type { WorkspaceId } from "../../lib/tenancy";
 
 /** Every query of the messages area: the message queue and record, short links and their clicks. */
 
 export interface MessageRow {
   id: string;
-  workspace_id: string;
+  workspace_id: WorkspaceId;
   contact_id: string | null;
   channel: Channel;
   status: string;
@@ -145,9 +153,11 @@ export interface NewMessage {
 }
 
 /** Record messages (queued or suppressed) in one statement; their views in the order given. */
-export async function insertMessages(workspaceId: string, messages: NewMessage[]): Promise<MessageView[]> {
+export async function insertMessages(
+  workspaceId: WorkspaceId,
+  messages: NewMessage[],
+): Promise<MessageView[]> {
   if (!messages.length) return [];
-  const sequelize = await database();
   const rows = messages.map((m) => ({
     id: m.id,
     contact_id: m.contactId,
@@ -167,7 +177,8 @@ export async function insertMessages(workspaceId: string, messages: NewMessage[]
     send_at: m.sendAt.toISOString(),
     history_reason: m.reason ?? m.deferred,
   }));
-  const inserted = await sequelize.query<MessageRow>(
+  const inserted = await query<MessageRow>(
+    workspaceId,
     `INSERT INTO messages (id, workspace_id, contact_id, channel, status, reason, to_address, template_id, locale,
                            campaign_id, enrollment_id, topic, transactional, provider_id, content, variables, send_at, history)
      SELECT r.id, $1, r.contact_id, r.channel, r.status, r.reason, r.to_address, r.template_id, r.locale,
@@ -178,7 +189,7 @@ export async function insertMessages(workspaceId: string, messages: NewMessage[]
               transactional boolean, provider_id text, content jsonb, variables jsonb, send_at timestamptz, history_reason text)
      ON CONFLICT (id) DO NOTHING
      RETURNING *`,
-    { bind: [workspaceId, JSON.stringify(rows)], type: QueryTypes.SELECT },
+    [JSON.stringify(rows)],
   );
   // A caller-chosen id already taken (a retried step racing its first run) is not queued twice.
   const byId = new Map(inserted.map((r) => [r.id, r]));
@@ -186,23 +197,20 @@ export async function insertMessages(workspaceId: string, messages: NewMessage[]
 }
 
 /** Which of `ids` are messages already. */
-export async function existingMessageIds(workspaceId: string, ids: string[]): Promise<Set<string>> {
-  const sequelize = await database();
-  const rows = await sequelize.query<{ id: string }>(
+export async function existingMessageIds(workspaceId: WorkspaceId, ids: string[]): Promise<Set<string>> {
+  const rows = await query<{ id: string }>(
+    workspaceId,
     `SELECT id FROM messages WHERE workspace_id = $1 AND id = ANY ($2::text[])`,
-    { bind: [workspaceId, ids], type: QueryTypes.SELECT },
+    [ids],
   );
   return new Set(rows.map((r) => r.id));
 }
 
-export async function getMessage(workspaceId: string, id: string): Promise<MessageDetail | null> {
-  const sequelize = await database();
-  const [row] = await sequelize.query<MessageRow>(
+export async function getMessage(workspaceId: WorkspaceId, id: string): Promise<MessageDetail | null> {
+  const [row] = await query<MessageRow>(
+    workspaceId,
     `SELECT * FROM messages WHERE workspace_id = $1 AND id = $2`,
-    {
-      bind: [workspaceId, id],
-      type: QueryTypes.SELECT,
-    },
+    [id],
   );
   if (!row) return null;
   const detail = detailView(row);
@@ -213,11 +221,7 @@ export async function getMessage(workspaceId: string, id: string): Promise<Messa
 
 /** A message by id alone: public tracking links name no workspace (their signature vouches for the id). */
 export async function getMessageById(id: string): Promise<MessageRow | null> {
-  const sequelize = await database();
-  const [row] = await sequelize.query<MessageRow>(`SELECT * FROM messages WHERE id = $1`, {
-    bind: [id],
-    type: QueryTypes.SELECT,
-  });
+  const [row] = await queryAcrossWorkspaces<MessageRow>(`SELECT * FROM messages WHERE id = $1`, [id]);
   return row ?? null;
 }
 
@@ -232,11 +236,11 @@ export interface MessageFilter {
 }
 
 export async function listMessages(
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   page: PageRequest,
   filter: MessageFilter,
 ): Promise<Page<MessageView>> {
-  const binds = new Binds([workspaceId]);
+  const binds = Binds.inWorkspace();
   const where = ["workspace_id = $1"];
   const equal: Array<[keyof MessageFilter, string]> = [
     ["status", "status"],
@@ -250,6 +254,7 @@ export async function listMessages(
   if (filter.to) where.push(`created_at <= ${binds.p(filter.to)}`);
   const clause = where.join(" AND ");
   return selectPage(
+    workspaceId,
     { select: `SELECT * FROM messages WHERE ${clause}`, orderBy: "created_at DESC, id DESC" },
     binds.values,
     page,
@@ -259,16 +264,16 @@ export async function listMessages(
 
 /** Per contact, its non-transactional sends on `channels` since `since` that count against the frequency cap. */
 export async function recentSendCounts(
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   contactIds: string[],
   channels: string[] | null,
   since: Date,
 ): Promise<Map<string, number>> {
   if (!contactIds.length) return new Map();
-  const sequelize = await database();
   // One index probe per contact (messages_contact_idx): planned as one query over the workspace's recent
   // messages, a busy workspace whose statistics lag scanned all of them (seconds at 100,000).
-  const rows = await sequelize.query<{ contact_id: string; n: string }>(
+  const rows = await query<{ contact_id: string; n: string }>(
+    workspaceId,
     `SELECT c.id AS contact_id, recent.n FROM unnest($2::text[]) AS c(id)
        CROSS JOIN LATERAL (
          SELECT count(*) AS n FROM messages m
@@ -276,24 +281,24 @@ export async function recentSendCounts(
             AND m.status NOT IN ('suppressed', 'failed') AND ($4::text[] IS NULL OR m.channel = ANY ($4::text[]))
        ) AS recent
       WHERE recent.n > 0`,
-    { bind: [workspaceId, contactIds, since, channels], type: QueryTypes.SELECT },
+    [contactIds, since, channels],
   );
   return new Map(rows.map((r) => [r.contact_id, Number(r.n)]));
 }
 
 /** One contact's sends that count against the cap since `since`: how many, and when the oldest was made. */
 export async function capWindow(
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   contactId: string,
   channels: string[] | null,
   since: Date,
 ): Promise<{ count: number; oldest: Date | null }> {
-  const sequelize = await database();
-  const [row] = await sequelize.query<{ n: string; oldest: Date | null }>(
+  const [row] = await query<{ n: string; oldest: Date | null }>(
+    workspaceId,
     `SELECT count(*) AS n, min(m.created_at) AS oldest FROM messages m
       WHERE m.contact_id = $2 AND m.created_at >= $3 AND m.workspace_id = $1 AND NOT m.transactional
         AND m.status NOT IN ('suppressed', 'failed') AND ($4::text[] IS NULL OR m.channel = ANY ($4::text[]))`,
-    { bind: [workspaceId, contactId, since, channels], type: QueryTypes.SELECT },
+    [contactId, since, channels],
   );
   return { count: Number(row.n), oldest: row.oldest };
 }
@@ -308,7 +313,7 @@ export async function capWindow(
 export async function claimDue(limit: number, leaseMs: number): Promise<ClaimedMessage[]> {
   // One call, no transaction: the claim is a function (migration 0093) that reads the due sends in
   // send_at order through messages_due_idx with bitmap scans off (see there why).
-  return queryPrepared<ClaimedMessage>(
+  return queryAcrossWorkspacesPrepared<ClaimedMessage>(
     `SELECT ${CLAIMED_COLUMNS.join(", ")} FROM messages_claim_due($1, $2)`,
     [Math.max(1, Math.floor(limit)), leaseMs],
   );
@@ -320,7 +325,7 @@ export async function claimDue(limit: number, leaseMs: number): Promise<ClaimedM
  * worker holds are in flight, neither due nor waiting.
  */
 export async function sendQueueFigures(): Promise<QueueFigures> {
-  const [row] = await selectRows<QueueFiguresRow>(
+  const [row] = await queryAcrossWorkspaces<QueueFiguresRow>(
     `SELECT ${queueFiguresSql("send_at <= now()", "send_at")} FROM messages
       WHERE status IN ('queued', 'sending') AND (status = 'queued' OR lease_until < now())`,
     [],
@@ -333,13 +338,14 @@ export async function sendQueueFigures(): Promise<QueueFigures> {
  * due now, its attempts reset and the move in its history. False when no
  * failed message of the workspace has this id.
  */
-export async function requeueFailed(workspaceId: string, id: string): Promise<boolean> {
-  const rows = await selectRows<{ id: string }>(
+export async function requeueFailed(workspaceId: WorkspaceId, id: string): Promise<boolean> {
+  const rows = await query<{ id: string }>(
+    workspaceId,
     `UPDATE messages SET status = 'queued', attempts = 0, error = NULL, send_at = now(), lease_until = NULL,
             updated_at = now(), history = ${historyEntry("queued", "'operator_retry'")}
       WHERE workspace_id = $1 AND id = $2 AND status = 'failed'
       RETURNING id`,
-    [workspaceId, id],
+    [id],
   );
   return rows.length > 0;
 }
@@ -350,7 +356,7 @@ export async function requeueFailed(workspaceId: string, id: string): Promise<bo
  * queue's fallback should this process die before sending it).
  */
 export async function claimById(id: string, leaseMs: number): Promise<ClaimedMessage[]> {
-  return queryPrepared<ClaimedMessage>(
+  return queryAcrossWorkspacesPrepared<ClaimedMessage>(
     `UPDATE messages m SET status = 'sending', attempts = m.attempts + 1, lease_until = now() + $2 * interval '1 millisecond',
             updated_at = now(), history = m.${historyEntry("sending")}
       WHERE m.id = $1 AND m.status = 'queued'
@@ -361,15 +367,15 @@ export async function claimById(id: string, leaseMs: number): Promise<ClaimedMes
 
 /** Sent messages of the workspace a reply names (repliedToKeys: the provider's ids or ours), newest first. */
 export async function messagesRepliedTo(
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   keys: { providerIds: string[]; ownIds: string[] },
 ): Promise<Array<{ id: string; contactId: string | null; campaignId: string | null }>> {
-  const sequelize = await database();
-  return sequelize.query(
+  return query(
+    workspaceId,
     `SELECT id, contact_id AS "contactId", campaign_id AS "campaignId" FROM messages
       WHERE workspace_id = $1 AND (provider_message_id = ANY ($2::text[]) OR id = ANY ($3::text[]))
       ORDER BY created_at DESC LIMIT 10`,
-    { bind: [workspaceId, keys.providerIds, keys.ownIds], type: QueryTypes.SELECT },
+    [keys.providerIds, keys.ownIds],
   );
 }
 
@@ -408,7 +414,7 @@ export async function markSent(records: SentRecord[]): Promise<number> {
   }));
   // Prepared, on pg directly: the bound JSON holds every rendered message (megabytes a batch). The facts
   // are staged in the batch's order, the order of its sends.
-  const updated = await queryPrepared<{ id: string }>(
+  const updated = await queryAcrossWorkspacesPrepared<{ id: string }>(
     `WITH u AS (
        SELECT * FROM jsonb_to_recordset($1::jsonb) AS u(n integer, id text, attempts integer, provider_type text,
                 provider_id text, provider_message_id text, segments integer, content jsonb, locale text, variant text)),
@@ -434,54 +440,49 @@ export async function markSent(records: SentRecord[]): Promise<number> {
 
 /** A permanent failure (or retries spent): the message fails with the reason. */
 export async function markFailed(row: ClaimedMessage, error: string): Promise<void> {
-  const sequelize = await database();
-  await sequelize.query(
+  await queryAcrossWorkspaces(
     `UPDATE messages SET status = 'failed', error = $3, lease_until = NULL, updated_at = now(), history = ${historyEntry("failed", "$3::text")}
       WHERE id = $1 AND attempts = $2 AND status = 'sending'`,
-    { bind: [row.id, row.attempts, error.slice(0, 2000)] },
+    [row.id, row.attempts, error.slice(0, 2000)],
   );
 }
 
 /** The provider refuses because the recipient opted out with it: suppressed with the reason, not failed. */
 export async function markSuppressed(row: ClaimedMessage, reason: string, error: string): Promise<void> {
-  const sequelize = await database();
-  await sequelize.query(
+  await queryAcrossWorkspaces(
     `UPDATE messages SET status = 'suppressed', reason = $3, error = $4, lease_until = NULL, updated_at = now(),
             history = ${historyEntry("suppressed", "$3::text")}
       WHERE id = $1 AND attempts = $2 AND status = 'sending'`,
-    { bind: [row.id, row.attempts, reason, error.slice(0, 2000)] },
+    [row.id, row.attempts, reason, error.slice(0, 2000)],
   );
 }
 
 /** A transient failure: back to the queue, due at `at`. */
 export async function retryAt(row: ClaimedMessage, at: Date, error: string): Promise<void> {
-  const sequelize = await database();
-  await sequelize.query(
+  await queryAcrossWorkspaces(
     `UPDATE messages SET status = 'queued', send_at = $3, error = $4, lease_until = NULL, updated_at = now()
       WHERE id = $1 AND attempts = $2 AND status = 'sending'`,
-    { bind: [row.id, row.attempts, at, error.slice(0, 2000)] },
+    [row.id, row.attempts, at, error.slice(0, 2000)],
   );
 }
 
 /** Hand a claimed send back untouched (the provider's rate limit is spent; the claim does not count). */
 export async function release(row: ClaimedMessage, at: Date): Promise<void> {
-  const sequelize = await database();
-  await sequelize.query(
+  await queryAcrossWorkspaces(
     `UPDATE messages SET status = 'queued', send_at = $3, attempts = attempts - 1, lease_until = NULL, updated_at = now()
       WHERE id = $1 AND attempts = $2 AND status = 'sending'`,
-    { bind: [row.id, row.attempts, at] },
+    [row.id, row.attempts, at],
   );
 }
 
 /** Hand claimed sends back at once, untouched (a stopping worker's sends it did not start). */
 export async function releaseAll(rows: ClaimedMessage[]): Promise<void> {
   if (!rows.length) return;
-  const sequelize = await database();
-  await sequelize.query(
+  await queryAcrossWorkspaces(
     `UPDATE messages m SET status = 'queued', send_at = now(), attempts = m.attempts - 1, lease_until = NULL, updated_at = now()
        FROM unnest($1::text[], $2::int[]) AS r(id, attempts)
       WHERE m.id = r.id AND m.attempts = r.attempts AND m.status = 'sending'`,
-    { bind: [rows.map((r) => r.id), rows.map((r) => r.attempts)] },
+    [rows.map((r) => r.id), rows.map((r) => r.attempts)],
   );
 }
 
@@ -515,7 +516,7 @@ export type EngagedRow = MessageRow & { status_moved: boolean };
 
 /** The row is locked first, so the status it had is the one the update moved from. */
 async function engage(id: string, set: string): Promise<EngagedRow | null> {
-  const [row] = await selectRows<EngagedRow>(
+  const [row] = await queryAcrossWorkspaces<EngagedRow>(
     `WITH before AS (SELECT id, status FROM messages WHERE id = $1 FOR UPDATE)
      UPDATE messages m SET ${set}
        FROM before WHERE m.id = before.id
@@ -527,15 +528,15 @@ async function engage(id: string, set: string): Promise<EngagedRow | null> {
 
 /** Per-variant figures of a template's sends (A/B statistics). */
 export async function variantStats(
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   templateId: string,
 ): Promise<Array<{ variant: string; sent: number; opened: number; clicked: number }>> {
-  const sequelize = await database();
-  const rows = await sequelize.query<{ variant: string; sent: string; opened: string; clicked: string }>(
+  const rows = await query<{ variant: string; sent: string; opened: string; clicked: string }>(
+    workspaceId,
     `SELECT variant, count(*) FILTER (WHERE sent_at IS NOT NULL) AS sent,
             count(*) FILTER (WHERE opened_at IS NOT NULL) AS opened, count(*) FILTER (WHERE clicked_at IS NOT NULL) AS clicked
        FROM messages WHERE workspace_id = $1 AND template_id = $2 AND variant IS NOT NULL GROUP BY variant`,
-    { bind: [workspaceId, templateId], type: QueryTypes.SELECT },
+    [templateId],
   );
   return rows.map((r) => ({
     variant: r.variant,
@@ -547,42 +548,35 @@ export async function variantStats(
 
 /** The short-link code of each URL for (template, campaign), created when missing (8 base62 characters). */
 export async function shortLinkCodes(
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   templateId: string | null,
   campaignId: string | null,
   urls: string[],
 ): Promise<Map<string, string>> {
   const codes = new Map<string, string>();
   if (!urls.length) return codes;
-  const sequelize = await database();
   // Sorted, so concurrent batches lock known links in one order and cannot deadlock.
   const unique = [...new Set(urls)].sort();
   // One statement through the identity index: new links get a code, known ones answer theirs (the
   // no-op update is what makes RETURNING include them).
-  const rows = await sequelize.query<{ url: string; code: string }>(
+  const rows = await query<{ url: string; code: string }>(
+    workspaceId,
     `INSERT INTO short_links (code, workspace_id, template_id, campaign_id, url)
      SELECT v.code, $1, $2, $3, v.url FROM unnest($4::text[], $5::text[]) AS v(url, code)
      ON CONFLICT (workspace_id, coalesce(template_id, ''), coalesce(campaign_id, ''), url)
        DO UPDATE SET url = EXCLUDED.url
      RETURNING url, code`,
-    {
-      bind: [workspaceId, templateId, campaignId, unique, unique.map(() => randomBase62(8))],
-      type: QueryTypes.SELECT,
-    },
+    [templateId, campaignId, unique, unique.map(() => randomBase62(8))],
   );
   for (const r of rows) codes.set(r.url, r.code);
   return codes;
 }
 
-const LINK_URL = `SELECT url FROM short_links WHERE code = $1 AND workspace_id = $2`;
+const LINK_URL = `SELECT url FROM short_links WHERE workspace_id = $1 AND code = $2`;
 
 /** A short link's URL, nothing recorded (a HEAD asks where a click would go). */
-export async function linkUrl(workspaceId: string, code: string): Promise<string | null> {
-  const sequelize = await database();
-  const [link] = await sequelize.query<{ url: string }>(LINK_URL, {
-    bind: [code, workspaceId],
-    type: QueryTypes.SELECT,
-  });
+export async function linkUrl(workspaceId: WorkspaceId, code: string): Promise<string | null> {
+  const [link] = await query<{ url: string }>(workspaceId, LINK_URL, [code]);
   return link?.url ?? null;
 }
 
@@ -593,7 +587,7 @@ export async function linkUrl(workspaceId: string, code: string): Promise<string
  * The link's unique click is the person's first, whoever clicked before.
  */
 export async function recordLinkClick(
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   code: string,
   messageId: string,
   contactId: string | null,
@@ -602,49 +596,46 @@ export async function recordLinkClick(
 ): Promise<{ url: string; burst: boolean } | null> {
   const sequelize = await database();
   return sequelize.transaction(async (transaction) => {
-    const [link] = await sequelize.query<{ url: string }>(LINK_URL, {
-      bind: [code, workspaceId],
-      type: QueryTypes.SELECT,
-      transaction,
-    });
+    const [link] = await query<{ url: string }>(workspaceId, LINK_URL, [code], transaction);
     if (!link) return null;
-    const [{ burst }] = await sequelize.query<{ burst: boolean }>(
+    const [{ burst }] = await queryAcrossWorkspaces<{ burst: boolean }>(
       `SELECT count(*) >= 2 AS burst FROM short_link_clicks
         WHERE message_id = $1 AND code <> $2 AND first_at > now() - $3 * interval '1 millisecond'`,
-      { bind: [messageId, code, burstMs], type: QueryTypes.SELECT, transaction },
+      [messageId, code, burstMs],
+      transaction,
     );
     const person = !machine && !burst;
-    const [{ personClicks }] = await sequelize.query<{ personClicks: number }>(
-      `INSERT INTO short_link_clicks (code, message_id, workspace_id, contact_id, person_clicks) VALUES ($1, $2, $3, $4, $5)
+    const [{ personClicks }] = await query<{ personClicks: number }>(
+      workspaceId,
+      `INSERT INTO short_link_clicks (code, message_id, workspace_id, contact_id, person_clicks) VALUES ($2, $3, $1, $4, $5)
        ON CONFLICT (code, message_id) DO UPDATE SET clicks = short_link_clicks.clicks + 1,
          person_clicks = short_link_clicks.person_clicks + EXCLUDED.person_clicks, last_at = now()
        RETURNING person_clicks AS "personClicks"`,
-      {
-        bind: [code, messageId, workspaceId, contactId, person ? 1 : 0],
-        type: QueryTypes.SELECT,
-        transaction,
-      },
+      [code, messageId, contactId, person ? 1 : 0],
+      transaction,
     );
     if (person)
-      await sequelize.query(
+      await queryAcrossWorkspaces(
         `UPDATE short_links SET clicks = clicks + 1, unique_clicks = unique_clicks + $2, updated_at = now() WHERE code = $1`,
-        { bind: [code, personClicks === 1 ? 1 : 0], transaction },
+        [code, personClicks === 1 ? 1 : 0],
+        transaction,
       );
     return { url: link.url, burst };
   });
 }
 
 export async function listShortLinks(
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   page: PageRequest,
   filter: { campaignId?: string; templateId?: string },
 ): Promise<Page<ShortLinkView>> {
-  const binds = new Binds([workspaceId]);
+  const binds = Binds.inWorkspace();
   const where = ["workspace_id = $1"];
   if (filter.campaignId) where.push(`campaign_id = ${binds.p(filter.campaignId)}`);
   if (filter.templateId) where.push(`template_id = ${binds.p(filter.templateId)}`);
   const clause = where.join(" AND ");
   return selectPage(
+    workspaceId,
     { select: `SELECT * FROM short_links WHERE ${clause}`, orderBy: "created_at DESC, code" },
     binds.values,
     page,

@@ -1,10 +1,18 @@
 import { Type, type Static } from "@sinclair/typebox";
 import { Paginated, PageQuery } from "../../lib/pagination";
-import { Component, DateTime, Int32, Nullable, Params, StringEnum, Trimmed } from "../../lib/schema";
+import {
+  Component,
+  DateTime,
+  Int32,
+  Nullable,
+  Params,
+  StringEnum,
+  Trimmed,
+  WorkspaceIdParam,
+} from "../../lib/schema";
 import { CHANNELS } from "../../lib/channels";
 import { SUPPRESSION_REASONS } from "./checks";
 
-const WorkspaceId = Type.String({ minLength: 1, maxLength: 64 });
 const Id = Type.String({ minLength: 1, maxLength: 64 });
 const Channel = StringEnum(CHANNELS);
 export const MESSAGE_STATUSES = [
@@ -130,7 +138,7 @@ export type SendTestResult = Static<typeof SendTestResultSchema>;
 
 export const schemas = {
   create: Params({
-    workspaceId: WorkspaceId,
+    workspaceId: WorkspaceIdParam,
     contactId: Type.Optional(Id),
     to: Type.Optional(
       Trimmed({ minLength: 1, maxLength: 254, description: "Wins over the contact's address" }),
@@ -151,7 +159,7 @@ export const schemas = {
     providerId: Type.Optional(Id),
   }),
   list: Params({
-    workspaceId: WorkspaceId,
+    workspaceId: WorkspaceIdParam,
     ...PageQuery,
     status: Type.Optional(Status),
     channel: Type.Optional(Channel),
@@ -161,14 +169,14 @@ export const schemas = {
     from: Type.Optional(Type.String({ format: "date-time" })),
     to: Type.Optional(Type.String({ format: "date-time" })),
   }),
-  get: Params({ workspaceId: WorkspaceId, messageId: Id }),
+  get: Params({ workspaceId: WorkspaceIdParam, messageId: Id }),
   track: Params({
     messageId: Type.String({ minLength: 1, maxLength: 64 }),
     u: Type.Optional(Type.String({ maxLength: 64 })),
     s: Type.Optional(Type.String({ maxLength: 64 })),
   }),
   shortLinks: Params({
-    workspaceId: WorkspaceId,
+    workspaceId: WorkspaceIdParam,
     ...PageQuery,
     campaignId: Type.Optional(Id),
     templateId: Type.Optional(Id),

@@ -9,7 +9,7 @@ import { pageRequest } from "../../lib/pagination";
 import { queueStatsAction } from "../../lib/queue-stats";
 import { stepPoller } from "../../lib/periodic-steps";
 import type { Poller } from "../../lib/worker";
-import { workspaceOf } from "../../lib/tenancy";
+import { workspaceOf, type WorkspaceId } from "../../lib/tenancy";
 import { BackgroundMixin } from "../../mixins/background";
 import { DatabaseMixin } from "../../mixins/database.mixin";
 import { trackingSignatureValid } from "./links";
@@ -333,7 +333,7 @@ export default defineService<MessagesService>({
 
   events: {
     /** A workspace's providers changed: this process reads (and opens) them again at its next send. */
-    [PROVIDERS_CHANGED_EVENT](ctx: AppContext<{ workspaceId: string }>) {
+    [PROVIDERS_CHANGED_EVENT](ctx: AppContext<{ workspaceId: WorkspaceId }>) {
       this.sender.providers.forget(ctx.params.workspaceId);
     },
   },

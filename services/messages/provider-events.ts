@@ -6,6 +6,7 @@ import type { MessageRow } from "./messages.repo";
 import * as events from "./provider-events.repo";
 import { countEngagement, recordActivity } from "./tracking";
 import { systemCall } from "../../lib/system-call";
+import type { WorkspaceId } from "../../lib/tenancy";
 
 /**
  * What a provider's callback does to a message (contracts 3 and 7): status
@@ -45,7 +46,7 @@ export interface ApplyOutcome {
 /** Apply a callback's events to the workspace's messages; early ones are kept for their send. */
 export async function applyProviderEvents(
   broker: ServiceBroker,
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   providerId: string,
   reported: StatusEvent[],
 ): Promise<ApplyOutcome> {

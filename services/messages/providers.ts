@@ -8,6 +8,7 @@ import type { PushClient, PushSubscriptionType } from "../providers/clients/push
 import { clientFor, pushClientFor } from "../providers/kinds";
 import { providersForSend, type OpenedProvider } from "../providers/for-send";
 import { SUBSCRIPTION_TYPE_OF } from "./push";
+import type { WorkspaceId } from "../../lib/tenancy";
 
 /** How long a sender keeps a workspace's providers without hearing of a change (a missed event's bound). */
 const PROVIDERS_TTL_MS = 30_000;
@@ -47,7 +48,11 @@ export class ProviderDirectory {
   }
 
   /** The client for a workspace's send on `channel`; a named provider that is gone fails the send. */
-  async clientFor(workspaceId: string, channel: Channel, providerId: string | null): Promise<ProviderClient> {
+  async clientFor(
+    workspaceId: WorkspaceId,
+    channel: Channel,
+    providerId: string | null,
+  ): Promise<ProviderClient> {
     if (channel === "push") return this.log;
     let providers = await this.providersOf(workspaceId, channel);
     // A provider added since the copy was read (its event still on the way) is read again before it is missed.
@@ -69,7 +74,7 @@ export class ProviderDirectory {
    * its VAPID pair; pushgw1, pushgw2: their gateway's). A type without a
    * provider, or whose provider type has no push client here, is absent.
    */
-  async pushClientsFor(workspaceId: string): Promise<Map<PushSubscriptionType, PushClient>> {
+  async pushClientsFor(workspaceId: WorkspaceId): Promise<Map<PushSubscriptionType, PushClient>> {
     const clients = new Map<PushSubscriptionType, PushClient>();
     for (const provider of await this.providersOf(workspaceId, "push")) {
       const type = SUBSCRIPTION_TYPE_OF[provider.type];
@@ -81,7 +86,7 @@ export class ProviderDirectory {
   }
 
   /** Drop the workspace's kept providers (they changed, or a health report switched one). */
-  forget(workspaceId: string): void {
+  forget(workspaceId: WorkspaceId): void {
     for (const channel of PROVIDER_CHANNELS) this.providers.delete(`${workspaceId}\n${channel}`);
   }
 
@@ -90,7 +95,7 @@ export class ProviderDirectory {
    * probe time moved) or no longer as kept, the next batch reads again,
    * without waiting for the event.
    */
-  healthReported(workspaceId: string, providerId: string, status: "active" | "failing"): void {
+  healthReported(workspaceId: WorkspaceId, providerId: string, status: "active" | "failing"): void {
     const kept = PROVIDER_CHANNELS.flatMap(
       (channel) => this.providers.peek(`${workspaceId}\n${channel}`) ?? [],
     );
@@ -98,7 +103,7 @@ export class ProviderDirectory {
     if (status === "failing" || (was && was !== status)) this.forget(workspaceId);
   }
 
-  private async providersOf(workspaceId: string, channel: ProviderChannel): Promise<OpenedProvider[]> {
+  private async providersOf(workspaceId: WorkspaceId, channel: ProviderChannel): Promise<OpenedProvider[]> {
     const key = `${workspaceId}\n${channel}`;
     const kept = this.providers.get(key);
     if (kept) return kept;
@@ -112,7 +117,7 @@ export class ProviderDirectory {
     return providers;
   }
 
-  private cached(provider: OpenedProvider, workspaceId: string): ProviderClient {
+  private cached(provider: OpenedProvider, workspaceId: WorkspaceId): ProviderClient {
     const updatedAt = new Date(provider.updatedAt).toISOString();
     const known = this.clients.get(provider.id);
     if (known?.updatedAt === updatedAt) return known.client;

@@ -1,11 +1,12 @@
 import { newId } from "../../lib/crypto";
-import { queryPrepared, selectRows } from "../../lib/database";
+import { query, queryAcrossWorkspacesPrepared } from "../../lib/database";
 import type { PushDeliveryView } from "./messages.schemas";
+import type { WorkspaceId } from "../../lib/tenancy";
 
 /** The SQL of push messages' outcomes per subscription (one row per subscription and attempt). */
 
 export interface NewPushDelivery {
-  workspaceId: string;
+  workspaceId: WorkspaceId;
   messageId: string;
   subscriptionId: string;
   subscriptionType: string;
@@ -20,7 +21,7 @@ export interface NewPushDelivery {
 /** One statement for a batch's outcomes. */
 export async function insertPushDeliveries(deliveries: NewPushDelivery[]): Promise<void> {
   if (!deliveries.length) return;
-  await queryPrepared(
+  await queryAcrossWorkspacesPrepared(
     `INSERT INTO push_deliveries (id, workspace_id, message_id, subscription_id, subscription_type, attempt,
             provider_type, provider_id, status, code, provider_message_id)
      SELECT d.id, d.workspace_id, d.message_id, d.subscription_id, d.subscription_type, d.attempt,
@@ -60,12 +61,16 @@ interface DeliveryRow {
 }
 
 /** A push message's outcomes, attempt by attempt. */
-export async function messageDeliveries(workspaceId: string, messageId: string): Promise<PushDeliveryView[]> {
-  const rows = await selectRows<DeliveryRow>(
+export async function messageDeliveries(
+  workspaceId: WorkspaceId,
+  messageId: string,
+): Promise<PushDeliveryView[]> {
+  const rows = await query<DeliveryRow>(
+    workspaceId,
     `SELECT subscription_id, subscription_type, attempt, provider_type, status, code, provider_message_id, created_at
        FROM push_deliveries WHERE workspace_id = $1 AND message_id = $2
       ORDER BY attempt, created_at, subscription_id`,
-    [workspaceId, messageId],
+    [messageId],
   );
   return rows.map((r) => ({
     subscriptionId: r.subscription_id,

@@ -33,6 +33,7 @@ import { ProviderDirectory, providerTurn } from "./providers";
 import { notificationOf, pushToAll, verdictOf } from "./push";
 import { insertPushDeliveries, type NewPushDelivery } from "./push-deliveries.repo";
 import { addOpenPixel, rewriteLinks, trackableLinks } from "./tracking";
+import type { WorkspaceId } from "../../lib/tenancy";
 
 /**
  * The send worker: claims due messages (any replica, SKIP LOCKED, with a
@@ -192,7 +193,7 @@ export class Sender {
     if (this.stopping) return result;
     const rows = await repo.claimDue(limit, config().messageLeaseMs);
     if (!rows.length) return result;
-    const byWorkspace = new Map<string, ClaimedMessage[]>();
+    const byWorkspace = new Map<WorkspaceId, ClaimedMessage[]>();
     for (const row of rows)
       byWorkspace.set(row.workspace_id, [...(byWorkspace.get(row.workspace_id) ?? []), row]);
     for (const [ws, batch] of byWorkspace)
@@ -221,7 +222,7 @@ export class Sender {
     return true;
   }
 
-  private call<T>(ws: string, action: string, params: object): Promise<T> {
+  private call<T>(ws: WorkspaceId, action: string, params: object): Promise<T> {
     return systemCall<T>(this.broker, ws, action, params);
   }
 
@@ -231,7 +232,7 @@ export class Sender {
    * emails, the sends (CONCURRENCY at once), and one record of the accepted.
    */
   private async sendBatch(
-    ws: string,
+    ws: WorkspaceId,
     rows: ClaimedMessage[],
     result: PassResult,
     options: BatchOptions = {},
@@ -305,7 +306,7 @@ export class Sender {
 
   /** The batch's contacts' content of the dynamic content slots its templates name (none without the content service). */
   private async dynamicContent(
-    ws: string,
+    ws: WorkspaceId,
     contactIds: string[],
     templates: ResolvedTemplate[],
   ): Promise<Record<string, Record<string, string>>> {
@@ -502,7 +503,12 @@ export class Sender {
    * (push.ts). The outcomes are kept per subscription in one insert; the
    * ones a push service says are gone are deactivated by the push area.
    */
-  private async sendPushes(ws: string, drafts: Draft[], batch: Batch, result: PassResult): Promise<void> {
+  private async sendPushes(
+    ws: WorkspaceId,
+    drafts: Draft[],
+    batch: Batch,
+    result: PassResult,
+  ): Promise<void> {
     const contactIds = [...new Set(drafts.flatMap((d) => (d.row.contact_id ? [d.row.contact_id] : [])))];
     let targets: SendTarget[];
     let clients: Map<PushSubscriptionType, PushClient>;

@@ -1,6 +1,7 @@
 import type { ProviderChannel } from "../../lib/channels";
 import * as repo from "./providers.repo";
 import type { OpenedProvider } from "./providers.repo";
+import type { WorkspaceId } from "../../lib/tenancy";
 
 export type { OpenedProvider } from "./providers.repo";
 
@@ -18,7 +19,7 @@ export const PROVIDERS_CHANGED_EVENT = "providers.changed";
  * decrypted credential is never in a broker message.
  */
 export async function providersForSend(
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   channel: ProviderChannel,
 ): Promise<OpenedProvider[]> {
   return (await repo.listProviders(workspaceId, channel)).map(repo.opened);

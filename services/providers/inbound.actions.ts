@@ -7,7 +7,7 @@ import { invalidSignature, notFound } from "../../lib/errors";
 import type { AppContext } from "../../lib/moleculer-types";
 import { isServiceAvailable } from "../../lib/registry";
 import { systemCall } from "../../lib/system-call";
-import { workspaceOf } from "../../lib/tenancy";
+import { workspaceOf, type WorkspaceId } from "../../lib/tenancy";
 import {
   COMMAND_CHANNELS,
   type CommandChannel,
@@ -154,7 +154,7 @@ async function receive(
   ctx: AppContext<{ providerId: string }>,
   channel: ProviderChannel,
   /** What the channel keeps of each new inbound message before it is received (chatapp2's window). */
-  noteInbound?: (workspaceId: string, inbound: Inbound) => Promise<void>,
+  noteInbound?: (workspaceId: WorkspaceId, inbound: Inbound) => Promise<void>,
 ) {
   const provider = await repo.providerForCallback(ctx.params.providerId);
   if (!provider || provider.channel !== channel || provider.type === "smtp") throw notFound("Provider");
@@ -294,7 +294,7 @@ const isCommandChannel = (channel: string): channel is CommandChannel =>
  */
 async function inboundContact(
   broker: ServiceBroker,
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   channel: InboxChannel,
   inbound: Inbound,
 ): Promise<{ id: string; linked: boolean }> {

@@ -29,6 +29,7 @@ import { smtpClient } from "./smtp/client";
 import { SMTP_SECRET_FIELDS, smtpConfig } from "./smtp/config";
 import { vapidClient } from "./vapid/client";
 import { VAPID_SECRET_FIELDS, vapidConfig } from "./vapid/config";
+import type { WorkspaceId } from "../../lib/tenancy";
 
 /**
  * A provider type is one folder, `services/providers/<type>/`: `config.ts`
@@ -43,7 +44,7 @@ export interface ProviderKind {
   config: TObject;
   secretFields: readonly string[];
   /** Absent: the type sends through its channel's own clients (push), not a message client. */
-  client?(id: string, config: never, workspaceId: string): ProviderClient;
+  client?(id: string, config: never, workspaceId: WorkspaceId): ProviderClient;
   /** Push types: the client that sends to one subscription of their kind. */
   pushClient?(id: string, config: never): PushClient;
   /** Absent: the provider does not call back. */
@@ -133,7 +134,7 @@ const kindOf = (type: string): ProviderKind | undefined =>
   (PROVIDER_KINDS as Record<string, ProviderKind>)[type];
 
 /** The client of a stored provider (its config checked at write, its secrets opened by the caller's process). */
-export function clientFor(provider: ClientSource, workspaceId: string): ProviderClient {
+export function clientFor(provider: ClientSource, workspaceId: WorkspaceId): ProviderClient {
   const kind = kindOf(provider.type);
   if (!kind?.client) throw new Error(`Provider type ${provider.type} has no message client`);
   return kind.client(provider.id, provider.config as never, workspaceId);

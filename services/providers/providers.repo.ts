@@ -1,11 +1,12 @@
-import { QueryTypes, type Transaction } from "sequelize";
+import type { Transaction } from "sequelize";
 import { MicroBatcher } from "../../lib/batcher";
-import { database, queryPrepared } from "../../lib/database";
+import { database, query, queryAcrossWorkspaces, queryAcrossWorkspacesPrepared } from "../../lib/database";
 import type { ProviderChannel } from "../../lib/channels";
 import type { ChannelCommand } from "./commands";
 import { maskedConfig, openedConfig } from "./credentials";
 import type { ProviderType } from "./kinds";
 import type { ProviderView } from "./providers.schemas";
+import type { WorkspaceId } from "../../lib/tenancy";
 
 /** Every query of the providers area. Workspace id first. */
 
@@ -67,48 +68,52 @@ export const opened = (r: ProviderRow): OpenedProvider => ({
 });
 
 /** The channels the workspace has at least one provider for. */
-export async function configuredChannels(workspaceId: string): Promise<ProviderChannel[]> {
-  const sequelize = await database();
-  const rows = await sequelize.query<{ channel: ProviderChannel }>(
+export async function configuredChannels(workspaceId: WorkspaceId): Promise<ProviderChannel[]> {
+  const rows = await query<{ channel: ProviderChannel }>(
+    workspaceId,
     `SELECT DISTINCT channel FROM providers WHERE workspace_id = $1 ORDER BY channel`,
-    { bind: [workspaceId], type: QueryTypes.SELECT },
   );
   return rows.map((r) => r.channel);
 }
 
 /** A channel's providers: the default first, then by priority and age (the failover order). */
-export async function listProviders(workspaceId: string, channel: ProviderChannel): Promise<ProviderRow[]> {
-  const sequelize = await database();
-  return sequelize.query<ProviderRow>(
+export async function listProviders(
+  workspaceId: WorkspaceId,
+  channel: ProviderChannel,
+): Promise<ProviderRow[]> {
+  return query<ProviderRow>(
+    workspaceId,
     `SELECT * FROM providers WHERE workspace_id = $1 AND channel = $2
       ORDER BY is_default DESC, priority, created_at, id`,
-    { bind: [workspaceId, channel], type: QueryTypes.SELECT },
+    [channel],
   );
 }
 
 export async function getProvider(
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   id: string,
   transaction?: Transaction,
 ): Promise<ProviderRow | null> {
-  const sequelize = await database();
-  const [row] = await sequelize.query<ProviderRow>(
+  const [row] = await query<ProviderRow>(
+    workspaceId,
     `SELECT * FROM providers WHERE workspace_id = $1 AND id = $2${transaction ? " FOR UPDATE" : ""}`,
-    { bind: [workspaceId, id], type: QueryTypes.SELECT, transaction },
+    [id],
+    transaction,
   );
   return row ?? null;
 }
 
 /** The workspace's provider of a one-per-workspace type (push and chat channels); null when none. */
 export async function providerOfType(
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   type: ProviderType,
   transaction?: Transaction,
 ): Promise<ProviderRow | null> {
-  const sequelize = await database();
-  const [row] = await sequelize.query<ProviderRow>(
+  const [row] = await query<ProviderRow>(
+    workspaceId,
     `SELECT * FROM providers WHERE workspace_id = $1 AND type = $2${transaction ? " FOR UPDATE" : ""}`,
-    { bind: [workspaceId, type], type: QueryTypes.SELECT, transaction },
+    [type],
+    transaction,
   );
   return row ?? null;
 }
@@ -126,84 +131,74 @@ export interface ProviderWrite {
  * the others" hold under concurrent writes.
  */
 export async function inChannel<T>(
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   channel: ProviderChannel,
   work: (transaction: Transaction) => Promise<T>,
 ): Promise<T> {
   const sequelize = await database();
   return sequelize.transaction(async (transaction) => {
-    await sequelize.query(`SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, {
-      bind: [`providers:${workspaceId}:${channel}`],
+    await queryAcrossWorkspaces(
+      `SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`,
+      [`providers:${workspaceId}:${channel}`],
       transaction,
-    });
+    );
     return work(transaction);
   });
 }
 
 export async function hasDefault(
   transaction: Transaction,
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   channel: ProviderChannel,
 ): Promise<boolean> {
-  const sequelize = await database();
-  const rows = await sequelize.query(
+  const rows = await query(
+    workspaceId,
     `SELECT 1 FROM providers WHERE workspace_id = $1 AND channel = $2 AND is_default`,
-    { bind: [workspaceId, channel], type: QueryTypes.SELECT, transaction },
+    [channel],
+    transaction,
   );
   return rows.length > 0;
 }
 
 export async function clearDefault(
   transaction: Transaction,
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   channel: ProviderChannel,
 ): Promise<void> {
-  const sequelize = await database();
-  await sequelize.query(
+  await query(
+    workspaceId,
     `UPDATE providers SET is_default = false, updated_at = now() WHERE workspace_id = $1 AND channel = $2 AND is_default`,
-    { bind: [workspaceId, channel], transaction },
+    [channel],
+    transaction,
   );
 }
 
 export async function insertProvider(
   transaction: Transaction,
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   row: { id: string; channel: ProviderChannel; type: ProviderType } & ProviderWrite,
 ): Promise<void> {
-  const sequelize = await database();
-  await sequelize.query(
+  await query(
+    workspaceId,
     `INSERT INTO providers (id, workspace_id, channel, type, name, is_default, priority, config)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8::jsonb)`,
-    {
-      bind: [
-        row.id,
-        workspaceId,
-        row.channel,
-        row.type,
-        row.name,
-        row.isDefault,
-        row.priority,
-        JSON.stringify(row.config),
-      ],
-      transaction,
-    },
+     VALUES ($2, $1, $3, $4, $5, $6, $7, $8::jsonb)`,
+    [row.id, row.channel, row.type, row.name, row.isDefault, row.priority, JSON.stringify(row.config)],
+    transaction,
   );
 }
 
 export async function updateProvider(
   transaction: Transaction,
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   id: string,
   write: ProviderWrite,
 ): Promise<void> {
-  const sequelize = await database();
-  await sequelize.query(
+  await query(
+    workspaceId,
     `UPDATE providers SET name = $3, is_default = $4, priority = $5, config = $6::jsonb, updated_at = now()
       WHERE workspace_id = $1 AND id = $2`,
-    {
-      bind: [workspaceId, id, write.name, write.isDefault, write.priority, JSON.stringify(write.config)],
-      transaction,
-    },
+    [id, write.name, write.isDefault, write.priority, JSON.stringify(write.config)],
+    transaction,
   );
 }
 
@@ -213,28 +208,31 @@ export async function updateProvider(
  */
 export async function deleteProvider(
   transaction: Transaction,
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   id: string,
   channel: ProviderChannel,
 ): Promise<boolean> {
-  const sequelize = await database();
-  const [deleted] = await sequelize.query<{ is_default: boolean }>(
+  const [deleted] = await query<{ is_default: boolean }>(
+    workspaceId,
     `DELETE FROM providers WHERE workspace_id = $1 AND id = $2 RETURNING is_default`,
-    { bind: [workspaceId, id], type: QueryTypes.SELECT, transaction },
+    [id],
+    transaction,
   );
   if (!deleted) return false;
   if (deleted.is_default)
-    await sequelize.query(
+    await query(
+      workspaceId,
       `UPDATE providers SET is_default = true, updated_at = now()
         WHERE id = (SELECT id FROM providers WHERE workspace_id = $1 AND channel = $2
                      ORDER BY priority, created_at, id LIMIT 1)`,
-      { bind: [workspaceId, channel], transaction },
+      [channel],
+      transaction,
     );
   return true;
 }
 
 /** A callback's provider, with its workspace's channel commands (null until it replaced the defaults). */
-export type CallbackProvider = ProviderRow & { workspace_id: string; commands: ChannelCommand[] | null };
+export type CallbackProvider = ProviderRow & { workspace_id: WorkspaceId; commands: ChannelCommand[] | null };
 
 /**
  * Concurrent callbacks' providers (each of a chat's messages is a callback
@@ -243,7 +241,7 @@ export type CallbackProvider = ProviderRow & { workspace_id: string; commands: C
  */
 const callbackProviders = new MicroBatcher(
   async (ids: string[]): Promise<Array<CallbackProvider | null>> => {
-    const rows = await queryPrepared<CallbackProvider>(
+    const rows = await queryAcrossWorkspacesPrepared<CallbackProvider>(
       `SELECT p.*, c.commands FROM providers p LEFT JOIN channel_commands c ON c.workspace_id = p.workspace_id
         WHERE p.id = ANY ($1::text[])`,
       [[...new Set(ids)]],
@@ -262,21 +260,20 @@ export const providerForCallback = (id: string): Promise<CallbackProvider | null
   callbackProviders.add(id);
 
 /** The workspace's channel commands; null until it replaced the defaults. */
-export async function getCommands(workspaceId: string): Promise<ChannelCommand[] | null> {
-  const sequelize = await database();
-  const [row] = await sequelize.query<{ commands: ChannelCommand[] }>(
+export async function getCommands(workspaceId: WorkspaceId): Promise<ChannelCommand[] | null> {
+  const [row] = await query<{ commands: ChannelCommand[] }>(
+    workspaceId,
     `SELECT commands FROM channel_commands WHERE workspace_id = $1`,
-    { bind: [workspaceId], type: QueryTypes.SELECT },
   );
   return row?.commands ?? null;
 }
 
-export async function putCommands(workspaceId: string, commands: ChannelCommand[]): Promise<void> {
-  const sequelize = await database();
-  await sequelize.query(
+export async function putCommands(workspaceId: WorkspaceId, commands: ChannelCommand[]): Promise<void> {
+  await query(
+    workspaceId,
     `INSERT INTO channel_commands (workspace_id, commands) VALUES ($1, $2::jsonb)
      ON CONFLICT (workspace_id) DO UPDATE SET commands = EXCLUDED.commands, updated_at = now()`,
-    { bind: [workspaceId, JSON.stringify(commands)] },
+    [JSON.stringify(commands)],
   );
 }
 
@@ -295,7 +292,7 @@ const pairs = (asks: CallbackEvents[]): [string[], string[]] => [
 /** Concurrent callbacks ask together which of their events were applied before. */
 const seenReader = new MicroBatcher(
   async (asks: CallbackEvents[]): Promise<Array<Set<string>>> => {
-    const rows = await queryPrepared<{ provider_id: string; event_id: string }>(
+    const rows = await queryAcrossWorkspacesPrepared<{ provider_id: string; event_id: string }>(
       `SELECT l.provider_id, l.event_id FROM provider_event_log l
          JOIN unnest($1::text[], $2::text[]) AS s(provider_id, event_id) USING (provider_id, event_id)`,
       pairs(asks),
@@ -314,7 +311,7 @@ export async function seenEvents(providerId: string, eventIds: string[]): Promis
 /** Concurrent callbacks note their applied events in one statement. */
 const seenWriter = new MicroBatcher(
   async (asks: CallbackEvents[]): Promise<null[]> => {
-    await queryPrepared(
+    await queryAcrossWorkspacesPrepared(
       `INSERT INTO provider_event_log (provider_id, event_id)
        SELECT * FROM unnest($1::text[], $2::text[]) ON CONFLICT DO NOTHING`,
       pairs(asks),
@@ -330,7 +327,7 @@ export async function markSeen(providerId: string, eventIds: string[]): Promise<
 }
 
 export interface HealthChange {
-  row: ProviderRow & { workspace_id: string };
+  row: ProviderRow & { workspace_id: WorkspaceId };
   /** The status before the report, to tell a switch from a steady state. */
   was: "active" | "failing";
 }
@@ -342,7 +339,7 @@ export interface HealthChange {
  * provider's failed probe moves the probe on). Null when it is gone.
  */
 export async function reportHealth(
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   id: string,
   outcome: { accepted: number; transientFailures: number },
   threshold: number,
@@ -350,9 +347,9 @@ export async function reportHealth(
 ): Promise<HealthChange | null> {
   // One statement: the row is locked (and its status before read) only when the report changes it, so the
   // steady state (accepted sends at an active provider) writes nothing and sends do not queue on the row.
-  const sequelize = await database();
   const accepted = outcome.accepted > 0;
-  const rows = await sequelize.query<ProviderRow & { workspace_id: string; was: "active" | "failing" }>(
+  const rows = await query<ProviderRow & { workspace_id: WorkspaceId; was: "active" | "failing" }>(
+    workspaceId,
     `WITH before AS (
        SELECT id, status FROM providers WHERE workspace_id = $1 AND id = $2
           ${accepted ? "AND (status <> 'active' OR consecutive_failures <> 0 OR failing_since IS NOT NULL OR probe_at IS NOT NULL)" : ""}
@@ -371,10 +368,7 @@ export async function reportHealth(
      UNION ALL
      SELECT p.*, p.status AS was FROM providers p
       WHERE p.workspace_id = $1 AND p.id = $2 AND NOT EXISTS (SELECT 1 FROM changed)`,
-    {
-      bind: accepted ? [workspaceId, id] : [workspaceId, id, outcome.transientFailures, threshold, probeMs],
-      type: QueryTypes.SELECT,
-    },
+    accepted ? [id] : [id, outcome.transientFailures, threshold, probeMs],
   );
   if (!rows.length) return null;
   const { was, ...row } = rows[0];
@@ -383,10 +377,9 @@ export async function reportHealth(
 
 /** Event ids older than `days`: no provider retries a callback that long. Answers how many were dropped. */
 export async function dropOldEventIds(days: number): Promise<number> {
-  const sequelize = await database();
-  const rows = await sequelize.query(
+  const rows = await queryAcrossWorkspaces(
     `DELETE FROM provider_event_log WHERE created_at < now() - $1 * interval '1 day' RETURNING 1`,
-    { bind: [days], type: QueryTypes.SELECT },
+    [days],
   );
   return rows.length;
 }

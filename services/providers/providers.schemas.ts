@@ -1,9 +1,17 @@
 import { Type, type Static } from "@sinclair/typebox";
-import { Component, DateTime, Int32, Nullable, Params, StringEnum, Trimmed } from "../../lib/schema";
+import {
+  Component,
+  DateTime,
+  Int32,
+  Nullable,
+  Params,
+  StringEnum,
+  Trimmed,
+  WorkspaceIdParam,
+} from "../../lib/schema";
 import { COMMAND_CHANNELS, PROVIDER_CHANNELS } from "../../lib/channels";
 import { EMAIL_TYPES, PROVIDER_TYPES, SMS_TYPES, type ProviderType } from "./kinds";
 
-const WorkspaceId = Type.String({ minLength: 1, maxLength: 64 });
 const Id = Type.String({ minLength: 1, maxLength: 64 });
 
 export const ProviderHealthSchema = Component(
@@ -62,14 +70,19 @@ const writable = {
 };
 
 const createParams = (types: readonly ProviderType[]) =>
-  Params({ workspaceId: WorkspaceId, type: StringEnum(types), config: Config, ...writable });
+  Params({ workspaceId: WorkspaceIdParam, type: StringEnum(types), config: Config, ...writable });
 
 export const schemas = {
-  list: Params({ workspaceId: WorkspaceId }),
+  list: Params({ workspaceId: WorkspaceIdParam }),
   createEmail: createParams(EMAIL_TYPES),
   createSms: createParams(SMS_TYPES),
-  get: Params({ workspaceId: WorkspaceId, providerId: Id }),
-  update: Params({ workspaceId: WorkspaceId, providerId: Id, config: Type.Optional(Config), ...writable }),
+  get: Params({ workspaceId: WorkspaceIdParam, providerId: Id }),
+  update: Params({
+    workspaceId: WorkspaceIdParam,
+    providerId: Id,
+    config: Type.Optional(Config),
+    ...writable,
+  }),
   known: Params({ channel: StringEnum(PROVIDER_CHANNELS), providerId: Id }),
   configuredChannels: Params({}),
   reportHealth: Params({
@@ -78,7 +91,7 @@ export const schemas = {
     transientFailures: Int32({ minimum: 0 }),
   }),
   domainCheck: Params({
-    workspaceId: WorkspaceId,
+    workspaceId: WorkspaceIdParam,
     providerId: Id,
     domain: Type.Optional(
       Type.String({
@@ -123,8 +136,8 @@ const CommandSchema = Component(
 const CommandsSchema = Type.Object({ commands: Type.Array(CommandSchema, { maxItems: 100 }) });
 
 export const commandSchemas = {
-  get: Params({ workspaceId: WorkspaceId }),
-  put: Params({ workspaceId: WorkspaceId, commands: Type.Array(CommandSchema, { maxItems: 100 }) }),
+  get: Params({ workspaceId: WorkspaceIdParam }),
+  put: Params({ workspaceId: WorkspaceIdParam, commands: Type.Array(CommandSchema, { maxItems: 100 }) }),
   callback: Params({ providerId: Id }),
 };
 

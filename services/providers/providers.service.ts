@@ -6,7 +6,7 @@ import { newId } from "../../lib/crypto";
 import { defineAction, defineService, type ServiceThis } from "../../lib/define-service";
 import { fieldError, found, notFound } from "../../lib/errors";
 import type { AppContext } from "../../lib/moleculer-types";
-import { workspaceOf } from "../../lib/tenancy";
+import { workspaceOf, type WorkspaceId } from "../../lib/tenancy";
 import type { ProviderChannel } from "../../lib/channels";
 import { BackgroundMixin } from "../../mixins/background";
 import { DatabaseMixin } from "../../mixins/database.mixin";
@@ -35,7 +35,7 @@ type UpdateParams = Static<typeof schemas.update>;
 
 /** The providers service's `this`: one implementation of each action for both channels. */
 type ProvidersService = ServiceThis<{
-  changed(workspaceId: string): Promise<void>;
+  changed(workspaceId: WorkspaceId): Promise<void>;
   create(ctx: AppContext<CreateParams>, channel: ProviderChannel): Promise<ProviderView>;
   getOne(ctx: AppContext<{ providerId: string }>, channel: ProviderChannel): Promise<ProviderView>;
   update(ctx: AppContext<UpdateParams>, channel: ProviderChannel): Promise<ProviderView>;
@@ -305,7 +305,7 @@ export default defineService<ProvidersService>({
 
   methods: {
     /** Every sending process drops its copies of the workspace's providers. */
-    changed(workspaceId: string) {
+    changed(workspaceId: WorkspaceId) {
       return this.broker.broadcast(PROVIDERS_CHANGED_EVENT, { workspaceId });
     },
 

@@ -5,7 +5,7 @@ import { newId } from "../../lib/crypto";
 import { defineAction, defineMixin } from "../../lib/define-service";
 import { found, notFound } from "../../lib/errors";
 import type { AppContext } from "../../lib/moleculer-types";
-import { Params, Trimmed } from "../../lib/schema";
+import { Params, Trimmed, WorkspaceIdParam } from "../../lib/schema";
 import { workspaceOf } from "../../lib/tenancy";
 import type { Channel } from "../../lib/channels";
 import { openedConfig, storedConfig } from "./credentials";
@@ -45,21 +45,20 @@ export interface SingleProviderSpec {
   describe?(config: Config, providerId: string, ctx: AppContext): Promise<ProviderHealth>;
 }
 
-const WorkspaceId = Type.String({ minLength: 1, maxLength: 64 });
 const Config = Type.Record(Type.String(), Type.Unknown(), {
   description: "The type's settings (contract 4); a secret sent back masked keeps the stored one",
 });
 const saveParams = Params({
-  workspaceId: WorkspaceId,
+  workspaceId: WorkspaceIdParam,
   config: Config,
   name: Type.Optional(Trimmed({ minLength: 1, maxLength: 100 })),
 });
 const patchParams = Params({
-  workspaceId: WorkspaceId,
+  workspaceId: WorkspaceIdParam,
   config: Type.Optional(Config),
   name: Type.Optional(Trimmed({ minLength: 1, maxLength: 100 })),
 });
-const getParams = Params({ workspaceId: WorkspaceId });
+const getParams = Params({ workspaceId: WorkspaceIdParam });
 
 /**
  * Store `incoming` (the whole config, or merged over the stored one when

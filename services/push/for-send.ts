@@ -3,6 +3,7 @@ import type { PushTarget } from "../providers/clients/push";
 import * as repo from "./subscriptions.repo";
 import type { SendableRow } from "./subscriptions.repo";
 import type { WebPushKeys } from "./push.schemas";
+import type { WorkspaceId } from "../../lib/tenancy";
 
 /** A subscription the sender pushes to: the push client's target and whose it is. */
 export type SendTarget = PushTarget & { contactId: string | null };
@@ -21,11 +22,17 @@ const target = (r: SendableRow): SendTarget => ({
  * subscriptions, their browser keys opened here, in the caller's own
  * process (no action answers them, so they never cross the broker).
  */
-export async function subscriptionsForSend(workspaceId: string, contactIds: string[]): Promise<SendTarget[]> {
+export async function subscriptionsForSend(
+  workspaceId: WorkspaceId,
+  contactIds: string[],
+): Promise<SendTarget[]> {
   return (await repo.activeSubscriptions(workspaceId, contactIds)).map(target);
 }
 
 /** The named subscriptions, active or not, opened alike (push/test). */
-export async function subscriptionsByIdForSend(workspaceId: string, ids: string[]): Promise<SendTarget[]> {
+export async function subscriptionsByIdForSend(
+  workspaceId: WorkspaceId,
+  ids: string[],
+): Promise<SendTarget[]> {
   return (await repo.subscriptionsById(workspaceId, ids)).map(target);
 }

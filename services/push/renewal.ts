@@ -2,6 +2,7 @@ import { safeEqual } from "../../lib/crypto";
 import { open } from "../../lib/secret-box";
 import type { PushSubscriptionView, WebPushKeys } from "./push.schemas";
 import * as repo from "./subscriptions.repo";
+import type { WorkspaceId } from "../../lib/tenancy";
 
 /**
  * A browser's subscription stored by the website script. A push service
@@ -13,7 +14,7 @@ import * as repo from "./subscriptions.repo";
  * new subscription and the old one is left alone.
  */
 export async function saveWebSubscription(
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   input: {
     contactId: string | null;
     endpoint: string;

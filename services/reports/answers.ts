@@ -4,6 +4,7 @@ import { ANALYTICS_ACTIONS, type AnalyticsEndpoint } from "../../lib/analytics";
 import { validationError, type FieldIssue } from "../../lib/errors";
 import { compileParamsChecker, type Checker } from "../../lib/schema";
 import { systemCall } from "../../lib/system-call";
+import type { WorkspaceId } from "../../lib/tenancy";
 
 /**
  * A report runs one analytics answer (lib/analytics.ts) by name, over the
@@ -36,7 +37,7 @@ const prefixed = (issues: FieldIssue[]): FieldIssue[] =>
  */
 export function checkedParams(
   broker: ServiceBroker,
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   endpoint: string,
   params: Record<string, unknown>,
 ): Record<string, unknown> {
@@ -82,7 +83,7 @@ function asReportError(err: unknown): unknown {
 /** Run the answer for the workspace, as the system (the caller's access was checked by the report's route). */
 export async function runAnswer(
   from: Context | ServiceBroker,
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   endpoint: string,
   params: Record<string, unknown>,
 ): Promise<unknown> {

@@ -4,13 +4,14 @@ import { checkedParams } from "./answers";
 import { cronIssue, nextRunAfter, zoneIssue } from "./due-times";
 import type { ReportInput, ScheduleInput, ScheduleView } from "./reports.schemas";
 import type { ScheduleWrite } from "./reports.repo";
+import type { WorkspaceId } from "../../lib/tenancy";
 
 /** A report's and a schedule's definition, checked and completed before they are stored. */
 
 /** A report as stored: its params as its answer takes them (400 naming the field otherwise). */
 export function reportInput(
   broker: ServiceBroker,
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   input: { name: string; endpoint: string; params?: Record<string, unknown> },
 ): ReportInput {
   return {

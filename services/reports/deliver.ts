@@ -5,6 +5,7 @@ import { systemCall } from "../../lib/system-call";
 import { runAnswer } from "./answers";
 import { csvText, rowsOf } from "./csv";
 import * as repo from "./reports.repo";
+import type { WorkspaceId } from "../../lib/tenancy";
 
 /**
  * A schedule's run as a `reports.deliver` job: the report's answer is run
@@ -16,7 +17,7 @@ import * as repo from "./reports.repo";
  */
 
 export interface Delivery {
-  workspaceId: string;
+  workspaceId: WorkspaceId;
   scheduleId: string;
   reportId: string;
   recipients: string[];

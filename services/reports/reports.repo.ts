@@ -1,8 +1,9 @@
 import { newId } from "../../lib/crypto";
-import { database, selectRows } from "../../lib/database";
+import { database, query, queryAcrossWorkspaces } from "../../lib/database";
 import { queueJobs } from "../../lib/jobs";
 import { selectPage, type Page, type PageRequest } from "../../lib/pagination";
 import type { ReportInput, ReportView, ScheduleInput, ScheduleView } from "./reports.schemas";
+import type { WorkspaceId } from "../../lib/tenancy";
 
 /** Saved reports and their schedules; every statement is scoped by the workspace, except the due claim across them. */
 
@@ -28,73 +29,79 @@ const reportView = (r: ReportRow): ReportView => ({
 
 const REPORT = "id, name, endpoint, params, last_run_at, created_at, updated_at";
 
-export function listReports(workspaceId: string, page: PageRequest): Promise<Page<ReportView>> {
+export function listReports(workspaceId: WorkspaceId, page: PageRequest): Promise<Page<ReportView>> {
   return selectPage<ReportRow, ReportView>(
+    workspaceId,
     {
       select: `SELECT ${REPORT} FROM reports WHERE workspace_id = $1`,
       orderBy: "created_at DESC, id DESC",
       countFrom: "FROM reports WHERE workspace_id = $1",
     },
-    [workspaceId],
+    [],
     page,
     reportView,
   );
 }
 
-export async function getReport(workspaceId: string, reportId: string): Promise<ReportView | null> {
-  const [row] = await selectRows<ReportRow>(
+export async function getReport(workspaceId: WorkspaceId, reportId: string): Promise<ReportView | null> {
+  const [row] = await query<ReportRow>(
+    workspaceId,
     `SELECT ${REPORT} FROM reports WHERE workspace_id = $1 AND id = $2`,
-    [workspaceId, reportId],
+    [reportId],
   );
   return row ? reportView(row) : null;
 }
 
 export async function createReport(
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   input: ReportInput,
   createdBy: string | null,
 ): Promise<ReportView> {
-  const [row] = await selectRows<ReportRow>(
+  const [row] = await query<ReportRow>(
+    workspaceId,
     `INSERT INTO reports (id, workspace_id, name, endpoint, params, created_by)
-     VALUES ($1, $2, $3, $4, $5::jsonb, $6) RETURNING ${REPORT}`,
-    [newId(), workspaceId, input.name, input.endpoint, JSON.stringify(input.params), createdBy],
+     VALUES ($2, $1, $3, $4, $5::jsonb, $6) RETURNING ${REPORT}`,
+    [newId(), input.name, input.endpoint, JSON.stringify(input.params), createdBy],
   );
   return reportView(row);
 }
 
 /** The whole definition replaces the report's; null when the workspace has no such report. */
 export async function updateReport(
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   reportId: string,
   input: ReportInput,
 ): Promise<ReportView | null> {
-  const [row] = await selectRows<ReportRow>(
+  const [row] = await query<ReportRow>(
+    workspaceId,
     `UPDATE reports SET name = $3, endpoint = $4, params = $5::jsonb, updated_at = now()
       WHERE workspace_id = $1 AND id = $2 RETURNING ${REPORT}`,
-    [workspaceId, reportId, input.name, input.endpoint, JSON.stringify(input.params)],
+    [reportId, input.name, input.endpoint, JSON.stringify(input.params)],
   );
   return row ? reportView(row) : null;
 }
 
 /** Whether it was one of the workspace's; its schedules go with it. */
-export async function deleteReport(workspaceId: string, reportId: string): Promise<boolean> {
-  const rows = await selectRows(`DELETE FROM reports WHERE workspace_id = $1 AND id = $2 RETURNING id`, [
+export async function deleteReport(workspaceId: WorkspaceId, reportId: string): Promise<boolean> {
+  const rows = await query(
     workspaceId,
-    reportId,
-  ]);
+    `DELETE FROM reports WHERE workspace_id = $1 AND id = $2 RETURNING id`,
+    [reportId],
+  );
   return rows.length > 0;
 }
 
-export async function markReportRun(workspaceId: string, reportId: string, at: Date): Promise<void> {
-  await selectRows(
+export async function markReportRun(workspaceId: WorkspaceId, reportId: string, at: Date): Promise<void> {
+  await query(
+    workspaceId,
     `UPDATE reports SET last_run_at = GREATEST(last_run_at, $3) WHERE workspace_id = $1 AND id = $2 RETURNING id`,
-    [workspaceId, reportId, at],
+    [reportId, at],
   );
 }
 
 interface ScheduleRow {
   id: string;
-  workspace_id: string;
+  workspace_id: WorkspaceId;
   report_id: string;
   cron: string;
   timezone: string;
@@ -126,79 +133,79 @@ const SCHEDULE =
 export type ScheduleWrite = ScheduleInput & { nextRunAt: Date | null };
 
 /** Every schedule of the workspace (a bare list: small configuration), oldest first. */
-export async function listSchedules(workspaceId: string, reportId?: string): Promise<ScheduleView[]> {
-  const rows = await selectRows<ScheduleRow>(
+export async function listSchedules(workspaceId: WorkspaceId, reportId?: string): Promise<ScheduleView[]> {
+  const rows = await query<ScheduleRow>(
+    workspaceId,
     `SELECT ${SCHEDULE} FROM report_schedules
       WHERE workspace_id = $1 AND ($2::text IS NULL OR report_id = $2)
       ORDER BY created_at, id`,
-    [workspaceId, reportId ?? null],
+    [reportId ?? null],
   );
   return rows.map(scheduleView);
 }
 
-export async function getSchedule(workspaceId: string, scheduleId: string): Promise<ScheduleView | null> {
-  const [row] = await selectRows<ScheduleRow>(
+export async function getSchedule(
+  workspaceId: WorkspaceId,
+  scheduleId: string,
+): Promise<ScheduleView | null> {
+  const [row] = await query<ScheduleRow>(
+    workspaceId,
     `SELECT ${SCHEDULE} FROM report_schedules WHERE workspace_id = $1 AND id = $2`,
-    [workspaceId, scheduleId],
+    [scheduleId],
   );
   return row ? scheduleView(row) : null;
 }
 
 export async function createSchedule(
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   reportId: string,
   input: ScheduleWrite,
 ): Promise<ScheduleView> {
-  const [row] = await selectRows<ScheduleRow>(
+  const [row] = await query<ScheduleRow>(
+    workspaceId,
     `INSERT INTO report_schedules (id, workspace_id, report_id, cron, timezone, recipients, active, next_run_at)
-     VALUES ($1, $2, $3, $4, $5, $6::text[], $7, $8) RETURNING ${SCHEDULE}`,
-    [
-      newId(),
-      workspaceId,
-      reportId,
-      input.cron,
-      input.timezone,
-      input.recipients,
-      input.active,
-      input.nextRunAt,
-    ],
+     VALUES ($2, $1, $3, $4, $5, $6::text[], $7, $8) RETURNING ${SCHEDULE}`,
+    [newId(), reportId, input.cron, input.timezone, input.recipients, input.active, input.nextRunAt],
   );
   return scheduleView(row);
 }
 
 export async function updateSchedule(
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   scheduleId: string,
   input: ScheduleWrite,
 ): Promise<ScheduleView | null> {
-  const [row] = await selectRows<ScheduleRow>(
+  const [row] = await query<ScheduleRow>(
+    workspaceId,
     `UPDATE report_schedules
         SET cron = $3, timezone = $4, recipients = $5::text[], active = $6, next_run_at = $7, updated_at = now()
       WHERE workspace_id = $1 AND id = $2 RETURNING ${SCHEDULE}`,
-    [workspaceId, scheduleId, input.cron, input.timezone, input.recipients, input.active, input.nextRunAt],
+    [scheduleId, input.cron, input.timezone, input.recipients, input.active, input.nextRunAt],
   );
   return row ? scheduleView(row) : null;
 }
 
-export async function deleteSchedule(workspaceId: string, scheduleId: string): Promise<boolean> {
-  const rows = await selectRows(
+export async function deleteSchedule(workspaceId: WorkspaceId, scheduleId: string): Promise<boolean> {
+  const rows = await query(
+    workspaceId,
     `DELETE FROM report_schedules WHERE workspace_id = $1 AND id = $2 RETURNING id`,
-    [workspaceId, scheduleId],
+    [scheduleId],
   );
   return rows.length > 0;
 }
 
-export async function markScheduleRun(workspaceId: string, scheduleId: string, at: Date): Promise<void> {
-  await selectRows(
+export async function markScheduleRun(workspaceId: WorkspaceId, scheduleId: string, at: Date): Promise<void> {
+  await query(
+    workspaceId,
     `UPDATE report_schedules SET last_run_at = GREATEST(last_run_at, $3) WHERE workspace_id = $1 AND id = $2 RETURNING id`,
-    [workspaceId, scheduleId, at],
+    [scheduleId, at],
   );
 }
 
 /** A schedule taken by one replica for one due run, and the delivery job queued for it. */
 export interface ClaimedSchedule {
   id: string;
-  workspaceId: string;
+  workspaceId: WorkspaceId;
   reportId: string;
   recipients: string[];
   dueAt: Date;
@@ -227,7 +234,7 @@ export async function claimDueSchedules(
 ): Promise<ClaimedSchedule[]> {
   const sequelize = await database();
   return sequelize.transaction(async (transaction) => {
-    const due = await selectRows<ScheduleRow>(
+    const due = await queryAcrossWorkspaces<ScheduleRow>(
       `SELECT ${SCHEDULE} FROM report_schedules
         WHERE active AND next_run_at <= $1
         ORDER BY next_run_at
@@ -238,7 +245,7 @@ export async function claimDueSchedules(
     );
     if (!due.length) return [];
     const nextRuns = due.map((row) => next(row)?.toISOString() ?? null);
-    await selectRows(
+    await queryAcrossWorkspaces(
       `UPDATE report_schedules s
           SET next_run_at = n.next_run_at, active = n.next_run_at IS NOT NULL
          FROM unnest($1::text[], $2::timestamptz[]) AS n(id, next_run_at)

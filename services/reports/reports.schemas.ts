@@ -1,12 +1,19 @@
 import { Type, type Static } from "@sinclair/typebox";
 import { ANALYTICS_ENDPOINTS } from "../../lib/analytics";
 import { Paginated, PageQuery } from "../../lib/pagination";
-import { Component, DateTime, Nullable, Params, StringEnum, Trimmed } from "../../lib/schema";
+import {
+  Component,
+  DateTime,
+  Nullable,
+  Params,
+  StringEnum,
+  Trimmed,
+  WorkspaceIdParam,
+} from "../../lib/schema";
 
 /** Params and answers of the reports routes (contract-messaging 12). */
 
 const Id = Type.String({ minLength: 1, maxLength: 64 });
-const WorkspaceId = Id;
 
 /** How many addresses one schedule mails. */
 export const MAX_RECIPIENTS = 50;
@@ -72,12 +79,16 @@ export type ScheduleView = Static<typeof ScheduleSchema>;
 const JobAccepted = Type.Object({ jobId: Type.String({ description: "Follow it at `GET {ws}/jobs?id=`" }) });
 
 export const schemas = {
-  list: Params({ workspaceId: WorkspaceId, ...PageQuery }),
+  list: Params({ workspaceId: WorkspaceIdParam, ...PageQuery }),
   listResult: Paginated(ReportSchema),
-  get: Params({ workspaceId: WorkspaceId, reportId: Id }),
-  create: Params({ workspaceId: WorkspaceId, ...reportFields, params: Type.Optional(reportFields.params) }),
+  get: Params({ workspaceId: WorkspaceIdParam, reportId: Id }),
+  create: Params({
+    workspaceId: WorkspaceIdParam,
+    ...reportFields,
+    params: Type.Optional(reportFields.params),
+  }),
   update: Params({
-    workspaceId: WorkspaceId,
+    workspaceId: WorkspaceIdParam,
     reportId: Id,
     name: Type.Optional(reportFields.name),
     endpoint: Type.Optional(reportFields.endpoint),
@@ -96,17 +107,17 @@ export const schemas = {
     },
   },
 
-  listSchedules: Params({ workspaceId: WorkspaceId, reportId: Type.Optional(Id) }),
+  listSchedules: Params({ workspaceId: WorkspaceIdParam, reportId: Type.Optional(Id) }),
   listSchedulesResult: Type.Array(ScheduleSchema),
-  getSchedule: Params({ workspaceId: WorkspaceId, scheduleId: Id }),
+  getSchedule: Params({ workspaceId: WorkspaceIdParam, scheduleId: Id }),
   createSchedule: Params({
-    workspaceId: WorkspaceId,
+    workspaceId: WorkspaceIdParam,
     reportId: Id,
     ...scheduleFields,
     active: Type.Optional(scheduleFields.active),
   }),
   updateSchedule: Params({
-    workspaceId: WorkspaceId,
+    workspaceId: WorkspaceIdParam,
     scheduleId: Id,
     cron: Type.Optional(scheduleFields.cron),
     timezone: Type.Optional(scheduleFields.timezone),

@@ -8,6 +8,7 @@ import {
   type RetentionPolicy,
 } from "../../lib/retention";
 import { systemCall } from "../../lib/system-call";
+import type { WorkspaceId } from "../../lib/tenancy";
 
 /**
  * The purge: for each kind the policy keeps a number of days, the owning
@@ -52,7 +53,7 @@ const zeroCounts = (): RetentionCounts => ({
 /** What a purge at these cutoffs would delete now, per kind (0 for a kind kept): the dry run's answer. */
 export async function countAll(
   from: Context | ServiceBroker,
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   cutoffs: Cutoffs,
 ): Promise<RetentionCounts> {
   const counts = zeroCounts();
@@ -81,7 +82,7 @@ export interface PurgeResult {
 /** The job's work: counts first (the progress total), then each kind batch by batch; a cancel stops it between batches. */
 export async function purge(
   broker: ServiceBroker,
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   cutoffs: Cutoffs,
   progress: ProgressFn,
   { batch = PURGE_BATCH, restRatio = PURGE_REST_RATIO } = {},
@@ -122,7 +123,7 @@ export async function purge(
 export async function startPurge(
   broker: ServiceBroker,
   logger: LoggerInstance,
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   policy: RetentionPolicy,
   createdBy: string | null,
 ): Promise<{ jobId: string; done: Promise<void> }> {

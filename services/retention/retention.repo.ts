@@ -1,5 +1,6 @@
-import { selectRows } from "../../lib/database";
+import { query, queryAcrossWorkspaces } from "../../lib/database";
 import type { RetentionKind } from "../../lib/retention";
+import type { WorkspaceId } from "../../lib/tenancy";
 
 type StoredSetting = Partial<Record<RetentionKind, number | null>>;
 
@@ -13,8 +14,8 @@ type StoredSetting = Partial<Record<RetentionKind, number | null>>;
  */
 export async function claimDue(
   limit: number,
-): Promise<Array<{ workspaceId: string; setting: StoredSetting }>> {
-  const rows = await selectRows<{ workspace_id: string; setting: StoredSetting }>(
+): Promise<Array<{ workspaceId: WorkspaceId; setting: StoredSetting }>> {
+  const rows = await queryAcrossWorkspaces<{ workspace_id: WorkspaceId; setting: StoredSetting }>(
     `WITH today AS (SELECT (now() AT TIME ZONE 'UTC')::date AS day),
      claimed AS (
        INSERT INTO retention_runs AS r (workspace_id, last_run_on)
@@ -35,10 +36,10 @@ export async function claimDue(
 }
 
 /** A purge started by request: it is the workspace's run of the day. */
-export async function noteRun(workspaceId: string): Promise<void> {
-  await selectRows(
+export async function noteRun(workspaceId: WorkspaceId): Promise<void> {
+  await query(
+    workspaceId,
     `INSERT INTO retention_runs (workspace_id, last_run_on) VALUES ($1, (now() AT TIME ZONE 'UTC')::date)
      ON CONFLICT (workspace_id) DO UPDATE SET last_run_on = EXCLUDED.last_run_on`,
-    [workspaceId],
   );
 }

@@ -1,11 +1,11 @@
 import { Type } from "@sinclair/typebox";
 import { RetentionCounts, RetentionPolicy, retentionDays, UnknownKey } from "../../lib/retention";
-import { Params } from "../../lib/schema";
+import { Params, WorkspaceIdParam } from "../../lib/schema";
 
 export const schemas = {
   apply: Params(
     {
-      workspaceId: Type.String({ minLength: 1, maxLength: 64 }),
+      workspaceId: WorkspaceIdParam,
       ...retentionDays,
       dryRun: Type.Optional(
         Type.Boolean({

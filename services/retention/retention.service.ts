@@ -3,7 +3,7 @@ import { actingUserId, audit } from "../../lib/audit";
 import { defineAction, defineService, type ServiceThis } from "../../lib/define-service";
 import { retentionPolicy, type RetentionPolicy } from "../../lib/retention";
 import { systemCall } from "../../lib/system-call";
-import { workspaceOf } from "../../lib/tenancy";
+import { workspaceOf, type WorkspaceId } from "../../lib/tenancy";
 import { BackgroundMixin } from "../../mixins/background";
 import { DatabaseMixin } from "../../mixins/database.mixin";
 import { countAll, cutoffsOf, startPurge } from "./purge";
@@ -22,7 +22,7 @@ const DAILY_PURGES_AT_ONCE = 2;
 /** The retention service's `this`: the purges running in this process, and how one is started. */
 type RetentionService = ServiceThis<{
   purgesRunning: number;
-  runPurge(workspaceId: string, policy: RetentionPolicy, createdBy: string | null): Promise<string>;
+  runPurge(workspaceId: WorkspaceId, policy: RetentionPolicy, createdBy: string | null): Promise<string>;
 }>;
 
 /** Data retention: each kind of fact kept a number of days, purged daily and on request. */
@@ -92,7 +92,7 @@ export default defineService<RetentionService>({
 
   methods: {
     /** Start a purge job, counted among this process's running purges until it ends; answers its job id. */
-    async runPurge(workspaceId: string, policy: RetentionPolicy, createdBy: string | null) {
+    async runPurge(workspaceId: WorkspaceId, policy: RetentionPolicy, createdBy: string | null) {
       const { jobId, done } = await startPurge(this.broker, this.logger, workspaceId, policy, createdBy);
       this.purgesRunning += 1;
       void done.finally(() => (this.purgesRunning -= 1));

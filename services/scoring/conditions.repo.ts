@@ -1,8 +1,8 @@
-import { QueryTypes, type Transaction } from "sequelize";
-import { database, queryPrepared } from "../../lib/database";
-import { Binds } from "../../lib/database";
+import { type Transaction } from "sequelize";
+import { Binds, query, queryAcrossWorkspacesPrepared, queryPrepared } from "../../lib/database";
 import { compileFilter, type CompileMode } from "../segments/filter-compiler";
 import type { RuleDefinition } from "./rules";
+import type { WorkspaceId } from "../../lib/tenancy";
 
 /**
  * Scoring rules on a contact condition. A contact holds a rule's points while
@@ -29,18 +29,13 @@ const modeFor = (contactIds: string[] | null): CompileMode =>
   contactIds && contactIds.length <= ROW_MODE_MAX ? "row" : "set";
 
 /** The advisory lock key of a workspace's score writers (SQL over a workspace id expression). */
-const workspaceLockKey = (workspaceId: string) =>
-  `hashtextextended('scoring:recalculate:' || ${workspaceId}, 0)`;
+const workspaceLockKey = (workspaceIdSql: string) =>
+  `hashtextextended('scoring:recalculate:' || ${workspaceIdSql}, 0)`;
 
 /** Held by every score writer; recalculation takes it exclusively, so it never interleaves with them. */
-export async function holdWorkspace(workspaceId: string, transaction: Transaction, exclusive = false) {
-  const sequelize = await database();
+export async function holdWorkspace(workspaceId: WorkspaceId, transaction: Transaction, exclusive = false) {
   const fn = exclusive ? "pg_advisory_xact_lock" : "pg_advisory_xact_lock_shared";
-  await sequelize.query(`SELECT ${fn}(${workspaceLockKey("$1")})`, {
-    bind: [workspaceId],
-    type: QueryTypes.SELECT,
-    transaction,
-  });
+  await query(workspaceId, `SELECT ${fn}(${workspaceLockKey("$1")})`, [], transaction);
 }
 
 /**
@@ -50,10 +45,10 @@ export async function holdWorkspace(workspaceId: string, transaction: Transactio
  * Answers the locked contacts with their scores.
  */
 export async function tryHoldAndLockContacts(
-  contacts: Array<{ workspaceId: string; contactId: string }>,
+  contacts: Array<{ workspaceId: WorkspaceId; contactId: string }>,
   transaction: Transaction,
-): Promise<Array<{ workspace_id: string; id: string; score: number }>> {
-  return queryPrepared<{ workspace_id: string; id: string; score: number }>(
+): Promise<Array<{ workspace_id: WorkspaceId; id: string; score: number }>> {
+  return queryAcrossWorkspacesPrepared<{ workspace_id: WorkspaceId; id: string; score: number }>(
     `WITH held AS MATERIALIZED (
        SELECT ws FROM unnest($3::text[]) AS ws WHERE pg_try_advisory_xact_lock_shared(${workspaceLockKey("ws")})
      )
@@ -72,14 +67,15 @@ export async function tryHoldAndLockContacts(
 
 /** Lock contacts in id order (the order every scoring writer uses); answers those that exist. */
 export async function lockContacts(
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   contactIds: string[],
   transaction: Transaction,
 ): Promise<string[]> {
-  const sequelize = await database();
-  const rows = await sequelize.query<{ id: string }>(
+  const rows = await query<{ id: string }>(
+    workspaceId,
     `SELECT id FROM contacts WHERE workspace_id = $1 AND id = ANY($2::text[]) ORDER BY id FOR UPDATE`,
-    { bind: [workspaceId, contactIds], type: QueryTypes.SELECT, transaction },
+    [contactIds],
+    transaction,
   );
   return rows.map((r) => r.id);
 }
@@ -90,13 +86,13 @@ export async function lockContacts(
  * (nothing to change) takes no lock and writes nothing.
  */
 export async function pendingContacts(
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   rules: RuleDefinition[],
   contactIds: string[] | null,
 ): Promise<string[]> {
   const conditional = rules.filter((r) => r.condition);
   if (conditional.length === 0 || contactIds?.length === 0) return [];
-  const binds = new Binds([workspaceId]);
+  const binds = Binds.inWorkspace();
   const ids = contactIds ? binds.p(contactIds, "text[]") : null;
   const mode = modeFor(contactIds);
   const parts = conditional.map((rule) => {
@@ -110,10 +106,10 @@ export async function pendingContacts(
                 ON h.contact_id = m.id
              WHERE m.id IS NULL OR h.contact_id IS NULL`;
   });
-  const sequelize = await database();
-  const rows = await sequelize.query<{ id: string }>(
+  const rows = await query<{ id: string }>(
+    workspaceId,
     `SELECT DISTINCT d.id FROM (${parts.join(" UNION ALL ")}) d ORDER BY d.id`,
-    { bind: binds.values, type: QueryTypes.SELECT },
+    binds.values,
   );
   return rows.map((r) => r.id);
 }
@@ -125,22 +121,22 @@ export async function pendingContacts(
  * history entries. Answers the changes; the caller adds them to the scores.
  */
 export async function applyConditionRules(
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   contactIds: string[],
   rules: RuleDefinition[],
   transaction: Transaction,
 ): Promise<ConditionChange[]> {
   if (contactIds.length === 0) return [];
-  const sequelize = await database();
   const changes: ConditionChange[] = [];
   for (const rule of rules) {
     if (!rule.condition) continue;
-    const binds = new Binds([workspaceId, contactIds, rule.id, rule.points, rule.name]);
+    const binds = Binds.inWorkspace([contactIds, rule.id, rule.points, rule.name]);
     const predicate = compileFilter(rule.condition, binds, {
       mode: modeFor(contactIds),
       workspaceParam: "$1",
     });
-    const rows = await sequelize.query<{ contactId: string; points: number }>(
+    const rows = await query<{ contactId: string; points: number }>(
+      workspaceId,
       `WITH m AS (
          SELECT c.id FROM contacts c WHERE c.workspace_id = $1 AND c.id = ANY($2::text[]) AND ${predicate}
        ), gained AS (
@@ -161,7 +157,8 @@ export async function applyConditionRules(
          SELECT gen_random_uuid()::text, $1, contact_id, points, $3, now(), reason, now() FROM changes
        )
        SELECT contact_id AS "contactId", points FROM changes`,
-      { bind: binds.values, type: QueryTypes.SELECT, transaction },
+      binds.values,
+      transaction,
     );
     for (const row of rows) changes.push({ ruleId: rule.id, contactId: row.contactId, points: row.points });
   }
@@ -170,7 +167,7 @@ export async function applyConditionRules(
 
 /** Add each contact's total change to its score; answers the contacts whose score moved. */
 export async function addToScores(
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   changes: Array<{ contactId: string; points: number }>,
   transaction: Transaction,
 ): Promise<string[]> {
@@ -182,11 +179,12 @@ export async function addToScores(
   // checked behind a fence (OFFSET 0), so the rows are found by primary key, never by a workspace scan
   // planned from stale statistics.
   await queryPrepared(
+    workspaceId,
     `UPDATE contacts c SET score = c.score + d.delta
        FROM unnest($2::text[], $3::int[]) AS d(id, delta)
        JOIN LATERAL (SELECT x.workspace_id FROM contacts x WHERE x.id = d.id OFFSET 0) k ON k.workspace_id = $1
       WHERE c.id = d.id`,
-    [workspaceId, moved.map(([id]) => id), moved.map(([, delta]) => delta)],
+    [moved.map(([id]) => id), moved.map(([, delta]) => delta)],
     transaction,
   );
   return moved.map(([id]) => id);
@@ -194,15 +192,15 @@ export async function addToScores(
 
 /** Recalculation: give each condition rule's points to every contact matching it now (holdings cleared before). */
 export async function rebuildConditionRule(
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   rule: RuleDefinition,
   transaction: Transaction,
 ): Promise<number> {
   if (!rule.condition) return 0;
-  const sequelize = await database();
-  const binds = new Binds([workspaceId, rule.id, rule.points, rule.name]);
+  const binds = Binds.inWorkspace([rule.id, rule.points, rule.name]);
   const predicate = compileFilter(rule.condition, binds, { mode: "set", workspaceParam: "$1" });
-  const rows = await sequelize.query(
+  const rows = await query(
+    workspaceId,
     `WITH m AS (
        INSERT INTO scoring_rule_matches (rule_id, contact_id, workspace_id, points, matched_at)
        SELECT $2, c.id, $1, $3::int, now() FROM contacts c WHERE c.workspace_id = $1 AND ${predicate}
@@ -211,7 +209,8 @@ export async function rebuildConditionRule(
      INSERT INTO score_history (id, workspace_id, contact_id, points, rule_id, event_at, reason, created_at)
      SELECT gen_random_uuid()::text, $1, m.contact_id, $3::int, $2, now(), $4, now() FROM m
      RETURNING 1`,
-    { bind: binds.values, type: QueryTypes.SELECT, transaction },
+    binds.values,
+    transaction,
   );
   return rows.length;
 }

@@ -1,10 +1,11 @@
-import { QueryTypes, type Transaction } from "sequelize";
-import { database, selectRows } from "../../lib/database";
+import { type Transaction } from "sequelize";
+import { queryAcrossWorkspaces } from "../../lib/database";
 import type { QueueFigures } from "../../lib/business-metrics";
 import { queueFigures, queueFiguresSql, type QueueFiguresRow } from "../../lib/queue-stats";
+import type { WorkspaceId } from "../../lib/tenancy";
 
 export interface DecayedScore {
-  workspaceId: string;
+  workspaceId: WorkspaceId;
   contactId: string;
   points: number;
 }
@@ -13,7 +14,7 @@ export interface DecayedScore {
 
 /** Score decay across workspaces as a queue (lib/queue-stats.ts): history entries still to decay. */
 export async function decayQueueFigures(): Promise<QueueFigures> {
-  const [row] = await selectRows<QueueFiguresRow>(
+  const [row] = await queryAcrossWorkspaces<QueueFiguresRow>(
     `SELECT ${queueFiguresSql("decays_at <= now()", "decays_at")} FROM score_history
       WHERE decays_at IS NOT NULL AND decayed_at IS NULL`,
     [],
@@ -27,8 +28,7 @@ export async function expireDue(
   bind: unknown[],
   transaction: Transaction,
 ): Promise<DecayedScore[]> {
-  const sequelize = await database();
-  return sequelize.query<DecayedScore>(
+  return queryAcrossWorkspaces<DecayedScore>(
     `WITH due AS (
        SELECT h.id FROM score_history h
         WHERE ${where} AND h.decays_at <= now() AND h.decayed_at IS NULL
@@ -43,7 +43,8 @@ export async function expireDue(
        FROM marked m
      ON CONFLICT (decay_of) DO NOTHING
      RETURNING workspace_id AS "workspaceId", contact_id AS "contactId", points`,
-    { bind, type: QueryTypes.SELECT, transaction },
+    bind,
+    transaction,
   );
 }
 
@@ -52,31 +53,24 @@ export async function claimDueContacts(
   batch: number,
   transaction: Transaction,
 ): Promise<Array<{ id: string }>> {
-  const sequelize = await database();
-  return sequelize.query<{ id: string }>(
+  return queryAcrossWorkspaces<{ id: string }>(
     `SELECT c.id FROM contacts c
           WHERE c.id IN (SELECT h.contact_id FROM score_history h
                           WHERE h.decays_at <= now() AND h.decayed_at IS NULL
                           ORDER BY h.decays_at LIMIT $1)
           ORDER BY c.id FOR UPDATE SKIP LOCKED`,
-    { bind: [batch], type: QueryTypes.SELECT, transaction },
+    [batch],
+    transaction,
   );
 }
 
 /** Move each contact's score by its decayed points (across workspaces). */
 export async function addDecayToScores(decayed: DecayedScore[], transaction: Transaction): Promise<void> {
-  const sequelize = await database();
-  await sequelize.query(
+  await queryAcrossWorkspaces(
     `UPDATE contacts c SET score = c.score + d.delta
              FROM unnest($1::text[], $2::text[], $3::int[]) AS d(workspace_id, id, delta)
             WHERE c.workspace_id = d.workspace_id AND c.id = d.id`,
-    {
-      bind: [
-        decayed.map((d) => d.workspaceId),
-        decayed.map((d) => d.contactId),
-        decayed.map((d) => d.points),
-      ],
-      transaction,
-    },
+    [decayed.map((d) => d.workspaceId), decayed.map((d) => d.contactId), decayed.map((d) => d.points)],
+    transaction,
   );
 }

@@ -1,6 +1,7 @@
 import type { Transaction } from "sequelize";
 import { database } from "../../lib/database";
 import { addDecayToScores, claimDueContacts, expireDue, type DecayedScore } from "./decay.repo";
+import type { WorkspaceId } from "../../lib/tenancy";
 
 /**
  * Score decay: points an event rule with `decay: {days}` gave expire `days`
@@ -49,6 +50,6 @@ export async function decayDue(batch = BATCH, maxBatches = MAX_BATCHES): Promise
 }
 
 /** Recalculation: expire every due entry of the workspace at once (the caller sets scores from the history). */
-export async function decayWorkspace(workspaceId: string, transaction: Transaction): Promise<number> {
+export async function decayWorkspace(workspaceId: WorkspaceId, transaction: Transaction): Promise<number> {
   return (await expireDue(`h.workspace_id = $1`, [workspaceId], transaction)).length;
 }

@@ -15,6 +15,7 @@ import { decayWorkspace } from "./decay";
 import { scoringRounds, type RuleDefinition } from "./rules";
 import * as repo from "./scoring.repo";
 import type { ScoreEvent } from "./scoring.repo";
+import type { WorkspaceId } from "../../lib/tenancy";
 
 /**
  * The scoring engine: which rules apply, events scored in batches under row
@@ -35,7 +36,7 @@ const ruleCache = new VersionedCache<RuleDefinition[]>(
   { area: "scoringRules" },
 );
 
-export const activeRules = (workspaceId: string, known?: Versions): Promise<RuleDefinition[]> =>
+export const activeRules = (workspaceId: WorkspaceId, known?: Versions): Promise<RuleDefinition[]> =>
   ruleCache.get(workspaceId, known);
 
 /**
@@ -44,7 +45,7 @@ export const activeRules = (workspaceId: string, known?: Versions): Promise<Rule
  * changed (their score segments follow).
  */
 export async function syncConditionRules(
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   rules: RuleDefinition[],
   contactIds: string[] | null,
 ): Promise<string[]> {
@@ -65,7 +66,7 @@ export async function syncConditionRules(
  * holders that no longer match give them back. Answers the contacts whose
  * score changed. An event rule, or an inactive one, changes nothing.
  */
-export async function syncRule(workspaceId: string, id: string): Promise<string[]> {
+export async function syncRule(workspaceId: WorkspaceId, id: string): Promise<string[]> {
   const rule = await repo.activeConditionRule(workspaceId, id);
   return rule ? syncConditionRules(workspaceId, [rule], null) : [];
 }
@@ -75,7 +76,7 @@ export async function syncRule(workspaceId: string, id: string): Promise<string[
  * segments): their condition rules follow. Without an active condition rule
  * this answers at once, from the cache. Answers the contacts whose score changed.
  */
-export async function applyContactRules(workspaceId: string, contactIds: string[]): Promise<string[]> {
+export async function applyContactRules(workspaceId: WorkspaceId, contactIds: string[]): Promise<string[]> {
   const rules = (await activeRules(workspaceId)).filter((r) => r.condition);
   if (rules.length === 0) return [];
   return syncConditionRules(workspaceId, rules, contactIds);
@@ -96,7 +97,7 @@ export interface ApplyResult {
  * no lock, nothing written. Null too when the contact is not in the workspace.
  */
 export async function applyEvent(
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   event: ScoreEvent,
   known?: Versions,
 ): Promise<ApplyResult | null> {
@@ -110,7 +111,7 @@ export async function applyEvent(
 }
 
 interface ScoreJob {
-  workspaceId: string;
+  workspaceId: WorkspaceId;
   event: ScoreEvent;
   rules: RuleDefinition[];
   conditionRules: RuleDefinition[];
@@ -199,7 +200,7 @@ function scoreHeld(job: ScoreJob): Promise<ApplyResult | null> {
   });
 }
 
-const contactKey = (workspaceId: string, contactId: string) => `${workspaceId}/${contactId}`;
+const contactKey = (workspaceId: WorkspaceId, contactId: string) => `${workspaceId}/${contactId}`;
 
 /**
  * The rules' entries for jobs whose contacts are locked, scores known in
@@ -256,7 +257,7 @@ async function scoreLocked(
       }
     }
   }
-  const changes = new Map<string, Array<{ contactId: string; points: number }>>();
+  const changes = new Map<WorkspaceId, Array<{ contactId: string; points: number }>>();
   jobs.forEach((job, i) => {
     const list = changes.get(job.workspaceId) ?? [];
     list.push({ contactId: job.event.contactId, points: results[i].score - results[i].scoreBefore });
@@ -268,7 +269,7 @@ async function scoreLocked(
 
 /** A manual adjustment with a reason; null when there is no such contact. */
 export async function adjustScore(
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   contactId: string,
   points: number,
   reason: string | null,
@@ -293,7 +294,7 @@ export async function adjustScore(
  * scores changed. Holds the workspace's scoring lock exclusively meanwhile.
  */
 export async function recalculate(
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   progress: (done: number, total: number) => Promise<void>,
 ): Promise<{ rules: number; entries: number; decayed: number; contactsChanged: number }> {
   const sequelize = await database();

@@ -7,6 +7,7 @@ import {
   type FilterGroup,
 } from "../segments/filter-schema";
 import { validationError, type FieldIssue } from "../../lib/errors";
+import type { WorkspaceId } from "../../lib/tenancy";
 
 /**
  * The scoring rules engine's pure parts: validating a rule (its `where`, its
@@ -193,7 +194,7 @@ export function decaysAtSql(ts: string, daysParam: string): string {
  * the same contact within the statement, so caps stay exact. Within a round,
  * jobs are grouped by workspace and rule set, which share one statement.
  */
-export function scoringRounds<J extends { workspaceId: string; contactId: string; group: string }>(
+export function scoringRounds<J extends { workspaceId: WorkspaceId; contactId: string; group: string }>(
   jobs: J[],
 ): number[][][] {
   const seen = new Map<string, number>();

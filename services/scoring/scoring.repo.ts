@@ -1,10 +1,11 @@
 import { sqlProbe } from "../../lib/versioned-cache";
-import { QueryTypes, type Transaction } from "sequelize";
+import { type Transaction } from "sequelize";
 import { newId } from "../../lib/crypto";
-import { Binds, database, queryPrepared } from "../../lib/database";
+import { Binds, database, query, queryPrepared } from "../../lib/database";
 import { selectPage, type Page, type PageRequest } from "../../lib/pagination";
 import type { FieldCondition, FilterGroup } from "../segments/filter-schema";
 import { compileWhere, decaysAtSql, periodStartSql, type RuleDefinition, type RuleInput } from "./rules";
+import type { WorkspaceId } from "../../lib/tenancy";
 
 /**
  * The queries on scoring rules and score history, and on `contacts.score`,
@@ -74,51 +75,55 @@ const definition = (r: RuleRow): RuleDefinition => ({
   decayDays: r.decay_days,
 });
 
-const select = async <T extends object>(sql: string, bind: unknown[], transaction?: Transaction) =>
-  (await database()).query<T>(sql, { bind, type: QueryTypes.SELECT, transaction });
-
-export async function listRules(workspaceId: string, page: PageRequest): Promise<Page<RuleView>> {
+export async function listRules(workspaceId: WorkspaceId, page: PageRequest): Promise<Page<RuleView>> {
   return selectPage(
+    workspaceId,
     { select: "SELECT * FROM scoring_rules WHERE workspace_id = $1", orderBy: "created_at DESC, id DESC" },
-    [workspaceId],
+    [],
     page,
     view,
   );
 }
 
-export async function findRule(workspaceId: string, id: string): Promise<RuleView | null> {
-  const [row] = await select<RuleRow>(`SELECT * FROM scoring_rules WHERE workspace_id = $1 AND id = $2`, [
+export async function findRule(workspaceId: WorkspaceId, id: string): Promise<RuleView | null> {
+  const [row] = await query<RuleRow>(
     workspaceId,
-    id,
-  ]);
+    `SELECT * FROM scoring_rules WHERE workspace_id = $1 AND id = $2`,
+    [id],
+  );
   return row ? view(row) : null;
 }
 
 /** The workspace's active rules, oldest first (the order they score in). */
 export async function activeRuleDefinitions(
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   transaction?: Transaction,
 ): Promise<RuleDefinition[]> {
-  const rows = await select<RuleRow>(
+  const rows = await query<RuleRow>(
+    workspaceId,
     `SELECT * FROM scoring_rules WHERE workspace_id = $1 AND active ORDER BY created_at, id`,
-    [workspaceId],
+    [],
     transaction,
   );
   return rows.map(definition);
 }
 
 /** The rule when it is an active condition rule, else null. */
-export async function activeConditionRule(workspaceId: string, id: string): Promise<RuleDefinition | null> {
-  const [row] = await select<RuleRow>(
+export async function activeConditionRule(
+  workspaceId: WorkspaceId,
+  id: string,
+): Promise<RuleDefinition | null> {
+  const [row] = await query<RuleRow>(
+    workspaceId,
     `SELECT * FROM scoring_rules WHERE workspace_id = $1 AND id = $2 AND active AND condition IS NOT NULL`,
-    [workspaceId, id],
+    [id],
   );
   return row ? definition(row) : null;
 }
 
 /** Insert a checked rule; `eventTypes` are those its condition reads. Answers its id. */
 export async function insertRule(
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   input: Required<Pick<RuleInput, "name" | "points">> & RuleInput,
   eventTypes: string[],
 ): Promise<string> {
@@ -152,12 +157,12 @@ export async function insertRule(
 
 /** Write the fields a PATCH sent; `eventTypes` go with a new condition. False: no such rule. */
 export async function updateRule(
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   id: string,
   input: RuleInput,
   eventTypes: string[],
 ): Promise<boolean> {
-  const binds = new Binds([workspaceId, id]);
+  const binds = Binds.inWorkspace([id]);
   const sets = ["updated_at = now()"];
   const set = (column: string, value: unknown, cast?: string) =>
     sets.push(`${column} = ${binds.p(value, cast)}`);
@@ -177,7 +182,8 @@ export async function updateRule(
   }
   if (input.decay !== undefined) set("decay_days", input.decay?.days ?? null);
   if (input.active !== undefined) set("active", input.active);
-  const updated = await select<{ id: string }>(
+  const updated = await query<{ id: string }>(
+    workspaceId,
     `UPDATE scoring_rules SET ${sets.join(", ")} WHERE workspace_id = $1 AND id = $2 RETURNING id`,
     binds.values,
   );
@@ -185,23 +191,25 @@ export async function updateRule(
 }
 
 /** Delete a rule; the points it gave stay in the history (their rule id is cleared). False: no such rule. */
-export async function deleteRule(workspaceId: string, id: string): Promise<boolean> {
-  const deleted = await select<{ id: string }>(
+export async function deleteRule(workspaceId: WorkspaceId, id: string): Promise<boolean> {
+  const deleted = await query<{ id: string }>(
+    workspaceId,
     `DELETE FROM scoring_rules WHERE workspace_id = $1 AND id = $2 RETURNING id`,
-    [workspaceId, id],
+    [id],
   );
   return deleted.length > 0;
 }
 
 /** Lock the contact row: caps and the score sum are exact under concurrent events for one contact. Null: no such contact. */
 export async function lockContactScore(
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   contactId: string,
   transaction: Transaction,
 ): Promise<number | null> {
-  const [row] = await select<{ score: number }>(
+  const [row] = await query<{ score: number }>(
+    workspaceId,
     `SELECT score FROM contacts WHERE workspace_id = $1 AND id = $2 FOR UPDATE`,
-    [workspaceId, contactId],
+    [contactId],
     transaction,
   );
   return row ? row.score : null;
@@ -222,13 +230,12 @@ export interface ScoreEvent {
  * event is read when there is one (its own columns), else the event as given.
  */
 export async function awardEventRules(
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   events: ScoreEvent[],
   rules: RuleDefinition[],
   transaction: Transaction,
 ): Promise<Array<{ eventId: string; ruleId: string; points: number }>> {
-  const binds = new Binds([
-    workspaceId,
+  const binds = Binds.inWorkspace([
     events.map((e) => e.eventId),
     events.map((e) => e.contactId),
     events.map((e) => e.type),
@@ -246,6 +253,7 @@ export async function awardEventRules(
   const period = (ts: string) => periodStartSql(ts, "r.period_days");
   // Caps count the rule's awards (decayed ones included), never the decay entries themselves.
   return queryPrepared<{ eventId: string; ruleId: string; points: number }>(
+    workspaceId,
     `WITH given AS (
        SELECT * FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::text[])
               AS g(event_id, contact_id, type, metadata, ts)
@@ -285,7 +293,7 @@ const toIso = (t: Date | string | undefined) => (t === undefined ? null : new Da
 
 /** A manual adjustment's history entry (the score itself moves with `addToScores`). */
 export async function insertAdjustment(
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   contactId: string,
   points: number,
   reason: string | null,
@@ -309,25 +317,27 @@ export interface HistoryEntry {
 
 /** The contact's score and its newest history entries; null when there is no such contact. */
 export async function scoreOf(
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   contactId: string,
   limit: number,
 ): Promise<{ score: number; history: HistoryEntry[] } | null> {
-  const [contact] = await select<{ score: number }>(
+  const [contact] = await query<{ score: number }>(
+    workspaceId,
     `SELECT score FROM contacts WHERE workspace_id = $1 AND id = $2`,
-    [workspaceId, contactId],
+    [contactId],
   );
   if (!contact) return null;
-  const rows = await select<{
+  const rows = await query<{
     points: number;
     rule_id: string | null;
     event_id: string | null;
     reason: string | null;
     created_at: Date;
   }>(
+    workspaceId,
     `SELECT points, rule_id, event_id, reason, created_at FROM score_history
       WHERE workspace_id = $1 AND contact_id = $2 ORDER BY created_at DESC, id DESC LIMIT $3`,
-    [workspaceId, contactId, limit],
+    [contactId, limit],
   );
   return {
     score: contact.score,
@@ -342,26 +352,23 @@ export async function scoreOf(
 }
 
 /** Every rule-given entry of the workspace goes, with its decay entries and condition holdings. */
-export async function clearRuleEntries(workspaceId: string, transaction: Transaction): Promise<void> {
-  const sequelize = await database();
-  await sequelize.query(`DELETE FROM score_history WHERE workspace_id = $1 AND rule_id IS NOT NULL`, {
-    bind: [workspaceId],
+export async function clearRuleEntries(workspaceId: WorkspaceId, transaction: Transaction): Promise<void> {
+  await query(
+    workspaceId,
+    `DELETE FROM score_history WHERE workspace_id = $1 AND rule_id IS NOT NULL`,
+    [],
     transaction,
-  });
-  await sequelize.query(`DELETE FROM scoring_rule_matches WHERE workspace_id = $1`, {
-    bind: [workspaceId],
-    transaction,
-  });
+  );
+  await query(workspaceId, `DELETE FROM scoring_rule_matches WHERE workspace_id = $1`, [], transaction);
 }
 
 /** An event rule's entries rebuilt from the workspace's events, in event order with its caps. Answers how many. */
 export async function rebuildEventRule(
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   rule: RuleDefinition,
   transaction: Transaction,
 ): Promise<number> {
-  const binds = new Binds([
-    workspaceId,
+  const binds = Binds.inWorkspace([
     rule.eventType,
     rule.id,
     rule.points,
@@ -373,7 +380,8 @@ export async function rebuildEventRule(
   ]);
   const where = compileWhere(rule.where, binds);
   const period = `CASE WHEN $6::int IS NULL THEN 0 ELSE floor(extract(epoch FROM e.timestamp) / ($6::int * 86400)) END`;
-  const inserted = await select(
+  const inserted = await query(
+    workspaceId,
     `INSERT INTO score_history (id, workspace_id, contact_id, points, rule_id, event_id, event_at, reason, decays_at, created_at)
      SELECT gen_random_uuid()::text, $1, y.contact_id, $4, $3, y.id, y.timestamp, $8,
             ${decaysAtSql("y.timestamp", "$9::int")}, now()
@@ -396,14 +404,15 @@ export async function rebuildEventRule(
 }
 
 /** Each contact's score becomes the sum of its history. Answers how many scores changed. */
-export async function sumScores(workspaceId: string, transaction: Transaction): Promise<number> {
-  const changed = await select(
+export async function sumScores(workspaceId: WorkspaceId, transaction: Transaction): Promise<number> {
+  const changed = await query(
+    workspaceId,
     `UPDATE contacts c SET score = t.total
        FROM (SELECT c2.id, COALESCE((SELECT sum(h.points) FROM score_history h WHERE h.contact_id = c2.id), 0)::int AS total
                FROM contacts c2 WHERE c2.workspace_id = $1) t
       WHERE c.id = t.id AND c.score IS DISTINCT FROM t.total
       RETURNING c.id`,
-    [workspaceId],
+    [],
     transaction,
   );
   return changed.length;

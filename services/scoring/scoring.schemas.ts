@@ -1,9 +1,8 @@
 import { Type } from "@sinclair/typebox";
 import { Paginated, PageQuery } from "../../lib/pagination";
-import { Component, DateTime, Int32, Nullable, Params, Trimmed } from "../../lib/schema";
+import { Component, DateTime, Int32, Nullable, Params, Trimmed, WorkspaceIdParam } from "../../lib/schema";
 import type { FieldCondition, FilterGroup } from "../segments/filter-schema";
 
-const WorkspaceId = Type.String({ minLength: 1, maxLength: 64 });
 const RuleId = Type.String({ minLength: 1, maxLength: 64 });
 const ContactId = Type.String({ minLength: 1, maxLength: 64 });
 const Count = Int32({ minimum: 1, maximum: 1_000_000 });
@@ -84,29 +83,29 @@ const ruleFields = {
 };
 
 export const schemas = {
-  list: Params({ workspaceId: WorkspaceId, ...PageQuery }),
-  get: Params({ workspaceId: WorkspaceId, ruleId: RuleId }),
+  list: Params({ workspaceId: WorkspaceIdParam, ...PageQuery }),
+  get: Params({ workspaceId: WorkspaceIdParam, ruleId: RuleId }),
   create: Params({
-    workspaceId: WorkspaceId,
+    workspaceId: WorkspaceIdParam,
     name: Trimmed({ minLength: 1, maxLength: 200 }),
     points: Points,
     ...ruleFields,
   }),
   update: Params({
-    workspaceId: WorkspaceId,
+    workspaceId: WorkspaceIdParam,
     ruleId: RuleId,
     name: Type.Optional(Trimmed({ minLength: 1, maxLength: 200 })),
     points: Type.Optional(Points),
     ...ruleFields,
   }),
-  recalculate: Params({ workspaceId: WorkspaceId }),
+  recalculate: Params({ workspaceId: WorkspaceIdParam }),
   scores: Params({
-    workspaceId: WorkspaceId,
+    workspaceId: WorkspaceIdParam,
     contactId: ContactId,
     limit: Type.Optional(Int32({ minimum: 1, description: "Default 50; more than 200 is clamped" })),
   }),
   adjust: Params({
-    workspaceId: WorkspaceId,
+    workspaceId: WorkspaceIdParam,
     contactId: ContactId,
     points: Int32({ minimum: -1_000_000, maximum: 1_000_000, not: { const: 0 }, description: "Not 0" }),
     reason: Type.Optional(Nullable(Type.String({ maxLength: 500 }))),

@@ -8,7 +8,7 @@ import type { AppMeta } from "../../lib/moleculer-types";
 import { pageRequest } from "../../lib/pagination";
 import { isServiceAvailable } from "../../lib/registry";
 import { systemCall } from "../../lib/system-call";
-import { workspaceOf } from "../../lib/tenancy";
+import { workspaceOf, type WorkspaceId } from "../../lib/tenancy";
 import { queueStatsAction } from "../../lib/queue-stats";
 import { decayQueueFigures } from "./decay.repo";
 import { BackgroundMixin } from "../../mixins/background";
@@ -29,9 +29,9 @@ type Ctx = Context<unknown, AppMeta>;
 
 /** The scoring service's `this`: how score changes reach segments, and the decay pass. */
 type ScoringService = ServiceThis<{
-  scoreChanged(ctx: Ctx, ws: string, contactId: string, eventId?: string): Promise<void>;
-  scoresChanged(ws: string, contactIds: string[], ctx?: Ctx): Promise<void>;
-  ruleSaved(ctx: Ctx, ws: string, ruleId: string): Promise<void>;
+  scoreChanged(ctx: Ctx, ws: WorkspaceId, contactId: string, eventId?: string): Promise<void>;
+  scoresChanged(ws: WorkspaceId, contactIds: string[], ctx?: Ctx): Promise<void>;
+  ruleSaved(ctx: Ctx, ws: WorkspaceId, ruleId: string): Promise<void>;
   applyDecay(): Promise<{ contacts: number; points: number }>;
 }>;
 
@@ -235,7 +235,7 @@ export default defineService<ScoringService>({
   },
 
   methods: {
-    async scoreChanged(ctx: Ctx, ws: string, contactId: string, eventId?: string) {
+    async scoreChanged(ctx: Ctx, ws: WorkspaceId, contactId: string, eventId?: string) {
       if (!isServiceAvailable(this.broker, "segments")) return;
       // The event's chain probed the definitions' versions once; the score segments are read at those too.
       await systemCall(
@@ -248,7 +248,7 @@ export default defineService<ScoringService>({
     },
 
     /** Score segments follow many contacts whose score changed (rule saved, decay, contact writes). */
-    async scoresChanged(ws: string, contactIds: string[], ctx?: Ctx) {
+    async scoresChanged(ws: WorkspaceId, contactIds: string[], ctx?: Ctx) {
       if (!contactIds.length || !isServiceAvailable(this.broker, "segments")) return;
       const call = (action: string, params: object) => systemCall(ctx ?? this.broker, ws, action, params);
       if (contactIds.length > FULL_RECOMPUTE_ABOVE) {
@@ -264,13 +264,13 @@ export default defineService<ScoringService>({
     },
 
     /** After a rule write: a condition rule scores the workspace now. */
-    async ruleSaved(ctx: Ctx, ws: string, ruleId: string) {
+    async ruleSaved(ctx: Ctx, ws: WorkspaceId, ruleId: string) {
       await this.scoresChanged(ws, await engine.syncRule(ws, ruleId), ctx);
     },
 
     async applyDecay() {
       const decayed = await decayDue();
-      const byWorkspace = new Map<string, string[]>();
+      const byWorkspace = new Map<WorkspaceId, string[]>();
       for (const d of decayed) {
         const ids = byWorkspace.get(d.workspaceId) ?? [];
         ids.push(d.contactId);

@@ -5,6 +5,7 @@ import type { FilterGroup } from "./filter-schema";
 import { recomputeWithDependents } from "./membership";
 import * as repo from "./segments.repo";
 import * as matchingRepo from "./matching.repo";
+import type { WorkspaceId } from "../../lib/tenancy";
 
 /**
  * Saving a dynamic segment's filter and computing its membership: the one
@@ -13,7 +14,7 @@ import * as matchingRepo from "./matching.repo";
  */
 
 /** Check a filter (400 naming the bad node) and decide whether its computation runs in the background. */
-export async function prepareFilter(workspaceId: string, filter: FilterGroup, segmentId: string) {
+export async function prepareFilter(workspaceId: WorkspaceId, filter: FilterGroup, segmentId: string) {
   const facts = await repo.checkFilter(workspaceId, filter, segmentId);
   const background = (await matchingRepo.contactCount(workspaceId)) > config().segmentSyncLimit;
   return { facts, background };
@@ -21,7 +22,7 @@ export async function prepareFilter(workspaceId: string, filter: FilterGroup, se
 
 /** Recompute a segment and the segments that use it, as a job; its result is `{segmentId, added, removed, memberCount}`. */
 export function recomputeJob(
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   segmentId: string,
   createdBy: string | null,
   logger: LoggerInstance,
@@ -43,7 +44,7 @@ export function recomputeJob(
 
 /** Compute the membership now, or start the job: the job's id when it runs in the background. */
 export async function computeMembership(
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   segmentId: string,
   background: boolean,
   createdBy: string | null,

@@ -1,15 +1,15 @@
-import { QueryTypes } from "sequelize";
 import { config } from "../../lib/config";
-import { Binds, database } from "../../lib/database";
+import { Binds, database, query, queryAcrossWorkspaces } from "../../lib/database";
 import { queryTooExpensive } from "../../lib/errors";
 import { compileField, compileFilter } from "./filter-compiler";
 import { type FieldCondition, type FilterGroup } from "./filter-schema";
+import type { WorkspaceId } from "../../lib/tenancy";
 
 /** Filters run against the workspace's contacts and events (one contact, a set, a bounded preview). */
 
 /** Whether one contact matches a checked filter now; false for a contact not in the workspace. */
 export async function contactMatches(
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   contactId: string,
   filter: FilterGroup,
 ): Promise<boolean> {
@@ -18,45 +18,41 @@ export async function contactMatches(
 
 /** Those of `contactIds` (of the workspace) a checked filter matches now. */
 export async function contactsMatching(
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   contactIds: string[],
   filter: FilterGroup,
 ): Promise<string[]> {
-  const sequelize = await database();
-  const binds = new Binds([workspaceId, contactIds]);
+  const binds = Binds.inWorkspace([contactIds]);
   const predicate = compileFilter(filter, binds, { mode: "row", workspaceParam: "$1" });
-  const rows = await sequelize.query<{ id: string }>(
+  const rows = await query<{ id: string }>(
+    workspaceId,
     `SELECT c.id FROM contacts c WHERE c.workspace_id = $1 AND c.id = ANY($2::text[]) AND ${predicate}`,
-    { bind: binds.values, type: QueryTypes.SELECT },
+    binds.values,
   );
   return rows.map((r) => r.id);
 }
 
 /** Whether one event of the workspace meets checked conditions on its fields; false for an unknown event. */
 export async function eventMatches(
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   eventId: string,
   where: FieldCondition[],
 ): Promise<boolean> {
-  const sequelize = await database();
-  const binds = new Binds([workspaceId, eventId]);
+  const binds = Binds.inWorkspace([eventId]);
   const predicate = where.length ? where.map((w) => compileField(w, binds, "event")).join(" AND ") : "true";
-  const [row] = await sequelize.query<{ matches: boolean }>(
+  const [row] = await query<{ matches: boolean }>(
+    workspaceId,
     `SELECT COALESCE(${predicate}, false) AS matches FROM events e WHERE e.workspace_id = $1 AND e.id = $2`,
-    { bind: binds.values, type: QueryTypes.SELECT },
+    binds.values,
   );
   return row?.matches ?? false;
 }
 
 /** Contacts in the workspace; over the sync limit, segment (re)computation runs as a job. */
-export async function contactCount(workspaceId: string): Promise<number> {
-  const sequelize = await database();
-  const [{ n }] = await sequelize.query<{ n: string }>(
+export async function contactCount(workspaceId: WorkspaceId): Promise<number> {
+  const [{ n }] = await query<{ n: string }>(
+    workspaceId,
     `SELECT count(*) AS n FROM contacts WHERE workspace_id = $1`,
-    {
-      bind: [workspaceId],
-      type: QueryTypes.SELECT,
-    },
   );
   return Number(n);
 }
@@ -81,28 +77,32 @@ const SAMPLE_SIZE = 10;
 
 /** Count and first matches of an unsaved filter, bounded by a statement timeout. Saves nothing. */
 export async function preview(
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   filter: FilterGroup,
 ): Promise<{ count: number; sample: ContactSample[] }> {
   const sequelize = await database();
   const timeout = Math.max(1, config().segmentPreviewTimeoutMs);
   try {
     return await sequelize.transaction(async (transaction) => {
-      await sequelize.query(`SET TRANSACTION READ ONLY`, { transaction });
-      await sequelize.query(`SET LOCAL statement_timeout = ${Number(timeout)}`, { transaction });
-      await sequelize.query(`SET LOCAL work_mem = '256MB'`, { transaction });
-      const binds = new Binds([workspaceId]);
+      await queryAcrossWorkspaces(`SET TRANSACTION READ ONLY`, [], transaction);
+      await queryAcrossWorkspaces(`SET LOCAL statement_timeout = ${Number(timeout)}`, [], transaction);
+      await queryAcrossWorkspaces(`SET LOCAL work_mem = '256MB'`, [], transaction);
+      const binds = Binds.inWorkspace();
       const predicate = compileFilter(filter, binds, { mode: "set", workspaceParam: "$1" });
-      const [{ n }] = await sequelize.query<{ n: string }>(
+      const [{ n }] = await query<{ n: string }>(
+        workspaceId,
         `SELECT count(*) AS n FROM contacts c WHERE c.workspace_id = $1 AND ${predicate}`,
-        { bind: binds.values, type: QueryTypes.SELECT, transaction },
+        binds.values,
+        transaction,
       );
-      const rows = await sequelize.query<Record<string, unknown>>(
+      const rows = await query<Record<string, unknown>>(
+        workspaceId,
         `SELECT c.id, c.email, c.phone, c.first_name, c.last_name, c.external_id, c.tags, c.attributes, c.stage, c.score,
                 c.created_at, c.updated_at
            FROM contacts c WHERE c.workspace_id = $1 AND ${predicate}
           ORDER BY c.created_at DESC, c.id DESC LIMIT ${SAMPLE_SIZE}`,
-        { bind: binds.values, type: QueryTypes.SELECT, transaction },
+        binds.values,
+        transaction,
       );
       return {
         count: Number(n),
@@ -134,14 +134,11 @@ export async function preview(
 }
 
 /** The type of a recorded event, or undefined. */
-export async function eventTypeOf(workspaceId: string, eventId: string): Promise<string | undefined> {
-  const sequelize = await database();
-  const [row] = await sequelize.query<{ type: string }>(
+export async function eventTypeOf(workspaceId: WorkspaceId, eventId: string): Promise<string | undefined> {
+  const [row] = await query<{ type: string }>(
+    workspaceId,
     `SELECT type FROM events WHERE workspace_id = $1 AND id = $2`,
-    {
-      bind: [workspaceId, eventId],
-      type: QueryTypes.SELECT,
-    },
+    [eventId],
   );
   return row?.type;
 }

@@ -2,7 +2,7 @@ import { requires } from "../../lib/access";
 import { defineAction } from "../../lib/define-service";
 import { fieldError, found, notFound, validationError } from "../../lib/errors";
 import { pageRequest } from "../../lib/pagination";
-import { workspaceOf } from "../../lib/tenancy";
+import { workspaceOf, type WorkspaceId } from "../../lib/tenancy";
 import { validateEventWhere, type FieldCondition, type FilterGroup } from "./filter-schema";
 import type { SegmentsService } from "./segments.service";
 import * as repo from "./segments.repo";
@@ -17,7 +17,7 @@ const WS = "/workspaces/:workspaceId/segments";
 const tags = ["Segments"];
 
 /** The workspace's static segment: 404 when there is none, 400 when it is dynamic (its members follow its filter). */
-async function staticSegment(ws: string, segmentId: string) {
+async function staticSegment(ws: WorkspaceId, segmentId: string) {
   const segment = found(await repo.getSegment(ws, segmentId), "Segment");
   if (segment.type !== "static")
     throw validationError("Members of a dynamic segment follow its filter", [

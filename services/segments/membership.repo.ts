@@ -1,8 +1,9 @@
-import { QueryTypes, type Transaction } from "sequelize";
-import { Binds, database, queryPrepared } from "../../lib/database";
+import { type Transaction } from "sequelize";
+import { Binds, query, queryAcrossWorkspaces, queryPrepared } from "../../lib/database";
 import { sqlProbe } from "../../lib/versioned-cache";
 import type { FilterGroup } from "./filter-schema";
 import type { DynamicSegment, MembershipChange } from "./membership";
+import type { WorkspaceId } from "../../lib/tenancy";
 
 /** The statements of membership evaluation and recompute (membership.ts). */
 
@@ -17,20 +18,21 @@ export const segmentsVersionProbe = sqlProbe(
 );
 
 export async function loadDynamicSegments(
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   transaction?: Transaction,
 ): Promise<DynamicSegment[]> {
-  const sequelize = await database();
-  const rows = await sequelize.query<{
+  const rows = await query<{
     id: string;
     filter: FilterGroup;
     depends_on: string[];
     event_types: string[];
     uses_score: boolean;
   }>(
+    workspaceId,
     `SELECT id, filter, depends_on, event_types, uses_score FROM segments
       WHERE workspace_id = $1 AND type = 'dynamic' ORDER BY created_at, id`,
-    { bind: [workspaceId], type: QueryTypes.SELECT, transaction },
+    [],
+    transaction,
   );
   return rows.map((r) => ({
     id: r.id,
@@ -53,21 +55,18 @@ export async function lockContacts(
   causes: Map<string, string>,
   transaction: Transaction,
 ) {
-  const sequelize = await database();
-  await sequelize.query(
+  await queryAcrossWorkspaces(
     `SELECT (SELECT count(*) FROM (SELECT pg_advisory_xact_lock(hashtextextended('segments:contact:' || id, 0))
                                      FROM unnest($1::text[]) AS id ORDER BY id) locked) AS locked,
             set_config('segments.causes', $2, true) AS causes`,
-    {
-      bind: [[...contactIds].sort(), JSON.stringify(Object.fromEntries(causes))],
-      type: QueryTypes.SELECT,
-      transaction,
-    },
+    [[...contactIds].sort(), JSON.stringify(Object.fromEntries(causes))],
+    transaction,
   );
 }
 
 /** Each contact's predicate results (in `predicates` order) and its current segments among `$3`. */
 export async function levelMembership(
+  workspaceId: WorkspaceId,
   binds: Binds,
   predicates: string[],
   transaction?: Transaction,
@@ -75,6 +74,7 @@ export async function levelMembership(
   // The contacts are found by id alone (a fence keeps the workspace check out of it), so always through
   // the primary key, whatever the statistics said when the statement's plan was made.
   return queryPrepared<{ id: string; m: boolean[]; cur: string[] }>(
+    workspaceId,
     `SELECT c.id, ARRAY[${predicates.join(", ")}]::boolean[] AS m,
             ARRAY(SELECT sm.segment_id FROM segment_members sm
                    WHERE sm.contact_id = c.id AND sm.segment_id = ANY($3::text[])) AS cur
@@ -89,32 +89,32 @@ export async function applyChanges(
   exit: MembershipChange[],
   transaction: Transaction,
 ) {
-  const sequelize = await database();
   if (enter.length) {
-    await sequelize.query(
+    await queryAcrossWorkspaces(
       `INSERT INTO segment_members (segment_id, contact_id, entered_at)
        SELECT s, c, now() FROM unnest($1::text[], $2::text[]) AS d(s, c) ON CONFLICT DO NOTHING`,
-      { bind: [enter.map((e) => e.segmentId), enter.map((e) => e.contactId)], transaction },
+      [enter.map((e) => e.segmentId), enter.map((e) => e.contactId)],
+      transaction,
     );
   }
   if (exit.length) {
-    await sequelize.query(
+    await queryAcrossWorkspaces(
       `DELETE FROM segment_members sm USING unnest($1::text[], $2::text[]) AS d(s, c)
         WHERE sm.segment_id = d.s AND sm.contact_id = d.c`,
-      { bind: [exit.map((e) => e.segmentId), exit.map((e) => e.contactId)], transaction },
+      [exit.map((e) => e.segmentId), exit.map((e) => e.contactId)],
+      transaction,
     );
   }
 }
 
 /** One recompute of a segment at a time; the set-shaped statement gets its working memory. */
 export async function holdRecompute(segmentId: string, transaction: Transaction): Promise<void> {
-  const sequelize = await database();
-  await sequelize.query(`SELECT pg_advisory_xact_lock(hashtextextended('segments:recompute:' || $1, 0))`, {
-    bind: [segmentId],
-    type: QueryTypes.SELECT,
+  await queryAcrossWorkspaces(
+    `SELECT pg_advisory_xact_lock(hashtextextended('segments:recompute:' || $1, 0))`,
+    [segmentId],
     transaction,
-  });
-  await sequelize.query(`SET LOCAL work_mem = '${SET_QUERY_WORK_MEM}'`, { transaction });
+  );
+  await queryAcrossWorkspaces(`SET LOCAL work_mem = '${SET_QUERY_WORK_MEM}'`, [], transaction);
 }
 
 /**
@@ -122,19 +122,20 @@ export async function holdRecompute(segmentId: string, transaction: Transaction)
  * written (an anti-join each way); `collect` asks for the changed ids too.
  */
 export async function reconcileSegment(
+  workspaceId: WorkspaceId,
   binds: Binds,
   predicate: string,
   collect: string,
   transaction: Transaction,
 ): Promise<{ added: string; removed: string; member_count: string; entered?: string[]; exited?: string[] }> {
-  const sequelize = await database();
-  const [row] = await sequelize.query<{
+  const [row] = await query<{
     added: string;
     removed: string;
     member_count: string;
     entered?: string[];
     exited?: string[];
   }>(
+    workspaceId,
     `WITH target AS MATERIALIZED (
        SELECT c.id FROM contacts c WHERE c.workspace_id = $1 AND ${predicate}
      ),
@@ -159,7 +160,8 @@ export async function reconcileSegment(
      )
      SELECT (SELECT count(*) FROM added) AS added, (SELECT count(*) FROM removed) AS removed,
             (SELECT count(*) FROM target) AS member_count${collect}`,
-    { bind: binds.values, type: QueryTypes.SELECT, transaction },
+    binds.values,
+    transaction,
   );
   return row;
 }

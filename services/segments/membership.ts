@@ -15,6 +15,7 @@ import {
   segmentsVersionProbe,
 } from "./membership.repo";
 import { claimTimeRefresh } from "./segments.repo";
+import type { WorkspaceId } from "../../lib/tenancy";
 
 /**
  * Segment membership: incremental evaluation of a few contacts against the
@@ -102,14 +103,14 @@ export function dependencyLevels(segments: DynamicSegment[]): DynamicSegment[][]
 
 /** Predicates and current membership of contacts for one dependency level, in one query. */
 async function evaluateLevel(
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   contactIds: string[],
   level: DynamicSegment[],
   transaction?: Transaction,
 ): Promise<LevelResult> {
-  const binds = new Binds([workspaceId, contactIds, level.map((s) => s.id)]);
+  const binds = Binds.inWorkspace([contactIds, level.map((s) => s.id)]);
   const predicates = level.map((s) => compileFilter(s.filter, binds, { mode: "row", workspaceParam: "$1" }));
-  const rows = await levelMembership(binds, predicates, transaction);
+  const rows = await levelMembership(workspaceId, binds, predicates, transaction);
   const enter: MembershipChange[] = [];
   const exit: MembershipChange[] = [];
   for (const row of rows) {
@@ -131,13 +132,16 @@ interface LevelResult {
 }
 
 interface ProbeItem {
-  workspaceId: string;
+  workspaceId: WorkspaceId;
   contactIds: string[];
   segments: DynamicSegment[];
 }
 
 /** Callers (by index) that share one evaluation: the same workspace and segments. */
-function sharing<I extends { workspaceId: string }>(items: I[], segmentIds: (item: I) => string): number[][] {
+function sharing<I extends { workspaceId: WorkspaceId }>(
+  items: I[],
+  segmentIds: (item: I) => string,
+): number[][] {
   const groups = new Map<string, number[]>();
   items.forEach((item, i) => {
     const key = `${item.workspaceId} ${segmentIds(item)}`;
@@ -178,7 +182,7 @@ async function probeMany(items: ProbeItem[]): Promise<LevelResult[]> {
 const prober = new MicroBatcher(probeMany, { maxBatch: 100, lanes: 1 });
 
 interface ApplyItem {
-  workspaceId: string;
+  workspaceId: WorkspaceId;
   contactIds: string[];
   levels: DynamicSegment[][];
   eventId?: string;
@@ -232,7 +236,7 @@ const applier = new MicroBatcher(applyMany, { maxBatch: 50, lanes: 2 });
  * Concurrent evaluations share their queries and transactions (lib/batcher.ts).
  */
 export async function evaluateContacts(
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   contactIds: string[],
   trigger: Trigger,
   eventId?: string,
@@ -281,7 +285,7 @@ export interface RecomputeChanges {
  * segment costs one scan. Reports what changed.
  */
 export async function recomputeSegment(
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   segmentId: string,
   filter: FilterGroup,
   changes?: RecomputeChanges,
@@ -289,13 +293,13 @@ export async function recomputeSegment(
   const sequelize = await database();
   return sequelize.transaction(async (transaction) => {
     await holdRecompute(segmentId, transaction);
-    const binds = new Binds([workspaceId, segmentId]);
+    const binds = Binds.inWorkspace([segmentId]);
     const predicate = compileFilter(filter, binds, { mode: "set", workspaceParam: "$1" });
     // The changed ids come back only when asked for: a first build may add a million.
     const collect = changes
       ? `, ARRAY(SELECT contact_id FROM added) AS entered, ARRAY(SELECT contact_id FROM removed) AS exited`
       : "";
-    const row = await reconcileSegment(binds, predicate, collect, transaction);
+    const row = await reconcileSegment(workspaceId, binds, predicate, collect, transaction);
     if (changes) {
       for (const contactId of row.entered ?? []) changes.entered.push({ segmentId, contactId });
       for (const contactId of row.exited ?? []) changes.exited.push({ segmentId, contactId });
@@ -306,7 +310,7 @@ export async function recomputeSegment(
 
 /** Recompute a segment, then every segment that depends on it, in dependency order. */
 export async function recomputeWithDependents(
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   segmentId: string,
   changes?: RecomputeChanges,
 ): Promise<RecomputeResult> {
@@ -329,7 +333,7 @@ export async function recomputeWithDependents(
 
 /** Full recompute of every segment a trigger could affect (e.g. all score-based ones after a recalculation). */
 export async function recomputeAffected(
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   trigger: Trigger,
 ): Promise<Record<string, RecomputeResult>> {
   const results: Record<string, RecomputeResult> = {};
@@ -356,7 +360,7 @@ export interface RefreshResult {
  * the membership triggers like any recompute).
  */
 export async function refreshTimeRelative(
-  announce: (workspaceId: string, changes: RecomputeChanges) => void,
+  announce: (workspaceId: WorkspaceId, changes: RecomputeChanges) => void,
   onError: (segmentId: string, err: unknown) => void,
 ): Promise<RefreshResult> {
   const result: RefreshResult = { refreshed: 0, failed: 0, entered: 0, exited: 0 };

@@ -1,12 +1,13 @@
-import { QueryTypes, type Transaction } from "sequelize";
+import { type Transaction } from "sequelize";
 import { config } from "../../lib/config";
 import { newId } from "../../lib/crypto";
-import { database, selectRows } from "../../lib/database";
+import { Binds, query, queryAcrossWorkspaces } from "../../lib/database";
 import type { QueueFigures } from "../../lib/business-metrics";
 import { queueFigures, queueFiguresSql, type QueueFiguresRow } from "../../lib/queue-stats";
 import { conflict, validationError } from "../../lib/errors";
 import { selectPage, type Page, type PageRequest } from "../../lib/pagination";
 import { findCycle, validateFilter, type FilterFacts, type FilterGroup } from "./filter-schema";
+import type { WorkspaceId } from "../../lib/tenancy";
 
 /** The segment rows: list, read, save, delete, filter checks. Members, matching and membership evaluation have their repos beside it. Workspace id first. */
 
@@ -51,36 +52,34 @@ const SELECT_SEGMENT = `SELECT s.id, s.name, s.description, s.type, s.filter, s.
   FROM segments s`;
 
 export async function listSegments(
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   page: PageRequest,
   type?: SegmentType,
 ): Promise<Page<SegmentView>> {
   const where = `s.workspace_id = $1 ${type ? "AND s.type = $2" : ""}`;
   return selectPage(
+    workspaceId,
     {
       select: `${SELECT_SEGMENT} WHERE ${where}`,
       orderBy: "s.created_at DESC, s.id DESC",
       countFrom: `FROM segments s WHERE ${where}`,
     },
-    type ? [workspaceId, type] : [workspaceId],
+    type ? [type] : [],
     page,
     view,
   );
 }
 
 export async function getSegment(
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   id: string,
   transaction?: Transaction,
 ): Promise<SegmentView | null> {
-  const sequelize = await database();
-  const [row] = await sequelize.query<SegmentRow>(
+  const [row] = await query<SegmentRow>(
+    workspaceId,
     `${SELECT_SEGMENT} WHERE s.workspace_id = $1 AND s.id = $2`,
-    {
-      bind: [workspaceId, id],
-      type: QueryTypes.SELECT,
-      transaction,
-    },
+    [id],
+    transaction,
   );
   return row ? view(row) : null;
 }
@@ -90,17 +89,16 @@ export async function getSegment(
  * references (each segment must exist in this workspace) and cycles.
  */
 export async function checkFilter(
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   filter: unknown,
   selfId: string,
 ): Promise<FilterFacts> {
   const { issues, facts } = validateFilter(filter);
   if (issues.length) throw validationError(`Invalid filter: ${issues[0].field} ${issues[0].message}`, issues);
   if (facts.segmentRefs.length === 0) return facts;
-  const sequelize = await database();
-  const rows = await sequelize.query<{ id: string; depends_on: string[] }>(
+  const rows = await query<{ id: string; depends_on: string[] }>(
+    workspaceId,
     `SELECT id, depends_on FROM segments WHERE workspace_id = $1`,
-    { bind: [workspaceId], type: QueryTypes.SELECT },
   );
   const graph = new Map(rows.filter((r) => r.id !== selfId).map((r) => [r.id, r.depends_on]));
   const missing = facts.segmentRefs.filter((ref) => ref.id !== selfId && !graph.has(ref.id));
@@ -125,39 +123,36 @@ export interface SegmentInput {
 }
 
 export async function insertSegment(
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   id: string,
   input: SegmentInput,
   facts: FilterFacts | null,
   computing: boolean,
 ): Promise<void> {
-  const sequelize = await database();
-  await sequelize.query(
+  await query(
+    workspaceId,
     `INSERT INTO segments (id, workspace_id, name, description, type, filter, depends_on, event_types, uses_score, computing,
                            time_relative, next_refresh_at)
-     VALUES ($1, $2, $3, $4, $5, $6::jsonb, $7::text[], $8::text[], $9, $10,
+     VALUES ($2, $1, $3, $4, $5, $6::jsonb, $7::text[], $8::text[], $9, $10,
              $11, CASE WHEN $11 THEN now() + make_interval(secs => $12::double precision / 1000) END)`,
-    {
-      bind: [
-        id,
-        workspaceId,
-        input.name,
-        input.description ?? null,
-        input.type,
-        input.type === "dynamic" ? JSON.stringify(input.filter) : null,
-        facts?.segmentIds ?? [],
-        facts?.eventTypes ?? [],
-        facts?.usesScore ?? false,
-        computing,
-        facts?.timeRelative ?? false,
-        config().segmentTimeRefreshMs,
-      ],
-    },
+    [
+      id,
+      input.name,
+      input.description ?? null,
+      input.type,
+      input.type === "dynamic" ? JSON.stringify(input.filter) : null,
+      facts?.segmentIds ?? [],
+      facts?.eventTypes ?? [],
+      facts?.usesScore ?? false,
+      computing,
+      facts?.timeRelative ?? false,
+      config().segmentTimeRefreshMs,
+    ],
   );
 }
 
 export async function updateSegmentRow(
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   id: string,
   changes: {
     name?: string;
@@ -167,32 +162,32 @@ export async function updateSegmentRow(
     computing?: boolean;
   },
 ): Promise<void> {
-  const sequelize = await database();
   const sets: string[] = ["updated_at = now()"];
-  const bind: unknown[] = [workspaceId, id];
-  if (changes.name !== undefined) sets.push(`name = $${bind.push(changes.name)}`);
-  if (changes.description !== undefined) sets.push(`description = $${bind.push(changes.description)}`);
+  const bind = Binds.inWorkspace([id]);
+  if (changes.name !== undefined) sets.push(`name = ${bind.p(changes.name)}`);
+  if (changes.description !== undefined) sets.push(`description = ${bind.p(changes.description)}`);
   if (changes.filter !== undefined && changes.facts) {
-    sets.push(`filter = $${bind.push(JSON.stringify(changes.filter))}::jsonb`);
-    sets.push(`depends_on = $${bind.push(changes.facts.segmentIds)}::text[]`);
-    sets.push(`event_types = $${bind.push(changes.facts.eventTypes)}::text[]`);
-    sets.push(`uses_score = $${bind.push(changes.facts.usesScore)}`);
-    const timeRelative = `$${bind.push(changes.facts.timeRelative)}::boolean`;
+    sets.push(`filter = ${bind.p(JSON.stringify(changes.filter))}::jsonb`);
+    sets.push(`depends_on = ${bind.p(changes.facts.segmentIds)}::text[]`);
+    sets.push(`event_types = ${bind.p(changes.facts.eventTypes)}::text[]`);
+    sets.push(`uses_score = ${bind.p(changes.facts.usesScore)}`);
+    const timeRelative = `${bind.p(changes.facts.timeRelative)}::boolean`;
     sets.push(`time_relative = ${timeRelative}`);
     // Computed now, so the first time-driven refresh is one period away.
     sets.push(
-      `next_refresh_at = CASE WHEN ${timeRelative} THEN now() + make_interval(secs => $${bind.push(config().segmentTimeRefreshMs)}::double precision / 1000) END`,
+      `next_refresh_at = CASE WHEN ${timeRelative} THEN now() + make_interval(secs => ${bind.p(config().segmentTimeRefreshMs)}::double precision / 1000) END`,
     );
   }
-  if (changes.computing !== undefined) sets.push(`computing = $${bind.push(changes.computing)}`);
-  await sequelize.query(`UPDATE segments SET ${sets.join(", ")} WHERE workspace_id = $1 AND id = $2`, {
-    bind,
-  });
+  if (changes.computing !== undefined) sets.push(`computing = ${bind.p(changes.computing)}`);
+  await query(
+    workspaceId,
+    `UPDATE segments SET ${sets.join(", ")} WHERE workspace_id = $1 AND id = $2`,
+    bind.values,
+  );
 }
 
 export async function setComputing(segmentId: string, computing: boolean): Promise<void> {
-  const sequelize = await database();
-  await sequelize.query(`UPDATE segments SET computing = $2 WHERE id = $1`, { bind: [segmentId, computing] });
+  await queryAcrossWorkspaces(`UPDATE segments SET computing = $2 WHERE id = $1`, [segmentId, computing]);
 }
 
 /**
@@ -203,22 +198,21 @@ export async function setComputing(segmentId: string, computing: boolean): Promi
 export async function claimTimeRefresh(
   limit: number,
   periodMs: number,
-): Promise<Array<{ id: string; workspaceId: string }>> {
-  const sequelize = await database();
-  return sequelize.query<{ id: string; workspaceId: string }>(
+): Promise<Array<{ id: string; workspaceId: WorkspaceId }>> {
+  return queryAcrossWorkspaces<{ id: string; workspaceId: WorkspaceId }>(
     `UPDATE segments s SET next_refresh_at = now() + make_interval(secs => $2::double precision / 1000)
        FROM (SELECT id FROM segments
               WHERE time_relative AND type = 'dynamic' AND NOT computing AND next_refresh_at <= now()
               ORDER BY next_refresh_at LIMIT $1 FOR UPDATE SKIP LOCKED) due
       WHERE s.id = due.id
       RETURNING s.id, s.workspace_id AS "workspaceId"`,
-    { bind: [limit, periodMs], type: QueryTypes.SELECT },
+    [limit, periodMs],
   );
 }
 
 /** Time-relative dynamic segments across workspaces as a queue (lib/queue-stats.ts), due at their next refresh. */
 export async function timeRefreshQueueFigures(): Promise<QueueFigures> {
-  const [row] = await selectRows<QueueFiguresRow>(
+  const [row] = await queryAcrossWorkspaces<QueueFiguresRow>(
     `SELECT ${queueFiguresSql("next_refresh_at <= now()", "next_refresh_at")} FROM segments
       WHERE time_relative AND type = 'dynamic' AND NOT computing`,
     [],
@@ -227,21 +221,19 @@ export async function timeRefreshQueueFigures(): Promise<QueueFigures> {
 }
 
 /** Delete a segment; refused while another segment's filter references it. False: no such segment. */
-export async function deleteSegment(workspaceId: string, id: string): Promise<boolean> {
-  const sequelize = await database();
-  const users = await sequelize.query<{ id: string; name: string }>(
+export async function deleteSegment(workspaceId: WorkspaceId, id: string): Promise<boolean> {
+  const users = await query<{ id: string; name: string }>(
+    workspaceId,
     `SELECT id, name FROM segments WHERE workspace_id = $1 AND $2 = ANY(depends_on) AND id <> $2`,
-    { bind: [workspaceId, id], type: QueryTypes.SELECT },
+    [id],
   );
   if (users.length)
     throw conflict(`The segment is used by the filter of segment '${users[0].name}' (${users[0].id})`);
   // Its members and log go with it (trigger segments_drop_members, migration 0020).
-  const deleted = await sequelize.query(
+  const deleted = await query(
+    workspaceId,
     `DELETE FROM segments WHERE workspace_id = $1 AND id = $2 RETURNING id`,
-    {
-      bind: [workspaceId, id],
-      type: QueryTypes.SELECT,
-    },
+    [id],
   );
   return deleted.length > 0;
 }
@@ -249,11 +241,11 @@ export async function deleteSegment(workspaceId: string, id: string): Promise<bo
 export const newSegmentId = newId;
 
 /** How many segments' filters use this one (they follow its changes). */
-export async function dependentCount(workspaceId: string, segmentId: string): Promise<number> {
-  const sequelize = await database();
-  const [{ n }] = await sequelize.query<{ n: string }>(
+export async function dependentCount(workspaceId: WorkspaceId, segmentId: string): Promise<number> {
+  const [{ n }] = await query<{ n: string }>(
+    workspaceId,
     `SELECT count(*) AS n FROM segments WHERE workspace_id = $1 AND $2 = ANY(depends_on)`,
-    { bind: [workspaceId, segmentId], type: QueryTypes.SELECT },
+    [segmentId],
   );
   return Number(n);
 }

@@ -1,9 +1,17 @@
 import { Type } from "@sinclair/typebox";
 import { Paginated, PageQuery } from "../../lib/pagination";
-import { Component, DateTime, Int32, Nullable, Params, StringEnum, Trimmed } from "../../lib/schema";
+import {
+  Component,
+  DateTime,
+  Int32,
+  Nullable,
+  Params,
+  StringEnum,
+  Trimmed,
+  WorkspaceIdParam,
+} from "../../lib/schema";
 import type { FilterGroup } from "./filter-schema";
 
-const WorkspaceId = Type.String({ minLength: 1, maxLength: 64 });
 const SegmentId = Type.String({ minLength: 1, maxLength: 64 });
 const ContactIds = Type.Array(Type.String({ minLength: 1, maxLength: 64 }), { minItems: 1, maxItems: 1000 });
 const SegmentType = StringEnum(["dynamic", "static"]);
@@ -93,10 +101,10 @@ export const results = {
 };
 
 export const schemas = {
-  list: Params({ workspaceId: WorkspaceId, ...PageQuery, type: Type.Optional(SegmentType) }),
-  get: Params({ workspaceId: WorkspaceId, segmentId: SegmentId }),
+  list: Params({ workspaceId: WorkspaceIdParam, ...PageQuery, type: Type.Optional(SegmentType) }),
+  get: Params({ workspaceId: WorkspaceIdParam, segmentId: SegmentId }),
   create: Params({
-    workspaceId: WorkspaceId,
+    workspaceId: WorkspaceIdParam,
     name: Trimmed({ minLength: 1, maxLength: 200 }),
     description: Description,
     type: Type.Optional(StringEnum(["dynamic", "static"], { default: "dynamic" })),
@@ -104,28 +112,28 @@ export const schemas = {
     contactIds: Type.Optional(ContactIds),
   }),
   update: Params({
-    workspaceId: WorkspaceId,
+    workspaceId: WorkspaceIdParam,
     segmentId: SegmentId,
     name: Type.Optional(Trimmed({ minLength: 1, maxLength: 200 })),
     description: Description,
     filter: Type.Optional(Filter),
   }),
   growth: Params({
-    workspaceId: WorkspaceId,
+    workspaceId: WorkspaceIdParam,
     segmentId: SegmentId,
     from: Type.Optional(Moment),
     to: Type.Optional(Moment),
     days: Type.Optional(Int32({ minimum: 1, maximum: 366, description: "Days back from `to` (default 30)" })),
   }),
-  members: Params({ workspaceId: WorkspaceId, segmentId: SegmentId, ...PageQuery }),
-  addMembers: Params({ workspaceId: WorkspaceId, segmentId: SegmentId, contactIds: ContactIds }),
+  members: Params({ workspaceId: WorkspaceIdParam, segmentId: SegmentId, ...PageQuery }),
+  addMembers: Params({ workspaceId: WorkspaceIdParam, segmentId: SegmentId, contactIds: ContactIds }),
   removeMembers: Params({
-    workspaceId: WorkspaceId,
+    workspaceId: WorkspaceIdParam,
     segmentId: SegmentId,
     // Body `{contactIds: [...]}` or query `?contactIds=a,b`.
     contactIds: Type.Union([ContactIds, Type.String({ minLength: 1, maxLength: 65_000 })]),
   }),
-  preview: Params({ workspaceId: WorkspaceId, filter: Filter }),
+  preview: Params({ workspaceId: WorkspaceIdParam, filter: Filter }),
   evaluateContact: Params({
     contactId: Type.String({ minLength: 1, maxLength: 64 }),
     eventId: Type.Optional(Type.String({ maxLength: 64 })),

@@ -6,7 +6,7 @@ import { fieldError, found, notFound } from "../../lib/errors";
 import { pageRequest } from "../../lib/pagination";
 import { isServiceAvailable } from "../../lib/registry";
 import { systemCall } from "../../lib/system-call";
-import { workspaceOf } from "../../lib/tenancy";
+import { workspaceOf, type WorkspaceId } from "../../lib/tenancy";
 import { queueStatsAction } from "../../lib/queue-stats";
 import { BackgroundMixin } from "../../mixins/background";
 import { DatabaseMixin } from "../../mixins/database.mixin";
@@ -45,14 +45,14 @@ type MembershipChanges = { entered: MembershipChange[]; exited: MembershipChange
 export type SegmentsService = ServiceThis<{
   computed(
     ctx: Context<unknown, { $statusCode?: number }>,
-    ws: string,
+    ws: WorkspaceId,
     id: string,
     background: boolean,
   ): Promise<Segment | (Segment & { jobId: string })>;
-  followStatic(ws: string, segmentId: string, contactIds: string[]): Promise<void>;
+  followStatic(ws: WorkspaceId, segmentId: string, contactIds: string[]): Promise<void>;
   refreshTimeBased(): ReturnType<typeof refreshTimeRelative>;
-  scoreContactRules(ctx: Context, ws: string, contactIds: string[]): Promise<void>;
-  announce(ws: string, result: MembershipChanges, eventId?: string): void;
+  scoreContactRules(ctx: Context, ws: WorkspaceId, contactIds: string[]): Promise<void>;
+  announce(ws: WorkspaceId, result: MembershipChanges, eventId?: string): void;
 }>;
 
 /** Segments: definitions, exact incremental membership, recompute jobs, members, growth and preview. */
@@ -274,7 +274,7 @@ export default defineService<SegmentsService>({
     /** The saved segment, computed now; or with its job's id, answered 202, when it computes in the background. */
     async computed(
       ctx: Context<unknown, { $statusCode?: number }>,
-      ws: string,
+      ws: WorkspaceId,
       id: string,
       background: boolean,
     ) {
@@ -286,27 +286,27 @@ export default defineService<SegmentsService>({
     },
 
     /** A static segment changed by hand: dynamic segments that reference it follow for those contacts. */
-    async followStatic(ws: string, segmentId: string, contactIds: string[]) {
+    async followStatic(ws: WorkspaceId, segmentId: string, contactIds: string[]) {
       if ((await repo.dependentCount(ws, segmentId)) === 0) return;
       this.announce(ws, await evaluateContacts(ws, contactIds, { kind: "contact" }));
     },
 
     refreshTimeBased() {
       return refreshTimeRelative(
-        (ws: string, changes: { entered: MembershipChange[]; exited: MembershipChange[] }) =>
+        (ws: WorkspaceId, changes: { entered: MembershipChange[]; exited: MembershipChange[] }) =>
           this.announce(ws, changes),
         (id: string, err: unknown) => this.logger.warn(`Time refresh of segment ${id} failed`, err),
       );
     },
 
     /** Contact-condition scoring rules follow a contact change (segments have seen the old score by now). */
-    async scoreContactRules(ctx: Context, ws: string, contactIds: string[]) {
+    async scoreContactRules(ctx: Context, ws: WorkspaceId, contactIds: string[]) {
       if (!contactIds.length || !isServiceAvailable(this.broker, "scoring")) return;
       await systemCall(ctx, ws, "scoring.applyContactRules", { contactIds });
     },
 
     announce(
-      ws: string,
+      ws: WorkspaceId,
       result: { entered: MembershipChange[]; exited: MembershipChange[] },
       eventId?: string,
     ) {

@@ -1,9 +1,10 @@
-import { QueryTypes, type Transaction } from "sequelize";
-import { Binds, database, likeEscape, uniqueViolation } from "../../lib/database";
+import { type Transaction } from "sequelize";
+import { Binds, likeEscape, query, uniqueViolation } from "../../lib/database";
 import { selectPage, type Page, type PageRequest } from "../../lib/pagination";
 import type { Channel } from "../../lib/channels";
 import type { Content, Variant } from "./render";
 import type { TemplateView, TranslationView } from "./templates.schemas";
+import type { WorkspaceId } from "../../lib/tenancy";
 
 /** Every query of the templates area. Workspace id first. */
 
@@ -43,17 +44,18 @@ const SELECT_TEMPLATE = `
     FROM templates t`;
 
 export async function listTemplates(
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   page: PageRequest,
   filter: { channel?: string; tag?: string; search?: string },
 ): Promise<Page<TemplateView>> {
-  const binds = new Binds([workspaceId]);
+  const binds = Binds.inWorkspace();
   const where = ["t.workspace_id = $1"];
   if (filter.channel) where.push(`t.channel = ${binds.p(filter.channel)}`);
   if (filter.tag) where.push(`${binds.p(filter.tag)} = ANY (t.tags)`);
   if (filter.search) where.push(`t.name ILIKE ${binds.p(`%${likeEscape(filter.search)}%`)}`);
   const clause = where.join(" AND ");
   return selectPage(
+    workspaceId,
     {
       select: `${SELECT_TEMPLATE} WHERE ${clause}`,
       orderBy: "t.created_at DESC, t.id DESC",
@@ -66,64 +68,58 @@ export async function listTemplates(
 }
 
 export async function getTemplate(
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   id: string,
   transaction?: Transaction,
 ): Promise<TemplateView | null> {
-  const sequelize = await database();
-  const [row] = await sequelize.query<TemplateRow>(
+  const [row] = await query<TemplateRow>(
+    workspaceId,
     `${SELECT_TEMPLATE} WHERE t.workspace_id = $1 AND t.id = $2`,
-    {
-      bind: [workspaceId, id],
-      type: QueryTypes.SELECT,
-      transaction,
-    },
+    [id],
+    transaction,
   );
   return row ? view(row) : null;
 }
 
 export async function insertTemplate(
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   id: string,
   t: { name: string; channel: Channel; locale: string; content: Content; tags: string[] },
 ): Promise<void> {
-  const sequelize = await database();
-  await sequelize.query(
+  await query(
+    workspaceId,
     `INSERT INTO templates (id, workspace_id, name, channel, locale, content, tags)
-     VALUES ($1, $2, $3, $4, $5, $6::jsonb, $7::text[])`,
-    { bind: [id, workspaceId, t.name, t.channel, t.locale, JSON.stringify(t.content), t.tags] },
+     VALUES ($2, $1, $3, $4, $5, $6::jsonb, $7::text[])`,
+    [id, t.name, t.channel, t.locale, JSON.stringify(t.content), t.tags],
   );
 }
 
 /** Set the given fields; false when the template does not exist. */
 export async function updateTemplate(
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   id: string,
   changes: { name?: string; locale?: string; content?: Content; tags?: string[] },
 ): Promise<boolean> {
-  const sequelize = await database();
-  const binds = new Binds([workspaceId, id]);
+  const binds = Binds.inWorkspace([id]);
   const sets = ["updated_at = now()"];
   if (changes.name !== undefined) sets.push(`name = ${binds.p(changes.name)}`);
   if (changes.locale !== undefined) sets.push(`locale = ${binds.p(changes.locale)}`);
   if (changes.content !== undefined)
     sets.push(`content = ${binds.p(JSON.stringify(changes.content), "jsonb")}`);
   if (changes.tags !== undefined) sets.push(`tags = ${binds.p(changes.tags, "text[]")}`);
-  const rows = await sequelize.query(
+  const rows = await query(
+    workspaceId,
     `UPDATE templates SET ${sets.join(", ")} WHERE workspace_id = $1 AND id = $2 RETURNING id`,
-    { bind: binds.values, type: QueryTypes.SELECT },
+    binds.values,
   );
   return rows.length > 0;
 }
 
-export async function deleteTemplate(workspaceId: string, id: string): Promise<boolean> {
-  const sequelize = await database();
-  const rows = await sequelize.query(
+export async function deleteTemplate(workspaceId: WorkspaceId, id: string): Promise<boolean> {
+  const rows = await query(
+    workspaceId,
     `DELETE FROM templates WHERE workspace_id = $1 AND id = $2 RETURNING id`,
-    {
-      bind: [workspaceId, id],
-      type: QueryTypes.SELECT,
-    },
+    [id],
   );
   return rows.length > 0;
 }
@@ -142,42 +138,45 @@ const translationView = (r: TranslationRow): TranslationView => ({
   updatedAt: r.updated_at,
 });
 
-export async function listTranslations(workspaceId: string, templateId: string): Promise<TranslationView[]> {
-  const sequelize = await database();
-  const rows = await sequelize.query<TranslationRow>(
+export async function listTranslations(
+  workspaceId: WorkspaceId,
+  templateId: string,
+): Promise<TranslationView[]> {
+  const rows = await query<TranslationRow>(
+    workspaceId,
     `SELECT locale, content, created_at, updated_at FROM template_translations
       WHERE workspace_id = $1 AND template_id = $2 ORDER BY locale`,
-    { bind: [workspaceId, templateId], type: QueryTypes.SELECT },
+    [templateId],
   );
   return rows.map(translationView);
 }
 
 export async function getTranslation(
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   templateId: string,
   locale: string,
 ): Promise<TranslationView | null> {
-  const sequelize = await database();
-  const [row] = await sequelize.query<TranslationRow>(
+  const [row] = await query<TranslationRow>(
+    workspaceId,
     `SELECT locale, content, created_at, updated_at FROM template_translations
       WHERE workspace_id = $1 AND template_id = $2 AND lower(locale) = lower($3)`,
-    { bind: [workspaceId, templateId, locale], type: QueryTypes.SELECT },
+    [templateId, locale],
   );
   return row ? translationView(row) : null;
 }
 
 /** Insert a translation; false when the locale already has one. */
 export async function insertTranslation(
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   templateId: string,
   locale: string,
   content: Content,
 ): Promise<boolean> {
-  const sequelize = await database();
   try {
-    await sequelize.query(
-      `INSERT INTO template_translations (template_id, workspace_id, locale, content) VALUES ($1, $2, $3, $4::jsonb)`,
-      { bind: [templateId, workspaceId, locale, JSON.stringify(content)] },
+    await query(
+      workspaceId,
+      `INSERT INTO template_translations (template_id, workspace_id, locale, content) VALUES ($2, $1, $3, $4::jsonb)`,
+      [templateId, locale, JSON.stringify(content)],
     );
     return true;
   } catch (err) {
@@ -188,79 +187,85 @@ export async function insertTranslation(
 
 /** Insert or replace a translation (machine translation with `overwrite`). */
 export async function upsertTranslation(
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   templateId: string,
   locale: string,
   content: Content,
 ): Promise<void> {
-  const sequelize = await database();
-  await sequelize.query(
-    `INSERT INTO template_translations (template_id, workspace_id, locale, content) VALUES ($1, $2, $3, $4::jsonb)
+  await query(
+    workspaceId,
+    `INSERT INTO template_translations (template_id, workspace_id, locale, content) VALUES ($2, $1, $3, $4::jsonb)
      ON CONFLICT (template_id, locale) DO UPDATE SET content = EXCLUDED.content, updated_at = now()`,
-    { bind: [templateId, workspaceId, locale, JSON.stringify(content)] },
+    [templateId, locale, JSON.stringify(content)],
   );
 }
 
 export async function updateTranslation(
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   templateId: string,
   locale: string,
   content: Content,
 ): Promise<boolean> {
-  const sequelize = await database();
-  const rows = await sequelize.query(
+  const rows = await query(
+    workspaceId,
     `UPDATE template_translations SET content = $4::jsonb, updated_at = now()
       WHERE workspace_id = $1 AND template_id = $2 AND lower(locale) = lower($3) RETURNING locale`,
-    { bind: [workspaceId, templateId, locale, JSON.stringify(content)], type: QueryTypes.SELECT },
+    [templateId, locale, JSON.stringify(content)],
   );
   return rows.length > 0;
 }
 
 export async function deleteTranslation(
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   templateId: string,
   locale: string,
 ): Promise<boolean> {
-  const sequelize = await database();
-  const rows = await sequelize.query(
+  const rows = await query(
+    workspaceId,
     `DELETE FROM template_translations WHERE workspace_id = $1 AND template_id = $2 AND lower(locale) = lower($3) RETURNING locale`,
-    { bind: [workspaceId, templateId, locale], type: QueryTypes.SELECT },
+    [templateId, locale],
   );
   return rows.length > 0;
 }
 
 /** The template's A/B test; null when it has none (undefined when the template does not exist). */
-export async function getAb(workspaceId: string, templateId: string): Promise<AbState | null | undefined> {
-  const sequelize = await database();
-  const [row] = await sequelize.query<{ ab: AbState | null }>(
+export async function getAb(
+  workspaceId: WorkspaceId,
+  templateId: string,
+): Promise<AbState | null | undefined> {
+  const [row] = await query<{ ab: AbState | null }>(
+    workspaceId,
     `SELECT ab FROM templates WHERE workspace_id = $1 AND id = $2`,
-    { bind: [workspaceId, templateId], type: QueryTypes.SELECT },
+    [templateId],
   );
   return row ? row.ab : undefined;
 }
 
 /** The workspace's templates that have an A/B test, newest first. */
-export async function listAbs(workspaceId: string): Promise<Array<{ templateId: string; ab: AbState }>> {
-  const sequelize = await database();
-  const rows = await sequelize.query<{ id: string; ab: AbState }>(
+export async function listAbs(workspaceId: WorkspaceId): Promise<Array<{ templateId: string; ab: AbState }>> {
+  const rows = await query<{ id: string; ab: AbState }>(
+    workspaceId,
     `SELECT id, ab FROM templates WHERE workspace_id = $1 AND ab IS NOT NULL ORDER BY created_at DESC, id DESC`,
-    { bind: [workspaceId], type: QueryTypes.SELECT },
   );
   return rows.map((r) => ({ templateId: r.id, ab: r.ab }));
 }
 
-export async function setAb(workspaceId: string, templateId: string, ab: AbState | null): Promise<boolean> {
-  const sequelize = await database();
-  const rows = await sequelize.query(
+export async function setAb(
+  workspaceId: WorkspaceId,
+  templateId: string,
+  ab: AbState | null,
+): Promise<boolean> {
+  const rows = await query(
+    workspaceId,
     `UPDATE templates SET ab = $3::jsonb, updated_at = now() WHERE workspace_id = $1 AND id = $2 RETURNING id`,
-    { bind: [workspaceId, templateId, ab ? JSON.stringify(ab) : null], type: QueryTypes.SELECT },
+    [templateId, ab ? JSON.stringify(ab) : null],
   );
   return rows.length > 0;
 }
 
 /** Everything a send renders from: the template, its translations by locale, its A/B test. */
 export async function resolveTemplate(
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   templateId: string,
 ): Promise<{ template: TemplateView; translations: Record<string, Content>; ab: AbState | null } | null> {
   const [template, ab, translations] = await Promise.all([

@@ -1,10 +1,18 @@
 import { Type, type Static, type TSchema } from "@sinclair/typebox";
 import { Paginated, PageQuery } from "../../lib/pagination";
-import { Component, DateTime, Int32, Nullable, Params, StringEnum, Trimmed } from "../../lib/schema";
+import {
+  Component,
+  DateTime,
+  Int32,
+  Nullable,
+  Params,
+  StringEnum,
+  Trimmed,
+  WorkspaceIdParam,
+} from "../../lib/schema";
 import { CHANNELS } from "../../lib/channels";
 import { SendTestResultSchema } from "../messages/messages.schemas";
 
-const WorkspaceId = Type.String({ minLength: 1, maxLength: 64 });
 const Id = Type.String({ minLength: 1, maxLength: 64 });
 const Text = (maxLength: number, description?: string) => Type.String({ maxLength, description });
 const Optional = <T extends TSchema>(schema: T) => Type.Optional(Nullable(schema));
@@ -180,7 +188,7 @@ export const PreviewSchema = Component(
   }),
 );
 
-const templateRef = { workspaceId: WorkspaceId, templateId: Id };
+const templateRef = { workspaceId: WorkspaceIdParam, templateId: Id };
 const renderOptions = {
   contactId: Type.Optional(Id),
   locale: Type.Optional(Locale),
@@ -190,14 +198,14 @@ const renderOptions = {
 
 export const schemas = {
   list: Params({
-    workspaceId: WorkspaceId,
+    workspaceId: WorkspaceIdParam,
     ...PageQuery,
     channel: Type.Optional(ChannelSchema),
     tag: Type.Optional(Type.String({ minLength: 1, maxLength: 100 })),
     search: Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: "In the name" })),
   }),
   create: Params({
-    workspaceId: WorkspaceId,
+    workspaceId: WorkspaceIdParam,
     name: Trimmed({ minLength: 1, maxLength: 200 }),
     channel: ChannelSchema,
     locale: Type.Optional(Locale),
@@ -226,7 +234,7 @@ export const schemas = {
   abWinner: Params({ ...templateRef, variant: VariantId }),
   preview: Params({ ...templateRef, ...renderOptions }),
   previewUnsaved: Params({
-    workspaceId: WorkspaceId,
+    workspaceId: WorkspaceIdParam,
     channel: ChannelSchema,
     content: ContentParam,
     locale: Type.Optional(Locale),

@@ -3,7 +3,7 @@ import { found } from "../../lib/errors";
 import type { AppContext } from "../../lib/moleculer-types";
 import { isServiceAvailable } from "../../lib/registry";
 import { systemCall } from "../../lib/system-call";
-import { workspaceOf } from "../../lib/tenancy";
+import { workspaceOf, type WorkspaceId } from "../../lib/tenancy";
 import { renderableOf, SAMPLE_CONTACT, type Renderable } from "./compose";
 import { dynamicSlotsOf } from "./render";
 import * as repo from "./templates.repo";
@@ -52,7 +52,7 @@ export async function renderContext(ctx: AppContext, contactId?: string, templat
 }
 
 /** A stored template as the renderer takes it. */
-export async function renderable(ws: string, templateId: string): Promise<Renderable> {
+export async function renderable(ws: WorkspaceId, templateId: string): Promise<Renderable> {
   return renderableOf(found(await repo.resolveTemplate(ws, templateId), "Template"));
 }
 

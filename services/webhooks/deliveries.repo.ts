@@ -1,6 +1,6 @@
 import { MicroBatcher } from "../../lib/batcher";
 import { newId } from "../../lib/crypto";
-import { Binds, queryPrepared, selectRows } from "../../lib/database";
+import { Binds, query, queryAcrossWorkspaces, queryAcrossWorkspacesPrepared } from "../../lib/database";
 import type { DomainEvent } from "../../lib/domain-events";
 import { selectPage, type Page, type PageRequest } from "../../lib/pagination";
 import type { QueueFigures } from "../../lib/business-metrics";
@@ -8,12 +8,13 @@ import { queueFigures, queueFiguresSql, type QueueFiguresRow } from "../../lib/q
 import { retentionPurge } from "../../lib/retention";
 import { deliveryBody } from "./signature";
 import type { Delivery } from "./webhooks.schemas";
+import type { WorkspaceId } from "../../lib/tenancy";
 
 /** Queries of outbound deliveries (`webhook_deliveries`): fan-out, the page, the lease-claimed queue and its attempts. */
 
 export interface DeliveryRow {
   id: string;
-  workspace_id: string;
+  workspace_id: WorkspaceId;
   endpoint_id: string;
   event: string;
   direction: "INBOUND" | "OUTBOUND";
@@ -55,16 +56,17 @@ const DELIVERY_COLUMNS = `id, workspace_id, endpoint_id, event, direction, body,
   response_body, error, duration_ms, next_attempt_at, created_at, delivered_at`;
 
 export async function listDeliveries(
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   filter: { endpointId?: string; success?: boolean; event?: string },
   page: PageRequest,
 ): Promise<Page<Delivery>> {
-  const binds = new Binds([workspaceId]);
+  const binds = Binds.inWorkspace();
   const where = ["workspace_id = $1"];
   if (filter.endpointId) where.push(`endpoint_id = ${binds.p(filter.endpointId)}`);
   if (filter.success !== undefined) where.push(`success = ${binds.p(filter.success)}`);
   if (filter.event) where.push(`event = ${binds.p(filter.event)}`);
   return selectPage(
+    workspaceId,
     {
       select: `SELECT ${DELIVERY_COLUMNS} FROM webhook_deliveries WHERE ${where.join(" AND ")}`,
       orderBy: "created_at DESC, id DESC",
@@ -76,10 +78,11 @@ export async function listDeliveries(
   );
 }
 
-export async function findDelivery(workspaceId: string, id: string): Promise<DeliveryRow | null> {
-  const [row] = await selectRows<DeliveryRow>(
+export async function findDelivery(workspaceId: WorkspaceId, id: string): Promise<DeliveryRow | null> {
+  const [row] = await query<DeliveryRow>(
+    workspaceId,
     `SELECT ${DELIVERY_COLUMNS} FROM webhook_deliveries WHERE workspace_id = $1 AND id = $2`,
-    [workspaceId, id],
+    [id],
   );
   return row ?? null;
 }
@@ -90,7 +93,7 @@ export async function findDelivery(workspaceId: string, id: string): Promise<Del
  * unique (endpoint, source event) index makes a redelivered event a no-op.
  */
 async function fanOutMany(events: DomainEvent[]): Promise<number[]> {
-  const rows = await queryPrepared<{ source_event_id: string }>(
+  const rows = await queryAcrossWorkspacesPrepared<{ source_event_id: string }>(
     `INSERT INTO webhook_deliveries (id, workspace_id, endpoint_id, event, direction, source_event_id, body, next_attempt_at)
      SELECT gen_random_uuid()::text, e.workspace_id, e.id, v.type, 'OUTBOUND', v.source_id, v.body, now()
        FROM unnest($1::text[], $2::text[], $3::text[], $4::text[]) AS v(type, source_id, body, workspace_id)
@@ -157,7 +160,7 @@ const ROOM = `coalesce((CAST($1 AS jsonb) ->> endpoint_id)::int, $2::int)`;
 
 /** The outbound queue's figures across workspaces (lib/queue-stats.ts); deliveries a live claim holds are in flight. */
 export async function queueFiguresOfDeliveries(): Promise<QueueFigures> {
-  const [row] = await selectRows<QueueFiguresRow>(
+  const [row] = await queryAcrossWorkspaces<QueueFiguresRow>(
     `SELECT ${queueFiguresSql("next_attempt_at <= now()", "next_attempt_at")} FROM webhook_deliveries
       WHERE ${QUEUED} AND (claimed_until IS NULL OR claimed_until < now())`,
     [],
@@ -186,7 +189,7 @@ export async function claimDue(
   // from them (a bound LIMIT is costed as a tenth of the rows, and a long backlog's claim gets JIT-compiled).
   const claimLimit = Math.trunc(limit);
   const maxRoom = Math.trunc(Math.min(limit, Math.max(caps.perEndpoint, ...Object.values(caps.room))));
-  return selectRows<ClaimedDelivery>(
+  return queryAcrossWorkspaces<ClaimedDelivery>(
     `WITH RECURSIVE queued AS (
        -- The endpoints with queued rows, one index probe each (a loose scan of the claim index).
        (SELECT endpoint_id FROM webhook_deliveries WHERE ${QUEUED} ORDER BY endpoint_id LIMIT 1)
@@ -240,12 +243,13 @@ export async function claimDue(
 
 /** Claim one OUTBOUND delivery for a manual retry; null when another sender holds it right now. */
 export async function claimOne(
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   id: string,
   nodeId: string,
   leaseMs: number,
 ): Promise<ClaimedDelivery | null> {
-  const rows = await selectRows<ClaimedDelivery>(
+  const rows = await query<ClaimedDelivery>(
+    workspaceId,
     `WITH u AS (
        UPDATE webhook_deliveries d
           SET claimed_until = now() + make_interval(secs => $3), claim_token = $4, claimed_by = $5
@@ -254,7 +258,7 @@ export async function claimOne(
        RETURNING d.*
      )
      SELECT ${CLAIMED} FROM u JOIN webhook_endpoints e ON e.id = u.endpoint_id`,
-    [workspaceId, id, leaseMs / 1000, newId(), nodeId],
+    [id, leaseMs / 1000, newId(), nodeId],
   );
   return rows[0] ?? null;
 }
@@ -293,7 +297,7 @@ export async function recordAttempts(
   options: { durable?: boolean } = {},
 ): Promise<string[]> {
   if (results.length === 0) return [];
-  const updated = await queryPrepared<{ id: string }>(
+  const updated = await queryAcrossWorkspacesPrepared<{ id: string }>(
     `${RECORD_ATTEMPTS}${options.durable ? "" : ` AND ${NO_FLUSH_WAIT}`} RETURNING d.id`,
     [
       results.map((r) => r.id),
@@ -313,7 +317,7 @@ export async function recordAttempts(
 /** Give claims back without recording an attempt (a stopping replica); another replica sends at once. */
 export async function releaseClaims(claims: Array<{ id: string; token: string }>): Promise<void> {
   if (claims.length === 0) return;
-  await selectRows(
+  await queryAcrossWorkspaces(
     `UPDATE webhook_deliveries d SET claimed_until = NULL, claim_token = NULL
        FROM jsonb_to_recordset(CAST($1 AS jsonb)) AS r(id text, token text)
       WHERE d.id = r.id AND d.claim_token = r.token RETURNING d.id`,
@@ -324,7 +328,7 @@ export async function releaseClaims(claims: Array<{ id: string; token: string }>
 /** Of these endpoints, those still active with deliveries queued (due now or waiting for a retry). */
 export async function endpointsWithQueue(ids: string[]): Promise<string[]> {
   if (ids.length === 0) return [];
-  const rows = await selectRows<{ id: string }>(
+  const rows = await queryAcrossWorkspaces<{ id: string }>(
     `SELECT e.id FROM webhook_endpoints e
       WHERE e.id = ANY($1::text[]) AND e.active
         AND EXISTS (SELECT 1 FROM webhook_deliveries d
@@ -342,5 +346,5 @@ export async function endpointsWithQueue(ids: string[]): Promise<string[]> {
  */
 export const { countBefore, deleteBefore } = retentionPurge(
   { table: "webhook_deliveries", timeColumn: "created_at", keep: QUEUED },
-  selectRows,
+  query,
 );

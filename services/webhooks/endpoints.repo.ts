@@ -1,12 +1,13 @@
 import { newId } from "../../lib/crypto";
-import { Binds, selectRows } from "../../lib/database";
+import { Binds, query, queryAcrossWorkspaces } from "../../lib/database";
 import type { Endpoint } from "./webhooks.schemas";
+import type { WorkspaceId } from "../../lib/tenancy";
 
 /** Queries of webhook endpoints (`webhook_endpoints`). Workspace id first. */
 
 interface EndpointRow {
   id: string;
-  workspace_id: string;
+  workspace_id: WorkspaceId;
   name: string | null;
   url: string | null;
   events: string[];
@@ -33,18 +34,18 @@ function toEndpoint(row: EndpointRow): Endpoint {
   return endpoint;
 }
 
-export async function listEndpoints(workspaceId: string): Promise<Endpoint[]> {
-  const rows = await selectRows<EndpointRow>(
+export async function listEndpoints(workspaceId: WorkspaceId): Promise<Endpoint[]> {
+  const rows = await query<EndpointRow>(
+    workspaceId,
     `SELECT e.*, (SELECT count(*) FROM webhook_deliveries d WHERE d.endpoint_id = e.id) AS deliveries
        FROM webhook_endpoints e WHERE e.workspace_id = $1
       ORDER BY e.created_at DESC, e.id DESC`,
-    [workspaceId],
   );
   return rows.map(toEndpoint);
 }
 
 export async function insertEndpoint(
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   input: {
     name: string | null;
     url: string | null;
@@ -54,13 +55,13 @@ export async function insertEndpoint(
     createdBy: string | null;
   },
 ): Promise<Endpoint> {
-  const [row] = await selectRows<EndpointRow>(
+  const [row] = await query<EndpointRow>(
+    workspaceId,
     `INSERT INTO webhook_endpoints (id, workspace_id, name, url, events, direction, secret_sealed, created_by)
-     VALUES ($1, $2, $3, $4, CAST($5 AS jsonb), $6, $7, $8)
+     VALUES ($2, $1, $3, $4, CAST($5 AS jsonb), $6, $7, $8)
      RETURNING *`,
     [
       newId(),
-      workspaceId,
       input.name,
       input.url,
       JSON.stringify(input.events),
@@ -72,22 +73,25 @@ export async function insertEndpoint(
   return toEndpoint(row);
 }
 
-export async function findEndpoint(workspaceId: string, id: string): Promise<EndpointRow | null> {
-  const [row] = await selectRows<EndpointRow>(
+export async function findEndpoint(workspaceId: WorkspaceId, id: string): Promise<EndpointRow | null> {
+  const [row] = await query<EndpointRow>(
+    workspaceId,
     `SELECT * FROM webhook_endpoints WHERE workspace_id = $1 AND id = $2`,
-    [workspaceId, id],
+    [id],
   );
   return row ?? null;
 }
 
 /** The inbound receiver looks an endpoint up by id alone (its workspace comes from the row). */
 export async function findEndpointById(id: string): Promise<EndpointRow | null> {
-  const [row] = await selectRows<EndpointRow>(`SELECT * FROM webhook_endpoints WHERE id = $1`, [id]);
+  const [row] = await queryAcrossWorkspaces<EndpointRow>(`SELECT * FROM webhook_endpoints WHERE id = $1`, [
+    id,
+  ]);
   return row ?? null;
 }
 
 export async function updateEndpoint(
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   id: string,
   changes: { name?: string | null; url?: string; events?: string[]; active?: boolean },
 ): Promise<Endpoint | null> {
@@ -97,12 +101,13 @@ export async function updateEndpoint(
     events: changes.events === undefined ? undefined : JSON.stringify(changes.events),
     active: changes.active,
   };
-  const binds = new Binds([workspaceId, id]);
+  const binds = Binds.inWorkspace([id]);
   const sets = Object.keys(values)
     .filter((k) => values[k] !== undefined)
     .map((k) => `${k} = ${binds.p(values[k], k === "events" ? "jsonb" : undefined)}`);
   sets.push("updated_at = now()");
-  const [row] = await selectRows<EndpointRow>(
+  const [row] = await query<EndpointRow>(
+    workspaceId,
     `UPDATE webhook_endpoints e SET ${sets.join(", ")} WHERE workspace_id = $1 AND id = $2
      RETURNING e.*, (SELECT count(*) FROM webhook_deliveries d WHERE d.endpoint_id = e.id) AS deliveries`,
     binds.values,
@@ -111,10 +116,11 @@ export async function updateEndpoint(
 }
 
 /** Deliveries go with it (ON DELETE CASCADE). */
-export async function deleteEndpoint(workspaceId: string, id: string): Promise<boolean> {
-  const rows = await selectRows<{ id: string }>(
+export async function deleteEndpoint(workspaceId: WorkspaceId, id: string): Promise<boolean> {
+  const rows = await query<{ id: string }>(
+    workspaceId,
     `DELETE FROM webhook_endpoints WHERE workspace_id = $1 AND id = $2 RETURNING id`,
-    [workspaceId, id],
+    [id],
   );
   return rows.length > 0;
 }

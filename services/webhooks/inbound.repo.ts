@@ -1,5 +1,6 @@
 import { newId } from "../../lib/crypto";
-import { selectRows } from "../../lib/database";
+import { query, queryAcrossWorkspaces } from "../../lib/database";
+import type { WorkspaceId } from "../../lib/tenancy";
 
 /** Queries of inbound webhooks: the replay window (`webhook_inbound_replays`) and the inbound delivery record. */
 
@@ -13,7 +14,7 @@ export async function acceptOnce(
   digest: string,
   windowSeconds: number,
 ): Promise<boolean> {
-  const rows = await selectRows<{ digest: string }>(
+  const rows = await queryAcrossWorkspaces<{ digest: string }>(
     `INSERT INTO webhook_inbound_replays (endpoint_id, digest) VALUES ($1, $2)
      ON CONFLICT (endpoint_id, digest) DO UPDATE SET received_at = now()
        WHERE webhook_inbound_replays.received_at < now() - make_interval(secs => $3)
@@ -24,14 +25,14 @@ export async function acceptOnce(
 }
 
 export async function forgetReplay(endpointId: string, digest: string): Promise<void> {
-  await selectRows(
+  await queryAcrossWorkspaces(
     `DELETE FROM webhook_inbound_replays WHERE endpoint_id = $1 AND digest = $2 RETURNING digest`,
     [endpointId, digest],
   );
 }
 
 export async function pruneReplays(windowSeconds: number): Promise<number> {
-  const rows = await selectRows(
+  const rows = await queryAcrossWorkspaces(
     `DELETE FROM webhook_inbound_replays WHERE received_at < now() - make_interval(secs => $1) RETURNING digest`,
     [windowSeconds],
   );
@@ -39,19 +40,20 @@ export async function pruneReplays(windowSeconds: number): Promise<number> {
 }
 
 export async function insertInboundDelivery(
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   endpointId: string,
   event: string,
   payload: Record<string, unknown>,
   sourceEventId: string,
 ): Promise<string> {
   const id = newId();
-  await selectRows(
+  await query(
+    workspaceId,
     `INSERT INTO webhook_deliveries (id, workspace_id, endpoint_id, event, direction, source_event_id, body,
                                      attempt, success, status_code, delivered_at)
-     VALUES ($1, $2, $3, $4, 'INBOUND', $5, $6, 1, true, 200, now())
+     VALUES ($2, $1, $3, $4, 'INBOUND', $5, $6, 1, true, 200, now())
      RETURNING id`,
-    [id, workspaceId, endpointId, event, sourceEventId, JSON.stringify(payload)],
+    [id, endpointId, event, sourceEventId, JSON.stringify(payload)],
   );
   return id;
 }

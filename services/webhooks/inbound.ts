@@ -7,6 +7,7 @@ import type { InboundParams } from "./webhooks.schemas";
 import { open } from "../../lib/secret-box";
 import { systemCall } from "../../lib/system-call";
 import { verifyInbound } from "./signature";
+import type { WorkspaceId } from "../../lib/tenancy";
 
 /**
  * Replay window for signed inbound bodies: the same signature and body within
@@ -86,7 +87,7 @@ export async function receiveInbound(
  */
 async function resolveContact(
   ctx: AppContext,
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   params: InboundParams,
 ): Promise<string | null> {
   if (params.contactId) {

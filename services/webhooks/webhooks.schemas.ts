@@ -1,8 +1,16 @@
 import { Type, type Static } from "@sinclair/typebox";
 import { Paginated, PageQuery } from "../../lib/pagination";
-import { Component, DateTime, Int32, Nullable, Params, StringEnum, Trimmed } from "../../lib/schema";
+import {
+  Component,
+  DateTime,
+  Int32,
+  Nullable,
+  Params,
+  StringEnum,
+  Trimmed,
+  WorkspaceIdParam,
+} from "../../lib/schema";
 
-const WorkspaceId = Type.String({ minLength: 1, maxLength: 64 });
 const Id = Type.String({ minLength: 1, maxLength: 64 });
 const Events = Type.Optional(
   Type.Array(Type.String({ minLength: 1, maxLength: 200 }), {
@@ -59,31 +67,31 @@ export const results = {
 };
 
 export const schemas = {
-  list: Params({ workspaceId: WorkspaceId }),
+  list: Params({ workspaceId: WorkspaceIdParam }),
   create: Params({
-    workspaceId: WorkspaceId,
+    workspaceId: WorkspaceIdParam,
     name: Name,
     url: Type.Optional(Nullable(Trimmed({ maxLength: 2048, description: "Required for OUTBOUND" }))),
     events: Events,
     direction: Type.Optional(Direction),
   }),
   update: Params({
-    workspaceId: WorkspaceId,
+    workspaceId: WorkspaceIdParam,
     webhookId: Id,
     name: Name,
     url: Type.Optional(Trimmed({ maxLength: 2048 })),
     events: Events,
     active: Type.Optional(Type.Boolean()),
   }),
-  remove: Params({ workspaceId: WorkspaceId, webhookId: Id }),
+  remove: Params({ workspaceId: WorkspaceIdParam, webhookId: Id }),
   deliveries: Params({
-    workspaceId: WorkspaceId,
+    workspaceId: WorkspaceIdParam,
     ...PageQuery,
     endpointId: Type.Optional(Type.String({ maxLength: 64 })),
     success: Type.Optional(Type.Boolean()),
     event: Type.Optional(Type.String({ maxLength: 200 })),
   }),
-  retry: Params({ workspaceId: WorkspaceId, deliveryId: Id }),
+  retry: Params({ workspaceId: WorkspaceIdParam, deliveryId: Id }),
   /** Every field optional here: the signature is checked before `type` is required (400 after 401). */
   inbound: Params({
     endpointId: Id,

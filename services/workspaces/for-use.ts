@@ -1,4 +1,5 @@
 import { settingsWithSecrets } from "./workspaces.repo";
+import type { WorkspaceId } from "../../lib/tenancy";
 
 /**
  * The workspaces area's read for a process that uses a secret setting (the
@@ -7,7 +8,7 @@ import { settingsWithSecrets } from "./workspaces.repo";
  * is never in a broker message. Null when the workspace or the key is unset.
  */
 export async function openedSetting(
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   key: string,
 ): Promise<Record<string, unknown> | null> {
   const settings = await settingsWithSecrets(workspaceId);

@@ -1,11 +1,12 @@
 import type { Transaction } from "sequelize";
 import { MicroBatcher } from "../../lib/batcher";
-import { Binds, database, likeEscape, selectRows, uniqueViolation } from "../../lib/database";
+import { Binds, database, likeEscape, query, uniqueViolation } from "../../lib/database";
 import { newId } from "../../lib/crypto";
 import { conflict, validationError } from "../../lib/errors";
 import { selectPage, type PageRequest } from "../../lib/pagination";
 import { AuditLog, Member, User, Workspace, type RefusedOrigin, type Role } from "../../models";
 import { maskSecrets, openSecrets, sealSecrets } from "./settings";
+import { asWorkspaceId, type WorkspaceId } from "../../lib/tenancy";
 
 /** Every query of the workspaces area. Workspace-scoped functions take the workspace id first. */
 
@@ -47,19 +48,19 @@ export function slugify(name: string): string {
   return base || "workspace";
 }
 
-export async function membershipRole(workspaceId: string, userId: string): Promise<Role | null> {
+export async function membershipRole(workspaceId: WorkspaceId, userId: string): Promise<Role | null> {
   const member = await Member.findOne({ where: { workspaceId, userId }, attributes: ["role"] });
   return member?.role ?? null;
 }
 
 /** Which of these users are members of the workspace. */
-export async function memberUserIds(workspaceId: string, userIds: string[]): Promise<string[]> {
+export async function memberUserIds(workspaceId: WorkspaceId, userIds: string[]): Promise<string[]> {
   const members = await Member.findAll({ where: { workspaceId, userId: userIds }, attributes: ["userId"] });
   return members.map((m) => m.userId);
 }
 
 /** The role of one member of the workspace, or null when there is no such member. */
-export async function memberRole(workspaceId: string, memberId: string): Promise<Role | null> {
+export async function memberRole(workspaceId: WorkspaceId, memberId: string): Promise<Role | null> {
   const member = await Member.findOne({ where: { workspaceId, id: memberId }, attributes: ["role"] });
   return member?.role ?? null;
 }
@@ -114,7 +115,7 @@ const workspaceReader = new MicroBatcher(
   { maxBatch: 200, lanes: 1 },
 );
 
-export async function getWorkspace(workspaceId: string, role?: Role): Promise<WorkspaceView | null> {
+export async function getWorkspace(workspaceId: WorkspaceId, role?: Role): Promise<WorkspaceView | null> {
   const workspace = await workspaceReader.add(workspaceId);
   // Callers of one batch share the row: each gets its own copy of what it may change.
   return workspace ? structuredClone(view(workspace, role)) : null;
@@ -123,11 +124,14 @@ export async function getWorkspace(workspaceId: string, role?: Role): Promise<Wo
 /** The workspace of a website script's key, with the origins its settings allow. */
 export async function bySiteKey(
   siteKey: string,
-): Promise<{ workspaceId: string; allowedOrigins: string[] } | null> {
+): Promise<{ workspaceId: WorkspaceId; allowedOrigins: string[] } | null> {
   const workspace = await Workspace.findOne({ where: { siteKey }, attributes: ["id", "settings"] });
   if (!workspace) return null;
   const origins = workspace.settings?.allowedOrigins;
-  return { workspaceId: workspace.id, allowedOrigins: Array.isArray(origins) ? (origins as string[]) : [] };
+  return {
+    workspaceId: asWorkspaceId(workspace.id),
+    allowedOrigins: Array.isArray(origins) ? (origins as string[]) : [],
+  };
 }
 
 /**
@@ -137,10 +141,11 @@ export async function bySiteKey(
  * so it sorts as text. The workspace's `updatedAt` stays: nobody changed it.
  */
 export async function noteRefusedOrigins(
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   refused: Array<Omit<RefusedOrigin, "lastAt"> & { lastAt: string | Date }>,
 ): Promise<void> {
-  await selectRows(
+  await query(
+    workspaceId,
     `UPDATE workspaces SET refused_origins = (
        SELECT coalesce(jsonb_agg(kept.entry ORDER BY kept.entry->>'lastAt' DESC), '[]'::jsonb)
        FROM (
@@ -152,18 +157,18 @@ export async function noteRefusedOrigins(
        ) AS kept
      )
      WHERE id = $1`,
-    [workspaceId, JSON.stringify(refused), REFUSED_ORIGINS_KEPT],
+    [JSON.stringify(refused), REFUSED_ORIGINS_KEPT],
   );
 }
 
 /** The settings with their secrets opened, for the service that uses one (never answered to a caller). */
-export async function settingsWithSecrets(workspaceId: string): Promise<Record<string, unknown> | null> {
+export async function settingsWithSecrets(workspaceId: WorkspaceId): Promise<Record<string, unknown> | null> {
   const workspace = await Workspace.findByPk(workspaceId, { attributes: ["settings"] });
   return workspace ? openSecrets(workspace.settings) : null;
 }
 
 export async function updateWorkspace(
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   changes: { name?: string; slug?: string; settings?: Record<string, unknown> },
 ): Promise<WorkspaceView | null> {
   const workspace = await Workspace.findByPk(workspaceId);
@@ -181,7 +186,7 @@ export async function updateWorkspace(
   return view(workspace);
 }
 
-export async function deleteWorkspace(workspaceId: string): Promise<boolean> {
+export async function deleteWorkspace(workspaceId: WorkspaceId): Promise<boolean> {
   return (await Workspace.destroy({ where: { id: workspaceId } })) > 0;
 }
 
@@ -201,7 +206,7 @@ const memberView = (m: Member): MemberView => ({
   user: { id: m.user!.id, name: m.user!.name, email: m.user!.email },
 });
 
-export async function listMembers(workspaceId: string): Promise<MemberView[]> {
+export async function listMembers(workspaceId: WorkspaceId): Promise<MemberView[]> {
   const members = await Member.findAll({
     where: { workspaceId },
     include: [{ model: User, as: "user", required: true }],
@@ -214,7 +219,11 @@ export async function listMembers(workspaceId: string): Promise<MemberView[]> {
 }
 
 /** Add a registered user; null when no user has this email. */
-export async function addMember(workspaceId: string, email: string, role: Role): Promise<MemberView | null> {
+export async function addMember(
+  workspaceId: WorkspaceId,
+  email: string,
+  role: Role,
+): Promise<MemberView | null> {
   const user = await User.findOne({ where: { email: email.trim().toLowerCase() } });
   if (!user) return null;
   try {
@@ -232,7 +241,7 @@ export async function addMember(workspaceId: string, email: string, role: Role):
  * find the member, refusing a change that would leave no OWNER. Null: no such member.
  */
 async function memberForChange(
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   memberId: string,
   role: Role | null,
   transaction: Transaction,
@@ -257,7 +266,7 @@ async function memberForChange(
 
 /** Change a member's role (the last OWNER stays one). Null: no such member. */
 export async function changeRole(
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   memberId: string,
   role: Role,
 ): Promise<MemberView | null> {
@@ -272,7 +281,7 @@ export async function changeRole(
 }
 
 /** Remove a member (not the last OWNER). False: no such member. */
-export async function removeMember(workspaceId: string, memberId: string): Promise<boolean> {
+export async function removeMember(workspaceId: WorkspaceId, memberId: string): Promise<boolean> {
   const sequelize = await database();
   return sequelize.transaction(async (transaction) => {
     const member = await memberForChange(workspaceId, memberId, null, transaction);
@@ -282,7 +291,7 @@ export async function removeMember(workspaceId: string, memberId: string): Promi
 }
 
 export interface AuditEntry {
-  workspaceId: string;
+  workspaceId: WorkspaceId;
   actorType: string;
   actorId?: string | null;
   action: string;
@@ -311,11 +320,11 @@ type AuditRow = Pick<
 >;
 
 export async function listAudit(
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   filters: { action?: string; actorId?: string; from?: Date; to?: Date },
   page: PageRequest,
 ) {
-  const b = new Binds([workspaceId]);
+  const b = Binds.inWorkspace();
   const where = ["workspace_id = $1"];
   if (filters.action) {
     where.push(
@@ -329,6 +338,7 @@ export async function listAudit(
   if (filters.to) where.push(`created_at <= ${b.p(filters.to)}`);
   const clause = where.join(" AND ");
   return selectPage(
+    workspaceId,
     {
       select: `SELECT id, workspace_id AS "workspaceId", actor_type AS "actorType", actor_id AS "actorId", action,
                       target_type AS "targetType", target_id AS "targetId", ip, metadata, created_at AS "createdAt"

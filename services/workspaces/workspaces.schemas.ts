@@ -1,13 +1,20 @@
 import { Type } from "@sinclair/typebox";
 import { Paginated, PageQuery } from "../../lib/pagination";
-import { Component, DateTime, Nullable, Params, StringEnum, Trimmed } from "../../lib/schema";
+import {
+  Component,
+  DateTime,
+  Nullable,
+  Params,
+  StringEnum,
+  Trimmed,
+  WorkspaceIdParam,
+} from "../../lib/schema";
 import { SettingsSchema as Settings } from "./settings";
 
 export const RoleSchema = StringEnum(["OWNER", "ADMIN", "MEMBER", "VIEWER"], {
   description: "OWNER > ADMIN > MEMBER > VIEWER",
 });
 const Slug = Type.String({ minLength: 2, maxLength: 64, pattern: "^[a-z0-9]+(?:-[a-z0-9]+)*$" });
-const WorkspaceId = Type.String({ minLength: 1, maxLength: 64 });
 const MemberId = Type.String({ minLength: 1, maxLength: 64 });
 
 /** A browser origin the workspace's allowedOrigins refused. */
@@ -70,23 +77,23 @@ export const SuccessSchema = Type.Object({ success: Type.Literal(true) });
 
 export const schemas = {
   create: Params({ name: Trimmed({ minLength: 1, maxLength: 100 }), slug: Type.Optional(Slug) }),
-  get: Params({ workspaceId: WorkspaceId }),
+  get: Params({ workspaceId: WorkspaceIdParam }),
   update: Params({
-    workspaceId: WorkspaceId,
+    workspaceId: WorkspaceIdParam,
     name: Type.Optional(Trimmed({ minLength: 1, maxLength: 100 })),
     slug: Type.Optional(Slug),
     settings: Type.Optional(Settings),
   }),
   addMember: Params({
-    workspaceId: WorkspaceId,
+    workspaceId: WorkspaceIdParam,
     email: Type.String({ format: "email", maxLength: 254 }),
     role: RoleSchema,
   }),
   mergeSettings: Params({ settings: Settings }),
-  updateMember: Params({ workspaceId: WorkspaceId, memberId: MemberId, role: RoleSchema }),
-  removeMember: Params({ workspaceId: WorkspaceId, memberId: MemberId }),
+  updateMember: Params({ workspaceId: WorkspaceIdParam, memberId: MemberId, role: RoleSchema }),
+  removeMember: Params({ workspaceId: WorkspaceIdParam, memberId: MemberId }),
   auditLogs: Params({
-    workspaceId: WorkspaceId,
+    workspaceId: WorkspaceIdParam,
     ...PageQuery,
     action: Type.Optional(
       Type.String({ maxLength: 100, description: "Exact action, or a prefix ending in `*` (`member.*`)" }),
@@ -96,18 +103,18 @@ export const schemas = {
     to: Type.Optional(Moment),
   }),
   auditLogsResult: Paginated(AuditEntrySchema),
-  membership: Params({ workspaceId: Type.String(), userId: Type.String() }),
+  membership: Params({ workspaceId: WorkspaceIdParam, userId: Type.String() }),
   bySiteKey: Params({ siteKey: Type.String({ minLength: 1, maxLength: 100 }) }),
   noteRefusedOrigins: Params({
-    workspaceId: WorkspaceId,
+    workspaceId: WorkspaceIdParam,
     refused: Type.Array(RefusedOriginSchema, { maxItems: 10 }),
   }),
   memberUserIds: Params({
-    workspaceId: WorkspaceId,
+    workspaceId: WorkspaceIdParam,
     userIds: Type.Array(Type.String({ maxLength: 255 }), { maxItems: 1000 }),
   }),
   recordAudit: Params({
-    workspaceId: Type.String(),
+    workspaceId: WorkspaceIdParam,
     actorType: Type.String(),
     actorId: Type.Optional(Nullable(Type.String())),
     action: Type.String(),

@@ -6,7 +6,7 @@ import { forbidden, found, notFound, unauthorized } from "../../lib/errors";
 import type { AppContext } from "../../lib/moleculer-types";
 import { pageRequest } from "../../lib/pagination";
 import { Nullable } from "../../lib/schema";
-import { userOf, WORKSPACE_DELETED_EVENT, workspaceOf } from "../../lib/tenancy";
+import { asWorkspaceId, userOf, WORKSPACE_DELETED_EVENT, workspaceOf } from "../../lib/tenancy";
 import { forgetRoles, MEMBERSHIP_CHANGED_EVENT } from "../../mixins/authorize.middleware";
 import { DatabaseMixin } from "../../mixins/database.mixin";
 import type { Role } from "../../models";
@@ -51,7 +51,7 @@ export default defineService<WorkspacesService>({
       result: WorkspaceSchema,
       async handler(ctx) {
         const workspace = await repo.createWorkspace(userOf(ctx), ctx.params.name, ctx.params.slug);
-        ctx.meta.workspaceId = workspace.id;
+        ctx.meta.workspaceId = asWorkspaceId(workspace.id);
         await audit(
           ctx,
           "workspace.created",

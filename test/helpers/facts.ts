@@ -1,6 +1,7 @@
 import type { ServiceBroker } from "moleculer";
 import { newId } from "../../lib/crypto";
 import { sendDomainEvent, type DomainEvent } from "../../lib/domain-events";
+import { asWorkspaceId } from "../../lib/tenancy";
 
 /** A fact put straight onto the channel, with no write behind it (the services stage theirs in the outbox). */
 export async function publishDomainEvent(
@@ -9,7 +10,13 @@ export async function publishDomainEvent(
   type: string,
   data: Record<string, unknown>,
 ): Promise<DomainEvent> {
-  const event: DomainEvent = { id: newId(), workspaceId, type, data, occurredAt: new Date().toISOString() };
+  const event: DomainEvent = {
+    id: newId(),
+    workspaceId: asWorkspaceId(workspaceId),
+    type,
+    data,
+    occurredAt: new Date().toISOString(),
+  };
   await sendDomainEvent(broker, event);
   return event;
 }

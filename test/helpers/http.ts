@@ -1,3 +1,4 @@
+import { asWorkspaceId } from "../../lib/tenancy";
 import { randomHex } from "../../lib/crypto";
 import { checkAnswer } from "./answer-check";
 import { waitFor } from "./wait";
@@ -119,7 +120,11 @@ export async function ownerWithWorkspace(baseUrl: string) {
   const owner = await signUp(baseUrl, "Owner");
   const created = await owner.client.post("/api/workspaces", { name: "Acme" });
   if (created.status !== 201) throw new Error(`workspace create failed: ${created.status} ${created.text}`);
-  return { owner, workspaceId: created.body.id as string, ws: `/api/workspaces/${created.body.id}` };
+  return {
+    owner,
+    workspaceId: asWorkspaceId(created.body.id as string),
+    ws: `/api/workspaces/${created.body.id}`,
+  };
 }
 
 /** Poll `GET {ws}/jobs?id=` until the job is no longer queued or running; answers the job. */

@@ -14,6 +14,7 @@ import {
 } from "../../lib/access";
 import type { Role } from "../../models";
 import { ROOT, sourceFiles } from "../helpers/source-files";
+import { asWorkspaceId } from "../../lib/tenancy";
 
 const MANAGE = [
   "settings.manage",
@@ -35,7 +36,7 @@ const user: Principal = { kind: "user", userId: "u1", email: "u@example.test" };
 const key = (scopes: string[], workspaceId = WS): Principal => ({
   kind: "apiKey",
   apiKeyId: "k1",
-  workspaceId,
+  workspaceId: asWorkspaceId(workspaceId),
   scopes,
 });
 

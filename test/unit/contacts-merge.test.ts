@@ -2,10 +2,11 @@ import type { ContactRow } from "../../services/contacts/contacts.repo";
 import { emailKey } from "../../services/contacts/duplicates.repo";
 import { deepLink } from "../../services/contacts/link";
 import { mergedConsent, mergedProfile } from "../../services/contacts/merge";
+import { asWorkspaceId } from "../../lib/tenancy";
 
 const row = (over: Partial<ContactRow>): ContactRow => ({
   id: "x",
-  workspace_id: "w",
+  workspace_id: asWorkspaceId("w"),
   email: null,
   phone: null,
   first_name: null,

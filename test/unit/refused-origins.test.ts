@@ -1,5 +1,6 @@
 import type { ServiceBroker } from "moleculer";
 import { RefusedOrigins } from "../../lib/refused-origins";
+import { asWorkspaceId } from "../../lib/tenancy";
 
 /** A broker stand-in that keeps what was sent. */
 function recorder() {
@@ -23,10 +24,10 @@ describe("refused origins noted in the process", () => {
   it("counts each origin, sends one call per workspace, and nothing once flushed", async () => {
     const { broker, sent } = recorder();
     const log = new RefusedOrigins(broker, 60_000, now);
-    log.note("w1", "https://a.test");
-    log.note("w1", "https://a.test");
-    log.note("w1", "https://b.test");
-    log.note("w2", "https://a.test");
+    log.note(asWorkspaceId("w1"), "https://a.test");
+    log.note(asWorkspaceId("w1"), "https://a.test");
+    log.note(asWorkspaceId("w1"), "https://b.test");
+    log.note(asWorkspaceId("w2"), "https://a.test");
     await log.flush();
     expect(sent).toHaveLength(2);
     expect(sent[0].workspaceId).toBe("w1");
@@ -41,9 +42,9 @@ describe("refused origins noted in the process", () => {
   it("keeps the 10 most recent origins of a workspace, each cut to 200 characters", async () => {
     const { broker, sent } = recorder();
     const log = new RefusedOrigins(broker, 60_000, now);
-    for (let i = 0; i < 15; i++) log.note("w1", `https://site${i}.test`);
-    log.note("w1", "https://site6.test");
-    log.note("w1", `https://${"x".repeat(500)}`);
+    for (let i = 0; i < 15; i++) log.note(asWorkspaceId("w1"), `https://site${i}.test`);
+    log.note(asWorkspaceId("w1"), "https://site6.test");
+    log.note(asWorkspaceId("w1"), `https://${"x".repeat(500)}`);
     await log.flush();
     const origins = sent[0].refused.map((r) => r.origin);
     expect(origins).toHaveLength(10);

@@ -1,6 +1,7 @@
 import { purgeStatements, retentionPolicy, retentionPurge, RetentionSetting } from "../../lib/retention";
 import { compileParamsChecker } from "../../lib/schema";
 import { cutoffsOf } from "../../services/retention/purge";
+import { asWorkspaceId } from "../../lib/tenancy";
 
 const NOW = new Date("2026-03-29T12:00:00.000Z");
 
@@ -88,13 +89,16 @@ test("the table and time column must be plain identifiers", () => {
 
 test("count and delete run through the repo's query function with the workspace, cutoff and limit bound", async () => {
   const calls: Array<[string, unknown[]]> = [];
-  const purge = retentionPurge({ table: "form_submissions", timeColumn: "created_at" }, async (sql, bind) => {
-    calls.push([sql, bind]);
-    return [{ n: calls.length * 10 }];
-  });
+  const purge = retentionPurge(
+    { table: "form_submissions", timeColumn: "created_at" },
+    async (workspaceId, sql, bind) => {
+      calls.push([sql, [workspaceId, ...bind]]);
+      return [{ n: calls.length * 10 }];
+    },
+  );
   const before = new Date("2026-01-01T00:00:00.000Z");
-  expect(await purge.countBefore("ws1", before)).toBe(10);
-  expect(await purge.deleteBefore("ws1", before, 500)).toBe(20);
+  expect(await purge.countBefore(asWorkspaceId("ws1"), before)).toBe(10);
+  expect(await purge.deleteBefore(asWorkspaceId("ws1"), before, 500)).toBe(20);
   expect(calls.map(([sql, bind]) => [sql.trim().split(/\s+/)[0], bind])).toEqual([
     ["SELECT", ["ws1", before]],
     ["WITH", ["ws1", before, 500]],

@@ -1,3 +1,4 @@
+import { asWorkspaceId } from "../../lib/tenancy";
 import { Binds } from "../../lib/database";
 import {
   compileWhere,
@@ -160,7 +161,11 @@ describe("rule shape", () => {
 });
 
 describe("scoring rounds", () => {
-  const job = (contactId: string, group = "g", workspaceId = "w") => ({ workspaceId, contactId, group });
+  const job = (contactId: string, group = "g", workspaceId = "w") => ({
+    workspaceId: asWorkspaceId(workspaceId),
+    contactId,
+    group,
+  });
 
   it("puts a contact's events in successive rounds, in arrival order", () => {
     expect(scoringRounds([job("a"), job("b"), job("a"), job("a"), job("b")])).toEqual([

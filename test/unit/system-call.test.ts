@@ -4,6 +4,7 @@ import { ServiceBroker, type Context } from "moleculer";
 import type { AppMeta } from "../../lib/moleculer-types";
 import { systemCall } from "../../lib/system-call";
 import { ROOT, sourceFiles } from "../helpers/source-files";
+import { asWorkspaceId } from "../../lib/tenancy";
 
 // Where the system principal may be set by hand, and why:
 const SYSTEM_PRINCIPAL_ALLOWED = [
@@ -44,7 +45,7 @@ describe("systemCall", () => {
         async viaSystemCall(ctx: Ctx) {
           const answer = await systemCall<{ ok: boolean }>(
             ctx,
-            "ws-2",
+            asWorkspaceId("ws-2"),
             "callee.answer",
             {},
             {
@@ -90,7 +91,7 @@ describe("systemCall", () => {
 
   test("from the broker it calls as the system with no parent", async () => {
     seen.length = 0;
-    await systemCall(broker, "ws-3", "callee.answer");
+    await systemCall(broker, asWorkspaceId("ws-3"), "callee.answer");
     expect(seen[0].meta).toEqual({ principal: { kind: "system" }, workspaceId: "ws-3" });
   });
 

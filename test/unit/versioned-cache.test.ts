@@ -1,4 +1,5 @@
 import { VersionedCache } from "../../lib/versioned-cache";
+import { asWorkspaceId } from "../../lib/tenancy";
 
 function harness() {
   const versions = new Map<string, string>();
@@ -37,11 +38,11 @@ describe("VersionedCache", () => {
   it("loads once per version and reloads when the version moves", async () => {
     const h = harness();
     h.versions.set("w1", "1");
-    expect(await h.cache.get("w1")).toBe("w1@1");
-    expect(await h.cache.get("w1")).toBe("w1@1");
+    expect(await h.cache.get(asWorkspaceId("w1"))).toBe("w1@1");
+    expect(await h.cache.get(asWorkspaceId("w1"))).toBe("w1@1");
     expect(h.loads).toEqual(["w1"]);
     h.versions.set("w1", "2");
-    expect(await h.cache.get("w1")).toBe("w1@2");
+    expect(await h.cache.get(asWorkspaceId("w1"))).toBe("w1@2");
     expect(h.loads).toEqual(["w1", "w1"]);
   });
 
@@ -50,11 +51,15 @@ describe("VersionedCache", () => {
     h.versions.set("w1", "1");
     h.versions.set("w2", "1");
     h.hold();
-    const first = h.cache.get("w1");
+    const first = h.cache.get(asWorkspaceId("w1"));
     await new Promise((r) => setImmediate(r));
     // The probe's one lane is busy; these four wait and go in one probe that starts after the change below.
-    const second = h.cache.get("w2");
-    const waiting = [h.cache.get("w1"), h.cache.get("w2"), h.cache.get("w1")];
+    const second = h.cache.get(asWorkspaceId("w2"));
+    const waiting = [
+      h.cache.get(asWorkspaceId("w1")),
+      h.cache.get(asWorkspaceId("w2")),
+      h.cache.get(asWorkspaceId("w1")),
+    ];
     h.versions.set("w1", "2");
     h.release();
     await Promise.all([first, second]);
@@ -73,23 +78,23 @@ describe("VersionedCache", () => {
         return 7;
       },
     );
-    await expect(cache.get("w")).rejects.toThrow("boom");
+    await expect(cache.get(asWorkspaceId("w"))).rejects.toThrow("boom");
     fail = false;
-    expect(await cache.get("w")).toBe(7);
+    expect(await cache.get(asWorkspaceId("w"))).toBe(7);
   });
 
   it("takes a version the caller probed already, and probes for an area the caller did not", async () => {
     const h = harness();
     h.versions.set("w1", "1");
-    expect(await h.cache.get("w1", { things: "1" })).toBe("w1@1");
+    expect(await h.cache.get(asWorkspaceId("w1"), { things: "1" })).toBe("w1@1");
     expect(h.probes).toEqual([]);
     // A newer known version reloads without a probe; an empty one means the workspace has no rows.
     h.versions.set("w1", "2");
-    expect(await h.cache.get("w1", { things: "2" })).toBe("w1@2");
-    expect(await h.cache.get("w1", { things: "2" })).toBe("w1@2");
+    expect(await h.cache.get(asWorkspaceId("w1"), { things: "2" })).toBe("w1@2");
+    expect(await h.cache.get(asWorkspaceId("w1"), { things: "2" })).toBe("w1@2");
     expect(h.loads).toEqual(["w1", "w1"]);
     expect(h.probes).toEqual([]);
-    expect(await h.cache.get("w1", { others: "9" })).toBe("w1@2");
+    expect(await h.cache.get(asWorkspaceId("w1"), { others: "9" })).toBe("w1@2");
     expect(h.probes).toEqual([["w1"]]);
   });
 });

@@ -4,6 +4,7 @@ import { systemCall } from "../../../lib/system-call";
 import { MAX_PAGE, type ExternalToolClient, type MembersPage } from "./client";
 import { contactOf, type RemoteMember } from "./members";
 import { externalTool } from "./settings";
+import type { WorkspaceId } from "../../../lib/tenancy";
 
 /**
  * `import`: every member of the list, page after page (the next page read
@@ -25,7 +26,7 @@ export const IMPORT_JOB = "integrations.import";
 export async function startMembersImport(
   broker: ServiceBroker,
   logger: LoggerInstance,
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   request: { listId?: string; tags?: string[]; createdBy: string | null },
 ): Promise<{ jobId: string }> {
   const tool = await externalTool(workspaceId);
@@ -49,7 +50,7 @@ export async function startMembersImport(
 
 async function importMembers(
   broker: ServiceBroker,
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   client: ExternalToolClient,
   listId: string,
   tags: string[],
@@ -79,7 +80,7 @@ async function importMembers(
 /** One page's members written; a member the contact rules refuse (no or bad email) is skipped. */
 async function writeMembers(
   broker: ServiceBroker,
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   members: RemoteMember[],
   tags: string[],
   result: ImportResult,

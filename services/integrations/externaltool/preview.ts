@@ -1,10 +1,11 @@
 import { PREVIEW_LIMIT } from "../integrations.schemas";
 import { FIELD_MAPPING, sampleOf } from "./members";
 import { externalTool } from "./settings";
+import type { WorkspaceId } from "../../../lib/tenancy";
 
 /** `preview`: the list's total, its first members as they would import, and the mapping of remote fields. */
 export async function previewMembers(
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   listId: string | undefined,
   limit: number | undefined,
 ) {

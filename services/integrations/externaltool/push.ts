@@ -5,6 +5,7 @@ import { systemCall } from "../../../lib/system-call";
 import { MAX_CONCURRENT, type ExternalToolClient } from "./client";
 import { memberOf, type PushedContact } from "./members";
 import { externalTool } from "./settings";
+import type { WorkspaceId } from "../../../lib/tenancy";
 
 /**
  * `contacts`: our contacts pushed to the list as members (the member hash
@@ -34,7 +35,7 @@ interface Request {
 export async function pushContacts(
   broker: ServiceBroker,
   logger: LoggerInstance,
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   request: Request,
 ): Promise<PushResult | { jobId: string }> {
   const { contactIds, segmentId } = request;
@@ -75,7 +76,7 @@ export async function pushContacts(
 
 const memberIds = async (
   broker: ServiceBroker,
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   segmentId: string,
   after: string,
   limit: number,
@@ -95,7 +96,7 @@ const memberIds = async (
  */
 async function pushBatch(
   broker: ServiceBroker,
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   client: ExternalToolClient,
   listId: string,
   contactIds: string[],

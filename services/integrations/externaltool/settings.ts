@@ -2,6 +2,7 @@ import { fieldError } from "../../../lib/errors";
 import { resolveTarget, TargetRefused } from "../../webhooks/url-guard";
 import { openedSetting } from "../../workspaces/for-use";
 import { ExternalToolClient } from "./client";
+import type { WorkspaceId } from "../../../lib/tenancy";
 
 /**
  * The workspace's `settings.externaltool {baseUrl, apiKey*, listId}`
@@ -10,7 +11,7 @@ import { ExternalToolClient } from "./client";
  * address passes the outbound webhooks' guard (in production, no private,
  * loopback, link-local or metadata address), checked as each route call starts.
  */
-export async function externalTool(workspaceId: string) {
+export async function externalTool(workspaceId: WorkspaceId) {
   const setting = await openedSetting(workspaceId, "externaltool");
   const baseUrl = typeof setting?.baseUrl === "string" ? setting.baseUrl : null;
   const apiKey = typeof setting?.apiKey === "string" ? setting.apiKey : null;

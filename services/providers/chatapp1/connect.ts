@@ -4,7 +4,7 @@ import { fieldError, upstreamError } from "../../../lib/errors";
 import type { AppContext } from "../../../lib/moleculer-types";
 import { looksMasked } from "../../../lib/secret-box";
 import { systemCall } from "../../../lib/system-call";
-import { workspaceOf } from "../../../lib/tenancy";
+import { workspaceOf, type WorkspaceId } from "../../../lib/tenancy";
 import { DEFAULT_COMMANDS, type ChannelCommand } from "../commands";
 import type { ProviderHealth } from "../providers.schemas";
 import * as repo from "../providers.repo";
@@ -85,7 +85,7 @@ async function registerWebhook(bot: Bot, providerId: string, secret: string): Pr
 }
 
 /** The workspace's commands for the bot's menu; Telegram's refusal is the caller's to judge. */
-async function setMenu(bot: Bot, workspaceId: string) {
+async function setMenu(bot: Bot, workspaceId: WorkspaceId) {
   const commands = (await repo.getCommands(workspaceId)) ?? DEFAULT_COMMANDS;
   return ask("setMyCommands", setMyCommands(bot, menuOf(commands)));
 }
@@ -187,7 +187,7 @@ export async function describeChatapp1(config: Config, providerId: string): Prom
 }
 
 /** Channel commands replaced: the bot's menu follows (a failure is logged; the commands themselves are saved). */
-export async function commandsChanged(ctx: AppContext, workspaceId: string): Promise<void> {
+export async function commandsChanged(ctx: AppContext, workspaceId: WorkspaceId): Promise<void> {
   const provider = await repo.providerOfType(workspaceId, "chatapp1");
   if (!provider) return;
   const answer = await setMenu(botOf(openedConfig("chatapp1", provider.config)), workspaceId).catch(

@@ -3,7 +3,7 @@ import { audit } from "../../../lib/audit";
 import { defineAction, defineMixin } from "../../../lib/define-service";
 import { forbidden, found, notFound } from "../../../lib/errors";
 import type { AppContext } from "../../../lib/moleculer-types";
-import { workspaceOf } from "../../../lib/tenancy";
+import { workspaceOf, type WorkspaceId } from "../../../lib/tenancy";
 import type { ProviderEvent } from "../callbacks";
 import { openedConfig } from "../credentials";
 import * as repo from "../providers.repo";
@@ -30,7 +30,7 @@ const tags = ["Providers"];
 const manage = requires("providers.manage");
 
 /** The workspace's chatapp2 provider with its secrets opened (this process only); 404 when none. */
-async function openedProvider(workspaceId: string) {
+async function openedProvider(workspaceId: WorkspaceId) {
   const row = found(await repo.providerOfType(workspaceId, "chatapp2"), "Provider");
   return { id: row.id, config: openedConfig("chatapp2", row.config) as Chatapp2Config };
 }
@@ -145,7 +145,7 @@ export async function handshake(
  * window it did not), never from a time ahead of ours.
  */
 export async function openWindow(
-  workspaceId: string,
+  workspaceId: WorkspaceId,
   inbound: Extract<ProviderEvent, { kind: "inbound" }>,
 ): Promise<void> {
   const now = new Date();

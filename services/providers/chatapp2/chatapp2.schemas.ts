@@ -1,7 +1,6 @@
 import { Type } from "@sinclair/typebox";
-import { Component, DateTime, Nullable, Params } from "../../../lib/schema";
+import { Component, DateTime, Nullable, Params, WorkspaceIdParam } from "../../../lib/schema";
 
-const WorkspaceId = Type.String({ minLength: 1, maxLength: 64 });
 const Id = Type.String({ minLength: 1, maxLength: 64 });
 
 export const Chatapp2TemplateSchema = Component(
@@ -21,7 +20,7 @@ export const Chatapp2TemplateSchema = Component(
 );
 
 export const chatapp2Schemas = {
-  templates: Params({ workspaceId: WorkspaceId }),
+  templates: Params({ workspaceId: WorkspaceIdParam }),
   sendCheck: Params({
     to: Type.Optional(
       Nullable(Type.String({ maxLength: 64, description: "The recipient's phone (E.164); absent: a batch" })),

@@ -3,6 +3,7 @@ import { send, type Answer } from "../clients/http";
 import { ProviderError, type Outgoing, type ProviderClient } from "../clients/types";
 import { graphRoot, type Chatapp2Config } from "./config";
 import { parameterNames } from "./templates.repo";
+import type { WorkspaceId } from "../../../lib/tenancy";
 
 /**
  * `chatapp2`: the WhatsApp Cloud API wire. `POST /{phoneNumberId}/messages`
@@ -118,7 +119,7 @@ export function messageBody(
 /** How long a client keeps a template's parameter names (a sync that renames them is seen after this). */
 const NAMES_TTL_MS = 60_000;
 
-export function chatapp2Client(id: string, config: Chatapp2Config, workspaceId: string): ProviderClient {
+export function chatapp2Client(id: string, config: Chatapp2Config, workspaceId: WorkspaceId): ProviderClient {
   // Per template and language; an empty list stands for positional (the cache keeps no null).
   const names = new LRUCache<string, string[]>({ max: 500, ttl: NAMES_TTL_MS });
   const namesOf = async (content: Outgoing["content"]): Promise<string[] | null> => {

@@ -3,7 +3,7 @@ import { Type } from "@sinclair/typebox";
 import webPush from "web-push";
 import { defineAction, defineMixin } from "../../../lib/define-service";
 import { fieldError } from "../../../lib/errors";
-import { Nullable, Params } from "../../../lib/schema";
+import { Nullable, Params, WorkspaceIdParam } from "../../../lib/schema";
 import { workspaceOf } from "../../../lib/tenancy";
 import * as repo from "../providers.repo";
 import { results } from "../providers.schemas";
@@ -20,7 +20,7 @@ export const VAPID_PROVIDER: SingleProviderSpec = {
 };
 
 const generateParams = Params({
-  workspaceId: Type.String({ minLength: 1, maxLength: 64 }),
+  workspaceId: WorkspaceIdParam,
   subject: Type.Optional(vapidConfig.properties.subject),
 });
 

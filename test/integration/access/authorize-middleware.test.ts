@@ -3,6 +3,7 @@ import type { Principal } from "../../../lib/access";
 import { waitFor } from "../../helpers/wait";
 import type { AppContext } from "../../../lib/moleculer-types";
 import { AuthorizeMiddleware, MEMBERSHIP_CHANGED_EVENT } from "../../../mixins/authorize.middleware";
+import { asWorkspaceId } from "../../../lib/tenancy";
 
 /**
  * The middleware on a broker of its own, with a stand-in membership service,
@@ -109,7 +110,7 @@ test("an internal action (no rest) with auth takes the workspace its caller pass
     role: "OWNER",
   });
   await expect(call("probe.internal", { workspaceId: "ws-9" }, user)).rejects.toMatchObject({ code: 403 });
-  const key: Principal = { kind: "apiKey", apiKeyId: "k", workspaceId: "ws-1", scopes: [] };
+  const key: Principal = { kind: "apiKey", apiKeyId: "k", workspaceId: asWorkspaceId("ws-1"), scopes: [] };
   await expect(call("probe.internal", { workspaceId: "ws-2" }, key)).rejects.toMatchObject({ code: 403 });
   await expect(call("probe.internal", { workspaceId: "ws-1" }, key)).resolves.toEqual({
     workspaceId: "ws-1",

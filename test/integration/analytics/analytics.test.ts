@@ -3,6 +3,7 @@ import { database } from "../../../lib/database";
 import { systemCall } from "../../../lib/system-call";
 import { startApp, type TestApp } from "../../helpers/app";
 import { HttpClient, ownerWithWorkspace, signUp } from "../../helpers/http";
+import { asWorkspaceId } from "../../../lib/tenancy";
 
 /**
  * Every analytics route through the gateway on a hand-seeded workspace in
@@ -19,7 +20,7 @@ let client: HttpClient;
 const sql = async (text: string, bind: unknown[] = []) => (await database()).query(text, { bind });
 
 async function event(ws: string, type: string, timestamp: string, extra: Record<string, unknown> = {}) {
-  await systemCall(app.broker, ws, "events.record", { type, timestamp, ...extra });
+  await systemCall(app.broker, asWorkspaceId(ws), "events.record", { type, timestamp, ...extra });
 }
 
 /** A message as the send path leaves it; its counts come from the insert (a row counts from nothing). */

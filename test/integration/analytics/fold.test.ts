@@ -4,6 +4,7 @@ import { newId } from "../../../lib/crypto";
 import { database } from "../../../lib/database";
 import { FOLD_LOCK, foldBatch, foldRollups, sumRollups } from "../../../services/analytics/rollups.repo";
 import { startApp, type TestApp } from "../../helpers/app";
+import { asWorkspaceId } from "../../../lib/tenancy";
 
 /**
  * The fold of the rollup deltas (migration 0085, rollups.repo.ts): each delta
@@ -256,7 +257,7 @@ test("a read during a fold sums rollups and unfolded deltas exactly, at every mo
       ),
     );
   const read = async (split: "all" | "email") => {
-    const found = await sumRollups(ws, {
+    const found = await sumRollups(asWorkspaceId(ws), {
       metrics: METRICS,
       edges,
       by: ["metric", "period"],

@@ -7,6 +7,7 @@ import { recordReport } from "../../../services/messages/provider-events.repo";
 import { startApp, type TestApp } from "../../helpers/app";
 import { ownerWithWorkspace } from "../../helpers/http";
 import { seededRandom } from "../../helpers/rng";
+import { asWorkspaceId } from "../../../lib/tenancy";
 
 /**
  * The rollups equal a recomputation from the raw rows: random streams of
@@ -58,7 +59,7 @@ async function feedEvents(ws: string, n: number) {
       const amount = pick(AMOUNTS);
       if (amount !== null) metadata.amount = amount;
     }
-    await systemCall(app.broker, ws, "events.record", {
+    await systemCall(app.broker, asWorkspaceId(ws), "events.record", {
       type,
       timestamp: timestamp.toISOString(),
       metadata,
@@ -157,7 +158,7 @@ async function feedMessages(ws: string, n: number) {
       deferred: null,
     };
   });
-  await messages.insertMessages(ws, fresh);
+  await messages.insertMessages(asWorkspaceId(ws), fresh);
   const claimed = await messages.claimDue(n, 60_000);
   const failing = claimed.filter(() => random() < 0.15);
   for (const row of failing) await messages.markFailed(row, "provider said no");

@@ -5,6 +5,7 @@ import { systemCall } from "../../../lib/system-call";
 import { startApp, type TestApp } from "../../helpers/app";
 import { finishedJob, ownerWithWorkspace, type HttpClient } from "../../helpers/http";
 import { domainEventProbe } from "./probe";
+import { asWorkspaceId } from "../../../lib/tenancy";
 
 let app: TestApp;
 let ctx: Awaited<ReturnType<typeof ownerWithWorkspace>>;
@@ -656,7 +657,10 @@ describe("exports of one contact and chatapp1 link", () => {
     expect(stored[0].token_hash).not.toContain(res.body.token);
 
     const redeem = (workspaceId: string) =>
-      systemCall(app.broker, workspaceId, "contacts.linkChat", { token: res.body.token, chatId: "4242" });
+      systemCall(app.broker, asWorkspaceId(workspaceId), "contacts.linkChat", {
+        token: res.body.token,
+        chatId: "4242",
+      });
     expect(await redeem("another-workspace")).toBeNull();
     expect(await redeem(ctx.workspaceId)).toMatchObject({
       id: person.id,

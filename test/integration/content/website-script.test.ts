@@ -1,13 +1,14 @@
 import { gzipSync } from "node:zlib";
 import fs from "node:fs";
 import path from "node:path";
-import { selectRows } from "../../../lib/database";
+import { queryAcrossWorkspaces } from "../../../lib/database";
 import { PUBLIC_DIR } from "../../../lib/paths";
 import { open } from "../../../lib/secret-box";
 import { landingPageToken } from "../../../services/content/script-origin";
 import { startApp, type TestApp } from "../../helpers/app";
 import { waitFor } from "../../helpers/wait";
 import { HttpClient, ownerWithWorkspace } from "../../helpers/http";
+import { asWorkspaceId } from "../../../lib/tenancy";
 
 /**
  * The website script's endpoints through the gateway: the site key and the
@@ -272,9 +273,10 @@ test("push: a browser's subscription stored (201), the same endpoint updated (20
   );
   expect(again.status).toBe(200);
   expect(again.body).toMatchObject({ id: first.body.id, contactId: who.body.contactId });
-  const [stored] = await selectRows<{ keys: string }>(`SELECT keys FROM push_subscriptions WHERE id = $1`, [
-    first.body.id,
-  ]);
+  const [stored] = await queryAcrossWorkspaces<{ keys: string }>(
+    `SELECT keys FROM push_subscriptions WHERE id = $1`,
+    [first.body.id],
+  );
   expect(stored.keys).not.toContain(subscription.keys.auth);
   expect(JSON.parse(open(stored.keys))).toEqual(subscription.keys);
   const bad = await page().post(
@@ -373,7 +375,7 @@ test("Origin null (a sandboxed page) is answered only for the workspace's own la
   expect(ok.status).toBe(200);
   expect(ok.headers.get("access-control-allow-origin")).toBe("null");
   // Any site's sandboxed frame says `null` too: without our landing page's token it proves nothing.
-  for (const pageToken of [undefined, "forged", landingPageToken("another-workspace", "lp")])
+  for (const pageToken of [undefined, "forged", landingPageToken(asWorkspaceId("another-workspace"), "lp")])
     expect((await page().get(...sandboxed(pageToken))).status).toBe(403);
 });
 

@@ -6,6 +6,7 @@ import { SOURCES } from "../../../services/crm/search.repo";
 import { createTestDatabase } from "../../helpers/database";
 import { ownerWithWorkspace } from "../../helpers/http";
 import { crmWorld, insertContact, type CrmWorld } from "./crm-fixtures";
+import { asWorkspaceId } from "../../../lib/tenancy";
 
 let w: CrmWorld;
 beforeAll(async () => {
@@ -537,7 +538,7 @@ describe("search", () => {
             };
           },
         });
-        await source.run(explaining, w.workspaceId, "quark");
+        await source.run(explaining, asWorkspaceId(w.workspaceId), "quark");
       });
       expect({ type: source.type, usesIndex: plans.some((line) => /_search\w*_idx/.test(line)) }).toEqual({
         type: source.type,

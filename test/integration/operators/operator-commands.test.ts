@@ -15,6 +15,7 @@ import { startApp, type TestApp } from "../../helpers/app";
 import { finishedJob, ownerWithWorkspace } from "../../helpers/http";
 import { waitFor } from "../../helpers/wait";
 import { startReceiver } from "../../helpers/receiver";
+import { asWorkspaceId } from "../../../lib/tenancy";
 
 /**
  * The operators' REPL commands (lib/operator-commands.ts) called as the REPL
@@ -161,7 +162,9 @@ test("retry-message: a failed message goes back to the queue with its attempts r
     code: 409,
     type: "INVALID_STATE",
   });
-  await expect(retryMessage(app.broker, "another-workspace", id)).rejects.toMatchObject({ code: 404 });
+  await expect(retryMessage(app.broker, asWorkspaceId("another-workspace"), id)).rejects.toMatchObject({
+    code: 404,
+  });
   expect(await run("retry-message", { workspaceId: ctx.workspaceId, messageId: id })).toBe(
     "Failed (409 INVALID_STATE): Only a failed message can be retried; this one is sent",
   );

@@ -7,6 +7,7 @@ import { nextRunAfter } from "../../../services/reports/due-times";
 import { claimDueSchedules } from "../../../services/reports/reports.repo";
 import { finishedJob } from "../../helpers/http";
 import { waitFor } from "../../helpers/wait";
+import { asWorkspaceId } from "../../../lib/tenancy";
 
 /**
  * Saved reports, their runs and CSV, and schedules that mail the CSV,
@@ -35,12 +36,12 @@ beforeAll(async () => {
     services: ["events", "analytics", "reports", "jobs", "messages", "contacts", "templates", "providers"],
   });
   const event = (type: string, timestamp: string) =>
-    systemCall(w.app.broker, w.workspaceId, "events.record", { type, timestamp });
+    systemCall(w.app.broker, asWorkspaceId(w.workspaceId), "events.record", { type, timestamp });
   await event("page_view", "2026-03-01T10:00:00Z");
   await event("page_view", "2026-03-01T11:00:00Z");
   await event("signup", "2026-03-03T09:00:00Z");
   // Another workspace's facts never show.
-  await systemCall(w.app.broker, w.other.workspaceId, "events.record", {
+  await systemCall(w.app.broker, asWorkspaceId(w.other.workspaceId), "events.record", {
     type: "page_view",
     timestamp: "2026-03-02T10:00:00Z",
   });

@@ -1,7 +1,6 @@
 import { QueryTypes } from "sequelize";
 import { newId } from "../../../lib/crypto";
-import { database } from "../../../lib/database";
-import { Binds } from "../../../lib/database";
+import { Binds, database } from "../../../lib/database";
 import { compileFilter } from "../../../services/segments/filter-compiler";
 import { validateFilter, type Condition, type FilterGroup } from "../../../services/segments/filter-schema";
 import { startApp, type TestApp } from "../../helpers/app";
