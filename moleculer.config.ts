@@ -45,7 +45,7 @@ function channelsMiddleware(natsUrl: string | undefined): Middleware {
 export function brokerConfig(): BrokerOptions {
   const cfg = config();
   return {
-    namespace: process.env.NAMESPACE ?? "",
+    namespace: cfg.namespace,
     nodeID: process.env.NODE_ID || undefined,
     logger: {
       type: "Pino",
@@ -60,7 +60,7 @@ export function brokerConfig(): BrokerOptions {
     cacher: cfg.redisUrl
       ? {
           type: "Redis",
-          options: { prefix: `cms-${process.env.NAMESPACE ?? ""}`, ttl: 300, redis: cfg.redisUrl },
+          options: { prefix: `cms-${cfg.namespace}`, ttl: 300, redis: cfg.redisUrl },
         }
       : "Memory",
     serializer: "JSON",
