@@ -1,5 +1,6 @@
 import type { BrokerOptions, Middleware } from "moleculer";
 import { Middleware as ChannelsMiddleware } from "@moleculer/channels";
+import { AnnounceServicesMiddleware } from "./lib/announce-services";
 import { config } from "./lib/config";
 import { DeclaredStatusMiddleware } from "./lib/define-service";
 import { validatorMiddleware } from "./lib/validator";
@@ -99,6 +100,7 @@ export function brokerConfig(): BrokerOptions {
       channelsMiddleware(cfg.natsUrl),
       OutboxRelayMiddleware,
       healthServer(),
+      AnnounceServicesMiddleware,
       // Last, so outermost: the handlers and every middleware's own lines run under the request id.
       RequestIdMiddleware,
     ],
