@@ -1,5 +1,6 @@
 import type { BrokerOptions, Middleware } from "moleculer";
 import { Middleware as ChannelsMiddleware } from "@moleculer/channels";
+import { AnnounceServicesMiddleware } from "./lib/announce-services";
 import { config } from "./lib/config";
 import { DeclaredStatusMiddleware } from "./lib/define-service";
 import { validatorMiddleware } from "./lib/validator";
@@ -45,7 +46,7 @@ function channelsMiddleware(natsUrl: string | undefined): Middleware {
 export function brokerConfig(): BrokerOptions {
   const cfg = config();
   return {
-    namespace: process.env.NAMESPACE ?? "",
+    namespace: cfg.namespace,
     nodeID: process.env.NODE_ID || undefined,
     logger: {
       type: "Pino",
@@ -60,7 +61,7 @@ export function brokerConfig(): BrokerOptions {
     cacher: cfg.redisUrl
       ? {
           type: "Redis",
-          options: { prefix: `cms-${process.env.NAMESPACE ?? ""}`, ttl: 300, redis: cfg.redisUrl },
+          options: { prefix: `cms-${cfg.namespace}`, ttl: 300, redis: cfg.redisUrl },
         }
       : "Memory",
     serializer: "JSON",
@@ -99,6 +100,7 @@ export function brokerConfig(): BrokerOptions {
       channelsMiddleware(cfg.natsUrl),
       OutboxRelayMiddleware,
       healthServer(),
+      AnnounceServicesMiddleware,
       // Last, so outermost: the handlers and every middleware's own lines run under the request id.
       RequestIdMiddleware,
     ],

@@ -15,7 +15,8 @@
  * - `soak`: BENCH_SOAK_SECONDS (600) of mixed traffic on the cluster shape at fixed rates (BENCH_SOAK_RATES,
  *   `ingest=100,send=10,read=40` per second): events, message sends (the log provider), reads (contacts, events),
  *   and the webhook deliveries of the events to a receiver here; every 30 s a row of rates, latency percentiles,
- *   errors and RSS per process; at the end the totals and docs/cluster-soak.svg.
+ *   errors and RSS per process; at the end the totals, the errors by kind (route, status, the answer's code or
+ *   the socket's error, when first and last seen, their latency) and docs/cluster-soak.svg.
  * Env: BENCH_CONNECTIONS (50), BENCH_CONTACTS (1000), BENCH_NO_BUILD=1 to use dist/ as it is, and the
  * PostgreSQL pool of each process (a shared PostgreSQL has 100 connections): BENCH_POOL_EMBEDDED (10),
  * BENCH_POOL_CLUSTER (5 per process, 30 in all).
@@ -427,26 +428,43 @@ const OPS = {
   send: (i) => ({ method: "POST", path: "/messages", body: JSON.stringify({ contactId: cfg.contactIds[i % cfg.contactIds.length], channel: "email", transactional: true, content: { subject: "Soak " + i, html: "<p>Soak</p>" } }) }),
   read: (i) => i % 2 ? { method: "GET", path: "/contacts?limit=20" } : { method: "GET", path: "/events?limit=20" },
 };
-const stats = {}; const all = {}; let inFlight = {};
+const stats = {}; const all = {}; let inFlight = {}; const failures = {};
 for (const op of Object.keys(cfg.rates)) { stats[op] = { ok: 0, failed: 0, skipped: 0, lat: [], codes: {} }; all[op] = []; inFlight[op] = 0; }
 function fire(op, i) {
   if (inFlight[op] >= cfg.maxInFlight) { stats[op].skipped++; return; }
   inFlight[op]++;
   const r = OPS[op](i); const t = process.hrtime.bigint();
+  const route = r.method + " " + r.path.split("?")[0];
+  let settled = false;
+  const done = (status, reason) => {
+    if (settled) return; // a socket error after the answer ended
+    settled = true;
+    inFlight[op]--;
+    const ms = Number(process.hrtime.bigint() - t) / 1e6;
+    const s = stats[op];
+    if (status >= 200 && status < 300) s.ok++;
+    else {
+      s.failed++; s.codes[status] = (s.codes[status] || 0) + 1;
+      // Each failure by what it was: route, status (0: no answer) and the body's code or the socket's error.
+      const key = route + " " + status + " " + reason;
+      const f = (failures[key] ??= { route, status, reason, n: 0, firstS: Math.round((Date.now() - start) / 1000), ms: [] });
+      f.n++; f.lastS = Math.round((Date.now() - start) / 1000); f.ms.push(ms);
+    }
+    s.lat.push(ms); all[op].push(ms);
+  };
   const headers = { cookie: cfg.cookie, ...(r.body ? { "content-type": "application/json", "content-length": String(Buffer.byteLength(r.body)) } : {}) };
   const req = http.request(cfg.base + r.path, { method: r.method, agent, headers }, (res) => {
-    res.resume();
-    res.on("end", () => done(op, res.statusCode, t));
+    const ok = res.statusCode >= 200 && res.statusCode < 300;
+    let body = "";
+    if (ok) res.resume(); else res.on("data", (c) => { if (body.length < 500) body += c; });
+    res.on("end", () => done(res.statusCode, ok ? undefined : reasonOf(body)));
+    res.on("error", (err) => done(res.statusCode, "answer cut: " + (err.code || err.message)));
   });
-  req.on("error", () => done(op, 0, t));
+  req.on("error", (err) => done(0, err.code || err.message));
   req.end(r.body);
 }
-function done(op, status, t) {
-  inFlight[op]--;
-  const ms = Number(process.hrtime.bigint() - t) / 1e6;
-  const s = stats[op];
-  if (status >= 200 && status < 300) s.ok++; else { s.failed++; s.codes[status] = (s.codes[status] || 0) + 1; }
-  s.lat.push(ms); all[op].push(ms);
+function reasonOf(body) {
+  try { const b = JSON.parse(body); return b.code ? b.code + ": " + b.error : String(b.error || body); } catch { return body.slice(0, 120); }
 }
 const q = (xs, p) => { if (!xs.length) return 0; const s = [...xs].sort((a, b) => a - b); return +s[Math.min(s.length - 1, Math.floor(s.length * p))].toFixed(1); };
 const start = Date.now(); const counters = {}; for (const op of Object.keys(cfg.rates)) counters[op] = 0;
@@ -461,7 +479,8 @@ const report = setInterval(() => {
   if (Date.now() - start >= cfg.seconds * 1000) {
     clearInterval(tick); clearInterval(report);
     const total = {}; for (const [op, xs] of Object.entries(all)) total[op] = { n: xs.length, p50: q(xs, 0.5), p95: q(xs, 0.95), p99: q(xs, 0.99), max: q(xs, 1) };
-    console.log(JSON.stringify({ total }));
+    const failed = Object.values(failures).sort((a, b) => b.n - a.n).map(({ ms, ...c }) => ({ ...c, p50ms: q(ms, 0.5), maxMs: q(ms, 1) }));
+    console.log(JSON.stringify({ total, failed }));
     setTimeout(() => { agent.destroy(); process.exit(0); }, 5000).unref();
   }
 }, 1000);
@@ -522,6 +541,7 @@ async function soakPart(shape: Shape) {
   );
   const seconds: SoakSecond[] = [];
   let total: Json = {};
+  let failed: Json[] = [];
   let lastDelivered = 0;
   await new Promise<void>((resolve, reject) => {
     const child = spawn(process.execPath, ["-e", SOAK_JS], {
@@ -535,6 +555,7 @@ async function soakPart(shape: Shape) {
         const parsed = JSON.parse(line) as Json;
         if (parsed.total) {
           total = parsed.total as Json;
+          failed = parsed.failed as Json[];
           continue;
         }
         const second = parsed as unknown as SoakSecond;
@@ -574,6 +595,7 @@ async function soakPart(shape: Shape) {
       summary: `soak, ${SOAK_SECONDS} s, cluster shape`,
       latencyMs: total,
       errors,
+      errorsByKind: failed,
       skippedAtInFlightCap: skipped,
       purchasesRecorded: recorded,
       webhookDeliveriesReceived: delivered,

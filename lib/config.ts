@@ -12,6 +12,8 @@ export interface AppConfig {
   databaseUrl?: string;
   redisUrl?: string;
   natsUrl?: string;
+  /** Moleculer's namespace (NAMESPACE): brokers meet only their own, and our Redis keys (cache, rate limits) carry it. */
+  namespace: string;
   authSecret?: string;
   cronSecret?: string;
   smtpUrl?: string;
@@ -134,6 +136,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     databaseUrl: env.DATABASE_URL || undefined,
     redisUrl: env.REDIS_URL || undefined,
     natsUrl: natsFromTransporter(env),
+    namespace: env.NAMESPACE ?? "",
     authSecret: env.AUTH_SECRET || env.NEXTAUTH_SECRET || undefined,
     cronSecret: env.CRON_SECRET || undefined,
     smtpUrl: env.SMTP_URL || undefined,

@@ -4,12 +4,16 @@ import {
   RateLimiterRes,
   type RateLimiterAbstract,
 } from "rate-limiter-flexible";
+import { config } from "./config";
 import { rateLimited } from "./errors";
 import { redis } from "./redis";
 
 /**
  * Named limits (rate-limiter-flexible): in Redis when REDIS_URL is set, so
- * every replica counts together; in memory otherwise.
+ * every replica counts together; in memory otherwise. Redis keys are
+ * `<NAMESPACE>:rl:<name>:<subject>` (`rl:<name>:<subject>` with no
+ * namespace), so deployments, test runs and benches sharing one Redis keep
+ * their own counts.
  */
 export interface LimitSpec {
   name: string;
@@ -19,12 +23,18 @@ export interface LimitSpec {
 
 const limiters = new Map<string, RateLimiterAbstract>();
 
+/** The Redis key prefix of a named limit's counters (rate-limiter-flexible appends `:<subject>`). */
+export function limitKeyPrefix(name: string, namespace: string): string {
+  return namespace ? `${namespace}:rl:${name}` : `rl:${name}`;
+}
+
 function limiter(spec: LimitSpec): RateLimiterAbstract {
-  const key = `${spec.name}:${spec.points}:${spec.durationSeconds}`;
+  const keyPrefix = limitKeyPrefix(spec.name, config().namespace);
+  const key = `${keyPrefix}:${spec.points}:${spec.durationSeconds}`;
   let found = limiters.get(key);
   if (!found) {
     const client = redis();
-    const options = { keyPrefix: `rl:${spec.name}`, points: spec.points, duration: spec.durationSeconds };
+    const options = { keyPrefix, points: spec.points, duration: spec.durationSeconds };
     found = client
       ? new RateLimiterRedis({ ...options, storeClient: client })
       : new RateLimiterMemory(options);

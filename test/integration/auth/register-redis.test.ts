@@ -8,8 +8,9 @@ const SERVICES = ["api", "auth", "workspaces"];
 
 /**
  * With REDIS_URL the registration and sign-in limits live in Redis, so every
- * replica counts together. Keys are unique per run (fresh addresses and
- * emails) and removed afterwards, so the suite passes when run twice.
+ * replica counts together. Keys carry the app's NAMESPACE (unique per run),
+ * addresses and emails are fresh, and the keys are removed afterwards, so the
+ * suite passes when run twice and counts nothing another run made.
  */
 const REDIS_URL = process.env.REDIS_URL;
 if (!REDIS_URL) console.log("register-redis.test.ts skipped: REDIS_URL is not set");
@@ -19,9 +20,11 @@ suite("rate limits in Redis", () => {
   let app: TestApp;
   let redis: Redis;
   const keys: string[] = [];
+  const namespace = `register-redis-${randomHex(4)}`;
+  const limitKey = (name: string, subject: string) => `${namespace}:rl:${name}:${subject}`;
 
   beforeAll(async () => {
-    app = await startApp({ services: SERVICES, env: { REDIS_URL } });
+    app = await startApp({ services: SERVICES, env: { REDIS_URL, NAMESPACE: namespace } });
     redis = new Redis(REDIS_URL!);
   });
   afterAll(async () => {
@@ -42,7 +45,7 @@ suite("rate limits in Redis", () => {
 
   test("the 11th registration of an address is 429; the count is a Redis key with the hour's TTL", async () => {
     const ip = freshIp();
-    const key = `rl:register-ip:${ip}`;
+    const key = limitKey("register-ip", ip);
     keys.push(key);
     for (let i = 0; i < 10; i++) expect((await register(ip)).status).toBe(201);
     expect(Number(await redis.get(key))).toBe(10);
@@ -59,7 +62,7 @@ suite("rate limits in Redis", () => {
 
   test("the state is Redis's: removing the key lifts the limit at once", async () => {
     const ip = freshIp();
-    const key = `rl:register-ip:${ip}`;
+    const key = limitKey("register-ip", ip);
     keys.push(key);
     for (let i = 0; i < 10; i++) expect((await register(ip)).status).toBe(201);
     expect((await register(ip)).status).toBe(429);
@@ -69,7 +72,7 @@ suite("rate limits in Redis", () => {
 
   test("a count another replica wrote is honoured", async () => {
     const ip = freshIp();
-    const key = `rl:register-ip:${ip}`;
+    const key = limitKey("register-ip", ip);
     keys.push(key);
     await redis.set(key, "10", "PX", 3_600_000);
     const res = await register(ip);
@@ -77,9 +80,19 @@ suite("rate limits in Redis", () => {
     expect(Number(res.headers.get("retry-after"))).toBeGreaterThan(3500);
   });
 
+  test("counts of another namespace (a deployment, test run or bench sharing the Redis) are not this app's", async () => {
+    const ip = freshIp();
+    const others = [`rl:register-ip:${ip}`, `another-${namespace}:rl:register-ip:${ip}`];
+    keys.push(...others, limitKey("register-ip", ip));
+    for (const key of others) await redis.set(key, "10", "PX", 3_600_000);
+    expect((await register(ip)).status).toBe(201);
+    expect(Number(await redis.get(limitKey("register-ip", ip)))).toBe(1);
+    for (const key of others) expect(await redis.get(key)).toBe("10");
+  });
+
   test("sign-in failures are counted per email in Redis", async () => {
     const email = uniqueEmail("redis-signin");
-    const key = `rl:signin-email-failures:${email}`;
+    const key = limitKey("signin-email-failures", email);
     keys.push(key);
     for (let i = 0; i < 3; i++) {
       const res = await app
@@ -98,7 +111,7 @@ suite("rate limits in Redis", () => {
 
   test("sign-in attempts are also counted per IP in Redis: a spent IP is 429 before any password check", async () => {
     const ip = freshIp();
-    const key = `rl:signin-ip:${ip}`;
+    const key = limitKey("signin-ip", ip);
     keys.push(key);
     const attempt = () =>
       app

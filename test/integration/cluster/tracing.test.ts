@@ -1,7 +1,7 @@
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { Writable } from "node:stream";
-import type { BrokerOptions } from "moleculer";
+import type { BrokerOptions, Middleware } from "moleculer";
 import { randomHex } from "../../../lib/crypto";
 import { startApp, type TestApp } from "../../helpers/app";
 import { dropStreams } from "../../helpers/nats";
@@ -14,7 +14,9 @@ import { waitFor } from "../../helpers/wait";
  * and both export spans to a Zipkin fake on 127.0.0.1 (TRACING_EXPORTER).
  * The request id the caller sends is answered, is on the lines each node
  * logs for it, and is the trace of the spans both nodes export, the ones of
- * the event B broadcasts to A included.
+ * the event B broadcasts to A included: A announces its services (its event
+ * handlers) before its start resolves, not a second later, so B's
+ * broadcasts reach it from its first requests on (lib/announce-services.ts).
  */
 
 const NATS_URL = process.env.NATS_URL;
@@ -25,6 +27,11 @@ interface LogLine {
   msg: string;
   requestId?: string;
   level: number;
+}
+interface Packet {
+  type: string;
+  target: string | null;
+  payload: { services?: Array<{ name: string }> };
 }
 interface ZipkinSpan {
   traceId: string;
@@ -64,6 +71,18 @@ suite("request ids and traces across two nodes over NATS", () => {
   let zipkin: http.Server;
   let a: TestApp;
   let b: TestApp;
+  /** The services listed in each INFO packet A broadcast to its peers. */
+  const announced: string[][] = [];
+  const recordAnnouncements = {
+    transitPublish:
+      (next: (packet: Packet) => Promise<void>) =>
+      (packet: Packet): Promise<void> => {
+        if (packet.type === "INFO" && !packet.target)
+          announced.push((packet.payload.services ?? []).map((s) => s.name));
+        return next(packet);
+      },
+  } as unknown as Middleware;
+  let announcedAtStart: string[][] = [];
 
   beforeAll(async () => {
     zipkin = http.createServer((req, res) => {
@@ -99,7 +118,9 @@ suite("request ids and traces across two nodes over NATS", () => {
         logger: loggerInto(captureLog(gatewayLines)),
       },
       waitForServices: ["auth", "workspaces"],
+      middlewares: [recordAnnouncements],
     });
+    announcedAtStart = [...announced];
   });
   afterAll(async () => {
     await a?.stop();
@@ -108,7 +129,11 @@ suite("request ids and traces across two nodes over NATS", () => {
     if (NATS_URL) await dropStreams(NATS_URL, namespace);
   });
 
-  test("the caller's id is answered, logged on both nodes, and is both nodes' trace", async () => {
+  test("a node has announced its services to its peers when its start resolves", () => {
+    expect(announcedAtStart).toEqual(expect.arrayContaining([expect.arrayContaining(["api"])]));
+  });
+
+  test("the caller's id is answered, logged on both nodes, carried by B's event to A, and is both nodes' trace", async () => {
     const user = await signUp(a.baseUrl);
     const requestId = randomHex(16);
     const forgot = await a
@@ -143,9 +168,9 @@ suite("request ids and traces across two nodes over NATS", () => {
     const traced = await waitFor(
       () => {
         const names = trace(resetId).map((s) => `${s.localEndpoint.serviceName}:${s.name}`);
-        // The gateway's span of the event B broadcasts back (auth.sessions.revoked) does not arrive under this
-        // trace on a quiet machine, on Node 20 or 24: an open fault (issue 33), so it is not asserted here.
-        return names.some((n) => n.startsWith("api:")) && names.includes("auth:action 'auth.resetPassword'")
+        return names.some((n) => n.startsWith("api:")) &&
+          names.includes("auth:action 'auth.resetPassword'") &&
+          names.some((n) => n.startsWith("api:event 'auth.sessions.revoked'"))
           ? names
           : undefined;
       },
