@@ -30,6 +30,7 @@ import path from "node:path";
 import { Client } from "pg";
 import { clusterPlan, serviceFiles } from "../lib/cluster-plan";
 import { CONNECTIONS, median, ROUNDS, runLoad, type LoadResult } from "./events";
+import { backendPids, cpuSeconds } from "./process-cpu";
 
 const ROOT = path.resolve(__dirname, "..");
 const DIST = path.join(ROOT, "dist");
@@ -44,7 +45,6 @@ const SOAK_RATES = Object.fromEntries(
   }),
 ) as Record<"ingest" | "send" | "read", number>;
 const CONTACTS = Number(process.env.BENCH_CONTACTS ?? 1000);
-const CLOCK_TICKS = 100;
 
 type Json = Record<string, unknown>;
 
@@ -82,17 +82,6 @@ async function until<T>(check: () => Promise<T | undefined>, seconds: number, wh
     if (value) return value;
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await new Promise((resolve) => setTimeout(resolve, 250));
-  }
-}
-
-/** Seconds of CPU (user + system) a process has used, or 0 once it is gone. */
-function cpuSeconds(pid: number): number {
-  try {
-    const stat = fs.readFileSync(`/proc/${pid}/stat`, "utf8");
-    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-    return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS;
-  } catch {
-    return 0;
   }
 }
 
@@ -136,14 +125,6 @@ async function createDatabase(
   };
   drops.push(drop);
   return { url: url.toString(), name, drop };
-}
-
-/** Pids of the PostgreSQL backends serving `database` now (the shape's pool). */
-async function backendPids(admin: Client, database: string): Promise<number[]> {
-  const { rows } = await admin.query<{ pid: number }>("SELECT pid FROM pg_stat_activity WHERE datname = $1", [
-    database,
-  ]);
-  return rows.map((r) => r.pid);
 }
 
 const COMMON_ENV = {
