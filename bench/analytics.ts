@@ -441,8 +441,8 @@ async function measureFold(broker: ServiceBroker, ws: string) {
 }
 
 /**
- * The seeded facts' deltas folded (the fold's own timer may hold the lock, so wait for the table to empty)
- * and the deltas table vacuumed, as autovacuum leaves it: the routes are timed on a settled database, not
+ * The seeded facts' deltas and appended activity folded (the fold's own timer may hold the lock, so wait for
+ * the tables to empty) and those tables vacuumed, as autovacuum leaves it: the routes are timed on a settled database, not
  * beside a fold of a year of facts.
  */
 async function settleRollups(broker: ServiceBroker) {
@@ -451,13 +451,14 @@ async function settleRollups(broker: ServiceBroker) {
     // A year of deltas folds for minutes: no call timeout.
     await broker.call("analytics.foldRollups", {}, { timeout: 0 });
     const [{ remaining }] = await sequelize.query<{ remaining: string }>(
-      "SELECT count(*) AS remaining FROM analytics_rollup_deltas",
+      `SELECT (SELECT count(*) FROM analytics_rollup_deltas) + (SELECT count(*) FROM analytics_contact_activity_pending)
+              AS remaining`,
       { type: QueryTypes.SELECT },
     );
     if (Number(remaining) === 0) break;
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
-  await sequelize.query("VACUUM ANALYZE analytics_rollup_deltas");
+  await sequelize.query("VACUUM ANALYZE analytics_rollup_deltas, analytics_contact_activity_pending");
 }
 
 async function main() {

@@ -6,6 +6,7 @@ import { BackgroundMixin } from "../../mixins/background";
 import { DatabaseMixin } from "../../mixins/database.mixin";
 import * as answers from "./answers";
 import { schemas } from "./analytics.schemas";
+import { foldActivity } from "./activity.repo";
 import { foldRollups } from "./rollups.repo";
 import { knownCampaign, scopeOf } from "./scope";
 
@@ -198,10 +199,13 @@ export default defineService({
       handler: (ctx) => answers.realtime(workspaceOf(ctx)),
     }),
 
-    /** Internal (timer, cron tick): fold the appended rollup deltas into the rollups until none is left; answers how many. */
+    /**
+     * Internal (timer, cron tick): fold the appended rollup deltas into the rollups, and the appended activity into
+     * the contacts' activity, until none is left; answers how many rows were folded.
+     */
     foldRollups: defineAction({
       result: Type.Integer(),
-      handler: () => foldRollups(),
+      handler: async () => (await foldRollups()) + (await foldActivity()),
     }),
   },
 });
