@@ -105,6 +105,8 @@ const CROSS_AREA: Record<string, string> = {
   "services/analytics/segment.repo.ts events": SEGMENT_ANSWERS,
   "services/analytics/segment.repo.ts messages": SEGMENT_ANSWERS,
   "services/analytics/segment.repo.ts form_submissions": SEGMENT_ANSWERS,
+  "services/analytics/segment.repo.ts campaign_enrollments": SEGMENT_ANSWERS,
+  "services/analytics/segment.repo.ts campaign_logs": SEGMENT_ANSWERS,
   "services/campaigns/ab.repo.ts messages":
     "A/B winners count each variant's sends, opens and clicks in one aggregate",
   "services/campaigns/broadcasts.repo.ts contacts":
