@@ -15,7 +15,9 @@
  * BENCH_RAW_SAMPLES (5 per raw recomputation), BENCH_INGEST (20000 events a round), BENCH_ROUNDS (2),
  * BENCH_SUSTAIN (30 seconds of sustained ingest for the fold; 0 skips it), BENCH_PARTS (routes,ingest,fold: the
  * parts to run), BENCH_REUSE=1 keeps the database of a previous run and its seeded workspace (skips the seeding);
- * BENCH_DB names the database (`cms_bench_analytics`), so two runs on one server keep apart.
+ * BENCH_DB names the database (`cms_bench_analytics`; `cms_bench_analytics_full` with BENCH_FULL=1), so two runs
+ * on one server keep apart. A reused database must hold the sizes asked for (a build stopped halfway is refused):
+ * build the issue's scale once with BENCH_FULL=1, then run it again with BENCH_FULL=1 BENCH_REUSE=1.
  */
 import type { AddressInfo } from "node:net";
 import { ServiceBroker, type ServiceSchema } from "moleculer";
@@ -40,7 +42,8 @@ const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 2);
 const REUSE = process.env.BENCH_REUSE === "1";
 const SUSTAIN_S = Number(process.env.BENCH_SUSTAIN ?? 30);
 const PARTS = new Set((process.env.BENCH_PARTS ?? "routes,ingest,fold").split(","));
-const DB_NAME = process.env.BENCH_DB ?? "cms_bench_analytics";
+// The issue's scale builds for an hour or more: its own database, so a run at the default size never drops it.
+const DB_NAME = process.env.BENCH_DB ?? (FULL ? "cms_bench_analytics_full" : "cms_bench_analytics");
 const CHUNK = 200_000;
 const ZONE = "Europe/Berlin";
 
@@ -375,17 +378,24 @@ async function measureIngest(broker: ServiceBroker, ws: string) {
 }
 
 /**
- * The deltas held now, and the deltas appended and deleted (folded) so far as the server's statistics count
+ * The deltas and the appended activity rows held now, and the deltas appended and deleted (folded) so far as the server's statistics count
  * them (each backend reports about once a second, so rates are read over several seconds).
  */
 async function deltaCounters() {
   const sequelize = await database();
-  const [row] = await sequelize.query<{ held: string; appended: string; folded: string }>(
-    `SELECT (SELECT count(*) FROM analytics_rollup_deltas) AS held, n_tup_ins AS appended, n_tup_del AS folded
+  const [row] = await sequelize.query<{ held: string; activity: string; appended: string; folded: string }>(
+    `SELECT (SELECT count(*) FROM analytics_rollup_deltas) AS held,
+            (SELECT count(*) FROM analytics_contact_activity_pending) AS activity,
+            n_tup_ins AS appended, n_tup_del AS folded
        FROM pg_stat_user_tables WHERE relname = 'analytics_rollup_deltas'`,
     { type: QueryTypes.SELECT },
   );
-  return { held: Number(row.held), appended: Number(row.appended), folded: Number(row.folded) };
+  return {
+    held: Number(row.held),
+    activity: Number(row.activity),
+    appended: Number(row.appended),
+    folded: Number(row.folded),
+  };
 }
 
 /**
@@ -403,9 +413,11 @@ async function measureFold(broker: ServiceBroker, ws: string) {
     if (!stop) recorded++;
     return stop;
   });
-  console.log(`\nfold under ${SUSTAIN_S} s of sustained ingest (backlog: deltas held; rates per second)`);
   console.log(
-    `${"s".padStart(4)} ${"events/s".padStart(9)} ${"backlog".padStart(8)} ${"appended/s".padStart(11)} ${"folded/s".padStart(9)}`,
+    `\nfold under ${SUSTAIN_S} s of sustained ingest (backlog: deltas held; activity: appended activity rows held; rates per second)`,
+  );
+  console.log(
+    `${"s".padStart(4)} ${"events/s".padStart(9)} ${"backlog".padStart(8)} ${"activity".padStart(8)} ${"appended/s".padStart(11)} ${"folded/s".padStart(9)}`,
   );
   let last = { at: start, recorded: 0, counters: first };
   let window = last;
@@ -422,14 +434,14 @@ async function measureFold(broker: ServiceBroker, ws: string) {
       window = now;
     }
     console.log(
-      `${String(second).padStart(4)} ${perSecond.toFixed(0).padStart(9)} ${String(counters.held).padStart(8)} ${rates}`,
+      `${String(second).padStart(4)} ${perSecond.toFixed(0).padStart(9)} ${String(counters.held).padStart(8)} ${String(counters.activity).padStart(8)} ${rates}`,
     );
     last = now;
   }
   const rate = await ingest;
   const stopped = Date.now();
   let drained = await deltaCounters();
-  while (drained.held > 0) {
+  while (drained.held > 0 || drained.activity > 0) {
     await new Promise((resolve) => setTimeout(resolve, 100));
     drained = await deltaCounters();
   }
@@ -442,8 +454,8 @@ async function measureFold(broker: ServiceBroker, ws: string) {
 }
 
 /**
- * The seeded facts' deltas folded (the fold's own timer may hold the lock, so wait for the table to empty)
- * and the deltas table vacuumed, as autovacuum leaves it: the routes are timed on a settled database, not
+ * The seeded facts' deltas and appended activity folded (the fold's own timer may hold the lock, so wait for
+ * the tables to empty) and those tables vacuumed, as autovacuum leaves it: the routes are timed on a settled database, not
  * beside a fold of a year of facts.
  */
 async function settleRollups(broker: ServiceBroker) {
@@ -452,13 +464,34 @@ async function settleRollups(broker: ServiceBroker) {
     // A year of deltas folds for minutes: no call timeout.
     await broker.call("analytics.foldRollups", {}, { timeout: 0 });
     const [{ remaining }] = await sequelize.query<{ remaining: string }>(
-      "SELECT count(*) AS remaining FROM analytics_rollup_deltas",
+      `SELECT (SELECT count(*) FROM analytics_rollup_deltas) + (SELECT count(*) FROM analytics_contact_activity_pending)
+              AS remaining`,
       { type: QueryTypes.SELECT },
     );
     if (Number(remaining) === 0) break;
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
-  await sequelize.query("VACUUM ANALYZE analytics_rollup_deltas");
+  await sequelize.query("VACUUM ANALYZE analytics_rollup_deltas, analytics_contact_activity_pending");
+}
+
+/**
+ * A reused workspace holds the contacts and messages asked for, and at least the events (each run's ingest adds
+ * some): else the figures would be of another size, or of a build stopped halfway.
+ */
+async function checkSeededSize(ws: string) {
+  const sequelize = await database();
+  const [held] = await sequelize.query<{ contacts: string; events: string; messages: string }>(
+    `SELECT (SELECT count(*) FROM contacts WHERE workspace_id = $1) AS contacts,
+            (SELECT sum(value) FROM analytics_rollups WHERE workspace_id = $1 AND metric = 'all:events' AND tier = 2)
+              AS events,
+            (SELECT count(*) FROM messages WHERE workspace_id = $1) AS messages`,
+    { bind: [ws], type: QueryTypes.SELECT },
+  );
+  const [contacts, events, messages] = [held.contacts, held.events, held.messages].map(Number);
+  if (contacts !== CONTACTS || messages !== MESSAGES || events < EVENTS)
+    throw new Error(
+      `${DB_NAME} holds ${contacts} contacts, ${events} events and ${messages} messages, not the ${CONTACTS}, ${EVENTS} and ${MESSAGES} asked for: run without BENCH_REUSE to build it again, or name another BENCH_DB`,
+    );
 }
 
 async function main() {
@@ -477,6 +510,7 @@ async function main() {
         )
       : [];
     if (seeded) {
+      await checkSeededSize(seeded.workspace_id);
       // The new owner joins the seeded workspace.
       await sequelize.query(
         `INSERT INTO members (id, workspace_id, user_id, role) VALUES (gen_random_uuid()::text, $1, $2, 'OWNER')`,

@@ -6,6 +6,7 @@ import { BackgroundMixin } from "../../mixins/background";
 import { DatabaseMixin } from "../../mixins/database.mixin";
 import * as answers from "./answers";
 import { schemas } from "./analytics.schemas";
+import { foldActivity } from "./activity.repo";
 import { foldRollups } from "./rollups.repo";
 import { knownCampaign, scopeOf } from "./scope";
 
@@ -15,16 +16,14 @@ const RANGE =
   "Query: from, to (inclusive, whole buckets; the last 30 days), granularity (day), timezone (the workspace's), channel, campaignId";
 const SEGMENT =
   "; segmentId: the segment's current members only, from their rows or per-contact facts (an unknown segment 404)";
-const NO_SEGMENT = "; segmentId is refused (400 segmentId): these figures are kept for the whole workspace";
 /** Cohorts and attribution take no channel or campaign filter. */
 const RANGE_ONLY =
   "Query: from, to (inclusive, whole buckets; the last 30 days), granularity (day), timezone (the workspace's)";
-const doc = (summary: string, segment = false, query = RANGE) => ({
+const doc = (summary: string, query = RANGE) => ({
   tags: ["Analytics"],
   summary,
-  description: query + (segment ? SEGMENT : NO_SEGMENT),
+  description: query + SEGMENT,
 });
-const SEGMENT_OK = { segment: true };
 
 /**
  * Analytics answers (contract-messaging 12), read from rollups and
@@ -47,8 +46,8 @@ export default defineService({
       ...READ,
       params: schemas.overview,
       result: schemas.overviewResult,
-      openapi: doc("Overview: contacts, message counts and rates, events, submissions, revenue", true),
-      handler: async (ctx) => answers.overview(await scopeOf(ctx, ctx.params, SEGMENT_OK)),
+      openapi: doc("Overview: contacts, message counts and rates, events, submissions, revenue"),
+      handler: async (ctx) => answers.overview(await scopeOf(ctx, ctx.params)),
     }),
 
     /** One figure per bucket. */
@@ -57,9 +56,8 @@ export default defineService({
       ...READ,
       params: schemas.timeseries,
       result: schemas.timeseriesResult,
-      openapi: doc("A metric per bucket (a message count, events, contacts, submissions, revenue)", true),
-      handler: async (ctx) =>
-        answers.timeseries(await scopeOf(ctx, ctx.params, SEGMENT_OK), ctx.params.metric),
+      openapi: doc("A metric per bucket (a message count, events, contacts, submissions, revenue)"),
+      handler: async (ctx) => answers.timeseries(await scopeOf(ctx, ctx.params), ctx.params.metric),
     }),
 
     /** One campaign: enrollments, message counts and rates, node entries, link clicks. */
@@ -84,8 +82,8 @@ export default defineService({
       ...READ,
       params: schemas.deliverability,
       result: schemas.deliverabilityResult,
-      openapi: doc("Message counts and rates by channel, suppressed sends by reason", true),
-      handler: async (ctx) => answers.deliverability(await scopeOf(ctx, ctx.params, SEGMENT_OK)),
+      openapi: doc("Message counts and rates by channel, suppressed sends by reason"),
+      handler: async (ctx) => answers.deliverability(await scopeOf(ctx, ctx.params)),
     }),
 
     /** Email counts and rates by recipient domain. */
@@ -94,8 +92,8 @@ export default defineService({
       ...READ,
       params: schemas.domains,
       result: schemas.domainsResult,
-      openapi: doc("Email counts and rates by recipient domain", true),
-      handler: async (ctx) => answers.domains(await scopeOf(ctx, ctx.params, SEGMENT_OK)),
+      openapi: doc("Email counts and rates by recipient domain"),
+      handler: async (ctx) => answers.domains(await scopeOf(ctx, ctx.params)),
     }),
 
     /** Events per bucket and by type. */
@@ -104,8 +102,8 @@ export default defineService({
       ...READ,
       params: schemas.activity,
       result: schemas.activityResult,
-      openapi: doc("Recorded events per bucket and by type", true),
-      handler: async (ctx) => answers.activity(await scopeOf(ctx, ctx.params, SEGMENT_OK)),
+      openapi: doc("Recorded events per bucket and by type"),
+      handler: async (ctx) => answers.activity(await scopeOf(ctx, ctx.params)),
     }),
 
     /** Purchases' `metadata.amount`: total, orders, per bucket and by campaign. */
@@ -114,11 +112,8 @@ export default defineService({
       ...READ,
       params: schemas.revenue,
       result: schemas.revenueResult,
-      openapi: doc(
-        "Revenue of `purchase` events (metadata.amount): total, orders, per bucket, by campaign",
-        true,
-      ),
-      handler: async (ctx) => answers.revenue(await scopeOf(ctx, ctx.params, SEGMENT_OK)),
+      openapi: doc("Revenue of `purchase` events (metadata.amount): total, orders, per bucket, by campaign"),
+      handler: async (ctx) => answers.revenue(await scopeOf(ctx, ctx.params)),
     }),
 
     /** Contacts through a sequence of event types, by their first times, within a window. */
@@ -129,11 +124,10 @@ export default defineService({
       result: schemas.funnelResult,
       openapi: doc(
         "A funnel of event types (steps=a,b,c; windowDays, 30): contacts whose first a is in the range, then those whose first b followed, ...",
-        true,
       ),
       handler: async (ctx) => {
         const steps = answers.stepsOf(ctx.params.steps);
-        return answers.funnel(await scopeOf(ctx, ctx.params, SEGMENT_OK), steps, ctx.params.windowDays ?? 30);
+        return answers.funnel(await scopeOf(ctx, ctx.params), steps, ctx.params.windowDays ?? 30);
       },
     }),
 
@@ -145,10 +139,9 @@ export default defineService({
       result: schemas.sourcesResult,
       openapi: doc(
         "Contacts by the UTM source and medium they first came from in the range, and how many then converted (conversion, `purchase`)",
-        true,
       ),
       handler: async (ctx) =>
-        answers.sources(await scopeOf(ctx, ctx.params, SEGMENT_OK), ctx.params.conversion ?? "purchase"),
+        answers.sources(await scopeOf(ctx, ctx.params), ctx.params.conversion ?? "purchase"),
     }),
 
     /** Contacts by the bucket of their first `event` (else creation), and the share active in each bucket after. */
@@ -159,11 +152,9 @@ export default defineService({
       result: schemas.cohortsResult,
       openapi: doc(
         "Cohorts (event: their first time of it; none: contacts created) per bucket, each with the share of its contacts that did any event in its own bucket and each later one",
-        true,
         RANGE_ONLY,
       ),
-      handler: async (ctx) =>
-        answers.cohorts(await scopeOf(ctx, ctx.params, SEGMENT_OK), ctx.params.event ?? null),
+      handler: async (ctx) => answers.cohorts(await scopeOf(ctx, ctx.params), ctx.params.event ?? null),
     }),
 
     /** Conversions and their revenue by the touches they are attributed to. */
@@ -174,12 +165,11 @@ export default defineService({
       result: schemas.attributionResult,
       openapi: doc(
         "Conversions (conversion, `purchase`) in the range and their metadata.amount attributed to campaign messages sent and UTM sources of the 30 days before each (model: first_touch, last_touch (default), linear)",
-        true,
         RANGE_ONLY,
       ),
       handler: async (ctx) =>
         answers.attribution(
-          await scopeOf(ctx, ctx.params, SEGMENT_OK),
+          await scopeOf(ctx, ctx.params),
           ctx.params.model ?? "last_touch",
           ctx.params.conversion ?? "purchase",
         ),
@@ -198,10 +188,13 @@ export default defineService({
       handler: (ctx) => answers.realtime(workspaceOf(ctx)),
     }),
 
-    /** Internal (timer, cron tick): fold the appended rollup deltas into the rollups until none is left; answers how many. */
+    /**
+     * Internal (timer, cron tick): fold the appended rollup deltas into the rollups, and the appended activity into
+     * the contacts' activity, until none is left; answers how many rows were folded.
+     */
     foldRollups: defineAction({
       result: Type.Integer(),
-      handler: () => foldRollups(),
+      handler: async () => (await foldRollups()) + (await foldActivity()),
     }),
   },
 });

@@ -122,13 +122,13 @@ function byDim(rows: RollupRow[]): Array<[string, number]> {
 
 /** One campaign: its enrollments, message counts, node entries and link clicks over the range. */
 export async function campaign(s: Scope & { campaignId: string }) {
-  const { workspaceId, frame, campaignId } = s;
+  const { frame, campaignId } = s;
   const edges = frame.edges;
   const [enrollments, messages, nodes, links] = await Promise.all([
-    sumRollups(workspaceId, { metrics: ["enrollments"], edges, campaignId, by: [] }),
-    sumRollups(workspaceId, { metrics: MESSAGE_METRICS, edges, ...messageFilter(s), by: ["metric"] }),
-    sumRollups(workspaceId, { metrics: ["campaign.node"], edges, campaignId, by: ["dim"] }),
-    sumRollups(workspaceId, { metrics: ["link.clicks"], edges, ...messageFilter(s), by: ["dim"] }),
+    sums(s, { metrics: ["enrollments"], edges, campaignId, by: [] }),
+    sums(s, { metrics: MESSAGE_METRICS, edges, ...messageFilter(s), by: ["metric"] }),
+    sums(s, { metrics: ["campaign.node"], edges, campaignId, by: ["dim"] }),
+    sums(s, { metrics: ["link.clicks"], edges, ...messageFilter(s), by: ["dim"] }),
   ]);
   const counts = countsOf(messages);
   return {

@@ -1,4 +1,3 @@
-import { fieldError } from "../../lib/errors";
 import { isServiceAvailable } from "../../lib/registry";
 import type { AppContext } from "../../lib/moleculer-types";
 import { systemCall } from "../../lib/system-call";
@@ -21,41 +20,14 @@ async function workspaceZone(ctx: AppContext, workspaceId: WorkspaceId): Promise
   return typeof zone === "string" && zone ? zone : "UTC";
 }
 
-/** The answers that take `segmentId` (from the members' rows or per-contact facts, segment.repo.ts). */
-export const SEGMENT_ANSWERS = [
-  "overview",
-  "timeseries",
-  "activity",
-  "revenue",
-  "deliverability",
-  "domains",
-  "funnel",
-  "sources",
-  "cohorts",
-  "attribution",
-];
-
 /**
  * What an answer covers: the workspace, its buckets in the requested zone and
- * the filters. `segment` says whether the answer can be narrowed to a
- * segment's members; where it cannot (its figures come from per-contact
- * firsts or attribution kept for everyone), `segmentId` is refused by name
- * rather than answered for everyone. An unknown segment is 404.
+ * the filters; `segmentId` narrows every answer to the segment's current
+ * members (segment.repo.ts). An unknown segment is 404.
  */
-export async function scopeOf(
-  ctx: AppContext,
-  query: Partial<RangeQuery>,
-  { segment = false }: { segment?: boolean } = {},
-): Promise<Scope> {
+export async function scopeOf(ctx: AppContext, query: Partial<RangeQuery>): Promise<Scope> {
   const workspaceId = workspaceOf(ctx);
-  if (query.segmentId !== undefined) {
-    if (!segment)
-      throw fieldError(
-        "segmentId",
-        `is not supported by this answer (only by ${SEGMENT_ANSWERS.join(", ")}): its figures are kept for the whole workspace`,
-      );
-    await knownSegment(ctx, query.segmentId);
-  }
+  if (query.segmentId !== undefined) await knownSegment(ctx, query.segmentId);
   const timezone = query.timezone ?? (await workspaceZone(ctx, workspaceId));
   return {
     workspaceId,

@@ -4,7 +4,8 @@
  * sources its metrics need, so an events-only answer never reads messages.
  */
 
-export type SegmentSource = "events" | "messages" | "submissions" | "created" | "optOuts";
+export type SegmentSource =
+  "events" | "messages" | "submissions" | "created" | "optOuts" | "enrollments" | "nodeEntries";
 
 const STATUSES = ["sent", "delivered", "opened", "clicked", "bounced", "complained", "failed", "suppressed"];
 
@@ -12,6 +13,9 @@ const SOURCE_OF = new Map<string, SegmentSource | null>([
   ["events", "events"],
   ["revenue", "events"],
   ["orders", "events"],
+  ["link.clicks", "events"],
+  ["enrollments", "enrollments"],
+  ["campaign.node", "nodeEntries"],
   ["contacts", "created"],
   // A current member is not removed.
   ["contacts.removed", null],

@@ -7,9 +7,10 @@ import type { WorkspaceId } from "../../lib/tenancy";
  * Sums for a segment (`segmentId`): rollups are not kept per segment (its
  * members change), so these are the same facts the rollup triggers count,
  * taken from the raw rows of the segment's current members, by each table's
- * per-contact index, over the frame only: events (and purchases), messages
- * reaching each status, form submissions, and the kept per-contact facts of
- * migration 0089 (creation, opt-outs). The cost grows with the members' rows
+ * per-contact index, over the frame only: events (and purchases, link clicks),
+ * messages reaching each status, form submissions, campaign enrollments and
+ * their first entry of each node, and the kept per-contact facts of migration
+ * 0089 (creation, opt-outs). The cost grows with the members' rows
  * in the range, not the workspace's. Same row shape as `sumRollups`.
  */
 
@@ -25,14 +26,18 @@ const MEMBERS = `SELECT sm.contact_id FROM segment_members sm JOIN segments s ON
                   WHERE sm.segment_id = $2 AND s.workspace_id = $1`;
 const EVENTS = `
   SELECT x.metric, e.timestamp AS at,
-         CASE x.metric WHEN 'events' THEN analytics_key(e.metadata ->> 'channel') ELSE '' END AS channel,
+         CASE WHEN x.metric IN ('events', 'link.clicks') THEN analytics_key(e.metadata ->> 'channel') ELSE '' END AS channel,
          analytics_key(e.metadata ->> 'campaignId') AS campaign,
-         CASE x.metric WHEN 'events' THEN analytics_key(e.type) ELSE analytics_key(e.utm_source) END AS dim,
+         CASE x.metric WHEN 'events' THEN analytics_key(e.type)
+                       WHEN 'link.clicks' THEN coalesce(left(e.metadata ->> 'url', 500), '')
+                       ELSE analytics_key(e.utm_source) END AS dim,
          CASE x.metric WHEN 'revenue' THEN analytics_amount(e.metadata -> 'amount') ELSE 1 END AS value
     FROM segment_contacts m
     JOIN events e ON e.contact_id = m.contact_id AND e.timestamp >= $3 AND e.timestamp < $4
-    JOIN LATERAL (VALUES ('events'), ('revenue'), ('orders')) AS x(metric)
-      ON x.metric = 'events' OR e.type = 'purchase'
+    JOIN LATERAL (VALUES ('events'), ('revenue'), ('orders'), ('link.clicks')) AS x(metric)
+      ON x.metric = 'events'
+      OR (x.metric IN ('revenue', 'orders') AND e.type = 'purchase')
+      OR (x.metric = 'link.clicks' AND e.type = 'message.click' AND e.metadata ->> 'url' IS NOT NULL)
    WHERE e.workspace_id = $1`;
 const MESSAGES = `
   SELECT x.prefix || s.status AS metric, s.at, g.channel, analytics_key(g.campaign_id) AS campaign,
@@ -62,6 +67,19 @@ const OPT_OUTS = `
   SELECT 'msg.unsubscribed', o.at, o.channel, o.campaign_id, '', 1::numeric
     FROM segment_contacts m JOIN analytics_contact_opt_outs o ON o.workspace_id = $1 AND o.contact_id = m.contact_id
    WHERE o.at >= $3 AND o.at < $4`;
+const ENROLLMENTS = `
+  SELECT 'enrollments', n.created_at, '', n.campaign_id, '', 1::numeric
+    FROM segment_contacts m JOIN campaign_enrollments n ON n.workspace_id = $1 AND n.contact_id = m.contact_id
+   WHERE n.created_at >= $3 AND n.created_at < $4`;
+/** Each enrollment's first entry of each node (what analytics_node_entries keeps), at its first log's time. */
+const NODE_ENTRIES = `
+  SELECT 'campaign.node', l.at, '', n.campaign_id, l.node_id, 1::numeric
+    FROM segment_contacts m
+    -- An enrollment logs its nodes after it is created: the contact index's range ends at the frame's end.
+    JOIN campaign_enrollments n ON n.workspace_id = $1 AND n.contact_id = m.contact_id AND n.created_at < $4
+   CROSS JOIN LATERAL (SELECT analytics_key(g.node_id) AS node_id, min(g.created_at) AS at
+                         FROM campaign_logs g WHERE g.enrollment_id = n.id GROUP BY 1) l
+   WHERE l.at >= $3 AND l.at < $4`;
 
 const BRANCHES: Record<SegmentSource, string> = {
   events: EVENTS,
@@ -69,6 +87,8 @@ const BRANCHES: Record<SegmentSource, string> = {
   submissions: SUBMISSIONS,
   created: CREATED,
   optOuts: OPT_OUTS,
+  enrollments: ENROLLMENTS,
+  nodeEntries: NODE_ENTRIES,
 };
 
 /**

@@ -76,6 +76,7 @@ const OWNERS: Record<string, string[]> = {
     "analytics_contact_sources",
     "analytics_contact_created",
     "analytics_contact_activity",
+    "analytics_contact_activity_pending",
     "analytics_contact_touches",
     "analytics_contact_opt_outs",
     "analytics_contact_conversions",
@@ -95,6 +96,8 @@ const SEARCH = "the workspace search reads each kind's trigram-indexed name in o
 const CROSS_AREA: Record<string, string> = {
   "services/analytics/rollups.repo.ts workspaces":
     "the fold drops the deltas of a deleted workspace (the deltas keep no foreign key, off the facts' hot path)",
+  "services/analytics/activity.repo.ts workspaces":
+    "the activity fold drops the rows of a deleted workspace (the appended rows keep no foreign key, off the ingest's path)",
   "services/analytics/realtime.repo.ts events":
     "realtime answers the last 30 minutes from the raw events (the rollups answer every other range)",
   "services/analytics/segment.repo.ts segment_members": SEGMENT_ANSWERS,
@@ -102,6 +105,8 @@ const CROSS_AREA: Record<string, string> = {
   "services/analytics/segment.repo.ts events": SEGMENT_ANSWERS,
   "services/analytics/segment.repo.ts messages": SEGMENT_ANSWERS,
   "services/analytics/segment.repo.ts form_submissions": SEGMENT_ANSWERS,
+  "services/analytics/segment.repo.ts campaign_enrollments": SEGMENT_ANSWERS,
+  "services/analytics/segment.repo.ts campaign_logs": SEGMENT_ANSWERS,
   "services/campaigns/ab.repo.ts messages":
     "A/B winners count each variant's sends, opens and clicks in one aggregate",
   "services/campaigns/broadcasts.repo.ts contacts":

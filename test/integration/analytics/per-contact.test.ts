@@ -385,14 +385,134 @@ describe("segmentId", () => {
     });
   });
 
-  test("the campaign answer refuses it by name; an unknown segment is 404", async () => {
-    const res = await w.owner.client.get(`${w.ws}/analytics/campaigns/c1?segmentId=${segmentId}`);
-    expect(res.status).toBe(400);
-    expect(res.body.details[0].field).toBe("segmentId");
-    for (const path of ["", "/funnel?steps=a,b&", "/sources?", "/cohorts?", "/attribution?"])
+  test("an unknown segment is 404", async () => {
+    for (const path of [
+      "",
+      "/campaigns/c1?",
+      "/funnel?steps=a,b&",
+      "/sources?",
+      "/cohorts?",
+      "/attribution?",
+    ])
       expect(
         (await w.owner.client.get(`${w.ws}/analytics${path}${path ? "" : "?"}segmentId=nope`)).status,
       ).toBe(404);
+  });
+});
+
+describe("segmentId on the campaign answer", () => {
+  let w: World;
+  let segmentId: string;
+  const campaignId = newId();
+  const DAYS = "from=2026-06-01&to=2026-06-03&timezone=UTC";
+
+  beforeAll(async () => {
+    w = await ownerWithWorkspace(app.baseUrl);
+    const [m1, m2, n] = [
+      await contact(w, "2026-05-01T00:00:00Z"),
+      await contact(w, "2026-05-01T00:00:00Z"),
+      await contact(w, "2026-05-01T00:00:00Z"),
+    ];
+    const segment = await w.owner.client.post(`${w.ws}/segments`, {
+      name: "Members",
+      type: "static",
+      contactIds: [m1, m2],
+    });
+    expect(segment.status).toBe(201);
+    segmentId = segment.body.id;
+    await sql(
+      `INSERT INTO campaigns (id, workspace_id, name, type, workflow) VALUES ($1, $2, 'Spring', 'workflow', '{"nodes": [], "edges": []}')`,
+      [campaignId, w.workspaceId],
+    );
+    const enrol = async (contactId: string, at: string) => {
+      const id = newId();
+      await sql(
+        `INSERT INTO campaign_enrollments (id, workspace_id, campaign_id, contact_id, version, status, created_at, finished_at)
+         VALUES ($1, $2, $3, $4, 1, 'completed', $5, $5)`,
+        [id, w.workspaceId, campaignId, contactId, at],
+      );
+      return id;
+    };
+    const log = (enrollment: string, contactId: string, node: string, at: string) =>
+      sql(
+        `INSERT INTO campaign_logs (workspace_id, campaign_id, enrollment_id, contact_id, node_id, outcome, created_at)
+         VALUES ($1, $2, $3, $4, $5, 'ok', $6)`,
+        [w.workspaceId, campaignId, enrollment, contactId, node, at],
+      );
+    // m1: enrolled before the range, entering n2 inside it; enrolled again inside, n1 then n2 twice (entered once).
+    const before = await enrol(m1, "2026-05-20T09:00:00Z");
+    await log(before, m1, "n1", "2026-05-20T09:00:00Z");
+    await log(before, m1, "n2", "2026-06-03T09:00:00Z");
+    const inside = await enrol(m1, "2026-06-01T09:00:00Z");
+    await log(inside, m1, "n1", "2026-06-01T09:00:00Z");
+    await log(inside, m1, "n2", "2026-06-01T10:00:00Z");
+    await log(inside, m1, "n2", "2026-06-02T10:00:00Z");
+    // m2: enrolled inside, n1 only. n (not a member): enrolled inside, n1, n2 and n3.
+    const second = await enrol(m2, "2026-06-02T09:00:00Z");
+    await log(second, m2, "n1", "2026-06-02T09:00:00Z");
+    const outsider = await enrol(n, "2026-06-01T09:00:00Z");
+    for (const node of ["n1", "n2", "n3"]) await log(outsider, n, node, "2026-06-01T12:00:00Z");
+
+    await message(w, { contactId: m1, campaignId, status: "sent", sentAt: "2026-06-01T09:30:00Z" });
+    await message(w, { contactId: m2, campaignId, status: "sent", sentAt: "2026-06-02T09:30:00Z" });
+    await message(w, { contactId: m2, status: "sent", sentAt: "2026-06-02T09:40:00Z" }); // another campaign's
+    await message(w, { contactId: n, campaignId, status: "sent", sentAt: "2026-06-01T12:30:00Z" });
+    const click = (contactId: string, url: string, campaign: string, at: string) =>
+      event(w, "message.click", at, { contactId, metadata: { url, campaignId: campaign, channel: "email" } });
+    await click(m1, "https://a.example/x", campaignId, "2026-06-01T10:00:00Z");
+    await click(m2, "https://a.example/x", campaignId, "2026-06-02T10:00:00Z");
+    await click(m2, "https://b.example/", campaignId, "2026-06-02T11:00:00Z");
+    await click(m1, "https://b.example/", "other", "2026-06-02T11:00:00Z");
+    await click(n, "https://b.example/", campaignId, "2026-06-01T13:00:00Z");
+    await click(n, "https://b.example/", campaignId, "2026-06-01T14:00:00Z");
+  });
+
+  const counts = (sent: number) => ({
+    sent,
+    delivered: 0,
+    opened: 0,
+    clicked: 0,
+    bounced: 0,
+    complained: 0,
+    unsubscribed: 0,
+    failed: 0,
+    suppressed: 0,
+  });
+  const get = async (query: string) => {
+    const res = await w.owner.client.get(`${w.ws}/analytics/campaigns/${campaignId}?${DAYS}${query}`);
+    expect(res.status).toBe(200);
+    return res.body;
+  };
+
+  test("enrollments, counts, node entries and link clicks of the members only", async () => {
+    expect(await get(`&segmentId=${segmentId}`)).toEqual({
+      enrollments: 2,
+      counts: counts(2),
+      rates: { ...counts(0), sent: 1 },
+      nodes: [
+        { nodeId: "n1", entered: 2 },
+        { nodeId: "n2", entered: 2 },
+      ],
+      links: [
+        { url: "https://a.example/x", clicks: 2 },
+        { url: "https://b.example/", clicks: 1 },
+      ],
+    });
+    // The whole workspace: the non-member's enrollment, entries, message and clicks too.
+    expect(await get("")).toEqual({
+      enrollments: 3,
+      counts: counts(3),
+      rates: { ...counts(0), sent: 1 },
+      nodes: [
+        { nodeId: "n1", entered: 3 },
+        { nodeId: "n2", entered: 3 },
+        { nodeId: "n3", entered: 1 },
+      ],
+      links: [
+        { url: "https://b.example/", clicks: 3 },
+        { url: "https://a.example/x", clicks: 2 },
+      ],
+    });
   });
 });
 
