@@ -1,6 +1,6 @@
 import { MicroBatcher } from "../../lib/batcher";
 import { newId } from "../../lib/crypto";
-import { Binds, queryPrepared, selectRows } from "../../lib/database";
+import { Binds, database, queryPrepared, selectRows } from "../../lib/database";
 import type { DomainEvent } from "../../lib/domain-events";
 import { selectPage, type Page, type PageRequest } from "../../lib/pagination";
 import type { QueueFigures } from "../../lib/business-metrics";
@@ -149,8 +149,14 @@ export interface EndpointRoom {
   room: Record<string, number>;
 }
 
-/** Queued OUTBOUND deliveries: the rows of `webhook_deliveries_claim_age_idx` (endpoint, then age). */
+/** Queued OUTBOUND deliveries: the rows of `webhook_deliveries_queue_idx` (endpoint, then age). */
 const QUEUED = `next_attempt_at IS NOT NULL AND direction = 'OUTBOUND'`;
+
+/**
+ * The endpoint as `webhook_deliveries_queue_idx` holds it (migration 0106): written so, a condition on it can be
+ * served by that index alone, whatever the statistics say of the share of rows queued.
+ */
+const QUEUE_ENDPOINT = `endpoint_id COLLATE "C"`;
 
 /** `$1`: each endpoint's room by id (jsonb), `$2`: the room of an endpoint not named. */
 const ROOM = `coalesce((CAST($1 AS jsonb) ->> endpoint_id)::int, $2::int)`;
@@ -186,12 +192,19 @@ export async function claimDue(
   // from them (a bound LIMIT is costed as a tenth of the rows, and a long backlog's claim gets JIT-compiled).
   const claimLimit = Math.trunc(limit);
   const maxRoom = Math.trunc(Math.min(limit, Math.max(caps.perEndpoint, ...Object.values(caps.room))));
-  return selectRows<ClaimedDelivery>(
-    `WITH RECURSIVE queued AS (
+  const sequelize = await database();
+  // Each endpoint's head is read by an index scan in the queue index's order, never a bitmap scan: an index scan
+  // marks the entries of delivered rows it passes as dead, so the next claim skips them, where a bitmap scan
+  // visits every one of them in the heap again (until a vacuum), claim after claim through a burst.
+  return sequelize.transaction(async (transaction) => {
+    await sequelize.query(`SET LOCAL enable_bitmapscan = off`, { transaction });
+    return selectRows<ClaimedDelivery>(
+      `WITH RECURSIVE queued AS (
        -- The endpoints with queued rows, one index probe each (a loose scan of the claim index).
-       (SELECT endpoint_id FROM webhook_deliveries WHERE ${QUEUED} ORDER BY endpoint_id LIMIT 1)
+       (SELECT endpoint_id FROM webhook_deliveries WHERE ${QUEUED} ORDER BY ${QUEUE_ENDPOINT} LIMIT 1)
        UNION ALL
-       SELECT (SELECT endpoint_id FROM webhook_deliveries WHERE ${QUEUED} AND endpoint_id > q.endpoint_id ORDER BY endpoint_id LIMIT 1)
+       SELECT (SELECT endpoint_id FROM webhook_deliveries
+                WHERE ${QUEUED} AND ${QUEUE_ENDPOINT} > q.endpoint_id ORDER BY ${QUEUE_ENDPOINT} LIMIT 1)
          FROM queued q WHERE q.endpoint_id IS NOT NULL
      ), ready AS (
        SELECT endpoint_id, ${ROOM} AS room FROM queued
@@ -204,7 +217,7 @@ export async function claimDue(
        SELECT h.id, r.endpoint_id, h.created_at FROM ready r CROSS JOIN LATERAL (
          SELECT * FROM (
            SELECT id, created_at FROM webhook_deliveries
-            WHERE endpoint_id = r.endpoint_id AND ${QUEUED} AND next_attempt_at <= now()
+            WHERE ${QUEUE_ENDPOINT} = r.endpoint_id AND ${QUEUED} AND next_attempt_at <= now()
               AND (claimed_until IS NULL OR claimed_until < now())
             ORDER BY created_at, id
             LIMIT least(r.room, 2 * ${claimLimit} / (SELECT count(*) FROM ready) + 1)
@@ -234,8 +247,10 @@ export async function claimDue(
      )
      SELECT ${CLAIMED} FROM u JOIN due ON due.id = u.id JOIN webhook_endpoints e ON e.id = u.endpoint_id
       ORDER BY due.turn, due.created_at`,
-    [JSON.stringify(caps.room), caps.perEndpoint, leaseMs / 1000, newId(), nodeId],
-  );
+      [JSON.stringify(caps.room), caps.perEndpoint, leaseMs / 1000, newId(), nodeId],
+      transaction,
+    );
+  });
 }
 
 /** Claim one OUTBOUND delivery for a manual retry; null when another sender holds it right now. */
@@ -328,7 +343,7 @@ export async function endpointsWithQueue(ids: string[]): Promise<string[]> {
     `SELECT e.id FROM webhook_endpoints e
       WHERE e.id = ANY($1::text[]) AND e.active
         AND EXISTS (SELECT 1 FROM webhook_deliveries d
-                     WHERE d.endpoint_id = e.id AND d.next_attempt_at IS NOT NULL AND d.direction = 'OUTBOUND')`,
+                     WHERE d.${QUEUE_ENDPOINT} = e.id AND d.next_attempt_at IS NOT NULL AND d.direction = 'OUTBOUND')`,
     [ids],
   );
   return rows.map((r) => r.id);
