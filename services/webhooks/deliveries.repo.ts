@@ -1,6 +1,6 @@
 import { MicroBatcher } from "../../lib/batcher";
 import { newId } from "../../lib/crypto";
-import { Binds, database, queryPrepared, selectRows } from "../../lib/database";
+import { Binds, queryPrepared, selectRows } from "../../lib/database";
 import type { DomainEvent } from "../../lib/domain-events";
 import { selectPage, type Page, type PageRequest } from "../../lib/pagination";
 import type { QueueFigures } from "../../lib/business-metrics";
@@ -192,14 +192,8 @@ export async function claimDue(
   // from them (a bound LIMIT is costed as a tenth of the rows, and a long backlog's claim gets JIT-compiled).
   const claimLimit = Math.trunc(limit);
   const maxRoom = Math.trunc(Math.min(limit, Math.max(caps.perEndpoint, ...Object.values(caps.room))));
-  const sequelize = await database();
-  // Each endpoint's head is read by an index scan in the queue index's order, never a bitmap scan: an index scan
-  // marks the entries of delivered rows it passes as dead, so the next claim skips them, where a bitmap scan
-  // visits every one of them in the heap again (until a vacuum), claim after claim through a burst.
-  return sequelize.transaction(async (transaction) => {
-    await sequelize.query(`SET LOCAL enable_bitmapscan = off`, { transaction });
-    return selectRows<ClaimedDelivery>(
-      `WITH RECURSIVE queued AS (
+  return selectRows<ClaimedDelivery>(
+    `WITH RECURSIVE queued AS (
        -- The endpoints with queued rows, one index probe each (a loose scan of the claim index).
        (SELECT endpoint_id FROM webhook_deliveries WHERE ${QUEUED} ORDER BY ${QUEUE_ENDPOINT} LIMIT 1)
        UNION ALL
@@ -247,10 +241,8 @@ export async function claimDue(
      )
      SELECT ${CLAIMED} FROM u JOIN due ON due.id = u.id JOIN webhook_endpoints e ON e.id = u.endpoint_id
       ORDER BY due.turn, due.created_at`,
-      [JSON.stringify(caps.room), caps.perEndpoint, leaseMs / 1000, newId(), nodeId],
-      transaction,
-    );
-  });
+    [JSON.stringify(caps.room), caps.perEndpoint, leaseMs / 1000, newId(), nodeId],
+  );
 }
 
 /** Claim one OUTBOUND delivery for a manual retry; null when another sender holds it right now. */
