@@ -62,6 +62,7 @@ import * as webhookDeliveriesFillfactor from "./0096-webhook-deliveries-fillfact
 import * as analyticsContactConversions from "./0099-analytics-contact-conversions";
 import * as analyticsActivityAppended from "./0102-analytics-activity-appended";
 import * as eventsTypeContactIndex from "./0104-events-type-contact-index";
+import * as webhookQueueIndexC from "./0106-webhook-queue-index-c";
 
 export interface Migration {
   name: string;
@@ -133,4 +134,5 @@ export const migrations: Migration[] = [
   { name: "0099-analytics-contact-conversions", up: analyticsContactConversions.up },
   { name: "0102-analytics-activity-appended", up: analyticsActivityAppended.up },
   { name: "0104-events-type-contact-index", up: eventsTypeContactIndex.up },
+  { name: "0106-webhook-queue-index-c", up: webhookQueueIndexC.up },
 ];

@@ -152,8 +152,14 @@ export interface EndpointRoom {
   room: Record<string, number>;
 }
 
-/** Queued OUTBOUND deliveries: the rows of `webhook_deliveries_claim_age_idx` (endpoint, then age). */
+/** Queued OUTBOUND deliveries: the rows of `webhook_deliveries_queue_idx` (endpoint, then age). */
 const QUEUED = `next_attempt_at IS NOT NULL AND direction = 'OUTBOUND'`;
+
+/**
+ * The endpoint as `webhook_deliveries_queue_idx` holds it (migration 0106): written so, a condition on it can be
+ * served by that index alone, whatever the statistics say of the share of rows queued.
+ */
+const QUEUE_ENDPOINT = `endpoint_id COLLATE "C"`;
 
 /** `$1`: each endpoint's room by id (jsonb), `$2`: the room of an endpoint not named. */
 const ROOM = `coalesce((CAST($1 AS jsonb) ->> endpoint_id)::int, $2::int)`;
@@ -192,9 +198,10 @@ export async function claimDue(
   return queryAcrossWorkspaces<ClaimedDelivery>(
     `WITH RECURSIVE queued AS (
        -- The endpoints with queued rows, one index probe each (a loose scan of the claim index).
-       (SELECT endpoint_id FROM webhook_deliveries WHERE ${QUEUED} ORDER BY endpoint_id LIMIT 1)
+       (SELECT endpoint_id FROM webhook_deliveries WHERE ${QUEUED} ORDER BY ${QUEUE_ENDPOINT} LIMIT 1)
        UNION ALL
-       SELECT (SELECT endpoint_id FROM webhook_deliveries WHERE ${QUEUED} AND endpoint_id > q.endpoint_id ORDER BY endpoint_id LIMIT 1)
+       SELECT (SELECT endpoint_id FROM webhook_deliveries
+                WHERE ${QUEUED} AND ${QUEUE_ENDPOINT} > q.endpoint_id ORDER BY ${QUEUE_ENDPOINT} LIMIT 1)
          FROM queued q WHERE q.endpoint_id IS NOT NULL
      ), ready AS (
        SELECT endpoint_id, ${ROOM} AS room FROM queued
@@ -207,7 +214,7 @@ export async function claimDue(
        SELECT h.id, r.endpoint_id, h.created_at FROM ready r CROSS JOIN LATERAL (
          SELECT * FROM (
            SELECT id, created_at FROM webhook_deliveries
-            WHERE endpoint_id = r.endpoint_id AND ${QUEUED} AND next_attempt_at <= now()
+            WHERE ${QUEUE_ENDPOINT} = r.endpoint_id AND ${QUEUED} AND next_attempt_at <= now()
               AND (claimed_until IS NULL OR claimed_until < now())
             ORDER BY created_at, id
             LIMIT least(r.room, 2 * ${claimLimit} / (SELECT count(*) FROM ready) + 1)
@@ -332,7 +339,7 @@ export async function endpointsWithQueue(ids: string[]): Promise<string[]> {
     `SELECT e.id FROM webhook_endpoints e
       WHERE e.id = ANY($1::text[]) AND e.active
         AND EXISTS (SELECT 1 FROM webhook_deliveries d
-                     WHERE d.endpoint_id = e.id AND d.next_attempt_at IS NOT NULL AND d.direction = 'OUTBOUND')`,
+                     WHERE d.${QUEUE_ENDPOINT} = e.id AND d.next_attempt_at IS NOT NULL AND d.direction = 'OUTBOUND')`,
     [ids],
   );
   return rows.map((r) => r.id);

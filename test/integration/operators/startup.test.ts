@@ -47,7 +47,7 @@ test("three replicas' migrations started at the same moment on a fresh database 
     await client.connect();
     const { rows } = await client.query<{ name: string }>("SELECT name FROM schema_migrations ORDER BY name");
     const index = await client.query(
-      "SELECT indisvalid FROM pg_index WHERE indexrelid = 'webhook_deliveries_claim_age_idx'::regclass",
+      "SELECT indisvalid FROM pg_index WHERE indexrelid = 'webhook_deliveries_queue_idx'::regclass",
     );
     await client.end();
     expect(rows.map((r) => r.name)).toEqual(migrations.map((m) => m.name).sort());

@@ -1,4 +1,5 @@
 import { QueryTypes, type Transaction } from "sequelize";
+import * as databaseModule from "../../../lib/database";
 import { database } from "../../../lib/database";
 import { claimDue, type EndpointRoom } from "../../../services/webhooks/deliveries.repo";
 import { startApp, type TestApp } from "../../helpers/app";
@@ -95,4 +96,41 @@ test("rows locked by another claim in progress are skipped, never waited for", a
     expect(rows.map((r) => r.id)).not.toContain("ep-c-01");
     expect(rows.length).toBeGreaterThan(0);
   });
+});
+
+/** The index names a plan (EXPLAIN's JSON) reads `webhook_deliveries` through. */
+function deliveryIndexes(node: Record<string, unknown>, found = new Set<string>()): Set<string> {
+  if (node["Relation Name"] === "webhook_deliveries" && typeof node["Index Name"] === "string")
+    found.add(node["Index Name"]);
+  for (const child of (node.Plans as Array<Record<string, unknown>> | undefined) ?? [])
+    deliveryIndexes(child, found);
+  return found;
+}
+
+test("the claim reads the queue through its own index even when the statistics say nearly every row is queued", async () => {
+  const sequelize = await database();
+  // ep-b's 3,000 delivered rows, analyzed while still queued (a burst's fan-out), then delivered.
+  await sequelize.query(
+    `INSERT INTO webhook_deliveries (id, workspace_id, endpoint_id, event, direction, body, next_attempt_at, created_at)
+     SELECT 'old-' || g, :workspaceId, 'ep-b', 'claim.test', 'OUTBOUND', '{}', now(), now() - interval '1 hour'
+       FROM generate_series(1, 3000) g`,
+    { replacements: { workspaceId } },
+  );
+  await sequelize.query(`ANALYZE webhook_deliveries`);
+  await sequelize.query(
+    `UPDATE webhook_deliveries SET next_attempt_at = NULL, success = true WHERE id LIKE 'old-%'`,
+  );
+  const select = jest.spyOn(databaseModule, "queryAcrossWorkspaces");
+  try {
+    await claim(6);
+    const [sql, bind] = select.mock.calls[0];
+    const [{ "QUERY PLAN": plan }] = await databaseModule.queryAcrossWorkspaces<{
+      "QUERY PLAN": Array<{ Plan: Record<string, unknown> }>;
+    }>(`EXPLAIN (FORMAT JSON) ${sql}`, bind);
+    const indexes = deliveryIndexes(plan[0].Plan);
+    expect(indexes).toContain("webhook_deliveries_queue_idx");
+    expect(indexes).not.toContain("webhook_deliveries_endpoint_idx");
+  } finally {
+    select.mockRestore();
+  }
 });
