@@ -4,10 +4,10 @@ import { Errors, type ServiceBroker } from "moleculer";
 import { audit } from "../../lib/audit";
 import { config } from "../../lib/config";
 import { defineAction } from "../../lib/define-service";
-import { invalidSignature, notFound } from "../../lib/errors";
+import { invalidSignature, notFound, validationError } from "../../lib/errors";
 import type { AppContext } from "../../lib/moleculer-types";
 import { isServiceAvailable } from "../../lib/registry";
-import { compileParamsChecker } from "../../lib/schema";
+import { compileParamsChecker, unstorableInput } from "../../lib/schema";
 import { systemCall } from "../../lib/system-call";
 import { workspaceOf } from "../../lib/tenancy";
 import type { ReceivedFile } from "../../lib/uploads";
@@ -57,6 +57,8 @@ const checkQuery = compileParamsChecker(commandSchemas.callback);
 
 /** A stream route's query, checked as the validator middleware checks any other route's params. */
 function checkedQuery(query: object): { providerId: string } {
+  const issue = unstorableInput(query);
+  if (issue) throw validationError(`${issue.field || "query"} ${issue.message}`, [issue]);
   const result = checkQuery(query, false);
   if (result !== true)
     throw new Errors.ValidationError("Parameters validation error!", "VALIDATION_ERROR", result);

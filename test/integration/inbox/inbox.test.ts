@@ -606,6 +606,13 @@ test("inbound email with attachments: kept and downloadable from the thread, an 
   ];
   const before = await storedFiles(ctx.workspaceId);
 
+  // The stream route checks its query as the validator checks any route's params.
+  const unstorable = await app.http().request("POST", "/api/providers/email/webhooks?providerId=%00", {
+    raw: "{}",
+    headers: { "content-type": "application/json" },
+  });
+  expect(unstorable.status).toBe(400);
+
   const forged = await mailWithFiles(mail, files, "wrong");
   expect(forged.status).toBe(401);
   expect(await storedFiles(ctx.workspaceId)).toEqual(before);
