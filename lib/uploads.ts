@@ -1,5 +1,6 @@
 import { once } from "node:events";
 import { createWriteStream, type WriteStream } from "node:fs";
+import { rm } from "node:fs/promises";
 import type { IncomingMessage } from "node:http";
 import { Transform, type Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
@@ -117,8 +118,8 @@ export async function receiveMultipartFile(
   });
 }
 
-/** A stream route's JSON body (at most `limit` bytes, as the gateway's own JSON parser allows); else 413, or 400 naming `body`. */
-export async function readJsonBody(source: Readable, limit = 1024 * 1024): Promise<unknown> {
+/** A stream route's body as text (at most `limit` bytes, as the gateway's own parsers allow); else 413. */
+export async function readTextBody(source: Readable, limit = 1024 * 1024): Promise<string> {
   const chunks: Buffer[] = [];
   let length = 0;
   for await (const chunk of source) {
@@ -126,10 +127,134 @@ export async function readJsonBody(source: Readable, limit = 1024 * 1024): Promi
     if (length <= limit) chunks.push(chunk as Buffer);
   }
   if (length > limit) throw payloadTooLarge(`The body is larger than ${limit} bytes`);
+  return Buffer.concat(chunks).toString("utf8");
+}
+
+/** A stream route's JSON body (at most `limit` bytes); else 413, or 400 naming `body`. */
+export async function readJsonBody(source: Readable, limit = 1024 * 1024): Promise<unknown> {
+  const text = await readTextBody(source, limit);
   try {
-    return JSON.parse(Buffer.concat(chunks).toString("utf8"));
+    return JSON.parse(text);
   } catch {
     throw validationError("The body is not valid JSON", [{ field: "body", message: "is not valid JSON" }]);
+  }
+}
+
+/** A file of a multipart body: written to `path`, or only listed (`dropped`) when it is past the limits. */
+export interface ReceivedFile {
+  /** The part's field name (`attachment-1`). */
+  field: string;
+  /** The file name the client gave, if any (never trusted as a path). */
+  fileName: string | null;
+  /** The content type the part declared. */
+  declaredType: string;
+  /** Its bytes, whether written or not. */
+  size: number;
+  /** Where it was written; null when dropped. */
+  path: string | null;
+  dropped: "too_large" | "too_many" | null;
+}
+
+/**
+ * A multipart body's text fields and files: each of the first `maxFiles`
+ * files written to `pathFor()` while it stays within `fileLimit` bytes; a
+ * larger one, or one past `maxFiles` (up to `listFiles` in all), is read
+ * through and listed as dropped, so the body is never refused for its files.
+ * A body that is not multipart, is malformed or has a field over
+ * `fieldLimit` is a 400 (the files written are removed).
+ */
+export async function receiveMultipartFiles(
+  source: Readable,
+  contentType: string,
+  options: {
+    pathFor: () => string;
+    maxFiles: number;
+    fileLimit: number;
+    listFiles: number;
+    maxFields: number;
+    fieldLimit: number;
+  },
+): Promise<{ fields: Record<string, string>; files: ReceivedFile[] }> {
+  const malformed = (message: string, field = "body") =>
+    validationError(`The multipart body ${message}`, [{ field, message }]);
+  const files: ReceivedFile[] = [];
+  const writes: Promise<void>[] = [];
+  const removeWritten = () =>
+    Promise.all(files.map((f) => (f.path ? rm(f.path, { force: true }) : undefined)));
+  const received = new Promise<Record<string, string>>((resolve, reject) => {
+    const fields: Record<string, string> = {};
+    let form: ReturnType<typeof busboy>;
+    try {
+      form = busboy({
+        headers: { "content-type": contentType },
+        limits: { files: options.listFiles, fields: options.maxFields, fieldSize: options.fieldLimit },
+      });
+    } catch (err) {
+      reject(malformed(`is malformed: ${(err as Error).message}`));
+      return;
+    }
+    let refused: Error | null = null;
+    // The first refusal answers once the body is read to its end, so the client gets it rather than a reset.
+    const refuse = (err: Error) => (refused ??= err);
+    form.on("field", (name, value, info) => {
+      if (info.valueTruncated)
+        refuse(malformed(`field ${name} is longer than ${options.fieldLimit} bytes`, name));
+      else fields[name] = value;
+    });
+    form.on("fieldsLimit", () => refuse(malformed(`has more than ${options.maxFields} fields`)));
+    form.on("file", (field, stream, info) => {
+      const file: ReceivedFile = {
+        field,
+        fileName: info.filename || null,
+        declaredType: info.mimeType,
+        size: 0,
+        path: null,
+        dropped: null,
+      };
+      files.push(file);
+      if (files.length > options.maxFiles) {
+        file.dropped = "too_many";
+        stream.on("data", (chunk: Buffer) => (file.size += chunk.length));
+        return;
+      }
+      const target = options.pathFor();
+      file.path = target;
+      const tooLarge = new Error("too large");
+      const written = pipeline(
+        stream,
+        sizeLimit(options.fileLimit, () => tooLarge),
+        createWriteStream(target),
+      ).catch(async (err: unknown) => {
+        if (err !== tooLarge) throw err;
+        await rm(target, { force: true });
+        file.path = null;
+        file.dropped = "too_large";
+      });
+      stream.on("data", (chunk: Buffer) => (file.size += chunk.length));
+      // Awaited once the body is read; until then a failed write must not count as unhandled.
+      written.catch(() => undefined);
+      writes.push(written);
+    });
+    form.on("error", (err: Error) => {
+      refuse(malformed(`is malformed: ${err.message}`));
+      resolveOrReject();
+    });
+    form.on("close", () => resolveOrReject());
+    const resolveOrReject = () => (refused ? reject(refused) : resolve(fields));
+    source.on("error", (err) => {
+      refuse(err);
+      resolveOrReject();
+    });
+    source.pipe(form);
+  });
+  try {
+    const fields = await received;
+    await Promise.all(writes);
+    return { fields, files };
+  } catch (err) {
+    await Promise.allSettled(writes);
+    await removeWritten();
+    throw err;
   }
 }
 

@@ -60,6 +60,7 @@ import * as queuedJobs from "./0090-queued-jobs";
 import * as messagesClaimDue from "./0093-messages-claim-due";
 import * as webhookDeliveriesFillfactor from "./0096-webhook-deliveries-fillfactor";
 import * as analyticsContactConversions from "./0099-analytics-contact-conversions";
+import * as inboxAttachments from "./0100-inbox-attachments";
 import * as analyticsActivityAppended from "./0102-analytics-activity-appended";
 import * as eventsTypeContactIndex from "./0104-events-type-contact-index";
 import * as webhookQueueIndexC from "./0106-webhook-queue-index-c";
@@ -132,6 +133,7 @@ export const migrations: Migration[] = [
   { name: "0093-messages-claim-due", up: messagesClaimDue.up },
   { name: "0096-webhook-deliveries-fillfactor", up: webhookDeliveriesFillfactor.up },
   { name: "0099-analytics-contact-conversions", up: analyticsContactConversions.up },
+  { name: "0100-inbox-attachments", up: inboxAttachments.up },
   { name: "0102-analytics-activity-appended", up: analyticsActivityAppended.up },
   { name: "0104-events-type-contact-index", up: eventsTypeContactIndex.up },
   { name: "0106-webhook-queue-index-c", up: webhookQueueIndexC.up },

@@ -42,8 +42,8 @@ function checked<T>(check: typeof checkUploadFields, value: unknown, typed: bool
   return value as T;
 }
 
-/** Uploads being received (beside the local store, so a finished one moves in without a copy). */
-const incomingDir = () => path.join(config().dataDir, "assets", ".incoming");
+/** Uploads (and inbound mails' attachments) being received (beside the local store, so a finished one moves in without a copy). */
+export const incomingDir = () => path.join(config().dataDir, "assets", ".incoming");
 /** An upload left in incomingDir longer than this was cut off by a stop or crash. */
 const ABANDONED_UPLOAD_MS = 60 * 60 * 1000;
 

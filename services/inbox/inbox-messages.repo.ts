@@ -2,7 +2,9 @@ import type { Transaction } from "sequelize";
 import { newId } from "../../lib/crypto";
 import { Binds, query } from "../../lib/database";
 import type { InboxChannel } from "../../lib/channels";
-import type { InboxMessageView } from "./inbox.schemas";
+import { config } from "../../lib/config";
+import type { StorageKind } from "../content/asset-store";
+import type { InboxAttachmentView, InboxMessageView } from "./inbox.schemas";
 import type { ThreadRow } from "./threads.repo";
 import type { WorkspaceId } from "../../lib/tenancy";
 
@@ -22,9 +24,32 @@ export interface InboxMessageRow {
   provider_message_id: string | null;
   message_id: string | null;
   refs: string[];
+  attachments: StoredAttachment[];
   created_at: Date;
   updated_at: Date;
 }
+
+/** An inbound mail's file as its message keeps it (migration 0100): in the assets' storage, or dropped. */
+export interface StoredAttachment {
+  id: string | null;
+  fileName: string;
+  contentType: string;
+  size: number;
+  storage: StorageKind | null;
+  storageKey: string | null;
+  dropped: "too_large" | "too_many" | null;
+}
+
+const attachmentView = (row: InboxMessageRow, a: StoredAttachment): InboxAttachmentView => ({
+  id: a.id,
+  fileName: a.fileName,
+  contentType: a.contentType,
+  size: a.size,
+  url: a.id
+    ? `${config().publicUrl}/api/workspaces/${row.workspace_id}/inbox/${row.thread_id}/attachments/${a.id}`
+    : null,
+  dropped: a.dropped,
+});
 
 export const inboxMessageView = (row: InboxMessageRow): InboxMessageView => ({
   id: row.id,
@@ -35,6 +60,7 @@ export const inboxMessageView = (row: InboxMessageRow): InboxMessageView => ({
   error: row.error,
   providerMessageId: row.provider_message_id,
   messageId: row.message_id,
+  attachments: row.attachments.map((a) => attachmentView(row, a)),
   createdAt: row.created_at,
 });
 
@@ -47,6 +73,7 @@ export interface NewInbound {
   providerId: string;
   providerMessageId: string | null;
   refs: string[];
+  attachments: StoredAttachment[];
 }
 
 export type FiledInbound =
@@ -105,8 +132,8 @@ export async function fileInbound(
        SELECT *, false AS created FROM touched UNION ALL SELECT *, true FROM made
      ), inbound AS (
        INSERT INTO inbox_messages (id, workspace_id, thread_id, direction, body, subject, status, provider_id,
-                                   provider_message_id, refs)
-       SELECT $11, $1, thread.id, 'inbound', $4, $5, 'received', $7, $8, $9::text[] FROM thread
+                                   provider_message_id, refs, attachments)
+       SELECT $11, $1, thread.id, 'inbound', $4, $5, 'received', $7, $8, $9::text[], $12::jsonb FROM thread
        ON CONFLICT (provider_id, provider_message_id) WHERE direction = 'inbound' AND provider_message_id IS NOT NULL
        DO NOTHING RETURNING id
      )
@@ -123,6 +150,7 @@ export async function fileInbound(
       m.refs,
       newId(),
       newId(),
+      JSON.stringify(m.attachments),
     ],
     transaction,
   );
@@ -235,4 +263,22 @@ export async function lastInbound(
     [threadId],
   );
   return row ?? null;
+}
+
+type KeptAttachment = StoredAttachment & { storage: StorageKind; storageKey: string };
+
+/** A stored attachment of one of the thread's messages (null: none such, or dropped). */
+export async function findAttachment(
+  workspaceId: WorkspaceId,
+  threadId: string,
+  attachmentId: string,
+): Promise<KeptAttachment | null> {
+  const [row] = await query<{ attachment: KeptAttachment }>(
+    workspaceId,
+    `SELECT a AS attachment FROM inbox_messages m, jsonb_array_elements(m.attachments) a
+      WHERE m.workspace_id = $1 AND m.thread_id = $2 AND m.direction = 'inbound'
+        AND a ->> 'id' = $3 AND a ->> 'storageKey' IS NOT NULL`,
+    [threadId, attachmentId],
+  );
+  return row?.attachment ?? null;
 }

@@ -91,6 +91,27 @@ export const ThreadSchema = Component(
 );
 export type ThreadView = Static<typeof ThreadSchema>;
 
+const DROPPED_REASONS = ["too_large", "too_many"] as const;
+
+export const InboxAttachmentSchema = Component(
+  "InboxAttachment",
+  Type.Object({
+    id: Nullable(Type.String({ description: "null: dropped" })),
+    fileName: Type.String(),
+    contentType: Type.String({
+      description: "Read from the file's bytes; a dropped one's as the mail declared",
+    }),
+    size: Type.Integer({ description: "Bytes" }),
+    url: Nullable(Type.String({ description: "The file (`inbox.read`); null: dropped" })),
+    dropped: Nullable(
+      StringEnum(DROPPED_REASONS, {
+        description: "Not kept: larger than 10 MiB (`too_large`) or past the first 10 (`too_many`)",
+      }),
+    ),
+  }),
+);
+export type InboxAttachmentView = Static<typeof InboxAttachmentSchema>;
+
 export const InboxMessageSchema = Component(
   "InboxMessage",
   Type.Object({
@@ -104,6 +125,7 @@ export const InboxMessageSchema = Component(
     error: Nullable(Type.String()),
     providerMessageId: Nullable(Type.String()),
     messageId: Nullable(Type.String({ description: "The send's message (`{ws}/messages/{id}`)" })),
+    attachments: Type.Array(InboxAttachmentSchema, { description: "An inbound mail's files" }),
     createdAt: DateTime(),
   }),
 );
@@ -261,6 +283,7 @@ export const schemas = {
     tags: Type.Optional(Tags),
   }),
   deliver: Params({ workspaceId: WorkspaceIdParam, threadId: Id, replyId: Id }),
+  attachment: Params({ workspaceId: WorkspaceIdParam, threadId: Id, attachmentId: Id }),
   receive: Params({
     channel: InboxChannel,
     contactId: Id,
@@ -271,6 +294,20 @@ export const schemas = {
     subject: Type.Optional(Type.String({ maxLength: 998 })),
     providerMessageId: Type.Optional(Nullable(Type.String({ maxLength: 998 }))),
     references: Type.Optional(Type.Array(Type.String({ maxLength: 998 }), { maxItems: 100 })),
+    attachments: Type.Optional(
+      Type.Array(
+        Type.Object({
+          id: Nullable(Id),
+          fileName: Type.String({ maxLength: 255 }),
+          contentType: Type.String({ maxLength: 255 }),
+          size: Type.Integer({ minimum: 0 }),
+          storage: Nullable(StringEnum(["local", "s3"])),
+          storageKey: Nullable(Type.String({ maxLength: 200 })),
+          dropped: Nullable(StringEnum(DROPPED_REASONS)),
+        }),
+        { maxItems: 50 },
+      ),
+    ),
   }),
   listRules: Params({ workspaceId: WorkspaceIdParam }),
   createRule: Params({

@@ -7,6 +7,7 @@ import { workspaceOf } from "../../lib/tenancy";
 import { BackgroundMixin } from "../../mixins/background";
 import { DatabaseMixin } from "../../mixins/database.mixin";
 import { assignWaiting, reassignUnanswered } from "./assignment";
+import { attachmentFile } from "./attachments";
 import { rulesActions } from "./rules.actions";
 import { results, schemas } from "./inbox.schemas";
 import * as messages from "./inbox-messages.repo";
@@ -124,6 +125,29 @@ export default defineService({
         );
         return messages.inboxMessageView(sent);
       },
+    }),
+
+    /** A file an inbound mail carried (its type read from its bytes; one `Range` answered as a 206). inbox.read. */
+    attachment: defineAction({
+      rest: `GET ${WS}/:threadId/attachments/:attachmentId`,
+      ...read,
+      params: schemas.attachment,
+      openapi: {
+        tags,
+        summary: "Download a file an inbound mail carried",
+        responses: {
+          "200": {
+            description: "The file",
+            content: { "*/*": { schema: { type: "string", format: "binary" } } },
+          },
+          "206": {
+            description: "The part a `Range` header asked for",
+            content: { "*/*": { schema: { type: "string", format: "binary" } } },
+          },
+          "416": { description: "A range past the end of the file (`Content-Range: bytes */<size>`)" },
+        },
+      },
+      handler: (ctx) => attachmentFile(ctx),
     }),
 
     /** Internal (providers' inbound path): an inbound message into its conversation, once per provider message id. */

@@ -59,6 +59,7 @@ export async function receive(
     providerId: input.providerId,
     providerMessageId,
     refs,
+    attachments: input.attachments ?? [],
   });
   if (outcome.duplicate) return outcome;
   const { thread, created, inboundId } = outcome;

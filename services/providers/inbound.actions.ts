@@ -1,13 +1,16 @@
 import { requires } from "../../lib/access";
-import type { ServiceBroker } from "moleculer";
+import { Readable } from "node:stream";
+import { Errors, type ServiceBroker } from "moleculer";
 import { audit } from "../../lib/audit";
 import { config } from "../../lib/config";
 import { defineAction } from "../../lib/define-service";
-import { invalidSignature, notFound } from "../../lib/errors";
+import { invalidSignature, notFound, validationError } from "../../lib/errors";
 import type { AppContext } from "../../lib/moleculer-types";
 import { isServiceAvailable } from "../../lib/registry";
+import { compileParamsChecker, unstorableInput } from "../../lib/schema";
 import { systemCall } from "../../lib/system-call";
 import { workspaceOf, type WorkspaceId } from "../../lib/tenancy";
+import type { ReceivedFile } from "../../lib/uploads";
 import {
   COMMAND_CHANNELS,
   type CommandChannel,
@@ -15,6 +18,16 @@ import {
   type ProviderChannel,
 } from "../../lib/channels";
 import type { ProviderEvent } from "./callbacks";
+import {
+  ATTACHMENT_LIMIT_BYTES,
+  discardFiles,
+  keepAttachments,
+  MAX_ATTACHMENTS,
+  readCallbackBody,
+  removeAttachments,
+  type CallbackBody,
+  type InboundAttachment,
+} from "./inbound-mail";
 import { handshake, openWindow } from "./chatapp2/chatapp2.actions";
 import { chatapp2Results, chatapp2Schemas } from "./chatapp2/chatapp2.schemas";
 import { readEvents, verifyCallback } from "./kinds";
@@ -39,6 +52,36 @@ const tags = ["Providers"];
 const manage = requires("providers.manage");
 
 type Inbound = Extract<ProviderEvent, { kind: "inbound" }>;
+
+const checkQuery = compileParamsChecker(commandSchemas.callback);
+
+/** A stream route's query, checked as the validator middleware checks any other route's params. */
+function checkedQuery(query: object): { providerId: string } {
+  const issue = unstorableInput(query);
+  if (issue) throw validationError(`${issue.field || "query"} ${issue.message}`, [issue]);
+  const result = checkQuery(query, false);
+  if (result !== true)
+    throw new Errors.ValidationError("Parameters validation error!", "VALIDATION_ERROR", result);
+  return query as { providerId: string };
+}
+
+const emailWebhooksOpenApi = {
+  tags,
+  summary: "Email provider callbacks and forwarded mails (signed as each provider signs)",
+  description:
+    `emailapi1 and emailapi2 callbacks as JSON; mails an emailapi2 route forwards as a form or multipart, ` +
+    `whose attachments are kept (at most ${MAX_ATTACHMENTS}, ${ATTACHMENT_LIMIT_BYTES / 1024 / 1024} MiB each; ` +
+    `others are listed on the message as dropped).`,
+  parameters: [{ name: "providerId", in: "query", required: true, schema: { type: "string" } }],
+  requestBody: {
+    required: true,
+    content: {
+      "application/json": { schema: { type: "object" } },
+      "application/x-www-form-urlencoded": { schema: { type: "object" } },
+      "multipart/form-data": { schema: { type: "object" } },
+    },
+  },
+};
 
 export const inboundActions = {
   actions: {
@@ -75,16 +118,35 @@ export const inboundActions = {
       },
     }),
 
-    /** Delivery, bounce, complaint, open and click callbacks of emailapi1 and emailapi2. Public (provider signature). */
+    /**
+     * Delivery, bounce, complaint, open and click callbacks of emailapi1 and
+     * emailapi2, and mails an emailapi2 route forwards (with their
+     * attachments: a stream route, so files reach this node, not the
+     * gateway's memory). Public (provider signature).
+     */
     emailWebhooks: defineAction({
-      rest: "POST /providers/email/webhooks",
+      rest: { method: "POST", path: "/providers/email/webhooks", type: "stream" },
       auth: "public",
       rawBody: true,
-      openapi: { tags, summary: "Email provider callbacks (signed as each provider signs)" },
-      params: commandSchemas.callback,
+      openapi: emailWebhooksOpenApi,
       result: commandResults.callback,
-      handler(ctx) {
-        return receive(ctx, "email");
+      async handler(ctx) {
+        const body = ctx.params as unknown;
+        if (!(body instanceof Readable))
+          throw new Error("providers.emailWebhooks takes the request stream (a stream route)");
+        let files: ReceivedFile[] = [];
+        try {
+          const { providerId } = checkedQuery((ctx.meta as { $params?: object }).$params ?? {});
+          return await receive(ctx, "email", providerId, async () => {
+            const read = await readCallbackBody(body, ctx.meta.contentType ?? "");
+            files = read.files;
+            return read;
+          });
+        } finally {
+          // A refusal before the body was read still reads it to its end, so the provider gets the answer.
+          body.resume();
+          await discardFiles(files);
+        }
       },
     }),
 
@@ -97,7 +159,7 @@ export const inboundActions = {
       params: commandSchemas.callback,
       result: commandResults.callback,
       handler(ctx) {
-        return receive(ctx, "sms");
+        return receive(ctx, "sms", ctx.params.providerId, formBody(ctx));
       },
     }),
 
@@ -110,7 +172,7 @@ export const inboundActions = {
       params: commandSchemas.callback,
       result: commandResults.callback,
       handler(ctx) {
-        return receive(ctx, "chatapp1");
+        return receive(ctx, "chatapp1", ctx.params.providerId, formBody(ctx));
       },
     }),
 
@@ -126,7 +188,7 @@ export const inboundActions = {
       params: commandSchemas.callback,
       result: commandResults.callback,
       handler(ctx) {
-        return receive(ctx, "chatapp2", openWindow);
+        return receive(ctx, "chatapp2", ctx.params.providerId, formBody(ctx), openWindow);
       },
     }),
 
@@ -151,15 +213,19 @@ export const inboundActions = {
  * applied once (a retried callback's events are recognised by their ids).
  */
 async function receive(
-  ctx: AppContext<{ providerId: string }>,
+  ctx: AppContext,
   channel: ProviderChannel,
+  providerId: string,
+  /** The body, read once the provider is known. */
+  readBody: () => Promise<CallbackBody>,
   /** What the channel keeps of each new inbound message before it is received (chatapp2's window). */
   noteInbound?: (workspaceId: WorkspaceId, inbound: Inbound) => Promise<void>,
 ) {
-  const provider = await repo.providerForCallback(ctx.params.providerId);
+  const provider = await repo.providerForCallback(providerId);
   if (!provider || provider.channel !== channel || provider.type === "smtp") throw notFound("Provider");
+  const { rawBody, files } = await readBody();
   const callback = {
-    rawBody: ctx.meta.rawBody ?? "",
+    rawBody,
     headers: ctx.meta.requestHeaders ?? {},
     url: `${config().publicUrl}${ctx.meta.requestUrl ?? ""}`,
   };
@@ -177,9 +243,10 @@ async function receive(
       providerId: provider.id,
       events: reports,
     });
+  // A mail is one inbound event: the callback's files are its attachments.
   for (const text of fresh.filter((e): e is Inbound => e.kind === "inbound")) {
     await noteInbound?.(provider.workspace_id, text);
-    await receiveInbound(ctx.broker, provider, text);
+    await receiveInbound(ctx.broker, provider, text, files);
   }
   await repo.markSeen(
     provider.id,
@@ -187,6 +254,9 @@ async function receive(
   );
   return { received: true as const };
 }
+
+/** A body the gateway parsed (JSON or a form): its exact text, kept for the signature. */
+const formBody = (ctx: AppContext) => () => Promise.resolve({ rawBody: ctx.meta.rawBody ?? "", files: [] });
 
 /** Whether the provider answers this keyword itself (smsapi1 with `providerHandlesOptOut`). */
 function providerAnswered(provider: CallbackProvider, keyword: string): boolean {
@@ -209,6 +279,8 @@ async function receiveInbound(
   broker: ServiceBroker,
   provider: CallbackProvider,
   inbound: Inbound,
+  /** A mail's attachments, received (kept only when the mail is filed in the inbox). */
+  files: ReceivedFile[],
 ): Promise<void> {
   const workspaceId = provider.workspace_id;
   const channel = provider.channel as InboxChannel;
@@ -221,7 +293,7 @@ async function receiveInbound(
       : null;
   const thread =
     !command && !contact.linked && isServiceAvailable(broker, "inbox")
-      ? await systemCall<{ threadId: string }>(broker, workspaceId, "inbox.receive", {
+      ? await fileInInbox(broker, workspaceId, files, (attachments) => ({
           channel,
           contactId: contact.id,
           providerId: provider.id,
@@ -231,7 +303,8 @@ async function receiveInbound(
           ...(inbound.subject !== undefined ? { subject: inbound.subject } : {}),
           providerMessageId: inbound.providerMessageId,
           references: inbound.references ?? [],
-        })
+          ...(attachments.length ? { attachments } : {}),
+        }))
       : null;
   if (isServiceAvailable(broker, "events"))
     await systemCall(broker, workspaceId, "events.record", {
@@ -273,6 +346,33 @@ async function receiveInbound(
       // A command that arrived past its channel's reply window (chatapp2's 24 hours) gets no reply.
       if (err.type !== "INVALID_STATE") throw err;
     });
+}
+
+/**
+ * The message into its inbox conversation with its attachments kept; the
+ * files go again when the inbox holds no message for them (the provider
+ * delivered this one before, or filing it failed).
+ */
+async function fileInInbox(
+  broker: ServiceBroker,
+  workspaceId: WorkspaceId,
+  files: ReceivedFile[],
+  params: (attachments: InboundAttachment[]) => Record<string, unknown>,
+): Promise<{ threadId: string }> {
+  const attachments = await keepAttachments(workspaceId, files);
+  try {
+    const filed = await systemCall<{ threadId: string; duplicate: boolean }>(
+      broker,
+      workspaceId,
+      "inbox.receive",
+      params(attachments),
+    );
+    if (filed.duplicate) await removeAttachments(attachments);
+    return filed;
+  } catch (err) {
+    await removeAttachments(attachments);
+    throw err;
+  }
 }
 
 /** How the sender of an inbound message is found among contacts (else created with it), per channel that receives. */

@@ -1,7 +1,17 @@
+import { mkdtempSync } from "node:fs";
+import { readdir, rm } from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
 import { Client } from "pg";
 import { SYSTEM } from "../../../lib/access";
 import { startApp, type TestApp } from "../../helpers/app";
-import { ownerWithWorkspace, signUp, type SignedInUser } from "../../helpers/http";
+import {
+  multipartBody,
+  ownerWithWorkspace,
+  signUp,
+  type HttpClient,
+  type SignedInUser,
+} from "../../helpers/http";
 import { DateTime } from "luxon";
 import { mailgunSignature, twilioSignature, vonageBearer } from "../../helpers/provider-signatures";
 import { waitFor } from "../../helpers/wait";
@@ -18,6 +28,8 @@ import { startReceiver, type Received } from "../../helpers/receiver";
  */
 
 const PUBLIC_URL = "https://cms.example.test";
+/** Its own data folder: mails' attachments are kept in its asset storage, which the tests look into. */
+const dataDir = mkdtempSync(path.join(os.tmpdir(), "inbox-test-"));
 const TWILIO_FROM = "+15550009999";
 let app: TestApp;
 let ctx: Awaited<ReturnType<typeof ownerWithWorkspace>>;
@@ -64,7 +76,7 @@ beforeAll(async () => {
       "crm",
       "inbox",
     ],
-    env: { PUBLIC_URL, MESSAGE_POLL_MS: "50", INBOX_POLL_MS: "100" },
+    env: { PUBLIC_URL, MESSAGE_POLL_MS: "50", INBOX_POLL_MS: "100", DATA_DIR: dataDir },
   });
   ctx = await ownerWithWorkspace(app.baseUrl);
   agent = await signUp(app.baseUrl, "Agent Smith");
@@ -98,6 +110,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await app?.stop();
   await fake?.close();
+  await rm(dataDir, { recursive: true, force: true });
 });
 
 function inboundSms(from: string, sid: string, body: string, signWith = "twilio-auth") {
@@ -539,6 +552,148 @@ test("inbound email (emailapi2 route): a reply to a campaign message threads wit
     "Me too",
   ]);
   expect(detail.status).toBe("open");
+});
+
+/** A Mailgun route's multipart forward of a mail with files (`attachment-1`, ...), signed with `key`. */
+function mailWithFiles(
+  fields: Record<string, string>,
+  files: Array<[string, Buffer, string]>,
+  key = "mg-signing",
+) {
+  const form = new FormData();
+  for (const [name, value] of Object.entries({ ...fields, ...mailgunSignature(key) }))
+    form.append(name, value);
+  files.forEach(([fileName, bytes, type], i) =>
+    form.append(`attachment-${i + 1}`, new Blob([bytes], { type }), fileName),
+  );
+  return multipartBody(form).then((body) =>
+    app.http().request("POST", `/api/providers/email/webhooks?providerId=${mailgunId}`, body),
+  );
+}
+
+/** A file's bytes as the client's session fetches them (the test client reads answers as text). */
+const download = (client: HttpClient, urlPath: string) =>
+  fetch(`${app.baseUrl}${urlPath}`, {
+    headers: {
+      cookie: [...client.cookies].map(([k, v]) => `${k}=${v}`).join("; "),
+      ...(client.bearer ? { authorization: `Bearer ${client.bearer}` } : {}),
+    },
+  });
+
+/** The files of a workspace in the local asset storage (attachments are kept there). */
+const storedFiles = (ws: string) => readdir(path.join(dataDir, "assets", ws)).catch(() => [] as string[]);
+const incomingFiles = () => readdir(path.join(dataDir, "assets", ".incoming")).catch(() => [] as string[]);
+
+test("inbound email with attachments: kept and downloadable from the thread, an oversized one listed as dropped, a bad signature refused", async () => {
+  const c = ctx.owner.client;
+  const email = "files@example.com";
+  const contactId = await newContact(c, ctx.ws, { email });
+  const png = Buffer.concat([Buffer.from("89504e470d0a1a0a0000000d49484452", "hex"), Buffer.alloc(64, 1)]);
+  const notes = Buffer.from("Order 42: two chairs\n");
+  const huge = Buffer.alloc(10 * 1024 * 1024 + 1, 7);
+  const mail = {
+    sender: email,
+    recipient: "support@mg.acme.test",
+    subject: "Photos",
+    "body-plain": "Here are the photos",
+    "Message-Id": "<files-1@mail.example.com>",
+    "attachment-count": "3",
+  };
+  const files: Array<[string, Buffer, string]> = [
+    ["chair.png", png, "image/png"],
+    ["notes.txt", notes, "text/plain"],
+    ["video.mov", huge, "video/quicktime"],
+  ];
+  const before = await storedFiles(ctx.workspaceId);
+
+  // The stream route checks its query as the validator checks any route's params.
+  const unstorable = await app.http().request("POST", "/api/providers/email/webhooks?providerId=%00", {
+    raw: "{}",
+    headers: { "content-type": "application/json" },
+  });
+  expect(unstorable.status).toBe(400);
+
+  const forged = await mailWithFiles(mail, files, "wrong");
+  expect(forged.status).toBe(401);
+  expect(await storedFiles(ctx.workspaceId)).toEqual(before);
+
+  expect((await mailWithFiles(mail, files)).status).toBe(200);
+  const [thread] = await threadOf(contactId, "email");
+  const detail = (await c.get(`${ctx.ws}/inbox/${thread.id}`)).body;
+  expect(detail.messages).toHaveLength(1);
+  const [message] = detail.messages;
+  expect(message.body).toBe("Here are the photos");
+  expect(message.attachments).toEqual([
+    expect.objectContaining({
+      fileName: "chair.png",
+      contentType: "image/png",
+      size: png.length,
+      dropped: null,
+    }),
+    expect.objectContaining({
+      fileName: "notes.txt",
+      contentType: "text/plain; charset=utf-8",
+      size: notes.length,
+      dropped: null,
+    }),
+    {
+      id: null,
+      fileName: "video.mov",
+      contentType: "video/quicktime",
+      size: huge.length,
+      url: null,
+      dropped: "too_large",
+    },
+  ]);
+  for (const [i, bytes] of [png, notes].entries()) {
+    const url = new URL(message.attachments[i].url);
+    expect(url.origin).toBe(PUBLIC_URL);
+    const file = await download(c, url.pathname);
+    expect(file.status).toBe(200);
+    expect(Buffer.from(await file.arrayBuffer())).toEqual(bytes);
+    expect(file.headers.get("content-type")).toBe(message.attachments[i].contentType);
+    expect(file.headers.get("x-content-type-options")).toBe("nosniff");
+  }
+  expect(await storedFiles(ctx.workspaceId)).toHaveLength(before.length + 2);
+
+  // The provider retries the same mail: filed once, its files not kept twice.
+  expect((await mailWithFiles(mail, files)).status).toBe(200);
+  expect((await c.get(`${ctx.ws}/inbox/${thread.id}`)).body.messages).toHaveLength(1);
+  expect(await storedFiles(ctx.workspaceId)).toHaveLength(before.length + 2);
+  expect(await incomingFiles()).toEqual([]);
+
+  // Another workspace's member cannot fetch them.
+  const other = await ownerWithWorkspace(app.baseUrl);
+  const path404 = new URL(message.attachments[0].url).pathname.replace(ctx.ws, other.ws);
+  expect((await other.owner.client.request("GET", path404)).status).toBe(404);
+});
+
+test("an inbound mail with more than 10 files keeps the first 10 and lists the rest as dropped", async () => {
+  const c = ctx.owner.client;
+  const email = "many-files@example.com";
+  const contactId = await newContact(c, ctx.ws, { email });
+  const files = Array.from({ length: 12 }, (_, i): [string, Buffer, string] => [
+    `page-${i + 1}.txt`,
+    Buffer.from(`page ${i + 1}`),
+    "text/plain",
+  ]);
+  const mail = {
+    sender: email,
+    recipient: "support@mg.acme.test",
+    subject: "Pages",
+    "body-plain": "All pages",
+  };
+  expect((await mailWithFiles({ ...mail, "Message-Id": "<many-1@mail.example.com>" }, files)).status).toBe(
+    200,
+  );
+  const [thread] = await threadOf(contactId, "email");
+  const [message] = (await c.get(`${ctx.ws}/inbox/${thread.id}`)).body.messages;
+  expect(message.attachments.map((a: { dropped: string | null }) => a.dropped)).toEqual([
+    ...Array(10).fill(null),
+    "too_many",
+    "too_many",
+  ]);
+  expect(message.attachments[11]).toMatchObject({ fileName: "page-12.txt", size: 7, url: null });
 });
 
 test("a reply to a mail sent through emailapi1 threads with it by the Message-ID we gave the mail, not SendGrid's id", async () => {
