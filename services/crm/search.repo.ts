@@ -1,5 +1,4 @@
-import { type Sequelize } from "sequelize";
-import { database, likeEscape, query } from "../../lib/database";
+import { likeEscape, query } from "../../lib/database";
 import type { WorkspaceId } from "../../lib/tenancy";
 
 /**
@@ -22,7 +21,7 @@ export const SEARCH_LIMIT = 10;
 interface SearchSource {
   type: string;
   permission: string;
-  run(sequelize: Sequelize, workspaceId: WorkspaceId, q: string): Promise<SearchHit[]>;
+  run(workspaceId: WorkspaceId, q: string): Promise<SearchHit[]>;
 }
 
 interface Row {
@@ -48,7 +47,7 @@ function source(
   return {
     type,
     permission,
-    async run(sequelize, workspaceId, q) {
+    async run(workspaceId, q) {
       const lowered = q.toLowerCase();
       const rows = await query<Row>(
         workspaceId,
@@ -128,8 +127,7 @@ export async function search(
   q: string,
   options: { types: string[]; may: (permission: string) => boolean },
 ): Promise<{ results: SearchHit[] }> {
-  const sequelize = await database();
   const sources = SOURCES.filter((s) => options.types.includes(s.type) && options.may(s.permission));
-  const hits = await Promise.all(sources.map((s) => s.run(sequelize, workspaceId, q)));
+  const hits = await Promise.all(sources.map((s) => s.run(workspaceId, q)));
   return { results: hits.flat() };
 }

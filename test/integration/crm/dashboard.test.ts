@@ -1,4 +1,5 @@
 import { ANALYTICS_ENDPOINTS } from "../../../lib/analytics";
+import * as databaseModule from "../../../lib/database";
 import { createSequelize, database } from "../../../lib/database";
 import { up as convertWidgets } from "../../../models/migrations/0070-dashboard-widget-kinds";
 import { systemCall } from "../../../lib/system-call";
@@ -521,24 +522,21 @@ describe("search", () => {
         await sequelize.query("SET LOCAL enable_seqscan = off", { transaction });
         // Run the source's SQL through EXPLAIN, text predicate alone (on a tiny table the
         // planner would rather take any workspace index, which says nothing about the text one).
-        const explaining = new Proxy(sequelize, {
-          get(target, prop, receiver) {
-            if (prop !== "query") return Reflect.get(target, prop, receiver);
-            return async (sql: string, options: Record<string, unknown>) => {
-              const [rows] = await target.query(
-                `EXPLAIN ${sql.replace("workspace_id = $1 AND ", "$1::text IS NOT NULL AND ")}`,
-                {
-                  ...options,
-                  type: undefined,
-                  transaction,
-                },
-              );
-              plans.push(...(rows as Array<{ "QUERY PLAN": string }>).map((r) => r["QUERY PLAN"]));
-              return [];
-            };
-          },
-        });
-        await source.run(explaining, asWorkspaceId(w.workspaceId), "quark");
+        const explaining = jest
+          .spyOn(databaseModule, "query")
+          .mockImplementation(async (ws, sql, binds = []) => {
+            const [rows] = await sequelize.query(
+              `EXPLAIN ${sql.replace("workspace_id = $1 AND ", "$1::text IS NOT NULL AND ")}`,
+              { bind: [ws, ...binds], transaction },
+            );
+            plans.push(...(rows as Array<{ "QUERY PLAN": string }>).map((r) => r["QUERY PLAN"]));
+            return [];
+          });
+        try {
+          await source.run(asWorkspaceId(w.workspaceId), "quark");
+        } finally {
+          explaining.mockRestore();
+        }
       });
       expect({ type: source.type, usesIndex: plans.some((line) => /_search\w*_idx/.test(line)) }).toEqual({
         type: source.type,
