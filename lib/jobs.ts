@@ -2,7 +2,7 @@ import { type Transaction } from "sequelize";
 import type { Scope } from "./access";
 import { newId } from "./crypto";
 import type { QueueFigures } from "./business-metrics";
-import { Binds, database, query, queryAcrossWorkspaces } from "./database";
+import { Binds, query, queryAcrossWorkspaces } from "./database";
 import { found, invalidState } from "./errors";
 import { selectPage, type Page, type PageRequest } from "./pagination";
 import { queueFigures, queueFiguresSql, type QueueFiguresRow } from "./queue-stats";
@@ -178,7 +178,6 @@ function runJob(
   };
 
   return (async () => {
-    const sequelize = await database();
     try {
       const result = await work(progress);
       await queryAcrossWorkspaces(
@@ -193,12 +192,10 @@ function runJob(
       if ((err as Error | undefined)?.name === "JobCancelled") return;
       onError?.(err);
       const message = err instanceof Error ? err.message : String(err);
-      await sequelize
-        .query(
-          `UPDATE jobs SET status = 'failed', error = $2, finished_at = now() WHERE id = $1 AND status = 'running'`,
-          { bind: [jobId, message.slice(0, 2000)] },
-        )
-        .catch(() => undefined);
+      await queryAcrossWorkspaces(
+        `UPDATE jobs SET status = 'failed', error = $2, finished_at = now() WHERE id = $1 AND status = 'running'`,
+        [jobId, message.slice(0, 2000)],
+      ).catch(() => undefined);
     }
   })();
 }

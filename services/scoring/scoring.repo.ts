@@ -1,7 +1,7 @@
 import { sqlProbe } from "../../lib/versioned-cache";
 import { type Transaction } from "sequelize";
 import { newId } from "../../lib/crypto";
-import { Binds, database, query, queryPrepared } from "../../lib/database";
+import { Binds, query, queryPrepared } from "../../lib/database";
 import { selectPage, type Page, type PageRequest } from "../../lib/pagination";
 import type { FieldCondition, FilterGroup } from "../segments/filter-schema";
 import { compileWhere, decaysAtSql, periodStartSql, type RuleDefinition, type RuleInput } from "./rules";
@@ -128,29 +128,25 @@ export async function insertRule(
   eventTypes: string[],
 ): Promise<string> {
   const id = newId();
-  await (
-    await database()
-  ).query(
+  await query(
+    workspaceId,
     `INSERT INTO scoring_rules (id, workspace_id, name, event_type, "where", condition, condition_event_types, points,
                                 max_per_contact, period_days, max_per_period, decay_days, active)
-     VALUES ($1, $2, $3, $4, $5::jsonb, $6::jsonb, $7::text[], $8, $9, $10, $11, $12, $13)`,
-    {
-      bind: [
-        id,
-        workspaceId,
-        input.name,
-        input.eventType ?? null,
-        input.where?.length ? JSON.stringify(input.where) : null,
-        input.condition ? JSON.stringify(input.condition) : null,
-        eventTypes,
-        input.points,
-        input.maxPerContact ?? null,
-        input.periodCap?.days ?? null,
-        input.periodCap?.max ?? null,
-        input.decay?.days ?? null,
-        input.active ?? true,
-      ],
-    },
+     VALUES ($2, $1, $3, $4, $5::jsonb, $6::jsonb, $7::text[], $8, $9, $10, $11, $12, $13)`,
+    [
+      id,
+      input.name,
+      input.eventType ?? null,
+      input.where?.length ? JSON.stringify(input.where) : null,
+      input.condition ? JSON.stringify(input.condition) : null,
+      eventTypes,
+      input.points,
+      input.maxPerContact ?? null,
+      input.periodCap?.days ?? null,
+      input.periodCap?.max ?? null,
+      input.decay?.days ?? null,
+      input.active ?? true,
+    ],
   );
   return id;
 }
@@ -299,11 +295,11 @@ export async function insertAdjustment(
   reason: string | null,
   transaction: Transaction,
 ): Promise<void> {
-  await (
-    await database()
-  ).query(
-    `INSERT INTO score_history (id, workspace_id, contact_id, points, reason, created_at) VALUES ($1, $2, $3, $4, $5, now())`,
-    { bind: [newId(), workspaceId, contactId, points, reason], transaction },
+  await query(
+    workspaceId,
+    `INSERT INTO score_history (id, workspace_id, contact_id, points, reason, created_at) VALUES ($2, $1, $3, $4, $5, now())`,
+    [newId(), contactId, points, reason],
+    transaction,
   );
 }
 

@@ -253,7 +253,8 @@ test("an area's own tables are named only in its *.repo.ts files", () => {
 });
 
 test("statements run only from *.repo.ts files (a table named at run time included)", () => {
-  const runsSql = /\.query\s*[(<]|queryPrepared|selectRows|QueryTypes|sqlProbe\(/;
+  const runsSql =
+    /\.query\s*[(<]|(?<![\w.])query(Prepared|AcrossWorkspaces|AcrossWorkspacesPrepared)?[(<]|QueryTypes|sqlProbe\(/;
   const running = files.filter(
     (file) =>
       file.startsWith("services/") &&
@@ -261,4 +262,15 @@ test("statements run only from *.repo.ts files (a table named at run time includ
       runsSql.test(fs.readFileSync(path.join(ROOT, file), "utf8")),
   );
   expect(running).toEqual([]);
+});
+
+test("every statement goes through the one query API (lib/database.ts), the workspace first or said to span them", () => {
+  // Sequelize's own query runs only inside lib/database.ts and the statistics keeper, which is handed the pool it opens.
+  const ownRunner = new Set(["lib/database.ts", "lib/table-stats.ts"]);
+  const direct = files.filter(
+    (file) =>
+      !ownRunner.has(file) &&
+      /\.query\s*[(<]|\bselectRows\b/.test(fs.readFileSync(path.join(ROOT, file), "utf8")),
+  );
+  expect(direct).toEqual([]);
 });
