@@ -1,6 +1,6 @@
 import type { Role } from "../models";
 import { forbidden } from "./errors";
-import type { WorkspaceId } from "./tenancy";
+import type { WorkspaceId } from "./workspace-id";
 
 /** Scopes of the specification's table; API-key scopes and role permissions use the same names. */
 export const SCOPES = [

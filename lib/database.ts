@@ -7,7 +7,7 @@ import { sha256Hex } from "./crypto";
 import { RunningPostgres, startEmbeddedPostgres } from "./embedded-postgres";
 import { keepStatistics } from "./table-stats";
 import { initModels } from "../models";
-import type { WorkspaceId } from "./tenancy";
+import type { WorkspaceId } from "./workspace-id";
 import { migrations } from "../models/migrations";
 
 /**

@@ -1,7 +1,7 @@
 import type { Context } from "moleculer";
 import type { AccessDeclaration, Principal } from "./access";
 import type { Role } from "../models";
-import type { WorkspaceId } from "./tenancy";
+import type { WorkspaceId } from "./workspace-id";
 import type { Versions } from "./versioned-cache";
 
 /** Our keys on an action schema, typed by module augmentation rather than `any`. */

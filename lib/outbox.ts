@@ -2,7 +2,14 @@ import type { ServiceBroker } from "moleculer";
 import type { Transaction } from "sequelize";
 import { config } from "./config";
 import type { QueueFigures } from "./business-metrics";
-import { acquireDatabase, database, query, queryAcrossWorkspaces, queryAcrossWorkspacesPrepared, releaseDatabase } from "./database";
+import {
+  acquireDatabase,
+  database,
+  query,
+  queryAcrossWorkspaces,
+  queryAcrossWorkspacesPrepared,
+  releaseDatabase,
+} from "./database";
 import { sendDomainEvent, type DomainEvent } from "./domain-events";
 import { queueFigures, queueFiguresSql, type QueueFiguresRow } from "./queue-stats";
 import { Poller } from "./worker";

@@ -14,7 +14,7 @@ import {
   type TUnsafe,
 } from "@sinclair/typebox";
 import type { FieldIssue } from "./errors";
-import type { WorkspaceId } from "./tenancy";
+import type { WorkspaceId } from "./workspace-id";
 
 /**
  * TypeBox schemas validated by Ajv: one schema object per action gives the

@@ -1,20 +1,8 @@
 import type { AppContext } from "./moleculer-types";
+import type { WorkspaceId } from "./workspace-id";
 
-declare const workspaceIdBrand: unique symbol;
-
-/**
- * A workspace id the code may scope a query by: from the tenancy scope
- * (`workspaceOf`), or vouched for with `asWorkspaceId` where it comes from a
- * row or a message of that workspace. The first argument of `query`.
- */
-export type WorkspaceId = string & { readonly [workspaceIdBrand]: true };
-
-/**
- * An id known to name the workspace the work belongs to: a claimed row's
- * `workspace_id`, an event or job that carries the scope of the call that
- * raised it. Never a value from a request body.
- */
-export const asWorkspaceId = (id: string): WorkspaceId => id as WorkspaceId;
+// The branded id lives in its own module so the low layers (database, context types) can name it without this one.
+export { asWorkspaceId, type WorkspaceId } from "./workspace-id";
 
 /**
  * The one tenancy scope: the workspace a call runs in, set by the Authorize

@@ -1,7 +1,7 @@
 import { LRUCache } from "lru-cache";
 import { MicroBatcher } from "./batcher";
 import { queryAcrossWorkspacesPrepared } from "./database";
-import type { WorkspaceId } from "./tenancy";
+import type { WorkspaceId } from "./workspace-id";
 
 /**
  * Per-workspace values built from rows that rarely change (segment

@@ -8,10 +8,12 @@ import * as repo from "./campaigns.repo";
 import * as enrollmentsRepo from "./enrollments.repo";
 import { sendBroadcast } from "./broadcast";
 import { claimStalledBroadcasts } from "./broadcasts.repo";
-import { PASS_SIZE } from "./enrollments.actions";
 import { advance, closeWebhookSender, HeldSaves } from "./runner";
 import { liveSegmentTriggers, readSegmentLog } from "./segment-log.repo";
 import { enrollByAnniversaries, enrollByChanges, enrollByContactFact } from "./feed-triggers";
+
+/** Enrollments one pass of the runner claims. */
+export const PASS_SIZE = 100;
 
 /** How often the A/B splits that decide their own winner are tested and contacts' dates looked at. */
 const MINUTE_MS = 60_000;

@@ -1,5 +1,5 @@
 import { newId } from "../../lib/crypto";
-import { defineAction, defineService, type ServiceThis } from "../../lib/define-service";
+import { defineAction, defineService } from "../../lib/define-service";
 import { found, invalidState, notFound } from "../../lib/errors";
 import type { AppContext } from "../../lib/moleculer-types";
 import { pageRequest } from "../../lib/pagination";
@@ -21,7 +21,8 @@ import {
   WS,
 } from "./campaigns.shared";
 import { abActions } from "./ab.actions";
-import { backgroundWork, type CampaignsBackground } from "./background";
+import { backgroundWork } from "./background";
+import type { CampaignsService, MovedCampaign } from "./campaigns.this";
 import { broadcastActions } from "./broadcasts.actions";
 import { enrollmentActions } from "./enrollments.actions";
 import { flowActions } from "./flow.actions";
@@ -29,27 +30,6 @@ import { transitionProblem } from "./lifecycle";
 import { emptyWorkflow } from "./workflow";
 
 const { read, write, remove } = ACCESS;
-
-/** A campaign as a lifecycle move reads it. */
-interface MovedCampaign {
-  id: string;
-  type: "workflow" | "broadcast";
-  status: CampaignStatus;
-  publishedVersion: number | null;
-  workflow: unknown;
-}
-
-/** The campaigns service's `this`: its background work (background.ts) and its lifecycle move. */
-export type CampaignsService = ServiceThis<
-  CampaignsBackground & {
-    moveTo(
-      ctx: AppContext,
-      campaign: MovedCampaign,
-      to: CampaignStatus,
-      scheduledAt: Date | null,
-    ): Promise<void>;
-  }
->;
 
 /** Campaigns: workflows with versions, triggers, enrollments that advance durably, their logs, and broadcasts. */
 export default defineService<CampaignsService>({

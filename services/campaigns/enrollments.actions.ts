@@ -18,12 +18,11 @@ import { handleChainEvent } from "./chain-step";
 import { ACCESS, audienceOf, campaignOf, tags, workflowCampaignOf, WS } from "./campaigns.shared";
 import { dryRun } from "./interpreter";
 import { triggerMatches } from "./triggers";
-import type { CampaignsService } from "./campaigns.service";
+import { PASS_SIZE } from "./background";
+import type { CampaignsService } from "./campaigns.this";
 
 const { read, write } = ACCESS;
 const CONTACTS = "/workspaces/:workspaceId/contacts/automation";
-/** Enrollments one pass of the runner claims. */
-export const PASS_SIZE = 100;
 
 /** Enroll one contact by hand (re-entry rules ignored): 409 CONFLICT when enrolled, INVALID_STATE when inactive. */
 async function enrollOne(ctx: AppContext, campaign: CampaignDetail, contactId: string) {

@@ -4,7 +4,7 @@ import { fieldError, found, notFound, validationError } from "../../lib/errors";
 import { pageRequest } from "../../lib/pagination";
 import { workspaceOf, type WorkspaceId } from "../../lib/tenancy";
 import { validateEventWhere, type FieldCondition, type FilterGroup } from "./filter-schema";
-import type { SegmentsService } from "./segments.service";
+import type { SegmentsService } from "./segments.this";
 import * as repo from "./segments.repo";
 import * as membersRepo from "./members.repo";
 import * as matchingRepo from "./matching.repo";

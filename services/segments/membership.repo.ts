@@ -2,8 +2,22 @@ import { type Transaction } from "sequelize";
 import { Binds, query, queryAcrossWorkspaces, queryPrepared } from "../../lib/database";
 import { sqlProbe } from "../../lib/versioned-cache";
 import type { FilterGroup } from "./filter-schema";
-import type { DynamicSegment, MembershipChange } from "./membership";
 import type { WorkspaceId } from "../../lib/tenancy";
+
+/** A dynamic segment as membership evaluation reads it. */
+export interface DynamicSegment {
+  id: string;
+  filter: FilterGroup;
+  dependsOn: string[];
+  eventTypes: string[];
+  usesScore: boolean;
+}
+
+/** A contact entering or leaving a segment. */
+export interface MembershipChange {
+  segmentId: string;
+  contactId: string;
+}
 
 /** The statements of membership evaluation and recompute (membership.ts). */
 

@@ -13,6 +13,8 @@ import {
   lockContacts,
   reconcileSegment,
   segmentsVersionProbe,
+  type DynamicSegment,
+  type MembershipChange,
 } from "./membership.repo";
 import { claimTimeRefresh } from "./segments.repo";
 import type { WorkspaceId } from "../../lib/tenancy";
@@ -23,19 +25,6 @@ import type { WorkspaceId } from "../../lib/tenancy";
  * whole segment. Entries and exits are logged by the triggers of migration
  * 0020 (with the causing event id, when there is one).
  */
-
-export interface DynamicSegment {
-  id: string;
-  filter: FilterGroup;
-  dependsOn: string[];
-  eventTypes: string[];
-  usesScore: boolean;
-}
-
-export interface MembershipChange {
-  segmentId: string;
-  contactId: string;
-}
 
 export interface EvaluationResult {
   entered: MembershipChange[];

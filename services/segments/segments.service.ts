@@ -1,7 +1,7 @@
 import { requires } from "../../lib/access";
 import type { Context } from "moleculer";
 import { actingUserId } from "../../lib/audit";
-import { defineAction, defineService, type ServiceThis } from "../../lib/define-service";
+import { defineAction, defineService } from "../../lib/define-service";
 import { fieldError, found, notFound } from "../../lib/errors";
 import { pageRequest } from "../../lib/pagination";
 import { isServiceAvailable } from "../../lib/registry";
@@ -11,14 +11,10 @@ import { queueStatsAction } from "../../lib/queue-stats";
 import { BackgroundMixin } from "../../mixins/background";
 import { DatabaseMixin } from "../../mixins/database.mixin";
 import { computeMembership, prepareFilter, recomputeJob } from "./compute";
-import {
-  evaluateContacts,
-  recomputeAffected,
-  refreshTimeRelative,
-  type MembershipChange,
-  type Trigger,
-} from "./membership";
+import { evaluateContacts, recomputeAffected, refreshTimeRelative, type Trigger } from "./membership";
+import type { MembershipChange } from "./membership.repo";
 import { memberActions } from "./members.actions";
+import type { SegmentsService } from "./segments.this";
 import * as repo from "./segments.repo";
 import * as membersRepo from "./members.repo";
 import * as matchingRepo from "./matching.repo";
@@ -37,23 +33,6 @@ const DAY_MS = 86_400_000;
 /** How often the service looks for time-relative segments due a refresh (each is refreshed every SEGMENT_TIME_REFRESH_MS). */
 /** Membership changes per broker event, so a large refresh never makes one huge message. */
 const ANNOUNCE_CHUNK = 1000;
-
-type Segment = NonNullable<Awaited<ReturnType<typeof repo.getSegment>>>;
-type MembershipChanges = { entered: MembershipChange[]; exited: MembershipChange[] };
-
-/** The segments service's `this`: what computes, follows and announces memberships (members.actions.ts too). */
-export type SegmentsService = ServiceThis<{
-  computed(
-    ctx: Context<unknown, { $statusCode?: number }>,
-    ws: WorkspaceId,
-    id: string,
-    background: boolean,
-  ): Promise<Segment | (Segment & { jobId: string })>;
-  followStatic(ws: WorkspaceId, segmentId: string, contactIds: string[]): Promise<void>;
-  refreshTimeBased(): ReturnType<typeof refreshTimeRelative>;
-  scoreContactRules(ctx: Context, ws: WorkspaceId, contactIds: string[]): Promise<void>;
-  announce(ws: WorkspaceId, result: MembershipChanges, eventId?: string): void;
-}>;
 
 /** Segments: definitions, exact incremental membership, recompute jobs, members, growth and preview. */
 export default defineService<SegmentsService>({

@@ -1,4 +1,5 @@
-import { affectedLevels, dependencyLevels, type DynamicSegment } from "../../services/segments/membership";
+import { affectedLevels, dependencyLevels } from "../../services/segments/membership";
+import type { DynamicSegment } from "../../services/segments/membership.repo";
 
 const seg = (id: string, extra: Partial<DynamicSegment> = {}): DynamicSegment => ({
   id,

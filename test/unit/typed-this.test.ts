@@ -5,7 +5,7 @@ import {
   type ServiceSettings,
   type ServiceThis,
 } from "../../lib/define-service";
-import type { CampaignsService } from "../../services/campaigns/campaigns.service";
+import type { CampaignsService } from "../../services/campaigns/campaigns.this";
 import type { MessagesService } from "../../services/messages/messages.service";
 
 /*
