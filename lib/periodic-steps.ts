@@ -46,6 +46,8 @@ export const PERIODIC_STEPS: readonly PeriodicStep[] = [
   { action: "inbox.wakeSnoozed", everyMs: () => config().inboxPollMs, runs: "timer" },
   { action: "inbox.assignWaiting", everyMs: () => config().inboxPollMs, runs: "timer" },
   { action: "inbox.reassignUnanswered", everyMs: () => config().inboxPollMs, runs: "timer" },
+  // Deleted messages' attachment files, out of storage (privacy: they go with their message).
+  { action: "inbox.sweepAttachmentRemovals", everyMs: () => config().inboxPollMs, runs: "timer" },
   // The rollup deltas the facts' triggers append, folded into the rollups (readers sum both meanwhile).
   { action: "analytics.foldRollups", everyMs: () => config().analyticsFoldMs, runs: "timer" },
   { action: "messages.sweepProviderCallbacks", everyMs: () => HOUR_MS, runs: "timer" },

@@ -61,6 +61,7 @@ import * as messagesClaimDue from "./0093-messages-claim-due";
 import * as webhookDeliveriesFillfactor from "./0096-webhook-deliveries-fillfactor";
 import * as analyticsContactConversions from "./0099-analytics-contact-conversions";
 import * as inboxAttachments from "./0100-inbox-attachments";
+import * as inboxAttachmentRemovals from "./0101-inbox-attachment-removals";
 import * as analyticsActivityAppended from "./0102-analytics-activity-appended";
 import * as eventsTypeContactIndex from "./0104-events-type-contact-index";
 import * as webhookQueueIndexC from "./0106-webhook-queue-index-c";
@@ -134,6 +135,7 @@ export const migrations: Migration[] = [
   { name: "0096-webhook-deliveries-fillfactor", up: webhookDeliveriesFillfactor.up },
   { name: "0099-analytics-contact-conversions", up: analyticsContactConversions.up },
   { name: "0100-inbox-attachments", up: inboxAttachments.up },
+  { name: "0101-inbox-attachment-removals", up: inboxAttachmentRemovals.up },
   { name: "0102-analytics-activity-appended", up: analyticsActivityAppended.up },
   { name: "0104-events-type-contact-index", up: eventsTypeContactIndex.up },
   { name: "0106-webhook-queue-index-c", up: webhookQueueIndexC.up },

@@ -5,6 +5,7 @@ import type { AppContext } from "../../lib/moleculer-types";
 import { workspaceOf } from "../../lib/tenancy";
 import { downloadHeaders, requestedRange } from "../content/asset-file";
 import { storesOf } from "../content/asset-intake";
+import * as removals from "./attachment-removals.repo";
 import type { schemas } from "./inbox.schemas";
 import * as messages from "./inbox-messages.repo";
 
@@ -32,4 +33,25 @@ export async function attachmentFile(ctx: AppContext<Static<typeof schemas.attac
   ctx.meta.$responseType = attachment.contentType;
   ctx.meta.$responseHeaders = downloadHeaders(attachment, range);
   return file;
+}
+
+/** Queued removals taken per transaction, and transactions per pass (the rest waits for the next pass). */
+const REMOVAL_BATCH = 100;
+const REMOVAL_BATCHES = 20;
+
+/**
+ * One pass of `inbox.sweepAttachmentRemovals`: the files of deleted messages'
+ * attachments removed from the assets' storage (a file already gone is
+ * fine), their queue rows with them. Answers how many were removed.
+ */
+export async function sweepAttachmentRemovals(): Promise<number> {
+  let removed = 0;
+  for (let batch = 0; batch < REMOVAL_BATCHES; batch += 1) {
+    const taken = await removals.removeQueuedBatch(REMOVAL_BATCH, (rows) =>
+      Promise.all(rows.map((r) => storesOf().of(r.storage).remove(r.storageKey))).then(() => undefined),
+    );
+    removed += taken;
+    if (taken < REMOVAL_BATCH) break;
+  }
+  return removed;
 }

@@ -7,7 +7,7 @@ import { workspaceOf } from "../../lib/tenancy";
 import { BackgroundMixin } from "../../mixins/background";
 import { DatabaseMixin } from "../../mixins/database.mixin";
 import { assignWaiting, reassignUnanswered } from "./assignment";
-import { attachmentFile } from "./attachments";
+import { attachmentFile, sweepAttachmentRemovals } from "./attachments";
 import { rulesActions } from "./rules.actions";
 import { results, schemas } from "./inbox.schemas";
 import * as messages from "./inbox-messages.repo";
@@ -179,6 +179,12 @@ export default defineService({
       handler(ctx) {
         return reassignUnanswered(ctx, this.logger);
       },
+    }),
+
+    /** Internal (timer, cron tick): the stored files of deleted messages' attachments removed (migration 0101's queue). */
+    sweepAttachmentRemovals: defineAction({
+      result: results.count,
+      handler: () => sweepAttachmentRemovals(),
     }),
   },
 });

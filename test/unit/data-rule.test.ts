@@ -51,6 +51,7 @@ const OWNERS: Record<string, string[]> = {
     "inbox_auto_replies",
     "inbox_auto_reply_log",
     "inbox_canned_responses",
+    "inbox_attachment_removals",
   ],
   messages: ["messages", "short_links", "short_link_clicks", "provider_callbacks_pending", "push_deliveries"],
   providers: [

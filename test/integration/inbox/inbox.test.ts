@@ -696,6 +696,108 @@ test("an inbound mail with more than 10 files keeps the first 10 and lists the r
   expect(message.attachments[11]).toMatchObject({ fileName: "page-12.txt", size: 7, url: null });
 });
 
+/** Rows waiting in the attachment removal queue (migration 0101) for a workspace. */
+async function queuedRemovals(workspaceId: string): Promise<number> {
+  const db = new Client({ connectionString: app.databaseUrl });
+  await db.connect();
+  try {
+    const { rows } = await db.query(
+      "SELECT count(*)::int AS n FROM inbox_attachment_removals WHERE workspace_id = $1",
+      [workspaceId],
+    );
+    return rows[0].n;
+  } finally {
+    await db.end();
+  }
+}
+
+/** The queue's rows of this workspace as a transaction sees them. */
+const queuedIn = async (db: Client) =>
+  (
+    await db.query(
+      "SELECT storage, storage_key FROM inbox_attachment_removals WHERE workspace_id = $1 ORDER BY id",
+      [ctx.workspaceId],
+    )
+  ).rows;
+
+/** A contact with a mail whose files are kept: the contact's id and the files' names in storage. */
+async function contactWithStoredFiles(email: string, tag: string) {
+  const contactId = await newContact(ctx.owner.client, ctx.ws, { email });
+  const mail = {
+    sender: email,
+    recipient: "support@mg.acme.test",
+    subject: "Invoices",
+    "body-plain": "Attached",
+    "Message-Id": `<${tag}@mail.example.com>`,
+  };
+  const files: Array<[string, Buffer, string]> = [
+    ["invoice-1.txt", Buffer.from(`invoice 1 ${tag}`), "text/plain"],
+    ["invoice-2.txt", Buffer.from(`invoice 2 ${tag}`), "text/plain"],
+  ];
+  expect((await mailWithFiles(mail, files)).status).toBe(200);
+  const [thread] = await threadOf(contactId, "email");
+  const [message] = (await ctx.owner.client.get(`${ctx.ws}/inbox/${thread.id}`)).body.messages;
+  const fileNames: string[] = message.attachments.map((a: { id: string }) => a.id);
+  expect(await storedFiles(ctx.workspaceId)).toEqual(expect.arrayContaining(fileNames));
+  return { contactId, fileNames };
+}
+
+/** The files gone from the assets' storage and the workspace's queue drained, after a pass of the step. */
+async function expectFilesSwept(fileNames: string[]) {
+  await app.broker.call("inbox.sweepAttachmentRemovals", {}, { meta: { principal: SYSTEM } });
+  await waitFor(
+    async () =>
+      !(await storedFiles(ctx.workspaceId)).some((f) => fileNames.includes(f)) &&
+      (await queuedRemovals(ctx.workspaceId)) === 0,
+    10_000,
+    "the deleted message's files to be removed and the queue drained",
+  );
+}
+
+test("deleting a contact removes its mails' attachment files from storage; a message without files queues none", async () => {
+  const c = ctx.owner.client;
+  const { contactId, fileNames } = await contactWithStoredFiles("deleted-files@example.com", "del-files-1");
+  const plainContact = await newContact(c, ctx.ws, { email: "no-files@example.com" });
+  const plain = {
+    sender: "no-files@example.com",
+    recipient: "support@mg.acme.test",
+    subject: "No files",
+    "body-plain": "Nothing attached",
+    "Message-Id": "<del-files-2@mail.example.com>",
+  };
+  expect((await inboundMail(plain)).status).toBe(200);
+  const [plainThread] = await threadOf(plainContact, "email");
+
+  // The trigger, seen inside the deleting transaction (the step's timer cannot take rows not yet committed).
+  const db = new Client({ connectionString: app.databaseUrl });
+  await db.connect();
+  try {
+    await db.query("BEGIN");
+    await db.query("DELETE FROM inbox_messages WHERE thread_id = $1", [plainThread.id]);
+    expect(await queuedIn(db)).toEqual([]);
+    await db.query("DELETE FROM contacts WHERE id = $1", [contactId]);
+    expect(await queuedIn(db)).toEqual(
+      fileNames.map((f) => ({ storage: "local", storage_key: `${ctx.workspaceId}/${f}` })),
+    );
+  } finally {
+    await db.query("ROLLBACK");
+    await db.end();
+  }
+
+  // A file already gone from storage does not hold up the others' removal.
+  await rm(path.join(dataDir, "assets", ctx.workspaceId, fileNames[0]));
+  expect((await c.request("DELETE", `${ctx.ws}/contacts/${contactId}`)).status).toBe(200);
+  await expectFilesSwept(fileNames);
+});
+
+test("a GDPR erasure removes the contact's mails' attachment files from storage", async () => {
+  const { contactId, fileNames } = await contactWithStoredFiles("erased-files@example.com", "gdpr-files-1");
+  expect(
+    (await ctx.owner.client.request("DELETE", `${ctx.ws}/contacts/${contactId}/gdpr/delete`)).status,
+  ).toBe(200);
+  await expectFilesSwept(fileNames);
+});
+
 test("a reply to a mail sent through emailapi1 threads with it by the Message-ID we gave the mail, not SendGrid's id", async () => {
   const c = ctx.owner.client;
   const sendgrid = await c.post(`${ctx.ws}/providers/email`, {
