@@ -1,6 +1,12 @@
 import type { Transaction } from "sequelize";
 import { newId } from "../../lib/crypto";
-import { Binds, likeEscape, query, queryAcrossWorkspaces, queryAcrossWorkspacesPrepared } from "../../lib/database";
+import {
+  Binds,
+  likeEscape,
+  query,
+  queryAcrossWorkspaces,
+  queryAcrossWorkspacesPrepared,
+} from "../../lib/database";
 import { selectPage, type Page, type PageRequest } from "../../lib/pagination";
 import type { InboxChannel } from "../../lib/channels";
 import type { ContactBrief, ThreadStatus, ThreadView } from "./inbox.schemas";

@@ -1,5 +1,13 @@
 import { randomBase62 } from "../../lib/crypto";
-import { Binds, database, isoTimeSql, query, queryAcrossWorkspaces, queryAcrossWorkspacesPrepared, queryPrepared } from "../../lib/database";
+import {
+  Binds,
+  database,
+  isoTimeSql,
+  query,
+  queryAcrossWorkspaces,
+  queryAcrossWorkspacesPrepared,
+  queryPrepared,
+} from "../../lib/database";
 import { wakeOutboxRelays } from "../../lib/outbox";
 import { selectPage, type Page, type PageRequest } from "../../lib/pagination";
 import type { QueueFigures } from "../../lib/business-metrics";
