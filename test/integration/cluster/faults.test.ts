@@ -168,14 +168,20 @@ function smsFake() {
     console.log(`kill -9 ${name}: the gateway stopped routing to it after ${Date.now() - killedAt} ms`);
   }
   /** The node among `names` that sent the fake's latest request. */
-  const latestSender = (names: string[]) => {
-    const last = receiver.received.filter((r) => r.path.startsWith("/twilio")).at(-1)!;
-    const pid = pidOfClient(
-      last.clientPort,
-      names.map((n) => node(n).pid),
+  /** The node whose connection sent the latest request; the broadcast goes on, so a later one is asked when that connection has closed. */
+  const latestSender = (names: string[]) =>
+    waitFor(
+      () => {
+        const last = receiver.received.filter((r) => r.path.startsWith("/twilio")).at(-1)!;
+        const pid = pidOfClient(
+          last.clientPort,
+          names.map((n) => node(n).pid),
+        );
+        return names.find((n) => node(n).pid === pid);
+      },
+      10_000,
+      "a sender whose connection is still open",
     );
-    return names.find((n) => node(n).pid === pid);
-  };
 
   beforeAll(async () => {
     receiver = await startReceiver((req) => {
@@ -284,7 +290,7 @@ function smsFake() {
     const campaignId = await broadcast(phones);
     // Mid-broadcast: a worker that has sent some of the sends it holds.
     await waitFor(() => sms.tally(phones).received >= 60, 30_000, "the first sends");
-    const victim = latestSender(["m1", "m2", "m3"])!;
+    const victim = await latestSender(["m1", "m2", "m3"]);
     expect(victim).toBeDefined();
     await killHard(victim);
     await allSent(campaignId, phones.length);
@@ -304,7 +310,7 @@ function smsFake() {
     const campaignId = await broadcast(phones);
     const workers = [...nodes.keys()].filter((n) => n.startsWith("m"));
     await waitFor(() => sms.tally(phones).received >= 60, 30_000, "the first sends");
-    const victim = latestSender(workers)!;
+    const victim = await latestSender(workers);
     const signalled = Date.now();
     node(victim).kill("SIGTERM");
     const exit = await node(victim).exited;
