@@ -29,6 +29,7 @@ import { systemCall } from "../lib/system-call";
 import * as answers from "../services/analytics/answers";
 import { frameOf } from "../services/analytics/buckets";
 import { ownerWithWorkspace } from "../test/helpers/http";
+import { runNamespace } from "./events";
 import { asWorkspaceId, type WorkspaceId } from "../lib/tenancy";
 
 const FULL = process.env.BENCH_FULL === "1";
@@ -68,7 +69,12 @@ async function prepareDatabase(baseUrl: string): Promise<string> {
 }
 
 async function startServices(databaseUrl: string): Promise<{ broker: ServiceBroker; baseUrl: string }> {
-  Object.assign(process.env, { PORT: "0", HOST: "127.0.0.1", DATABASE_URL: databaseUrl });
+  Object.assign(process.env, {
+    PORT: "0",
+    HOST: "127.0.0.1",
+    DATABASE_URL: databaseUrl,
+    NAMESPACE: runNamespace(),
+  });
   delete process.env.NATS_URL;
   delete process.env.TRANSPORTER;
   resetConfig();

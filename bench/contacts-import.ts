@@ -23,10 +23,16 @@ import { Client } from "pg";
 import { resetConfig } from "../lib/config";
 import { randomHex } from "../lib/crypto";
 import { ownerWithWorkspace } from "../test/helpers/http";
+import { runNamespace } from "./events";
 
 /** The services the bench needs in one broker, as `npm start` would run them (loaded after the env is set). */
 async function startServices(databaseUrl: string): Promise<{ broker: ServiceBroker; baseUrl: string }> {
-  Object.assign(process.env, { PORT: "0", HOST: "127.0.0.1", DATABASE_URL: databaseUrl });
+  Object.assign(process.env, {
+    PORT: "0",
+    HOST: "127.0.0.1",
+    DATABASE_URL: databaseUrl,
+    NAMESPACE: runNamespace(),
+  });
   delete process.env.NATS_URL;
   delete process.env.TRANSPORTER;
   resetConfig();

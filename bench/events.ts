@@ -151,6 +151,12 @@ export async function startBareServer(): Promise<{ url: string; close: () => Pro
 export const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
 /** The app as `npm start` runs it (one broker, the given service folders that exist), on a fresh database. */
+/**
+ * A namespace of the run's own unless one is set, so its rate-limit counts in a shared Redis (ten sign-ups an hour
+ * per address) do not carry over from the runs before it, as each test file takes its own.
+ */
+export const runNamespace = () => process.env.NAMESPACE ?? `bench-${Date.now().toString(36)}`;
+
 export async function bootApp(areas: string[], env: Record<string, string> = {}) {
   let dropDb: (() => Promise<void>) | undefined;
   if (process.env.DATABASE_URL) {
@@ -174,6 +180,7 @@ export async function bootApp(areas: string[], env: Record<string, string> = {})
     PORT: "0",
     HOST: "127.0.0.1",
     LOG_LEVEL: process.env.LOG_LEVEL ?? "warn",
+    NAMESPACE: runNamespace(),
     ...env,
   });
   const { resetConfig } = require("../lib/config");

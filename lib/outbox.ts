@@ -168,6 +168,38 @@ export async function relayBatch(
 }
 
 /**
+ * What a relay's passes say about its channel: down once a pass's every send failed, back once a later pass
+ * sent one. Facts that failed during an outage wait out backoffs of up to five minutes; when the channel is
+ * back they are made due at once (`makeBackedOffFactsDue`), so a long outage is not followed by minutes of
+ * facts trickling out as each backoff ends.
+ */
+export class ChannelWatch {
+  private down = false;
+
+  /** Whether this pass (facts taken, sends failed) shows the channel back after an outage. */
+  recovered(taken: number, failed: number): boolean {
+    if (taken === 0) return false;
+    if (failed === taken) {
+      this.down = true;
+      return false;
+    }
+    const back = this.down;
+    this.down = false;
+    return back;
+  }
+}
+
+/** Facts waiting out a backoff become due now (their attempts and last error kept); answers how many. */
+export async function makeBackedOffFactsDue(): Promise<number> {
+  const [row] = await queryAcrossWorkspaces<{ n: string }>(
+    `WITH due AS (UPDATE domain_event_outbox SET available_at = NULL WHERE available_at > now() RETURNING 1)
+     SELECT count(*) AS n FROM due`,
+    [],
+  );
+  return Number(row.n);
+}
+
+/**
  * The outbox as a queue (lib/queue-stats.ts): facts due to be relayed, and
  * failed ones waiting out their backoff. The oldest due fact's age is the
  * outbox lag: how far the channel is behind the writes.
@@ -208,6 +240,7 @@ export async function holdOutboxRelay(broker: ServiceBroker): Promise<void> {
   // that died before sending them and failed facts whose backoff ended. Under load a pass takes what a few
   // milliseconds of writes staged (gapMs), not a fact or two each; after a pass that failed as a whole (the
   // database, the channel) only the poll retries.
+  const channel = new ChannelWatch();
   const relay = new Poller({
     name: "outbox.relay",
     logger,
@@ -224,6 +257,11 @@ export async function holdOutboxRelay(broker: ServiceBroker): Promise<void> {
         logger.warn(
           `${failed.length} of ${taken} facts were not sent (first: ${first.type} ${first.id}, attempt ${first.attempts}: ${first.error}); they stay staged and are retried with backoff`,
         );
+      }
+      if (channel.recovered(taken, failed.length)) {
+        const due = await makeBackedOffFactsDue();
+        logger.info(`The channel answers again: ${due} facts waiting out a backoff are due now`);
+        return true;
       }
       // A full batch may have left more.
       return taken >= RELAY_BATCH;

@@ -65,6 +65,7 @@ import * as inboxAttachmentRemovals from "./0101-inbox-attachment-removals";
 import * as analyticsActivityAppended from "./0102-analytics-activity-appended";
 import * as eventsTypeContactIndex from "./0104-events-type-contact-index";
 import * as webhookQueueIndexC from "./0106-webhook-queue-index-c";
+import * as campaignEnrollmentsClaimedBy from "./0108-campaign-enrollments-claimed-by";
 
 export interface Migration {
   name: string;
@@ -139,4 +140,5 @@ export const migrations: Migration[] = [
   { name: "0102-analytics-activity-appended", up: analyticsActivityAppended.up },
   { name: "0104-events-type-contact-index", up: eventsTypeContactIndex.up },
   { name: "0106-webhook-queue-index-c", up: webhookQueueIndexC.up },
+  { name: "0108-campaign-enrollments-claimed-by", up: campaignEnrollmentsClaimedBy.up },
 ];

@@ -68,9 +68,9 @@ export const backgroundWork = defineMixin<ServiceThis<CampaignsBackground>>({
     async pass(limit: number): Promise<{ advanced: number; failed: number }> {
       // The higher-priority campaign's step goes first, so where two would send to one contact inside the
       // frequency cap, it takes the slot and the other's step skips or waits as its send node says.
-      const claimed = (await enrollmentsRepo.claimDue(limit, config().campaignLeaseMs)).sort(
-        (a, b) => b.priority - a.priority || a.created_at.getTime() - b.created_at.getTime(),
-      );
+      const claimed = (
+        await enrollmentsRepo.claimDue(this.broker.nodeID, limit, config().campaignLeaseMs)
+      ).sort((a, b) => b.priority - a.priority || a.created_at.getTime() - b.created_at.getTime());
       let advanced = 0;
       let failed = 0;
       const held = new HeldSaves();

@@ -25,6 +25,8 @@ export interface EnrollmentRow {
   finished_at: Date | null;
   created_at: Date;
   updated_at: Date;
+  /** The node that last claimed its step. */
+  claimed_by: string | null;
 }
 
 export const enrollmentView = (r: EnrollmentRow): EnrollmentView => ({
@@ -64,21 +66,23 @@ export async function liveEnrollmentCounts(): Promise<Array<{ status: string; co
 }
 
 /**
- * Take up to `limit` due enrollments of active campaigns, each leased for
+ * Take up to `limit` due enrollments of active campaigns for node `nodeId`, each leased for
  * `leaseMs` (its `run_at` moved on): a replica that dies mid-step leaves it
  * to be taken again when the lease ends.
  */
 export async function claimDue(
+  nodeId: string,
   limit: number,
   leaseMs: number,
 ): Promise<Array<EnrollmentRow & { priority: number }>> {
   return queryAcrossWorkspaces<EnrollmentRow & { priority: number }>(
-    `UPDATE campaign_enrollments e SET run_at = now() + make_interval(secs => $2::double precision / 1000)
+    `UPDATE campaign_enrollments e
+        SET run_at = now() + make_interval(secs => $2::double precision / 1000), claimed_by = $3
       WHERE e.id IN (SELECT d.id FROM campaign_enrollments d JOIN campaigns c ON c.id = d.campaign_id
                       WHERE d.run_at <= now() AND c.status = 'active'
                       ORDER BY d.run_at LIMIT $1 FOR UPDATE OF d SKIP LOCKED)
       RETURNING e.*, (SELECT c.priority FROM campaigns c WHERE c.id = e.campaign_id) AS priority`,
-    [limit, leaseMs],
+    [limit, leaseMs, nodeId],
   );
 }
 

@@ -1,4 +1,4 @@
-import { retryDelayMs } from "../../lib/outbox";
+import { ChannelWatch, retryDelayMs } from "../../lib/outbox";
 
 describe("retryDelayMs", () => {
   it("doubles from the poll interval per failed attempt, up to five minutes", () => {
@@ -6,5 +6,26 @@ describe("retryDelayMs", () => {
     expect(retryDelayMs(9, 1000)).toBe(256_000);
     expect(retryDelayMs(10, 1000)).toBe(300_000);
     expect(retryDelayMs(60, 1000)).toBe(300_000);
+  });
+});
+
+describe("ChannelWatch", () => {
+  it("sees the channel back on the first pass that sends a fact after a pass whose every send failed", () => {
+    const watch = new ChannelWatch();
+    expect(watch.recovered(5, 0)).toBe(false);
+    expect(watch.recovered(3, 3)).toBe(false);
+    expect(watch.recovered(0, 0)).toBe(false);
+    expect(watch.recovered(2, 2)).toBe(false);
+    expect(watch.recovered(4, 1)).toBe(true);
+    expect(watch.recovered(4, 0)).toBe(false);
+  });
+
+  it("a pass with some sends failed is no outage, and an idle pass says nothing", () => {
+    const watch = new ChannelWatch();
+    expect(watch.recovered(4, 3)).toBe(false);
+    expect(watch.recovered(1, 0)).toBe(false);
+    expect(watch.recovered(1, 1)).toBe(false);
+    expect(watch.recovered(0, 0)).toBe(false);
+    expect(watch.recovered(1, 0)).toBe(true);
   });
 });

@@ -156,12 +156,14 @@ function smsFake() {
   }
   /**
    * Kill a node with SIGKILL; answers once the gateway has noticed (its heartbeats missing: a node
-   * that says no goodbye gets requests until then), printing how long that took.
+   * that says no goodbye gets requests until then), printing how long that took. `atDeath` runs as soon
+   * as the process is gone, before other nodes can have taken over what it held.
    */
-  async function killHard(name: string): Promise<void> {
+  async function killHard(name: string, atDeath?: () => Promise<void>): Promise<void> {
     const n = node(name);
     n.kill("SIGKILL");
     await n.exited;
+    await atDeath?.();
     nodes.delete(name);
     const killedAt = Date.now();
     await waitFor(() => !gateway.broker.registry.nodes.get(n.nodeID)?.available, 40_000, `${name} gone`, 100);
@@ -244,7 +246,9 @@ function smsFake() {
       broker: { nodeID: `gateway-${run}`, transporter: nats.url },
     });
     for (const [name, services] of plan)
-      await serviceOnNode(gateway.broker, `${name}-${run}`, services, 180_000);
+      await serviceOnNode(gateway.broker, `${name}-${run}`, services, 180_000).catch((err: Error) => {
+        throw new Error(`${err.message}; the node's output ends: ${node(name).output().slice(-3000)}`);
+      });
     sql = new Client({ connectionString: db.url });
     await sql.connect();
     ctx = await ownerWithWorkspace(gateway.baseUrl);
@@ -332,7 +336,8 @@ function smsFake() {
   }, 120_000);
 
   test("kill -9 of a campaigns node mid-step: the other one finishes every step, each recipient messaged once", async () => {
-    const phones = await contacts(100);
+    // More than two passes' worth (PASS_SIZE, 100), so each campaigns node claims a pass of steps.
+    const phones = await contacts(250);
     const campaign = await c().post(`${ctx.ws}/campaigns`, {
       name: `Steps ${run}`,
       workflow: {
@@ -350,12 +355,31 @@ function smsFake() {
     expect(campaign.status).toBe(201);
     const campaignId = campaign.body.id;
     expect((await c().post(`${ctx.ws}/campaigns/${campaignId}/execute`)).status).toBe(200);
-    const enrolled = await c().post(`${ctx.ws}/campaigns/${campaignId}/batch`, {
-      contactIds: await contactIdsOf(phones),
-    });
-    expect(enrolled.status).toBeLessThan(300);
-    await waitFor(() => sms.tally(phones).received >= 20, 30_000, "the first steps' sends");
-    await killHard("c1");
+    const contactIds = await contactIdsOf(phones);
+    // The messages nodes paused, each campaigns node's pass waits on its first step's send: c1 is killed
+    // holding claimed steps it cannot have saved (a pass saves its steps together at its end).
+    const messagesNodes = ["m1", "m2", "m3"].filter((name) => nodes.has(name));
+    const resumeMessages = () => messagesNodes.forEach((name) => node(name).kill("SIGCONT"));
+    const heldBy = (nodeName: string) =>
+      sql
+        .query(
+          `SELECT id FROM campaign_enrollments WHERE campaign_id = $1 AND claimed_by = $2 AND status = 'active'`,
+          [campaignId, `${nodeName}-${run}`],
+        )
+        .then((r) => r.rows.map((row) => row.id as string));
+    let held: string[] = [];
+    messagesNodes.forEach((name) => node(name).kill("SIGSTOP"));
+    try {
+      const enrolled = await c().post(`${ctx.ws}/campaigns/${campaignId}/batch`, { contactIds });
+      expect(enrolled.status).toBeLessThan(300);
+      await waitFor(async () => (await heldBy("c1")).length > 0, 10_000, "c1 holding steps");
+      await killHard("c1", async () => {
+        held = await heldBy("c1");
+        resumeMessages();
+      });
+    } finally {
+      resumeMessages();
+    }
     const waiting = () =>
       sql
         .query(
@@ -383,11 +407,21 @@ function smsFake() {
         [campaignId],
       )
     ).rows[0].n;
+    const takenOver = (
+      await sql.query(
+        `SELECT count(*)::int AS n FROM campaign_enrollments
+          WHERE id = ANY($1) AND claimed_by = $2 AND status = 'waiting' AND current_node_id = 'w'`,
+        [held, `c2-${run}`],
+      )
+    ).rows[0].n;
     const tally = sms.tally(phones);
     console.log(
-      `kill -9 c1 mid-step: enrolled ${phones.length}, at the wait ${await waiting()}; sent ${tally.sent}, received ${tally.received}, ` +
-        `lost ${tally.lost}, twice ${tally.twice}; ${again} steps taken over after the lease`,
+      `kill -9 c1 mid-step: enrolled ${phones.length}, held by c1 at its death ${held.length}, taken over by c2 ${takenOver}, ` +
+        `at the wait ${await waiting()}; sent ${tally.sent}, received ${tally.received}, lost ${tally.lost}, ` +
+        `twice ${tally.twice}; ${again} steps found their message queued by an earlier try`,
     );
+    expect(held.length).toBeGreaterThan(0);
+    expect(takenOver).toBe(held.length);
     expect(tally).toMatchObject({ received: phones.length, lost: 0, twice: 0 });
   }, 180_000);
 
@@ -492,6 +526,7 @@ function smsFake() {
     await waitFor(() => Date.now() - stoppedAt >= 20_000, 25_000, "20 s of NATS down", 250);
     const during = accepted.length - before;
     await nats.start();
+    const restartedAt = Date.now();
     await workersAnswer();
     const restarted = accepted.length;
     await waitFor(
@@ -518,12 +553,14 @@ function smsFake() {
       "every accepted event delivered",
       250,
     ).catch(() => undefined);
+    const drainedS = ((Date.now() - restartedAt) / 1000).toFixed(1);
     const seen = fannedOut();
     const lost = accepted.filter((id) => !seen.has(id)).length;
     const twice = accepted.filter((id) => (seen.get(id) ?? 0) > 1).length;
     console.log(
       `NATS down 20 s under ingest: accepted ${accepted.length} (${during} while down), refused ${refused}; ` +
-        `recorded ${recorded}, delivered ${accepted.length - lost}, lost ${lost}, twice ${twice}`,
+        `recorded ${recorded}, delivered ${accepted.length - lost} (the last ${drainedS} s after the restart), ` +
+        `lost ${lost}, twice ${twice}`,
     );
     expect({ recorded, lost, twice }).toEqual({ recorded: accepted.length, lost: 0, twice: 0 });
     expect([...nodes.values()].every((n) => n.running())).toBe(true);
