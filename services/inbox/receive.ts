@@ -40,14 +40,16 @@ export async function receive(
   const providerMessageId = input.providerMessageId ? bareMessageId(input.providerMessageId) : null;
   const origin = await repliedMessage(from, ws, refs);
   // What assignment and auto-replies read, asked while the message is filed.
-  const reading = Promise.all([rules.activeRules(ws), autoReplies.activeAutoReplies(ws)]).then(
-    async ([assignment, replies]) =>
-      [
-        assignment,
-        replies,
-        assignment.length || replies.length ? await workspaceZone(from, ws) : "UTC",
-      ] as const,
-  );
+  const reading = rules
+    .activeDefinitions(ws)
+    .then(
+      async ({ rules: assignment, replies }) =>
+        [
+          assignment,
+          replies,
+          assignment.length || replies.length ? await workspaceZone(from, ws) : "UTC",
+        ] as const,
+    );
   reading.catch(() => undefined);
   const outcome = await filer.add({
     workspaceId: ws,
