@@ -34,6 +34,7 @@ export const QUEUE_OWNERS = [
   "segments",
   "crm",
   "scoring",
+  "inbox",
 ] as const;
 
 /**

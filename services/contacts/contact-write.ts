@@ -1,17 +1,21 @@
 import type { ServiceBroker } from "moleculer";
+import { MicroBatcher } from "../../lib/batcher";
 import { database } from "../../lib/database";
 import type { FieldIssue } from "../../lib/errors";
 import { stageDomainEvents } from "../../lib/outbox";
 import { found } from "../../lib/errors";
 import { checkCustomFields, missingRequired, type CustomFieldDef } from "./custom-fields";
 import {
+  addressValue,
   assertNoIssues,
   contactByAddress,
+  contactsByAddresses,
   contactView,
   deleteContacts,
   getRow,
   insertContact,
-  lockAddress,
+  insertContacts,
+  lockAddresses,
   recordStageChange,
   updateColumns,
   writeDefinitions,
@@ -102,35 +106,114 @@ export async function contactForAddress(
 ): Promise<{ contact: ContactView; created: boolean }> {
   const known = await contactByAddress(workspaceId, address.type, address.value);
   if (known) return { contact: known, created: false };
-  return insertOnce(broker, workspaceId, input, address);
+  return addressCreator.add({ broker, workspaceId, address, input });
 }
 
-/** Create a contact; with `address`, only if (under its lock) no contact has it yet. */
+/** Create a contact. */
 async function insertOnce(
   broker: ServiceBroker,
   workspaceId: WorkspaceId,
   input: ContactInput,
-  address?: { type: AddressType; value: string },
 ): Promise<{ contact: ContactView; created: boolean }> {
   const defs = await writeDefinitions(workspaceId);
+  const write = creatable(input, defs);
+  await assertReferences(broker, workspaceId, write);
+  const sequelize = await database();
+  const created = await sequelize.transaction(async (transaction) => {
+    const contact = contactView(await insertContact(workspaceId, write, transaction));
+    await stageDomainEvents(transaction, workspaceId, contactFacts({ created: [contact] }));
+    return contact;
+  });
+  await evaluateSegments(broker, workspaceId, [created.id]);
+  return { contact: created, created: true };
+}
+
+/** A new contact's write from its input, checked (400 naming the field). */
+function creatable(input: ContactInput, defs: WorkspaceDefs): ContactWrite {
   const { write, issues } = checkInput(input, defs);
   write.attributes = withoutNulls(write.attributes);
   write.customFields = withoutNulls(write.customFields);
   assertNoIssues([...issues, ...createIssues(write, defs)]);
-  await assertReferences(broker, workspaceId, write);
-  const sequelize = await database();
-  const outcome = await sequelize.transaction(async (transaction) => {
-    if (address) {
-      await lockAddress(workspaceId, address.type, address.value, transaction);
-      const known = await contactByAddress(workspaceId, address.type, address.value, transaction);
-      if (known) return { contact: known, created: false };
+  return write;
+}
+
+/** A contact asked for an address no contact had when looked up. */
+interface AddressCreate {
+  broker: ServiceBroker;
+  workspaceId: WorkspaceId;
+  address: { type: AddressType; value: string };
+  input: ContactInput;
+}
+
+/**
+ * Contacts for new addresses (the first messages of new chats, say) that
+ * arrive together are made together, per workspace and kind of address: one
+ * read of the definitions, then one transaction that locks their addresses,
+ * looks them up again, inserts those still missing and stages their facts,
+ * a statement each; then one segment evaluation. One contact per address
+ * however many of its first messages arrive together (on any replica). A
+ * batch that fails is made again ask by ask (lib/batcher.ts), so one
+ * invalid input fails only its own message.
+ */
+const addressCreator = new MicroBatcher(
+  async (asks: AddressCreate[]): Promise<Array<{ contact: ContactView; created: boolean }>> => {
+    const groups = new Map<string, number[]>();
+    const brokers: ServiceBroker[] = [];
+    asks.forEach((ask, at) => {
+      if (!brokers.includes(ask.broker)) brokers.push(ask.broker);
+      const key = `${brokers.indexOf(ask.broker)}\n${ask.workspaceId}\n${ask.address.type}`;
+      groups.set(key, [...(groups.get(key) ?? []), at]);
+    });
+    const outcomes: Array<{ contact: ContactView; created: boolean }> = new Array(asks.length);
+    for (const ats of groups.values()) {
+      const answers = await createForAddresses(ats.map((at) => asks[at]));
+      ats.forEach((at, n) => (outcomes[at] = answers[n]));
     }
-    const created = contactView(await insertContact(workspaceId, write, transaction));
-    await stageDomainEvents(transaction, workspaceId, contactFacts({ created: [created] }));
-    return { contact: created, created: true };
+    return outcomes;
+  },
+  { maxBatch: 100, lanes: 1 },
+);
+
+/** One group of `addressCreator` (one broker, workspace and kind of address). */
+async function createForAddresses(
+  asks: AddressCreate[],
+): Promise<Array<{ contact: ContactView; created: boolean }>> {
+  const { broker, workspaceId } = asks[0];
+  const { type } = asks[0].address;
+  const defs = await writeDefinitions(workspaceId);
+  const writes = asks.map((ask) => creatable(ask.input, defs));
+  for (const write of writes) await assertReferences(broker, workspaceId, write);
+  const values = asks.map((ask) => ask.address.value);
+  const keyOf = (value: string) => addressValue(type, value) ?? value;
+  const sequelize = await database();
+  const { known, created } = await sequelize.transaction(async (transaction) => {
+    await lockAddresses(workspaceId, type, values, transaction);
+    const found = await contactsByAddresses(workspaceId, type, values, transaction);
+    // The first ask of each address still missing makes its contact; the others of that address find it.
+    const missing = new Map<string, ContactWrite>();
+    asks.forEach((ask, i) => {
+      const key = keyOf(ask.address.value);
+      if (!found.has(key) && !missing.has(key)) missing.set(key, writes[i]);
+    });
+    const rows = await insertContacts(workspaceId, [...missing.values()], transaction);
+    const made = new Map([...missing.keys()].map((key, i) => [key, contactView(rows[i])]));
+    if (made.size)
+      await stageDomainEvents(transaction, workspaceId, contactFacts({ created: [...made.values()] }));
+    return { known: found, created: made };
   });
-  if (outcome.created) await evaluateSegments(broker, workspaceId, [outcome.contact.id]);
-  return outcome;
+  await evaluateSegments(
+    broker,
+    workspaceId,
+    [...created.values()].map((c) => c.id),
+  );
+  const answered = new Set<string>();
+  return asks.map((ask) => {
+    const key = keyOf(ask.address.value);
+    const contact = known.get(key) ?? created.get(key)!;
+    const first = !known.has(key) && !answered.has(key);
+    answered.add(key);
+    return { contact, created: first };
+  });
 }
 
 export interface UpdateResult {

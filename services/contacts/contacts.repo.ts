@@ -125,18 +125,32 @@ export async function contactByAddress(
   workspaceId: WorkspaceId,
   type: AddressType,
   address: string,
-  transaction?: Transaction,
 ): Promise<ContactView | null> {
   const value = addressValue(type, address);
-  if (!value) return null;
-  if (!transaction) return addressReader.add({ workspaceId, type, value });
-  const [row] = await query<ContactRow>(
+  return value ? addressReader.add({ workspaceId, type, value }) : null;
+}
+
+/**
+ * Each address's first contact, by the address as contacts keep it (see
+ * `addressValue`; addresses that are none are left out), in one statement.
+ */
+export async function contactsByAddresses(
+  workspaceId: WorkspaceId,
+  type: AddressType,
+  addresses: string[],
+  transaction?: Transaction,
+): Promise<Map<string, ContactView>> {
+  const values = [...new Set(addresses.flatMap((a) => addressValue(type, a) ?? []))];
+  if (!values.length) return new Map();
+  const column = ADDRESS_COLUMNS[type];
+  const rows = await queryPrepared<ContactRow & { address_key: string }>(
     workspaceId,
-    `SELECT * FROM contacts WHERE workspace_id = $1 AND ${ADDRESS_COLUMNS[type]} = $2 ORDER BY created_at LIMIT 1`,
-    [value],
+    `SELECT DISTINCT ON (${column}) *, ${column} AS address_key FROM contacts
+      WHERE workspace_id = $1 AND ${column} = ANY ($2::text[]) ORDER BY ${column}, created_at`,
+    [values],
     transaction,
   );
-  return row ? contactView(row) : null;
+  return new Map(rows.map((row) => [row.address_key, contactView(row)]));
 }
 
 /** An address looked up outside a transaction (kept as contacts keep it). */
@@ -160,14 +174,13 @@ const addressReader = new MicroBatcher(
     }
     const found = new Map<string, ContactView>();
     for (const [key, group] of groups) {
-      const column = ADDRESS_COLUMNS[group[0].type];
-      const rows = await queryPrepared<ContactRow & { address_key: string }>(
-        group[0].workspaceId,
-        `SELECT DISTINCT ON (${column}) *, ${column} AS address_key FROM contacts
-          WHERE workspace_id = $1 AND ${column} = ANY ($2::text[]) ORDER BY ${column}, created_at`,
-        [[...new Set(group.map((a) => a.value))]],
+      const { workspaceId, type } = group[0];
+      const byValue = await contactsByAddresses(
+        workspaceId,
+        type,
+        group.map((a) => a.value),
       );
-      for (const row of rows) found.set(`${key}\n${row.address_key}`, contactView(row));
+      for (const [value, contact] of byValue) found.set(`${key}\n${value}`, contact);
     }
     return asks.map((a) => found.get(`${a.workspaceId}\n${a.type}\n${a.value}`) ?? null);
   },
@@ -175,19 +188,22 @@ const addressReader = new MicroBatcher(
 );
 
 /**
- * Serialise the writers that create a contact for an address until the
- * transaction ends (any replica): the second finds the first's contact.
+ * Serialise the writers that create a contact for any of these addresses
+ * until the transaction ends (any replica): the second finds the first's
+ * contact. One statement, the locks taken in key order, so two writers
+ * locking overlapping sets never wait on each other.
  */
-export async function lockAddress(
+export async function lockAddresses(
   workspaceId: WorkspaceId,
   type: AddressType,
-  address: string,
+  addresses: string[],
   transaction: Transaction,
 ): Promise<void> {
-  await query(
+  const keys = [...new Set(addresses.map((a) => `${type}:${addressValue(type, a) ?? a}`))].sort();
+  await queryPrepared(
     workspaceId,
-    `SELECT pg_advisory_xact_lock(hashtextextended('contacts:' || $1 || ':' || $2, 0))`,
-    [`${type}:${addressValue(type, address) ?? address}`],
+    `SELECT pg_advisory_xact_lock(hashtextextended('contacts:' || $1 || ':' || k, 0)) FROM unnest($2::text[]) AS k`,
+    [keys],
     transaction,
   );
 }
@@ -206,22 +222,47 @@ export async function insertContact(
   write: ContactWrite,
   transaction?: Transaction,
 ): Promise<ContactRow> {
+  return (await insertContacts(workspaceId, [write], transaction))[0];
+}
+
+/** New contacts in one statement (a column a write leaves out takes its default); their rows in the order given. */
+export async function insertContacts(
+  workspaceId: WorkspaceId,
+  writes: ContactWrite[],
+  transaction?: Transaction,
+): Promise<ContactRow[]> {
+  if (!writes.length) return [];
+  const fields = [
+    ...new Set(
+      writes.flatMap((w) => (Object.keys(w) as Array<keyof ContactWrite>).filter((f) => w[f] !== undefined)),
+    ),
+  ];
   const b = Binds.inWorkspace();
-  const cols = ["id", "workspace_id"];
-  const vals = [b.p(newId()), "$1"];
-  for (const [field, value] of Object.entries(write) as Array<[keyof ContactWrite, unknown]>) {
-    if (value === undefined) continue;
-    cols.push(COLUMNS[field]);
-    vals.push(JSON_FIELDS.has(field) ? `${b.p(JSON.stringify(value))}::jsonb` : b.p(value));
-  }
+  const ids = writes.map(() => newId());
+  const rows = writes.map((write, i) => {
+    const vals = [b.p(ids[i]), "$1"];
+    for (const field of fields) {
+      const value = write[field];
+      vals.push(
+        value === undefined
+          ? "DEFAULT"
+          : JSON_FIELDS.has(field)
+            ? `${b.p(JSON.stringify(value))}::jsonb`
+            : b.p(value),
+      );
+    }
+    return `(${vals.join(", ")})`;
+  });
   try {
-    const rows = await query<ContactRow>(
+    const inserted = await query<ContactRow>(
       workspaceId,
-      `INSERT INTO contacts (${cols.join(", ")}) VALUES (${vals.join(", ")}) RETURNING *`,
+      `INSERT INTO contacts (id, workspace_id${fields.map((f) => `, ${COLUMNS[f]}`).join("")})
+       VALUES ${rows.join(", ")} RETURNING *`,
       b.values,
       transaction,
     );
-    return rows[0];
+    const byId = new Map(inserted.map((r) => [r.id, r]));
+    return ids.map((id) => byId.get(id)!);
   } catch (err) {
     rethrowUnique(err);
   }

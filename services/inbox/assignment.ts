@@ -40,7 +40,7 @@ export async function notifyAssigned(from: Caller, ws: WorkspaceId, thread: Thre
 }
 
 /**
- * Assign a new thread by the workspace's active rules (`activeRules(ws)`)
+ * Assign a new thread by the workspace's active rules (`activeDefinitions(ws)`)
  * in its zone; answers the assigned thread (null: no rule gave it a member).
  */
 export async function assignNewThread(

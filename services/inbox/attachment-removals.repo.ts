@@ -1,4 +1,6 @@
+import type { QueueFigures } from "../../lib/business-metrics";
 import { database, queryAcrossWorkspaces } from "../../lib/database";
+import { queueFigures, queueFiguresSql, type QueueFiguresRow } from "../../lib/queue-stats";
 
 /** The queue of stored attachments whose message is gone (migration 0101 fills it from a trigger). */
 
@@ -35,4 +37,13 @@ export async function removeQueuedBatch(
     );
     return rows.length;
   });
+}
+
+/** The queue's figures (lib/queue-stats.ts): every row is due from the moment its message went. */
+export async function removalQueueFigures(): Promise<QueueFigures> {
+  const [row] = await queryAcrossWorkspaces<QueueFiguresRow>(
+    `SELECT ${queueFiguresSql("true", "queued_at")} FROM inbox_attachment_removals`,
+    [],
+  );
+  return queueFigures("inbox_attachment_removals", row);
 }

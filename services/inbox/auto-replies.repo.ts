@@ -50,22 +50,6 @@ export function listAutoReplies(workspaceId: WorkspaceId): Promise<AutoReplyRow[
   );
 }
 
-/** Concurrent inbound messages read their workspaces' active auto-replies together (one statement a batch). */
-const activeReader = new MicroBatcher(
-  async (workspaceIds: WorkspaceId[]): Promise<AutoReplyRow[][]> => {
-    const rows = await queryAcrossWorkspacesPrepared<AutoReplyRow>(
-      `SELECT * FROM inbox_auto_replies WHERE workspace_id = ANY ($1::text[]) AND active ORDER BY created_at, id`,
-      [[...new Set(workspaceIds)]],
-    );
-    return workspaceIds.map((ws) => rows.filter((r) => r.workspace_id === ws));
-  },
-  { maxBatch: 200, lanes: 1 },
-);
-
-/** The workspace's active auto-replies, oldest first. */
-export const activeAutoReplies = (workspaceId: WorkspaceId): Promise<AutoReplyRow[]> =>
-  activeReader.add(workspaceId);
-
 export async function insertAutoReply(
   workspaceId: WorkspaceId,
   input: AutoReplyInput & { name: string; body: string },

@@ -1,6 +1,6 @@
 import type { Transaction } from "sequelize";
 import { newId } from "../../lib/crypto";
-import { Binds, query } from "../../lib/database";
+import { Binds, query, queryPrepared } from "../../lib/database";
 import type { InboxChannel } from "../../lib/channels";
 import { config } from "../../lib/config";
 import type { StorageKind } from "../content/asset-store";
@@ -78,85 +78,140 @@ export interface NewInbound {
 
 export type FiledInbound =
   | { duplicate: true; threadId: string; inboundId: string }
-  | { duplicate: false; thread: ThreadRow; created: boolean; inboundId: string | null };
+  | {
+      duplicate: false;
+      thread: ThreadRow;
+      created: boolean;
+      inboundId: string | null;
+      /** The auto-replies the thread had lately (`<ruleId> <day>`, from yesterday in UTC on), which answer no more that day. */
+      autoAnswered: Set<string>;
+    };
 
 /**
- * File an inbound message in one statement (the caller holds the
- * conversation's lock): nothing when the provider delivered it before (its
- * id is the provider's own); else into the thread one of `refs` names (if
- * not closed and on the channel), else the contact's thread on the channel
- * that is not closed, made `open` again with one more unread, else a new
- * thread. `inboundId` null: the provider's id was stored in another
- * conversation meanwhile.
+ * File inbound messages of one workspace in one statement (the caller
+ * holds their conversations' locks; at most one message a conversation):
+ * nothing for one the provider delivered before (its id is the provider's
+ * own); else into the thread one of its `refs` names (if not closed and on
+ * the channel), else the contact's thread on the channel that is not
+ * closed, made `open` again with one more unread, else a new thread. Each
+ * answer in the order given; `inboundId` null: the provider's id was stored
+ * in another conversation meanwhile; `thread` null: another message of the
+ * statement took its thread (a mail naming another conversation's thread).
+ * With the thread come its recent auto-replies' log entries, so a
+ * conversation answered today asks nothing more of them.
  */
-export async function fileInbound(
+export async function fileInbounds(
   workspaceId: WorkspaceId,
-  m: NewInbound,
+  messages: NewInbound[],
   transaction: Transaction,
-): Promise<FiledInbound> {
-  const [row] = await query<
+): Promise<Array<FiledInbound | { duplicate: false; thread: null }>> {
+  const rows = await queryPrepared<
     ThreadRow & {
+      n: number | null;
       created: boolean | null;
+      filed_n: number;
       inbound_id: string | null;
       seen_id: string | null;
       seen_thread_id: string | null;
+      auto_answered: string[] | null;
     }
   >(
     workspaceId,
-    `WITH seen AS (
-       SELECT id, thread_id FROM inbox_messages
-        WHERE $8::text IS NOT NULL AND provider_id = $7 AND provider_message_id = $8 AND direction = 'inbound'
-     ), referenced AS (
-       SELECT t.id, t.channel FROM inbox_messages rm JOIN inbox_threads t ON t.id = rm.thread_id
-        WHERE rm.workspace_id = $1 AND rm.provider_message_id = ANY ($9::text[]) AND t.status <> 'closed'
-        ORDER BY rm.created_at DESC LIMIT 1
+    `WITH m AS (
+       SELECT * FROM jsonb_to_recordset($2::jsonb) AS m(n integer, contact_id text, channel text, body text,
+                subject text, origin_message_id text, provider_id text, provider_message_id text, refs jsonb,
+                thread_id text, inbound_id text, attachments jsonb)
+     ), seen AS (
+       SELECT DISTINCT ON (m.n) m.n, im.id, im.thread_id FROM m JOIN inbox_messages im
+           ON m.provider_message_id IS NOT NULL AND im.provider_id = m.provider_id
+          AND im.provider_message_id = m.provider_message_id AND im.direction = 'inbound'
+        ORDER BY m.n, im.id
      ), target AS (
-       SELECT id FROM (SELECT id, 1 AS pref FROM referenced WHERE channel = $3
-                       UNION ALL
-                       SELECT id, 2 FROM inbox_threads
-                        WHERE workspace_id = $1 AND contact_id = $2 AND channel = $3 AND status <> 'closed') c
-        ORDER BY pref LIMIT 1
+       SELECT m.n, c.id FROM m CROSS JOIN LATERAL (
+         SELECT id FROM (
+           SELECT r.id, 1 AS pref FROM (
+             SELECT t.id, t.channel FROM inbox_messages rm JOIN inbox_threads t ON t.id = rm.thread_id
+              WHERE rm.workspace_id = $1 AND rm.provider_message_id IN (SELECT jsonb_array_elements_text(m.refs))
+                AND t.status <> 'closed'
+              ORDER BY rm.created_at DESC LIMIT 1) r
+            WHERE r.channel = m.channel
+           UNION ALL
+           SELECT t.id, 2 FROM inbox_threads t
+            WHERE t.workspace_id = $1 AND t.contact_id = m.contact_id AND t.channel = m.channel AND t.status <> 'closed') c0
+          ORDER BY pref LIMIT 1) c
+        WHERE NOT EXISTS (SELECT 1 FROM seen s WHERE s.n = m.n)
      ), touched AS (
-       UPDATE inbox_threads SET status = 'open', snoozed_until = NULL, unread = unread + 1,
-              awaiting_since = COALESCE(awaiting_since, now()), last_message_at = now(), updated_at = now(),
-              subject = COALESCE(subject, $5), origin_message_id = COALESCE(origin_message_id, $6)
-        WHERE workspace_id = $1 AND id = (SELECT id FROM target) AND NOT EXISTS (SELECT 1 FROM seen)
-        RETURNING *
+       UPDATE inbox_threads t SET status = 'open', snoozed_until = NULL, unread = t.unread + 1,
+              awaiting_since = COALESCE(t.awaiting_since, now()), last_message_at = now(), updated_at = now(),
+              subject = COALESCE(t.subject, m.subject), origin_message_id = COALESCE(t.origin_message_id, m.origin_message_id)
+         FROM target g JOIN m ON m.n = g.n
+        WHERE t.workspace_id = $1 AND t.id = g.id
+       RETURNING t.*, g.n
      ), made AS (
        INSERT INTO inbox_threads (id, workspace_id, contact_id, channel, subject, origin_message_id, status, unread,
                                   awaiting_since, last_message_at)
-       SELECT $10, $1, $2, $3, $5, $6, 'open', 1, now(), now()
-        WHERE NOT EXISTS (SELECT 1 FROM target) AND NOT EXISTS (SELECT 1 FROM seen)
+       SELECT m.thread_id, $1, m.contact_id, m.channel, m.subject, m.origin_message_id, 'open', 1, now(), now() FROM m
+        WHERE NOT EXISTS (SELECT 1 FROM target g WHERE g.n = m.n) AND NOT EXISTS (SELECT 1 FROM seen s WHERE s.n = m.n)
        RETURNING *
      ), thread AS (
-       SELECT *, false AS created FROM touched UNION ALL SELECT *, true FROM made
+       SELECT touched.*, false AS created FROM touched
+       UNION ALL
+       SELECT made.*, m.n, true FROM made JOIN m ON m.thread_id = made.id
      ), inbound AS (
        INSERT INTO inbox_messages (id, workspace_id, thread_id, direction, body, subject, status, provider_id,
                                    provider_message_id, refs, attachments)
-       SELECT $11, $1, thread.id, 'inbound', $4, $5, 'received', $7, $8, $9::text[], $12::jsonb FROM thread
+       SELECT m.inbound_id, $1, th.id, 'inbound', m.body, m.subject, 'received', m.provider_id, m.provider_message_id,
+              ARRAY(SELECT jsonb_array_elements_text(m.refs)), m.attachments
+         FROM thread th JOIN m ON m.n = th.n
        ON CONFLICT (provider_id, provider_message_id) WHERE direction = 'inbound' AND provider_message_id IS NOT NULL
        DO NOTHING RETURNING id
      )
-     SELECT thread.*, inbound.id AS inbound_id, seen.id AS seen_id, seen.thread_id AS seen_thread_id
-       FROM (SELECT 1) one LEFT JOIN thread ON true LEFT JOIN inbound ON true LEFT JOIN seen ON true`,
+     SELECT th.*, m.n AS filed_n, i.id AS inbound_id, s.id AS seen_id, s.thread_id AS seen_thread_id,
+            (SELECT array_agg(l.rule_id || ' ' || l.day::text) FROM inbox_auto_reply_log l
+              WHERE l.thread_id = th.id AND l.day >= current_date - 1) AS auto_answered
+       FROM m LEFT JOIN thread th ON th.n = m.n LEFT JOIN inbound i ON i.id = m.inbound_id LEFT JOIN seen s ON s.n = m.n`,
     [
-      m.contactId,
-      m.channel,
-      m.body,
-      m.subject,
-      m.originMessageId,
-      m.providerId,
-      m.providerMessageId,
-      m.refs,
-      newId(),
-      newId(),
-      JSON.stringify(m.attachments),
+      JSON.stringify(
+        messages.map((m, n) => ({
+          n,
+          contact_id: m.contactId,
+          channel: m.channel,
+          body: m.body,
+          subject: m.subject,
+          origin_message_id: m.originMessageId,
+          provider_id: m.providerId,
+          provider_message_id: m.providerMessageId,
+          refs: m.refs,
+          thread_id: newId(),
+          inbound_id: newId(),
+          attachments: m.attachments,
+        })),
+      ),
     ],
     transaction,
   );
-  const { created, inbound_id: inboundId, seen_id: seenId, seen_thread_id: seenThreadId, ...thread } = row;
-  if (seenId && seenThreadId) return { duplicate: true, threadId: seenThreadId, inboundId: seenId };
-  return { duplicate: false, thread, created: created === true, inboundId };
+  const byN = new Map(rows.map((r) => [r.filed_n, r]));
+  return messages.map((_, n) => {
+    const {
+      n: _n,
+      filed_n: _filed,
+      created,
+      inbound_id: inboundId,
+      seen_id: seenId,
+      seen_thread_id: seenThreadId,
+      auto_answered: autoAnswered,
+      ...thread
+    } = byN.get(n)!;
+    if (seenId && seenThreadId) return { duplicate: true, threadId: seenThreadId, inboundId: seenId };
+    if (!thread.id) return { duplicate: false, thread: null };
+    return {
+      duplicate: false,
+      thread,
+      created: created === true,
+      inboundId,
+      autoAnswered: new Set(autoAnswered ?? []),
+    };
+  });
 }
 
 /** An answer on its way out (a member's reply, an auto-reply, a new conversation's first message). */

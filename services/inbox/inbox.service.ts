@@ -3,11 +3,13 @@ import { audit } from "../../lib/audit";
 import { defineAction, defineService } from "../../lib/define-service";
 import { found, invalidState, notFound } from "../../lib/errors";
 import { pageRequest } from "../../lib/pagination";
+import { queueStatsAction } from "../../lib/queue-stats";
 import { workspaceOf } from "../../lib/tenancy";
 import { BackgroundMixin } from "../../mixins/background";
 import { DatabaseMixin } from "../../mixins/database.mixin";
 import { assignWaiting, reassignUnanswered } from "./assignment";
 import { attachmentFile, sweepAttachmentRemovals } from "./attachments";
+import { removalQueueFigures } from "./attachment-removals.repo";
 import { rulesActions } from "./rules.actions";
 import { results, schemas } from "./inbox.schemas";
 import * as messages from "./inbox-messages.repo";
@@ -186,5 +188,8 @@ export default defineService({
       result: results.count,
       handler: () => sweepAttachmentRemovals(),
     }),
+
+    /** Internal (timer, the REPL's `queues`): the attachment-removal queue's figures, into the queue gauges. */
+    queueStats: queueStatsAction(async () => [await removalQueueFigures()]),
   },
 });

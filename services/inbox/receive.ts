@@ -40,14 +40,16 @@ export async function receive(
   const providerMessageId = input.providerMessageId ? bareMessageId(input.providerMessageId) : null;
   const origin = await repliedMessage(from, ws, refs);
   // What assignment and auto-replies read, asked while the message is filed.
-  const reading = Promise.all([rules.activeRules(ws), autoReplies.activeAutoReplies(ws)]).then(
-    async ([assignment, replies]) =>
-      [
-        assignment,
-        replies,
-        assignment.length || replies.length ? await workspaceZone(from, ws) : "UTC",
-      ] as const,
-  );
+  const reading = rules
+    .activeDefinitions(ws)
+    .then(
+      async ({ rules: assignment, replies }) =>
+        [
+          assignment,
+          replies,
+          assignment.length || replies.length ? await workspaceZone(from, ws) : "UTC",
+        ] as const,
+    );
   reading.catch(() => undefined);
   const outcome = await filer.add({
     workspaceId: ws,
@@ -62,7 +64,7 @@ export async function receive(
     attachments: input.attachments ?? [],
   });
   if (outcome.duplicate) return outcome;
-  const { thread, created, inboundId } = outcome;
+  const { thread, created, inboundId, autoAnswered } = outcome;
   // The message is stored: what follows must not fail its webhook (a retry would find it stored and do nothing).
   const step = <T>(what: string, run: () => Promise<T>) =>
     run().catch((err: unknown) => {
@@ -95,6 +97,7 @@ export async function receive(
       assigned ?? thread,
       input.text,
       { provider_id: input.providerId, provider_message_id: providerMessageId, refs },
+      autoAnswered,
       logger,
     ),
   );
@@ -107,31 +110,60 @@ type Filing = NewInbound & { workspaceId: WorkspaceId };
 /** How a message was filed: a duplicate, or its thread and stored id. */
 type Filed =
   | Extract<FiledInbound, { duplicate: true }>
-  | { duplicate: false; thread: ThreadRow; created: boolean; inboundId: string };
+  | (Extract<FiledInbound, { duplicate: false }> & { inboundId: string });
 
 /**
  * Concurrent inbound messages are filed together: one transaction holding
- * their conversations' locks (taken in one statement), then each message's
- * one statement in turn. A batch that fails is filed again message by
- * message (lib/batcher.ts), so one message's failure is its own.
+ * their conversations' locks (taken in one statement), then one statement
+ * per workspace for the messages of distinct conversations (a second
+ * message of a conversation goes in the next statement, which sees the
+ * first's thread). A batch that fails is filed again message by message
+ * (lib/batcher.ts), so one message's failure is its own.
  */
 const filer = new MicroBatcher(
   async (items: Filing[]): Promise<Filed[]> =>
     (await database()).transaction(async (transaction) => {
       await threads.lockConversations(items, transaction);
-      const filed: Filed[] = [];
-      for (const { workspaceId, ...m } of items) {
-        const one = await messages.fileInbound(workspaceId, m, transaction);
-        if (one.duplicate) filed.push(one);
-        // Thrown inside the transaction: the thread's change is rolled back with it.
-        else if (!one.inboundId)
-          throw new Error(`Inbound ${m.providerMessageId} was stored while its conversation was locked`);
-        else filed.push({ ...one, inboundId: one.inboundId });
+      const filed: Filed[] = new Array(items.length);
+      for (const round of conversationRounds(items)) {
+        const byWorkspace = new Map<WorkspaceId, number[]>();
+        for (const at of round)
+          byWorkspace.set(items[at].workspaceId, [...(byWorkspace.get(items[at].workspaceId) ?? []), at]);
+        for (const [workspaceId, ats] of byWorkspace) {
+          const answers = await messages.fileInbounds(
+            workspaceId,
+            ats.map((at) => items[at]),
+            transaction,
+          );
+          ats.forEach((at, k) => {
+            const one = answers[k];
+            if (one.duplicate) filed[at] = one;
+            // Thrown inside the transaction: the threads' changes are rolled back with it.
+            else if (!one.thread || !one.inboundId)
+              throw new Error(
+                `Inbound ${items[at].providerMessageId} was stored, or its thread taken, while its conversation was locked`,
+              );
+            else filed[at] = { ...one, inboundId: one.inboundId };
+          });
+        }
       }
       return filed;
     }),
   { maxBatch: 50, lanes: 2 },
 );
+
+/** The batch's indexes in rounds in which each conversation (workspace, contact, channel) has one message, in order. */
+function conversationRounds(items: Filing[]): number[][] {
+  const rounds: number[][] = [];
+  const seen = new Map<string, number>();
+  items.forEach((item, at) => {
+    const key = `${item.workspaceId}\n${item.contactId}\n${item.channel}`;
+    const round = seen.get(key) ?? 0;
+    seen.set(key, round + 1);
+    (rounds[round] ??= []).push(at);
+  });
+  return rounds;
+}
 
 /** The sent message (a campaign's, say) a mail names in In-Reply-To or References, if the send path knows it. */
 async function repliedMessage(from: Caller, ws: WorkspaceId, refs: string[]): Promise<string | null> {
@@ -145,7 +177,8 @@ async function repliedMessage(from: Caller, ws: WorkspaceId, refs: string[]): Pr
 /**
  * Each active auto-reply on the thread's channel (or any) whose keywords the
  * text has (or none), outside its business hours in the workspace's zone,
- * answers once per thread and local day; a failed answer does not stop the others.
+ * answers once per thread and local day (`logged`: what the thread's log
+ * showed at filing, asked no more); a failed answer does not stop the others.
  */
 async function autoReply(
   from: Caller,
@@ -155,12 +188,14 @@ async function autoReply(
   thread: ThreadRow,
   text: string,
   answered: Answered,
+  logged: Set<string>,
   logger: LoggerInstance,
 ) {
   const now = new Date();
   const day = localDay(now, zone);
   for (const rule of rules) {
     if (rule.channel && rule.channel !== thread.channel) continue;
+    if (logged.has(`${rule.id} ${day}`)) continue;
     if (!keywordMatch(rule.keywords, text)) continue;
     if (rule.business_hours && withinHours(rule.business_hours, now, zone)) continue;
     const row = await autoReplies.firstAnswerToday(ws, thread.id, rule.id, day, rule.body);

@@ -1,6 +1,7 @@
 import { newId } from "../../lib/crypto";
 import { MicroBatcher } from "../../lib/batcher";
 import { Binds, query, queryAcrossWorkspaces, queryAcrossWorkspacesPrepared } from "../../lib/database";
+import type { AutoReplyRow } from "./auto-replies.repo";
 import type { AssignmentRuleView, RuleConfig } from "./inbox.schemas";
 import type { ThreadRow } from "./threads.repo";
 import type { WorkspaceId } from "../../lib/tenancy";
@@ -39,21 +40,50 @@ export function listRules(workspaceId: WorkspaceId): Promise<RuleRow[]> {
   );
 }
 
-/** Concurrent inbound messages read their workspaces' active rules together (one statement a batch). */
-const activeReader = new MicroBatcher(
-  async (workspaceIds: WorkspaceId[]): Promise<RuleRow[][]> => {
-    const rows = await queryAcrossWorkspacesPrepared<RuleRow>(
-      `SELECT * FROM inbox_assignment_rules WHERE workspace_id = ANY ($1::text[]) AND active
-        ORDER BY priority, created_at, id`,
+/** A workspace's active assignment rules (in the order new threads try them) and auto-replies (oldest first). */
+export interface ActiveDefinitions {
+  rules: RuleRow[];
+  replies: AutoReplyRow[];
+}
+
+/** A row read as JSON, its times made dates again. */
+const withDates = <T extends { created_at: Date; updated_at: Date }>(row: T): T => ({
+  ...row,
+  created_at: new Date(row.created_at),
+  updated_at: new Date(row.updated_at),
+});
+
+/**
+ * Concurrent inbound messages read their workspaces' active rules and
+ * auto-replies together: one statement a batch for both.
+ */
+const definitionsReader = new MicroBatcher(
+  async (workspaceIds: WorkspaceId[]): Promise<ActiveDefinitions[]> => {
+    const rows = await queryAcrossWorkspacesPrepared<{
+      workspace_id: WorkspaceId;
+      rules: RuleRow[];
+      replies: AutoReplyRow[];
+    }>(
+      `SELECT w.id AS workspace_id,
+              (SELECT coalesce(json_agg(r ORDER BY r.priority, r.created_at, r.id), '[]') FROM inbox_assignment_rules r
+                WHERE r.workspace_id = w.id AND r.active) AS rules,
+              (SELECT coalesce(json_agg(a ORDER BY a.created_at, a.id), '[]') FROM inbox_auto_replies a
+                WHERE a.workspace_id = w.id AND a.active) AS replies
+         FROM unnest($1::text[]) AS w(id)`,
       [[...new Set(workspaceIds)]],
     );
-    return workspaceIds.map((ws) => rows.filter((r) => r.workspace_id === ws));
+    const byWorkspace = new Map(rows.map((r) => [r.workspace_id, r]));
+    return workspaceIds.map((ws) => ({
+      rules: (byWorkspace.get(ws)?.rules ?? []).map(withDates),
+      replies: (byWorkspace.get(ws)?.replies ?? []).map(withDates),
+    }));
   },
   { maxBatch: 200, lanes: 1 },
 );
 
-/** The workspace's active rules, in the order new threads try them. */
-export const activeRules = (workspaceId: WorkspaceId): Promise<RuleRow[]> => activeReader.add(workspaceId);
+/** The workspace's active assignment rules and auto-replies. */
+export const activeDefinitions = (workspaceId: WorkspaceId): Promise<ActiveDefinitions> =>
+  definitionsReader.add(workspaceId);
 
 export async function findRule(workspaceId: WorkspaceId, ruleId: string): Promise<RuleRow | null> {
   const [row] = await query<RuleRow>(

@@ -152,11 +152,18 @@ export interface NewMessage {
   deferred: string | null;
 }
 
-/** Record messages (queued or suppressed) in one statement; their views in the order given. */
+/**
+ * Record messages (queued or suppressed) in one statement; their rows in the
+ * order given. With `claimLeaseMs` (a send made at once) the queued ones are
+ * inserted already claimed, as `messages_claim_due` would leave them
+ * (`sending`, one attempt, the lease, `sending` in the history): no claim
+ * statement follows, and should the process die, the lease's end hands them to the queue.
+ */
 export async function insertMessages(
   workspaceId: WorkspaceId,
   messages: NewMessage[],
-): Promise<MessageView[]> {
+  claimLeaseMs: number | null = null,
+): Promise<MessageRow[]> {
   if (!messages.length) return [];
   const rows = messages.map((m) => ({
     id: m.id,
@@ -180,20 +187,26 @@ export async function insertMessages(
   const inserted = await query<MessageRow>(
     workspaceId,
     `INSERT INTO messages (id, workspace_id, contact_id, channel, status, reason, to_address, template_id, locale,
-                           campaign_id, enrollment_id, topic, transactional, provider_id, content, variables, send_at, history)
-     SELECT r.id, $1, r.contact_id, r.channel, r.status, r.reason, r.to_address, r.template_id, r.locale,
-            r.campaign_id, r.enrollment_id, r.topic, r.transactional, r.provider_id, r.content, r.variables, r.send_at,
+                           campaign_id, enrollment_id, topic, transactional, provider_id, content, variables, send_at,
+                           attempts, lease_until, history)
+     SELECT r.id, $1, r.contact_id, r.channel, CASE WHEN c.claimed THEN 'sending' ELSE r.status END, r.reason,
+            r.to_address, r.template_id, r.locale, r.campaign_id, r.enrollment_id, r.topic, r.transactional,
+            r.provider_id, r.content, r.variables, r.send_at,
+            CASE WHEN c.claimed THEN 1 ELSE 0 END,
+            CASE WHEN c.claimed THEN now() + $3::integer * interval '1 millisecond' END,
             ${historyItem("r.status", "r.history_reason")}
+              || CASE WHEN c.claimed THEN ${historyItem("'sending'", "NULL")} ELSE '[]'::jsonb END
        FROM jsonb_to_recordset($2::jsonb) AS r(id text, contact_id text, channel text, status text, reason text,
               to_address text, template_id text, locale text, campaign_id text, enrollment_id text, topic text,
-              transactional boolean, provider_id text, content jsonb, variables jsonb, send_at timestamptz, history_reason text)
+              transactional boolean, provider_id text, content jsonb, variables jsonb, send_at timestamptz, history_reason text),
+            LATERAL (SELECT $3::integer IS NOT NULL AND r.status = 'queued' AS claimed) c
      ON CONFLICT (id) DO NOTHING
      RETURNING *`,
-    [JSON.stringify(rows)],
+    [JSON.stringify(rows), claimLeaseMs],
   );
   // A caller-chosen id already taken (a retried step racing its first run) is not queued twice.
   const byId = new Map(inserted.map((r) => [r.id, r]));
-  return messages.flatMap((m) => (byId.has(m.id) ? [messageView(byId.get(m.id)!)] : []));
+  return messages.flatMap((m) => (byId.has(m.id) ? [byId.get(m.id)!] : []));
 }
 
 /** Which of `ids` are messages already. */
@@ -350,21 +363,6 @@ export async function requeueFailed(workspaceId: WorkspaceId, id: string): Promi
   return rows.length > 0;
 }
 
-/**
- * Claim one message for a send made at once (`messages.sendNow`): held
- * queued until then, it is taken whatever its `sendAt` (the hold is the
- * queue's fallback should this process die before sending it).
- */
-export async function claimById(id: string, leaseMs: number): Promise<ClaimedMessage[]> {
-  return queryAcrossWorkspacesPrepared<ClaimedMessage>(
-    `UPDATE messages m SET status = 'sending', attempts = m.attempts + 1, lease_until = now() + $2 * interval '1 millisecond',
-            updated_at = now(), history = m.${historyEntry("sending")}
-      WHERE m.id = $1 AND m.status = 'queued'
-      RETURNING ${CLAIMED_COLUMNS.map((c) => `m.${c}`).join(", ")}`,
-    [id, leaseMs],
-  );
-}
-
 /** Sent messages of the workspace a reply names (repliedToKeys: the provider's ids or ours), newest first. */
 export async function messagesRepliedTo(
   workspaceId: WorkspaceId,
@@ -399,7 +397,23 @@ export interface SentRecord {
  * many were.
  */
 export async function markSent(records: SentRecord[]): Promise<number> {
-  if (!records.length) return 0;
+  return (
+    await recordSent<{ id: string }>(
+      records,
+      "m.id, m.workspace_id, m.contact_id, m.channel, m.campaign_id",
+      "id",
+    )
+  ).length;
+}
+
+/** `markSent` answering the recorded messages' rows (a send made at once answers its message from them, not a read back). */
+export async function markSentRows(records: SentRecord[]): Promise<MessageRow[]> {
+  return recordSent<MessageRow>(records, "m.*", "*");
+}
+
+/** The statement of `markSent` and `markSentRows`: the updated rows' `columns`, of which it answers `answer`. */
+async function recordSent<T>(records: SentRecord[], columns: string, answer: string): Promise<T[]> {
+  if (!records.length) return [];
   const updates = records.map((r, n) => ({
     n,
     id: r.row.id,
@@ -414,7 +428,7 @@ export async function markSent(records: SentRecord[]): Promise<number> {
   }));
   // Prepared, on pg directly: the bound JSON holds every rendered message (megabytes a batch). The facts
   // are staged in the batch's order, the order of its sends.
-  const updated = await queryAcrossWorkspacesPrepared<{ id: string }>(
+  const updated = await queryAcrossWorkspacesPrepared<T>(
     `WITH u AS (
        SELECT * FROM jsonb_to_recordset($1::jsonb) AS u(n integer, id text, attempts integer, provider_type text,
                 provider_id text, provider_message_id text, segments integer, content jsonb, locale text, variant text)),
@@ -424,18 +438,18 @@ export async function markSent(records: SentRecord[]): Promise<number> {
               locale = u.locale, variant = u.variant, error = NULL, updated_at = now(), history = m.${historyEntry("sent")}
          FROM u
         WHERE m.id = u.id AND m.attempts = u.attempts AND m.status = 'sending'
-        RETURNING m.id, m.workspace_id, m.contact_id, m.channel, m.campaign_id, u.n),
+        RETURNING ${columns}, u.n),
      staged AS (
        INSERT INTO domain_event_outbox (workspace_id, type, data)
        SELECT workspace_id, 'message.sent',
               jsonb_build_object('contactId', contact_id, 'channel', channel, 'messageId', id, 'status', 'sent',
                                  'campaignId', campaign_id)
          FROM sent ORDER BY n)
-     SELECT id FROM sent`,
+     SELECT ${answer} FROM sent`,
     [JSON.stringify(updates)],
   );
   if (updated.length) wakeOutboxRelays();
-  return updated.length;
+  return updated;
 }
 
 /** A permanent failure (or retries spent): the message fails with the reason. */

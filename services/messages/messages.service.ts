@@ -87,8 +87,8 @@ export default defineService<MessagesService>({
       status: 202,
       result: results.message,
       async handler(this: MessagesService, ctx) {
-        const message = await idempotent(ctx, "messages.create", 202, () =>
-          createMessage(ctx, ctx.params, this.now()),
+        const message = await idempotent(ctx, "messages.create", 202, async () =>
+          repo.messageView(await createMessage(ctx, ctx.params, this.now())),
         );
         if (message.status === "queued") this.wake();
         return message;
@@ -264,11 +264,13 @@ export default defineService<MessagesService>({
       async handler(this: MessagesService, ctx) {
         const now = this.now();
         const { headers, ...params } = ctx.params;
-        // Held in the queue until this send takes it: should this process die first, the queue sends it.
+        // Inserted claimed, held until the lease ends: should this process die first, the queue sends it then.
         const sendAt = new Date(now.getTime() + SEND_NOW_HOLD_MS).toISOString();
-        const message = await createMessage(ctx, { ...params, sendAt }, now);
-        if (message.status !== "queued" || !(await this.sender.sendNow(message.id, headers))) return message;
-        return repo.messageView(found(await repo.getMessageById(message.id), "Message"));
+        const message = await createMessage(ctx, { ...params, sendAt }, now, config().messageLeaseMs);
+        if (message.status !== "sending") return repo.messageView(message);
+        // A sent message's row comes from the statement that recorded it; any other outcome is read back.
+        const sent = await this.sender.sendNow(message, headers);
+        return repo.messageView(sent ?? found(await repo.getMessageById(message.id), "Message"));
       },
     }),
 

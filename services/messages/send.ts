@@ -21,8 +21,8 @@ import {
   type SendContact,
 } from "./checks";
 import * as repo from "./messages.repo";
-import type { NewMessage } from "./messages.repo";
-import type { MessageView, schemas } from "./messages.schemas";
+import type { MessageRow, NewMessage } from "./messages.repo";
+import type { schemas } from "./messages.schemas";
 
 /**
  * The send path's front half: resolve recipients and content, run the checks
@@ -117,7 +117,9 @@ export async function createMessage(
   ctx: AppContext,
   p: Omit<CreateParams, "workspaceId">,
   now: Date,
-): Promise<MessageView> {
+  /** A send made at once: the message is inserted already claimed for this long (see `repo.insertMessages`). */
+  claimLeaseMs: number | null = null,
+): Promise<MessageRow> {
   const ws = workspaceOf(ctx);
   if (!p.contactId && !p.to) throw fieldError("contactId", "or `to` is required");
   if (p.templateId && p.content) throw fieldError("content", "must not be given with templateId");
@@ -166,6 +168,7 @@ export async function createMessage(
     },
     [{ contact, to }],
     now,
+    claimLeaseMs,
   );
   return message;
 }
@@ -238,7 +241,8 @@ async function queueMessages(
   spec: SendSpec,
   recipients: Recipient[],
   now: Date,
-): Promise<MessageView[]> {
+  claimLeaseMs: number | null = null,
+): Promise<MessageRow[]> {
   if (!recipients.length) return [];
   const ws = workspaceOf(ctx);
   const workspace = await call<{ settings?: SendSettings }>(ctx, "workspaces.get", { workspaceId: ws });
@@ -308,13 +312,14 @@ async function queueMessages(
       deferred,
     };
   });
-  const inserted = await repo.insertMessages(ws, messages);
+  const inserted = await repo.insertMessages(ws, messages, claimLeaseMs);
   for (const status of ["queued", "suppressed"])
     countMessages(
       ctx.broker.metrics,
       spec.channel,
       status,
-      inserted.filter((m) => m.status === status).length,
+      // One inserted already claimed was queued (and taken at once).
+      inserted.filter((m) => (m.status === "sending" ? "queued" : m.status) === status).length,
     );
   return inserted;
 }

@@ -15,7 +15,7 @@ import {
   unsubscribeUrl,
 } from "./links";
 import * as repo from "./messages.repo";
-import type { ClaimedMessage, SentRecord } from "./messages.repo";
+import type { ClaimedMessage, MessageRow, SentRecord } from "./messages.repo";
 import {
   attachmentsOf,
   BATCH_KEY,
@@ -203,23 +203,18 @@ export class Sender {
   }
 
   /**
-   * Send one queued message now and wait for its outcome (sent, or failed
-   * without retries: the caller shows the failure and may send again).
-   * Answers false when the message was not queued (another claim took it).
+   * Send one message inserted already claimed now and wait for its outcome
+   * (sent, or failed without retries: the caller shows the failure and may
+   * send again). Answers its row when it was sent, else null.
    */
-  async sendNow(id: string, headers: Record<string, string> = {}): Promise<boolean> {
-    const rows = await repo.claimById(id, config().messageLeaseMs);
-    if (!rows.length) return false;
-    await this.sendBatch(
-      rows[0].workspace_id,
-      rows,
+  async sendNow(row: ClaimedMessage, headers: Record<string, string> = {}): Promise<MessageRow | null> {
+    const [sent] = await this.sendBatch(
+      row.workspace_id,
+      [row],
       { sent: 0, failed: 0, retried: 0, suppressed: 0 },
-      {
-        final: true,
-        headers,
-      },
+      { final: true, headers },
     );
-    return true;
+    return sent ?? null;
   }
 
   private call<T>(ws: WorkspaceId, action: string, params: object): Promise<T> {
@@ -230,13 +225,14 @@ export class Sender {
    * A workspace's claimed sends in phases, so that what they share costs one
    * query each: their context, rendering, the short links of all their
    * emails, the sends (CONCURRENCY at once), and one record of the accepted.
+   * A send made at once (`final`) answers the recorded rows; the queue's, none.
    */
   private async sendBatch(
     ws: WorkspaceId,
     rows: ClaimedMessage[],
     result: PassResult,
     options: BatchOptions = {},
-  ): Promise<void> {
+  ): Promise<MessageRow[]> {
     const contactIds = [...new Set(rows.map((r) => r.contact_id).filter((id): id is string => !!id))];
     const templateIds = [...new Set(rows.map((r) => r.template_id).filter((id): id is string => !!id))];
     const [workspace, contacts, templates] = await Promise.all([
@@ -283,7 +279,8 @@ export class Sender {
     };
     await Promise.all(Array.from({ length: Math.min(CONCURRENCY, singles.length) }, worker));
     result.retried += await this.handBack(singles.slice(next).map((draft) => draft.row));
-    result.sent += await repo.markSent(batch.sent);
+    const recorded = batch.final ? await repo.markSentRows(batch.sent) : [];
+    result.sent += batch.final ? recorded.length : await repo.markSent(batch.sent);
     for (const { row } of batch.sent) countMessages(this.broker.metrics, row.channel, "sent");
     // Callbacks that outran this batch's record apply now.
     await applyPending(
@@ -302,6 +299,7 @@ export class Sender {
         ({ status }) => this.providers.healthReported(ws, providerId, status),
         (err: unknown) => this.logger.warn(`Provider ${providerId}'s health could not be recorded`, err),
       );
+    return recorded;
   }
 
   /** The batch's contacts' content of the dynamic content slots its templates name (none without the content service). */

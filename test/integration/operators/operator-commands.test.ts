@@ -1,4 +1,5 @@
 import { DateTime } from "luxon";
+import { Client } from "pg";
 import { table } from "table";
 import { database } from "../../../lib/database";
 import { freePort } from "../../../lib/embedded-postgres";
@@ -52,6 +53,11 @@ beforeAll(async () => {
   // The due task reminder below stays due: crm's own minute timer is stopped (its first pass is a minute in).
   const crm = app.broker.getLocalService("crm") as unknown as BackgroundState;
   await Promise.all(crm.timerSteps.filter((p) => p.name === "crm.notifyDueTasks").map((p) => p.stop()));
+  // Likewise the inbox's sweep, so the queued attachment removal below stays queued.
+  const inbox = app.broker.getLocalService("inbox") as unknown as BackgroundState;
+  await Promise.all(
+    inbox.timerSteps.filter((p) => p.name === "inbox.sweepAttachmentRemovals").map((p) => p.stop()),
+  );
   ctx = await ownerWithWorkspace(app.baseUrl);
   await c().patch(ctx.ws, { settings: { sender: { fromEmail: "news@acme.test" }, timezone: ZONE } });
 }, 60_000);
@@ -95,12 +101,25 @@ test("queues: every durable queue's depth and oldest due row, from its owner", a
     assigneeId: ctx.owner.id,
   });
   expect(task.status).toBe(201);
+  // A file whose message went two minutes ago, as migration 0101's trigger queues it.
+  const db = new Client({ connectionString: app.databaseUrl });
+  await db.connect();
+  try {
+    await db.query(
+      `INSERT INTO inbox_attachment_removals (workspace_id, storage, storage_key, queued_at)
+       VALUES ($1, 'local', $1 || '/gone.pdf', now() - interval '120 seconds')`,
+      [ctx.workspaceId],
+    );
+  } finally {
+    await db.end();
+  }
 
   const answer = await queues(app.broker);
   expect(answer.notDeployed).toEqual([]);
   expect(answer.queues.map((q) => q.queue).sort()).toEqual([
     "campaign_steps",
     "domain_event_outbox",
+    "inbox_attachment_removals",
     "jobs",
     "messages",
     "scheduled_campaigns",
@@ -113,6 +132,8 @@ test("queues: every durable queue's depth and oldest due row, from its owner", a
   expect(byName.get("messages")!.waiting).toBeGreaterThanOrEqual(1);
   expect(byName.get("task_reminders")).toMatchObject({ due: 1, waiting: 0 });
   expect(byName.get("task_reminders")!.oldestDueSeconds).toBeGreaterThanOrEqual(119);
+  expect(byName.get("inbox_attachment_removals")).toMatchObject({ due: 1, waiting: 0 });
+  expect(byName.get("inbox_attachment_removals")!.oldestDueSeconds).toBeGreaterThanOrEqual(119);
   expect(byName.get("score_decay")).toEqual({
     queue: "score_decay",
     due: 0,
@@ -123,6 +144,7 @@ test("queues: every durable queue's depth and oldest due row, from its owner", a
   const printed = await run("queues", {});
   expect(printed).toMatch(/task_reminders\s*│\s*1\s*│\s*0\s*│\s*1\d\d s/);
   expect(printed).toContain("webhook_deliveries");
+  expect(printed).toMatch(/inbox_attachment_removals\s*│\s*1\s*│\s*0\s*│\s*1\d\d s/);
 });
 
 test("retry-message: a failed message goes back to the queue with its attempts reset, and sends", async () => {
@@ -291,6 +313,10 @@ test("the business metrics show each fact the requests above made", async () => 
     expect(sample(text, "app_webhook_deliveries_total", { outcome })).toBeGreaterThanOrEqual(1);
   expect(sample(text, "app_queue_depth", { queue: "task_reminders", state: "due" })).toBe(1);
   expect(sample(text, "app_queue_depth", { queue: "messages", state: "waiting" })).toBe(1);
+  expect(sample(text, "app_queue_depth", { queue: "inbox_attachment_removals", state: "due" })).toBe(1);
+  expect(
+    sample(text, "app_queue_oldest_due_seconds", { queue: "inbox_attachment_removals" }),
+  ).toBeGreaterThanOrEqual(119);
   expect(sample(text, "app_queue_oldest_due_seconds", { queue: "task_reminders" })).toBeGreaterThanOrEqual(
     119,
   );

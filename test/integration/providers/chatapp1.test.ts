@@ -301,6 +301,27 @@ describe("the webhook", () => {
     }
   });
 
+  test("first messages of several unknown chats arriving together make one contact each, with its name", async () => {
+    const chats = [5110, 5111, 5112, 5113, 5114];
+    const answers = await Promise.all(
+      chats.flatMap((chat) => [0, 1].map((i) => postUpdate(textUpdate(chat, `together ${i}`)))),
+    );
+    expect(answers.map((a) => a.status)).toEqual(Array(chats.length * 2).fill(200));
+    const db = new Client({ connectionString: app.databaseUrl });
+    await db.connect();
+    try {
+      const { rows } = await db.query<{ chat: string; n: string; first_name: string | null }>(
+        `SELECT attributes->>'chatapp1ChatId' AS chat, count(*) AS n, min(first_name) AS first_name FROM contacts
+          WHERE workspace_id = $1 AND attributes->>'chatapp1ChatId' = ANY ($2::text[])
+          GROUP BY 1 ORDER BY 1`,
+        [ctx.workspaceId, chats.map(String)],
+      );
+      expect(rows).toEqual(chats.map((chat) => ({ chat: String(chat), n: "1", first_name: "Ada" })));
+    } finally {
+      await db.end();
+    }
+  });
+
   test("/start <token> from chatapp1-link binds the chat to the contact and answers a welcome", async () => {
     const c = ctx.owner.client;
     const person = await c.post(`${ctx.ws}/contacts`, { email: "grace@example.com", firstName: "Grace" });
