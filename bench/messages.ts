@@ -13,7 +13,10 @@
  * no tracking and no record; `ratio` is ours over the peer's. Without a Redis that answers, the peer is
  * skipped and the reason printed. Each run prints the statements and commits its `pg` clients sent per
  * message (every area runs in this process; the bench's own probes are not counted); BENCH_STATEMENTS=1
- * also prints the statements most sent.
+ * also prints the statements most sent. CPU is what a shared machine's wall time cannot show: each run
+ * prints the milliseconds of CPU a message cost this process (`nodeCpuMs`, every thread) and the
+ * PostgreSQL backends serving it (`pgCpuMs`), and the peer's this process and its Redis server
+ * (`redisCpuMs`).
  *
  *   DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres npx ts-node --transpile-only bench/messages.ts
  *
@@ -24,7 +27,7 @@
  *   DATABASE_URL=... node --max-old-space-size=160 node_modules/.cache/bench/bench/messages.js
  *
  * Env: BENCH_MESSAGES (100000), BENCH_ENQUEUE_IN_FLIGHT (4 enqueue calls at once), MESSAGE_BATCH (500),
- * MESSAGE_WORKERS (2).
+ * MESSAGE_WORKERS (2), BENCH_RICH (1; 0 leaves out the run with the rich template).
  */
 import { Queue, Worker } from "bullmq";
 import IORedis from "ioredis";
@@ -38,10 +41,29 @@ import { compose, renderableOf } from "../services/templates/compose";
 import type { ResolvedTemplate } from "../services/templates/templates.schemas";
 import { bootApp, ownerSession } from "./events";
 import { ignoreClient, startCounting, stopCounting } from "./pg-statements";
+import { backendPids, cpuSeconds } from "./process-cpu";
 
 const MESSAGES = Number(process.env.BENCH_MESSAGES ?? 100_000);
 const IN_FLIGHT = Number(process.env.BENCH_ENQUEUE_IN_FLIGHT ?? 4);
 const CHUNK = 1000;
+const RICH_RUN = process.env.BENCH_RICH !== "0";
+
+/** Milliseconds of CPU this process (every thread) has used. */
+const nodeCpuMs = () => {
+  const { user, system } = process.cpuUsage();
+  return (user + system) / 1000;
+};
+
+/** CPU milliseconds a phase cost per message. */
+const perMessage = (ms: number) => +(ms / MESSAGES).toFixed(3);
+
+/** CPU seconds the Redis server has used (its INFO), or null when it does not say. */
+async function redisCpuSeconds(redis: IORedis): Promise<number | null> {
+  const info = await redis.info("cpu");
+  const user = Number(/^used_cpu_user:([\d.]+)/m.exec(info)?.[1]);
+  const sys = Number(/^used_cpu_sys:([\d.]+)/m.exec(info)?.[1]);
+  return Number.isFinite(user) && Number.isFinite(sys) ? user + sys : null;
+}
 
 const PLAIN = {
   name: "Plain",
@@ -128,6 +150,8 @@ async function bullmqPeer(redis: IORedis, logger: LoggerInstance) {
   let done!: () => void;
   const finished = new Promise<void>((resolve) => (done = resolve));
   const memory = peakMemory();
+  const redisCpu0 = await redisCpuSeconds(redis);
+  const cpu0 = nodeCpuMs();
   const t0 = Date.now();
   const worker = new Worker(
     name,
@@ -174,6 +198,8 @@ async function bullmqPeer(redis: IORedis, logger: LoggerInstance) {
   const enqueuedMs = Date.now() - t0;
   await finished;
   const seconds = (Date.now() - t0) / 1000;
+  const nodeCpu = nodeCpuMs() - cpu0;
+  const redisCpu1 = await redisCpuSeconds(redis);
   const peak = memory.stop();
   await worker.close();
   await queue.obliterate({ force: true });
@@ -184,6 +210,8 @@ async function bullmqPeer(redis: IORedis, logger: LoggerInstance) {
     seconds: +seconds.toFixed(1),
     messagesPerSec: Math.round(MESSAGES / seconds),
     enqueuePerSec: Math.round(MESSAGES / (enqueuedMs / 1000)),
+    nodeCpuMs: perMessage(nodeCpu),
+    redisCpuMs: redisCpu0 === null || redisCpu1 === null ? null : perMessage((redisCpu1 - redisCpu0) * 1000),
     ...peak,
   };
 }
@@ -213,6 +241,10 @@ async function main() {
     probe.on("error", () => undefined);
     await probe.connect();
     ignoreClient(probe);
+    const [{ db }] = (await probe.query<{ db: string }>("SELECT current_database() AS db")).rows;
+    /** CPU seconds of each backend serving the bench's database now. */
+    const backendsCpu = async () =>
+      new Map((await backendPids(probe, db)).map((pid) => [pid, cpuSeconds(pid)] as const));
     const meta = { meta: { principal: SYSTEM, workspaceId } };
 
     // Every check does real work: a cap that counts, quiet hours that never cover now, topics, a DNC list.
@@ -283,6 +315,8 @@ async function main() {
         "TRUNCATE messages, push_deliveries, short_links, short_link_clicks, domain_event_outbox",
       );
       const memory = peakMemory();
+      const pgCpu0 = await backendsCpu();
+      const cpu0 = nodeCpuMs();
       startCounting();
       const t0 = Date.now();
       let next = 0;
@@ -313,6 +347,10 @@ async function main() {
         await new Promise((r) => setTimeout(r, 100));
       }
       const seconds = (Date.now() - t0) / 1000;
+      const nodeCpu = nodeCpuMs() - cpu0;
+      // Backends that connected during the run started from nothing.
+      let pgCpu = 0;
+      for (const [pid, cpu] of await backendsCpu()) pgCpu += cpu - (pgCpu0.get(pid) ?? 0);
       const peak = memory.stop();
       const statements = stopCounting();
       const [counts] = await sequelize.query<{ sent: string }>(
@@ -330,6 +368,8 @@ async function main() {
         enqueuePerSec: Math.round(MESSAGES / (enqueuedMs / 1000)),
         statementsPerMessage: +(statements.statements / MESSAGES).toFixed(4),
         commitsPerMessage: +(statements.commits / MESSAGES).toFixed(4),
+        nodeCpuMs: perMessage(nodeCpu),
+        pgCpuMs: perMessage(pgCpu * 1000),
         ...peak,
         bareRendersPerSec: await bareRender(templateId, 20_000),
       };
@@ -361,7 +401,7 @@ async function main() {
         redis.disconnect();
       }
     }
-    await run("20 variables, translation, A/B", rich.id);
+    if (RICH_RUN) await run("20 variables, translation, A/B", rich.id);
     await probe.end();
   } finally {
     await app.stop();

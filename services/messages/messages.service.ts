@@ -409,8 +409,9 @@ export default defineService<MessagesService>({
   },
 
   async stopped() {
-    // The passes under way hand back what they have not started, then the loop ends with them.
-    this.sender.stop();
+    // The claim made ahead goes back to the queue, the passes under way hand back what they have not
+    // started, then the loop ends with them.
+    await this.sender.stop();
     await this.sendQueue.stop();
     await this.sender.providers.close();
     await closeHttp();

@@ -63,6 +63,7 @@ export interface WorkspaceInfo {
 
 /** What the sends of one workspace's batch share: its settings, contacts and templates, and the sends to record. */
 interface Batch {
+  ws: WorkspaceId;
   workspace: WorkspaceInfo;
   contactById: Map<string, Record<string, unknown> & { id: string }>;
   templateById: Map<string, ResolvedTemplate>;
@@ -159,10 +160,22 @@ export interface PassResult {
   suppressed: number;
 }
 
+/** A workspace's share of a claim, and the reads its sends share (started at the claim). */
+interface ClaimedGroup {
+  rows: ClaimedMessage[];
+  batch: Promise<Batch>;
+}
+
 export class Sender {
   readonly providers: ProviderDirectory;
   /** Set by `stop()`: sends not started yet go back to the queue. */
   private stopping = false;
+  /**
+   * The next claim, taken and read while a full one is sent, so the thread
+   * goes from recording one batch to rendering the next without waiting on
+   * the database. Its rows are leased as any claim's; `stop()` hands them back.
+   */
+  private ahead?: Promise<ClaimedGroup[]>;
 
   constructor(
     private readonly broker: ServiceBroker,
@@ -177,8 +190,15 @@ export class Sender {
    * replica, not after their lease), so a stopping worker is done within one
    * provider timeout, not a whole batch's.
    */
-  stop(): void {
+  async stop(): Promise<void> {
     this.stopping = true;
+    const ahead = this.ahead;
+    this.ahead = undefined;
+    if (!ahead) return;
+    const groups = await ahead.catch(() => []);
+    await this.handBack(groups.flatMap((group) => group.rows)).catch((err: unknown) =>
+      this.logger.warn("Sends claimed ahead could not be handed back; they wait for their lease", err),
+    );
   }
 
   /** Claimed sends handed back untouched; answers how many. */
@@ -187,19 +207,40 @@ export class Sender {
     return rows.length;
   }
 
-  /** One pass: claim up to `limit` due sends and send them. */
+  /** One pass: claim up to `limit` due sends (or take the claim made ahead) and send them. */
   async pass(limit = config().messageBatch): Promise<PassResult> {
     const result: PassResult = { sent: 0, failed: 0, retried: 0, suppressed: 0 };
     if (this.stopping) return result;
-    const rows = await repo.claimDue(limit, config().messageLeaseMs);
-    if (!rows.length) return result;
-    const byWorkspace = new Map<WorkspaceId, ClaimedMessage[]>();
-    for (const row of rows)
-      byWorkspace.set(row.workspace_id, [...(byWorkspace.get(row.workspace_id) ?? []), row]);
-    for (const [ws, batch] of byWorkspace)
-      if (this.stopping) result.retried += await this.handBack(batch);
-      else await this.sendBatch(ws, batch, result);
+    const ahead = this.ahead;
+    this.ahead = undefined;
+    const groups = await (ahead ?? this.claim(limit));
+    // A full claim may have left more: the next is claimed and read while this one is sent.
+    if (!this.stopping && !this.ahead && groups.reduce((n, group) => n + group.rows.length, 0) >= limit) {
+      this.ahead = this.claim(limit);
+      // Seen by the pass that takes it, or by `stop()`.
+      this.ahead.catch(() => undefined);
+    }
+    for (const group of groups)
+      if (this.stopping) result.retried += await this.handBack(group.rows);
+      else await this.sendBatch(group.rows, await group.batch, result);
     return result;
+  }
+
+  /** Claim up to `limit` due sends, by workspace, each workspace's shared reads started. */
+  private async claim(limit: number): Promise<ClaimedGroup[]> {
+    const rows = await repo.claimDue(limit, config().messageLeaseMs);
+    const byWorkspace = new Map<WorkspaceId, ClaimedMessage[]>();
+    for (const row of rows) {
+      const group = byWorkspace.get(row.workspace_id);
+      if (group) group.push(row);
+      else byWorkspace.set(row.workspace_id, [row]);
+    }
+    return [...byWorkspace].map(([ws, group]) => {
+      const batch = this.read(ws, group);
+      // Awaited when the group is sent; a stopping worker hands the group back unsent.
+      batch.catch(() => undefined);
+      return { rows: group, batch };
+    });
   }
 
   /**
@@ -208,12 +249,8 @@ export class Sender {
    * send again). Answers its row when it was sent, else null.
    */
   async sendNow(row: ClaimedMessage, headers: Record<string, string> = {}): Promise<MessageRow | null> {
-    const [sent] = await this.sendBatch(
-      row.workspace_id,
-      [row],
-      { sent: 0, failed: 0, retried: 0, suppressed: 0 },
-      { final: true, headers },
-    );
+    const batch = await this.read(row.workspace_id, [row], { final: true, headers });
+    const [sent] = await this.sendBatch([row], batch, { sent: 0, failed: 0, retried: 0, suppressed: 0 });
     return sent ?? null;
   }
 
@@ -221,18 +258,8 @@ export class Sender {
     return systemCall<T>(this.broker, ws, action, params);
   }
 
-  /**
-   * A workspace's claimed sends in phases, so that what they share costs one
-   * query each: their context, rendering, the short links of all their
-   * emails, the sends (CONCURRENCY at once), and one record of the accepted.
-   * A send made at once (`final`) answers the recorded rows; the queue's, none.
-   */
-  private async sendBatch(
-    ws: WorkspaceId,
-    rows: ClaimedMessage[],
-    result: PassResult,
-    options: BatchOptions = {},
-  ): Promise<MessageRow[]> {
+  /** What a workspace's claimed sends share, one query each: its settings, their contacts and templates. */
+  private async read(ws: WorkspaceId, rows: ClaimedMessage[], options: BatchOptions = {}): Promise<Batch> {
     const contactIds = [...new Set(rows.map((r) => r.contact_id).filter((id): id is string => !!id))];
     const templateIds = [...new Set(rows.map((r) => r.template_id).filter((id): id is string => !!id))];
     const [workspace, contacts, templates] = await Promise.all([
@@ -245,7 +272,8 @@ export class Sender {
       ),
     ]);
     const resolved = templates.filter((t): t is ResolvedTemplate => !!t);
-    const batch: Batch = {
+    return {
+      ws,
       workspace,
       contactById: new Map(contacts.map((c) => [c.id, c])),
       templateById: new Map(resolved.map((t) => [t.template.id, t] as const)),
@@ -256,6 +284,16 @@ export class Sender {
       final: options.final ?? false,
       headers: options.headers ?? {},
     };
+  }
+
+  /**
+   * A workspace's claimed sends in phases, so that what they share costs one
+   * query each: rendering, the short links of all their emails, the sends
+   * (CONCURRENCY at once), and one record of the accepted. A send made at
+   * once (`final`) answers the recorded rows; the queue's, none.
+   */
+  private async sendBatch(rows: ClaimedMessage[], batch: Batch, result: PassResult): Promise<MessageRow[]> {
+    const { ws, workspace } = batch;
     const drafts: Draft[] = [];
     for (const row of rows) {
       const draft = await this.render(row, batch).catch((err: unknown) => this.failed(row, err, batch.final));

@@ -4,6 +4,7 @@ import { database } from "../../../lib/database";
 import type { Poller } from "../../../lib/worker";
 import { up as normaliseHistoryTimes } from "../../../models/migrations/0069-message-history-times";
 import * as repo from "../../../services/messages/messages.repo";
+import { Sender } from "../../../services/messages/sender";
 import { MACHINE_OPEN_MS } from "../../../services/messages/tracking";
 import { startApp, type TestApp } from "../../helpers/app";
 import { multipartBody, ownerWithWorkspace } from "../../helpers/http";
@@ -243,6 +244,62 @@ test("a send claimed by a worker that crashed is claimed again after its lease a
     return rows[0]?.status === "sent" ? rows[0] : undefined;
   });
   expect(sent.attempts).toBe(2);
+});
+
+test("a full claim claims the next ahead while it sends; a stopping sender hands that claim back at once", async () => {
+  const c = ctx.owner.client;
+  const sequelize = await database();
+  const due = async () =>
+    (
+      await sequelize.query<{ id: string; status: string; attempts: number }>(
+        `SELECT id, status, attempts FROM messages WHERE status IN ('queued', 'sending') AND send_at <= now()`,
+        { type: QueryTypes.SELECT },
+      )
+    ).length;
+  // The service's worker drains what earlier tests queued, then stands aside for a sender of the test's own.
+  await waitFor(async () => (await due()) === 0, 10_000, "nothing due");
+  const { sendQueue } = app.broker.getLocalService("messages") as unknown as { sendQueue: Poller };
+  await sendQueue.stop();
+  const sender = new Sender(app.broker, app.broker.getLogger("ahead"));
+  try {
+    const ids: string[] = [];
+    for (let i = 0; i < 4; i++) {
+      const res = await c.post(`${ctx.ws}/messages`, {
+        to: `ahead${i}@example.com`,
+        channel: "email",
+        content: { subject: "s", html: "<p>x</p>" },
+        sendAt: new Date(Date.now() + 60_000).toISOString(),
+      });
+      ids.push(res.body.id);
+    }
+    await sequelize.query(`UPDATE messages SET send_at = now() WHERE id = ANY ($1)`, { bind: [ids] });
+    const states = async () =>
+      sequelize.query<{ status: string; attempts: number }>(
+        `SELECT status, attempts FROM messages WHERE id = ANY ($1) ORDER BY status`,
+        { bind: [ids], type: QueryTypes.SELECT },
+      );
+    expect(await sender.pass(2)).toMatchObject({ sent: 2, failed: 0, retried: 0 });
+    // The other two were claimed while the first two were sent.
+    expect(
+      await waitFor(async () => (await states()).filter((r) => r.status === "sending").length === 2),
+    ).toBe(true);
+    await sender.stop();
+    expect(await states()).toEqual([
+      { status: "queued", attempts: 0 },
+      { status: "queued", attempts: 0 },
+      { status: "sent", attempts: 1 },
+      { status: "sent", attempts: 1 },
+    ]);
+    expect(await sender.pass(2)).toMatchObject({ sent: 0 });
+  } finally {
+    await sender.providers.close();
+    sendQueue.start();
+  }
+  await waitFor(
+    async () => (await due()) === 0,
+    10_000,
+    "the handed-back sends sent by the service's worker",
+  );
 });
 
 test("tracking: the pixel counts a signed open, a click redirects only when signed, tampered links are 400", async () => {
