@@ -105,13 +105,13 @@ async function main() {
   const app = await bootApp(["api", "auth", "workspaces", "webhooks"], {
     WEBHOOK_CONCURRENCY: String(CONNECTIONS),
   });
+  // The bench's own reads go through a client of their own, not counted with the dispatcher's statements.
+  const probe = new Client({ connectionString: process.env.DATABASE_URL });
   try {
-    const { cookie, workspaceId } = await ownerSession(app.baseUrl);
-    const sequelize = await database();
-    // The bench's own reads go through a client of their own, not counted with the dispatcher's statements.
-    const probe = new Client({ connectionString: process.env.DATABASE_URL });
     await probe.connect();
     ignoreClient(probe);
+    const { cookie, workspaceId } = await ownerSession(app.baseUrl);
+    const sequelize = await database();
     const healthyStatements: StatementCount = { statements: 0, commits: 0, byText: new Map() };
     let healthyDeliveries = 0;
     const dispatcher = (app.broker.getLocalService("webhooks") as unknown as { dispatcher: { wake(): void } })
@@ -245,8 +245,8 @@ async function main() {
     if (process.env.BENCH_STATEMENTS)
       for (const [text, n] of [...healthyStatements.byText].sort((a, b) => b[1] - a[1]).slice(0, 20))
         console.log(`${(n / healthyDeliveries).toFixed(4)}  ${text}`);
-    await probe.end();
   } finally {
+    await probe.end();
     await app.stop();
     receiver.child.kill();
   }

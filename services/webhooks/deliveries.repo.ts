@@ -303,8 +303,7 @@ export interface AttemptResult {
 /**
  * Attempts recorded by one statement, fenced by the claim token of the queued row (a sender whose lease was taken
  * over records nothing): a settled delivery (delivered, or no attempt left) leaves the queue, one to be tried again
- * waits there unclaimed for its time; the history row takes the attempt, changing no indexed column (HOT). Each
- * table is read by its key for the ids given (`= ANY`), whatever the planner guesses of the unnest's rows.
+ * waits there unclaimed for its time; the history row takes the attempt, changing no indexed column (HOT).
  */
 const RECORD_ATTEMPTS = `WITH r AS (
      SELECT * FROM unnest($1::text[], $2::text[], $3::int[], $4::boolean[], $5::int[], $6::text[], $7::text[],
@@ -312,13 +311,11 @@ const RECORD_ATTEMPTS = `WITH r AS (
          AS r(id, token, attempt, success, status_code, response_body, error, duration_ms, next_attempt_at)
    ), settled AS (
      DELETE FROM webhook_delivery_queue q USING r
-      WHERE q.delivery_id = ANY($1::text[]) AND q.delivery_id = r.id AND q.claim_token = r.token
-        AND r.next_attempt_at IS NULL
+      WHERE q.delivery_id = r.id AND q.claim_token = r.token AND r.next_attempt_at IS NULL
      RETURNING q.delivery_id, q.claimed_by
    ), again AS (
      UPDATE webhook_delivery_queue q SET next_attempt_at = r.next_attempt_at, claimed_until = NULL, claim_token = NULL
-       FROM r WHERE q.delivery_id = ANY($1::text[]) AND q.delivery_id = r.id AND q.claim_token = r.token
-        AND r.next_attempt_at IS NOT NULL
+       FROM r WHERE q.delivery_id = r.id AND q.claim_token = r.token AND r.next_attempt_at IS NOT NULL
      RETURNING q.delivery_id, q.claimed_by
    ), fenced AS (SELECT * FROM settled UNION ALL SELECT * FROM again)
    UPDATE webhook_deliveries d
@@ -326,7 +323,7 @@ const RECORD_ATTEMPTS = `WITH r AS (
           error = r.error, duration_ms = r.duration_ms, next_attempt_at = r.next_attempt_at,
           delivered_at = CASE WHEN r.success THEN now() ELSE d.delivered_at END, claimed_by = f.claimed_by
      FROM r JOIN fenced f ON f.delivery_id = r.id
-    WHERE d.id = ANY($1::text[]) AND d.id = r.id`;
+    WHERE d.id = r.id`;
 
 /**
  * Record many attempts in one prepared statement (grouped commits); returns the ids recorded. The dispatcher's
