@@ -7,7 +7,9 @@
  *
  * Each round runs the ceiling, a dispatcher run with every endpoint healthy and one with a fifth failing;
  * "healthy kept" is the median over rounds of (healthy deliveries/s while a fifth fail) / (all healthy), so a
- * round's two runs share the machine's load of the moment.
+ * round's two runs share the machine's load of the moment. Statements per delivery: what the process's `pg` clients
+ * sent during the healthy runs (claims, records, the dispatcher's other steps; the bench's own probe not counted),
+ * per delivery; BENCH_STATEMENTS=1 also prints the statements most run.
  *
  * Env: BENCH_SECONDS (5, ceiling run), BENCH_ROUNDS (3), BENCH_DELIVERIES (15000 per dispatcher run),
  * BENCH_CONNECTIONS (50, also WEBHOOK_CONCURRENCY), BENCH_ENDPOINTS (10), BENCH_FAILURE (`status`: failing
@@ -17,9 +19,10 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import crypto from "node:crypto";
 import http from "node:http";
-import { QueryTypes } from "sequelize";
+import { Client } from "pg";
 import { database } from "../lib/database";
 import { bootApp, CONNECTIONS, median, ownerSession, ROUNDS, SECONDS } from "./events";
+import { ignoreClient, startCounting, stopCounting, type StatementCount } from "./pg-statements";
 
 const DELIVERIES = Number(process.env.BENCH_DELIVERIES ?? 15000);
 const ENDPOINTS = Number(process.env.BENCH_ENDPOINTS ?? 10);
@@ -102,9 +105,15 @@ async function main() {
   const app = await bootApp(["api", "auth", "workspaces", "webhooks"], {
     WEBHOOK_CONCURRENCY: String(CONNECTIONS),
   });
+  // The bench's own reads go through a client of their own, not counted with the dispatcher's statements.
+  const probe = new Client({ connectionString: process.env.DATABASE_URL });
   try {
+    await probe.connect();
+    ignoreClient(probe);
     const { cookie, workspaceId } = await ownerSession(app.baseUrl);
     const sequelize = await database();
+    const healthyStatements: StatementCount = { statements: 0, commits: 0, byText: new Map() };
+    let healthyDeliveries = 0;
     const dispatcher = (app.broker.getLocalService("webhooks") as unknown as { dispatcher: { wake(): void } })
       .dispatcher;
 
@@ -139,17 +148,18 @@ async function main() {
         { replacements: { ws: workspaceId, eps: `{${eps.map((e) => e.id).join(",")}}`, n: DELIVERIES } },
       );
       const healthyIds = eps.filter((e) => e.healthy).map((e) => e.id);
+      if (failing === 0) startCounting();
       const t0 = Date.now();
-      await sequelize.query(
-        `UPDATE webhook_deliveries SET next_attempt_at = now() WHERE next_attempt_at IS NOT NULL`,
-      );
+      await probe.query(`UPDATE webhook_delivery_queue SET next_attempt_at = now()`);
       dispatcher.wake();
       let healthyDone = 0;
       let healthyTotal = 0;
       for (;;) {
-        const [row] = await sequelize.query<{ done: string; total: string }>(
-          `SELECT count(*) FILTER (WHERE success) AS done, count(*) AS total FROM webhook_deliveries WHERE endpoint_id = ANY(CAST(:ids AS text[]))`,
-          { type: QueryTypes.SELECT, replacements: { ids: `{${healthyIds.join(",")}}` } },
+        const {
+          rows: [row],
+        } = await probe.query<{ done: string; total: string }>(
+          `SELECT count(*) FILTER (WHERE success) AS done, count(*) AS total FROM webhook_deliveries WHERE endpoint_id = ANY($1::text[])`,
+          [healthyIds],
         );
         healthyDone = Number(row.done);
         healthyTotal = Number(row.total);
@@ -158,15 +168,27 @@ async function main() {
         await new Promise((r) => setTimeout(r, 50));
       }
       const seconds = (Date.now() - t0) / 1000;
-      const [lat] = await sequelize.query<{ p50: number; p99: number; failing: string }>(
+      let statementsPerDelivery: number | undefined;
+      if (failing === 0) {
+        const counted = stopCounting();
+        healthyStatements.statements += counted.statements;
+        healthyStatements.commits += counted.commits;
+        for (const [text, n] of counted.byText)
+          healthyStatements.byText.set(text, (healthyStatements.byText.get(text) ?? 0) + n);
+        healthyDeliveries += healthyTotal;
+        statementsPerDelivery = +(counted.statements / healthyTotal).toFixed(4);
+      }
+      const {
+        rows: [lat],
+      } = await probe.query<{ p50: number; p99: number; failing: string }>(
         `SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY duration_ms) FILTER (WHERE success) AS p50,
                 percentile_cont(0.99) WITHIN GROUP (ORDER BY duration_ms) FILTER (WHERE success) AS p99,
-                sum(attempt) FILTER (WHERE NOT (endpoint_id = ANY(CAST(:ids AS text[])))) AS failing
+                sum(attempt) FILTER (WHERE NOT (endpoint_id = ANY($1::text[]))) AS failing
            FROM webhook_deliveries`,
-        { type: QueryTypes.SELECT, replacements: { ids: `{${healthyIds.join(",")}}` } },
+        [healthyIds],
       );
       // TRUNCATE waits for the dispatcher's writes still going (failing retries); a DELETE could deadlock with them.
-      await sequelize.query(`TRUNCATE webhook_deliveries`);
+      await probe.query(`TRUNCATE webhook_deliveries, webhook_delivery_queue`);
       return {
         healthyDelivered: healthyTotal,
         seconds: +seconds.toFixed(2),
@@ -175,6 +197,7 @@ async function main() {
         sendP99ms: Number(lat.p99),
         // Attempts recorded for failing endpoints by the time the healthy ones were done.
         failingAttempts: Number(lat.failing ?? 0),
+        ...(statementsPerDelivery === undefined ? {} : { statementsPerDelivery }),
       };
     }
 
@@ -214,10 +237,16 @@ async function main() {
         ).toFixed(3),
         healthyPerSecWhileFifthFail: d,
         healthyKept: +kept.toFixed(3),
-        targets: "deliveries/s >= 2500, p99 <= 50 ms, healthy kept >= 0.8",
+        statementsPerDelivery: +(healthyStatements.statements / healthyDeliveries).toFixed(4),
+        commitsPerDelivery: +(healthyStatements.commits / healthyDeliveries).toFixed(4),
+        targets: "deliveries/s >= 2500, p99 <= 50 ms, healthy kept >= 0.8, ratio to bare >= 0.6",
       }),
     );
+    if (process.env.BENCH_STATEMENTS)
+      for (const [text, n] of [...healthyStatements.byText].sort((a, b) => b[1] - a[1]).slice(0, 20))
+        console.log(`${(n / healthyDeliveries).toFixed(4)}  ${text}`);
   } finally {
+    await probe.end();
     await app.stop();
     receiver.child.kill();
   }

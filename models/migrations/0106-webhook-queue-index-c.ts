@@ -1,4 +1,4 @@
-import { Sequelize } from "sequelize";
+import { QueryTypes, Sequelize } from "sequelize";
 
 /**
  * The claim index again with `endpoint_id COLLATE "C"`, and the claim's conditions on the endpoint written in
@@ -7,8 +7,14 @@ import { Sequelize } from "sequelize";
  * `webhook_deliveries_endpoint_idx` instead, every delivered row of the endpoint visited in the heap and filtered
  * out: a claim cost hundreds of ms and grew with the history. The ids are only grouped and compared, so "C" also
  * spares the locale-aware comparisons. Built CONCURRENTLY as 0037 was (see 0031), then the old index goes.
+ * Skipped where the queue has its own table (0103, which runs first on a fresh database and drops these indexes).
  */
 export async function up(sequelize: Sequelize): Promise<void> {
+  const [queueTable] = await sequelize.query<{ found: boolean }>(
+    `SELECT to_regclass('webhook_delivery_queue') IS NOT NULL AS found`,
+    { type: QueryTypes.SELECT },
+  );
+  if (queueTable.found) return;
   const [invalid] = await sequelize.query(
     `SELECT 1 FROM pg_index WHERE indexrelid = to_regclass('webhook_deliveries_queue_idx') AND NOT indisvalid`,
   );

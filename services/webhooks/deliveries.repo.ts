@@ -10,7 +10,10 @@ import { deliveryBody } from "./signature";
 import type { Delivery } from "./webhooks.schemas";
 import type { WorkspaceId } from "../../lib/tenancy";
 
-/** Queries of outbound deliveries (`webhook_deliveries`): fan-out, the page, the lease-claimed queue and its attempts. */
+/**
+ * Queries of deliveries: the history (`webhook_deliveries`: fan-out, the page, each attempt's record) and the
+ * outbound queue (`webhook_delivery_queue`: one row per delivery not yet settled, with its lease; migration 0103).
+ */
 
 export interface DeliveryRow {
   id: string;
@@ -89,8 +92,9 @@ export async function findDelivery(workspaceId: WorkspaceId, id: string): Promis
 
 /**
  * Fan a domain event out in one statement: one delivery per active OUTBOUND
- * endpoint of the workspace subscribed to its type (`[]` or `*` = all). The
- * unique (endpoint, source event) index makes a redelivered event a no-op.
+ * endpoint of the workspace subscribed to its type (`[]` or `*` = all), each
+ * queued by the history's insert trigger (migration 0103). The unique
+ * (endpoint, source event) index makes a redelivered event a no-op.
  */
 async function fanOutMany(events: DomainEvent[]): Promise<number[]> {
   const rows = await queryAcrossWorkspacesPrepared<{ source_event_id: string }>(
@@ -135,8 +139,16 @@ export interface ClaimedDelivery extends Pick<
   claim_token: string;
 }
 
-/** The columns of a claim: only what an attempt is made from (a claim returns hundreds of rows). */
-const CLAIMED = `u.id, u.endpoint_id, u.event, u.body, u.attempt, u.claim_token, e.url, e.secret_sealed, e.active`;
+/** The columns of a claim (`u` the claimed queue rows, `d` their deliveries): only what an attempt is made from. */
+const CLAIMED = `u.delivery_id AS id, u.endpoint_id, d.event, d.body, d.attempt, u.claim_token, e.url, e.secret_sealed,
+  e.active`;
+
+/**
+ * Each claimed row's delivery, looked up by its key: a subquery the planner keeps apart (OFFSET 0), so a claim of a
+ * few hundred rows never hashes the whole history.
+ */
+const DELIVERY_OF_CLAIM = `CROSS JOIN LATERAL (SELECT event, body, attempt FROM webhook_deliveries
+    WHERE id = u.delivery_id OFFSET 0) d`;
 
 /**
  * A one-time filter that lets the statement's commit skip the wait for the WAL flush: a claim or an attempt's
@@ -152,14 +164,11 @@ export interface EndpointRoom {
   room: Record<string, number>;
 }
 
-/** Queued OUTBOUND deliveries: the rows of `webhook_deliveries_queue_idx` (endpoint, then age). */
-const QUEUED = `next_attempt_at IS NOT NULL AND direction = 'OUTBOUND'`;
-
-/**
- * The endpoint as `webhook_deliveries_queue_idx` holds it (migration 0106): written so, a condition on it can be
- * served by that index alone, whatever the statistics say of the share of rows queued.
- */
+/** The endpoint as `webhook_delivery_queue_idx` holds it (migration 0103): a condition on it is served by that index. */
 const QUEUE_ENDPOINT = `endpoint_id COLLATE "C"`;
+
+/** A queued row no live claim holds. */
+const UNCLAIMED = `(claimed_until IS NULL OR claimed_until < now())`;
 
 /** `$1`: each endpoint's room by id (jsonb), `$2`: the room of an endpoint not named. */
 const ROOM = `coalesce((CAST($1 AS jsonb) ->> endpoint_id)::int, $2::int)`;
@@ -167,8 +176,8 @@ const ROOM = `coalesce((CAST($1 AS jsonb) ->> endpoint_id)::int, $2::int)`;
 /** The outbound queue's figures across workspaces (lib/queue-stats.ts); deliveries a live claim holds are in flight. */
 export async function queueFiguresOfDeliveries(): Promise<QueueFigures> {
   const [row] = await queryAcrossWorkspaces<QueueFiguresRow>(
-    `SELECT ${queueFiguresSql("next_attempt_at <= now()", "next_attempt_at")} FROM webhook_deliveries
-      WHERE ${QUEUED} AND (claimed_until IS NULL OR claimed_until < now())`,
+    `SELECT ${queueFiguresSql("next_attempt_at <= now()", "next_attempt_at")} FROM webhook_delivery_queue
+      WHERE ${UNCLAIMED}`,
     [],
   );
   return queueFigures("webhook_deliveries", row);
@@ -181,7 +190,7 @@ export async function queueFiguresOfDeliveries(): Promise<QueueFigures> {
  * first, by age: a retry keeps its place ahead of rows queued after it),
  * at most their room each, among endpoints with any room; the rest
  * stay unclaimed for later claims or other replicas. Each endpoint's rows are
- * read apart through the claim index, so one endpoint's backlog (a failing
+ * read apart through the queue's index, so one endpoint's backlog (a failing
  * one's, one without room) is never read past, and with many endpoints each
  * reads about its share of the claim.
  */
@@ -197,11 +206,11 @@ export async function claimDue(
   const maxRoom = Math.trunc(Math.min(limit, Math.max(caps.perEndpoint, ...Object.values(caps.room))));
   return queryAcrossWorkspaces<ClaimedDelivery>(
     `WITH RECURSIVE queued AS (
-       -- The endpoints with queued rows, one index probe each (a loose scan of the claim index).
-       (SELECT endpoint_id FROM webhook_deliveries WHERE ${QUEUED} ORDER BY ${QUEUE_ENDPOINT} LIMIT 1)
+       -- The endpoints with queued rows, one index probe each (a loose scan of the queue's index).
+       (SELECT endpoint_id FROM webhook_delivery_queue ORDER BY ${QUEUE_ENDPOINT} LIMIT 1)
        UNION ALL
-       SELECT (SELECT endpoint_id FROM webhook_deliveries
-                WHERE ${QUEUED} AND ${QUEUE_ENDPOINT} > q.endpoint_id ORDER BY ${QUEUE_ENDPOINT} LIMIT 1)
+       SELECT (SELECT endpoint_id FROM webhook_delivery_queue
+                WHERE ${QUEUE_ENDPOINT} > q.endpoint_id ORDER BY ${QUEUE_ENDPOINT} LIMIT 1)
          FROM queued q WHERE q.endpoint_id IS NOT NULL
      ), ready AS (
        SELECT endpoint_id, ${ROOM} AS room FROM queued
@@ -213,10 +222,9 @@ export async function claimDue(
        -- the claim of a long backlog (tens of ms).
        SELECT h.id, r.endpoint_id, h.created_at FROM ready r CROSS JOIN LATERAL (
          SELECT * FROM (
-           SELECT id, created_at FROM webhook_deliveries
-            WHERE ${QUEUE_ENDPOINT} = r.endpoint_id AND ${QUEUED} AND next_attempt_at <= now()
-              AND (claimed_until IS NULL OR claimed_until < now())
-            ORDER BY created_at, id
+           SELECT delivery_id AS id, created_at FROM webhook_delivery_queue
+            WHERE ${QUEUE_ENDPOINT} = r.endpoint_id AND next_attempt_at <= now() AND ${UNCLAIMED}
+            ORDER BY created_at, delivery_id
             LIMIT least(r.room, 2 * ${claimLimit} / (SELECT count(*) FROM ready) + 1)
          ) mine LIMIT ${maxRoom}
        ) h
@@ -229,26 +237,32 @@ export async function claimDue(
        -- Rechecked on the locked row: another replica may have claimed or finished it since the head was read.
        -- The first turns only (with room for rows another claim holds): the planner cannot size the per-endpoint
        -- limits above, and would rather scan the table than look each row up.
-       SELECT d.id, d.ctid AS tid, t.turn, t.created_at
-         FROM (SELECT * FROM turns ORDER BY turn, created_at LIMIT ${2 * claimLimit}) t JOIN webhook_deliveries d ON d.id = t.id
-        WHERE d.next_attempt_at <= now() AND (d.claimed_until IS NULL OR d.claimed_until < now())
+       SELECT q.delivery_id AS id, q.ctid AS tid, t.turn, t.created_at
+         FROM (SELECT * FROM turns ORDER BY turn, created_at LIMIT ${2 * claimLimit}) t
+         JOIN webhook_delivery_queue q ON q.delivery_id = t.id
+        WHERE q.next_attempt_at <= now() AND (q.claimed_until IS NULL OR q.claimed_until < now())
         ORDER BY t.turn, t.created_at
         LIMIT ${claimLimit}
-        FOR UPDATE OF d SKIP LOCKED
+        FOR UPDATE OF q SKIP LOCKED
      ), u AS (
-       UPDATE webhook_deliveries d
+       UPDATE webhook_delivery_queue q
           SET claimed_until = now() + make_interval(secs => $3), claim_token = $4, claimed_by = $5
-         -- By the locked row's tid: joined by id, the planner hashes the whole table for a claim's few hundred rows.
-         FROM due WHERE d.ctid = due.tid AND ${NO_FLUSH_WAIT}
-       RETURNING d.*
+         -- By the locked row's tid: joined by id, the planner may hash the whole queue for a claim's few hundred rows.
+         FROM due WHERE q.ctid = due.tid AND ${NO_FLUSH_WAIT}
+       RETURNING q.delivery_id, q.endpoint_id, q.claim_token
      )
-     SELECT ${CLAIMED} FROM u JOIN due ON due.id = u.id JOIN webhook_endpoints e ON e.id = u.endpoint_id
+     SELECT ${CLAIMED} FROM u JOIN due ON due.id = u.delivery_id ${DELIVERY_OF_CLAIM}
+       JOIN webhook_endpoints e ON e.id = u.endpoint_id
       ORDER BY due.turn, due.created_at`,
     [JSON.stringify(caps.room), caps.perEndpoint, leaseMs / 1000, newId(), nodeId],
   );
 }
 
-/** Claim one OUTBOUND delivery for a manual retry; null when another sender holds it right now. */
+/**
+ * Claim one OUTBOUND delivery for a manual retry: its queued row, or one queued again for it (a delivered or dead
+ * delivery), under a lease like the dispatcher's, so a retry cut by a crash is taken over when the lease ends.
+ * Null when another sender holds it right now.
+ */
 export async function claimOne(
   workspaceId: WorkspaceId,
   id: string,
@@ -258,13 +272,16 @@ export async function claimOne(
   const rows = await query<ClaimedDelivery>(
     workspaceId,
     `WITH u AS (
-       UPDATE webhook_deliveries d
-          SET claimed_until = now() + make_interval(secs => $3), claim_token = $4, claimed_by = $5
-        WHERE d.workspace_id = $1 AND d.id = $2 AND d.direction = 'OUTBOUND'
-          AND (d.claimed_until IS NULL OR d.claimed_until < now())
-       RETURNING d.*
+       INSERT INTO webhook_delivery_queue AS q
+              (delivery_id, endpoint_id, created_at, next_attempt_at, claimed_until, claim_token, claimed_by)
+       SELECT id, endpoint_id, created_at, now(), now() + make_interval(secs => $3), $4, $5 FROM webhook_deliveries
+        WHERE workspace_id = $1 AND id = $2 AND direction = 'OUTBOUND'
+       ON CONFLICT (delivery_id) DO UPDATE
+          SET claimed_until = EXCLUDED.claimed_until, claim_token = EXCLUDED.claim_token, claimed_by = EXCLUDED.claimed_by
+        WHERE q.claimed_until IS NULL OR q.claimed_until < now()
+       RETURNING q.delivery_id, q.endpoint_id, q.claim_token
      )
-     SELECT ${CLAIMED} FROM u JOIN webhook_endpoints e ON e.id = u.endpoint_id`,
+     SELECT ${CLAIMED} FROM u ${DELIVERY_OF_CLAIM} JOIN webhook_endpoints e ON e.id = u.endpoint_id`,
     [id, leaseMs / 1000, newId(), nodeId],
   );
   return rows[0] ?? null;
@@ -283,16 +300,30 @@ export interface AttemptResult {
   nextAttemptAt: Date | null;
 }
 
-/** Attempts recorded by one statement; fenced by the claim token (a sender whose lease was taken over records nothing). */
-const RECORD_ATTEMPTS = `UPDATE webhook_deliveries d
-    SET attempt = r.attempt, success = r.success, status_code = r.status_code, response_body = r.response_body,
-        error = r.error, duration_ms = r.duration_ms, next_attempt_at = r.next_attempt_at,
-        delivered_at = CASE WHEN r.success THEN now() ELSE d.delivered_at END,
-        claimed_until = NULL, claim_token = NULL
-   FROM unnest($1::text[], $2::text[], $3::int[], $4::boolean[], $5::int[], $6::text[], $7::text[], $8::int[],
-               $9::timestamptz[])
-        AS r(id, token, attempt, success, status_code, response_body, error, duration_ms, next_attempt_at)
-  WHERE d.id = r.id AND d.claim_token = r.token`;
+/**
+ * Attempts recorded by one statement, fenced by the claim token of the queued row (a sender whose lease was taken
+ * over records nothing): a settled delivery (delivered, or no attempt left) leaves the queue, one to be tried again
+ * waits there unclaimed for its time; the history row takes the attempt, changing no indexed column (HOT).
+ */
+const RECORD_ATTEMPTS = `WITH r AS (
+     SELECT * FROM unnest($1::text[], $2::text[], $3::int[], $4::boolean[], $5::int[], $6::text[], $7::text[],
+                          $8::int[], $9::timestamptz[])
+         AS r(id, token, attempt, success, status_code, response_body, error, duration_ms, next_attempt_at)
+   ), settled AS (
+     DELETE FROM webhook_delivery_queue q USING r
+      WHERE q.delivery_id = r.id AND q.claim_token = r.token AND r.next_attempt_at IS NULL
+     RETURNING q.delivery_id, q.claimed_by
+   ), again AS (
+     UPDATE webhook_delivery_queue q SET next_attempt_at = r.next_attempt_at, claimed_until = NULL, claim_token = NULL
+       FROM r WHERE q.delivery_id = r.id AND q.claim_token = r.token AND r.next_attempt_at IS NOT NULL
+     RETURNING q.delivery_id, q.claimed_by
+   ), fenced AS (SELECT * FROM settled UNION ALL SELECT * FROM again)
+   UPDATE webhook_deliveries d
+      SET attempt = r.attempt, success = r.success, status_code = r.status_code, response_body = r.response_body,
+          error = r.error, duration_ms = r.duration_ms, next_attempt_at = r.next_attempt_at,
+          delivered_at = CASE WHEN r.success THEN now() ELSE d.delivered_at END, claimed_by = f.claimed_by
+     FROM r JOIN fenced f ON f.delivery_id = r.id
+    WHERE d.id = r.id`;
 
 /**
  * Record many attempts in one prepared statement (grouped commits); returns the ids recorded. The dispatcher's
@@ -325,9 +356,9 @@ export async function recordAttempts(
 export async function releaseClaims(claims: Array<{ id: string; token: string }>): Promise<void> {
   if (claims.length === 0) return;
   await queryAcrossWorkspaces(
-    `UPDATE webhook_deliveries d SET claimed_until = NULL, claim_token = NULL
+    `UPDATE webhook_delivery_queue q SET claimed_until = NULL, claim_token = NULL
        FROM jsonb_to_recordset(CAST($1 AS jsonb)) AS r(id text, token text)
-      WHERE d.id = r.id AND d.claim_token = r.token RETURNING d.id`,
+      WHERE q.delivery_id = r.id AND q.claim_token = r.token RETURNING q.delivery_id`,
     [JSON.stringify(claims)],
   );
 }
@@ -338,8 +369,7 @@ export async function endpointsWithQueue(ids: string[]): Promise<string[]> {
   const rows = await queryAcrossWorkspaces<{ id: string }>(
     `SELECT e.id FROM webhook_endpoints e
       WHERE e.id = ANY($1::text[]) AND e.active
-        AND EXISTS (SELECT 1 FROM webhook_deliveries d
-                     WHERE d.${QUEUE_ENDPOINT} = e.id AND d.next_attempt_at IS NOT NULL AND d.direction = 'OUTBOUND')`,
+        AND EXISTS (SELECT 1 FROM webhook_delivery_queue q WHERE q.${QUEUE_ENDPOINT} = e.id)`,
     [ids],
   );
   return rows.map((r) => r.id);
@@ -348,10 +378,13 @@ export async function endpointsWithQueue(ids: string[]): Promise<string[]> {
 /**
  * Retention: what a purge before `before` deletes, in batches oldest first
  * (lib/retention.ts). Deliveries by their created time, except outbound ones
- * still queued for an attempt (dropping one would lose a fact its endpoint
- * has not had).
+ * still queued (dropping one would lose a fact its endpoint has not had).
  */
 export const { countBefore, deleteBefore } = retentionPurge(
-  { table: "webhook_deliveries", timeColumn: "created_at", keep: QUEUED },
+  {
+    table: "webhook_deliveries",
+    timeColumn: "created_at",
+    keep: `EXISTS (SELECT 1 FROM webhook_delivery_queue q WHERE q.delivery_id = webhook_deliveries.id)`,
+  },
   query,
 );

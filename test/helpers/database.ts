@@ -30,6 +30,27 @@ export async function createTestDatabase(): Promise<{
   };
 }
 
+/** A new, empty database (not the migrated template): its migrations really run, CONCURRENTLY indexes included. */
+export async function emptyDatabase(): Promise<{ url: string; drop: () => Promise<void> }> {
+  const base = process.env.TEST_DATABASE_BASE_URL!;
+  const name = `cms_empty_${randomHex(5)}`;
+  const admin = new Client({ connectionString: base });
+  await admin.connect();
+  await admin.query(`CREATE DATABASE "${name}"`);
+  await admin.end();
+  const url = new URL(base);
+  url.pathname = `/${name}`;
+  return {
+    url: url.toString(),
+    async drop() {
+      const client = new Client({ connectionString: base });
+      await client.connect();
+      await client.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
+      await client.end();
+    },
+  };
+}
+
 /** A bare contact row in the workspace (email `<id>@example.test`), for tests that need one fast. */
 export async function insertContact(workspaceId: string): Promise<string> {
   const sequelize = await database();

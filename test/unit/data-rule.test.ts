@@ -66,7 +66,7 @@ const OWNERS: Record<string, string[]> = {
   scoring: ["scoring_rules", "scoring_rule_matches", "score_history"],
   segments: ["segments", "segment_members", "segment_membership_log"],
   templates: ["templates", "template_translations"],
-  webhooks: ["webhook_endpoints", "webhook_deliveries", "webhook_inbound_replays"],
+  webhooks: ["webhook_endpoints", "webhook_deliveries", "webhook_delivery_queue", "webhook_inbound_replays"],
   lib: ["domain_event_outbox", "jobs", "idempotency_keys"],
   retention: ["retention_runs"],
   analytics: [

@@ -3,34 +3,13 @@ import path from "node:path";
 import { Client } from "pg";
 import { Sequelize } from "sequelize";
 import { createSequelize, migrate } from "../../../lib/database";
-import { randomHex } from "../../../lib/crypto";
 import { initModels } from "../../../models";
 import { migrations } from "../../../models/migrations";
+import { emptyDatabase } from "../../helpers/database";
 import { waitFor } from "../../helpers/wait";
 
 const ROOT = path.resolve(__dirname, "../../..");
 const MIGRATION_LOCK = 724_311_901;
-
-/** A new, empty database (not the migrated template): its migrations really run, CONCURRENTLY indexes included. */
-async function emptyDatabase(): Promise<{ url: string; drop: () => Promise<void> }> {
-  const base = process.env.TEST_DATABASE_BASE_URL!;
-  const name = `cms_startup_${randomHex(5)}`;
-  const admin = new Client({ connectionString: base });
-  await admin.connect();
-  await admin.query(`CREATE DATABASE "${name}"`);
-  await admin.end();
-  const url = new URL(base);
-  url.pathname = `/${name}`;
-  return {
-    url: url.toString(),
-    async drop() {
-      const client = new Client({ connectionString: base });
-      await client.connect();
-      await client.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
-      await client.end();
-    },
-  };
-}
 
 /**
  * Replicas that start together against a fresh database: one migrates while
@@ -47,7 +26,7 @@ test("three replicas' migrations started at the same moment on a fresh database 
     await client.connect();
     const { rows } = await client.query<{ name: string }>("SELECT name FROM schema_migrations ORDER BY name");
     const index = await client.query(
-      "SELECT indisvalid FROM pg_index WHERE indexrelid = 'webhook_deliveries_queue_idx'::regclass",
+      "SELECT indisvalid FROM pg_index WHERE indexrelid = 'events_type_time_contact_idx'::regclass",
     );
     await client.end();
     expect(rows.map((r) => r.name)).toEqual(migrations.map((m) => m.name).sort());

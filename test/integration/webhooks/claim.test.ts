@@ -1,7 +1,12 @@
 import { QueryTypes, type Transaction } from "sequelize";
 import * as databaseModule from "../../../lib/database";
 import { database } from "../../../lib/database";
-import { claimDue, type EndpointRoom } from "../../../services/webhooks/deliveries.repo";
+import {
+  claimDue,
+  recordAttempts,
+  type AttemptResult,
+  type EndpointRoom,
+} from "../../../services/webhooks/deliveries.repo";
 import { startApp, type TestApp } from "../../helpers/app";
 import { ownerWithWorkspace } from "../../helpers/http";
 
@@ -43,9 +48,7 @@ test("endpoints take turns from their own oldest rows, at most their room each",
   // ep-a keeps 4 rows queued, so the second claim finds it with one row left.
   await (
     await database()
-  ).query(
-    `UPDATE webhook_deliveries SET next_attempt_at = NULL WHERE endpoint_id = 'ep-a' AND id > 'ep-a-04'`,
-  );
+  ).query(`DELETE FROM webhook_delivery_queue WHERE endpoint_id = 'ep-a' AND delivery_id > 'ep-a-04'`);
   const rows = await claim(9);
   expect(rows.map((r) => r.id)).toEqual([
     "ep-a-01",
@@ -87,10 +90,10 @@ test("an endpoint with room for one (a failing one's probe) takes only that, wit
 test("rows locked by another claim in progress are skipped, never waited for", async () => {
   const sequelize = await database();
   await sequelize.transaction(async (transaction: Transaction) => {
-    await sequelize.query(`SELECT id FROM webhook_deliveries WHERE id IN ('ep-b-01', 'ep-c-01') FOR UPDATE`, {
-      type: QueryTypes.SELECT,
-      transaction,
-    });
+    await sequelize.query(
+      `SELECT delivery_id FROM webhook_delivery_queue WHERE delivery_id IN ('ep-b-01', 'ep-c-01') FOR UPDATE`,
+      { type: QueryTypes.SELECT, transaction },
+    );
     const rows = await claim(4, { room: { "ep-a": 0 } });
     expect(rows.map((r) => r.id)).not.toContain("ep-b-01");
     expect(rows.map((r) => r.id)).not.toContain("ep-c-01");
@@ -98,38 +101,108 @@ test("rows locked by another claim in progress are skipped, never waited for", a
   });
 });
 
-/** The index names a plan (EXPLAIN's JSON) reads `webhook_deliveries` through. */
-function deliveryIndexes(node: Record<string, unknown>, found = new Set<string>()): Set<string> {
-  if (node["Relation Name"] === "webhook_deliveries" && typeof node["Index Name"] === "string")
-    found.add(node["Index Name"]);
-  for (const child of (node.Plans as Array<Record<string, unknown>> | undefined) ?? [])
-    deliveryIndexes(child, found);
+test("a recorded attempt settles its delivery out of the queue or leaves it queued for its retry; a claim taken over records nothing", async () => {
+  const sequelize = await database();
+  const [delivered, retried, dead, takenOver] = await claim(4, { room: { "ep-a": 0, "ep-b": 4, "ep-c": 0 } });
+  const retryAt = new Date(Date.now() + 60_000);
+  const result = (row: typeof delivered, outcome: Partial<AttemptResult>): AttemptResult => ({
+    id: row.id,
+    token: row.claim_token,
+    attempt: 1,
+    success: false,
+    statusCode: 500,
+    responseBody: "no",
+    error: "HTTP 500",
+    durationMs: 3,
+    nextAttemptAt: null,
+    ...outcome,
+  });
+  // Another replica took the last one over once its lease ended.
+  await sequelize.query(
+    `UPDATE webhook_delivery_queue SET claim_token = 'other', claimed_by = 'node-other' WHERE delivery_id = :id`,
+    {
+      replacements: { id: takenOver.id },
+    },
+  );
+  const recorded = await recordAttempts([
+    result(delivered, { success: true, statusCode: 200, error: null }),
+    result(retried, { nextAttemptAt: retryAt }),
+    result(dead, {}),
+    result(takenOver, { success: true, statusCode: 200, error: null }),
+  ]);
+  expect(recorded.sort()).toEqual([delivered.id, retried.id, dead.id].sort());
+  const rows = await sequelize.query<{
+    id: string;
+    success: boolean;
+    attempt: number;
+    next_attempt_at: Date | null;
+    claimed_by: string | null;
+    queued_at: Date | null;
+    claimed: boolean | null;
+  }>(
+    `SELECT d.id, d.success, d.attempt, d.next_attempt_at, d.claimed_by, q.next_attempt_at AS queued_at,
+            q.claimed_until IS NOT NULL AS claimed
+       FROM webhook_deliveries d LEFT JOIN webhook_delivery_queue q ON q.delivery_id = d.id
+      WHERE d.id IN (:ids) ORDER BY d.id`,
+    { type: QueryTypes.SELECT, replacements: { ids: [delivered.id, retried.id, dead.id, takenOver.id] } },
+  );
+  const byId = new Map(rows.map((r) => [r.id, r]));
+  expect(byId.get(delivered.id)).toMatchObject({
+    success: true,
+    attempt: 1,
+    next_attempt_at: null,
+    queued_at: null,
+  });
+  expect(byId.get(delivered.id)!.claimed_by).toBe("node-test");
+  expect(byId.get(dead.id)).toMatchObject({
+    success: false,
+    attempt: 1,
+    next_attempt_at: null,
+    queued_at: null,
+  });
+  expect(byId.get(retried.id)).toMatchObject({ success: false, attempt: 1, claimed: false });
+  expect(byId.get(retried.id)!.queued_at!.getTime()).toBe(retryAt.getTime());
+  expect(byId.get(retried.id)!.next_attempt_at!.getTime()).toBe(retryAt.getTime());
+  expect(byId.get(takenOver.id)).toMatchObject({ success: false, attempt: 0, claimed: true });
+});
+
+/** How a plan (EXPLAIN's JSON) reads each table: its scan nodes' types and index names, by relation. */
+function scans(
+  node: Record<string, unknown>,
+  found = new Map<string, Set<string>>(),
+): Map<string, Set<string>> {
+  const relation = node["Relation Name"];
+  if (typeof relation === "string") {
+    const seen = found.get(relation) ?? new Set<string>();
+    seen.add(`${String(node["Node Type"])} ${String(node["Index Name"] ?? "")}`.trim());
+    found.set(relation, seen);
+  }
+  for (const child of (node.Plans as Array<Record<string, unknown>> | undefined) ?? []) scans(child, found);
   return found;
 }
 
-test("the claim reads the queue through its own index even when the statistics say nearly every row is queued", async () => {
+test("the claim reads the queue through its index and each claimed delivery by its key, however long the history", async () => {
   const sequelize = await database();
-  // ep-b's 3,000 delivered rows, analyzed while still queued (a burst's fan-out), then delivered.
+  // ep-b's 3,000 delivered rows in the history, never queued.
   await sequelize.query(
-    `INSERT INTO webhook_deliveries (id, workspace_id, endpoint_id, event, direction, body, next_attempt_at, created_at)
-     SELECT 'old-' || g, :workspaceId, 'ep-b', 'claim.test', 'OUTBOUND', '{}', now(), now() - interval '1 hour'
+    `INSERT INTO webhook_deliveries (id, workspace_id, endpoint_id, event, direction, body, success, created_at)
+     SELECT 'old-' || g, :workspaceId, 'ep-b', 'claim.test', 'OUTBOUND', '{}', true, now() - interval '1 hour'
        FROM generate_series(1, 3000) g`,
     { replacements: { workspaceId } },
   );
   await sequelize.query(`ANALYZE webhook_deliveries`);
-  await sequelize.query(
-    `UPDATE webhook_deliveries SET next_attempt_at = NULL, success = true WHERE id LIKE 'old-%'`,
-  );
+  await sequelize.query(`ANALYZE webhook_delivery_queue`);
   const select = jest.spyOn(databaseModule, "queryAcrossWorkspaces");
   try {
-    await claim(6);
+    const rows = await claim(6);
+    expect(rows.map((r) => r.id)).not.toContain(expect.stringMatching(/^old-/));
     const [sql, bind] = select.mock.calls[0];
     const [{ "QUERY PLAN": plan }] = await databaseModule.queryAcrossWorkspaces<{
       "QUERY PLAN": Array<{ Plan: Record<string, unknown> }>;
     }>(`EXPLAIN (FORMAT JSON) ${sql}`, bind);
-    const indexes = deliveryIndexes(plan[0].Plan);
-    expect(indexes).toContain("webhook_deliveries_queue_idx");
-    expect(indexes).not.toContain("webhook_deliveries_endpoint_idx");
+    const read = scans(plan[0].Plan);
+    expect([...read.get("webhook_delivery_queue")!]).toContain("Index Scan webhook_delivery_queue_idx");
+    expect([...read.get("webhook_deliveries")!]).toEqual(["Index Scan webhook_deliveries_pkey"]);
   } finally {
     select.mockRestore();
   }

@@ -67,7 +67,8 @@ async function queue(endpointIds: string[], n: number) {
 
 async function rows(endpointId: string) {
   return (await database()).query<{ success: boolean; attempt: number; claimed: boolean }>(
-    `SELECT success, attempt, claimed_until > now() AS claimed FROM webhook_deliveries WHERE endpoint_id = :endpointId`,
+    `SELECT d.success, d.attempt, coalesce(q.claimed_until > now(), false) AS claimed
+       FROM webhook_deliveries d LEFT JOIN webhook_delivery_queue q ON q.delivery_id = d.id WHERE d.endpoint_id = :endpointId`,
     { type: QueryTypes.SELECT, replacements: { endpointId } },
   );
 }

@@ -24,7 +24,9 @@ async function deliveryRow(event: string) {
   const rows = await (
     await database()
   ).query<{ id: string; claimed_by: string | null; success: boolean; attempt: number }>(
-    `SELECT id, claimed_by, success, attempt FROM webhook_deliveries WHERE event = :event`,
+    // The node holding the queued row's lease, or once settled, the one whose attempt was recorded.
+    `SELECT d.id, coalesce(q.claimed_by, d.claimed_by) AS claimed_by, d.success, d.attempt
+       FROM webhook_deliveries d LEFT JOIN webhook_delivery_queue q ON q.delivery_id = d.id WHERE d.event = :event`,
     { type: QueryTypes.SELECT, replacements: { event } },
   );
   return rows[0];
@@ -98,11 +100,16 @@ test("a claim left by a replica that died without giving it back is taken over w
   );
   receiver.setBehaviour(() => ({ status: 200 }));
   const before = receiver.received.length;
+  // The delivery and its claimed queue row in one statement, so no dispatcher sees the row unclaimed.
   await sequelize.query(
-    `INSERT INTO webhook_deliveries (id, workspace_id, endpoint_id, event, direction, body, next_attempt_at, claimed_until, claim_token, claimed_by)
-     SELECT 'dead-claim', :workspaceId, id, 'lease.test', 'OUTBOUND', '{"event":"lease.test","timestamp":"t","data":{}}',
-            now(), now() + interval '1500 milliseconds', 'dead-token', 'node-dead'
-       FROM webhook_endpoints WHERE workspace_id = :workspaceId LIMIT 1`,
+    `WITH d AS (
+       INSERT INTO webhook_deliveries (id, workspace_id, endpoint_id, event, direction, body)
+       SELECT 'dead-claim', :workspaceId, id, 'lease.test', 'OUTBOUND', '{"event":"lease.test","timestamp":"t","data":{}}'
+         FROM webhook_endpoints WHERE workspace_id = :workspaceId LIMIT 1
+       RETURNING id, endpoint_id, created_at
+     )
+     INSERT INTO webhook_delivery_queue (delivery_id, endpoint_id, created_at, next_attempt_at, claimed_until, claim_token, claimed_by)
+     SELECT id, endpoint_id, created_at, now(), now() + interval '1500 milliseconds', 'dead-token', 'node-dead' FROM d`,
     { replacements: { workspaceId } },
   );
   const insertedAt = Date.now();
