@@ -31,6 +31,7 @@ import { Client } from "pg";
 import { clusterPlan, serviceFiles } from "../lib/cluster-plan";
 import { CONNECTIONS, median, ROUNDS, runLoad, type LoadResult } from "./events";
 import { backendPids, cpuSeconds } from "./process-cpu";
+import { emptyDatabase } from "../test/helpers/database";
 
 const ROOT = path.resolve(__dirname, "..");
 const DIST = path.join(ROOT, "dist");
@@ -107,24 +108,13 @@ function natsPid(): number | undefined {
   return undefined;
 }
 
+/** A fresh database for one shape, dropped when the bench ends. */
 async function createDatabase(
   base: string,
 ): Promise<{ url: string; name: string; drop: () => Promise<void> }> {
-  const name = `cms_bench_cluster_${Date.now().toString(36)}${Math.floor(Math.random() * 1e4)}`;
-  const admin = new Client({ connectionString: base });
-  await admin.connect();
-  await admin.query(`CREATE DATABASE "${name}"`);
-  await admin.end();
-  const url = new URL(base);
-  url.pathname = `/${name}`;
-  const drop = async () => {
-    const c = new Client({ connectionString: base });
-    await c.connect();
-    await c.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
-    await c.end();
-  };
-  drops.push(drop);
-  return { url: url.toString(), name, drop };
+  const db = await emptyDatabase(base, "cms_bench_cluster");
+  drops.push(db.drop);
+  return db;
 }
 
 const COMMON_ENV = {

@@ -15,9 +15,9 @@ import os from "node:os";
 import type { AddressInfo } from "node:net";
 import path from "node:path";
 import { ServiceBroker } from "moleculer";
-import { Client } from "pg";
 import { QueryTypes } from "sequelize";
 import { database } from "../lib/database";
+import { emptyDatabase } from "../test/helpers/database";
 
 export const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
 export const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
@@ -150,31 +150,19 @@ export async function startBareServer(): Promise<{ url: string; close: () => Pro
 
 export const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
-/** The app as `npm start` runs it (one broker, the given service folders that exist), on a fresh database. */
 /**
  * A namespace of the run's own unless one is set, so its rate-limit counts in a shared Redis (ten sign-ups an hour
  * per address) do not carry over from the runs before it, as each test file takes its own.
  */
 export const runNamespace = () => process.env.NAMESPACE ?? `bench-${Date.now().toString(36)}`;
 
+/** The app as `npm start` runs it (one broker, the given service folders that exist), on a fresh database. */
 export async function bootApp(areas: string[], env: Record<string, string> = {}) {
   let dropDb: (() => Promise<void>) | undefined;
   if (process.env.DATABASE_URL) {
-    const base = process.env.DATABASE_URL;
-    const name = `cms_bench_${Date.now().toString(36)}`;
-    const admin = new Client({ connectionString: base });
-    await admin.connect();
-    await admin.query(`CREATE DATABASE "${name}"`);
-    await admin.end();
-    const url = new URL(base);
-    url.pathname = `/${name}`;
-    process.env.DATABASE_URL = url.toString();
-    dropDb = async () => {
-      const c = new Client({ connectionString: base });
-      await c.connect();
-      await c.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
-      await c.end();
-    };
+    const db = await emptyDatabase(process.env.DATABASE_URL, "cms_bench");
+    process.env.DATABASE_URL = db.url;
+    dropDb = db.drop;
   }
   Object.assign(process.env, {
     PORT: "0",

@@ -30,10 +30,15 @@ export async function createTestDatabase(): Promise<{
   };
 }
 
-/** A new, empty database (not the migrated template): its migrations really run, CONCURRENTLY indexes included. */
-export async function emptyDatabase(): Promise<{ url: string; drop: () => Promise<void> }> {
-  const base = process.env.TEST_DATABASE_BASE_URL!;
-  const name = `cms_empty_${randomHex(5)}`;
+/**
+ * A new, empty database (not the migrated template): its migrations really run, CONCURRENTLY indexes included.
+ * On the test run's server by default; the benches make theirs on the server they are given.
+ */
+export async function emptyDatabase(
+  base = process.env.TEST_DATABASE_BASE_URL!,
+  prefix = "cms_empty",
+): Promise<{ url: string; name: string; drop: () => Promise<void> }> {
+  const name = `${prefix}_${randomHex(5)}`;
   const admin = new Client({ connectionString: base });
   await admin.connect();
   await admin.query(`CREATE DATABASE "${name}"`);
@@ -42,6 +47,7 @@ export async function emptyDatabase(): Promise<{ url: string; drop: () => Promis
   url.pathname = `/${name}`;
   return {
     url: url.toString(),
+    name,
     async drop() {
       const client = new Client({ connectionString: base });
       await client.connect();
