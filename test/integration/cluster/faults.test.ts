@@ -494,7 +494,7 @@ function smsFake() {
       ),
     );
 
-  test("NATS stopped for 20 s under ingest: every accepted event recorded and fanned out once; the nodes reconnect", async () => {
+  test("NATS stopped for 20 s under ingest and an import: every accepted event and new contact recorded and fanned out once; the nodes reconnect", async () => {
     hookBehaviour = () => ({ status: 200 });
     const hook = await c().post(`${ctx.ws}/webhooks`, {
       name: "ingest",
@@ -502,6 +502,12 @@ function smsFake() {
       events: ["fault_ingest"],
     });
     expect(hook.status).toBe(201);
+    const createdHook = await c().post(`${ctx.ws}/webhooks`, {
+      name: "created",
+      url: receiver.url("/created"),
+      events: ["contact.created"],
+    });
+    expect(createdHook.status).toBe(201);
     const [contactId] = await contactIdsOf(await contacts(1));
     const accepted: string[] = [];
     let refused = 0;
@@ -509,6 +515,7 @@ function smsFake() {
     // At most MAX_INGEST events: the gateway, the receiver and these loops share the test's process, and a
     // receiver starved by an endless ingest answers late, which is a retry, not a fault.
     const MAX_INGEST = 1_500;
+    const BACKLOG = 2_000;
     const ingest = async () => {
       while (ingesting && accepted.length < MAX_INGEST) {
         const res = await c()
@@ -523,8 +530,13 @@ function smsFake() {
     await nats.stop();
     const stoppedAt = Date.now();
     const before = accepted.length;
+    // A backlog larger than the ingest's: an import on the gateway's node (contacts and jobs run there) stages
+    // a `contact.created` fact for each contact while no relay can send one.
+    const imported = await contactIdsOf(await contacts(BACKLOG));
     await waitFor(() => Date.now() - stoppedAt >= 20_000, 25_000, "20 s of NATS down", 250);
     const during = accepted.length - before;
+    const backlog = (await sql.query(`SELECT count(*)::int AS n FROM domain_event_outbox`)).rows[0]
+      .n as number;
     await nats.start();
     const restartedAt = Date.now();
     await workersAnswer();
@@ -539,30 +551,42 @@ function smsFake() {
 
     const recorded = (await sql.query(`SELECT count(*)::int AS n FROM events WHERE id = ANY($1)`, [accepted]))
       .rows[0].n as number;
-    const fannedOut = () => {
+    /** Deliveries received on `path`, by the id `idOf` reads from each payload's data. */
+    const fannedOut = (path: string, idOf: (data: Record<string, string>) => string) => {
       const seen = new Map<string, number>();
-      for (const r of hooks.filter((h) => h.path === "/ingest")) {
-        const id = JSON.parse(r.body).data.eventId as string;
+      for (const r of hooks.filter((h) => h.path === path)) {
+        const id = idOf(JSON.parse(r.body).data);
         seen.set(id, (seen.get(id) ?? 0) + 1);
       }
       return seen;
     };
+    const ingested = () => fannedOut("/ingest", (data) => data.eventId);
+    const created = () => fannedOut("/created", (data) => data.contactId);
     await waitFor(
-      () => accepted.every((id) => fannedOut().has(id)),
+      () => accepted.every((id) => ingested().has(id)) && imported.every((id) => created().has(id)),
       120_000,
-      "every accepted event delivered",
+      "every accepted event and imported contact delivered",
       250,
     ).catch(() => undefined);
     const drainedS = ((Date.now() - restartedAt) / 1000).toFixed(1);
-    const seen = fannedOut();
-    const lost = accepted.filter((id) => !seen.has(id)).length;
-    const twice = accepted.filter((id) => (seen.get(id) ?? 0) > 1).length;
+    const tally = (ids: string[], seen: Map<string, number>) => ({
+      lost: ids.filter((id) => !seen.has(id)).length,
+      twice: ids.filter((id) => (seen.get(id) ?? 0) > 1).length,
+    });
+    const events = tally(accepted, ingested());
+    const contactsCreated = tally(imported, created());
     console.log(
       `NATS down 20 s under ingest: accepted ${accepted.length} (${during} while down), refused ${refused}; ` +
-        `recorded ${recorded}, delivered ${accepted.length - lost} (the last ${drainedS} s after the restart), ` +
-        `lost ${lost}, twice ${twice}`,
+        `recorded ${recorded}; ${imported.length} contacts imported while down; ${backlog} facts in the outbox at the restart; ` +
+        `all delivered ${drainedS} s after the restart; events lost ${events.lost}, twice ${events.twice}; ` +
+        `contact.created lost ${contactsCreated.lost}, twice ${contactsCreated.twice}`,
     );
-    expect({ recorded, lost, twice }).toEqual({ recorded: accepted.length, lost: 0, twice: 0 });
+    expect({ recorded, events, contactsCreated }).toEqual({
+      recorded: accepted.length,
+      events: { lost: 0, twice: 0 },
+      contactsCreated: { lost: 0, twice: 0 },
+    });
+    expect(backlog).toBeGreaterThanOrEqual(BACKLOG);
     expect([...nodes.values()].every((n) => n.running())).toBe(true);
   }, 270_000);
 
