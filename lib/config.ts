@@ -6,6 +6,12 @@ export interface AppConfig {
   nodeEnv: string;
   port: number;
   host: string;
+  /**
+   * How long the gateway keeps an idle client connection open. Longer than the idle timeout of the proxies
+   * in front (60 s at AWS ALB, nginx ingress): a server that closes first races the proxy's next request on
+   * that connection, which the client sees as a reset (a 502 through a proxy).
+   */
+  httpKeepAliveMs: number;
   /** Public origin used for every absolute URL we build (NextAuth's NEXTAUTH_URL). */
   publicUrl: string;
   dataDir: string;
@@ -55,6 +61,11 @@ export interface AppConfig {
   messagePollMs: number;
   messageWorkers: number;
   messageRetryDelaysMs: number[];
+  /**
+   * The waits before an event's chain runs again after a step failed (a service unreachable): the i-th
+   * retry waits the i-th delay, later ones the last (an event's chain is never given up).
+   */
+  chainRetryDelaysMs: number[];
   /** How often the inbox wakes snoozed threads, hands waiting ones to members with room and moves unanswered ones. */
   inboxPollMs: number;
   /** How often analytics folds the appended rollup deltas into the rollups (each pass drains them). */
@@ -106,6 +117,14 @@ function int(value: string | undefined, fallback: number): number {
   return Number.isFinite(parsed) ? parsed : fallback;
 }
 
+/** A comma list of delays in ms (non-negative integers; others dropped). */
+function delays(value: string): number[] {
+  return value
+    .split(",")
+    .map((v) => Number.parseInt(v.trim(), 10))
+    .filter((n) => Number.isFinite(n) && n >= 0);
+}
+
 /** A share between 0 and 1 (clamped); the fallback when unset or not a number. */
 function share(value: string | undefined, fallback: number): number {
   const parsed = value ? Number(value) : NaN;
@@ -131,6 +150,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     nodeEnv: env.NODE_ENV ?? "development",
     port,
     host: env.HOST ?? "0.0.0.0",
+    httpKeepAliveMs: int(env.HTTP_KEEP_ALIVE_MS, 65_000),
     publicUrl: (env.PUBLIC_URL ?? env.NEXTAUTH_URL ?? `http://localhost:${port}`).replace(/\/+$/, ""),
     dataDir: path.resolve(env.DATA_DIR ?? ".data"),
     databaseUrl: env.DATABASE_URL || undefined,
@@ -157,10 +177,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     migrate: env.MIGRATE !== "false",
     healthPort: env.HEALTH_PORT ? int(env.HEALTH_PORT, 3001) : undefined,
     allowPrivateWebhookTargets: env.WEBHOOK_ALLOW_PRIVATE_TARGETS === "true",
-    webhookRetryDelaysMs: (env.WEBHOOK_RETRY_DELAYS_MS ?? "2000,8000")
-      .split(",")
-      .map((d) => Number.parseInt(d, 10))
-      .filter((d) => Number.isFinite(d) && d >= 0),
+    webhookRetryDelaysMs: delays(env.WEBHOOK_RETRY_DELAYS_MS ?? "2000,8000"),
     webhookTimeoutMs: int(env.WEBHOOK_TIMEOUT_MS, 10_000),
     webhookLeaseMs: int(env.WEBHOOK_LEASE_MS, 30_000),
     webhookPollMs: int(env.WEBHOOK_POLL_MS, 1_000),
@@ -181,10 +198,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     analyticsFoldMs: int(env.ANALYTICS_FOLD_MS, 1_000),
     campaignLeaseMs: int(env.CAMPAIGN_LEASE_MS, 60_000),
     scriptHeartbeatMs: int(env.SCRIPT_HEARTBEAT_MS, 25_000),
-    messageRetryDelaysMs: (env.MESSAGE_RETRY_DELAYS_MS ?? "30000,120000,600000,3600000")
-      .split(",")
-      .map((v) => Number.parseInt(v.trim(), 10))
-      .filter((n) => Number.isFinite(n) && n >= 0),
+    messageRetryDelaysMs: delays(env.MESSAGE_RETRY_DELAYS_MS ?? "30000,120000,600000,3600000"),
+    chainRetryDelaysMs: delays(env.EVENT_CHAIN_RETRY_DELAYS_MS ?? "5000,30000,120000,600000,3600000"),
     providerRateLimits: Object.fromEntries(
       (env.PROVIDER_RATE_LIMITS ?? "")
         .split(",")

@@ -24,12 +24,16 @@ export interface PeriodicStep {
 
 const MINUTE_MS = 60_000;
 const HOUR_MS = 60 * MINUTE_MS;
+/** A chain retry is due at most this late: a pass every second or, when the first delay is shorter, at it. */
+const CHAIN_RETRY_PASS_MS = () => Math.max(50, Math.min(1000, config().chainRetryDelaysMs[0] ?? 1000));
 
 export const PERIODIC_STEPS: readonly PeriodicStep[] = [
   { action: "webhooks.dispatchDue", everyMs: () => config().webhookPollMs, runs: "queue" },
   { action: "webhooks.pruneReplays", everyMs: () => MINUTE_MS, runs: "timer" },
   { action: "messages.processDue", everyMs: () => config().messagePollMs, runs: "queue" },
   { action: "campaigns.processDue", everyMs: () => config().campaignPollMs, runs: "queue" },
+  // Events whose chain failed after they were stored, run again at their due time.
+  { action: "events.retryChains", everyMs: CHAIN_RETRY_PASS_MS, runs: "timer" },
   { action: "crm.notifyDueTasks", everyMs: () => MINUTE_MS, runs: "timer" },
   // Decay first: the score segments it moves are current before time-relative segments refresh.
   { action: "scoring.applyDecay", everyMs: () => MINUTE_MS, runs: "timer" },

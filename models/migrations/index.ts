@@ -67,6 +67,7 @@ import * as webhookDeliveryQueue from "./0103-webhook-delivery-queue";
 import * as eventsTypeContactIndex from "./0104-events-type-contact-index";
 import * as webhookQueueIndexC from "./0106-webhook-queue-index-c";
 import * as campaignEnrollmentsClaimedBy from "./0108-campaign-enrollments-claimed-by";
+import * as eventChainRetries from "./0110-event-chain-retries";
 
 export interface Migration {
   name: string;
@@ -143,4 +144,5 @@ export const migrations: Migration[] = [
   { name: "0104-events-type-contact-index", up: eventsTypeContactIndex.up },
   { name: "0106-webhook-queue-index-c", up: webhookQueueIndexC.up },
   { name: "0108-campaign-enrollments-claimed-by", up: campaignEnrollmentsClaimedBy.up },
+  { name: "0110-event-chain-retries", up: eventChainRetries.up },
 ];

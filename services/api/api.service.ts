@@ -1,4 +1,4 @@
-import type { IncomingMessage, ServerResponse } from "node:http";
+import type { IncomingMessage, Server, ServerResponse } from "node:http";
 import type { Context } from "moleculer";
 import ApiGateway, { type ApiSettingsSchema } from "moleculer-web";
 import { Type } from "@sinclair/typebox";
@@ -298,6 +298,11 @@ const ApiService = defineService<Gateway>({
 
   created() {
     trustFunction(); // a TRUST_PROXY that cannot be read stops the start, not a request
+    // moleculer-web made the server in its own `created`, which runs first. Node closes an idle connection
+    // after 5 s; the headers' timeout must outlast the keep-alive one (Node's http docs).
+    const { server } = this as unknown as { server: Server };
+    server.keepAliveTimeout = config().httpKeepAliveMs;
+    server.headersTimeout = config().httpKeepAliveMs + 1000;
     // A 201 without Location is valid HTTP (the target URI names the collection);
     // moleculer-web warns on each one, which costs a synchronous log write per create.
     const warn = this.logger.warn.bind(this.logger);
@@ -322,6 +327,11 @@ const ApiService = defineService<Gateway>({
   },
 
   async stopped() {
+    // Runs before moleculer-web closes the server. A connection whose answer ends after the close would
+    // stay open for the whole keep-alive time and hold the stop: from now on an answered one closes.
+    const { server } = this as unknown as { server: Server };
+    server.keepAliveTimeout = 1;
+    server.closeIdleConnections();
     await releaseDatabase();
   },
 

@@ -1,17 +1,21 @@
 import { countEventsIngested } from "../../lib/business-metrics";
-import type { ServiceBroker } from "moleculer";
+import type { LoggerInstance, ServiceBroker } from "moleculer";
+import { config } from "../../lib/config";
 import { notFound } from "../../lib/errors";
 import type { AppContext } from "../../lib/moleculer-types";
 import { isServiceAvailable } from "../../lib/registry";
 import { systemCall } from "../../lib/system-call";
 import { workspaceOf, type WorkspaceId } from "../../lib/tenancy";
 import { probeVersions, type Versions } from "../../lib/versioned-cache";
+import * as retries from "./chain-retries.repo";
 import { insertEvent } from "./events.repo";
 import type { EventRecord, RecordInput } from "./events.schemas";
 
 /**
  * Store an event (with its fact for outbound webhooks, staged by the same
- * statement), then run the chain in order. An unknown contact is 404.
+ * statement), then run the chain in order. An unknown contact is 404. A
+ * chain that fails after the store (a step's service unreachable, a timeout)
+ * answers its error and is queued to run again until it completes.
  */
 export async function recordEvent(
   broker: ServiceBroker,
@@ -27,8 +31,53 @@ export async function recordEvent(
   ]);
   if (!event) throw notFound("Contact");
   countEventsIngested(broker.metrics, 1);
-  await runChain(broker, ctx, workspaceId, event, configVersions);
+  try {
+    await runChain(broker, ctx, workspaceId, event, configVersions);
+  } catch (err) {
+    // The event is stored and its webhooks go out: its chain must complete too, later if not now.
+    await retries
+      .queueChainRetry(workspaceId, event.id, errorText(err), chainRetryDelay(0, config().chainRetryDelaysMs))
+      .catch((queueErr: unknown) =>
+        broker.logger.error(
+          `Event ${event.id}: chain failed and could not be queued again: ${errorText(queueErr)}`,
+        ),
+      );
+    throw err;
+  }
   return event;
+}
+
+const errorText = (err: unknown) => (err instanceof Error ? err.message : String(err));
+
+/** The wait before the chain's run after `attempts` runs from the queue: the delays in turn, then the last. */
+export function chainRetryDelay(attempts: number, delays: number[]): number {
+  return delays.length ? delays[Math.min(attempts, delays.length - 1)] : 0;
+}
+
+/** How long a claimed retry is held: its three steps, each within the request timeout, with room. */
+const RETRY_LEASE_MS = 60_000;
+const RETRY_BATCH = 50;
+
+/**
+ * One pass of the chain retries (`events.retryChains`): each due event's chain
+ * runs again, as the system, oldest event first; a completed one leaves the
+ * queue, a failed one waits its next delay. True when the batch was full.
+ */
+export async function retryChains(broker: ServiceBroker, logger: LoggerInstance): Promise<boolean> {
+  const due = await retries.claimChainRetries(RETRY_BATCH, RETRY_LEASE_MS);
+  for (const { workspaceId, event, attempts } of due) {
+    try {
+      await runChain(broker, broker, workspaceId, event);
+      await retries.finishChainRetry(workspaceId, event.id);
+    } catch (err) {
+      const delay = chainRetryDelay(attempts, config().chainRetryDelaysMs);
+      logger.warn(
+        `Event ${event.id}: chain failed again (retry ${attempts}), next in ${delay} ms: ${errorText(err)}`,
+      );
+      await retries.postponeChainRetry(workspaceId, event.id, errorText(err), delay);
+    }
+  }
+  return due.length === RETRY_BATCH;
 }
 
 /**
@@ -41,13 +90,13 @@ export async function recordEvent(
  */
 export async function runChain(
   broker: ServiceBroker,
-  ctx: AppContext,
+  from: AppContext | ServiceBroker,
   workspaceId: WorkspaceId,
   event: EventRecord,
   configVersions?: Versions,
 ): Promise<string[]> {
   const call = (action: string, params: object) =>
-    systemCall(ctx, workspaceId, action, params, { configVersions });
+    systemCall(from, workspaceId, action, params, { configVersions });
   const ran: string[] = [];
   if (event.contactId && isServiceAvailable(broker, "segments")) {
     // The event type rides along so segments need not read the event back.

@@ -7,7 +7,7 @@ import { retentionPurge } from "../../lib/retention";
 import type { ActivityItem, EventListItem, EventRecord, RecordInput } from "./events.schemas";
 import type { WorkspaceId } from "../../lib/tenancy";
 
-interface EventRow {
+export interface EventRow {
   id: string;
   type: string;
   metadata: Record<string, unknown>;

@@ -3,10 +3,13 @@ import { Type } from "@sinclair/typebox";
 import { defineAction, defineService } from "../../lib/define-service";
 import { pageRequest } from "../../lib/pagination";
 import { workspaceOf } from "../../lib/tenancy";
+import { queueStatsAction } from "../../lib/queue-stats";
+import { BackgroundMixin } from "../../mixins/background";
 import { DatabaseMixin } from "../../mixins/database.mixin";
 import { OutboxRelayMixin } from "../../mixins/outbox-relay";
 import { backfillTime } from "./backfill";
-import { recordEvent } from "./chain";
+import { recordEvent, retryChains } from "./chain";
+import { chainRetryFigures } from "./chain-retries.repo";
 import * as repo from "./events.repo";
 import { retentionActions } from "../../lib/retention";
 import { clampEventsLimit, schemas } from "./events.schemas";
@@ -18,7 +21,7 @@ const sessionWrite = requires("contacts.write", { auth: "session" });
 /** Recorded activity events and the ordered chain every origin goes through. */
 export default defineService({
   name: "events",
-  mixins: [DatabaseMixin, OutboxRelayMixin],
+  mixins: [DatabaseMixin, OutboxRelayMixin, BackgroundMixin],
   settings: { rest: "/" },
 
   actions: {
@@ -85,6 +88,17 @@ export default defineService({
         return recordEvent(this.broker, ctx, ctx.params);
       },
     }),
+
+    /** Internal (timer, cron tick): one pass over the events whose chain failed after they were stored, each run again. */
+    retryChains: defineAction({
+      result: Type.Object({ more: Type.Boolean() }),
+      handler: async function (ctx) {
+        return { more: await retryChains(ctx.broker, this.logger) };
+      },
+    }),
+
+    /** Internal (timer, the REPL's `queues`): the chain-retry queue's figures, into the queue gauges. */
+    queueStats: queueStatsAction(async () => [await chainRetryFigures()]),
 
     /** Internal (the website script, forms): a visitor identified takes its session's anonymous events. */
     claimSession: defineAction({

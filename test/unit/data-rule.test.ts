@@ -42,7 +42,7 @@ const OWNERS: Record<string, string[]> = {
     "saved_views",
     "dashboard_widgets",
   ],
-  events: ["events"],
+  events: ["events", "event_chain_retries"],
   forms: ["forms", "form_views", "form_submissions"],
   inbox: [
     "inbox_threads",

@@ -69,6 +69,11 @@ const ALLOWED: Array<{ file: string; line: string; reason: string }> = [
     reason: "proves unsubscribe.email is NOT delivered twice",
   },
   {
+    file: "test/integration/gateway/keep-alive.test.ts",
+    line: "await new Promise((resolve) => setTimeout(resolve, 5_500));",
+    reason: "proves an idle connection outlives Node's default 5 s keep-alive",
+  },
+  {
     file: "test/integration/forms/forms.test.ts",
     line: "await new Promise((r) => setTimeout(r, 500));",
     reason: "proves form.submitted is NOT delivered twice",
