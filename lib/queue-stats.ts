@@ -35,6 +35,7 @@ export const QUEUE_OWNERS = [
   "crm",
   "scoring",
   "inbox",
+  "providers",
 ] as const;
 
 /**
