@@ -119,6 +119,7 @@ test("queues: every durable queue's depth and oldest due row, from its owner", a
   expect(answer.queues.map((q) => q.queue).sort()).toEqual([
     "campaign_steps",
     "domain_event_outbox",
+    "inbound_queue",
     "inbox_attachment_removals",
     "jobs",
     "messages",
