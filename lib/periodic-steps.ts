@@ -22,7 +22,8 @@ export interface PeriodicStep {
   runs: "timer" | "queue";
 }
 
-const MINUTE_MS = 60_000;
+const SECOND_MS = 1000;
+const MINUTE_MS = 60 * SECOND_MS;
 const HOUR_MS = 60 * MINUTE_MS;
 /** A chain retry is due at most this late: a pass every second or, when the first delay is shorter, at it. */
 const CHAIN_RETRY_PASS_MS = () => Math.max(50, Math.min(1000, config().chainRetryDelaysMs[0] ?? 1000));
@@ -56,6 +57,9 @@ export const PERIODIC_STEPS: readonly PeriodicStep[] = [
   { action: "analytics.foldRollups", everyMs: () => config().analyticsFoldMs, runs: "timer" },
   { action: "messages.sweepProviderCallbacks", everyMs: () => HOUR_MS, runs: "timer" },
   { action: "providers.sweepEventLog", everyMs: () => HOUR_MS, runs: "timer" },
+  // Inbound messages the webhooks accepted, filed (woken by each webhook; the poll takes over expired leases).
+  { action: "providers.fileInbound", everyMs: () => SECOND_MS, runs: "queue" },
+  { action: "providers.sweepFiledInbound", everyMs: () => HOUR_MS, runs: "timer" },
   { action: "auth.pruneRevokedSessions", everyMs: () => HOUR_MS, runs: "timer" },
   // Each workspace's retention purge starts once per UTC day, at a pass with room for it (a few at once per process).
   { action: "retention.runDaily", everyMs: () => 5 * MINUTE_MS, runs: "timer" },

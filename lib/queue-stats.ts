@@ -36,6 +36,7 @@ export const QUEUE_OWNERS = [
   "scoring",
   "inbox",
   "events",
+  "providers",
 ] as const;
 
 /**

@@ -65,6 +65,7 @@ import * as inboxAttachmentRemovals from "./0101-inbox-attachment-removals";
 import * as analyticsActivityAppended from "./0102-analytics-activity-appended";
 import * as webhookDeliveryQueue from "./0103-webhook-delivery-queue";
 import * as eventsTypeContactIndex from "./0104-events-type-contact-index";
+import * as inboundQueue from "./0105-inbound-queue";
 import * as webhookQueueIndexC from "./0106-webhook-queue-index-c";
 import * as campaignEnrollmentsClaimedBy from "./0108-campaign-enrollments-claimed-by";
 import * as eventChainRetries from "./0110-event-chain-retries";
@@ -142,6 +143,7 @@ export const migrations: Migration[] = [
   { name: "0102-analytics-activity-appended", up: analyticsActivityAppended.up },
   { name: "0103-webhook-delivery-queue", up: webhookDeliveryQueue.up },
   { name: "0104-events-type-contact-index", up: eventsTypeContactIndex.up },
+  { name: "0105-inbound-queue", up: inboundQueue.up },
   { name: "0106-webhook-queue-index-c", up: webhookQueueIndexC.up },
   { name: "0108-campaign-enrollments-claimed-by", up: campaignEnrollmentsClaimedBy.up },
   { name: "0110-event-chain-retries", up: eventChainRetries.up },

@@ -1,22 +1,21 @@
 import { requires } from "../../lib/access";
 import { Readable } from "node:stream";
+import { Type } from "@sinclair/typebox";
 import { Errors, type ServiceBroker } from "moleculer";
 import { audit } from "../../lib/audit";
 import { config } from "../../lib/config";
-import { defineAction } from "../../lib/define-service";
+import { newId } from "../../lib/crypto";
+import { defineAction, defineMixin, type ServiceThis } from "../../lib/define-service";
 import { invalidSignature, notFound, validationError } from "../../lib/errors";
 import type { AppContext } from "../../lib/moleculer-types";
-import { isServiceAvailable } from "../../lib/registry";
+import { stepPoller } from "../../lib/periodic-steps";
+import { queueStatsAction } from "../../lib/queue-stats";
 import { compileParamsChecker, unstorableInput } from "../../lib/schema";
 import { systemCall } from "../../lib/system-call";
 import { workspaceOf, type WorkspaceId } from "../../lib/tenancy";
+import type { Poller } from "../../lib/worker";
 import type { ReceivedFile } from "../../lib/uploads";
-import {
-  COMMAND_CHANNELS,
-  type CommandChannel,
-  type InboxChannel,
-  type ProviderChannel,
-} from "../../lib/channels";
+import type { ProviderChannel } from "../../lib/channels";
 import type { ProviderEvent } from "./callbacks";
 import {
   ATTACHMENT_LIMIT_BYTES,
@@ -26,13 +25,18 @@ import {
   readCallbackBody,
   removeAttachments,
   type CallbackBody,
-  type InboundAttachment,
 } from "./inbound-mail";
+import { fileInboundBatch } from "./inbound-filing";
+import {
+  acceptInbound as acceptInboundRow,
+  dropFiledBefore,
+  inboundQueueFigures,
+  unfiledCount,
+} from "./inbound-queue.repo";
 import { handshake, openWindow } from "./chatapp2/chatapp2.actions";
 import { chatapp2Results, chatapp2Schemas } from "./chatapp2/chatapp2.schemas";
 import { readEvents, verifyCallback } from "./kinds";
-import { SMSAPI1_ANSWERED_KEYWORDS } from "./smsapi1/client";
-import { checkCommands, DEFAULT_COMMANDS, matchCommand } from "./commands";
+import { checkCommands, DEFAULT_COMMANDS } from "./commands";
 import { commandsChanged } from "./chatapp1/connect";
 import { openedConfig } from "./credentials";
 import * as repo from "./providers.repo";
@@ -52,6 +56,11 @@ const tags = ["Providers"];
 const manage = requires("providers.manage");
 
 type Inbound = Extract<ProviderEvent, { kind: "inbound" }>;
+
+/** Broadcast when a webhook accepted inbound messages: every replica's filer wakes. */
+const INBOUND_ACCEPTED_EVENT = "providers.inboundAccepted";
+/** How long a filed message's row is kept: a provider's retry within it stores nothing again. */
+const FILED_KEPT_HOURS = 24;
 
 const checkQuery = compileParamsChecker(commandSchemas.callback);
 
@@ -83,7 +92,12 @@ const emailWebhooksOpenApi = {
   },
 };
 
-export const inboundActions = {
+/** What the mixin adds to the providers service's `this`: the filer of accepted inbound messages. */
+interface InboundState {
+  inboundFiler: Poller;
+}
+
+export const inboundActions = defineMixin<ServiceThis<InboundState>>({
   actions: {
     /** The workspace's channel commands (the defaults until replaced). providers.manage. */
     getCommands: defineAction({
@@ -204,8 +218,70 @@ export const inboundActions = {
       params: chatapp2Schemas.handshake,
       handler: (ctx) => handshake(ctx),
     }),
+
+    /** Internal (cron tick; in process, the filer's poller): one batch of accepted inbound messages filed. */
+    fileInbound: defineAction({
+      result: Type.Integer(),
+      handler(ctx) {
+        return fileInboundBatch(ctx.broker, this.logger);
+      },
+    }),
+
+    /**
+     * Internal (tests, operators): file until no accepted message is left
+     * unfiled (this node's batches, and other nodes' leases run to their
+     * end), or `timeoutMs` passed; answers how many are left.
+     */
+    drainInbound: defineAction({
+      params: Type.Object({ timeoutMs: Type.Optional(Type.Integer({ minimum: 0, maximum: 600_000 })) }),
+      result: Type.Integer(),
+      async handler(ctx) {
+        const deadline = Date.now() + (ctx.params.timeoutMs ?? 10_000);
+        for (;;) {
+          const claimed = await fileInboundBatch(ctx.broker, this.logger);
+          const left = await unfiledCount();
+          if (!left || Date.now() > deadline) return left;
+          // Nothing this node could claim: others hold the rest, or it is due later.
+          if (!claimed) await new Promise((resolve) => setTimeout(resolve, 20));
+        }
+      },
+    }),
+
+    /** Internal (timer, cron tick): filed messages' rows dropped after a day (a retry within it stores nothing). */
+    sweepFiledInbound: defineAction({
+      result: Type.Integer(),
+      handler: () => dropFiledBefore(FILED_KEPT_HOURS),
+    }),
+
+    /** Internal (timer, the REPL's `queues`): the inbound queue's figures, into the queue gauges. */
+    queueStats: queueStatsAction(async () => [await inboundQueueFigures()]),
   },
-};
+
+  events: {
+    /** A webhook accepted inbound messages (here or on another replica): file them now. */
+    [INBOUND_ACCEPTED_EVENT]() {
+      this.inboundFiler.wake();
+    },
+  },
+
+  created() {
+    // Two drains side by side: one files while the other claims.
+    this.inboundFiler = stepPoller("providers.fileInbound", {
+      logger: this.logger,
+      metrics: this.broker.metrics,
+      workers: 2,
+      pass: async () => (await fileInboundBatch(this.broker, this.logger)) > 0,
+    });
+  },
+
+  started() {
+    this.inboundFiler.start();
+  },
+
+  async stopped() {
+    await this.inboundFiler.stop();
+  },
+});
 
 /**
  * A callback: 404 for a provider that is not one of the channel's with
@@ -243,11 +319,13 @@ async function receive(
       providerId: provider.id,
       events: reports,
     });
-  // A mail is one inbound event: the callback's files are its attachments.
+  // A mail is one inbound event: the callback's files are its attachments, kept for the filer.
+  let accepted = false;
   for (const text of fresh.filter((e): e is Inbound => e.kind === "inbound")) {
     await noteInbound?.(provider.workspace_id, text);
-    await receiveInbound(ctx.broker, provider, text, files);
+    accepted = (await acceptInbound(provider, text, files)) || accepted;
   }
+  if (accepted) inboundAccepted(ctx.broker);
   await repo.markSeen(
     provider.id,
     fresh.flatMap((e) => (e.eventId ? [e.eventId] : [])),
@@ -255,172 +333,46 @@ async function receive(
   return { received: true as const };
 }
 
-/** A body the gateway parsed (JSON or a form): its exact text, kept for the signature. */
-const formBody = (ctx: AppContext) => () => Promise.resolve({ rawBody: ctx.meta.rawBody ?? "", files: [] });
-
-/** Whether the provider answers this keyword itself (smsapi1 with `providerHandlesOptOut`). */
-function providerAnswered(provider: CallbackProvider, keyword: string): boolean {
-  return (
-    provider.type === "smsapi1" &&
-    provider.config.providerHandlesOptOut === true &&
-    SMSAPI1_ANSWERED_KEYWORDS.has(keyword.trim().toUpperCase())
-  );
-}
-
 /**
- * An inbound message on any channel: its contact (found by the channel's
- * address, else created), its conversation in the inbox (unless it is a
- * command), the activity (`<channel>.message_received` with the thread), and
- * a command it may be (STOP, START, HELP), answered on the same channel
- * through the same provider. Each channel's callbacks read their provider's
- * wire into the one `inbound` shape; this is the one path after that.
+ * An inbound message stored for the filer (inbound-filing.ts), once per
+ * provider message id: false when a retry brought it again (its attachments
+ * go again).
  */
-async function receiveInbound(
-  broker: ServiceBroker,
+async function acceptInbound(
   provider: CallbackProvider,
   inbound: Inbound,
-  /** A mail's attachments, received (kept only when the mail is filed in the inbox). */
   files: ReceivedFile[],
-): Promise<void> {
-  const workspaceId = provider.workspace_id;
-  const channel = provider.channel as InboxChannel;
-  const contact = await inboundContact(broker, workspaceId, channel, inbound);
-  // A channel command (STOP, START, HELP) is answered by its rule, not by a person or an auto-reply; a deep
-  // link's `/start <token>` only binds the chat.
-  const command =
-    isCommandChannel(channel) && !inbound.linkToken
-      ? matchCommand(provider.commands ?? DEFAULT_COMMANDS, channel, inbound.command ?? inbound.text)
-      : null;
-  const thread =
-    !command && !contact.linked && isServiceAvailable(broker, "inbox")
-      ? await fileInInbox(broker, workspaceId, files, (attachments) => ({
-          channel,
-          contactId: contact.id,
-          providerId: provider.id,
-          from: inbound.from,
-          to: inbound.to,
-          text: inbound.text,
-          ...(inbound.subject !== undefined ? { subject: inbound.subject } : {}),
-          providerMessageId: inbound.providerMessageId,
-          references: inbound.references ?? [],
-          ...(attachments.length ? { attachments } : {}),
-        }))
-      : null;
-  if (isServiceAvailable(broker, "events"))
-    await systemCall(broker, workspaceId, "events.record", {
-      type: `${channel}.message_received`,
-      contactId: contact.id,
-      metadata: {
-        providerId: provider.id,
-        threadId: thread?.threadId ?? null,
-        from: inbound.from,
-        to: inbound.to,
-        text: inbound.text,
-        ...(inbound.subject !== undefined ? { subject: inbound.subject } : {}),
-        providerMessageId: inbound.providerMessageId,
-      },
-    });
-  const reply = (text: string) =>
-    systemCall(broker, workspaceId, "messages.create", {
-      workspaceId,
-      contactId: contact.id,
-      to: inbound.from,
-      channel,
-      content: channel === "sms" ? { body: text } : { text },
-      transactional: true,
-      // SMS answers through the provider it came in on; a chat channel has only one provider.
-      ...(channel === "sms" && { providerId: provider.id }),
-    });
-  if (contact.linked) await reply(LINK_WELCOME);
-  if (!command || !isCommandChannel(channel)) return;
-  if (command.action !== "help")
-    await systemCall(broker, workspaceId, "contacts.applyPreferences", {
-      contactId: contact.id,
-      channels: { [channel]: command.action === "opt_out" ? "opted_out" : "opted_in" },
-      source: COMMAND_SOURCES[channel][command.action],
-    });
-  // The confirmation a carrier requires, even to a number that just opted out: transactional. Not
-  // when the provider has answered the keyword itself: the person would get two.
-  if (command.reply && !providerAnswered(provider, command.keyword))
-    await reply(command.reply).catch((err: { type?: string }) => {
-      // A command that arrived past its channel's reply window (chatapp2's 24 hours) gets no reply.
-      if (err.type !== "INVALID_STATE") throw err;
-    });
-}
-
-/**
- * The message into its inbox conversation with its attachments kept; the
- * files go again when the inbox holds no message for them (the provider
- * delivered this one before, or filing it failed).
- */
-async function fileInInbox(
-  broker: ServiceBroker,
-  workspaceId: WorkspaceId,
-  files: ReceivedFile[],
-  params: (attachments: InboundAttachment[]) => Record<string, unknown>,
-): Promise<{ threadId: string }> {
-  const attachments = await keepAttachments(workspaceId, files);
-  try {
-    const filed = await systemCall<{ threadId: string; duplicate: boolean }>(
-      broker,
-      workspaceId,
-      "inbox.receive",
-      params(attachments),
-    );
-    if (filed.duplicate) await removeAttachments(attachments);
-    return filed;
-  } catch (err) {
+): Promise<boolean> {
+  const attachments = files.length ? await keepAttachments(provider.workspace_id, files) : [];
+  const stored = await acceptInboundRow({
+    workspaceId: provider.workspace_id,
+    providerId: provider.id,
+    dedupeKey: inbound.providerMessageId ?? inbound.eventId ?? newId(),
+    conversation: `${provider.workspace_id}\n${provider.channel}\n${inbound.from}`,
+    inbound,
+    attachments,
+  }).catch(async (err: unknown) => {
     await removeAttachments(attachments);
     throw err;
-  }
-}
-
-/** How the sender of an inbound message is found among contacts (else created with it), per channel that receives. */
-const INBOUND_ADDRESS: Record<InboxChannel, "email" | "phone" | "chatapp1ChatId"> = {
-  email: "email",
-  sms: "phone",
-  chatapp1: "chatapp1ChatId",
-  chatapp2: "phone",
-};
-
-const isCommandChannel = (channel: string): channel is CommandChannel =>
-  (COMMAND_CHANNELS as readonly string[]).includes(channel);
-
-/**
- * The contact an inbound message is from: the one a deep link's token
- * binds (chatapp1 `/start <token>`, `linked`), else the one with the
- * sender's address, else a new one with it (one, however many of its
- * first messages arrive together).
- */
-async function inboundContact(
-  broker: ServiceBroker,
-  workspaceId: WorkspaceId,
-  channel: InboxChannel,
-  inbound: Inbound,
-): Promise<{ id: string; linked: boolean }> {
-  if (inbound.linkToken) {
-    const linked = await systemCall<{ id: string } | null>(broker, workspaceId, "contacts.linkChat", {
-      token: inbound.linkToken,
-      chatId: inbound.from,
-    });
-    if (linked) return { id: linked.id, linked: true };
-  }
-  const found = await systemCall<{ contactId: string }>(broker, workspaceId, "contacts.forAddress", {
-    type: INBOUND_ADDRESS[channel],
-    value: inbound.from,
-    ...(channel === "chatapp1" && inbound.name?.firstName && { firstName: inbound.name.firstName }),
-    ...(channel === "chatapp1" && inbound.name?.lastName && { lastName: inbound.name.lastName }),
   });
-  return { id: found.contactId, linked: false };
+  if (!stored) await removeAttachments(attachments);
+  return stored;
 }
 
-/** The answer to a chat that a deep link has just bound to its contact. */
-const LINK_WELCOME =
-  "You are connected: our messages will reach you here. Send STOP at any time to stop them.";
+/** When this process last told the other replicas of accepted messages. */
+let toldOthersAt = 0;
+/** Replicas are told at most this often: the local filer is woken at once, the others help under load. */
+const TELL_OTHERS_EVERY_MS = 50;
 
-/** The opt-out source (contract 7) a channel command records. */
-const COMMAND_SOURCES: Record<CommandChannel, Record<"opt_out" | "opt_in", string>> = {
-  sms: { opt_out: "sms_stop", opt_in: "sms_start" },
-  chatapp1: { opt_out: "chat_command", opt_in: "chat_command" },
-  chatapp2: { opt_out: "chat_command", opt_in: "chat_command" },
-};
+/** Wake this process's filer now, and (at most every TELL_OTHERS_EVERY_MS) the other replicas'. */
+function inboundAccepted(broker: ServiceBroker): void {
+  const now = Date.now();
+  if (now - toldOthersAt < TELL_OTHERS_EVERY_MS) void broker.broadcastLocal(INBOUND_ACCEPTED_EVENT);
+  else {
+    toldOthersAt = now;
+    void broker.broadcast(INBOUND_ACCEPTED_EVENT);
+  }
+}
+
+/** A body the gateway parsed (JSON or a form): its exact text, kept for the signature. */
+const formBody = (ctx: AppContext) => () => Promise.resolve({ rawBody: ctx.meta.rawBody ?? "", files: [] });

@@ -60,6 +60,7 @@ const OWNERS: Record<string, string[]> = {
     "provider_event_log",
     "chatapp2_templates",
     "chatapp2_windows",
+    "inbound_queue",
   ],
   push: ["push_subscriptions"],
   reports: ["reports", "report_schedules"],

@@ -1,3 +1,4 @@
+import { filedAfter } from "../../helpers/inbound";
 import { startApp, type TestApp } from "../../helpers/app";
 import { botApi, botCall, botTextUpdate, graphApi } from "../../helpers/chat-fakes";
 import { ownerWithWorkspace, signUp, type SignedInUser } from "../../helpers/http";
@@ -49,10 +50,13 @@ function inbound(text: string, secret = secretToken) {
     firstName: "Rita",
     lastName: "Roundtrip",
   });
-  return app.http().request("POST", `/api/providers/chatapp1/webhooks?providerId=${providerId}`, {
-    raw: JSON.stringify(update),
-    headers: { "content-type": "application/json", "x-telegram-bot-api-secret-token": secret },
-  });
+  return filedAfter(
+    app,
+    app.http().request("POST", `/api/providers/chatapp1/webhooks?providerId=${providerId}`, {
+      raw: JSON.stringify(update),
+      headers: { "content-type": "application/json", "x-telegram-bot-api-secret-token": secret },
+    }),
+  );
 }
 
 beforeAll(async () => {
@@ -222,12 +226,13 @@ test("an inbound chatapp2 message through the signed webhook: a thread whose rep
     ],
   });
   const signature = hubSignature(APP_SECRET, body);
-  const posted = await app
-    .http()
-    .request("POST", `/api/providers/chatapp2/webhooks?providerId=${connected.body.id}`, {
+  const posted = await filedAfter(
+    app,
+    app.http().request("POST", `/api/providers/chatapp2/webhooks?providerId=${connected.body.id}`, {
       raw: body,
       headers: { "content-type": "application/json", "x-hub-signature-256": signature },
-    });
+    }),
+  );
   expect(posted.status).toBe(200);
 
   const [thread] = (await c.get(`${ctx.ws}/inbox?channel=chatapp2`)).body.data;

@@ -1,3 +1,4 @@
+import { filedAfter } from "../../helpers/inbound";
 import { mkdtempSync } from "node:fs";
 import { readdir, rm } from "node:fs/promises";
 import os from "node:os";
@@ -116,13 +117,16 @@ afterAll(async () => {
 function inboundSms(from: string, sid: string, body: string, signWith = "twilio-auth") {
   const form = { MessageSid: sid, From: from, To: TWILIO_FROM, Body: body };
   const path = `/api/providers/sms/webhooks?providerId=${twilioId}`;
-  return app.http().request("POST", path, {
-    raw: new URLSearchParams(form).toString(),
-    headers: {
-      "content-type": "application/x-www-form-urlencoded",
-      "x-twilio-signature": twilioSignature(signWith, `${PUBLIC_URL}${path}`, form),
-    },
-  });
+  return filedAfter(
+    app,
+    app.http().request("POST", path, {
+      raw: new URLSearchParams(form).toString(),
+      headers: {
+        "content-type": "application/x-www-form-urlencoded",
+        "x-twilio-signature": twilioSignature(signWith, `${PUBLIC_URL}${path}`, form),
+      },
+    }),
+  );
 }
 
 /** A mail forwarded by an emailapi2 (Mailgun) inbound route, as a form or multipart. */
@@ -130,10 +134,13 @@ function inboundMail(fields: Record<string, string>, opts: { key?: string; multi
   const form = { ...fields, ...mailgunSignature(opts.key ?? "mg-signing") };
   const path = `/api/providers/email/webhooks?providerId=${mailgunId}`;
   if (!opts.multipart)
-    return app.http().request("POST", path, {
-      raw: new URLSearchParams(form).toString(),
-      headers: { "content-type": "application/x-www-form-urlencoded" },
-    });
+    return filedAfter(
+      app,
+      app.http().request("POST", path, {
+        raw: new URLSearchParams(form).toString(),
+        headers: { "content-type": "application/x-www-form-urlencoded" },
+      }),
+    );
   const boundary = "----mailgun-route-boundary";
   const raw = `${Object.entries(form)
     .map(
@@ -141,10 +148,13 @@ function inboundMail(fields: Record<string, string>, opts: { key?: string; multi
         `--${boundary}\r\nContent-Disposition: form-data; name="${name}"\r\n\r\n${value}\r\n`,
     )
     .join("")}--${boundary}--\r\n`;
-  return app.http().request("POST", path, {
-    raw,
-    headers: { "content-type": `multipart/form-data; boundary=${boundary}` },
-  });
+  return filedAfter(
+    app,
+    app.http().request("POST", path, {
+      raw,
+      headers: { "content-type": `multipart/form-data; boundary=${boundary}` },
+    }),
+  );
 }
 
 const smsTo = (phone: string) =>
@@ -567,7 +577,10 @@ function mailWithFiles(
     form.append(`attachment-${i + 1}`, new Blob([bytes], { type }), fileName),
   );
   return multipartBody(form).then((body) =>
-    app.http().request("POST", `/api/providers/email/webhooks?providerId=${mailgunId}`, body),
+    filedAfter(
+      app,
+      app.http().request("POST", `/api/providers/email/webhooks?providerId=${mailgunId}`, body),
+    ),
   );
 }
 
@@ -992,10 +1005,13 @@ test("smsapi2 inbound: a keyword condition wins by priority over a round robin; 
       message_type: "text",
       text,
     });
-    return app.http().request("POST", path, {
-      raw: body,
-      headers: { "content-type": "application/json", authorization: vonageBearer("vonage-sig", body) },
-    });
+    return filedAfter(
+      app,
+      app.http().request("POST", path, {
+        raw: body,
+        headers: { "content-type": "application/json", authorization: vonageBearer("vonage-sig", body) },
+      }),
+    );
   };
   expect((await inbound("v-in-1", "14155550401", "I want a REFUND please")).status).toBe(200);
   expect((await inbound("v-in-2", "14155550402", "hello")).status).toBe(200);

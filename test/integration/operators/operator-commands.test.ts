@@ -120,6 +120,7 @@ test("queues: every durable queue's depth and oldest due row, from its owner", a
     "campaign_steps",
     "domain_event_outbox",
     "event_chain_retries",
+    "inbound_queue",
     "inbox_attachment_removals",
     "jobs",
     "messages",

@@ -1,3 +1,4 @@
+import { filedAfter } from "../../helpers/inbound";
 import { Client } from "pg";
 import { startApp, type TestApp } from "../../helpers/app";
 import { ownerWithWorkspace } from "../../helpers/http";
@@ -139,13 +140,16 @@ function postSendgrid(events: unknown[], providerId = sendgridId, sign = true) {
 
 function postTwilio(form: Record<string, string>, signWith = "twilio-auth", providerId = twilioId) {
   const path = `/api/providers/sms/webhooks?providerId=${providerId}`;
-  return app.http().request("POST", path, {
-    raw: new URLSearchParams(form).toString(),
-    headers: {
-      "content-type": "application/x-www-form-urlencoded",
-      "x-twilio-signature": twilioSignature(signWith, `${PUBLIC_URL}${path}`, form),
-    },
-  });
+  return filedAfter(
+    app,
+    app.http().request("POST", path, {
+      raw: new URLSearchParams(form).toString(),
+      headers: {
+        "content-type": "application/x-www-form-urlencoded",
+        "x-twilio-signature": twilioSignature(signWith, `${PUBLIC_URL}${path}`, form),
+      },
+    }),
+  );
 }
 
 test("emailapi1: signatures checked; delivered moves the message; a callback twice applies once", async () => {
@@ -307,7 +311,10 @@ test("emailapi2: Mailgun's signed body; a permanent failure is a hard bounce", a
     });
   const path = `/api/providers/email/webhooks?providerId=${mailgun.body.id}`;
   const post = (raw: string) =>
-    app.http().request("POST", path, { raw, headers: { "content-type": "application/json" } });
+    filedAfter(
+      app,
+      app.http().request("POST", path, { raw, headers: { "content-type": "application/json" } }),
+    );
   expect((await post(body(mailgunSignature("wrong")))).status).toBe(401);
   expect((await post(body(undefined))).status).toBe(401);
   expect((await post(body(mailgunSignature("mg-signing")))).status).toBe(200);
@@ -483,10 +490,13 @@ test("smsapi2: Vonage's signed JSON; delivered by client_ref; an inbound 'stop' 
   const path = `/api/providers/sms/webhooks?providerId=${vonage.body.id}`;
   const post = (payload: unknown, secret = "vonage-sig") => {
     const body = JSON.stringify(payload);
-    return app.http().request("POST", path, {
-      raw: body,
-      headers: { "content-type": "application/json", authorization: vonageBearer(secret, body) },
-    });
+    return filedAfter(
+      app,
+      app.http().request("POST", path, {
+        raw: body,
+        headers: { "content-type": "application/json", authorization: vonageBearer(secret, body) },
+      }),
+    );
   };
   expect(
     (await post({ message_uuid: "V-100", status: "delivered", client_ref: sent.id }, "wrong")).status,

@@ -1,3 +1,4 @@
+import { filedAfter } from "../../helpers/inbound";
 import { Client } from "pg";
 import { systemCall } from "../../../lib/system-call";
 import { startApp, type TestApp } from "../../helpers/app";
@@ -79,13 +80,16 @@ afterAll(async () => {
 const secret = () => lastBody("setWebhook").secret_token as string;
 
 function postUpdate(update: unknown, secretToken: string | null = secret(), id = providerId) {
-  return app.http().request("POST", `/api/providers/chatapp1/webhooks?providerId=${id}`, {
-    raw: JSON.stringify(update),
-    headers: {
-      "content-type": "application/json",
-      ...(secretToken === null ? {} : { "x-telegram-bot-api-secret-token": secretToken }),
-    },
-  });
+  return filedAfter(
+    app,
+    app.http().request("POST", `/api/providers/chatapp1/webhooks?providerId=${id}`, {
+      raw: JSON.stringify(update),
+      headers: {
+        "content-type": "application/json",
+        ...(secretToken === null ? {} : { "x-telegram-bot-api-secret-token": secretToken }),
+      },
+    }),
+  );
 }
 
 let updateId = 1000;

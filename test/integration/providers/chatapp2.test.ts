@@ -1,3 +1,4 @@
+import { filedAfter } from "../../helpers/inbound";
 import { Client } from "pg";
 import { startApp, type TestApp } from "../../helpers/app";
 import { ownerWithWorkspace } from "../../helpers/http";
@@ -113,13 +114,16 @@ function postCallback(value: Record<string, unknown>, secret: string | null = AP
     ],
   });
   const signature = secret && hubSignature(secret, body);
-  return app.http().request("POST", `/api/providers/chatapp2/webhooks?providerId=${providerId}`, {
-    raw: body,
-    headers: {
-      "content-type": "application/json",
-      ...(signature ? { "x-hub-signature-256": signature } : {}),
-    },
-  });
+  return filedAfter(
+    app,
+    app.http().request("POST", `/api/providers/chatapp2/webhooks?providerId=${providerId}`, {
+      raw: body,
+      headers: {
+        "content-type": "application/json",
+        ...(signature ? { "x-hub-signature-256": signature } : {}),
+      },
+    }),
+  );
 }
 
 const inbound = (from: string, id: string, text: string, secret: string | null = APP_SECRET) =>

@@ -1,0 +1,20 @@
+import type { TestApp } from "./app";
+
+/**
+ * The one way a test waits for inbound filing: a provider's webhook accepts
+ * an inbound message durably and answers, then the providers service files
+ * it (services/providers/inbound-filing.ts). `providers.drainInbound` files
+ * what is left now and waits for other nodes' batches; a message still
+ * unfiled after `timeoutMs` fails the test.
+ */
+export async function inboundFiled(app: Pick<TestApp, "broker">, timeoutMs = 10_000): Promise<void> {
+  const left = await app.broker.call<number, { timeoutMs: number }>("providers.drainInbound", { timeoutMs });
+  if (left) throw new Error(`${left} accepted inbound messages are still unfiled after ${timeoutMs} ms`);
+}
+
+/** A webhook's answer, once the inbound messages it accepted are filed. */
+export async function filedAfter<T>(app: Pick<TestApp, "broker">, answer: Promise<T>): Promise<T> {
+  const res = await answer;
+  await inboundFiled(app);
+  return res;
+}
