@@ -5,6 +5,7 @@ import { config } from "./lib/config";
 import { DeclaredStatusMiddleware } from "./lib/define-service";
 import { validatorMiddleware } from "./lib/validator";
 import { EmbeddedChannelAdapter } from "./lib/embedded-channel";
+import { NatsChannelAdapter } from "./lib/nats-channel";
 import { healthServer } from "./lib/health";
 import { operatorCommands } from "./lib/operator-commands";
 import { RequestIdMiddleware, requestIdLogFields } from "./lib/request-id";
@@ -30,14 +31,11 @@ function channelsMiddleware(natsUrl: string | undefined): Middleware {
   // Reconnecting for ever, as the transporter does: nats.js gives up after 10 tries 2 s apart, and a NATS server
   // away 20 s would leave the channels closed for good (facts staged, never sent; consumers gone) until a restart.
   const adapter = natsUrl
-    ? {
-        type: "NATS",
-        options: {
-          nats: { url: natsUrl, connectionOptions: { noAsyncTraces: true, maxReconnectAttempts: -1 } },
-          maxRetries: 5,
-          maxInFlight: 20,
-        },
-      }
+    ? new NatsChannelAdapter({
+        nats: { url: natsUrl, connectionOptions: { noAsyncTraces: true, maxReconnectAttempts: -1 } },
+        maxRetries: 5,
+        maxInFlight: 20,
+      })
     : new EmbeddedChannelAdapter();
   // eslint-disable-next-line @typescript-eslint/no-explicit-any
   return ChannelsMiddleware({ adapter } as any) as any;
