@@ -1,4 +1,5 @@
 import type { TestApp } from "./app";
+import { twilioSignature } from "./provider-signatures";
 
 /**
  * The one way a test waits for inbound filing: a provider's webhook accepts
@@ -17,4 +18,20 @@ export async function filedAfter<T>(app: Pick<TestApp, "broker">, answer: Promis
   const res = await answer;
   await inboundFiled(app);
   return res;
+}
+
+/** A Twilio SMS webhook `form` POSTed to the provider's route, signed as Twilio signs it for `publicUrl`. */
+export function postTwilioSms(
+  app: Pick<TestApp, "http">,
+  opts: { publicUrl: string; providerId: string; authToken: string },
+  form: Record<string, string>,
+) {
+  const path = `/api/providers/sms/webhooks?providerId=${opts.providerId}`;
+  return app.http().request("POST", path, {
+    raw: new URLSearchParams(form).toString(),
+    headers: {
+      "content-type": "application/x-www-form-urlencoded",
+      "x-twilio-signature": twilioSignature(opts.authToken, `${opts.publicUrl}${path}`, form),
+    },
+  });
 }

@@ -1,4 +1,4 @@
-import { filedAfter } from "../../helpers/inbound";
+import { filedAfter, postTwilioSms } from "../../helpers/inbound";
 import { mkdtempSync } from "node:fs";
 import { readdir, rm } from "node:fs/promises";
 import os from "node:os";
@@ -14,7 +14,7 @@ import {
   type SignedInUser,
 } from "../../helpers/http";
 import { DateTime } from "luxon";
-import { mailgunSignature, twilioSignature, vonageBearer } from "../../helpers/provider-signatures";
+import { mailgunSignature, vonageBearer } from "../../helpers/provider-signatures";
 import { waitFor } from "../../helpers/wait";
 import { newContact } from "../providers/fixtures";
 import { startReceiver, type Received } from "../../helpers/receiver";
@@ -116,16 +116,9 @@ afterAll(async () => {
 
 function inboundSms(from: string, sid: string, body: string, signWith = "twilio-auth") {
   const form = { MessageSid: sid, From: from, To: TWILIO_FROM, Body: body };
-  const path = `/api/providers/sms/webhooks?providerId=${twilioId}`;
   return filedAfter(
     app,
-    app.http().request("POST", path, {
-      raw: new URLSearchParams(form).toString(),
-      headers: {
-        "content-type": "application/x-www-form-urlencoded",
-        "x-twilio-signature": twilioSignature(signWith, `${PUBLIC_URL}${path}`, form),
-      },
-    }),
+    postTwilioSms(app, { publicUrl: PUBLIC_URL, providerId: twilioId, authToken: signWith }, form),
   );
 }
 

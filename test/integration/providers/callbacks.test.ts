@@ -1,4 +1,4 @@
-import { filedAfter } from "../../helpers/inbound";
+import { filedAfter, postTwilioSms } from "../../helpers/inbound";
 import { Client } from "pg";
 import { startApp, type TestApp } from "../../helpers/app";
 import { ownerWithWorkspace } from "../../helpers/http";
@@ -6,7 +6,6 @@ import {
   mailgunSignature,
   sendgridHeaders,
   sendgridKeys,
-  twilioSignature,
   vonageBearer,
 } from "../../helpers/provider-signatures";
 import { waitFor } from "../../helpers/wait";
@@ -139,16 +138,9 @@ function postSendgrid(events: unknown[], providerId = sendgridId, sign = true) {
 }
 
 function postTwilio(form: Record<string, string>, signWith = "twilio-auth", providerId = twilioId) {
-  const path = `/api/providers/sms/webhooks?providerId=${providerId}`;
   return filedAfter(
     app,
-    app.http().request("POST", path, {
-      raw: new URLSearchParams(form).toString(),
-      headers: {
-        "content-type": "application/x-www-form-urlencoded",
-        "x-twilio-signature": twilioSignature(signWith, `${PUBLIC_URL}${path}`, form),
-      },
-    }),
+    postTwilioSms(app, { publicUrl: PUBLIC_URL, providerId, authToken: signWith }, form),
   );
 }
 

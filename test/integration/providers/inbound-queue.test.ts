@@ -1,8 +1,7 @@
 import { Client } from "pg";
 import { startApp, type TestApp } from "../../helpers/app";
 import { ownerWithWorkspace } from "../../helpers/http";
-import { inboundFiled } from "../../helpers/inbound";
-import { twilioSignature } from "../../helpers/provider-signatures";
+import { inboundFiled, postTwilioSms } from "../../helpers/inbound";
 import { startReceiver } from "../../helpers/receiver";
 import type { WorkspaceId } from "../../../lib/tenancy";
 import type { Poller } from "../../../lib/worker";
@@ -67,14 +66,7 @@ afterAll(async () => {
 
 function inboundSms(from: string, sid: string, body: string) {
   const form = { MessageSid: sid, From: from, To: TWILIO_FROM, Body: body };
-  const path = `/api/providers/sms/webhooks?providerId=${twilioId}`;
-  return app.http().request("POST", path, {
-    raw: new URLSearchParams(form).toString(),
-    headers: {
-      "content-type": "application/x-www-form-urlencoded",
-      "x-twilio-signature": twilioSignature("twilio-auth", `${PUBLIC_URL}${path}`, form),
-    },
-  });
+  return postTwilioSms(app, { publicUrl: PUBLIC_URL, providerId: twilioId, authToken: "twilio-auth" }, form);
 }
 
 const queued = async (sid: string) =>
