@@ -4,11 +4,36 @@ import type { AppContext } from "./moleculer-types";
 import { systemCall } from "./system-call";
 import { workspaceOf } from "./tenancy";
 
+const runningServices = (broker: ServiceBroker) =>
+  broker.registry.getServiceList({ onlyAvailable: true, skipInternal: true }).map((s) => s.name);
+
 /** Whether some node currently runs the named service (optional steps skip an absent one). */
 export function isServiceAvailable(broker: ServiceBroker, name: string): boolean {
-  return broker.registry
-    .getServiceList({ onlyAvailable: true, skipInternal: true })
-    .some((s) => s.name === name);
+  return runningServices(broker).includes(name);
+}
+
+/** Per broker, every service some node has run since `watchServices` began keeping count. */
+const servicesSeen = new WeakMap<ServiceBroker, Set<string>>();
+
+/** Keep count, from now on, of the services this broker sees on any node (`serviceReach`'s memory). */
+export function watchServices(broker: ServiceBroker): void {
+  if (servicesSeen.has(broker)) return;
+  const seen = new Set<string>();
+  const record = () => runningServices(broker).forEach((name) => seen.add(name));
+  broker.localBus.on("$services.changed", record);
+  record();
+  servicesSeen.set(broker, seen);
+}
+
+/**
+ * An optional step's service: `running` on some node now; `gone` when a node
+ * ran it since this broker began watching (a transporter outage, a node lost
+ * or restarting: the step is unreachable, and skipping it would lose its
+ * work); else `absent`, not deployed in this shape.
+ */
+export function serviceReach(broker: ServiceBroker, name: string): "running" | "gone" | "absent" {
+  if (isServiceAvailable(broker, name)) return "running";
+  return servicesSeen.get(broker)?.has(name) ? "gone" : "absent";
 }
 
 /**

@@ -1,9 +1,9 @@
 import { countEventsIngested } from "../../lib/business-metrics";
-import type { LoggerInstance, ServiceBroker } from "moleculer";
+import { Errors, type LoggerInstance, type ServiceBroker } from "moleculer";
 import { config } from "../../lib/config";
 import { notFound } from "../../lib/errors";
 import type { AppContext } from "../../lib/moleculer-types";
-import { isServiceAvailable } from "../../lib/registry";
+import { serviceReach } from "../../lib/registry";
 import { systemCall } from "../../lib/system-call";
 import { workspaceOf, type WorkspaceId } from "../../lib/tenancy";
 import { probeVersions, type Versions } from "../../lib/versioned-cache";
@@ -83,7 +83,9 @@ export async function retryChains(broker: ServiceBroker, logger: LoggerInstance)
 /**
  * The chain of spec 6.3, in order and awaited: segment re-evaluation, then
  * campaign triggers, then lead score. A step whose service is not deployed
- * is skipped; each step is idempotent per event id, so a retried event is safe.
+ * is skipped; one whose service this node has seen and that has gone fails
+ * the chain (it is retried, not lost). Each step is idempotent per event id,
+ * so a retried event is safe.
  * Returns the steps that ran, in the order they ran. `configVersions`, probed
  * when the event arrived, spare every step its own probe of its cached
  * definitions (lib/versioned-cache.ts).
@@ -98,7 +100,12 @@ export async function runChain(
   const call = (action: string, params: object) =>
     systemCall(from, workspaceId, action, params, { configVersions });
   const ran: string[] = [];
-  if (event.contactId && isServiceAvailable(broker, "segments")) {
+  const runs = (action: string) => {
+    const reach = serviceReach(broker, action.split(".")[0]);
+    if (reach === "gone") throw new Errors.ServiceNotAvailableError({ action });
+    return reach === "running";
+  };
+  if (event.contactId && runs("segments.evaluateContact")) {
     // The event type rides along so segments need not read the event back.
     await call("segments.evaluateContact", {
       contactId: event.contactId,
@@ -107,11 +114,11 @@ export async function runChain(
     });
     ran.push("segments.evaluateContact");
   }
-  if (isServiceAvailable(broker, "campaigns")) {
+  if (runs("campaigns.handleEvent")) {
     await call("campaigns.handleEvent", { ...event });
     ran.push("campaigns.handleEvent");
   }
-  if (event.contactId && isServiceAvailable(broker, "scoring")) {
+  if (event.contactId && runs("scoring.applyEvent")) {
     await call("scoring.applyEvent", {
       eventId: event.id,
       contactId: event.contactId,

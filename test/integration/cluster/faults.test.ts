@@ -214,6 +214,7 @@ function smsFake() {
       WEBHOOK_RETRY_DELAYS_MS: "200,200,200",
       WEBHOOK_ALLOW_PRIVATE_TARGETS: "true",
       OUTBOX_POLL_MS: "100",
+      EVENT_CHAIN_RETRY_DELAYS_MS: "1000,2000",
     };
     const plan: Array<[string, string, Record<string, string>]> = [
       ["m1", "messages", {}],
@@ -537,6 +538,10 @@ function smsFake() {
     const during = accepted.length - before;
     const backlog = (await sql.query(`SELECT count(*)::int AS n FROM domain_event_outbox`)).rows[0]
       .n as number;
+    // Events stored once the gateway had dropped the campaigns nodes: their chains wait, queued (503 answered).
+    const chainsLeft = async () =>
+      (await sql.query(`SELECT count(*)::int AS n FROM event_chain_retries`)).rows[0].n as number;
+    const chainsQueued = await chainsLeft();
     await nats.start();
     const restartedAt = Date.now();
     await workersAnswer();
@@ -573,6 +578,9 @@ function smsFake() {
       250,
     ).catch(() => undefined);
     const drainedS = ((Date.now() - restartedAt) / 1000).toFixed(1);
+    await waitFor(async () => (await chainsLeft()) === 0, 60_000, "the queued chains to complete").catch(
+      () => undefined,
+    );
     const tally = (ids: string[], seen: Map<string, Set<string>>) => ({
       lost: ids.filter((id) => !seen.has(id)).length,
       twice: ids.filter((id) => (seen.get(id)?.size ?? 0) > 1).length,
@@ -583,6 +591,7 @@ function smsFake() {
       `NATS down 20 s under ingest: accepted ${accepted.length} (${during} while down), refused ${refused}; ` +
         `recorded ${recorded}; ${imported.length} contacts imported while down; ${backlog} facts in the outbox at the restart; ` +
         `all delivered ${drainedS} s after the restart (${hooks.length} requests received in all, repeats of one delivery included); ` +
+        `${chainsQueued} chains queued while down, ${await chainsLeft()} left after; ` +
         `events lost ${events.lost}, twice ${events.twice}; ` +
         `contact.created lost ${contactsCreated.lost}, twice ${contactsCreated.twice}`,
     );
@@ -592,6 +601,7 @@ function smsFake() {
       contactsCreated: { lost: 0, twice: 0 },
     });
     expect(backlog).toBeGreaterThanOrEqual(BACKLOG);
+    expect(await chainsLeft()).toBe(0);
     expect([...nodes.values()].every((n) => n.running())).toBe(true);
   }, 330_000);
 

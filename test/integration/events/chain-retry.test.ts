@@ -1,4 +1,4 @@
-import { Errors } from "moleculer";
+import { Errors, type ServiceSchema } from "moleculer";
 import { newId } from "../../../lib/crypto";
 import { database } from "../../../lib/database";
 import { startApp, type TestApp } from "../../helpers/app";
@@ -16,22 +16,23 @@ let app: TestApp;
 let ctx: Awaited<ReturnType<typeof ownerWithWorkspace>>;
 let campaignsDown = false;
 const campaignsSaw: string[] = [];
+const campaignsStandIn: ServiceSchema = {
+  name: "campaigns",
+  actions: {
+    handleEvent(call) {
+      if (campaignsDown) throw new Errors.ServiceNotAvailableError({ action: "campaigns.handleEvent" });
+      campaignsSaw.push((call.params as { id: string }).id);
+      return { enrolled: 0, resumed: 0, completed: 0 };
+    },
+  },
+};
 
 beforeAll(async () => {
   app = await startApp({
     services: ["api", "auth", "workspaces", "segments", "scoring", "events"],
     env: { EVENT_CHAIN_RETRY_DELAYS_MS: "100,200" },
   });
-  app.broker.createService({
-    name: "campaigns",
-    actions: {
-      handleEvent(call) {
-        if (campaignsDown) throw new Errors.ServiceNotAvailableError({ action: "campaigns.handleEvent" });
-        campaignsSaw.push((call.params as { id: string }).id);
-        return { enrolled: 0, resumed: 0, completed: 0 };
-      },
-    },
-  });
+  app.broker.createService(campaignsStandIn);
   await app.broker.waitForServices(["campaigns"], 10_000);
   ctx = await ownerWithWorkspace(app.baseUrl);
 });
@@ -115,4 +116,19 @@ test("a chain that completes leaves nothing queued; a queued retry goes with its
   await sql(`DELETE FROM contacts WHERE id = $1`, [contactId]);
   expect(await retryOf(stored.id)).toBeUndefined();
   campaignsDown = false;
+});
+
+test("a step's service gone from the registry after the node saw it (NATS away, its nodes dropped): 503 and retried, not skipped", async () => {
+  const contactId = await newContact();
+  await app.broker.destroyService(app.broker.getLocalService("campaigns")!);
+  const posted = await ctx.owner.client.post(`${ctx.ws}/events`, { type: "visit", contactId });
+  expect([posted.status, posted.body.code]).toEqual([503, "SERVICE_UNAVAILABLE"]);
+  const [stored] = await sql<{ id: string }>(`SELECT id FROM events WHERE contact_id = $1`, [contactId]);
+  await waitFor(async () => (await retryOf(stored.id))?.attempts >= 1, 10_000, "a failed retry");
+  expect((await retryOf(stored.id)).last_error).toMatch(/campaigns\.handleEvent/);
+
+  app.broker.createService(campaignsStandIn);
+  await app.broker.waitForServices(["campaigns"], 10_000);
+  await waitFor(async () => !(await retryOf(stored.id)), 10_000, "the retry to complete");
+  expect(campaignsSaw).toContain(stored.id);
 });

@@ -94,32 +94,6 @@ test("POST records an event and answers 201 with the contract's fields after the
   });
 });
 
-test("campaigns.handleEvent runs between segments and scoring once a campaigns service is registered", async () => {
-  app.broker.createService({
-    name: "campaigns",
-    actions: {
-      async handleEvent(c: { params: Record<string, unknown> }) {
-        calls.push({ step: "campaigns.handleEvent", params: c.params });
-      },
-    },
-  });
-  await app.broker.waitForServices(["campaigns"]);
-  try {
-    const contactId = await insertContact(ctx.workspaceId, "grace@example.test");
-    calls.length = 0;
-    const res = await ctx.owner.client.post(`${ctx.ws}/events`, { type: "signup", contactId });
-    expect(res.status).toBe(201);
-    expect(calls.map((c) => c.step)).toEqual([
-      "segments.evaluateContact",
-      "campaigns.handleEvent",
-      "scoring.applyEvent",
-    ]);
-    expect(calls[1].params).toMatchObject({ id: res.body.id, type: "signup", contactId });
-  } finally {
-    await app.broker.destroyService(app.broker.getLocalService("campaigns")!);
-  }
-});
-
 test("an event without a contact skips the contact steps; unknown or foreign contactId is 404; missing type 400", async () => {
   calls.length = 0;
   const anon = await ctx.owner.client.post(`${ctx.ws}/events`, { type: "page_view" });
@@ -207,4 +181,27 @@ test("events.record is the internal entry: stored and listed for the contact", a
     { meta: { principal: { kind: "system" }, workspaceId: ctx.workspaceId } },
   )) as Array<{ id: string }>;
   expect(listed.map((e) => e.id)).toEqual([recorded.id]);
+});
+
+// Last: a chain step's service once seen stays expected (a node that has seen it treats its absence as an outage).
+test("campaigns.handleEvent runs between segments and scoring once a campaigns service is registered", async () => {
+  app.broker.createService({
+    name: "campaigns",
+    actions: {
+      async handleEvent(c: { params: Record<string, unknown> }) {
+        calls.push({ step: "campaigns.handleEvent", params: c.params });
+      },
+    },
+  });
+  await app.broker.waitForServices(["campaigns"]);
+  const contactId = await insertContact(ctx.workspaceId, "grace@example.test");
+  calls.length = 0;
+  const res = await ctx.owner.client.post(`${ctx.ws}/events`, { type: "signup", contactId });
+  expect(res.status).toBe(201);
+  expect(calls.map((c) => c.step)).toEqual([
+    "segments.evaluateContact",
+    "campaigns.handleEvent",
+    "scoring.applyEvent",
+  ]);
+  expect(calls[1].params).toMatchObject({ id: res.body.id, type: "signup", contactId });
 });
