@@ -64,6 +64,11 @@ export function retryMessage(
   return systemCall(broker, workspaceId, "messages.requeueFailed", { messageId });
 }
 
+/** The workspace's given-up inbound messages back in the filing queue, attempts reset (providers.requeueFailedInbound). */
+export function retryInbound(broker: ServiceBroker, workspaceId: WorkspaceId): Promise<{ requeued: number }> {
+  return systemCall(broker, workspaceId, "providers.requeueFailedInbound", {});
+}
+
 /** Recompute a dynamic segment as a job (segments.recompute); the job's id (`jobs list` in the API shows it). */
 export function recomputeSegment(
   broker: ServiceBroker,
@@ -170,6 +175,16 @@ export function operatorCommands(print: (text: string) => void = console.log): O
             ["Message", "Channel", "To", "Status"],
             [m.id, m.channel, m.to, m.status],
           ]);
+        }, print),
+    },
+    {
+      command: "retry-inbound <workspaceId>",
+      description:
+        "File again the workspace's inbound messages given up on after their tries (their last error kept)",
+      action: (broker, { workspaceId }) =>
+        printed(async () => {
+          const { requeued } = await retryInbound(broker, asWorkspaceId(workspaceId));
+          return `${requeued} inbound message${requeued === 1 ? "" : "s"} back in the filing queue`;
         }, print),
     },
     {

@@ -1,6 +1,6 @@
 import { MicroBatcher } from "../../lib/batcher";
 import type { QueueFigures } from "../../lib/business-metrics";
-import { database, queryAcrossWorkspaces, queryAcrossWorkspacesPrepared } from "../../lib/database";
+import { database, query, queryAcrossWorkspaces, queryAcrossWorkspacesPrepared } from "../../lib/database";
 import { queueFigures, queueFiguresSql, type QueueFiguresRow } from "../../lib/queue-stats";
 import type { WorkspaceId } from "../../lib/tenancy";
 import type { ProviderEvent } from "./callbacks";
@@ -143,6 +143,22 @@ export async function markUnfiled(node: string, rows: Unfiled[]): Promise<void> 
       WHERE q.id = u.id AND q.claimed_by = $4`,
     [rows.map((r) => r.id), rows.map((r) => r.error), rows.map((r) => r.retryInSeconds), node],
   );
+}
+
+/**
+ * The workspace's given-up rows (`failed_at`) due again now, their attempts
+ * reset and their last error kept; their kept attachments went when they
+ * were given up on, so they are filed without them. Answers how many.
+ */
+export async function requeueFailedInbound(workspaceId: WorkspaceId): Promise<number> {
+  const rows = await query(
+    workspaceId,
+    `UPDATE inbound_queue
+        SET failed_at = NULL, attempts = 0, due_at = now(), claimed_until = NULL, attachments = '[]'::jsonb
+      WHERE workspace_id = $1 AND failed_at IS NOT NULL AND filed_at IS NULL
+      RETURNING 1`,
+  );
+  return rows.length;
 }
 
 /** Rows neither filed nor given up on (due, waiting or leased): what a drain waits for. */

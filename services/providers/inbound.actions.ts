@@ -31,6 +31,7 @@ import {
   acceptInbound as acceptInboundRow,
   dropFiledBefore,
   inboundQueueFigures,
+  requeueFailedInbound,
   unfiledCount,
 } from "./inbound-queue.repo";
 import { handshake, openWindow } from "./chatapp2/chatapp2.actions";
@@ -244,6 +245,16 @@ export const inboundActions = defineMixin<ServiceThis<InboundState>>({
           // Nothing this node could claim: others hold the rest, or it is due later.
           if (!claimed) await new Promise((resolve) => setTimeout(resolve, 20));
         }
+      },
+    }),
+
+    /** Internal (the REPL's `retry-inbound`): the workspace's given-up inbound messages filed again; how many. */
+    requeueFailedInbound: defineAction({
+      result: Type.Object({ requeued: Type.Integer() }),
+      async handler(ctx) {
+        const requeued = await requeueFailedInbound(workspaceOf(ctx));
+        if (requeued) inboundAccepted(ctx.broker);
+        return { requeued };
       },
     }),
 

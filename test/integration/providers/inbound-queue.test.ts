@@ -3,7 +3,8 @@ import { startApp, type TestApp } from "../../helpers/app";
 import { ownerWithWorkspace } from "../../helpers/http";
 import { inboundFiled, postTwilioSms } from "../../helpers/inbound";
 import { startReceiver } from "../../helpers/receiver";
-import type { WorkspaceId } from "../../../lib/tenancy";
+import { operatorCommands, retryInbound } from "../../../lib/operator-commands";
+import { asWorkspaceId, type WorkspaceId } from "../../../lib/tenancy";
 import type { Poller } from "../../../lib/worker";
 import { acceptInbound, claimInbound, markUnfiled } from "../../../services/providers/inbound-queue.repo";
 
@@ -151,4 +152,54 @@ test("one sender's messages are claimed in order across nodes; a dead node's cla
     claimed_by: app.broker.nodeID,
   });
   expect(rows.find((r) => r.dedupe_key === "SMq-b1")).toMatchObject({ attempts: 1 });
+});
+
+test("retry-inbound: a message given up on is filed again with its attempts reset; other workspaces' stay as they are", async () => {
+  const filer = (app.broker.getLocalService("providers") as unknown as { inboundFiler: Poller }).inboundFiler;
+  await filer.stop();
+  try {
+    const from = "+14155550304";
+    expect(
+      await acceptInbound({
+        workspaceId: ctx.workspaceId as WorkspaceId,
+        providerId: twilioId,
+        dedupeKey: "SMq-f1",
+        conversation: `${ctx.workspaceId}\nsms\n${from}`,
+        inbound: {
+          kind: "inbound",
+          providerMessageId: "SMq-f1",
+          eventId: null,
+          from,
+          to: TWILIO_FROM,
+          text: "lost?",
+        },
+        attachments: [],
+      }),
+    ).toBe(true);
+    // Its last try failed: given up on (no retry), its error kept.
+    const [claimed] = await claimInbound("test-node", 10, 60);
+    expect(claimed.inbound.text).toBe("lost?");
+    await markUnfiled("test-node", [{ id: claimed.id, error: "inbox unreachable", retryInSeconds: null }]);
+    expect((await queued("SMq-f1"))[0]).toMatchObject({ filed_at: null });
+    expect(await inboundBodies(from)).toEqual([]);
+  } finally {
+    filer.start();
+  }
+
+  expect(await retryInbound(app.broker, asWorkspaceId("another-workspace"))).toEqual({ requeued: 0 });
+  const printed: string[] = [];
+  const command = operatorCommands((text) => printed.push(text)).find((c) =>
+    c.command.startsWith("retry-inbound"),
+  )!;
+  await command.action(app.broker, { workspaceId: ctx.workspaceId }, { table: () => "" });
+  expect(printed).toEqual(["1 inbound message back in the filing queue"]);
+  await inboundFiled(app);
+  expect(await inboundBodies("+14155550304")).toEqual(["lost?"]);
+  const { rows } = await db.query(
+    `SELECT attempts, failed_at, filed_at, last_error FROM inbound_queue WHERE dedupe_key = 'SMq-f1'`,
+  );
+  expect(rows[0]).toMatchObject({ attempts: 1, failed_at: null, last_error: "inbox unreachable" });
+  expect(rows[0].filed_at).not.toBeNull();
+  // Nothing is given up on any more: a second run requeues nothing.
+  expect(await retryInbound(app.broker, ctx.workspaceId as WorkspaceId)).toEqual({ requeued: 0 });
 });
