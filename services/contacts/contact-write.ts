@@ -109,6 +109,42 @@ export async function contactForAddress(
   return addressCreator.add({ broker, workspaceId, address, input });
 }
 
+/**
+ * The batch form of `contactForAddress` (an inbound batch's senders): one
+ * look-up statement per kind of address for the whole batch, then the
+ * addresses still missing made together (`createForAddresses`: their locks,
+ * a second look, one insert), so a new sender is created once however many
+ * of its messages the batch holds. Answers per ask, in order; an invalid
+ * input fails the whole call (the caller files its messages one by one).
+ */
+export async function contactsForAddresses(
+  broker: ServiceBroker,
+  workspaceId: WorkspaceId,
+  asks: Array<{ address: { type: AddressType; value: string }; input: ContactInput }>,
+): Promise<Array<{ contact: ContactView; created: boolean }>> {
+  const outcomes: Array<{ contact: ContactView; created: boolean }> = new Array(asks.length);
+  const byType = new Map<AddressType, number[]>();
+  asks.forEach((ask, at) => byType.set(ask.address.type, [...(byType.get(ask.address.type) ?? []), at]));
+  for (const [type, ats] of byType) {
+    const keyOf = (value: string) => addressValue(type, value) ?? value;
+    const known = await contactsByAddresses(
+      workspaceId,
+      type,
+      ats.map((at) => asks[at].address.value),
+    );
+    const missing: number[] = [];
+    for (const at of ats) {
+      const contact = known.get(keyOf(asks[at].address.value));
+      if (contact) outcomes[at] = { contact, created: false };
+      else missing.push(at);
+    }
+    if (!missing.length) continue;
+    const made = await createForAddresses(missing.map((at) => ({ broker, workspaceId, ...asks[at] })));
+    missing.forEach((at, n) => (outcomes[at] = made[n]));
+  }
+  return outcomes;
+}
+
 /** Create a contact. */
 async function insertOnce(
   broker: ServiceBroker,

@@ -430,6 +430,17 @@ export const sendingSchemas = {
     firstName: Type.Optional(Type.String()),
     lastName: Type.Optional(Type.String()),
   }),
+  forAddresses: Params({
+    addresses: Type.Array(
+      Type.Object({
+        type: StringEnum(["email", "phone", "chatapp1ChatId"]),
+        value: Type.String({ minLength: 1, maxLength: 254 }),
+        firstName: Type.Optional(Type.String()),
+        lastName: Type.Optional(Type.String()),
+      }),
+      { minItems: 1, maxItems: 200 },
+    ),
+  }),
   dncReasons: Params({
     addresses: Type.Array(
       Type.Object({ type: StringEnum(["email", "phone"]), value: Type.String({ maxLength: 254 }) }),
@@ -452,6 +463,7 @@ export const sendingResults = {
   identify: Type.Object({ contactId: Type.String(), created: Type.Boolean() }),
   byAddress: Nullable(ContactSchema),
   forAddress: Type.Object({ contactId: Type.String(), created: Type.Boolean() }),
+  forAddresses: Type.Array(Type.Object({ contactId: Type.String(), created: Type.Boolean() })),
   dncReasons: Type.Array(
     Type.Object({
       type: StringEnum(["email", "phone"]),

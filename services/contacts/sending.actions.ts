@@ -2,12 +2,23 @@ import { defineAction } from "../../lib/define-service";
 import { workspaceOf } from "../../lib/tenancy";
 import { sendingResults, sendingSchemas } from "./contacts.schemas";
 import { evaluateSegments } from "./effects";
-import { contactForAddress } from "./contact-write";
+import { contactForAddress, contactsForAddresses } from "./contact-write";
 import { identifyContact } from "./identify";
 import { contactByAddress, contactsByIds, existingContactIds } from "./contacts.repo";
 import { dncReasons } from "./dnc.repo";
 import { applyPreferences } from "./sending";
 import { readRetry } from "../../lib/resilience";
+
+/** A new sender's contact: its address (a chat id is an attribute) and the names a chat gives. */
+function addressInput(a: { type: string; value: string; firstName?: string; lastName?: string }) {
+  const address =
+    a.type === "chatapp1ChatId" ? { attributes: { chatapp1ChatId: a.value } } : { [a.type]: a.value };
+  return {
+    ...address,
+    ...(a.firstName && { firstName: a.firstName }),
+    ...(a.lastName && { lastName: a.lastName }),
+  };
+}
 
 /**
  * Internal actions of the send path and the public surface (mixed into
@@ -59,16 +70,31 @@ export const sendingActions = {
       params: sendingSchemas.forAddress,
       result: sendingResults.forAddress,
       async handler(ctx) {
-        const { type, value, firstName, lastName } = ctx.params;
-        const address =
-          type === "chatapp1ChatId" ? { attributes: { chatapp1ChatId: value } } : { [type]: value };
+        const { type, value } = ctx.params;
         const { contact, created } = await contactForAddress(
           ctx.broker,
           workspaceOf(ctx),
           { type, value },
-          { ...address, ...(firstName && { firstName }), ...(lastName && { lastName }) },
+          addressInput(ctx.params),
         );
         return { contactId: contact.id, created };
+      },
+    }),
+
+    /** `forAddress` for a batch of inbound senders, answers in order; a sender new to the batch is created once. */
+    forAddresses: defineAction({
+      params: sendingSchemas.forAddresses,
+      result: sendingResults.forAddresses,
+      async handler(ctx) {
+        const found = await contactsForAddresses(
+          ctx.broker,
+          workspaceOf(ctx),
+          ctx.params.addresses.map((a) => ({
+            address: { type: a.type, value: a.value },
+            input: addressInput(a),
+          })),
+        );
+        return found.map(({ contact, created }) => ({ contactId: contact.id, created }));
       },
     }),
 

@@ -8,7 +8,7 @@ import { systemCall } from "../../lib/system-call";
 import { workspaceOf, type WorkspaceId } from "../../lib/tenancy";
 import { probeVersions, type Versions } from "../../lib/versioned-cache";
 import * as retries from "./chain-retries.repo";
-import { insertEvent } from "./events.repo";
+import { insertEvent, insertEventBatch } from "./events.repo";
 import type { EventRecord, RecordInput } from "./events.schemas";
 
 /**
@@ -45,6 +45,48 @@ export async function recordEvent(
     throw err;
   }
   return event;
+}
+
+/**
+ * The batch form of `recordEvent` (an inbound batch's `*.message_received`):
+ * the events stored in one statement, then each stored event's chain run
+ * (side by side; its steps batch their own statements). A chain that fails
+ * is queued to run again, as `recordEvent` does, but does not fail the
+ * batch: its event is stored. Answers per input, in order; null: its
+ * contact is not in the workspace.
+ */
+export async function recordEvents(
+  broker: ServiceBroker,
+  ctx: AppContext,
+  inputs: RecordInput[],
+): Promise<Array<EventRecord | null>> {
+  const workspaceId = workspaceOf(ctx);
+  const [events, configVersions] = await Promise.all([
+    insertEventBatch(workspaceId, inputs),
+    inputs.some((i) => i.contactId) ? probeVersions(workspaceId) : undefined,
+  ]);
+  const stored = events.filter((e): e is EventRecord => e !== null);
+  countEventsIngested(broker.metrics, stored.length);
+  await Promise.all(
+    stored.map((event) =>
+      runChain(broker, ctx, workspaceId, event, configVersions).catch((err: unknown) => {
+        broker.logger.warn(`Event ${event.id}: chain failed, queued to run again: ${errorText(err)}`);
+        return retries
+          .queueChainRetry(
+            workspaceId,
+            event.id,
+            errorText(err),
+            chainRetryDelay(0, config().chainRetryDelaysMs),
+          )
+          .catch((queueErr: unknown) =>
+            broker.logger.error(
+              `Event ${event.id}: chain failed and could not be queued again: ${errorText(queueErr)}`,
+            ),
+          );
+      }),
+    ),
+  );
+  return events;
 }
 
 const errorText = (err: unknown) => (err instanceof Error ? err.message : String(err));

@@ -131,6 +131,14 @@ export function insertEvent(workspaceId: WorkspaceId, input: RecordInput): Promi
   return eventWriter.add({ workspaceId, input });
 }
 
+/** Store a batch of one workspace's events in one statement; null for each whose contact is not in the workspace. */
+export function insertEventBatch(
+  workspaceId: WorkspaceId,
+  inputs: RecordInput[],
+): Promise<Array<EventRecord | null>> {
+  return insertEvents(inputs.map((input) => ({ workspaceId, input })));
+}
+
 /** Newest first, with each event's contact summary from one joined query. */
 export async function listEvents(
   workspaceId: WorkspaceId,

@@ -119,6 +119,16 @@ export const schemas = {
       }),
     ),
   }),
+  recordBatch: Params({
+    events: Type.Array(
+      Type.Object({
+        type: EventType,
+        ...eventFields,
+        timestamp: Type.Optional(Type.String({ format: "date-time" })),
+      }),
+      { minItems: 1, maxItems: 200 },
+    ),
+  }),
   activity: Params({
     workspaceId: Id,
     ...PageQuery,

@@ -3,13 +3,14 @@ import { Type } from "@sinclair/typebox";
 import { defineAction, defineService } from "../../lib/define-service";
 import { pageRequest } from "../../lib/pagination";
 import { watchServices } from "../../lib/registry";
+import { Nullable } from "../../lib/schema";
 import { workspaceOf } from "../../lib/tenancy";
 import { queueStatsAction } from "../../lib/queue-stats";
 import { BackgroundMixin } from "../../mixins/background";
 import { DatabaseMixin } from "../../mixins/database.mixin";
 import { OutboxRelayMixin } from "../../mixins/outbox-relay";
 import { backfillTime } from "./backfill";
-import { recordEvent, retryChains } from "./chain";
+import { recordEvent, recordEvents, retryChains } from "./chain";
 import { chainRetryFigures } from "./chain-retries.repo";
 import * as repo from "./events.repo";
 import { retentionActions } from "../../lib/retention";
@@ -92,6 +93,15 @@ export default defineService({
       result: schemas.createResult,
       handler(ctx) {
         return recordEvent(this.broker, ctx, ctx.params);
+      },
+    }),
+
+    /** Internal (an inbound batch): `record` for many events in one statement, each chain run; null: no such contact. */
+    recordBatch: defineAction({
+      params: schemas.recordBatch,
+      result: Type.Array(Nullable(schemas.createResult)),
+      handler(ctx) {
+        return recordEvents(this.broker, ctx, ctx.params.events);
       },
     }),
 

@@ -98,7 +98,10 @@ export type FiledInbound =
  * in another conversation meanwhile; `thread` null: another message of the
  * statement took its thread (a mail naming another conversation's thread).
  * With the thread come its recent auto-replies' log entries, so a
- * conversation answered today asks nothing more of them.
+ * conversation answered today asks nothing more of them. A message's
+ * `created_at` is the statement's clock, not the transaction's: a
+ * conversation's messages filed in one transaction (a statement each) keep
+ * their order in the thread.
  */
 export async function fileInbounds(
   workspaceId: WorkspaceId,
@@ -159,9 +162,9 @@ export async function fileInbounds(
        SELECT made.*, m.n, true FROM made JOIN m ON m.thread_id = made.id
      ), inbound AS (
        INSERT INTO inbox_messages (id, workspace_id, thread_id, direction, body, subject, status, provider_id,
-                                   provider_message_id, refs, attachments)
+                                   provider_message_id, refs, attachments, created_at)
        SELECT m.inbound_id, $1, th.id, 'inbound', m.body, m.subject, 'received', m.provider_id, m.provider_message_id,
-              ARRAY(SELECT jsonb_array_elements_text(m.refs)), m.attachments
+              ARRAY(SELECT jsonb_array_elements_text(m.refs)), m.attachments, clock_timestamp()
          FROM thread th JOIN m ON m.n = th.n
        ON CONFLICT (provider_id, provider_message_id) WHERE direction = 'inbound' AND provider_message_id IS NOT NULL
        DO NOTHING RETURNING id

@@ -248,6 +248,33 @@ const cannedFields = {
   body: Body,
   channel: Type.Optional(Nullable(InboxChannel)),
 };
+/** An inbound message for its conversation (`receive`, and each of `receiveBatch`). */
+const ReceiveParams = Params({
+  channel: InboxChannel,
+  contactId: Id,
+  providerId: Id,
+  from: Type.String({ maxLength: 320 }),
+  to: Type.String({ maxLength: 320 }),
+  text: Type.String({ maxLength: 100_000 }),
+  subject: Type.Optional(Type.String({ maxLength: 998 })),
+  providerMessageId: Type.Optional(Nullable(Type.String({ maxLength: 998 }))),
+  references: Type.Optional(Type.Array(Type.String({ maxLength: 998 }), { maxItems: 100 })),
+  attachments: Type.Optional(
+    Type.Array(
+      Type.Object({
+        id: Nullable(Id),
+        fileName: Type.String({ maxLength: 255 }),
+        contentType: Type.String({ maxLength: 255 }),
+        size: Type.Integer({ minimum: 0 }),
+        storage: Nullable(StringEnum(["local", "s3"])),
+        storageKey: Nullable(Type.String({ maxLength: 200 })),
+        dropped: Nullable(StringEnum(DROPPED_REASONS)),
+      }),
+      { maxItems: 50 },
+    ),
+  ),
+});
+
 export const schemas = {
   list: Params({
     workspaceId: WorkspaceIdParam,
@@ -284,30 +311,9 @@ export const schemas = {
   }),
   deliver: Params({ workspaceId: WorkspaceIdParam, threadId: Id, replyId: Id }),
   attachment: Params({ workspaceId: WorkspaceIdParam, threadId: Id, attachmentId: Id }),
-  receive: Params({
-    channel: InboxChannel,
-    contactId: Id,
-    providerId: Id,
-    from: Type.String({ maxLength: 320 }),
-    to: Type.String({ maxLength: 320 }),
-    text: Type.String({ maxLength: 100_000 }),
-    subject: Type.Optional(Type.String({ maxLength: 998 })),
-    providerMessageId: Type.Optional(Nullable(Type.String({ maxLength: 998 }))),
-    references: Type.Optional(Type.Array(Type.String({ maxLength: 998 }), { maxItems: 100 })),
-    attachments: Type.Optional(
-      Type.Array(
-        Type.Object({
-          id: Nullable(Id),
-          fileName: Type.String({ maxLength: 255 }),
-          contentType: Type.String({ maxLength: 255 }),
-          size: Type.Integer({ minimum: 0 }),
-          storage: Nullable(StringEnum(["local", "s3"])),
-          storageKey: Nullable(Type.String({ maxLength: 200 })),
-          dropped: Nullable(StringEnum(DROPPED_REASONS)),
-        }),
-        { maxItems: 50 },
-      ),
-    ),
+  receive: ReceiveParams,
+  receiveBatch: Params({
+    messages: Type.Array(ReceiveParams, { minItems: 1, maxItems: 200 }),
   }),
   listRules: Params({ workspaceId: WorkspaceIdParam }),
   createRule: Params({
@@ -365,6 +371,9 @@ export const results = {
     inboundId: Type.String(),
     duplicate: Type.Boolean({ description: "The provider delivered this message before" }),
   }),
+  receiveBatch: Type.Array(
+    Type.Object({ threadId: Type.String(), inboundId: Type.String(), duplicate: Type.Boolean() }),
+  ),
   rules: Type.Array(AssignmentRuleSchema),
   rule: AssignmentRuleSchema,
   autoReplies: Type.Array(AutoReplySchema),

@@ -13,7 +13,7 @@ import { removalQueueFigures } from "./attachment-removals.repo";
 import { rulesActions } from "./rules.actions";
 import { results, schemas } from "./inbox.schemas";
 import * as messages from "./inbox-messages.repo";
-import { receive } from "./receive";
+import { receive, receiveMany } from "./receive";
 import { deliver } from "./replies";
 import * as threads from "./threads.repo";
 import { createThread, getThread, listThreads, replyTo, updateThread } from "./threads";
@@ -158,6 +158,15 @@ export default defineService({
       result: results.receive,
       handler(ctx) {
         return receive(ctx, workspaceOf(ctx), ctx.params, this.logger);
+      },
+    }),
+
+    /** Internal (the providers' inbound batch): `receive` for many messages of the workspace, filed together, answers in order. */
+    receiveBatch: defineAction({
+      params: schemas.receiveBatch,
+      result: results.receiveBatch,
+      handler(ctx) {
+        return receiveMany(ctx, workspaceOf(ctx), ctx.params.messages, this.logger);
       },
     }),
 

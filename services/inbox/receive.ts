@@ -35,11 +35,63 @@ export async function receive(
   ws: WorkspaceId,
   input: ReceiveInput,
   logger: LoggerInstance,
-): Promise<{ threadId: string; inboundId: string; duplicate: boolean }> {
-  const refs = (input.references ?? []).map(bareMessageId).filter(Boolean);
-  const providerMessageId = input.providerMessageId ? bareMessageId(input.providerMessageId) : null;
-  const origin = await repliedMessage(from, ws, refs);
-  // What assignment and auto-replies read, asked while the message is filed.
+): Promise<Received> {
+  const reading = readDefinitions(from, ws);
+  const filing = await filingOf(from, ws, input);
+  return (await afterFiling(from, ws, input, filing, await filer.add(filing), reading, logger)).received;
+}
+
+/**
+ * The batch form of `receive` (an inbound batch of one workspace): the
+ * messages filed in one transaction (each conversation's in the order
+ * given), the rules read once; then each thread's messages are assigned,
+ * notified and auto-answered in order, threads side by side. A failure of
+ * the filing fails the whole call (nothing is filed): the caller files the
+ * messages one by one.
+ */
+export async function receiveMany(
+  from: Caller,
+  ws: WorkspaceId,
+  inputs: ReceiveInput[],
+  logger: LoggerInstance,
+): Promise<Received[]> {
+  const reading = readDefinitions(from, ws);
+  const filings = await Promise.all(inputs.map((input) => filingOf(from, ws, input)));
+  const outcomes = await fileTogether(filings);
+  const answers: Received[] = new Array(inputs.length);
+  const byThread = new Map<string, number[]>();
+  outcomes.forEach((outcome, at) => {
+    const key = outcome.duplicate ? `duplicate ${at}` : outcome.thread.id;
+    byThread.set(key, [...(byThread.get(key) ?? []), at]);
+  });
+  await Promise.all(
+    [...byThread.values()].map(async (ats) => {
+      // A thread made by an earlier message of the batch was assigned after the filing: its later ones notify that member.
+      let assignee: string | null = null;
+      for (const at of ats) {
+        const after = await afterFiling(
+          from,
+          ws,
+          inputs[at],
+          filings[at],
+          outcomes[at],
+          reading,
+          logger,
+          assignee,
+        );
+        answers[at] = after.received;
+        assignee = after.assignee;
+      }
+    }),
+  );
+  return answers;
+}
+
+/** What `receive` answers. */
+type Received = { threadId: string; inboundId: string; duplicate: boolean };
+
+/** What assignment and auto-replies read (the active rules and replies, the workspace's zone), asked while messages are filed. */
+function readDefinitions(from: Caller, ws: WorkspaceId) {
   const reading = rules
     .activeDefinitions(ws)
     .then(
@@ -51,19 +103,39 @@ export async function receive(
         ] as const,
     );
   reading.catch(() => undefined);
-  const outcome = await filer.add({
+  return reading;
+}
+
+/** An input as the filer takes it: its ids bare, and the campaign message it answers (if any). */
+async function filingOf(from: Caller, ws: WorkspaceId, input: ReceiveInput): Promise<Filing> {
+  const refs = (input.references ?? []).map(bareMessageId).filter(Boolean);
+  return {
     workspaceId: ws,
     contactId: input.contactId,
     channel: input.channel,
     body: input.text,
     subject: input.subject ?? null,
-    originMessageId: origin,
+    originMessageId: await repliedMessage(from, ws, refs),
     providerId: input.providerId,
-    providerMessageId,
+    providerMessageId: input.providerMessageId ? bareMessageId(input.providerMessageId) : null,
     refs,
     attachments: input.attachments ?? [],
-  });
-  if (outcome.duplicate) return outcome;
+  };
+}
+
+/** After a message is filed: a new thread assigned, an assignee told of a message, auto-replies. */
+async function afterFiling(
+  from: Caller,
+  ws: WorkspaceId,
+  input: ReceiveInput,
+  filing: Filing,
+  outcome: Filed,
+  reading: ReturnType<typeof readDefinitions>,
+  logger: LoggerInstance,
+  /** The thread's assignee as an earlier message of the same batch left it (its row was read before). */
+  assignedEarlier: string | null = null,
+): Promise<{ received: Received; assignee: string | null }> {
+  if (outcome.duplicate) return { received: outcome, assignee: assignedEarlier };
   const { thread, created, inboundId, autoAnswered } = outcome;
   // The message is stored: what follows must not fail its webhook (a retry would find it stored and do nothing).
   const step = <T>(what: string, run: () => Promise<T>) =>
@@ -76,8 +148,8 @@ export async function receive(
   const assigned = created
     ? await step("assignment", () => assignNewThread(from, ws, assignmentRules, zone, thread, input.text))
     : null;
-  if (!created && thread.assignee_id) {
-    const assignee = thread.assignee_id;
+  const assignee = assigned?.assignee_id ?? thread.assignee_id ?? assignedEarlier;
+  if (!created && assignee) {
     await step("the assignee's notification", () =>
       notifyMembers(from, ws, [assignee], {
         type: "inbox.message",
@@ -96,12 +168,12 @@ export async function receive(
       zone,
       assigned ?? thread,
       input.text,
-      { provider_id: input.providerId, provider_message_id: providerMessageId, refs },
+      { provider_id: input.providerId, provider_message_id: filing.providerMessageId, refs: filing.refs },
       autoAnswered,
       logger,
     ),
   );
-  return { threadId: thread.id, inboundId, duplicate: false };
+  return { received: { threadId: thread.id, inboundId, duplicate: false }, assignee };
 }
 
 /** An inbound message to file, with its workspace. */
@@ -120,37 +192,38 @@ type Filed =
  * first's thread). A batch that fails is filed again message by message
  * (lib/batcher.ts), so one message's failure is its own.
  */
-const filer = new MicroBatcher(
-  async (items: Filing[]): Promise<Filed[]> =>
-    (await database()).transaction(async (transaction) => {
-      await threads.lockConversations(items, transaction);
-      const filed: Filed[] = new Array(items.length);
-      for (const round of conversationRounds(items)) {
-        const byWorkspace = new Map<WorkspaceId, number[]>();
-        for (const at of round)
-          byWorkspace.set(items[at].workspaceId, [...(byWorkspace.get(items[at].workspaceId) ?? []), at]);
-        for (const [workspaceId, ats] of byWorkspace) {
-          const answers = await messages.fileInbounds(
-            workspaceId,
-            ats.map((at) => items[at]),
-            transaction,
-          );
-          ats.forEach((at, k) => {
-            const one = answers[k];
-            if (one.duplicate) filed[at] = one;
-            // Thrown inside the transaction: the threads' changes are rolled back with it.
-            else if (!one.thread || !one.inboundId)
-              throw new Error(
-                `Inbound ${items[at].providerMessageId} was stored, or its thread taken, while its conversation was locked`,
-              );
-            else filed[at] = { ...one, inboundId: one.inboundId };
-          });
-        }
+const filer = new MicroBatcher((items: Filing[]) => fileTogether(items), { maxBatch: 50, lanes: 2 });
+
+/** One batch of `filer` (or of `receiveMany`): all filed, or none. */
+async function fileTogether(items: Filing[]): Promise<Filed[]> {
+  return (await database()).transaction(async (transaction) => {
+    await threads.lockConversations(items, transaction);
+    const filed: Filed[] = new Array(items.length);
+    for (const round of conversationRounds(items)) {
+      const byWorkspace = new Map<WorkspaceId, number[]>();
+      for (const at of round)
+        byWorkspace.set(items[at].workspaceId, [...(byWorkspace.get(items[at].workspaceId) ?? []), at]);
+      for (const [workspaceId, ats] of byWorkspace) {
+        const answers = await messages.fileInbounds(
+          workspaceId,
+          ats.map((at) => items[at]),
+          transaction,
+        );
+        ats.forEach((at, k) => {
+          const one = answers[k];
+          if (one.duplicate) filed[at] = one;
+          // Thrown inside the transaction: the threads' changes are rolled back with it.
+          else if (!one.thread || !one.inboundId)
+            throw new Error(
+              `Inbound ${items[at].providerMessageId} was stored, or its thread taken, while its conversation was locked`,
+            );
+          else filed[at] = { ...one, inboundId: one.inboundId };
+        });
       }
-      return filed;
-    }),
-  { maxBatch: 50, lanes: 2 },
-);
+    }
+    return filed;
+  });
+}
 
 /** The batch's indexes in rounds in which each conversation (workspace, contact, channel) has one message, in order. */
 function conversationRounds(items: Filing[]): number[][] {

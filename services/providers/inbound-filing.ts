@@ -31,7 +31,14 @@ const MAX_ATTEMPTS = 10;
 /** Seconds before a message whose `attempts`-th try failed is tried again: doubling, at most ten minutes. */
 export const retryDelaySeconds = (attempts: number): number => Math.min(600, 2 ** attempts);
 
-/** One pass: a claimed batch filed; answers how many rows it claimed. */
+/**
+ * One pass: a claimed batch filed; answers how many rows it claimed. The
+ * plain messages (not a channel command, not a deep link's token) of each
+ * workspace are filed set-based (`fileTogether`); a conversation holding
+ * another kind of message, and every conversation of a workspace whose
+ * set-based filing failed, goes message by message (`receiveInbound`), so
+ * a failing message is retried alone with its backoff.
+ */
 export async function fileInboundBatch(
   broker: ServiceBroker,
   logger: LoggerInstance,
@@ -39,39 +46,135 @@ export async function fileInboundBatch(
 ): Promise<number> {
   const rows = await queue.claimInbound(broker.nodeID, limit, LEASE_SECONDS);
   if (!rows.length) return 0;
+  const providers = new Map<string, CallbackProvider | null>();
+  for (const id of new Set(rows.map((r) => r.provider_id)))
+    providers.set(id, await repo.providerForCallback(id));
   const filed: string[] = [];
   const unfiled: Unfiled[] = [];
-  await Promise.all(
-    conversations(rows).map(async (messages) => {
-      for (const [at, row] of messages.entries()) {
-        try {
-          const provider = await repo.providerForCallback(row.provider_id);
-          // Gone since (its rows go with it, ON DELETE CASCADE): nothing to file it for.
-          if (provider) await receiveInbound(broker, provider, row.inbound, row.attachments);
-          filed.push(row.id);
-        } catch (err) {
-          const error = (err as Error)?.message ?? String(err);
-          const giveUp = row.attempts >= MAX_ATTEMPTS;
-          logger.warn(
-            `Inbound ${row.id} (${row.conversation.replace(/\n/g, " ")}), try ${row.attempts}: ${giveUp ? "given up" : "filed again later"}: ${error}`,
-          );
-          if (giveUp) await removeAttachments(row.attachments).catch(() => undefined);
-          unfiled.push({
-            id: row.id,
-            error,
-            retryInSeconds: giveUp ? null : retryDelaySeconds(row.attempts),
-          });
-          // The conversation's later messages wait for it (the claim skips them while it is due later).
-          for (const later of messages.slice(at + 1))
-            unfiled.push({ id: later.id, error: null, retryInSeconds: 0 });
-          return;
-        }
+  const oneByOne = (messages: ClaimedInbound[]) =>
+    fileConversation(broker, logger, providers, messages, filed, unfiled);
+  const plain = new Map<WorkspaceId, ClaimedInbound[][]>();
+  const others: ClaimedInbound[][] = [];
+  for (const messages of conversations(rows)) {
+    const provider = providers.get(messages[0].provider_id);
+    // Gone since (its rows go with it, ON DELETE CASCADE): nothing to file them for.
+    if (!provider) filed.push(...messages.map((m) => m.id));
+    else if (messages.every((m) => isPlain(provider, m.inbound)))
+      plain.set(provider.workspace_id, [...(plain.get(provider.workspace_id) ?? []), messages]);
+    else others.push(messages);
+  }
+  await Promise.all([
+    ...others.map(oneByOne),
+    ...[...plain].map(async ([workspaceId, convs]) => {
+      const batch = convs.flat().sort((a, b) => Number(a.id) - Number(b.id));
+      try {
+        await fileTogether(
+          broker,
+          workspaceId,
+          batch.map((row) => ({ row, provider: providers.get(row.provider_id)! })),
+        );
+        filed.push(...batch.map((r) => r.id));
+      } catch (err) {
+        logger.warn(
+          `Inbound batch of ${batch.length} in workspace ${workspaceId} filed one by one: ${(err as Error)?.message ?? String(err)}`,
+        );
+        await Promise.all(convs.map(oneByOne));
       }
     }),
-  );
+  ]);
   await queue.markFiled(broker.nodeID, filed);
   await queue.markUnfiled(broker.nodeID, unfiled);
   return rows.length;
+}
+
+/** One conversation's messages in order, each through `receiveInbound`; a failure hands it and the later ones back. */
+async function fileConversation(
+  broker: ServiceBroker,
+  logger: LoggerInstance,
+  providers: Map<string, CallbackProvider | null>,
+  messages: ClaimedInbound[],
+  filed: string[],
+  unfiled: Unfiled[],
+): Promise<void> {
+  for (const [at, row] of messages.entries()) {
+    try {
+      const provider = providers.get(row.provider_id);
+      if (provider) await receiveInbound(broker, provider, row.inbound, row.attachments);
+      filed.push(row.id);
+    } catch (err) {
+      const error = (err as Error)?.message ?? String(err);
+      const giveUp = row.attempts >= MAX_ATTEMPTS;
+      logger.warn(
+        `Inbound ${row.id} (${row.conversation.replace(/\n/g, " ")}), try ${row.attempts}: ${giveUp ? "given up" : "filed again later"}: ${error}`,
+      );
+      if (giveUp) await removeAttachments(row.attachments).catch(() => undefined);
+      unfiled.push({
+        id: row.id,
+        error,
+        retryInSeconds: giveUp ? null : retryDelaySeconds(row.attempts),
+      });
+      // The conversation's later messages wait for it (the claim skips them while it is due later).
+      for (const later of messages.slice(at + 1))
+        unfiled.push({ id: later.id, error: null, retryInSeconds: 0 });
+      return;
+    }
+  }
+}
+
+/** A message of the hot path: neither a deep link's `/start <token>` nor a channel command. */
+function isPlain(provider: CallbackProvider, inbound: Inbound): boolean {
+  if (inbound.linkToken) return false;
+  const channel = provider.channel;
+  return (
+    !isCommandChannel(channel) ||
+    !matchCommand(provider.commands ?? DEFAULT_COMMANDS, channel, inbound.command ?? inbound.text)
+  );
+}
+
+/**
+ * Plain messages of one workspace, in arrival order, filed set-based: their
+ * senders' contacts in one call (`contacts.forAddresses`), the messages into
+ * their conversations in one (`inbox.receiveBatch`), their
+ * `<channel>.message_received` events in one (`events.recordBatch`, each
+ * chain run). What `receiveInbound` does for each, without its commands.
+ * Throws when a call fails: the caller files the messages one by one (a
+ * message already filed is then recognised by its provider message id).
+ */
+async function fileTogether(
+  broker: ServiceBroker,
+  workspaceId: WorkspaceId,
+  batch: Array<{ row: ClaimedInbound; provider: CallbackProvider }>,
+): Promise<void> {
+  const contacts = await systemCall<Array<{ contactId: string }>>(
+    broker,
+    workspaceId,
+    "contacts.forAddresses",
+    {
+      addresses: batch.map(({ row, provider }) =>
+        senderAddress(provider.channel as InboxChannel, row.inbound),
+      ),
+    },
+  );
+  const threads: Array<string | null> = batch.map(() => null);
+  if (isServiceAvailable(broker, "inbox")) {
+    const received = await systemCall<Array<{ threadId: string; duplicate: boolean }>>(
+      broker,
+      workspaceId,
+      "inbox.receiveBatch",
+      { messages: batch.map(({ row, provider }, at) => inboxMessage(provider, contacts[at].contactId, row)) },
+    );
+    received.forEach((r, at) => (threads[at] = r.threadId));
+    // A message the provider delivered before keeps the files of its first delivery.
+    await Promise.all(
+      received.map((r, at) => (r.duplicate ? removeAttachments(batch[at].row.attachments) : undefined)),
+    );
+  } else await Promise.all(batch.map(({ row }) => removeAttachments(row.attachments)));
+  if (isServiceAvailable(broker, "events"))
+    await systemCall(broker, workspaceId, "events.recordBatch", {
+      events: batch.map(({ row, provider }, at) =>
+        receivedEvent(provider, contacts[at].contactId, threads[at], row.inbound),
+      ),
+    });
 }
 
 /** The batch's rows by conversation, each in arrival order. */
@@ -120,34 +223,21 @@ export async function receiveInbound(
       : null;
   const thread =
     !command && !contact.linked && isServiceAvailable(broker, "inbox")
-      ? await fileInInbox(broker, workspaceId, attachments, {
-          channel,
-          contactId: contact.id,
-          providerId: provider.id,
-          from: inbound.from,
-          to: inbound.to,
-          text: inbound.text,
-          ...(inbound.subject !== undefined ? { subject: inbound.subject } : {}),
-          providerMessageId: inbound.providerMessageId,
-          references: inbound.references ?? [],
-          ...(attachments.length ? { attachments } : {}),
-        })
+      ? await fileInInbox(
+          broker,
+          workspaceId,
+          attachments,
+          inboxMessage(provider, contact.id, { inbound, attachments }),
+        )
       : null;
   if (!thread) await removeAttachments(attachments);
   if (isServiceAvailable(broker, "events"))
-    await systemCall(broker, workspaceId, "events.record", {
-      type: `${channel}.message_received`,
-      contactId: contact.id,
-      metadata: {
-        providerId: provider.id,
-        threadId: thread?.threadId ?? null,
-        from: inbound.from,
-        to: inbound.to,
-        text: inbound.text,
-        ...(inbound.subject !== undefined ? { subject: inbound.subject } : {}),
-        providerMessageId: inbound.providerMessageId,
-      },
-    });
+    await systemCall(
+      broker,
+      workspaceId,
+      "events.record",
+      receivedEvent(provider, contact.id, thread?.threadId ?? null, inbound),
+    );
   const reply = (text: string) =>
     systemCall(broker, workspaceId, "messages.create", {
       workspaceId,
@@ -197,6 +287,58 @@ async function fileInInbox(
   return filed;
 }
 
+/** What `inbox.receive` takes for an inbound message. */
+function inboxMessage(
+  provider: CallbackProvider,
+  contactId: string,
+  { inbound, attachments }: { inbound: Inbound; attachments: InboundAttachment[] },
+) {
+  return {
+    channel: provider.channel as InboxChannel,
+    contactId,
+    providerId: provider.id,
+    from: inbound.from,
+    to: inbound.to,
+    text: inbound.text,
+    ...(inbound.subject !== undefined ? { subject: inbound.subject } : {}),
+    providerMessageId: inbound.providerMessageId,
+    references: inbound.references ?? [],
+    ...(attachments.length ? { attachments } : {}),
+  };
+}
+
+/** The activity an inbound message records (contract-messaging 8: `<channel>.message_received` with its thread). */
+function receivedEvent(
+  provider: CallbackProvider,
+  contactId: string,
+  threadId: string | null,
+  inbound: Inbound,
+) {
+  return {
+    type: `${provider.channel}.message_received`,
+    contactId,
+    metadata: {
+      providerId: provider.id,
+      threadId,
+      from: inbound.from,
+      to: inbound.to,
+      text: inbound.text,
+      ...(inbound.subject !== undefined ? { subject: inbound.subject } : {}),
+      providerMessageId: inbound.providerMessageId,
+    },
+  };
+}
+
+/** What `contacts.forAddress` takes for an inbound message's sender (a chat gives its names). */
+function senderAddress(channel: InboxChannel, inbound: Inbound) {
+  return {
+    type: INBOUND_ADDRESS[channel],
+    value: inbound.from,
+    ...(channel === "chatapp1" && inbound.name?.firstName && { firstName: inbound.name.firstName }),
+    ...(channel === "chatapp1" && inbound.name?.lastName && { lastName: inbound.name.lastName }),
+  };
+}
+
 /** How the sender of an inbound message is found among contacts (else created with it), per channel that receives. */
 const INBOUND_ADDRESS: Record<InboxChannel, "email" | "phone" | "chatapp1ChatId"> = {
   email: "email",
@@ -227,12 +369,12 @@ async function inboundContact(
     });
     if (linked) return { id: linked.id, linked: true };
   }
-  const found = await systemCall<{ contactId: string }>(broker, workspaceId, "contacts.forAddress", {
-    type: INBOUND_ADDRESS[channel],
-    value: inbound.from,
-    ...(channel === "chatapp1" && inbound.name?.firstName && { firstName: inbound.name.firstName }),
-    ...(channel === "chatapp1" && inbound.name?.lastName && { lastName: inbound.name.lastName }),
-  });
+  const found = await systemCall<{ contactId: string }>(
+    broker,
+    workspaceId,
+    "contacts.forAddress",
+    senderAddress(channel, inbound),
+  );
   return { id: found.contactId, linked: false };
 }
 
