@@ -1,4 +1,4 @@
-import type { ServiceBroker } from "moleculer";
+import { Errors, type ServiceBroker } from "moleculer";
 import type { FieldIssue } from "./errors";
 import type { AppContext } from "./moleculer-types";
 import { systemCall } from "./system-call";
@@ -34,6 +34,17 @@ export function watchServices(broker: ServiceBroker): void {
 export function serviceReach(broker: ServiceBroker, name: string): "running" | "gone" | "absent" {
   if (isServiceAvailable(broker, name)) return "running";
   return servicesSeen.get(broker)?.has(name) ? "gone" : "absent";
+}
+
+/**
+ * Whether an optional step (`<service>.<action>`) runs: false when its
+ * service is not deployed; a service that has gone throws (503), so the
+ * caller's queue tries the work again instead of skipping the step.
+ */
+export function optionalStepRuns(broker: ServiceBroker, action: string): boolean {
+  const reach = serviceReach(broker, action.split(".")[0]);
+  if (reach === "gone") throw new Errors.ServiceNotAvailableError({ action });
+  return reach === "running";
 }
 
 /**

@@ -1,9 +1,9 @@
 import { countEventsIngested } from "../../lib/business-metrics";
-import { Errors, type LoggerInstance, type ServiceBroker } from "moleculer";
+import type { LoggerInstance, ServiceBroker } from "moleculer";
 import { config } from "../../lib/config";
 import { notFound } from "../../lib/errors";
 import type { AppContext } from "../../lib/moleculer-types";
-import { serviceReach } from "../../lib/registry";
+import { optionalStepRuns } from "../../lib/registry";
 import { systemCall } from "../../lib/system-call";
 import { workspaceOf, type WorkspaceId } from "../../lib/tenancy";
 import { probeVersions, type Versions } from "../../lib/versioned-cache";
@@ -142,12 +142,7 @@ export async function runChain(
   const call = (action: string, params: object) =>
     systemCall(from, workspaceId, action, params, { configVersions });
   const ran: string[] = [];
-  const runs = (action: string) => {
-    const reach = serviceReach(broker, action.split(".")[0]);
-    if (reach === "gone") throw new Errors.ServiceNotAvailableError({ action });
-    return reach === "running";
-  };
-  if (event.contactId && runs("segments.evaluateContact")) {
+  if (event.contactId && optionalStepRuns(broker, "segments.evaluateContact")) {
     // The event type rides along so segments need not read the event back.
     await call("segments.evaluateContact", {
       contactId: event.contactId,
@@ -156,11 +151,11 @@ export async function runChain(
     });
     ran.push("segments.evaluateContact");
   }
-  if (runs("campaigns.handleEvent")) {
+  if (optionalStepRuns(broker, "campaigns.handleEvent")) {
     await call("campaigns.handleEvent", { ...event });
     ran.push("campaigns.handleEvent");
   }
-  if (event.contactId && runs("scoring.applyEvent")) {
+  if (event.contactId && optionalStepRuns(broker, "scoring.applyEvent")) {
     await call("scoring.applyEvent", {
       eventId: event.id,
       contactId: event.contactId,

@@ -1,6 +1,6 @@
 import type { LoggerInstance, ServiceBroker } from "moleculer";
 import { COMMAND_CHANNELS, type CommandChannel, type InboxChannel } from "../../lib/channels";
-import { isServiceAvailable } from "../../lib/registry";
+import { optionalStepRuns } from "../../lib/registry";
 import { systemCall } from "../../lib/system-call";
 import type { WorkspaceId } from "../../lib/tenancy";
 import { DEFAULT_COMMANDS, matchCommand } from "./commands";
@@ -156,7 +156,7 @@ async function fileTogether(
     },
   );
   const threads: Array<string | null> = batch.map(() => null);
-  if (isServiceAvailable(broker, "inbox")) {
+  if (optionalStepRuns(broker, "inbox.receiveBatch")) {
     const received = await systemCall<Array<{ threadId: string; duplicate: boolean }>>(
       broker,
       workspaceId,
@@ -169,7 +169,7 @@ async function fileTogether(
       received.map((r, at) => (r.duplicate ? removeAttachments(batch[at].row.attachments) : undefined)),
     );
   } else await Promise.all(batch.map(({ row }) => removeAttachments(row.attachments)));
-  if (isServiceAvailable(broker, "events"))
+  if (optionalStepRuns(broker, "events.recordBatch"))
     await systemCall(broker, workspaceId, "events.recordBatch", {
       events: batch.map(({ row, provider }, at) =>
         receivedEvent(provider, contacts[at].contactId, threads[at], row.inbound),
@@ -222,7 +222,7 @@ export async function receiveInbound(
       ? matchCommand(provider.commands ?? DEFAULT_COMMANDS, channel, inbound.command ?? inbound.text)
       : null;
   const thread =
-    !command && !contact.linked && isServiceAvailable(broker, "inbox")
+    !command && !contact.linked && optionalStepRuns(broker, "inbox.receive")
       ? await fileInInbox(
           broker,
           workspaceId,
@@ -231,7 +231,7 @@ export async function receiveInbound(
         )
       : null;
   if (!thread) await removeAttachments(attachments);
-  if (isServiceAvailable(broker, "events"))
+  if (optionalStepRuns(broker, "events.record"))
     await systemCall(
       broker,
       workspaceId,

@@ -248,3 +248,45 @@ test("a batch whose inbox call fails is filed message by message; a message fail
     expect((await receivedEvents(contacts[0].id)).map((e) => e.text)).toEqual(bodies);
   }
 });
+
+// Last: the inbox service is taken away and brought back.
+test("the inbox gone after this node saw it (an outage, its nodes dropped): the message waits, then is filed in its thread", async () => {
+  const gus = "+14155550407";
+  await app.broker.destroyService(app.broker.getLocalService("inbox")!);
+  await filer().stop();
+  try {
+    await acceptInbound({
+      workspaceId: ctx.workspaceId as WorkspaceId,
+      providerId: twilioId,
+      dedupeKey: "SMg-1",
+      conversation: `${ctx.workspaceId}\nsms\n${gus}`,
+      inbound: {
+        kind: "inbound",
+        providerMessageId: "SMg-1",
+        eventId: null,
+        from: gus,
+        to: TWILIO_FROM,
+        text: "hello?",
+      },
+      attachments: [],
+    });
+    expect(await app.broker.call("providers.fileInbound")).toBe(1);
+  } finally {
+    filer().start();
+  }
+  const [waiting] = (
+    await db.query(`SELECT attempts, last_error, filed_at FROM inbound_queue WHERE dedupe_key = 'SMg-1'`)
+  ).rows;
+  expect(waiting).toMatchObject({ attempts: 1, filed_at: null });
+  expect(waiting.last_error).toMatch(/inbox\.receive/);
+
+  const inbox = (await import("../../../services/inbox/inbox.service")).default;
+  app.broker.createService(inbox as unknown as Parameters<typeof app.broker.createService>[0]);
+  await app.broker.waitForServices(["inbox"], 10_000);
+  await inboundFiled(app);
+  const [contact] = await contactsOf(gus);
+  expect((await threadsOf(contact.id)).map((t) => t.bodies)).toEqual([["hello?"]]);
+  expect((await receivedEvents(contact.id)).map((e) => [e.text, e.threadId !== null])).toEqual([
+    ["hello?", true],
+  ]);
+});
