@@ -34,17 +34,21 @@ export async function recordEvent(
   try {
     await runChain(broker, ctx, workspaceId, event, configVersions);
   } catch (err) {
-    // The event is stored and its webhooks go out: its chain must complete too, later if not now.
-    await retries
-      .queueChainRetry(workspaceId, event.id, errorText(err), chainRetryDelay(0, config().chainRetryDelaysMs))
-      .catch((queueErr: unknown) =>
-        broker.logger.error(
-          `Event ${event.id}: chain failed and could not be queued again: ${errorText(queueErr)}`,
-        ),
-      );
+    await queueChain(broker, workspaceId, event, err);
     throw err;
   }
   return event;
+}
+
+/** The event is stored and its webhooks go out: its chain must complete too, later if not now. */
+function queueChain(broker: ServiceBroker, workspaceId: WorkspaceId, event: EventRecord, err: unknown) {
+  return retries
+    .queueChainRetry(workspaceId, event.id, errorText(err), chainRetryDelay(0, config().chainRetryDelaysMs))
+    .catch((queueErr: unknown) =>
+      broker.logger.error(
+        `Event ${event.id}: chain failed and could not be queued again: ${errorText(queueErr)}`,
+      ),
+    );
 }
 
 /**
@@ -71,18 +75,7 @@ export async function recordEvents(
     stored.map((event) =>
       runChain(broker, ctx, workspaceId, event, configVersions).catch((err: unknown) => {
         broker.logger.warn(`Event ${event.id}: chain failed, queued to run again: ${errorText(err)}`);
-        return retries
-          .queueChainRetry(
-            workspaceId,
-            event.id,
-            errorText(err),
-            chainRetryDelay(0, config().chainRetryDelaysMs),
-          )
-          .catch((queueErr: unknown) =>
-            broker.logger.error(
-              `Event ${event.id}: chain failed and could not be queued again: ${errorText(queueErr)}`,
-            ),
-          );
+        return queueChain(broker, workspaceId, event, err);
       }),
     ),
   );
