@@ -21,12 +21,12 @@ describe("readEvents", () => {
     expect(readEvents(update({ text: "Hello", reply_to_message: { message_id: 69 } }))).toEqual([
       {
         kind: "inbound",
-        providerMessageId: "70",
+        providerMessageId: "12345:70",
         eventId: "7",
         from: "12345",
         to: "",
         text: "Hello",
-        references: ["69"],
+        references: ["12345:69"],
         name: { firstName: "Ada", lastName: null },
       },
     ]);
@@ -134,12 +134,12 @@ describe("chatapp1Client against a fake Bot API", () => {
     return err as ProviderError;
   };
 
-  test("sendMessage at /bot<token>/sendMessage; message_id is the provider message id", async () => {
+  test("sendMessage at /bot<token>/sendMessage; the chat and its message_id are the provider message id", async () => {
     const accepted = await send(() => ({ status: 200, body: '{"ok":true,"result":{"message_id":512}}' }), {
       text: "Sale",
       buttons: [{ text: "Shop", url: "https://shop.example" }],
     });
-    expect(accepted).toEqual({ providerMessageId: "512" });
+    expect(accepted).toEqual({ providerMessageId: "12345:512" });
     const request = fake.received.at(-1)!;
     expect(request.path).toBe(`/bot${TOKEN}/sendMessage`);
     expect(request.headers["content-type"]).toBe("application/json");

@@ -52,15 +52,15 @@ export function readEvents(body: string): ProviderEvent[] {
   const command = COMMAND.exec(text.trim());
   const name = command?.[1].toLowerCase();
   const argument = command?.[2]?.trim();
-  const replyTo = message.reply_to_message?.message_id;
+  const replyTo = chatMessageId(chatId, message.reply_to_message?.message_id);
   const inbound: Extract<ProviderEvent, { kind: "inbound" }> = {
     kind: "inbound",
-    providerMessageId: idOf(message.message_id),
+    providerMessageId: chatMessageId(chatId, message.message_id),
     eventId: idOf(update?.update_id),
     from: String(chatId),
     to: "",
     text,
-    references: replyTo === undefined ? [] : [idOf(replyTo)].filter((id): id is string => id !== null),
+    references: replyTo === null ? [] : [replyTo],
     name: { firstName: namePart(message.chat.first_name), lastName: namePart(message.chat.last_name) },
   };
   if (name === "start") {
@@ -71,6 +71,16 @@ export function readEvents(body: string): ProviderEvent[] {
 
 const idOf = (value: unknown): string | null =>
   typeof value === "number" || (typeof value === "string" && value) ? String(value) : null;
+
+/**
+ * A message's id for the bot: Telegram numbers messages per chat, so two
+ * chats' first messages share a `message_id`; `<chat id>:<message_id>` is
+ * unique (the client names what it sends the same way).
+ */
+export function chatMessageId(chatId: number | string, messageId: unknown): string | null {
+  const id = idOf(messageId);
+  return id === null ? null : `${chatId}:${id}`;
+}
 
 const namePart = (value: unknown): string | null =>
   typeof value === "string" && value.trim() ? value.trim().slice(0, 100) : null;

@@ -1,14 +1,16 @@
 import { refusal } from "../clients/http";
 import { ProviderError, type ProviderClient } from "../clients/types";
 import { sendMessage, type SendMessage } from "./bot";
+import { chatMessageId } from "./callbacks";
 import type { Chatapp1Config } from "./config";
 
 /**
  * `chatapp1`: the Telegram Bot API wire. `sendMessage` to the contact's chat
  * id (`attributes.chatapp1ChatId`), plain text (no `parse_mode`: a rendered
  * variable cannot become markup), the template's buttons as an inline
- * keyboard of URL buttons, one per row; Telegram's `message_id` is the
- * provider message id (replies name it in `reply_to_message`).
+ * keyboard of URL buttons, one per row; the provider message id is
+ * `<chat id>:<message_id>` (Telegram numbers messages per chat; replies
+ * name the message in `reply_to_message`, read the same way).
  */
 
 const NAME = "chatapp1";
@@ -46,7 +48,7 @@ export function chatapp1Client(id: string, config: Chatapp1Config): ProviderClie
           throw new ProviderError(error.message, true, null, answer.retryAfter * 1000);
         throw error;
       }
-      return { providerMessageId: String(answer.result.message_id) };
+      return { providerMessageId: chatMessageId(message.to, answer.result.message_id)! };
     },
   };
 }

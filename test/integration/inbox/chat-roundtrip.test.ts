@@ -168,7 +168,7 @@ test("an inbound chatapp1 text: a thread assigned once, one auto-reply, a member
     channel: "chatapp1",
     status: "sent",
     providerId,
-    providerMessageId: String(bot.state.messageIds),
+    providerMessageId: `${CHAT}:${bot.state.messageIds}`,
   });
 
   // STOP: opted out by chat command, answered, and not filed in the conversation.

@@ -277,8 +277,27 @@ describe("the webhook", () => {
       providerId,
       from: "5002",
       text: "Hi there",
-      providerMessageId: String(update.message.message_id),
+      providerMessageId: `5002:${update.message.message_id}`,
     });
+  });
+
+  // Telegram numbers messages per chat: two people's first messages share a message_id.
+  test("two chats' messages with one message_id are both received, each from its own contact", async () => {
+    const c = ctx.owner.client;
+    for (const chatId of [5030, 5031])
+      expect((await postUpdate(textUpdate(chatId, `first from ${chatId}`, { message_id: 1 }))).status).toBe(
+        200,
+      );
+    for (const chatId of ["5030", "5031"]) {
+      const contact = await chatContact(chatId);
+      const events = (await c.get(`${ctx.ws}/events?contactId=${contact.id}&type=chatapp1.message_received`))
+        .body;
+      expect(
+        events.map((e: { metadata: { text: string; providerMessageId: string } }) => e.metadata),
+      ).toEqual([
+        expect.objectContaining({ text: `first from ${chatId}`, providerMessageId: `${chatId}:1` }),
+      ]);
+    }
   });
 
   test("first messages from one unknown chat arriving together make one contact", async () => {
@@ -394,7 +413,7 @@ describe("sending", () => {
     expect(sent).toMatchObject({
       providerType: "chatapp1",
       providerId,
-      providerMessageId: String(bot.state.messageIds),
+      providerMessageId: `5010:${bot.state.messageIds}`,
     });
   });
 
