@@ -1,15 +1,18 @@
 import { Adapters } from "@moleculer/channels";
 import type { Channel } from "@moleculer/channels/types/src";
+import { factsNotHandled, failedFactIdsOf } from "./domain-events";
 
 /**
  * The channel adapter of the embedded shape (no NATS): one process, so a
  * message goes straight to this process's subscribers, one per consumer
- * group, and `publish` settles when they have handled it, rejecting with the
- * first failure. The package's own in-memory adapter (`Fake`) emits and
- * forgets, so a consumer that failed, or a process that died mid-handling,
- * lost the message. Here the outbox relay (lib/outbox.ts) deletes a fact only
- * after its consumers committed: that is their acknowledgement, as a
- * JetStream ack is with NATS. The relay sends one batch at a time, which
+ * group, and `publish` settles when they all have handled it, rejecting with
+ * a failure (when every failure names the facts of an envelope its consumer
+ * did not handle, with all of those: lib/domain-events.ts). The package's own
+ * in-memory adapter (`Fake`) emits and forgets, so a consumer that failed, or
+ * a process that died mid-handling, lost the message. Here the outbox relay
+ * (lib/outbox.ts) deletes a fact only after its consumers committed: that is
+ * their acknowledgement, as a JetStream ack is with NATS, and stages again
+ * the facts named as not handled. The relay sends one batch at a time, which
  * bounds the messages in flight.
  */
 export class EmbeddedChannelAdapter extends Adapters.Base {
@@ -51,7 +54,7 @@ export class EmbeddedChannelAdapter extends Adapters.Base {
   async publish(channelName: string, payload: unknown, opts: { headers?: Record<string, string> } = {}) {
     const groups = [...(this.subscribers.get(channelName)?.values() ?? [])];
     const turn = this.turn++;
-    await Promise.all(
+    const outcomes = await Promise.allSettled(
       groups.map((chans) => {
         const chan = chans[turn % chans.length];
         const handled = Promise.resolve(chan.handler(payload, { payload, headers: opts.headers }));
@@ -60,5 +63,13 @@ export class EmbeddedChannelAdapter extends Adapters.Base {
         return handled.finally(() => tracked.delete(handled));
       }),
     );
+    const reasons = outcomes.flatMap((o) => (o.status === "rejected" ? [o.reason as unknown] : []));
+    if (!reasons.length) return;
+    if (reasons.length === 1) throw reasons[0];
+    // Several groups failed: the facts any of them did not handle, unless one failed as a whole.
+    const named = reasons.map(failedFactIdsOf);
+    if (named.some((ids) => ids === null)) throw reasons[named.findIndex((ids) => ids === null)];
+    const ids = [...new Set(named.flatMap((list) => list ?? []))];
+    throw factsNotHandled(ids.map((id) => ({ id, reason: reasons[0] })));
   }
 }

@@ -10,7 +10,7 @@ import {
   queryAcrossWorkspacesPrepared,
   releaseDatabase,
 } from "./database";
-import { sendDomainEvent, type DomainEvent } from "./domain-events";
+import { ENVELOPE_MAX_BYTES, failedFactIdsOf, sendDomainEnvelope, type DomainEvent } from "./domain-events";
 import { queueFigures, queueFiguresSql, type QueueFiguresRow } from "./queue-stats";
 import { Poller } from "./worker";
 import type { WorkspaceId } from "./tenancy";
@@ -19,13 +19,14 @@ import type { WorkspaceId } from "./tenancy";
  * The transactional outbox of domain facts. A write stages its facts in the
  * transaction (or the statement) that makes them true, so they commit or roll
  * back together; a relay then sends them to the durable channel and deletes
- * them in one transaction. A send settles when the channel has the fact
- * (JetStream's ack) or, embedded, when its consumers have handled it
- * (lib/embedded-channel.ts); a fact whose send failed is put back with a
- * backoff. A crash between the commit and the send leaves the rows for the
- * next pass of any relay; a relay that dies mid-send has its rows sent again,
- * and consumers stay idempotent on the fact id, so the normal case sends each
- * fact once.
+ * them in one transaction, a pass's facts as envelopes (one channel message
+ * for up to a whole batch, at most ENVELOPE_MAX_BYTES each). A send settles
+ * when the channel has the envelope (JetStream's ack) or, embedded, when its
+ * consumers have handled its facts (lib/embedded-channel.ts); a fact whose
+ * send failed is put back with a backoff. A crash between the commit and the
+ * send leaves the rows for the next pass of any relay; a relay that dies
+ * mid-send has its rows sent again, and consumers stay idempotent on the fact
+ * id, so the normal case sends each fact once.
  */
 
 /** A fact as a write states it; the outbox gives it its id and time. */
@@ -68,7 +69,54 @@ interface OutboxRow {
   occurred_at: Date;
   attempts: number;
   changed_fields: string[] | null;
+  /** The size of `data` and `changed_fields` as JSON text, at least what JSON.stringify makes of them. */
+  json_bytes: number;
 }
+
+/** A fact's JSON beside its `data` and `changedFields`: keys, quotes, id, workspace, type, time. */
+const FACT_FRAME_BYTES = 160;
+/** `{"facts":[` and `]}`. */
+const ENVELOPE_FRAME_BYTES = 16;
+
+/**
+ * Split facts of these JSON sizes, in order, into envelopes of at most
+ * `maxBytes` (with their frames and commas): `[start, end)` of each. A fact
+ * larger than the bound alone goes in an envelope of its own.
+ */
+export function envelopeBounds(sizes: number[], maxBytes: number): Array<[number, number]> {
+  const bounds: Array<[number, number]> = [];
+  let start = 0;
+  let bytes = ENVELOPE_FRAME_BYTES;
+  sizes.forEach((size, i) => {
+    if (i > start && bytes + size + 1 > maxBytes) {
+      bounds.push([start, i]);
+      start = i;
+      bytes = ENVELOPE_FRAME_BYTES;
+    }
+    bytes += size + 1;
+  });
+  if (sizes.length > start) bounds.push([start, sizes.length]);
+  return bounds;
+}
+
+function factOf(row: OutboxRow): DomainEvent {
+  return {
+    id: row.id,
+    workspaceId: row.workspace_id,
+    type: row.type,
+    data: row.data,
+    occurredAt: new Date(row.occurred_at).toISOString(),
+    ...(row.changed_fields ? { changedFields: row.changed_fields } : {}),
+  };
+}
+
+/** A fact's JSON size, at least: PostgreSQL's text of its jsonb (spaces after `:` and `,`) and its frame. */
+const factBytes = (row: OutboxRow) =>
+  Number(row.json_bytes) +
+  FACT_FRAME_BYTES +
+  row.id.length +
+  row.workspace_id.length +
+  Buffer.byteLength(row.type);
 
 /** A failed fact waits `base × 2^(attempts − 1)`, at most this long, before its next send. */
 const MAX_RETRY_DELAY_MS = 5 * 60_000;
@@ -86,16 +134,19 @@ export interface RelayPass {
 
 /**
  * One batch: delete the oldest rows that are due and that no other relay
- * holds (SKIP LOCKED), send each, and put the ones whose send failed back in
- * the same transaction, with their attempt counted and a backoff: the others
- * are not sent again and later facts are not held up behind them. A crash
+ * holds (SKIP LOCKED), send them as envelopes in staging order, and put the
+ * facts whose send failed back in the same transaction, with their attempt
+ * counted and a backoff: the others are not sent again and later facts are
+ * not held up behind them. A failed envelope fails all its facts unless the
+ * failure names the ones not handled (embedded consumers do). A crash
  * mid-pass rolls the whole delete back, so every fact of the batch is sent
  * again by the next pass (consumers are idempotent on the fact id).
  */
 export async function relayBatch(
-  send: (event: DomainEvent) => Promise<void>,
+  send: (facts: DomainEvent[]) => Promise<void>,
   retryBaseMs: number,
   limit = RELAY_BATCH,
+  maxEnvelopeBytes = ENVELOPE_MAX_BYTES,
 ): Promise<RelayPass> {
   const sequelize = await database();
   return sequelize.transaction(async (transaction) => {
@@ -107,34 +158,29 @@ export async function relayBatch(
                        WHERE available_at IS NULL OR available_at <= now()
                        ORDER BY seq LIMIT $1 FOR UPDATE SKIP LOCKED)
           AND (SELECT set_config('synchronous_commit', 'off', true)) = 'off'
-       RETURNING seq, id, workspace_id, type, data, occurred_at, attempts, changed_fields`,
+       RETURNING seq, id, workspace_id, type, data, occurred_at, attempts, changed_fields,
+                 octet_length(data::text) + coalesce(octet_length(changed_fields::text), 0) AS json_bytes`,
       [limit],
       transaction,
     );
-    // RETURNING keeps no order; sends start in staging order.
+    // RETURNING keeps no order; envelopes hold facts in staging order and are sent in it.
     rows.sort((a, b) => Number(a.seq) - Number(b.seq));
-    const outcomes = await Promise.allSettled(
-      rows.map((row) =>
-        send({
-          id: row.id,
-          workspaceId: row.workspace_id,
-          type: row.type,
-          data: row.data,
-          occurredAt: new Date(row.occurred_at).toISOString(),
-          ...(row.changed_fields ? { changedFields: row.changed_fields } : {}),
-        }),
-      ),
-    );
-    const failed = rows.flatMap((row, i) => {
+    const facts = rows.map(factOf);
+    const envelopes = envelopeBounds(rows.map(factBytes), maxEnvelopeBytes);
+    const outcomes = await Promise.allSettled(envelopes.map(([from, to]) => send(facts.slice(from, to))));
+    const failedIds = new Map<string, string>();
+    envelopes.forEach(([from, to], i) => {
       const outcome = outcomes[i];
-      if (outcome.status === "fulfilled") return [];
-      return [
-        {
-          row,
-          attempts: row.attempts + 1,
-          error: String((outcome.reason as Error)?.message ?? outcome.reason),
-        },
-      ];
+      if (outcome.status === "fulfilled") return;
+      const error = String((outcome.reason as Error)?.message ?? outcome.reason);
+      const ids = failedFactIdsOf(outcome.reason);
+      const named = ids && new Set(ids);
+      for (const fact of facts.slice(from, to))
+        if (!named || named.has(fact.id)) failedIds.set(fact.id, error);
+    });
+    const failed = rows.flatMap((row) => {
+      const error = failedIds.get(row.id);
+      return error === undefined ? [] : [{ row, attempts: row.attempts + 1, error }];
     });
     if (failed.length) {
       // Back under their own seq and id: same place in the order, same fact for idempotent consumers.
@@ -251,7 +297,7 @@ export async function holdOutboxRelay(broker: ServiceBroker): Promise<void> {
     retryOnInterval: true,
     failureNote: "its facts stay staged for the next poll",
     pass: async () => {
-      const { taken, failed } = await relayBatch((event) => sendDomainEvent(broker, event), outboxPollMs);
+      const { taken, failed } = await relayBatch((facts) => sendDomainEnvelope(broker, facts), outboxPollMs);
       if (failed.length) {
         const [first] = failed;
         logger.warn(

@@ -1,6 +1,12 @@
 import { config } from "../../lib/config";
 import { defineMixin, type ServiceThis } from "../../lib/define-service";
-import { DOMAIN_EVENTS_CHANNEL, type DomainEvent } from "../../lib/domain-events";
+import {
+  DOMAIN_EVENTS_CHANNEL,
+  factsOf,
+  handleFacts,
+  type DomainEnvelope,
+  type DomainEvent,
+} from "../../lib/domain-events";
 import { stepPoller } from "../../lib/periodic-steps";
 import type { Poller } from "../../lib/worker";
 import { decideSplits } from "./ab-tests";
@@ -10,7 +16,7 @@ import { sendBroadcast } from "./broadcast";
 import { claimStalledBroadcasts } from "./broadcasts.repo";
 import { advance, closeWebhookSender, HeldSaves } from "./runner";
 import { liveSegmentTriggers, readSegmentLog } from "./segment-log.repo";
-import { enrollByAnniversaries, enrollByChanges, enrollByContactFact } from "./feed-triggers";
+import { contactKey, enrollByAnniversaries, enrollByChanges, enrollByContactFact } from "./feed-triggers";
 
 /** Enrollments one pass of the runner claims. */
 export const PASS_SIZE = 100;
@@ -136,13 +142,22 @@ export const backgroundWork = defineMixin<ServiceThis<CampaignsBackground>>({
      * Contact triggers, from the durable domain-event channel (its own
      * group): each `contact.created` / `contact.updated` fact enrolls by the
      * matching triggers, once per fact (its id is the enrollment's cause).
+     * An envelope's facts of one contact are handled in staging order.
      */
     [DOMAIN_EVENTS_CHANNEL]: {
       group: "campaigns",
       context: false,
-      maxInFlight: 20,
-      async handler(fact: DomainEvent) {
-        if (await enrollByContactFact(fact)) this.wake("steps");
+      maxInFlight: 2,
+      async handler(payload: DomainEnvelope | DomainEvent) {
+        let enrolled = 0;
+        try {
+          await handleFacts(factsOf(payload), async (fact) => (enrolled += await enrollByContactFact(fact)), {
+            concurrency: 10,
+            keyOf: contactKey,
+          });
+        } finally {
+          if (enrolled > 0) this.wake("steps");
+        }
       },
     },
   },

@@ -49,6 +49,12 @@ const CONTACT_TRIGGERS = {
   "contact.updated": "contact_updated",
 } as const;
 
+/** The contact a fact is about, as the key that keeps one contact's facts in order (lib/domain-events.ts handleFacts). */
+export function contactKey(fact: DomainEvent): string | undefined {
+  const contactId = fact.data.contactId;
+  return typeof contactId === "string" ? `${fact.workspaceId}:${contactId}` : undefined;
+}
+
 /** Enroll by the contact triggers a `contact.created` / `contact.updated` fact matches; answers the enrollments made. */
 export async function enrollByContactFact(fact: DomainEvent): Promise<number> {
   const type = CONTACT_TRIGGERS[fact.type as keyof typeof CONTACT_TRIGGERS];

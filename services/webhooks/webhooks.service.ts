@@ -2,7 +2,13 @@ import { Type } from "@sinclair/typebox";
 import { actingUserId, audit } from "../../lib/audit";
 import { countWebhookDeliveries } from "../../lib/business-metrics";
 import { config } from "../../lib/config";
-import { DOMAIN_EVENTS_CHANNEL, type DomainEvent } from "../../lib/domain-events";
+import {
+  DOMAIN_EVENTS_CHANNEL,
+  factsOf,
+  handleFacts,
+  type DomainEnvelope,
+  type DomainEvent,
+} from "../../lib/domain-events";
 import { defineAction, defineService, type ServiceThis } from "../../lib/define-service";
 import { conflict, fieldError, found, notFound, notRetryable } from "../../lib/errors";
 import { pageRequest } from "../../lib/pagination";
@@ -236,10 +242,18 @@ export default defineService<WebhooksService>({
     [DOMAIN_EVENTS_CHANNEL]: {
       group: "webhooks",
       context: false,
-      // Facts handled together share fan-out statements (deliveriesRepo.fanOut batches them), so a wide window pays.
-      maxInFlight: 100,
-      async handler(payload: DomainEvent) {
-        if ((await deliveriesRepo.fanOut(payload)) > 0) this.dispatcher.wake();
+      // An envelope holds up to a relay batch of facts, fanned out together (deliveriesRepo.fanOut batches them).
+      maxInFlight: 4,
+      async handler(payload: DomainEnvelope | DomainEvent) {
+        const facts = factsOf(payload);
+        let queued = 0;
+        try {
+          await handleFacts(facts, async (fact) => (queued += await deliveriesRepo.fanOut(fact)), {
+            concurrency: facts.length,
+          });
+        } finally {
+          if (queued > 0) this.dispatcher.wake();
+        }
       },
     },
   },

@@ -1,4 +1,5 @@
 import type { Channel } from "@moleculer/channels/types/src";
+import { factsNotHandled, failedFactIdsOf } from "../../lib/domain-events";
 import { EmbeddedChannelAdapter } from "../../lib/embedded-channel";
 
 /** A subscription as the channels middleware hands it to an adapter. */
@@ -41,6 +42,29 @@ describe("EmbeddedChannelAdapter", () => {
     const adapter = new EmbeddedChannelAdapter();
     await adapter.subscribe(channel("w", "webhooks", async () => Promise.reject(new Error("insert failed"))));
     await expect(adapter.publish("facts", {})).rejects.toThrow("insert failed");
+  });
+
+  it("names the facts of an envelope any group did not handle, once every group has settled", async () => {
+    const adapter = new EmbeddedChannelAdapter();
+    const fail = (ids: string[]) => async () =>
+      Promise.reject(factsNotHandled(ids.map((id) => ({ id, reason: new Error("x") }))));
+    await adapter.subscribe(channel("w", "webhooks", fail(["f1", "f3"])));
+    await adapter.subscribe(channel("c", "campaigns", fail(["f3", "f4"])));
+    const err = await adapter.publish("facts", {}).catch((e: unknown) => e);
+    expect(failedFactIdsOf(err)?.sort()).toEqual(["f1", "f3", "f4"]);
+  });
+
+  it("a group failing as a whole fails the whole envelope", async () => {
+    const adapter = new EmbeddedChannelAdapter();
+    await adapter.subscribe(
+      channel("w", "webhooks", async () =>
+        Promise.reject(factsNotHandled([{ id: "f1", reason: new Error("x") }])),
+      ),
+    );
+    await adapter.subscribe(channel("c", "campaigns", async () => Promise.reject(new Error("pool closed"))));
+    const err = await adapter.publish("facts", {}).catch((e: unknown) => e);
+    expect(failedFactIdsOf(err)).toBeNull();
+    expect((err as Error).message).toBe("pool closed");
   });
 
   it("gives each message to one subscriber per group, in turn", async () => {

@@ -1,5 +1,10 @@
 import type { ServiceBroker } from "moleculer";
-import { DOMAIN_EVENTS_CHANNEL, type DomainEvent } from "../../../lib/domain-events";
+import {
+  DOMAIN_EVENTS_CHANNEL,
+  factsOf,
+  type DomainEnvelope,
+  type DomainEvent,
+} from "../../../lib/domain-events";
 import { waitFor as poll } from "../../helpers/wait";
 
 /** Collects the domain events published on the durable channel, for assertions. */
@@ -14,8 +19,8 @@ export function domainEventProbe(
       [DOMAIN_EVENTS_CHANNEL]: {
         group: name,
         context: false,
-        async handler(payload: DomainEvent) {
-          seen.push(payload);
+        async handler(payload: DomainEnvelope | DomainEvent) {
+          seen.push(...factsOf(payload));
         },
       },
     },

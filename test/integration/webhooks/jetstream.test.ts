@@ -1,5 +1,8 @@
 import { dropStreams } from "../../helpers/nats";
 import { randomHex } from "../../../lib/crypto";
+import { newId } from "../../../lib/crypto";
+import { sendDomainEnvelope, type DomainEvent } from "../../../lib/domain-events";
+import { asWorkspaceId } from "../../../lib/tenancy";
 import { publishDomainEvent } from "../../helpers/facts";
 import { startApp, type TestApp } from "../../helpers/app";
 import { createTestDatabase } from "../../helpers/database";
@@ -77,5 +80,34 @@ suite("webhooks over NATS JetStream", () => {
     await waitFor(() => receiver.received.length === 2, 15_000, "delivery after the restart");
     expect(JSON.parse(receiver.received[1].body).data.contactId).toBe("while-down");
     expect(receiver.received[1].headers["x-webhook-event"]).toBe("contact.created");
+  }, 40_000);
+
+  test("an envelope on the stream twice, and one overlapping it, deliver each fact once", async () => {
+    const ctx = await ownerWithWorkspace(gateway.baseUrl);
+    const ep = await ctx.owner.client.post(`${ctx.ws}/webhooks`, {
+      url: receiver.url("/envelope"),
+      events: ["envelope.test"],
+    });
+    expect(ep.status).toBe(201);
+    const facts: DomainEvent[] = Array.from({ length: 40 }, (_, n) => ({
+      id: newId(),
+      workspaceId: asWorkspaceId(ctx.workspaceId),
+      type: "envelope.test",
+      data: { n },
+      occurredAt: new Date().toISOString(),
+    }));
+    // As JetStream redelivers a message whose ack was lost, and a relay sends again a batch it could not delete.
+    await sendDomainEnvelope(gateway.broker, facts.slice(0, 25));
+    await sendDomainEnvelope(gateway.broker, facts.slice(0, 25));
+    await sendDomainEnvelope(gateway.broker, facts.slice(15, 40));
+    const mine = () => receiver.received.filter((r) => r.path === "/envelope");
+    await waitFor(() => mine().length >= 40, 15_000, "40 deliveries");
+    // Time for any second delivery of a fact to arrive: a sentinel sent after them all comes through first.
+    await publishDomainEvent(gateway.broker, ctx.workspaceId, "envelope.test", { n: "sentinel" });
+    await waitFor(() => mine().some((r) => JSON.parse(r.body).data.n === "sentinel"), 15_000, "the sentinel");
+    const ns = mine()
+      .map((r) => JSON.parse(r.body).data.n)
+      .filter((n) => n !== "sentinel") as number[];
+    expect(ns.sort((x, y) => x - y)).toEqual(Array.from({ length: 40 }, (_, n) => n));
   }, 40_000);
 });

@@ -2,7 +2,7 @@ import crypto from "node:crypto";
 import type { ServiceBroker } from "moleculer";
 import { QueryTypes } from "sequelize";
 import { database } from "../../../lib/database";
-import { DOMAIN_EVENTS_CHANNEL, type DomainEvent } from "../../../lib/domain-events";
+import { DOMAIN_EVENTS_CHANNEL, sendDomainEnvelope, type DomainEvent } from "../../../lib/domain-events";
 import { publishDomainEvent } from "../../helpers/facts";
 import { startApp, type TestApp } from "../../helpers/app";
 import { ownerWithWorkspace } from "../../helpers/http";
@@ -163,6 +163,31 @@ test("the same domain event delivered twice by the channel makes one delivery", 
   await waitFor(async () => (await deliveriesOf(ep.id))[0]?.success, 5000, "the delivery");
   expect(await deliveriesOf(ep.id)).toHaveLength(1);
   expect(hits("/dedupe")).toHaveLength(1);
+});
+
+test("an envelope delivered again (whole, and overlapping a later one) delivers each of its facts once", async () => {
+  const ep = await endpoint("/envelope", ["envelope.test"]);
+  const facts: DomainEvent[] = Array.from({ length: 30 }, (_, n) => ({
+    id: crypto.randomUUID(),
+    workspaceId: ctx.workspaceId,
+    type: "envelope.test",
+    data: { n },
+    occurredAt: new Date().toISOString(),
+  }));
+  await sendDomainEnvelope(app.broker, facts.slice(0, 20));
+  // The channel redelivers the envelope (a consumer's ack lost), then a relay sends a batch overlapping it.
+  await sendDomainEnvelope(app.broker, facts.slice(0, 20));
+  await sendDomainEnvelope(app.broker, facts.slice(10, 30));
+  await waitFor(() => hits("/envelope").length >= 30, 5000, "30 requests");
+  await waitFor(
+    async () => (await deliveriesOf(ep.id)).every((d) => d.success),
+    5000,
+    "every delivery settled",
+  );
+  const ns = hits("/envelope").map((r) => JSON.parse(r.body).data.n as number);
+  expect(ns.sort((x, y) => x - y)).toEqual(Array.from({ length: 30 }, (_, n) => n));
+  expect(new Set(hits("/envelope").map((r) => r.headers["x-webhook-delivery"])).size).toBe(30);
+  expect(await deliveriesOf(ep.id)).toHaveLength(30);
 });
 
 test("fails twice then succeeds: attempts 1, 2, 3 with one delivery id after the configured waits", async () => {

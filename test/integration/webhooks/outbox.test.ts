@@ -2,7 +2,7 @@ import type { ServiceBroker } from "moleculer";
 import { Client } from "pg";
 import { QueryTypes } from "sequelize";
 import { database } from "../../../lib/database";
-import type { DomainEvent } from "../../../lib/domain-events";
+import { ENVELOPE_MAX_BYTES, factsOf, type DomainEnvelope } from "../../../lib/domain-events";
 import { stageDomainEvents } from "../../../lib/outbox";
 import { startApp, type TestApp } from "../../helpers/app";
 import { createTestDatabase } from "../../helpers/database";
@@ -263,8 +263,8 @@ test("two relays over one outbox send each fact once, each taking rows the other
   const sentBy = new Map<string, string[]>();
   const restore = [a, b].map((app) =>
     wrapSend(app.broker, async (original, name, payload) => {
-      const id = (payload as DomainEvent).id;
-      sentBy.set(id, [...(sentBy.get(id) ?? []), app.broker.nodeID]);
+      for (const { id } of factsOf(payload as DomainEnvelope))
+        sentBy.set(id, [...(sentBy.get(id) ?? []), app.broker.nodeID]);
       // Slow sends keep a batch's rows locked while the other relay takes the next ones.
       await new Promise((r) => setTimeout(r, 100));
       await original(name, payload);
@@ -294,6 +294,42 @@ test("two relays over one outbox send each fact once, each taking rows the other
   expect(await staged()).toBe(0);
 }, 60_000);
 
+test("a pass's facts go as envelopes of at most 256 KB, in staging order, each fact delivered once", async () => {
+  await endpoint("/big", ["big.test"]);
+  const envelopes: Array<{ bytes: number; ns: number[] }> = [];
+  // Either broker's relay may take the batch (a commit wakes every relay of the process).
+  const restore = [a, b].map((app) =>
+    wrapSend(app.broker, async (original, name, payload) => {
+      const facts = factsOf(payload as DomainEnvelope).filter((fact) => fact.type === "big.test");
+      if (facts.length)
+        envelopes.push({
+          bytes: Buffer.byteLength(JSON.stringify(payload)),
+          ns: facts.map((fact) => fact.data.n as number),
+        });
+      await original(name, payload);
+    }),
+  );
+  // 300 facts of about 3 KB (with a multi-byte character) in one transaction: one relay batch, about 900 KB.
+  const pad = "é".repeat(1500);
+  const facts = Array.from({ length: 300 }, (_, n) => ({ type: "big.test", data: { n, pad } }));
+  try {
+    await (await database()).transaction((t) => stageDomainEvents(t, ctx.workspaceId, facts));
+    await waitFor(() => received("big.test").length === 300, 30_000, "300 requests");
+  } finally {
+    for (const undo of restore) undo();
+  }
+  expect(envelopes.length).toBeGreaterThanOrEqual(4);
+  for (const envelope of envelopes) expect(envelope.bytes).toBeLessThanOrEqual(ENVELOPE_MAX_BYTES);
+  // Not split into envelopes of one: each holds as many as the bound allows, about 256 / 3 facts.
+  expect(Math.max(...envelopes.map((e) => e.ns.length))).toBeGreaterThan(60);
+  for (const { ns } of envelopes) expect(ns).toEqual([...ns].sort((x, y) => x - y));
+  expect(envelopes.flatMap((e) => e.ns).sort((x, y) => x - y)).toEqual(
+    Array.from({ length: 300 }, (_, n) => n),
+  );
+  expect(new Set(received("big.test").map((r) => JSON.parse(r.body).data.n)).size).toBe(300);
+  expect(await staged()).toBe(0);
+}, 60_000);
+
 test("facts a broker staged but never sent (it died) are sent by another broker's relay, once", async () => {
   await endpoint("/orphan", ["contact.created", "orphan.test", "sentinel.a"]);
   // A's relay cannot get its fact out, then A goes away: a crash between the commit and the send.
@@ -302,7 +338,7 @@ test("facts a broker staged but never sent (it died) are sent by another broker'
   });
   const ownSends: string[] = [];
   const watchB = wrapSend(b.broker, async (original, name, payload) => {
-    ownSends.push((payload as DomainEvent).type);
+    ownSends.push(...factsOf(payload as DomainEnvelope).map((fact) => fact.type));
     await original(name, payload);
   });
   const created = await ctx.owner.client.post(`${ctx.ws}/contacts`, { email: "orphan@example.test" });
