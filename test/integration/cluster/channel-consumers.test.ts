@@ -29,7 +29,6 @@ if (!NATS_URL) console.log("channel-consumers.test.ts: skipped: NATS_URL is not 
           logger: false,
           middlewares: [
             // The package's typings mark every adapter option required (moleculer.config.ts says more).
-            // eslint-disable-next-line @typescript-eslint/no-explicit-any
             ChannelsMiddleware({
               adapter: new NatsChannelAdapter({ nats: { url: NATS_URL } }),
             } as any) as any,

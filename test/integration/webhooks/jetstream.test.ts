@@ -23,6 +23,15 @@ suite("webhooks over NATS JetStream", () => {
   const env = { NATS_URL, NAMESPACE: `wh-${randomHex(4)}`, WEBHOOK_POLL_MS: "200" };
   const startWorker = (nodeID: string) =>
     startApp({ databaseUrl: db.url, services: ["webhooks"], withoutGateway: true, broker: { nodeID }, env });
+  /** The gateway routes to the webhooks node (moleculer-web rebuilds aliases on a debounce when a remote service appears; now). */
+  const webhooksRouted = async () => {
+    await gateway.broker.waitForServices(["webhooks"], 10_000);
+    const api = gateway.broker.getLocalService("api") as unknown as {
+      routes: Array<{ opts: { autoAliases?: boolean } }>;
+      regenerateAutoAliases(route: unknown): void;
+    };
+    for (const route of api.routes) if (route.opts.autoAliases) api.regenerateAutoAliases(route);
+  };
 
   beforeAll(async () => {
     db = await createTestDatabase();
@@ -33,13 +42,7 @@ suite("webhooks over NATS JetStream", () => {
       env,
     });
     worker = await startWorker("worker-1");
-    await gateway.broker.waitForServices(["webhooks"], 10_000);
-    // moleculer-web rebuilds aliases on a debounce when a remote service appears; do it now.
-    const api = gateway.broker.getLocalService("api") as unknown as {
-      routes: Array<{ opts: { autoAliases?: boolean } }>;
-      regenerateAutoAliases(route: unknown): void;
-    };
-    for (const route of api.routes) if (route.opts.autoAliases) api.regenerateAutoAliases(route);
+    await webhooksRouted();
     receiver = await startReceiver();
   }, 30_000);
   afterAll(async () => {
@@ -83,6 +86,8 @@ suite("webhooks over NATS JetStream", () => {
   }, 40_000);
 
   test("an envelope on the stream twice, and one overlapping it, deliver each fact once", async () => {
+    // The first test replaced the webhooks node.
+    await webhooksRouted();
     const ctx = await ownerWithWorkspace(gateway.baseUrl);
     const ep = await ctx.owner.client.post(`${ctx.ws}/webhooks`, {
       url: receiver.url("/envelope"),
