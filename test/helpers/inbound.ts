@@ -1,3 +1,5 @@
+import type { WorkspaceId } from "../../lib/tenancy";
+import { acceptInbound } from "../../services/providers/inbound-queue.repo";
 import type { TestApp } from "./app";
 import { twilioSignature } from "./provider-signatures";
 
@@ -33,5 +35,28 @@ export function postTwilioSms(
       "content-type": "application/x-www-form-urlencoded",
       "x-twilio-signature": twilioSignature(opts.authToken, `${opts.publicUrl}${path}`, form),
     },
+  });
+}
+
+/** An SMS stored in the inbound queue as its webhook would store it (a test that claims or files by hand). */
+export function acceptSms(
+  workspaceId: string,
+  providerId: string,
+  sms: { from: string; to: string; key: string; text: string; providerMessageId?: string },
+): Promise<boolean> {
+  return acceptInbound({
+    workspaceId: workspaceId as WorkspaceId,
+    providerId,
+    dedupeKey: sms.key,
+    conversation: `${workspaceId}\nsms\n${sms.from}`,
+    inbound: {
+      kind: "inbound",
+      providerMessageId: sms.providerMessageId ?? sms.key,
+      eventId: null,
+      from: sms.from,
+      to: sms.to,
+      text: sms.text,
+    },
+    attachments: [],
   });
 }

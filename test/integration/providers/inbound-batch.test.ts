@@ -2,11 +2,9 @@ import type { ActionHandler, ActionSchema, Context, Middleware } from "moleculer
 import { Client } from "pg";
 import { startApp, type TestApp } from "../../helpers/app";
 import { ownerWithWorkspace } from "../../helpers/http";
-import { inboundFiled } from "../../helpers/inbound";
+import { acceptSms, inboundFiled } from "../../helpers/inbound";
 import { startReceiver } from "../../helpers/receiver";
-import type { WorkspaceId } from "../../../lib/tenancy";
 import type { Poller } from "../../../lib/worker";
-import { acceptInbound } from "../../../services/providers/inbound-queue.repo";
 
 /**
  * A claimed batch of plain inbound messages is filed set-based
@@ -99,20 +97,12 @@ async function fileAsOneBatch(messages: Array<{ from: string; key: string; id?: 
   try {
     for (const m of messages)
       expect(
-        await acceptInbound({
-          workspaceId: ctx.workspaceId as WorkspaceId,
-          providerId: twilioId,
-          dedupeKey: m.key,
-          conversation: `${ctx.workspaceId}\nsms\n${m.from}`,
-          inbound: {
-            kind: "inbound",
-            providerMessageId: m.id ?? m.key,
-            eventId: null,
-            from: m.from,
-            to: TWILIO_FROM,
-            text: m.text,
-          },
-          attachments: [],
+        await acceptSms(ctx.workspaceId, twilioId, {
+          from: m.from,
+          to: TWILIO_FROM,
+          key: m.key,
+          text: m.text,
+          ...(m.id ? { providerMessageId: m.id } : {}),
         }),
       ).toBe(true);
     calls.length = 0;
@@ -255,21 +245,7 @@ test("the inbox gone after this node saw it (an outage, its nodes dropped): the 
   await app.broker.destroyService(app.broker.getLocalService("inbox")!);
   await filer().stop();
   try {
-    await acceptInbound({
-      workspaceId: ctx.workspaceId as WorkspaceId,
-      providerId: twilioId,
-      dedupeKey: "SMg-1",
-      conversation: `${ctx.workspaceId}\nsms\n${gus}`,
-      inbound: {
-        kind: "inbound",
-        providerMessageId: "SMg-1",
-        eventId: null,
-        from: gus,
-        to: TWILIO_FROM,
-        text: "hello?",
-      },
-      attachments: [],
-    });
+    await acceptSms(ctx.workspaceId, twilioId, { from: gus, to: TWILIO_FROM, key: "SMg-1", text: "hello?" });
     expect(await app.broker.call("providers.fileInbound")).toBe(1);
   } finally {
     filer().start();

@@ -1,12 +1,12 @@
 import { Client } from "pg";
 import { startApp, type TestApp } from "../../helpers/app";
 import { ownerWithWorkspace } from "../../helpers/http";
-import { inboundFiled, postTwilioSms } from "../../helpers/inbound";
+import { acceptSms, inboundFiled, postTwilioSms } from "../../helpers/inbound";
 import { startReceiver } from "../../helpers/receiver";
 import { operatorCommands, retryInbound } from "../../../lib/operator-commands";
 import { asWorkspaceId, type WorkspaceId } from "../../../lib/tenancy";
 import type { Poller } from "../../../lib/worker";
-import { acceptInbound, claimInbound, markUnfiled } from "../../../services/providers/inbound-queue.repo";
+import { claimInbound, markUnfiled } from "../../../services/providers/inbound-queue.repo";
 
 /**
  * Inbound messages are accepted durably and filed after (inbound_queue,
@@ -114,14 +114,7 @@ test("one sender's messages are claimed in order across nodes; a dead node's cla
   await filer.stop();
   try {
     const accept = (from: string, sid: string, text: string) =>
-      acceptInbound({
-        workspaceId: ctx.workspaceId as WorkspaceId,
-        providerId: twilioId,
-        dedupeKey: sid,
-        conversation: `${ctx.workspaceId}\nsms\n${from}`,
-        inbound: { kind: "inbound", providerMessageId: sid, eventId: null, from, to: TWILIO_FROM, text },
-        attachments: [],
-      });
+      acceptSms(ctx.workspaceId, twilioId, { from, to: TWILIO_FROM, key: sid, text });
     expect(await accept("+14155550302", "SMq-a1", "first")).toBe(true);
     expect(await accept("+14155550302", "SMq-a2", "second")).toBe(true);
     expect(await accept("+14155550303", "SMq-b1", "other sender")).toBe(true);
@@ -160,21 +153,7 @@ test("retry-inbound: a message given up on is filed again with its attempts rese
   try {
     const from = "+14155550304";
     expect(
-      await acceptInbound({
-        workspaceId: ctx.workspaceId as WorkspaceId,
-        providerId: twilioId,
-        dedupeKey: "SMq-f1",
-        conversation: `${ctx.workspaceId}\nsms\n${from}`,
-        inbound: {
-          kind: "inbound",
-          providerMessageId: "SMq-f1",
-          eventId: null,
-          from,
-          to: TWILIO_FROM,
-          text: "lost?",
-        },
-        attachments: [],
-      }),
+      await acceptSms(ctx.workspaceId, twilioId, { from, to: TWILIO_FROM, key: "SMq-f1", text: "lost?" }),
     ).toBe(true);
     // Its last try failed: given up on (no retry), its error kept.
     const [claimed] = await claimInbound("test-node", 10, 60);
