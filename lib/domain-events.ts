@@ -1,3 +1,4 @@
+import pLimit from "p-limit";
 import type { ServiceBroker } from "moleculer";
 import type { WorkspaceId } from "./tenancy";
 
@@ -109,18 +110,19 @@ export async function handleFacts(
     }
   }
   const failed: Array<{ id: string; reason: unknown }> = [];
-  let next = 0;
-  const worker = async () => {
-    while (next < chains.length) {
-      for (const fact of chains[next++]) {
-        try {
-          await handle(fact);
-        } catch (reason) {
-          failed.push({ id: fact.id, reason });
+  const limit = pLimit(opts.concurrency);
+  await Promise.all(
+    chains.map((chain) =>
+      limit(async () => {
+        for (const fact of chain) {
+          try {
+            await handle(fact);
+          } catch (reason) {
+            failed.push({ id: fact.id, reason });
+          }
         }
-      }
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(opts.concurrency, chains.length) }, worker));
+      }),
+    ),
+  );
   if (failed.length) throw factsNotHandled(failed);
 }
