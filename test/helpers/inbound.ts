@@ -1,7 +1,11 @@
+import type { Middleware } from "moleculer";
+import { Client } from "pg";
 import type { WorkspaceId } from "../../lib/tenancy";
 import { acceptInbound } from "../../services/providers/inbound-queue.repo";
-import type { TestApp } from "./app";
+import { startApp, type TestApp } from "./app";
+import { ownerWithWorkspace } from "./http";
 import { twilioSignature } from "./provider-signatures";
+import { startReceiver } from "./receiver";
 
 /**
  * The one way a test waits for inbound filing: a provider's webhook accepts
@@ -59,4 +63,64 @@ export function acceptSms(
     },
     attachments: [],
   });
+}
+
+/** An app with every area inbound filing touches, a workspace, its Twilio-wire provider on a fake, and a pg client. */
+export interface SmsInbox {
+  app: TestApp;
+  ctx: Awaited<ReturnType<typeof ownerWithWorkspace>>;
+  providerId: string;
+  db: Client;
+  stop(): Promise<void>;
+}
+
+/** The app of the inbound-queue tests (its provider's auth token is `twilio-auth`); `middlewares` probe its calls. */
+export async function startSmsInbox(options: {
+  publicUrl: string;
+  from: string;
+  accountSid: string;
+  middlewares?: Middleware[];
+}): Promise<SmsInbox> {
+  const fake = await startReceiver(() => ({
+    status: 201,
+    body: JSON.stringify({ sid: "SM-out", num_segments: "1" }),
+  }));
+  const app = await startApp({
+    services: [
+      "api",
+      "auth",
+      "workspaces",
+      "contacts",
+      "events",
+      "templates",
+      "messages",
+      "providers",
+      "inbox",
+    ],
+    env: { PUBLIC_URL: options.publicUrl },
+    middlewares: options.middlewares,
+  });
+  const ctx = await ownerWithWorkspace(app.baseUrl);
+  const provider = await ctx.owner.client.post(`${ctx.ws}/providers/sms`, {
+    type: "smsapi1",
+    config: {
+      accountSid: options.accountSid,
+      authToken: "twilio-auth",
+      from: options.from,
+      baseUrl: fake.url("/twilio"),
+    },
+  });
+  const db = new Client({ connectionString: app.databaseUrl });
+  await db.connect();
+  return {
+    app,
+    ctx,
+    providerId: provider.body.id,
+    db,
+    async stop() {
+      await db.end();
+      await app.stop();
+      await fake.close();
+    },
+  };
 }

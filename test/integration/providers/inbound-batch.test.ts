@@ -1,9 +1,8 @@
 import type { ActionHandler, ActionSchema, Context, Middleware } from "moleculer";
-import { Client } from "pg";
-import { startApp, type TestApp } from "../../helpers/app";
-import { ownerWithWorkspace } from "../../helpers/http";
-import { acceptSms, inboundFiled } from "../../helpers/inbound";
-import { startReceiver } from "../../helpers/receiver";
+import type { Client } from "pg";
+import type { TestApp } from "../../helpers/app";
+import type { ownerWithWorkspace } from "../../helpers/http";
+import { acceptSms, inboundFiled, startSmsInbox, type SmsInbox } from "../../helpers/inbound";
 import type { Poller } from "../../../lib/worker";
 
 /**
@@ -18,7 +17,7 @@ import type { Poller } from "../../../lib/worker";
 const TWILIO_FROM = "+15550008888";
 let app: TestApp;
 let ctx: Awaited<ReturnType<typeof ownerWithWorkspace>>;
-let fake: Awaited<ReturnType<typeof startReceiver>>;
+let inbox: SmsInbox;
 let twilioId: string;
 let db: Client;
 
@@ -47,46 +46,15 @@ const probe: Middleware = {
 };
 
 beforeAll(async () => {
-  fake = await startReceiver(() => ({
-    status: 201,
-    body: JSON.stringify({ sid: "SM-out", num_segments: "1" }),
-  }));
-  app = await startApp({
-    services: [
-      "api",
-      "auth",
-      "workspaces",
-      "contacts",
-      "events",
-      "templates",
-      "messages",
-      "providers",
-      "inbox",
-    ],
-    env: { PUBLIC_URL: "https://cms.example.test" },
+  inbox = await startSmsInbox({
+    publicUrl: "https://cms.example.test",
+    from: TWILIO_FROM,
+    accountSid: "AC8",
     middlewares: [probe],
   });
-  ctx = await ownerWithWorkspace(app.baseUrl);
-  twilioId = (
-    await ctx.owner.client.post(`${ctx.ws}/providers/sms`, {
-      type: "smsapi1",
-      config: {
-        accountSid: "AC8",
-        authToken: "twilio-auth",
-        from: TWILIO_FROM,
-        baseUrl: fake.url("/twilio"),
-      },
-    })
-  ).body.id;
-  db = new Client({ connectionString: app.databaseUrl });
-  await db.connect();
+  ({ app, ctx, db, providerId: twilioId } = inbox);
 });
-
-afterAll(async () => {
-  await db?.end();
-  await app?.stop();
-  await fake?.close();
-});
+afterAll(() => inbox?.stop());
 
 const filer = () =>
   (app.broker.getLocalService("providers") as unknown as { inboundFiler: Poller }).inboundFiler;

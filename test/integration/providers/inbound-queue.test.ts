@@ -1,8 +1,7 @@
-import { Client } from "pg";
-import { startApp, type TestApp } from "../../helpers/app";
-import { ownerWithWorkspace } from "../../helpers/http";
-import { acceptSms, inboundFiled, postTwilioSms } from "../../helpers/inbound";
-import { startReceiver } from "../../helpers/receiver";
+import type { Client } from "pg";
+import type { TestApp } from "../../helpers/app";
+import type { ownerWithWorkspace } from "../../helpers/http";
+import { acceptSms, inboundFiled, postTwilioSms, startSmsInbox, type SmsInbox } from "../../helpers/inbound";
 import { operatorCommands, retryInbound } from "../../../lib/operator-commands";
 import { asWorkspaceId, type WorkspaceId } from "../../../lib/tenancy";
 import type { Poller } from "../../../lib/worker";
@@ -20,50 +19,15 @@ const PUBLIC_URL = "https://cms.example.test";
 const TWILIO_FROM = "+15550009999";
 let app: TestApp;
 let ctx: Awaited<ReturnType<typeof ownerWithWorkspace>>;
-let fake: Awaited<ReturnType<typeof startReceiver>>;
+let inbox: SmsInbox;
 let twilioId: string;
 let db: Client;
 
 beforeAll(async () => {
-  fake = await startReceiver(() => ({
-    status: 201,
-    body: JSON.stringify({ sid: "SM-out", num_segments: "1" }),
-  }));
-  app = await startApp({
-    services: [
-      "api",
-      "auth",
-      "workspaces",
-      "contacts",
-      "events",
-      "templates",
-      "messages",
-      "providers",
-      "inbox",
-    ],
-    env: { PUBLIC_URL },
-  });
-  ctx = await ownerWithWorkspace(app.baseUrl);
-  twilioId = (
-    await ctx.owner.client.post(`${ctx.ws}/providers/sms`, {
-      type: "smsapi1",
-      config: {
-        accountSid: "AC9",
-        authToken: "twilio-auth",
-        from: TWILIO_FROM,
-        baseUrl: fake.url("/twilio"),
-      },
-    })
-  ).body.id;
-  db = new Client({ connectionString: app.databaseUrl });
-  await db.connect();
+  inbox = await startSmsInbox({ publicUrl: PUBLIC_URL, from: TWILIO_FROM, accountSid: "AC9" });
+  ({ app, ctx, db, providerId: twilioId } = inbox);
 });
-
-afterAll(async () => {
-  await db?.end();
-  await app?.stop();
-  await fake?.close();
-});
+afterAll(() => inbox?.stop());
 
 function inboundSms(from: string, sid: string, body: string) {
   const form = { MessageSid: sid, From: from, To: TWILIO_FROM, Body: body };
