@@ -8,6 +8,7 @@ import { EmbeddedChannelAdapter } from "./lib/embedded-channel";
 import { NatsChannelAdapter } from "./lib/nats-channel";
 import { healthServer } from "./lib/health";
 import { operatorCommands } from "./lib/operator-commands";
+import { ServiceWatchMiddleware } from "./lib/registry";
 import { RequestIdMiddleware, requestIdLogFields } from "./lib/request-id";
 import { tracingOptions } from "./lib/tracing";
 import { AuthorizeMiddleware } from "./mixins/authorize.middleware";
@@ -99,6 +100,7 @@ export function brokerConfig(): BrokerOptions {
       OutboxRelayMiddleware,
       healthServer(),
       AnnounceServicesMiddleware,
+      ServiceWatchMiddleware,
       // Last, so outermost: the handlers and every middleware's own lines run under the request id.
       RequestIdMiddleware,
     ],

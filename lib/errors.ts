@@ -66,6 +66,17 @@ export function found<T>(row: T | null | undefined, what: string): T {
   if (row === null || row === undefined) throw notFound(what);
   return row;
 }
+/**
+ * Another service's "no such row" (its `found`), by the type, which survives a NATS hop as the class does not;
+ * Moleculer's own 404 (SERVICE_NOT_FOUND: no node runs the action, as in an outage) is not one.
+ */
+export const isNotFound = (err: unknown): boolean =>
+  (err as { type?: unknown } | null)?.type === ErrorCode.NOT_FOUND;
+/** A `.catch` that reads another service's 404 as "no such row" and lets every other error through. */
+export function nullIfNotFound(err: unknown): null {
+  if (isNotFound(err)) return null;
+  throw err;
+}
 export const conflict = (message: string) => clientError(message, 409, ErrorCode.CONFLICT);
 /** A Liquid or MJML fault at save, naming the field and line. */
 export const templateError = (details: FieldIssue[]) =>

@@ -1,5 +1,5 @@
-import { Errors, type ServiceBroker } from "moleculer";
-import type { FieldIssue } from "./errors";
+import { Errors, type Middleware, type ServiceBroker } from "moleculer";
+import { isNotFound, type FieldIssue } from "./errors";
 import type { AppContext } from "./moleculer-types";
 import { systemCall } from "./system-call";
 import { workspaceOf } from "./tenancy";
@@ -16,7 +16,7 @@ export function isServiceAvailable(broker: ServiceBroker, name: string): boolean
 const servicesSeen = new WeakMap<ServiceBroker, Set<string>>();
 
 /** Keep count, from now on, of the services this broker sees on any node (`serviceReach`'s memory). */
-export function watchServices(broker: ServiceBroker): void {
+function watchServices(broker: ServiceBroker): void {
   if (servicesSeen.has(broker)) return;
   const seen = new Set<string>();
   const record = () => runningServices(broker).forEach((name) => seen.add(name));
@@ -24,6 +24,14 @@ export function watchServices(broker: ServiceBroker): void {
   record();
   servicesSeen.set(broker, seen);
 }
+
+/** Every broker keeps count from its creation, so a step's service gone after a start is told from one never deployed. */
+export const ServiceWatchMiddleware = {
+  name: "ServiceWatch",
+  created(broker: ServiceBroker) {
+    watchServices(broker);
+  },
+} as unknown as Middleware;
 
 /**
  * An optional step's service: `running` on some node now; `gone` when a node
@@ -66,7 +74,7 @@ export async function referenceIssue(
     await systemCall(ctx, ws, action, { workspaceId: ws, ...params });
     return null;
   } catch (err) {
-    if ((err as { code?: number }).code === 404) return { field, message: "is not one of the workspace's" };
+    if (isNotFound(err)) return { field, message: "is not one of the workspace's" };
     throw err;
   }
 }

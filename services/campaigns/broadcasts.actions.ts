@@ -1,7 +1,7 @@
 import { actingUserId } from "../../lib/audit";
 import { newId } from "../../lib/crypto";
 import { defineAction } from "../../lib/define-service";
-import { fieldError, notFound } from "../../lib/errors";
+import { fieldError, isNotFound, notFound } from "../../lib/errors";
 import { idempotent } from "../../lib/idempotency";
 import { systemCall } from "../../lib/system-call";
 import { workspaceOf } from "../../lib/tenancy";
@@ -45,8 +45,8 @@ export const broadcastActions = {
           const audience = await audienceOf(ctx, p);
           const template = await systemCall<{ template: { channel: string } }>(ctx, ws, "templates.resolve", {
             templateId: p.templateId,
-          }).catch((err: { code?: number }) => {
-            if (err.code === 404)
+          }).catch((err: unknown) => {
+            if (isNotFound(err))
               throw notFound("Template", { field: "templateId", message: `no template ${p.templateId}` });
             throw err;
           });

@@ -1,5 +1,13 @@
 import { requires } from "../../lib/access";
-import { fieldError, found, invalidState, notFound, validationError } from "../../lib/errors";
+import {
+  fieldError,
+  found,
+  invalidState,
+  isNotFound,
+  notFound,
+  nullIfNotFound,
+  validationError,
+} from "../../lib/errors";
 import type { AppContext } from "../../lib/moleculer-types";
 import { systemCall } from "../../lib/system-call";
 import { workspaceOf } from "../../lib/tenancy";
@@ -33,14 +41,9 @@ export async function workflowCampaignOf(ctx: AppContext, campaignId: string): P
 /** The workspace's segment (its type), or null when it has none. */
 export async function segmentOf(ctx: AppContext, segmentId: unknown): Promise<{ type: string } | null> {
   const workspaceId = workspaceOf(ctx);
-  try {
-    return await systemCall<{
-      type: string;
-    }>(ctx, workspaceId, "segments.get", { workspaceId, segmentId });
-  } catch (err) {
-    if ((err as { code?: number }).code === 404) return null;
-    throw err;
-  }
+  return systemCall<{ type: string }>(ctx, workspaceId, "segments.get", { workspaceId, segmentId }).catch(
+    nullIfNotFound,
+  );
 }
 
 /** An archived campaign is final: nothing of it changes. */
@@ -68,7 +71,7 @@ export async function workflowIssues(ctx: AppContext, input: unknown) {
           ? null
           : { field, message: `is a ${resolved.template.channel} template, not ${channel}` };
       } catch (err) {
-        if ((err as { code?: number }).code === 404) return { field, message: `no template ${id}` };
+        if (isNotFound(err)) return { field, message: `no template ${id}` };
         throw err;
       }
     }),

@@ -2,6 +2,7 @@ import { LRUCache } from "lru-cache";
 import type { ServiceBroker } from "moleculer";
 import { config } from "../../lib/config";
 import { sha256Hex } from "../../lib/crypto";
+import { isNotFound } from "../../lib/errors";
 import { systemCall } from "../../lib/system-call";
 import { Sender } from "../webhooks/dispatcher";
 import { guardEnabled } from "../webhooks/url-guard";
@@ -91,7 +92,7 @@ async function messageEngaged(
     );
     return (kind === "opened" ? message.openedAt : message.clickedAt) !== null;
   } catch (err) {
-    if ((err as { code?: unknown }).code === 404) return false;
+    if (isNotFound(err)) return false;
     throw err;
   }
 }

@@ -1,6 +1,6 @@
 import type { ServiceBroker } from "moleculer";
 import type { Fact } from "../../lib/outbox";
-import { isServiceAvailable } from "../../lib/registry";
+import { optionalStepRuns } from "../../lib/registry";
 import { systemCall } from "../../lib/system-call";
 import type { WorkspaceId } from "../../lib/tenancy";
 
@@ -32,7 +32,8 @@ export async function evaluateSegments(
   workspaceId: WorkspaceId,
   contactIds: string[],
 ): Promise<void> {
-  if (!contactIds.length || !isServiceAvailable(broker, "segments")) return;
+  // Segments gone (an outage) fail the write's answer rather than leave memberships stale unseen.
+  if (!contactIds.length || !optionalStepRuns(broker, "segments.evaluateContacts")) return;
   for (let i = 0; i < contactIds.length; i += EVALUATE_BATCH) {
     await systemCall(broker, workspaceId, "segments.evaluateContacts", {
       contactIds: contactIds.slice(i, i + EVALUATE_BATCH),

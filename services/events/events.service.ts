@@ -2,7 +2,6 @@ import { requires } from "../../lib/access";
 import { Type } from "@sinclair/typebox";
 import { defineAction, defineService } from "../../lib/define-service";
 import { pageRequest } from "../../lib/pagination";
-import { watchServices } from "../../lib/registry";
 import { Nullable } from "../../lib/schema";
 import { workspaceOf } from "../../lib/tenancy";
 import { queueStatsAction } from "../../lib/queue-stats";
@@ -25,11 +24,6 @@ export default defineService({
   name: "events",
   mixins: [DatabaseMixin, OutboxRelayMixin, BackgroundMixin],
   settings: { rest: "/" },
-
-  // From the start: a chain step's service that goes after this node saw it is unreachable, not absent (chain.ts).
-  created() {
-    watchServices(this.broker);
-  },
 
   actions: {
     // Internal (retention): countBefore and purgeBefore over the workspace's events (lib/retention.ts).

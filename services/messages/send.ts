@@ -1,7 +1,7 @@
 import { countMessages } from "../../lib/business-metrics";
 import type { Static } from "@sinclair/typebox";
 import { newId } from "../../lib/crypto";
-import { fieldError, notFound } from "../../lib/errors";
+import { fieldError, isNotFound, notFound } from "../../lib/errors";
 import type { AppContext } from "../../lib/moleculer-types";
 import { systemCall } from "../../lib/system-call";
 import { workspaceOf } from "../../lib/tenancy";
@@ -64,8 +64,7 @@ async function known<T>(promise: Promise<T>, what: string, field: string, id: st
   try {
     return await promise;
   } catch (err) {
-    if ((err as { code?: number }).code === 404)
-      throw notFound(what, { field, message: `no ${what.toLowerCase()} ${id}` });
+    if (isNotFound(err)) throw notFound(what, { field, message: `no ${what.toLowerCase()} ${id}` });
     throw err;
   }
 }

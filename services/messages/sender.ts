@@ -3,7 +3,8 @@ import type { LoggerInstance, ServiceBroker } from "moleculer";
 import { config } from "../../lib/config";
 import { compose, emailSource, renderableOf, type Renderable } from "../templates/compose";
 import { dynamicSlotsOf, TemplateFault, type Content } from "../templates/render";
-import { isServiceAvailable } from "../../lib/registry";
+import { nullIfNotFound } from "../../lib/errors";
+import { optionalStepRuns } from "../../lib/registry";
 import { systemCall } from "../../lib/system-call";
 import type { ResolvedTemplate } from "../templates/templates.schemas";
 import {
@@ -267,7 +268,8 @@ export class Sender {
       this.call<Array<Record<string, unknown> & { id: string }>>(ws, "contacts.forSend", { contactIds }),
       Promise.all(
         templateIds.map((templateId) =>
-          this.call<ResolvedTemplate>(ws, "templates.resolve", { templateId }).catch(() => null),
+          // Only a template gone fails its sends; templates out of reach fail the read, and the claim's lease retries it.
+          this.call<ResolvedTemplate>(ws, "templates.resolve", { templateId }).catch(nullIfNotFound),
         ),
       ),
     ]);
@@ -347,7 +349,8 @@ export class Sender {
     templates: ResolvedTemplate[],
   ): Promise<Record<string, Record<string, string>>> {
     const slots = dynamicSlotsOf(templates.map(renderableOf));
-    if (!slots.length || !contactIds.length || !isServiceAvailable(this.broker, "content")) return {};
+    if (!slots.length || !contactIds.length || !optionalStepRuns(this.broker, "content.dynamicFor"))
+      return {};
     const byContact: Record<string, Record<string, string>> = {};
     for (let i = 0; i < contactIds.length; i += 1000)
       Object.assign(

@@ -10,7 +10,6 @@ import { invalidSignature, notFound, validationError } from "../../lib/errors";
 import type { AppContext } from "../../lib/moleculer-types";
 import { stepPoller } from "../../lib/periodic-steps";
 import { queueStatsAction } from "../../lib/queue-stats";
-import { watchServices } from "../../lib/registry";
 import { compileParamsChecker, unstorableInput } from "../../lib/schema";
 import { systemCall } from "../../lib/system-call";
 import { workspaceOf, type WorkspaceId } from "../../lib/tenancy";
@@ -277,8 +276,6 @@ export const inboundActions = defineMixin<ServiceThis<InboundState>>({
   },
 
   created() {
-    // From the start: the inbox or events gone after this node saw them is an outage to wait out (inbound-filing.ts).
-    watchServices(this.broker);
     // Two drains side by side: one files while the other claims.
     this.inboundFiler = stepPoller("providers.fileInbound", {
       logger: this.logger,

@@ -1,6 +1,6 @@
 import { requires } from "../../lib/access";
 import { defineAction, defineService } from "../../lib/define-service";
-import { fieldError, found, notFound } from "../../lib/errors";
+import { fieldError, found, isNotFound, notFound } from "../../lib/errors";
 import type { AppContext } from "../../lib/moleculer-types";
 import { pageRequest } from "../../lib/pagination";
 import { systemCall } from "../../lib/system-call";
@@ -22,7 +22,7 @@ async function checkContact(ctx: AppContext, contactId: string | null | undefine
   try {
     await systemCall(ctx, workspaceOf(ctx), "contacts.get", { workspaceId: workspaceOf(ctx), contactId });
   } catch (err) {
-    if ((err as { code?: number }).code === 404)
+    if (isNotFound(err))
       throw notFound("Contact", { field: "contactId", message: `no contact ${contactId}` });
     throw err;
   }

@@ -6,7 +6,7 @@ import { found, notFound } from "../../lib/errors";
 import { startJob } from "../../lib/jobs";
 import type { AppMeta } from "../../lib/moleculer-types";
 import { pageRequest } from "../../lib/pagination";
-import { isServiceAvailable } from "../../lib/registry";
+import { optionalStepRuns } from "../../lib/registry";
 import { systemCall } from "../../lib/system-call";
 import { workspaceOf, type WorkspaceId } from "../../lib/tenancy";
 import { queueStatsAction } from "../../lib/queue-stats";
@@ -103,7 +103,7 @@ export default defineService<ScoringService>({
           { workspaceId: ws, type: "scoring.recalculate", createdBy: actingUserId(ctx) },
           async (progress) => {
             const result = await engine.recalculate(ws, progress);
-            if (isServiceAvailable(this.broker, "segments")) {
+            if (optionalStepRuns(this.broker, "segments.recomputeScoreSegments")) {
               await systemCall(this.broker, ws, "segments.recomputeScoreSegments", {});
             }
             return result;
@@ -236,7 +236,8 @@ export default defineService<ScoringService>({
 
   methods: {
     async scoreChanged(ctx: Ctx, ws: WorkspaceId, contactId: string, eventId?: string) {
-      if (!isServiceAvailable(this.broker, "segments")) return;
+      // Segments gone (an outage) fail the event's chain, which is queued again (events/chain.ts).
+      if (!optionalStepRuns(this.broker, "segments.evaluateContact")) return;
       // The event's chain probed the definitions' versions once; the score segments are read at those too.
       await systemCall(
         ctx,
@@ -249,7 +250,7 @@ export default defineService<ScoringService>({
 
     /** Score segments follow many contacts whose score changed (rule saved, decay, contact writes). */
     async scoresChanged(ws: WorkspaceId, contactIds: string[], ctx?: Ctx) {
-      if (!contactIds.length || !isServiceAvailable(this.broker, "segments")) return;
+      if (!contactIds.length || !optionalStepRuns(this.broker, "segments.evaluateContacts")) return;
       const call = (action: string, params: object) => systemCall(ctx ?? this.broker, ws, action, params);
       if (contactIds.length > FULL_RECOMPUTE_ABOVE) {
         await call("segments.recomputeScoreSegments", {});

@@ -4,7 +4,7 @@ import { actingUserId } from "../../lib/audit";
 import { defineAction, defineService } from "../../lib/define-service";
 import { fieldError, found, notFound } from "../../lib/errors";
 import { pageRequest } from "../../lib/pagination";
-import { isServiceAvailable } from "../../lib/registry";
+import { optionalStepRuns } from "../../lib/registry";
 import { systemCall } from "../../lib/system-call";
 import { workspaceOf, type WorkspaceId } from "../../lib/tenancy";
 import { queueStatsAction } from "../../lib/queue-stats";
@@ -280,7 +280,7 @@ export default defineService<SegmentsService>({
 
     /** Contact-condition scoring rules follow a contact change (segments have seen the old score by now). */
     async scoreContactRules(ctx: Context, ws: WorkspaceId, contactIds: string[]) {
-      if (!contactIds.length || !isServiceAvailable(this.broker, "scoring")) return;
+      if (!contactIds.length || !optionalStepRuns(this.broker, "scoring.applyContactRules")) return;
       await systemCall(ctx, ws, "scoring.applyContactRules", { contactIds });
     },
 

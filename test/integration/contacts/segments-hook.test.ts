@@ -49,3 +49,29 @@ test("create, update, consent, bulk and ingest keep dynamic segment membership c
   expect(await members(vip.body.id)).toEqual(["a@seg.io", "b@seg.io"]);
   expect(await members(optedOut.body.id)).toEqual(["a@seg.io", "b@seg.io"]);
 });
+
+test("segments gone after this node saw them (an outage): a contact write answers 503 instead of leaving memberships stale; back, the write re-evaluates", async () => {
+  const c = ctx.owner.client;
+  const vip = await c.post(`${ctx.ws}/segments`, {
+    name: "Gold",
+    type: "dynamic",
+    filter: { match: "all", conditions: [{ field: "tags", operator: "contains", value: "gold" }] },
+  });
+  const contact = (await c.post(`${ctx.ws}/contacts`, { email: "gone@seg.io" })).body;
+  const members = async () =>
+    (await c.get(`${ctx.ws}/segments/${vip.body.id}/members`)).body.data.map(
+      (m: { email: string }) => m.email,
+    );
+
+  await app.broker.destroyService(app.broker.getLocalService("segments")!);
+  const during = await c.patch(`${ctx.ws}/contacts/${contact.id}`, { tags: ["gold"] });
+  expect(during.status).toBe(503);
+  expect(during.body.code).toBe("SERVICE_UNAVAILABLE");
+
+  const schema = (await import("../../../services/segments/segments.service")).default;
+  app.broker.createService(schema as unknown as Parameters<typeof app.broker.createService>[0]);
+  await app.broker.waitForServices(["segments"], 10_000);
+  // The client's retry of the same write: stored already, and now the membership follows.
+  expect((await c.patch(`${ctx.ws}/contacts/${contact.id}`, { tags: ["gold"] })).status).toBe(200);
+  expect(await members()).toEqual(["gone@seg.io"]);
+});

@@ -246,6 +246,58 @@ test("a send claimed by a worker that crashed is claimed again after its lease a
   expect(sent.attempts).toBe(2);
 });
 
+test("templates out of reach when a send is claimed: it waits for its lease and goes, not failed as if its template were deleted", async () => {
+  const c = ctx.owner.client;
+  const sequelize = await database();
+  const contactId = await contact({ email: "reach@example.com" });
+  const template = await c.post(`${ctx.ws}/templates`, {
+    name: "Reach",
+    channel: "email",
+    content: { subject: "s", html: "<p>x</p>" },
+  });
+  const { sendQueue } = app.broker.getLocalService("messages") as unknown as { sendQueue: Poller };
+  await sendQueue.stop();
+  const sender = new Sender(app.broker, app.broker.getLogger("reach"));
+  const templates = (await import("../../../services/templates/templates.service")).default;
+  let id = "";
+  try {
+    const res = await c.post(`${ctx.ws}/messages`, {
+      contactId,
+      channel: "email",
+      templateId: template.body.id,
+      sendAt: new Date(Date.now() + 60_000).toISOString(),
+    });
+    id = res.body.id;
+    await sequelize.query(`UPDATE messages SET send_at = now() WHERE id = $1`, { bind: [id] });
+    await app.broker.destroyService(app.broker.getLocalService("templates")!);
+    // No node runs templates (Moleculer's not-found or not-available): the pass fails, the claim is kept.
+    await expect(sender.pass()).rejects.toMatchObject({
+      type: expect.stringMatching(/^SERVICE_NOT_(FOUND|AVAILABLE)$/),
+    });
+    const [held] = await sequelize.query<{ status: string }>(`SELECT status FROM messages WHERE id = $1`, {
+      bind: [id],
+      type: QueryTypes.SELECT,
+    });
+    expect(held.status).toBe("sending");
+    // Its lease runs out.
+    await sequelize.query(`UPDATE messages SET lease_until = now() WHERE id = $1`, { bind: [id] });
+  } finally {
+    await sender.providers.close();
+    if (!app.broker.getLocalService("templates"))
+      app.broker.createService(templates as unknown as Parameters<typeof app.broker.createService>[0]);
+    await app.broker.waitForServices(["templates"], 10_000);
+    sendQueue.start();
+  }
+  const sent = await waitFor(async () => {
+    const [row] = await sequelize.query<{ status: string; attempts: number }>(
+      `SELECT status, attempts FROM messages WHERE id = $1`,
+      { bind: [id], type: QueryTypes.SELECT },
+    );
+    return row.status === "sent" ? row : undefined;
+  });
+  expect(sent.attempts).toBe(2);
+});
+
 test("a full claim claims the next ahead while it sends; a stopping sender hands that claim back at once", async () => {
   const c = ctx.owner.client;
   const sequelize = await database();
