@@ -77,7 +77,13 @@ export interface NewInbound {
 }
 
 export type FiledInbound =
-  | { duplicate: true; threadId: string; inboundId: string }
+  | {
+      duplicate: true;
+      threadId: string;
+      inboundId: string;
+      /** The storage keys of the files the message stored before holds (a retry of that filing brings the same). */
+      keptFiles: string[];
+    }
   | {
       duplicate: false;
       thread: ThreadRow;
@@ -116,6 +122,7 @@ export async function fileInbounds(
       inbound_id: string | null;
       seen_id: string | null;
       seen_thread_id: string | null;
+      seen_files: string[] | null;
       auto_answered: string[] | null;
     }
   >(
@@ -125,7 +132,10 @@ export async function fileInbounds(
                 subject text, origin_message_id text, provider_id text, provider_message_id text, refs jsonb,
                 thread_id text, inbound_id text, attachments jsonb)
      ), seen AS (
-       SELECT DISTINCT ON (m.n) m.n, im.id, im.thread_id FROM m JOIN inbox_messages im
+       SELECT DISTINCT ON (m.n) m.n, im.id, im.thread_id,
+              ARRAY(SELECT a->>'storageKey' FROM jsonb_array_elements(im.attachments) a
+                     WHERE a->>'storageKey' IS NOT NULL) AS files
+         FROM m JOIN inbox_messages im
            ON m.provider_message_id IS NOT NULL AND im.provider_id = m.provider_id
           AND im.provider_message_id = m.provider_message_id AND im.direction = 'inbound'
         ORDER BY m.n, im.id
@@ -169,7 +179,7 @@ export async function fileInbounds(
        ON CONFLICT (provider_id, provider_message_id) WHERE direction = 'inbound' AND provider_message_id IS NOT NULL
        DO NOTHING RETURNING id
      )
-     SELECT th.*, m.n AS filed_n, i.id AS inbound_id, s.id AS seen_id, s.thread_id AS seen_thread_id,
+     SELECT th.*, m.n AS filed_n, i.id AS inbound_id, s.id AS seen_id, s.thread_id AS seen_thread_id, s.files AS seen_files,
             (SELECT array_agg(l.rule_id || ' ' || l.day::text) FROM inbox_auto_reply_log l
               WHERE l.thread_id = th.id AND l.day >= current_date - 1) AS auto_answered
        FROM m LEFT JOIN thread th ON th.n = m.n LEFT JOIN inbound i ON i.id = m.inbound_id LEFT JOIN seen s ON s.n = m.n`,
@@ -202,10 +212,12 @@ export async function fileInbounds(
       inbound_id: inboundId,
       seen_id: seenId,
       seen_thread_id: seenThreadId,
+      seen_files: seenFiles,
       auto_answered: autoAnswered,
       ...thread
     } = byN.get(n)!;
-    if (seenId && seenThreadId) return { duplicate: true, threadId: seenThreadId, inboundId: seenId };
+    if (seenId && seenThreadId)
+      return { duplicate: true, threadId: seenThreadId, inboundId: seenId, keptFiles: seenFiles ?? [] };
     if (!thread.id) return { duplicate: false, thread: null };
     return {
       duplicate: false,

@@ -357,6 +357,17 @@ export const schemas = {
   removeCanned: Params({ workspaceId: WorkspaceIdParam, responseId: Id }),
 };
 
+/** An inbound message filed (`inbox.receive`, each of `inbox.receiveBatch`). */
+const Received = Type.Object({
+  threadId: Type.String(),
+  inboundId: Type.String(),
+  duplicate: Type.Boolean({ description: "The provider delivered this message before" }),
+  keptFiles: Type.Array(Type.String(), {
+    description:
+      "A duplicate's: the storage keys of the files the message stored before holds; the filer removes only the others",
+  }),
+});
+
 export const results = {
   list: Type.Object({
     data: Type.Array(ThreadSchema),
@@ -366,14 +377,8 @@ export const results = {
   thread: ThreadSchema,
   detail: Type.Intersect([ThreadSchema, Type.Object({ messages: Type.Array(InboxMessageSchema) })]),
   reply: InboxMessageSchema,
-  receive: Type.Object({
-    threadId: Type.String(),
-    inboundId: Type.String(),
-    duplicate: Type.Boolean({ description: "The provider delivered this message before" }),
-  }),
-  receiveBatch: Type.Array(
-    Type.Object({ threadId: Type.String(), inboundId: Type.String(), duplicate: Type.Boolean() }),
-  ),
+  receive: Received,
+  receiveBatch: Type.Array(Received),
   rules: Type.Array(AssignmentRuleSchema),
   rule: AssignmentRuleSchema,
   autoReplies: Type.Array(AutoReplySchema),

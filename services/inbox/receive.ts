@@ -88,7 +88,7 @@ export async function receiveMany(
 }
 
 /** What `receive` answers. */
-type Received = { threadId: string; inboundId: string; duplicate: boolean };
+type Received = { threadId: string; inboundId: string; duplicate: boolean; keptFiles: string[] };
 
 /** What assignment and auto-replies read (the active rules and replies, the workspace's zone), asked while messages are filed. */
 function readDefinitions(from: Caller, ws: WorkspaceId) {
@@ -173,7 +173,7 @@ async function afterFiling(
       logger,
     ),
   );
-  return { received: { threadId: thread.id, inboundId, duplicate: false }, assignee };
+  return { received: { threadId: thread.id, inboundId, duplicate: false, keptFiles: [] }, assignee };
 }
 
 /** An inbound message to file, with its workspace. */

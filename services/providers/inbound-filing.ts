@@ -107,7 +107,6 @@ async function fileConversation(
       logger.warn(
         `Inbound ${row.id} (${row.conversation.replace(/\n/g, " ")}), try ${row.attempts}: ${giveUp ? "given up" : "filed again later"}: ${error}`,
       );
-      if (giveUp) await removeAttachments(row.attachments).catch(() => undefined);
       unfiled.push({
         id: row.id,
         error,
@@ -157,17 +156,11 @@ async function fileTogether(
   );
   const threads: Array<string | null> = batch.map(() => null);
   if (optionalStepRuns(broker, "inbox.receiveBatch")) {
-    const received = await systemCall<Array<{ threadId: string; duplicate: boolean }>>(
-      broker,
-      workspaceId,
-      "inbox.receiveBatch",
-      { messages: batch.map(({ row, provider }, at) => inboxMessage(provider, contacts[at].contactId, row)) },
-    );
+    const received = await systemCall<Filed[]>(broker, workspaceId, "inbox.receiveBatch", {
+      messages: batch.map(({ row, provider }, at) => inboxMessage(provider, contacts[at].contactId, row)),
+    });
     received.forEach((r, at) => (threads[at] = r.threadId));
-    // A message the provider delivered before keeps the files of its first delivery.
-    await Promise.all(
-      received.map((r, at) => (r.duplicate ? removeAttachments(batch[at].row.attachments) : undefined)),
-    );
+    await Promise.all(received.map((r, at) => removeUnheld(r, batch[at].row.attachments)));
   } else await Promise.all(batch.map(({ row }) => removeAttachments(row.attachments)));
   if (optionalStepRuns(broker, "events.recordBatch"))
     await systemCall(broker, workspaceId, "events.recordBatch", {
@@ -277,14 +270,24 @@ async function fileInInbox(
   attachments: InboundAttachment[],
   params: Record<string, unknown>,
 ): Promise<{ threadId: string }> {
-  const filed = await systemCall<{ threadId: string; duplicate: boolean }>(
-    broker,
-    workspaceId,
-    "inbox.receive",
-    params,
-  );
-  if (filed.duplicate) await removeAttachments(attachments);
+  const filed = await systemCall<Filed>(broker, workspaceId, "inbox.receive", params);
+  await removeUnheld(filed, attachments);
   return filed;
+}
+
+/** What the inbox answers for a message filed. */
+type Filed = { threadId: string; duplicate: boolean; keptFiles: string[] };
+
+/**
+ * A duplicate's kept files that no stored message holds: a delivery the
+ * provider made again brought files of its own, which go; a filing tried
+ * again (its answer lost, its batch's later call failed) brings the files
+ * the stored message holds, which stay.
+ */
+function removeUnheld(filed: Filed, attachments: InboundAttachment[]): Promise<void> {
+  if (!filed.duplicate) return Promise.resolve();
+  const held = new Set(filed.keptFiles);
+  return removeAttachments(attachments.filter((a) => !held.has(a.storageKey ?? "")));
 }
 
 /** What `inbox.receive` takes for an inbound message. */

@@ -1,4 +1,4 @@
-import { filedAfter, postTwilioSms } from "../../helpers/inbound";
+import { filedAfter, inboundFiled, postTwilioSms } from "../../helpers/inbound";
 import { mkdtempSync } from "node:fs";
 import { readdir, rm } from "node:fs/promises";
 import os from "node:os";
@@ -759,6 +759,47 @@ async function expectFilesSwept(fileNames: string[]) {
     "the deleted message's files to be removed and the queue drained",
   );
 }
+
+test("a mail filed again keeps its files; the provider's second delivery of it has its own files removed", async () => {
+  const email = "twice-files@example.com";
+  const { contactId, fileNames } = await contactWithStoredFiles(email, "twice-files-1");
+  const stored = async () => (await storedFiles(ctx.workspaceId)).filter((f) => !fileNames.includes(f));
+  const others = await stored();
+  const db = new Client({ connectionString: app.databaseUrl });
+  await db.connect();
+  try {
+    // The filing tried again (its answer lost after the inbox stored the mail): the same row, the same files.
+    const again = await db.query(
+      `UPDATE inbound_queue SET filed_at = NULL, claimed_until = NULL, due_at = now()
+        WHERE workspace_id = $1 AND inbound->>'from' = $2 RETURNING id`,
+      [ctx.workspaceId, email],
+    );
+    expect(again.rowCount).toBe(1);
+    await inboundFiled(app);
+    expect(await storedFiles(ctx.workspaceId)).toEqual(expect.arrayContaining(fileNames));
+    // The provider delivers it again once its queue row has gone: files of its own, removed as a duplicate's.
+    await db.query(`DELETE FROM inbound_queue WHERE id = $1`, [again.rows[0].id]);
+  } finally {
+    await db.end();
+  }
+  const mail = {
+    sender: email,
+    recipient: "support@mg.acme.test",
+    subject: "Invoices",
+    "body-plain": "Attached",
+    "Message-Id": "<twice-files-1@mail.example.com>",
+  };
+  expect((await mailWithFiles(mail, [["invoice-1.txt", Buffer.from("again"), "text/plain"]])).status).toBe(
+    200,
+  );
+  expect(await stored()).toEqual(others);
+  expect(await storedFiles(ctx.workspaceId)).toEqual(expect.arrayContaining(fileNames));
+  const [thread] = await threadOf(contactId, "email");
+  const { messages } = (await ctx.owner.client.get(`${ctx.ws}/inbox/${thread.id}`)).body;
+  expect(messages).toHaveLength(1);
+  const file = await download(ctx.owner.client, new URL(messages[0].attachments[0].url).pathname);
+  expect(file.status).toBe(200);
+});
 
 test("deleting a contact removes its mails' attachment files from storage; a message without files queues none", async () => {
   const c = ctx.owner.client;
