@@ -8,7 +8,7 @@ import { systemCall } from "../../lib/system-call";
 import { workspaceOf, type WorkspaceId } from "../../lib/tenancy";
 import { probeVersions, type Versions } from "../../lib/versioned-cache";
 import * as retries from "./chain-retries.repo";
-import { insertEvent, insertEventBatch } from "./events.repo";
+import { insertEvent, insertEventBatch, storedEvents } from "./events.repo";
 import type { EventRecord, RecordInput } from "./events.schemas";
 
 /**
@@ -29,7 +29,12 @@ export async function recordEvent(
     insertEvent(workspaceId, input),
     input.contactId ? probeVersions(workspaceId) : undefined,
   ]);
-  if (!event) throw notFound("Contact");
+  if (!event) {
+    // Its own id stored before: the call that stored it ran (or queued) its chain.
+    const [stored] = input.id ? await storedEvents(workspaceId, [input.id]) : [];
+    if (stored) return stored;
+    throw notFound("Contact");
+  }
   countEventsIngested(broker.metrics, 1);
   try {
     await runChain(broker, ctx, workspaceId, event, configVersions);
@@ -71,6 +76,11 @@ export async function recordEvents(
   ]);
   const stored = events.filter((e): e is EventRecord => e !== null);
   countEventsIngested(broker.metrics, stored.length);
+  // Those with their own id stored before are answered as stored; the call that stored them ran (or queued) their chains.
+  const again = inputs.flatMap((input, at) => (!events[at] && input.id ? [input.id] : []));
+  const before = new Map(
+    (again.length ? await storedEvents(workspaceId, again) : []).map((e) => [e.id, e] as const),
+  );
   await Promise.all(
     stored.map((event) =>
       runChain(broker, ctx, workspaceId, event, configVersions).catch((err: unknown) => {
@@ -79,7 +89,7 @@ export async function recordEvents(
       }),
     ),
   );
-  return events;
+  return events.map((event, at) => event ?? before.get(inputs[at].id ?? "") ?? null);
 }
 
 const errorText = (err: unknown) => (err instanceof Error ? err.message : String(err));

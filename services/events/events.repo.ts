@@ -74,12 +74,13 @@ const ACTIVITY_FACT = `jsonb_build_object(
  * (lib/outbox.ts), so no stored event misses its fact and no extra round trip
  * is paid. An event that names its own fact (`fact`) stages that as the
  * delivery's data instead of the activity shape. A contact must belong to the event's workspace: its row is not
- * inserted otherwise, and that caller answers 404.
+ * inserted otherwise, and that caller answers 404. An event with its caller's own `id` already stored is not stored
+ * again (null: `storedEvents` tells it from a foreign contact).
  */
 async function insertEvents(
   items: Array<{ workspaceId: WorkspaceId; input: RecordInput }>,
 ): Promise<Array<EventRecord | null>> {
-  const ids = items.map(() => newId());
+  const ids = items.map((it) => it.input.id ?? newId());
   const col = (pick: (it: { workspaceId: WorkspaceId; input: RecordInput }) => string | null | undefined) =>
     items.map((it) => pick(it) ?? null);
   const rows = await queryAcrossWorkspacesPrepared<EventRow>(
@@ -95,6 +96,7 @@ async function insertEvents(
       WHERE v.contact_id IS NULL
          -- OFFSET 0 keeps this a probe of the primary key per event, never a hash of the contacts table.
          OR EXISTS (SELECT 1 FROM contacts c WHERE c.id = v.contact_id AND c.workspace_id = v.workspace_id OFFSET 0)
+     ON CONFLICT (id) DO NOTHING
      RETURNING workspace_id, ${COLUMNS}),
      staged AS (INSERT INTO domain_event_outbox (workspace_id, type, data)
                 SELECT workspace_id, type, COALESCE(CAST(f.fact AS jsonb), ${ACTIVITY_FACT})
@@ -137,6 +139,16 @@ export function insertEventBatch(
   inputs: RecordInput[],
 ): Promise<Array<EventRecord | null>> {
   return insertEvents(inputs.map((input) => ({ workspaceId, input })));
+}
+
+/** The workspace's events of these ids that are stored (an internal caller's own ids recorded again). */
+export async function storedEvents(workspaceId: WorkspaceId, ids: string[]): Promise<EventRecord[]> {
+  const rows = await query<EventRow>(
+    workspaceId,
+    `SELECT ${COLUMNS} FROM events WHERE workspace_id = $1 AND id = ANY($2::text[])`,
+    [ids],
+  );
+  return rows.map(toEvent);
 }
 
 /** Newest first, with each event's contact summary from one joined query. */

@@ -12,6 +12,16 @@ const EventType = Trimmed({
 const Metadata = Type.Record(Type.String(), Type.Unknown(), { description: "Arbitrary payload" });
 
 /** The optional fields an event carries besides its type (spec 2, Event). */
+/** An internal caller's own id for the event (an inbound message's): stored once, however often it is recorded. */
+const OwnEventId = Type.Optional(
+  Type.String({
+    minLength: 1,
+    maxLength: 64,
+    description:
+      "The caller's id for the event: recording it again answers the stored event and runs its chain no more",
+  }),
+);
+
 const eventFields = {
   contactId: Type.Optional(Nullable(Id)),
   metadata: Type.Optional(Nullable(Metadata)),
@@ -109,6 +119,7 @@ export const schemas = {
   }),
   /** Internal entry of every origin; `timestamp` lets forms, tracking and channel inbound keep their own time. */
   record: Params({
+    id: OwnEventId,
     type: EventType,
     ...eventFields,
     timestamp: Type.Optional(Type.String({ format: "date-time" })),
@@ -122,6 +133,7 @@ export const schemas = {
   recordBatch: Params({
     events: Type.Array(
       Type.Object({
+        id: OwnEventId,
         type: EventType,
         ...eventFields,
         timestamp: Type.Optional(Type.String({ format: "date-time" })),

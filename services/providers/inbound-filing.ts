@@ -154,18 +154,18 @@ async function fileTogether(
       ),
     },
   );
-  const threads: Array<string | null> = batch.map(() => null);
+  const filings: Array<Filed | null> = batch.map(() => null);
   if (optionalStepRuns(broker, "inbox.receiveBatch")) {
     const received = await systemCall<Filed[]>(broker, workspaceId, "inbox.receiveBatch", {
       messages: batch.map(({ row, provider }, at) => inboxMessage(provider, contacts[at].contactId, row)),
     });
-    received.forEach((r, at) => (threads[at] = r.threadId));
+    received.forEach((r, at) => (filings[at] = r));
     await Promise.all(received.map((r, at) => removeUnheld(r, batch[at].row.attachments)));
   } else await Promise.all(batch.map(({ row }) => removeAttachments(row.attachments)));
   if (optionalStepRuns(broker, "events.recordBatch"))
     await systemCall(broker, workspaceId, "events.recordBatch", {
       events: batch.map(({ row, provider }, at) =>
-        receivedEvent(provider, contacts[at].contactId, threads[at], row.inbound),
+        receivedEvent(provider, contacts[at].contactId, filings[at], row.inbound),
       ),
     });
 }
@@ -229,7 +229,7 @@ export async function receiveInbound(
       broker,
       workspaceId,
       "events.record",
-      receivedEvent(provider, contact.id, thread?.threadId ?? null, inbound),
+      receivedEvent(provider, contact.id, thread, inbound),
     );
   const reply = (text: string) =>
     systemCall(broker, workspaceId, "messages.create", {
@@ -269,14 +269,14 @@ async function fileInInbox(
   workspaceId: WorkspaceId,
   attachments: InboundAttachment[],
   params: Record<string, unknown>,
-): Promise<{ threadId: string }> {
+): Promise<Filed> {
   const filed = await systemCall<Filed>(broker, workspaceId, "inbox.receive", params);
   await removeUnheld(filed, attachments);
   return filed;
 }
 
 /** What the inbox answers for a message filed. */
-type Filed = { threadId: string; duplicate: boolean; keptFiles: string[] };
+type Filed = { threadId: string; inboundId: string; duplicate: boolean; keptFiles: string[] };
 
 /**
  * A duplicate's kept files that no stored message holds: a delivery the
@@ -310,19 +310,24 @@ function inboxMessage(
   };
 }
 
-/** The activity an inbound message records (contract-messaging 8: `<channel>.message_received` with its thread). */
+/**
+ * The activity an inbound message records (contract-messaging 8: `<channel>.message_received` with its thread).
+ * A message in the inbox gives the event its own id, so a filing tried again (its answer lost, the batch's call
+ * timed out after it stored) records the event once.
+ */
 function receivedEvent(
   provider: CallbackProvider,
   contactId: string,
-  threadId: string | null,
+  filed: Pick<Filed, "threadId" | "inboundId"> | null,
   inbound: Inbound,
 ) {
   return {
+    ...(filed && { id: filed.inboundId }),
     type: `${provider.channel}.message_received`,
     contactId,
     metadata: {
       providerId: provider.id,
-      threadId,
+      threadId: filed?.threadId ?? null,
       from: inbound.from,
       to: inbound.to,
       text: inbound.text,

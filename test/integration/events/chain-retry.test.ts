@@ -1,6 +1,7 @@
 import { Errors, type ServiceSchema } from "moleculer";
 import { newId } from "../../../lib/crypto";
 import { database } from "../../../lib/database";
+import { systemCall } from "../../../lib/system-call";
 import { startApp, type TestApp } from "../../helpers/app";
 import { ownerWithWorkspace } from "../../helpers/http";
 import { waitFor } from "../../helpers/wait";
@@ -116,6 +117,43 @@ test("a chain that completes leaves nothing queued; a queued retry goes with its
   await sql(`DELETE FROM contacts WHERE id = $1`, [contactId]);
   expect(await retryOf(stored.id)).toBeUndefined();
   campaignsDown = false;
+});
+
+test("an event with its caller's own id recorded again (one by one or in a batch): stored once, its chain run once", async () => {
+  const rule = await ctx.owner.client.post(`${ctx.ws}/scoring-rules`, {
+    name: "replies",
+    eventType: "reply",
+    points: 3,
+  });
+  expect(rule.status).toBe(201);
+  const contactId = await newContact();
+  const [first, second] = [newId(), newId()];
+  const record = (id: string) =>
+    systemCall(app.broker, ctx.workspaceId, "events.record", { id, type: "reply", contactId });
+  const stored = (await record(first)) as { id: string; timestamp: string };
+  const again = (await record(first)) as { id: string; timestamp: string };
+  expect(again).toEqual(stored);
+  const batch = (await systemCall(app.broker, ctx.workspaceId, "events.recordBatch", {
+    events: [
+      { id: first, type: "reply", contactId },
+      { id: second, type: "reply", contactId },
+    ],
+  })) as Array<{ id: string } | null>;
+  expect(batch.map((e) => e?.id)).toEqual([first, second]);
+  // A contact not in the workspace is still refused, with an id of its own or not.
+  await expect(
+    systemCall(app.broker, ctx.workspaceId, "events.record", {
+      id: newId(),
+      type: "reply",
+      contactId: newId(),
+    }),
+  ).rejects.toMatchObject({ code: 404 });
+  expect(
+    (await sql<{ id: string }>(`SELECT id FROM events WHERE contact_id = $1 ORDER BY id`, [contactId]))
+      .map((e) => e.id)
+      .sort(),
+  ).toEqual([first, second].sort());
+  expect((await ctx.owner.client.get(`${ctx.ws}/contacts/${contactId}/scores`)).body.score).toBe(6);
 });
 
 test("a step's service gone from the registry after the node saw it (NATS away, its nodes dropped): 503 and retried, not skipped", async () => {

@@ -23,8 +23,11 @@ let db: Client;
 
 /** The actions this node ran, by name, since the test began. */
 const calls: string[] = [];
-/** Actions that fail while listed: `inbox.receive` only for a message with this text. */
-const failing = { receiveBatch: false, receiveText: null as string | null };
+/**
+ * Actions that fail while listed: `inbox.receive` only for a message with this text; `events.recordBatch`
+ * after it has stored its events (as a call answered after its timeout).
+ */
+const failing = { receiveBatch: false, receiveText: null as string | null, recordBatchAfter: false };
 
 const probe: Middleware = {
   localAction(next: ActionHandler, action: ActionSchema): ActionHandler {
@@ -40,6 +43,8 @@ const probe: Middleware = {
         failing.receiveText = null;
         return Promise.reject(new Error("this message fails once"));
       }
+      if (action.name === "events.recordBatch" && failing.recordBatchAfter)
+        return Promise.resolve(next(c)).then(() => Promise.reject(new Error("timed out after storing")));
       return next(c);
     };
   },
@@ -205,6 +210,26 @@ test("a batch whose inbox call fails is filed message by message; a message fail
     // Each message's event once: the failed batch stored none.
     expect((await receivedEvents(contacts[0].id)).map((e) => e.text)).toEqual(bodies);
   }
+});
+
+test("a batch whose events call fails after storing them is filed again message by message: each message and its event once", async () => {
+  const hal = "+14155550408";
+  failing.recordBatchAfter = true;
+  try {
+    await fileAsOneBatch([
+      { from: hal, key: "SMt-h1", text: "hal one" },
+      { from: hal, key: "SMt-h2", text: "hal two" },
+    ]);
+  } finally {
+    failing.recordBatchAfter = false;
+  }
+  expect(count("events.recordBatch")).toBe(1);
+  // The fallback found each message filed (a duplicate) and recorded its event under the message's id: stored already.
+  expect(count("events.record")).toBe(2);
+  const [contact] = await contactsOf(hal);
+  const threads = await threadsOf(contact.id);
+  expect(threads.map((t) => t.bodies)).toEqual([["hal one", "hal two"]]);
+  expect((await receivedEvents(contact.id)).map((e) => e.text)).toEqual(["hal one", "hal two"]);
 });
 
 // Last: the inbox service is taken away and brought back.
