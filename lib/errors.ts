@@ -162,7 +162,7 @@ export function toHttpError(err: unknown, routeMissing: boolean): HttpErrorRespo
   const type = typeof e.type === "string" ? e.type : "";
   const headers: Record<string, string> = {};
 
-  if (routeMissing || type === "SERVICE_NOT_FOUND") {
+  if (routeMissing) {
     return { status: 404, headers, body: { error: "Route not found", code: ErrorCode.ROUTE_NOT_FOUND } };
   }
   // body-parser failures arrive as http-errors with a `type` of their own.
@@ -232,7 +232,8 @@ export function toHttpError(err: unknown, routeMissing: boolean): HttpErrorRespo
   if (status === 401)
     return { status, headers, body: { error: "Authentication required", code: ErrorCode.UNAUTHORIZED } };
   if (status === 403) return { status, headers, body: { error: "Forbidden", code: ErrorCode.FORBIDDEN } };
-  if (status === 503 || type === "SERVICE_NOT_AVAILABLE") {
+  // SERVICE_NOT_FOUND here is a call the request's action made to a service no node runs now (an outage).
+  if (status === 503 || type === "SERVICE_NOT_AVAILABLE" || type === "SERVICE_NOT_FOUND") {
     return {
       status: 503,
       headers,

@@ -212,7 +212,11 @@ const ApiService = defineService<Gateway>({
       },
     ],
     onError(req: GatewayRequest, res: ServerResponse, err: Error) {
-      const routeMissing = err instanceof ApiGateway.Errors.NotFoundError;
+      // moleculer-web refuses a route's own action it will not call (internal, not listed) as SERVICE_NOT_FOUND too.
+      const routeMissing =
+        err instanceof ApiGateway.Errors.NotFoundError ||
+        ((err as { type?: string }).type === "SERVICE_NOT_FOUND" &&
+          (err as { data?: { action?: string } }).data?.action === req.$alias?.action);
       const answer = toHttpError(err, routeMissing);
       if (answer.status >= 500) {
         this.logger.error(`${req.method} ${req.originalUrl ?? req.url} failed: ${err?.stack ?? String(err)}`);

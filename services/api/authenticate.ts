@@ -16,6 +16,8 @@ import type { WorkspaceId } from "../../lib/tenancy";
 
 export interface GatewayRequest extends IncomingMessage {
   $action?: ActionSchema;
+  /** The route's alias moleculer-web matched (its action's name). */
+  $alias?: { action?: string };
   rawBody?: Buffer;
   cookies?: Record<string, string>;
   originalUrl?: string;

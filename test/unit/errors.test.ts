@@ -70,9 +70,13 @@ describe("toHttpError: moleculer and moleculer-web errors", () => {
       headers: {},
       body: { error: "Route not found", code: "ROUTE_NOT_FOUND" },
     });
-    expect(toHttpError(new Errors.ServiceNotFoundError({ action: "x.y" }), false).body.code).toBe(
-      "ROUTE_NOT_FOUND",
-    );
+  });
+
+  test("a service an action called that no node runs (an outage) is 503, not a missing route", () => {
+    expect(toHttpError(new Errors.ServiceNotFoundError({ action: "x.y" }), false)).toMatchObject({
+      status: 503,
+      body: { code: "SERVICE_UNAVAILABLE" },
+    });
   });
 
   test("the parameter validator's errors are 400 with a detail per field", () => {

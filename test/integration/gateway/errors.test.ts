@@ -2,6 +2,7 @@ import { Loggers } from "moleculer";
 import { Client } from "pg";
 import { startApp, type TestApp } from "../../helpers/app";
 import { ownerWithWorkspace } from "../../helpers/http";
+import { waitFor } from "../../helpers/wait";
 
 /** Only the services this suite exercises (other areas are tested on their own). */
 const SERVICES = ["api", "auth", "workspaces"];
@@ -285,5 +286,29 @@ describe("unexpected failures", () => {
       await db.end();
     }
     expect((await owner.owner.client.get("/api/workspaces")).status).toBe(200);
+  });
+});
+
+describe("a service out of reach", () => {
+  test("an action's call to a service no node runs now is 503 SERVICE_UNAVAILABLE, not a missing route", async () => {
+    app.broker.createService({
+      name: "outage-probe",
+      settings: { rest: "/" },
+      actions: {
+        ask: {
+          rest: "POST /outage-probe",
+          auth: "public",
+          handler: (ctx) => ctx.call("nowhere.answer"),
+        },
+      },
+    });
+    await app.broker.waitForServices(["outage-probe"], 10_000);
+    const res = await waitFor(async () => {
+      const answer = await app.http().post("/api/outage-probe", {});
+      return answer.status === 404 ? undefined : answer;
+    });
+    expect(res.status).toBe(503);
+    expect(res.body.code).toBe("SERVICE_UNAVAILABLE");
+    noStack(res.text);
   });
 });

@@ -279,6 +279,14 @@ test("templates out of reach when a send is claimed: it waits for its lease and 
       type: QueryTypes.SELECT,
     });
     expect(held.status).toBe("sending");
+    // A send asked for meanwhile: the API says templates are out of reach (not "no such template", not "no route").
+    const refused = await c.post(`${ctx.ws}/messages`, {
+      contactId,
+      channel: "email",
+      templateId: template.body.id,
+    });
+    expect(refused.status).toBe(503);
+    expect(refused.body.code).toBe("SERVICE_UNAVAILABLE");
     // Its lease runs out.
     await sequelize.query(`UPDATE messages SET lease_until = now() WHERE id = $1`, { bind: [id] });
   } finally {
