@@ -1,4 +1,5 @@
 import type { Context, ServiceBroker } from "moleculer";
+import { MicroBatcher } from "../../lib/batcher";
 import { isServiceAvailable } from "../../lib/registry";
 import { systemCall } from "../../lib/system-call";
 import type { ContactBrief } from "./inbox.schemas";
@@ -24,11 +25,40 @@ export async function workspaceZone(from: Caller, ws: WorkspaceId): Promise<stri
 /** Those of `userIds` who are members of the workspace, in the order given. */
 export async function membersAmong(from: Caller, ws: WorkspaceId, userIds: string[]): Promise<string[]> {
   if (!userIds.length) return [];
-  const members = new Set(
-    await systemCall<string[]>(from, ws, "workspaces.memberUserIds", { workspaceId: ws, userIds }),
-  );
+  const members = await memberReader.add({ from, ws, userIds });
   return userIds.filter((id) => members.has(id));
 }
+
+/** A question for `workspaces.memberUserIds`, with who asks it. */
+interface MembersAsk {
+  from: Caller;
+  ws: WorkspaceId;
+  userIds: string[];
+}
+
+/**
+ * Concurrent questions (a batch's new threads, each assigned by the same
+ * round robin) go as one call per workspace; each asker gets the members
+ * found of all the ids asked. A failed call fails each of its askers.
+ */
+const memberReader = new MicroBatcher(
+  async (asks: MembersAsk[]): Promise<Array<Set<string>>> => {
+    const found = new Map<WorkspaceId, Promise<Set<string>>>();
+    for (const ask of asks)
+      if (!found.has(ask.ws)) {
+        const userIds = [...new Set(asks.flatMap((a) => (a.ws === ask.ws ? a.userIds : [])))];
+        found.set(
+          ask.ws,
+          systemCall<string[]>(ask.from, ask.ws, "workspaces.memberUserIds", {
+            workspaceId: ask.ws,
+            userIds,
+          }).then((members) => new Set(members)),
+        );
+      }
+    return Promise.all(asks.map((ask) => found.get(ask.ws)!));
+  },
+  { maxBatch: 100, lanes: 1 },
+);
 
 /** Summaries of contacts, one call for a whole page of threads. */
 export async function contactBriefs(

@@ -145,6 +145,20 @@ async function afterFiling(
     });
   const read = await step("reading the rules", () => reading);
   const [assignmentRules, replyRules, zone] = read ?? [[], [], "UTC"];
+  // The auto-replies go while the thread is assigned: an answer does not depend on who has the thread.
+  const replying = step("auto-replies", () =>
+    autoReply(
+      from,
+      ws,
+      replyRules,
+      zone,
+      thread,
+      input.text,
+      { provider_id: input.providerId, provider_message_id: filing.providerMessageId, refs: filing.refs },
+      autoAnswered,
+      logger,
+    ),
+  );
   const assigned = created
     ? await step("assignment", () => assignNewThread(from, ws, assignmentRules, zone, thread, input.text))
     : null;
@@ -160,19 +174,7 @@ async function afterFiling(
       }),
     );
   }
-  await step("auto-replies", () =>
-    autoReply(
-      from,
-      ws,
-      replyRules,
-      zone,
-      assigned ?? thread,
-      input.text,
-      { provider_id: input.providerId, provider_message_id: filing.providerMessageId, refs: filing.refs },
-      autoAnswered,
-      logger,
-    ),
-  );
+  await replying;
   return { received: { threadId: thread.id, inboundId, duplicate: false, keptFiles: [] }, assignee };
 }
 

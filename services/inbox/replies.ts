@@ -1,3 +1,5 @@
+import { Errors } from "moleculer";
+import { MicroBatcher } from "../../lib/batcher";
 import { LISTED_PROVIDER_CHANNELS } from "../../lib/channels";
 import { systemCall } from "../../lib/system-call";
 import { type Caller } from "./directory";
@@ -42,6 +44,55 @@ export async function deliver(
   return messages.recordOutcome(ws, row.id, outcome);
 }
 
+/** A send asked of `messages.sendNow`, with who asks it. */
+interface NowSend {
+  from: Caller;
+  ws: WorkspaceId;
+  params: Record<string, unknown>;
+}
+
+/** What `messages.sendNowBatch` answers for a send, or what its call threw. */
+type NowSent =
+  { message: SentMessage } | { error: { code: number; type: string; message: string } } | { thrown: unknown };
+
+/**
+ * Answers sent at the same time (the auto-replies of an inbound batch) go
+ * together, one `messages.sendNowBatch` per workspace: one send batch for
+ * them all instead of one each. A call that fails fails each of its sends,
+ * never tried again alone (their messages may exist already).
+ */
+const nowSender = new MicroBatcher(
+  async (items: NowSend[]): Promise<NowSent[]> => {
+    const answers: NowSent[] = new Array(items.length);
+    const byWorkspace = new Map<WorkspaceId, number[]>();
+    items.forEach((item, at) => byWorkspace.set(item.ws, [...(byWorkspace.get(item.ws) ?? []), at]));
+    await Promise.all(
+      [...byWorkspace].map(async ([ws, ats]) => {
+        try {
+          const sent = await systemCall<NowSent[]>(items[ats[0]].from, ws, "messages.sendNowBatch", {
+            sends: ats.map((at) => items[at].params),
+          });
+          ats.forEach((at, k) => (answers[at] = sent[k]));
+        } catch (thrown) {
+          for (const at of ats) answers[at] = { thrown };
+        }
+      }),
+    );
+    return answers;
+  },
+  // The sends' batch limit (messages' `sendNowBatch`); a second lane sends while the first waits on providers.
+  { maxBatch: 100, lanes: 2 },
+);
+
+/** One send made at once, with the others asked at the same time; throws what `messages.sendNow` would throw. */
+async function sendNow(from: Caller, ws: WorkspaceId, params: Record<string, unknown>): Promise<SentMessage> {
+  const answer = await nowSender.add({ from, ws, params });
+  if ("thrown" in answer) throw answer.thrown;
+  if ("error" in answer)
+    throw new Errors.MoleculerError(answer.error.message, answer.error.code, answer.error.type);
+  return answer.message;
+}
+
 /** Send an outbound message through the one send path; answers how it went. */
 async function send(
   from: Caller,
@@ -52,7 +103,7 @@ async function send(
 ): Promise<SendOutcome> {
   const providerId = NAMED_PROVIDER_CHANNELS.has(thread.channel) ? answered?.provider_id : null;
   try {
-    const sent = await systemCall<SentMessage>(from, ws, "messages.sendNow", {
+    const sent = await sendNow(from, ws, {
       contactId: thread.contact_id,
       channel: thread.channel,
       content: replyContent(thread.channel, row.body, thread.subject),

@@ -136,6 +136,25 @@ export const SendTestResultSchema = Type.Object({
 });
 export type SendTestResult = Static<typeof SendTestResultSchema>;
 
+/** What one send made at once (`sendNow`, an item of `sendNowBatch`) takes. */
+const sendNowFields = {
+  contactId: Id,
+  to: Type.Optional(Trimmed({ minLength: 1, maxLength: 254 })),
+  channel: Channel,
+  content: Type.Record(Type.String(), Type.Unknown()),
+  transactional: Type.Optional(Type.Boolean({ default: false })),
+  providerId: Type.Optional(Id),
+  headers: Type.Optional(
+    Type.Record(Type.String({ pattern: "^[A-Za-z][A-Za-z0-9-]{0,63}$" }), Type.String({ maxLength: 8000 }), {
+      maxProperties: 10,
+      description: "Email headers of this send (a reply's In-Reply-To and References)",
+    }),
+  ),
+};
+
+/** How many sends one `sendNowBatch` takes. */
+export const SEND_NOW_BATCH = 100;
+
 export const schemas = {
   create: Params({
     workspaceId: WorkspaceIdParam,
@@ -209,23 +228,9 @@ export const schemas = {
     topic: Type.Optional(Type.String({ minLength: 1, maxLength: 100 })),
     providerId: Type.Optional(Id),
   }),
-  sendNow: Params({
-    contactId: Id,
-    to: Type.Optional(Trimmed({ minLength: 1, maxLength: 254 })),
-    channel: Channel,
-    content: Type.Record(Type.String(), Type.Unknown()),
-    transactional: Type.Optional(Type.Boolean({ default: false })),
-    providerId: Type.Optional(Id),
-    headers: Type.Optional(
-      Type.Record(
-        Type.String({ pattern: "^[A-Za-z][A-Za-z0-9-]{0,63}$" }),
-        Type.String({ maxLength: 8000 }),
-        {
-          maxProperties: 10,
-          description: "Email headers of this send (a reply's In-Reply-To and References)",
-        },
-      ),
-    ),
+  sendNow: Params(sendNowFields),
+  sendNowBatch: Params({
+    sends: Type.Array(Params(sendNowFields), { minItems: 1, maxItems: SEND_NOW_BATCH }),
   }),
   repliedTo: Params({
     references: Type.Array(Type.String({ minLength: 1, maxLength: 998 }), {
@@ -256,6 +261,15 @@ export const schemas = {
 
 export const results = {
   message: MessageSchema,
+  /** Each send of a `sendNowBatch`, in order: its message, or the error `sendNow` would have thrown for it. */
+  sendNowBatch: Type.Array(
+    Type.Union([
+      Type.Object({ message: MessageSchema }),
+      Type.Object({
+        error: Type.Object({ code: Type.Integer(), type: Type.String(), message: Type.String() }),
+      }),
+    ]),
+  ),
   detail: MessageDetailSchema,
   list: Paginated(MessageSchema),
   shortLinks: Paginated(ShortLinkSchema),

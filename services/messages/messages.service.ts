@@ -25,6 +25,7 @@ import { subscriptionsByIdForSend } from "../push/for-send";
 import { systemCall } from "../../lib/system-call";
 import { notificationOf, pushToAll } from "./push";
 import { capState, createMessage, enqueueMessages } from "./send";
+import { errorAnswer, sendNow } from "./send-now";
 import { repliedToKeys } from "./replied-to";
 import { Sender, senderOf, type WorkspaceInfo } from "./sender";
 import { countEngagement, isMachine, PIXEL, recordActivity, SCANNER_BURST_MS } from "./tracking";
@@ -33,9 +34,6 @@ const WS = "/workspaces/:workspaceId";
 const tags = ["Messages"];
 const read = requires("campaigns.read");
 const write = requires("campaigns.write");
-
-/** How long a message sent at once waits in the queue for that send before the queue may take it. */
-const SEND_NOW_HOLD_MS = 60_000;
 
 /** How long a provider callback waits for the record of its send before it is dropped. */
 const PENDING_CALLBACK_DAYS = 7;
@@ -262,15 +260,25 @@ export default defineService<MessagesService>({
       params: schemas.sendNow,
       result: results.message,
       async handler(this: MessagesService, ctx) {
-        const now = this.now();
-        const { headers, ...params } = ctx.params;
-        // Inserted claimed, held until the lease ends: should this process die first, the queue sends it then.
-        const sendAt = new Date(now.getTime() + SEND_NOW_HOLD_MS).toISOString();
-        const message = await createMessage(ctx, { ...params, sendAt }, now, config().messageLeaseMs);
-        if (message.status !== "sending") return repo.messageView(message);
-        // A sent message's row comes from the statement that recorded it; any other outcome is read back.
-        const sent = await this.sender.sendNow(message, headers);
-        return repo.messageView(sent ?? found(await repo.getMessageById(message.id), "Message"));
+        const [answer] = await sendNow(this.sender, ctx, [ctx.params], this.now());
+        if ("error" in answer) throw answer.error;
+        return answer.message;
+      },
+    }),
+
+    /**
+     * Internal (inbox replies sent together): `sendNow` for many messages of
+     * the workspace, sent as one batch; each answers its message, or why it
+     * was refused (a refusal is that send's own).
+     */
+    sendNowBatch: defineAction({
+      params: schemas.sendNowBatch,
+      result: results.sendNowBatch,
+      async handler(this: MessagesService, ctx) {
+        const answers = await sendNow(this.sender, ctx, ctx.params.sends, this.now());
+        return answers.map((answer) =>
+          "error" in answer ? { error: errorAnswer(answer.error) } : { message: answer.message },
+        );
       },
     }),
 

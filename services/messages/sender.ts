@@ -77,14 +77,14 @@ interface Batch {
   sent: SentRecord[];
   /** A send made at once (`sendNow`): a failure is final, never retried later by the queue. */
   final: boolean;
-  /** Email headers of a send made at once (a reply's In-Reply-To and References). */
-  headers: Record<string, string>;
+  /** Email headers of sends made at once (a reply's In-Reply-To and References), by message id. */
+  headers: Map<string, Record<string, string>>;
 }
 
 /** How a batch is sent: the queue's (retries, the message's own headers) or a send made at once. */
 interface BatchOptions {
   final?: boolean;
-  headers?: Record<string, string>;
+  headers?: Map<string, Record<string, string>>;
 }
 
 /** A message rendered for its contact, ready for its provider. */
@@ -245,14 +245,20 @@ export class Sender {
   }
 
   /**
-   * Send one message inserted already claimed now and wait for its outcome
-   * (sent, or failed without retries: the caller shows the failure and may
-   * send again). Answers its row when it was sent, else null.
+   * Send messages of one workspace inserted already claimed now, as one
+   * batch, and wait for their outcomes (sent, or failed without retries:
+   * the caller shows the failure and may send again). Answers the rows that
+   * were sent, by id; `headers` are emails' own, by message id.
    */
-  async sendNow(row: ClaimedMessage, headers: Record<string, string> = {}): Promise<MessageRow | null> {
-    const batch = await this.read(row.workspace_id, [row], { final: true, headers });
-    const [sent] = await this.sendBatch([row], batch, { sent: 0, failed: 0, retried: 0, suppressed: 0 });
-    return sent ?? null;
+  async sendNow(
+    ws: WorkspaceId,
+    rows: ClaimedMessage[],
+    headers = new Map<string, Record<string, string>>(),
+  ): Promise<Map<string, MessageRow>> {
+    if (!rows.length) return new Map();
+    const batch = await this.read(ws, rows, { final: true, headers });
+    const sent = await this.sendBatch(rows, batch, { sent: 0, failed: 0, retried: 0, suppressed: 0 });
+    return new Map(sent.map((row) => [row.id, row]));
   }
 
   private call<T>(ws: WorkspaceId, action: string, params: object): Promise<T> {
@@ -284,7 +290,7 @@ export class Sender {
       health: new Map(),
       sent: [],
       final: options.final ?? false,
-      headers: options.headers ?? {},
+      headers: options.headers ?? new Map(),
     };
   }
 
@@ -384,7 +390,7 @@ export class Sender {
       content: composed.content,
       headers: {
         ...this.headers(row, links.unsubscribeUrl),
-        ...(row.channel === "email" ? batch.headers : {}),
+        ...(row.channel === "email" ? batch.headers.get(row.id) : {}),
       },
       ...(row.channel === "email"
         ? senderOf(composed.content, batch.workspace)

@@ -1124,3 +1124,30 @@ test("a round robin under concurrent new threads: each turn given once, maxOpen 
   // Without a cap every turn is given once: ten threads, five each.
   expect(await burst("07", 10)).toEqual([5, 5, 0]);
 });
+
+test("messages.sendNowBatch: sends made at once go as one batch, each answered in order, a refused one its own", async () => {
+  const c = ctx.owner.client;
+  const phones = ["+14155550181", "+14155550182"];
+  const [first, second] = await Promise.all(phones.map((phone) => newContact(c, ctx.ws, { phone })));
+  const noPhone = await newContact(c, ctx.ws, { email: "no-phone@acme.test" });
+  const send = (contactId: string, body: string) => ({
+    contactId,
+    channel: "sms",
+    content: { body },
+    transactional: true,
+  });
+  const answers = await app.broker.call<Array<Record<string, unknown>>, unknown>(
+    "messages.sendNowBatch",
+    { sends: [send(first, "One"), send(noPhone, "Nowhere"), send(second, "Two")] },
+    { meta: { principal: SYSTEM, workspaceId: ctx.workspaceId } },
+  );
+  expect(answers).toEqual([
+    { message: expect.objectContaining({ status: "sent", providerId: twilioId }) },
+    { error: { code: 400, type: "VALIDATION_ERROR", message: expect.stringContaining("sms address") } },
+    { message: expect.objectContaining({ status: "sent", providerId: twilioId }) },
+  ]);
+  expect(phones.map((phone) => smsTo(phone).map((r) => new URLSearchParams(r.body).get("Body")))).toEqual([
+    ["One"],
+    ["Two"],
+  ]);
+});
