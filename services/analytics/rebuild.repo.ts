@@ -40,21 +40,30 @@ const FACTS: Record<RebuildSource, string> = {
         OR (m.metric IN ('revenue', 'orders') AND n.type = 'purchase')
         OR (m.metric = 'link.clicks' AND n.type = 'message.click' AND n.metadata ->> 'url' IS NOT NULL)
      WHERE n.workspace_id = $1 AND n.timestamp >= $2 AND n.timestamp < $3`,
-  // 0083's analytics_messages_changed: each status reached, at its own time; a terminal status (its last one)
-  // at its first history entry (the row's last update if it has none), again by domain for email.
+  // 0083's analytics_messages_changed: sent, delivered, opened, clicked at their own times; each move into a
+  // terminal status (its history entry after one of another status) at that status's first entry, with the
+  // row's reason; again by domain for email.
   messages: `
     WITH reached AS (
-      SELECT m.channel, m.campaign_id, m.to_address, s.status, s.at, s.reason
+      SELECT m.channel, m.campaign_id, m.to_address, s.status, s.at, NULL::text AS reason
         FROM messages m
-       CROSS JOIN LATERAL (VALUES
-         ('sent', m.sent_at, NULL::text), ('delivered', m.delivered_at, NULL), ('opened', m.opened_at, NULL),
-         ('clicked', m.clicked_at, NULL),
-         (m.status, CASE WHEN m.status IN ('failed', 'bounced', 'complained', 'suppressed')
-                         THEN coalesce((SELECT min((h ->> 'at')::timestamptz) FROM jsonb_array_elements(m.history) h
-                                         WHERE h ->> 'status' = m.status), m.updated_at) END,
-          CASE WHEN m.status IN ('suppressed', 'bounced') THEN m.reason END)
-       ) AS s(status, at, reason)
+       CROSS JOIN LATERAL (VALUES ('sent', m.sent_at), ('delivered', m.delivered_at), ('opened', m.opened_at),
+                                  ('clicked', m.clicked_at)) AS s(status, at)
        WHERE m.workspace_id = $1 AND s.at >= $2 AND s.at < $3
+      UNION ALL
+      SELECT m.channel, m.campaign_id, m.to_address, h.status, h.first_at,
+             CASE WHEN h.status IN ('suppressed', 'bounced') THEN m.reason END
+        FROM messages m
+       CROSS JOIN LATERAL (
+         SELECT e.entry ->> 'status' AS status,
+                min((e.entry ->> 'at')::timestamptz) OVER (PARTITION BY e.entry ->> 'status') AS first_at,
+                lag(e.entry ->> 'status') OVER (ORDER BY e.i) AS before
+           FROM jsonb_array_elements(m.history) WITH ORDINALITY AS e(entry, i)) h
+       WHERE m.workspace_id = $1
+         AND (m.history @> '[{"status": "failed"}]' OR m.history @> '[{"status": "bounced"}]'
+              OR m.history @> '[{"status": "complained"}]' OR m.history @> '[{"status": "suppressed"}]')
+         AND h.status IN ('failed', 'bounced', 'complained', 'suppressed') AND h.before IS DISTINCT FROM h.status
+         AND h.first_at >= $2 AND h.first_at < $3
     )
     SELECT 'msg.' || x.status AS metric, x.at, x.channel, analytics_key(x.campaign_id) AS campaign_id,
            analytics_key(x.reason) AS dim, 1::numeric AS value
