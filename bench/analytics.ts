@@ -23,7 +23,6 @@ import type { AddressInfo } from "node:net";
 import { ServiceBroker, type ServiceSchema } from "moleculer";
 import { Client } from "pg";
 import { QueryTypes } from "sequelize";
-import { SYSTEM } from "../lib/access";
 import { resetConfig } from "../lib/config";
 import { database } from "../lib/database";
 import { systemCall } from "../lib/system-call";
@@ -162,12 +161,7 @@ async function seed(broker: ServiceBroker, ws: WorkspaceId) {
   await sequelize.query("ANALYZE");
   const raw = ms(seedStart);
   const t0 = process.hrtime.bigint();
-  // One pass over a year of facts: no call timeout.
-  await broker.call(
-    "analytics.rebuildRollups",
-    {},
-    { timeout: 0, meta: { principal: SYSTEM, workspaceId: ws } },
-  );
+  await systemCall(broker, ws, "analytics.rebuildRollups", {});
   const rebuild = ms(t0);
   await sequelize.query("ANALYZE");
   console.log(

@@ -1,6 +1,5 @@
 import type { ServiceBroker } from "moleculer";
 import type { QueueFigures } from "./business-metrics";
-import { SYSTEM } from "./access";
 import { QUEUE_OWNERS } from "./queue-stats";
 import { isServiceAvailable } from "./registry";
 import { systemCall } from "./system-call";
@@ -116,14 +115,10 @@ export type RebuildAnswer = Record<string, { from: string | Date; to: string | D
 
 /**
  * Rebuild a workspace's analytics rollups and per-contact facts from its raw rows, every UTC day retention
- * left whole (analytics.rebuildRollups; minutes for a large workspace, so no call timeout).
+ * left whole (analytics.rebuildRollups, which takes no request timeout).
  */
 export function rebuildAnalytics(broker: ServiceBroker, workspaceId: WorkspaceId): Promise<RebuildAnswer> {
-  return broker.call<RebuildAnswer, object>(
-    "analytics.rebuildRollups",
-    {},
-    { timeout: 0, meta: { principal: SYSTEM, workspaceId } },
-  );
+  return systemCall(broker, workspaceId, "analytics.rebuildRollups", {});
 }
 
 /** What moleculer-repl hands a command's action besides the broker and its params. */

@@ -203,6 +203,8 @@ export default defineService({
      * from its raw rows for the UTC days of the range, none older than its oldest raw row kept (rebuild.ts).
      */
     rebuildRollups: defineAction({
+      // A year of a large workspace's facts takes minutes: no request timeout, whoever calls.
+      timeout: 0,
       params: schemas.rebuildRollups,
       result: schemas.rebuildRollupsResult,
       handler: (ctx) =>
