@@ -1,5 +1,6 @@
 import { Transaction } from "sequelize";
 import { database, query, queryAcrossWorkspaces } from "../../lib/database";
+import { FOLD_LOCK } from "./rollups.repo";
 import type { DayRange, Kept, RebuildSource } from "./rebuild-ranges";
 import type { WorkspaceId } from "../../lib/tenancy";
 
@@ -248,10 +249,15 @@ export async function keptRows(workspaceId: WorkspaceId): Promise<Kept> {
   return kept;
 }
 
+/** How long a rebuild waits before trying the fold's lock again (a fold holds it for one batch). */
+const LOCK_RETRY_MS = 200;
+
 /**
- * Rebuild each source's days given (null: left as they are) in one repeatable-read transaction. It first
- * locks the tables the fold writes, so it starts after a running fold commits and no fold runs until it
- * commits (readers are not blocked); a fact stored meanwhile is outside its snapshot and keeps its own delta.
+ * Rebuild each source's days given (null: left as they are) in one repeatable-read transaction. Its first
+ * statement takes the fold's advisory lock (tried again until no fold holds it), so its snapshot holds every
+ * fold committed before and the folds skip their turns until it commits (readers are not held; a fold that
+ * commits between the snapshot and the lock makes it fail on a serialization error, never count twice); a fact
+ * stored meanwhile is outside its snapshot and keeps its own delta.
  * The contacts' rollups are rebuilt only if no contact created in the days was removed since (the removal's
  * count is kept, the contact's row is gone): answers which sources were rebuilt.
  */
@@ -260,65 +266,73 @@ export async function rebuild(
   ranges: Record<RebuildSource, DayRange | null>,
 ): Promise<Record<RebuildSource, boolean>> {
   const sequelize = await database();
-  return sequelize.transaction(
-    { isolationLevel: Transaction.ISOLATION_LEVELS.REPEATABLE_READ },
-    async (transaction) => {
-      await queryAcrossWorkspaces(
-        `LOCK TABLE analytics_rollups, analytics_contact_activity IN SHARE ROW EXCLUSIVE MODE`,
-        [],
-        transaction,
-      );
-      // A year of facts is grouped and sorted in memory rather than on disk (this transaction only).
-      await queryAcrossWorkspaces(`SET LOCAL work_mem = '256MB'`, [], transaction);
-      const run = async (range: DayRange, statements: string[]) => {
-        for (const sql of statements) await query(workspaceId, sql, [range.from, range.to], transaction);
-      };
-      const rollups = (source: RebuildSource, facts: string) => [...CLEAR(source), addRollups(facts)];
-      const done: Record<RebuildSource, boolean> = {
-        events: false,
-        messages: false,
-        submissions: false,
-        contacts: false,
-        enrollments: false,
-      };
-      const { events, messages, submissions, contacts, enrollments } = ranges;
-      if (messages) {
-        await run(messages, [...rollups("messages", FACTS.messages), ...MESSAGE_TOUCHES]);
-        done.messages = true;
-      }
-      if (events) {
-        await run(events, [
-          ...CONTACT_FACTS,
-          ...rollups("events", FACTS.events),
-          addRollups(ATTRIBUTION_FACTS),
-        ]);
-        done.events = true;
-      }
-      if (submissions) {
-        await run(submissions, rollups("submissions", FACTS.submissions));
-        done.submissions = true;
-      }
-      if (contacts) {
-        await run(contacts, [CONTACTS_CREATED]);
-        const [removed] = await query<{ any: boolean }>(
-          workspaceId,
-          `SELECT EXISTS (SELECT 1 FROM analytics_rollups
+  for (;;) {
+    const done = await sequelize.transaction(
+      { isolationLevel: Transaction.ISOLATION_LEVELS.REPEATABLE_READ },
+      (transaction) => rebuildLocked(workspaceId, ranges, transaction),
+    );
+    if (done) return done;
+    await new Promise((resolve) => setTimeout(resolve, LOCK_RETRY_MS));
+  }
+}
+
+/** The rebuild in its transaction; null (nothing done) when a fold holds the lock. */
+async function rebuildLocked(
+  workspaceId: WorkspaceId,
+  ranges: Record<RebuildSource, DayRange | null>,
+  transaction: Transaction,
+): Promise<Record<RebuildSource, boolean> | null> {
+  const [lock] = await queryAcrossWorkspaces<{ held: boolean }>(
+    `SELECT pg_try_advisory_xact_lock($1) AS held`,
+    [FOLD_LOCK],
+    transaction,
+  );
+  if (!lock.held) return null;
+  // A year of facts is grouped and sorted in memory rather than on disk (this transaction only).
+  await queryAcrossWorkspaces(`SET LOCAL work_mem = '256MB'`, [], transaction);
+  const run = async (range: DayRange, statements: string[]) => {
+    for (const sql of statements) await query(workspaceId, sql, [range.from, range.to], transaction);
+  };
+  const rollups = (source: RebuildSource, facts: string) => [...CLEAR(source), addRollups(facts)];
+  const done: Record<RebuildSource, boolean> = {
+    events: false,
+    messages: false,
+    submissions: false,
+    contacts: false,
+    enrollments: false,
+  };
+  const { events, messages, submissions, contacts, enrollments } = ranges;
+  if (messages) {
+    await run(messages, [...rollups("messages", FACTS.messages), ...MESSAGE_TOUCHES]);
+    done.messages = true;
+  }
+  if (events) {
+    await run(events, [...CONTACT_FACTS, ...rollups("events", FACTS.events), addRollups(ATTRIBUTION_FACTS)]);
+    done.events = true;
+  }
+  if (submissions) {
+    await run(submissions, rollups("submissions", FACTS.submissions));
+    done.submissions = true;
+  }
+  if (contacts) {
+    await run(contacts, [CONTACTS_CREATED]);
+    const [removed] = await query<{ any: boolean }>(
+      workspaceId,
+      `SELECT EXISTS (SELECT 1 FROM analytics_rollups
                            WHERE workspace_id = $1 AND metric = 'all:contacts.removed' AND tier = 2 AND bucket >= $2)
                OR EXISTS (SELECT 1 FROM analytics_rollup_deltas
                            WHERE workspace_id = $1 AND metric = 'contacts.removed' AND bucket >= $2) AS any`,
-          [contacts.from],
-          transaction,
-        );
-        if (!removed.any) {
-          await run(contacts, rollups("contacts", FACTS.contacts));
-          done.contacts = true;
-        }
-      }
-      if (enrollments) {
-        await run(enrollments, [NODE_ENTRIES, ...rollups("enrollments", FACTS.enrollments)]);
-        done.enrollments = true;
-      }
-      return done;
-    },
-  );
+      [contacts.from],
+      transaction,
+    );
+    if (!removed.any) {
+      await run(contacts, rollups("contacts", FACTS.contacts));
+      done.contacts = true;
+    }
+  }
+  if (enrollments) {
+    await run(enrollments, [NODE_ENTRIES, ...rollups("enrollments", FACTS.enrollments)]);
+    done.enrollments = true;
+  }
+  return done;
 }
