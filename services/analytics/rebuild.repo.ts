@@ -12,17 +12,33 @@ import type { WorkspaceId } from "../../lib/tenancy";
  * `$1` is the workspace, `$2`/`$3` the days (UTC midnights).
  */
 
-/** The rollup metrics each source's facts make (the name without `all:`), as a condition on `m`. */
-const METRICS: Record<RebuildSource, string> = {
-  events: `m IN ('events', 'revenue', 'orders', 'link.clicks') OR m LIKE 'attr.%'`,
-  // Opt-outs are facts of the outbox only (0083): not rebuilt.
-  messages: `(m LIKE 'msg.%' OR m LIKE 'domain.%') AND m NOT LIKE '%.unsubscribed'`,
-  submissions: `m = 'submissions'`,
-  contacts: `m = 'contacts'`,
-  enrollments: `m IN ('enrollments', 'campaign.node')`,
+/** The rollup metrics each source's facts make: names and name prefixes (`all:` series added below). */
+const METRICS: Record<RebuildSource, { names: string[]; prefixes: string[] }> = {
+  events: { names: ["events", "revenue", "orders", "link.clicks"], prefixes: ["attr."] },
+  messages: { names: [], prefixes: ["msg.", "domain."] },
+  submissions: { names: ["submissions"], prefixes: [] },
+  contacts: { names: ["contacts"], prefixes: [] },
+  enrollments: { names: ["enrollments", "campaign.node"], prefixes: [] },
 };
-const metricsOf = (source: RebuildSource, column: string) =>
-  `(SELECT ${METRICS[source]} FROM (SELECT regexp_replace(${column}, '^all:', '') AS m) x)`;
+/**
+ * `column` is one of the source's metrics, or its `all:` series: equalities and prefixes the key's index
+ * answers. Opt-outs (`*.unsubscribed`) are facts of the outbox only (0083): never the rebuild's.
+ */
+const metricsOf = (source: RebuildSource, column: string) => {
+  const { names, prefixes } = METRICS[source];
+  const all = (list: string[]) => [...list, ...list.map((name) => `all:${name}`)];
+  const terms = [
+    ...(names.length
+      ? [
+          `${column} IN (${all(names)
+            .map((name) => `'${name}'`)
+            .join(", ")})`,
+        ]
+      : []),
+    ...all(prefixes).map((prefix) => `${column} LIKE '${prefix}%'`),
+  ];
+  return `((${terms.join(" OR ")}) AND ${column} NOT LIKE '%.unsubscribed')`;
+};
 
 /** The facts (metric, at, channel, campaign_id, dim, value) each source's rows make, as its triggers add them. */
 const FACTS: Record<RebuildSource, string> = {
