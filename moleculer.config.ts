@@ -88,7 +88,7 @@ export function brokerConfig(): BrokerOptions {
       : { enabled: false },
     // Off unless TRACING_EXPORTER names an exporter (lib/tracing.ts); the trace id is the request id.
     tracing: tracingOptions(cfg.tracing),
-    // The operators' REPL commands (`npm run repl`): queues, retry-webhook, retry-message, retry-inbound, recompute-segment, usage.
+    // The operators' REPL commands (`npm run repl`): queues, retry-webhook, retry-message, retry-inbound, recompute-segment, rebuild-analytics, usage.
     replCommands: operatorCommands(),
     // The outbox relay's hooks after the channels' (started in order, stopped in reverse).
     // The first is innermost: params are validated after the Authorize middleware has let the call in.

@@ -110,6 +110,17 @@ export async function usage(broker: ServiceBroker, workspaceId: WorkspaceId): Pr
   };
 }
 
+/** Each source's UTC days rebuilt (`to` exclusive), null where left as they were. */
+export type RebuildAnswer = Record<string, { from: string | Date; to: string | Date } | null>;
+
+/**
+ * Rebuild a workspace's analytics rollups and per-contact facts from its raw rows, every UTC day retention
+ * left whole (analytics.rebuildRollups, which takes no request timeout).
+ */
+export function rebuildAnalytics(broker: ServiceBroker, workspaceId: WorkspaceId): Promise<RebuildAnswer> {
+  return systemCall(broker, workspaceId, "analytics.rebuildRollups", {});
+}
+
 /** What moleculer-repl hands a command's action besides the broker and its params. */
 interface ReplHelpers {
   table: (rows: unknown[][]) => string;
@@ -194,6 +205,22 @@ export function operatorCommands(print: (text: string) => void = console.log): O
         printed(async () => {
           const { jobId } = await recomputeSegment(broker, asWorkspaceId(workspaceId), segmentId);
           return `Recompute started: job ${jobId} (GET /api/workspaces/${workspaceId}/jobs?id=${jobId})`;
+        }, print),
+    },
+    {
+      command: "rebuild-analytics <workspaceId>",
+      description:
+        "Rebuild a workspace's analytics from its raw rows (each source's days retention left whole; opt-outs kept)",
+      action: (broker, { workspaceId }, { table }) =>
+        printed(async () => {
+          const rebuilt = await rebuildAnalytics(broker, asWorkspaceId(workspaceId));
+          const day = (t: string | Date) => new Date(t).toISOString().slice(0, 10);
+          return table([
+            ["Source", "Rebuilt from", "Until"],
+            ...Object.entries(rebuilt).map(([source, days]) =>
+              days ? [source, day(days.from), day(days.to)] : [source, "-", "-"],
+            ),
+          ]);
         }, print),
     },
     {

@@ -1,6 +1,7 @@
 import { Type, type Static, type TObject } from "@sinclair/typebox";
 import { Component, DateTime, Nullable, Params, StringEnum } from "../../lib/schema";
 import { GRANULARITIES } from "./buckets";
+import { SOURCES } from "./rebuild-ranges";
 
 /** Params and answers of the analytics routes (contract-messaging 12). */
 
@@ -74,6 +75,8 @@ export const PointSchema = Component(
   Type.Object({ t: DateTime({ description: "Bucket start (UTC)" }), value: Type.Number() }),
 );
 const Points = Type.Array(PointSchema, { description: "One per bucket of the range, empty ones 0" });
+
+const RebuiltDays = Nullable(Type.Object({ from: DateTime(), to: DateTime() }));
 
 export const schemas = {
   overview: Query(),
@@ -282,6 +285,19 @@ export const schemas = {
       }),
     ),
   }),
+  rebuildRollups: Params({
+    from: Type.Optional(
+      Type.String({ format: "date-time", description: "From its UTC day (everything kept)" }),
+    ),
+    to: Type.Optional(Type.String({ format: "date-time", description: "Through its UTC day (today)" })),
+  }),
+  rebuildRollupsResult: Type.Object(
+    Object.fromEntries(SOURCES.map((source) => [source, RebuiltDays])) as Record<
+      (typeof SOURCES)[number],
+      typeof RebuiltDays
+    >,
+    { description: "Each source's UTC days rebuilt (`to` exclusive); null where left as they were" },
+  ),
 };
 
 /** Any analytics answer: what a dashboard widget's `result` holds. */

@@ -7,6 +7,7 @@ import { DatabaseMixin } from "../../mixins/database.mixin";
 import * as answers from "./answers";
 import { schemas } from "./analytics.schemas";
 import { foldActivity } from "./activity.repo";
+import { rebuildRollups } from "./rebuild";
 import { foldRollups } from "./rollups.repo";
 import { knownCampaign, scopeOf } from "./scope";
 
@@ -195,6 +196,22 @@ export default defineService({
     foldRollups: defineAction({
       result: Type.Integer(),
       handler: async () => (await foldRollups()) + (await foldActivity()),
+    }),
+
+    /**
+     * Internal (operators' `rebuild-analytics`, the bench): rebuild the workspace's rollups and per-contact facts
+     * from its raw rows for the UTC days of the range, none older than its oldest raw row kept (rebuild.ts).
+     */
+    rebuildRollups: defineAction({
+      // A year of a large workspace's facts takes minutes: no request timeout, whoever calls.
+      timeout: 0,
+      params: schemas.rebuildRollups,
+      result: schemas.rebuildRollupsResult,
+      handler: (ctx) =>
+        rebuildRollups(workspaceOf(ctx), {
+          from: ctx.params.from === undefined ? undefined : new Date(ctx.params.from),
+          to: ctx.params.to === undefined ? undefined : new Date(ctx.params.to),
+        }),
     }),
   },
 });

@@ -89,6 +89,8 @@ const MERGE_MOVES = "a merge moves the duplicates' rows to the primary in the me
 const GDPR = "a GDPR export reads, and an erasure deletes, everything held about the contact, in one place";
 const SEGMENT_ANSWERS =
   "rollups are not kept per segment: a segment's answers sum its current members' raw rows by their per-contact indexes, in one statement";
+const REBUILD =
+  "the rollups' rebuild reads the raw rows their triggers read, set-based in one pass (a bulk load, a repair)";
 const SEARCH = "the workspace search reads each kind's trigram-indexed name in one place, kind by kind";
 /**
  * Deliberate uses of another area's tables, `file table` → why. Each is a
@@ -102,6 +104,12 @@ const CROSS_AREA: Record<string, string> = {
     "the activity fold drops the rows of a deleted workspace (the appended rows keep no foreign key, off the ingest's path)",
   "services/analytics/realtime.repo.ts events":
     "realtime answers the last 30 minutes from the raw events (the rollups answer every other range)",
+  "services/analytics/rebuild.repo.ts events": REBUILD,
+  "services/analytics/rebuild.repo.ts messages": REBUILD,
+  "services/analytics/rebuild.repo.ts contacts": REBUILD,
+  "services/analytics/rebuild.repo.ts form_submissions": REBUILD,
+  "services/analytics/rebuild.repo.ts campaign_enrollments": REBUILD,
+  "services/analytics/rebuild.repo.ts campaign_logs": REBUILD,
   "services/analytics/segment.repo.ts segment_members": SEGMENT_ANSWERS,
   "services/analytics/segment.repo.ts segments": SEGMENT_ANSWERS,
   "services/analytics/segment.repo.ts events": SEGMENT_ANSWERS,

@@ -6,6 +6,7 @@ import { freePort } from "../../../lib/embedded-postgres";
 import {
   operatorCommands,
   queues,
+  rebuildAnalytics,
   recomputeSegment,
   retryMessage,
   retryWebhook,
@@ -233,6 +234,18 @@ test("recompute-segment: a dynamic segment's recompute runs as a job", async () 
   ).toMatch(/^Recompute started: job \S+/);
   expect(await run("recompute-segment", { workspaceId: ctx.workspaceId, segmentId: "nope" })).toMatch(
     /^Failed \(404/,
+  );
+});
+
+test("rebuild-analytics: the rollups rebuilt from the raw rows answer as before", async () => {
+  await newContact("rebuilt@example.test");
+  const overview = `${ctx.ws}/analytics?timezone=UTC`;
+  const before = (await c().get(overview)).body;
+  const rebuilt = await rebuildAnalytics(app.broker, ctx.workspaceId);
+  expect(rebuilt.contacts).not.toBeNull();
+  expect((await c().get(overview)).body).toEqual(before);
+  expect(await run("rebuild-analytics", { workspaceId: ctx.workspaceId })).toMatch(
+    /contacts\s*│\s*1900-01-01/,
   );
 });
 
