@@ -238,6 +238,7 @@ function probes(op: Operation): Probe[] {
   return out;
 }
 
+// About 200 s alone; in full runs on a loaded machine (load 10-11) it took over 420 s.
 test("no hostile request to any documented operation answers 5xx, and the service stays healthy", async () => {
   const ops = await operations();
   expect(ops.length).toBeGreaterThan(100);
@@ -286,4 +287,4 @@ test("no hostile request to any documented operation answers 5xx, and the servic
   const health = await fetch(`${app.baseUrl}/api/health`);
   expect(health.status).toBe(200);
   expect(await health.json()).toMatchObject({ status: "ok" });
-}, 420_000);
+}, 600_000);
