@@ -11,7 +11,6 @@ const EventType = Trimmed({
 });
 const Metadata = Type.Record(Type.String(), Type.Unknown(), { description: "Arbitrary payload" });
 
-/** The optional fields an event carries besides its type (spec 2, Event). */
 /** An internal caller's own id for the event (an inbound message's): stored once, however often it is recorded. */
 const OwnEventId = Type.Optional(
   Type.String({
@@ -22,6 +21,7 @@ const OwnEventId = Type.Optional(
   }),
 );
 
+/** The optional fields an event carries besides its type (spec 2, Event). */
 const eventFields = {
   contactId: Type.Optional(Nullable(Id)),
   metadata: Type.Optional(Nullable(Metadata)),
