@@ -624,3 +624,35 @@ test("every CRM route is in the OpenAPI description with its access rule and res
       .properties.stageHistory.type,
   ).toBe("array");
 });
+
+// Last: the analytics service is taken away and brought back.
+test("?data=true without analytics: each widget's error says it is not deployed; analytics gone (an outage): 503", async () => {
+  const posted = { title: "Events", kind: "metric", endpoint: "overview", params: {} };
+  const bare = await crmWorld();
+  try {
+    expect((await bare.owner.client.post(`${bare.ws}/dashboard-widgets`, posted)).status).toBe(201);
+    const res = await bare.owner.client.get(`${bare.ws}/dashboard-widgets?data=true`);
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual([
+      expect.objectContaining({
+        result: null,
+        error: { error: "Analytics is not deployed", code: "SERVICE_UNAVAILABLE" },
+      }),
+    ]);
+  } finally {
+    await bare.app.stop();
+  }
+
+  expect((await w.owner.client.post(`${w.ws}/dashboard-widgets`, posted)).status).toBe(201);
+  await w.app.broker.destroyService(w.app.broker.getLocalService("analytics")!);
+  try {
+    const during = await w.owner.client.get(`${w.ws}/dashboard-widgets?data=true`);
+    expect(during.status).toBe(503);
+    expect(during.body.code).toBe("SERVICE_UNAVAILABLE");
+  } finally {
+    const schema = (await import("../../../services/analytics/analytics.service")).default;
+    w.app.broker.createService(schema as unknown as Parameters<typeof w.app.broker.createService>[0]);
+    await w.app.broker.waitForServices(["analytics"], 10_000);
+  }
+  expect((await w.owner.client.get(`${w.ws}/dashboard-widgets?data=true`)).status).toBe(200);
+});
