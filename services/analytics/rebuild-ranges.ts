@@ -21,6 +21,9 @@ export interface DayRange {
   to: Date;
 }
 
+/** Where "ever" starts: nothing the service holds is older. */
+export const BEGINNING = new Date(Date.UTC(1900, 0, 1));
+
 const DAY_MS = 86_400_000;
 const floorDay = (t: Date) => new Date(Math.floor(t.getTime() / DAY_MS) * DAY_MS);
 const ceilDay = (t: Date) => new Date(Math.ceil(t.getTime() / DAY_MS) * DAY_MS);

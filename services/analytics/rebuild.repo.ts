@@ -1,7 +1,7 @@
 import { Transaction } from "sequelize";
 import { database, query, queryAcrossWorkspaces } from "../../lib/database";
 import { FOLD_LOCK } from "./rollups.repo";
-import type { DayRange, Kept, RebuildSource } from "./rebuild-ranges";
+import { BEGINNING, type DayRange, type Kept, type RebuildSource } from "./rebuild-ranges";
 import type { WorkspaceId } from "../../lib/tenancy";
 
 /**
@@ -231,8 +231,7 @@ const RETAINED = {
 } as const;
 const countsOf = (counts: string, column: string) => `(SELECT ${counts} FROM (SELECT ${column} AS m) x)`;
 const QUARTER_MS = 900_000;
-/** Bounds of "ever": nothing the service holds is older or newer. */
-const BEGINNING = new Date(Date.UTC(1900, 0, 1));
+/** Where "ever" ends: nothing the service holds is newer. */
 const END_OF_TIME = new Date(Date.UTC(9999, 0, 1));
 
 /**

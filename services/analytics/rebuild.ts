@@ -1,4 +1,4 @@
-import { rebuildRanges, type DayRange, type RebuildSource } from "./rebuild-ranges";
+import { BEGINNING, rebuildRanges, type DayRange, type RebuildSource } from "./rebuild-ranges";
 import * as repo from "./rebuild.repo";
 import type { WorkspaceId } from "../../lib/tenancy";
 
@@ -13,9 +13,6 @@ import type { WorkspaceId } from "../../lib/tenancy";
  * triggers use those stored before it, so a touch stored after its
  * conversion counts once rebuilt.
  */
-
-/** Where "everything kept" starts: nothing the service holds is older. */
-const BEGINNING = new Date(Date.UTC(1900, 0, 1));
 
 export type RebuildAnswer = Record<RebuildSource, DayRange | null>;
 

@@ -358,7 +358,7 @@ export const schemas = {
 };
 
 /** An inbound message filed (`inbox.receive`, each of `inbox.receiveBatch`). */
-const Received = Type.Object({
+const ReceivedSchema = Type.Object({
   threadId: Type.String(),
   inboundId: Type.String(),
   duplicate: Type.Boolean({ description: "The provider delivered this message before" }),
@@ -367,6 +367,8 @@ const Received = Type.Object({
       "A duplicate's: the storage keys of the files the message stored before holds; the filer removes only the others",
   }),
 });
+
+export type Received = Static<typeof ReceivedSchema>;
 
 export const results = {
   list: Type.Object({
@@ -377,8 +379,8 @@ export const results = {
   thread: ThreadSchema,
   detail: Type.Intersect([ThreadSchema, Type.Object({ messages: Type.Array(InboxMessageSchema) })]),
   reply: InboxMessageSchema,
-  receive: Received,
-  receiveBatch: Type.Array(Received),
+  receive: ReceivedSchema,
+  receiveBatch: Type.Array(ReceivedSchema),
   rules: Type.Array(AssignmentRuleSchema),
   rule: AssignmentRuleSchema,
   autoReplies: Type.Array(AutoReplySchema),

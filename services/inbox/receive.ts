@@ -8,7 +8,7 @@ import * as autoReplies from "./auto-replies.repo";
 import type { AutoReplyRow } from "./auto-replies.repo";
 import { localDay } from "./business-hours";
 import { notifyMembers, workspaceZone, type Caller } from "./directory";
-import type { ReceiveInput } from "./inbox.schemas";
+import type { ReceiveInput, Received } from "./inbox.schemas";
 import * as messages from "./inbox-messages.repo";
 import type { FiledInbound, NewInbound } from "./inbox-messages.repo";
 import { bareMessageId, keywordMatch, withinHours } from "./matching";
@@ -86,9 +86,6 @@ export async function receiveMany(
   );
   return answers;
 }
-
-/** What `receive` answers. */
-type Received = { threadId: string; inboundId: string; duplicate: boolean; keptFiles: string[] };
 
 /** What assignment and auto-replies read (the active rules and replies, the workspace's zone), asked while messages are filed. */
 function readDefinitions(from: Caller, ws: WorkspaceId) {

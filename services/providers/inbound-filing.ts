@@ -7,6 +7,7 @@ import { DEFAULT_COMMANDS, matchCommand } from "./commands";
 import { removeAttachments, type InboundAttachment } from "./inbound-mail";
 import * as queue from "./inbound-queue.repo";
 import type { ClaimedInbound, InboundEvent as Inbound, Unfiled } from "./inbound-queue.repo";
+import type { Received } from "../inbox/inbox.schemas";
 import * as repo from "./providers.repo";
 import type { CallbackProvider } from "./providers.repo";
 import { SMSAPI1_ANSWERED_KEYWORDS } from "./smsapi1/client";
@@ -154,9 +155,9 @@ async function fileTogether(
       ),
     },
   );
-  const filings: Array<Filed | null> = batch.map(() => null);
+  const filings: Array<Received | null> = batch.map(() => null);
   if (optionalStepRuns(broker, "inbox.receiveBatch")) {
-    const received = await systemCall<Filed[]>(broker, workspaceId, "inbox.receiveBatch", {
+    const received = await systemCall<Received[]>(broker, workspaceId, "inbox.receiveBatch", {
       messages: batch.map(({ row, provider }, at) => inboxMessage(provider, contacts[at].contactId, row)),
     });
     received.forEach((r, at) => (filings[at] = r));
@@ -269,14 +270,11 @@ async function fileInInbox(
   workspaceId: WorkspaceId,
   attachments: InboundAttachment[],
   params: Record<string, unknown>,
-): Promise<Filed> {
-  const filed = await systemCall<Filed>(broker, workspaceId, "inbox.receive", params);
+): Promise<Received> {
+  const filed = await systemCall<Received>(broker, workspaceId, "inbox.receive", params);
   await removeUnheld(filed, attachments);
   return filed;
 }
-
-/** What the inbox answers for a message filed. */
-type Filed = { threadId: string; inboundId: string; duplicate: boolean; keptFiles: string[] };
 
 /**
  * A duplicate's kept files that no stored message holds: a delivery the
@@ -284,7 +282,7 @@ type Filed = { threadId: string; inboundId: string; duplicate: boolean; keptFile
  * again (its answer lost, its batch's later call failed) brings the files
  * the stored message holds, which stay.
  */
-function removeUnheld(filed: Filed, attachments: InboundAttachment[]): Promise<void> {
+function removeUnheld(filed: Received, attachments: InboundAttachment[]): Promise<void> {
   if (!filed.duplicate) return Promise.resolve();
   const held = new Set(filed.keptFiles);
   return removeAttachments(attachments.filter((a) => !held.has(a.storageKey ?? "")));
@@ -318,7 +316,7 @@ function inboxMessage(
 function receivedEvent(
   provider: CallbackProvider,
   contactId: string,
-  filed: Pick<Filed, "threadId" | "inboundId"> | null,
+  filed: Pick<Received, "threadId" | "inboundId"> | null,
   inbound: Inbound,
 ) {
   return {
