@@ -63,7 +63,9 @@ beforeAll(async () => {
   api = await startReceiver();
   app = await startApp({
     services: ["api", "auth", "workspaces", "contacts", "templates", "messages", "providers"],
-    env: { MESSAGE_POLL_MS: "50", MESSAGE_RETRY_DELAYS_MS: "100,100,100", PUBLIC_URL },
+    // One send loop: with two, their claims may split one enqueue's rows (SKIP LOCKED), and the batch test needs
+    // its three recipients in one claim.
+    env: { MESSAGE_POLL_MS: "50", MESSAGE_RETRY_DELAYS_MS: "100,100,100", MESSAGE_WORKERS: "1", PUBLIC_URL },
   });
   ctx = await ownerWithWorkspace(app.baseUrl);
   await ctx.owner.client.patch(ctx.ws, {
