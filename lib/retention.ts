@@ -88,12 +88,27 @@ export function retentionPolicy(
 export const CountBeforeParams = Type.Object({ before: Type.String({ format: "date-time" }) });
 export const CountBeforeResult = Type.Object({ count: Type.Integer() });
 
-/** Internal `<area>.purgeBefore`: delete one batch (at most `limit` rows, oldest first) of what `countBefore` counts. */
+/**
+ * Internal `<area>.purgeBefore`: delete one batch (at most `limit` rows, oldest first) of what `countBefore` counts,
+ * from `from` on (the previous batch's `last`), so a batch starts where the last one stopped instead of stepping
+ * again over the index entries of every row deleted before it (they stay until vacuum).
+ */
 export const PurgeBeforeParams = Type.Object({
   before: Type.String({ format: "date-time" }),
   limit: Type.Integer({ minimum: 1, maximum: 50_000 }),
+  from: Type.Optional(Type.String({ format: "date-time" })),
 });
-export const PurgeBeforeResult = Type.Object({ deleted: Type.Integer() });
+export const PurgeBeforeResult = Type.Object({
+  deleted: Type.Integer(),
+  /** The newest time the batch deleted; null when it deleted nothing. */
+  last: Nullable(Type.String({ format: "date-time" })),
+});
+
+/** One batch's answer, as the repo gives it. */
+export interface PurgedBatch {
+  deleted: number;
+  last: Date | null;
+}
 
 /**
  * The two internal actions an owning area answers for retention, over its
@@ -101,7 +116,7 @@ export const PurgeBeforeResult = Type.Object({ deleted: Type.Integer() });
  */
 export function retentionActions(
   count: (workspaceId: WorkspaceId, before: Date) => Promise<number>,
-  purge: (workspaceId: WorkspaceId, before: Date, limit: number) => Promise<number>,
+  purge: (workspaceId: WorkspaceId, before: Date, limit: number, from: Date | null) => Promise<PurgedBatch>,
 ) {
   return {
     /** Internal (retention): rows a purge before `before` would delete now. */
@@ -110,13 +125,15 @@ export function retentionActions(
       result: CountBeforeResult,
       handler: async (ctx) => ({ count: await count(workspaceOf(ctx), new Date(ctx.params.before)) }),
     }),
-    /** Internal (retention): delete one batch of those, oldest first; answers how many went. */
+    /** Internal (retention): delete one batch of those, oldest first from `from`; answers how many went, and the last time. */
     purgeBefore: defineAction({
       params: PurgeBeforeParams,
       result: PurgeBeforeResult,
-      handler: async (ctx) => ({
-        deleted: await purge(workspaceOf(ctx), new Date(ctx.params.before), ctx.params.limit),
-      }),
+      handler: async (ctx) => {
+        const { before, limit, from } = ctx.params;
+        const batch = await purge(workspaceOf(ctx), new Date(before), limit, from ? new Date(from) : null);
+        return { deleted: batch.deleted, last: batch.last?.toISOString() ?? null };
+      },
     }),
   };
 }
@@ -126,7 +143,7 @@ export type CountQuery = (
   workspaceId: WorkspaceId,
   sql: string,
   binds: unknown[],
-) => Promise<Array<{ n: number }>>;
+) => Promise<Array<{ n: number; last?: Date | null }>>;
 
 export interface PurgeTable {
   /** The owning area's table, a plain lower-case identifier (it is spliced into the SQL). */
@@ -141,9 +158,11 @@ const IDENTIFIER = /^[a-z_][a-z0-9_]*$/;
 
 /**
  * The two statements behind an area's count and purge: `count` binds
- * ($1 workspace, $2 before), `purge` also $3 limit. The purge picks its batch
- * oldest first and deletes it by ctid in one short statement, the condition
- * restated so a row changed meanwhile (no longer purgeable) is left.
+ * ($1 workspace, $2 before), `purge` also $3 limit and $4 from (null: the
+ * oldest). The purge picks its batch oldest first from `from` and deletes it
+ * by ctid in one short statement, the condition restated so a row changed
+ * meanwhile (no longer purgeable) is left; it answers the newest time it
+ * deleted, where the next batch starts (ties at that time are picked again).
  */
 export function purgeStatements({ table, timeColumn, keep }: PurgeTable): { count: string; purge: string } {
   for (const name of [table, timeColumn]) {
@@ -154,10 +173,12 @@ export function purgeStatements({ table, timeColumn, keep }: PurgeTable): { coun
     count: `SELECT count(*)::int AS n FROM ${table} WHERE ${purgeable}`,
     purge: `WITH gone AS (
        DELETE FROM ${table}
-        WHERE ctid = ANY(ARRAY(SELECT ctid FROM ${table} WHERE ${purgeable} ORDER BY ${timeColumn} LIMIT $3))
+        WHERE ctid = ANY(ARRAY(SELECT ctid FROM ${table}
+                                WHERE ${purgeable} AND ${timeColumn} >= COALESCE($4::timestamptz, '-infinity')
+                                ORDER BY ${timeColumn} LIMIT $3))
           AND ${purgeable}
-       RETURNING 1)
-     SELECT count(*)::int AS n FROM gone`,
+       RETURNING ${timeColumn} AS at)
+     SELECT count(*)::int AS n, max(at) AS last FROM gone`,
   };
 }
 
@@ -167,7 +188,14 @@ export function retentionPurge(target: PurgeTable, query: CountQuery) {
   return {
     countBefore: async (workspaceId: WorkspaceId, before: Date): Promise<number> =>
       (await query(workspaceId, sql.count, [before]))[0].n,
-    deleteBefore: async (workspaceId: WorkspaceId, before: Date, limit: number): Promise<number> =>
-      (await query(workspaceId, sql.purge, [before, limit]))[0].n,
+    deleteBefore: async (
+      workspaceId: WorkspaceId,
+      before: Date,
+      limit: number,
+      from: Date | null,
+    ): Promise<PurgedBatch> => {
+      const [row] = await query(workspaceId, sql.purge, [before, limit, from]);
+      return { deleted: row.n, last: row.last ?? null };
+    },
   };
 }

@@ -15,7 +15,9 @@ import type { WorkspaceId } from "../../lib/tenancy";
  * area deletes its rows older than the cutoff in batches (`<area>.purgeBefore`,
  * one short statement each), until a batch comes back short. The cutoffs are
  * fixed when the purge starts, so what it deletes is what a dry run counts at
- * that moment; rows written meanwhile are newer and stay.
+ * that moment; rows written meanwhile are newer and stay. Each batch starts
+ * at the time the previous one reached, so an old row backfilled behind it
+ * meanwhile waits for the next day's run.
  */
 
 export const PURGE_JOB = "retention.purge";
@@ -95,14 +97,16 @@ export async function purge(
   for (const kind of RETENTION_KIND_NAMES) {
     const before = cutoffs[kind];
     if (!before) continue;
+    let from: string | null = null;
     for (;;) {
       const batchStart = Date.now();
-      const answer = await systemCall<{ deleted: number }>(
+      const answer: { deleted: number; last: string | null } = await systemCall(
         broker,
         workspaceId,
         `${RETENTION_KINDS[kind]}.purgeBefore`,
-        { before: before.toISOString(), limit: batch },
+        { before: before.toISOString(), limit: batch, ...(from ? { from } : {}) },
       );
+      from = answer.last ?? from;
       deleted[kind] += answer.deleted;
       done += answer.deleted;
       // A backfill of old rows meanwhile may outgrow the first count.

@@ -58,8 +58,9 @@ test("a purge counts, and deletes oldest first by ctid, the workspace's rows bef
   );
   expect(oneLine(sql.purge)).toBe(
     "WITH gone AS ( DELETE FROM events" +
-      " WHERE ctid = ANY(ARRAY(SELECT ctid FROM events WHERE workspace_id = $1 AND timestamp < $2 ORDER BY timestamp LIMIT $3))" +
-      " AND workspace_id = $1 AND timestamp < $2 RETURNING 1) SELECT count(*)::int AS n FROM gone",
+      " WHERE ctid = ANY(ARRAY(SELECT ctid FROM events WHERE workspace_id = $1 AND timestamp < $2" +
+      " AND timestamp >= COALESCE($4::timestamptz, '-infinity') ORDER BY timestamp LIMIT $3))" +
+      " AND workspace_id = $1 AND timestamp < $2 RETURNING timestamp AS at) SELECT count(*)::int AS n, max(at) AS last FROM gone",
   );
 });
 
@@ -68,7 +69,7 @@ test("rows matching `keep` are neither counted nor deleted, the condition restat
   const purgeable = "workspace_id = $1 AND created_at < $2 AND NOT (status IN ('queued'))";
   expect(oneLine(sql.count)).toBe(`SELECT count(*)::int AS n FROM messages WHERE ${purgeable}`);
   expect(oneLine(sql.purge)).toContain(
-    `SELECT ctid FROM messages WHERE ${purgeable} ORDER BY created_at LIMIT $3)) AND ${purgeable} RETURNING 1`,
+    `SELECT ctid FROM messages WHERE ${purgeable} AND created_at >= COALESCE($4::timestamptz, '-infinity') ORDER BY created_at LIMIT $3)) AND ${purgeable} RETURNING created_at AS at`,
   );
 });
 
@@ -87,20 +88,22 @@ test("the table and time column must be plain identifiers", () => {
   expect(() => purgeStatements({ table: "webhook_deliveries", timeColumn: "created_at" })).not.toThrow();
 });
 
-test("count and delete run through the repo's query function with the workspace, cutoff and limit bound", async () => {
+test("count and delete run through the repo's query function with the workspace, cutoff, limit and start bound", async () => {
   const calls: Array<[string, unknown[]]> = [];
   const purge = retentionPurge(
     { table: "form_submissions", timeColumn: "created_at" },
     async (workspaceId, sql, bind) => {
       calls.push([sql, [workspaceId, ...bind]]);
-      return [{ n: calls.length * 10 }];
+      return [{ n: calls.length * 10, last: calls.length > 1 ? last : undefined }];
     },
   );
   const before = new Date("2026-01-01T00:00:00.000Z");
+  const from = new Date("2025-06-01T00:00:00.000Z");
+  const last = new Date("2025-06-02T00:00:00.000Z");
   expect(await purge.countBefore(asWorkspaceId("ws1"), before)).toBe(10);
-  expect(await purge.deleteBefore(asWorkspaceId("ws1"), before, 500)).toBe(20);
+  expect(await purge.deleteBefore(asWorkspaceId("ws1"), before, 500, from)).toEqual({ deleted: 20, last });
   expect(calls.map(([sql, bind]) => [sql.trim().split(/\s+/)[0], bind])).toEqual([
     ["SELECT", ["ws1", before]],
-    ["WITH", ["ws1", before, 500]],
+    ["WITH", ["ws1", before, 500, from]],
   ]);
 });

@@ -1,6 +1,8 @@
 import { newId } from "../../../lib/crypto";
 import { database } from "../../../lib/database";
 import { startJob } from "../../../lib/jobs";
+import { systemCall } from "../../../lib/system-call";
+import { asWorkspaceId } from "../../../lib/tenancy";
 import { retentionPolicy } from "../../../lib/retention";
 import { cutoffsOf, purge } from "../../../services/retention/purge";
 import { startApp, type TestApp } from "../../helpers/app";
@@ -268,6 +270,42 @@ test("a cancelled purge stops between batches and keeps what it did not reach", 
   const left = await count(`SELECT count(*) AS n FROM events WHERE workspace_id = $1`, [ws]);
   expect(left).toBeGreaterThan(0);
   expect(left).toBeLessThan(3000);
+});
+
+test("a batch starts at the time the previous one reached: older rows are not looked at again", async () => {
+  const other = await ownerWithWorkspace(app.baseUrl);
+  const ws = other.workspaceId;
+  await sql(
+    `INSERT INTO events (id, workspace_id, type, timestamp)
+     SELECT 'k' || g, $1, 'page_view', timestamptz '2025-01-01T00:00:00Z' + g * interval '1 hour'
+       FROM generate_series(1, 10) g`,
+    [ws],
+  );
+  const before = "2025-06-01T00:00:00.000Z";
+  const batch = (params: { limit: number; from?: string }) =>
+    systemCall<{ deleted: number; last: string | null }>(
+      app.broker,
+      asWorkspaceId(ws),
+      "events.purgeBefore",
+      {
+        before,
+        ...params,
+      },
+    );
+
+  expect(await batch({ limit: 3 })).toEqual({ deleted: 3, last: "2025-01-01T03:00:00.000Z" });
+  // From 06:00 on: 04:00 and 05:00 stay behind the cursor (a backfill there waits for the next run).
+  expect(await batch({ limit: 3, from: "2025-01-01T06:00:00.000Z" })).toEqual({
+    deleted: 3,
+    last: "2025-01-01T08:00:00.000Z",
+  });
+  expect(await batch({ limit: 3, from: "2025-01-01T08:00:00.000Z" })).toEqual({
+    deleted: 2,
+    last: "2025-01-01T10:00:00.000Z",
+  });
+  expect(await batch({ limit: 3, from: "2025-01-01T10:00:00.000Z" })).toEqual({ deleted: 0, last: null });
+  const left = await sql<{ id: string }>(`SELECT id FROM events WHERE workspace_id = $1 ORDER BY id`, [ws]);
+  expect(left.map((row) => row.id)).toEqual(["k4", "k5"]);
 });
 
 test("the daily step starts a workspace's purge once a day, once across concurrent passes", async () => {
