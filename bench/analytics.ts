@@ -31,6 +31,7 @@ import { frameOf } from "../services/analytics/buckets";
 import { ownerWithWorkspace } from "../test/helpers/http";
 import { runNamespace } from "./events";
 import { asWorkspaceId, type WorkspaceId } from "../lib/tenancy";
+import { backendPids, cpuSeconds } from "./process-cpu";
 
 const FULL = process.env.BENCH_FULL === "1";
 const CONTACTS = Number(process.env.BENCH_CONTACTS ?? (FULL ? 1_000_000 : 100_000));
@@ -378,44 +379,86 @@ async function ingestRate(
   return next / (ms(t0) / 1000);
 }
 
-async function measureIngest(broker: ServiceBroker, ws: string) {
+/** CPU seconds used so far: this process (the services and the bench) and each backend of the bench database. */
+async function cpuNow(probe: Client): Promise<{ node: number; backends: Map<number, number> }> {
+  const usage = process.cpuUsage();
+  const pids = await backendPids(probe, DB_NAME);
+  return {
+    node: (usage.user + usage.system) / 1e6,
+    backends: new Map(pids.map((pid) => [pid, cpuSeconds(pid)])),
+  };
+}
+
+/** CPU spent between two readings: Node, and the database's backends (one connected since counts from 0). */
+function cpuSpent(from: Awaited<ReturnType<typeof cpuNow>>, to: Awaited<ReturnType<typeof cpuNow>>) {
+  let db = 0;
+  for (const [pid, seconds] of to.backends) db += seconds - (from.backends.get(pid) ?? 0);
+  return { node: to.node - from.node, db };
+}
+
+/** Until the fold has taken every delta (the work the triggers left for it). */
+async function folded() {
+  for (;;) {
+    const { held } = await deltaCounters();
+    if (held === 0) return;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+async function measureIngest(broker: ServiceBroker, ws: string, databaseUrl: string) {
   const sequelize = await database();
-  // The analytics trigger of stored events (migration 0099): the rollup deltas, the contacts' first times and
+  const probe = new Client({ connectionString: databaseUrl });
+  await probe.connect();
+  // The analytics trigger of stored events (migration 0109): the rollup deltas, the contacts' first times and
   // sources, activity, touches, attribution and conversions.
   const toggle = (on: boolean) =>
     sequelize.query(`ALTER TABLE events ${on ? "ENABLE" : "DISABLE"} TRIGGER analytics_events_stored`);
   await ingestRate(broker, ws, Math.min(2000, INGEST)); // warm-up
+  await folded();
   const on: number[] = [];
   const off: number[] = [];
-  for (let round = 0; round < ROUNDS; round++) {
-    await toggle(false);
-    off.push(await ingestRate(broker, ws, INGEST));
-    await toggle(true);
-    on.push(await ingestRate(broker, ws, INGEST));
+  const cpu = { on: { node: 0, db: 0 }, off: { node: 0, db: 0 } };
+  // A round's CPU runs until the fold has taken what the round left, so "on" pays for its fold.
+  const round = async (side: "on" | "off") => {
+    await toggle(side === "on");
+    const before = await cpuNow(probe);
+    (side === "on" ? on : off).push(await ingestRate(broker, ws, INGEST));
+    await folded();
+    const spent = cpuSpent(before, await cpuNow(probe));
+    cpu[side].node += spent.node;
+    cpu[side].db += spent.db;
+  };
+  for (let i = 0; i < ROUNDS; i++) {
+    await round("off");
+    await round("on");
   }
+  await toggle(true);
+  await probe.end();
   const median = (v: number[]) => quantile(v, 0.5);
   const pairs = on.map((rate, i) => rate / off[i]);
+  const perEvent = (seconds: number) => (seconds * 1000) / (INGEST * ROUNDS);
+  const total = (side: "on" | "off") => perEvent(cpu[side].node + cpu[side].db);
   console.log(
     `\ningest ${INGEST.toLocaleString()} events × ${ROUNDS} rounds: rollups on ${on.map((r) => r.toFixed(0)).join(", ")}/s, off ${off.map((r) => r.toFixed(0)).join(", ")}/s; on/off by round ${pairs.map((r) => r.toFixed(2)).join(", ")}, median of the rounds ${median(pairs).toFixed(2)}`,
+  );
+  console.log(
+    `CPU an event (ms, the fold included): on ${total("on").toFixed(3)} (Node ${perEvent(cpu.on.node).toFixed(3)}, database ${perEvent(cpu.on.db).toFixed(3)}), off ${total("off").toFixed(3)} (Node ${perEvent(cpu.off.node).toFixed(3)}, database ${perEvent(cpu.off.db).toFixed(3)}); off/on ${(total("off") / total("on")).toFixed(2)} (the rate ratio on a machine whose both cores this ingest fills)`,
   );
 }
 
 /**
- * The deltas and the appended activity rows held now, and the deltas appended and deleted (folded) so far as the server's statistics count
+ * The deltas held now, and the deltas appended and deleted (folded) so far as the server's statistics count
  * them (each backend reports about once a second, so rates are read over several seconds).
  */
 async function deltaCounters() {
   const sequelize = await database();
-  const [row] = await sequelize.query<{ held: string; activity: string; appended: string; folded: string }>(
-    `SELECT (SELECT count(*) FROM analytics_rollup_deltas) AS held,
-            (SELECT count(*) FROM analytics_contact_activity_pending) AS activity,
-            n_tup_ins AS appended, n_tup_del AS folded
+  const [row] = await sequelize.query<{ held: string; appended: string; folded: string }>(
+    `SELECT (SELECT count(*) FROM analytics_rollup_deltas) AS held, n_tup_ins AS appended, n_tup_del AS folded
        FROM pg_stat_user_tables WHERE relname = 'analytics_rollup_deltas'`,
     { type: QueryTypes.SELECT },
   );
   return {
     held: Number(row.held),
-    activity: Number(row.activity),
     appended: Number(row.appended),
     folded: Number(row.folded),
   };
@@ -436,11 +479,9 @@ async function measureFold(broker: ServiceBroker, ws: string) {
     if (!stop) recorded++;
     return stop;
   });
+  console.log(`\nfold under ${SUSTAIN_S} s of sustained ingest (backlog: deltas held; rates per second)`);
   console.log(
-    `\nfold under ${SUSTAIN_S} s of sustained ingest (backlog: deltas held; activity: appended activity rows held; rates per second)`,
-  );
-  console.log(
-    `${"s".padStart(4)} ${"events/s".padStart(9)} ${"backlog".padStart(8)} ${"activity".padStart(8)} ${"appended/s".padStart(11)} ${"folded/s".padStart(9)}`,
+    `${"s".padStart(4)} ${"events/s".padStart(9)} ${"backlog".padStart(8)} ${"appended/s".padStart(11)} ${"folded/s".padStart(9)}`,
   );
   let last = { at: start, recorded: 0, counters: first };
   let window = last;
@@ -457,14 +498,14 @@ async function measureFold(broker: ServiceBroker, ws: string) {
       window = now;
     }
     console.log(
-      `${String(second).padStart(4)} ${perSecond.toFixed(0).padStart(9)} ${String(counters.held).padStart(8)} ${String(counters.activity).padStart(8)} ${rates}`,
+      `${String(second).padStart(4)} ${perSecond.toFixed(0).padStart(9)} ${String(counters.held).padStart(8)} ${rates}`,
     );
     last = now;
   }
   const rate = await ingest;
   const stopped = Date.now();
   let drained = await deltaCounters();
-  while (drained.held > 0 || drained.activity > 0) {
+  while (drained.held > 0) {
     await new Promise((resolve) => setTimeout(resolve, 100));
     drained = await deltaCounters();
   }
@@ -477,8 +518,8 @@ async function measureFold(broker: ServiceBroker, ws: string) {
 }
 
 /**
- * The seeded facts' deltas and appended activity folded (the fold's own timer may hold the lock, so wait for
- * the tables to empty) and those tables vacuumed, as autovacuum leaves it: the routes are timed on a settled database, not
+ * The seeded facts' deltas folded (the fold's own timer may hold the lock, so wait for the table to empty) and
+ * the table vacuumed, as autovacuum leaves it: the routes are timed on a settled database, not
  * beside a fold of a year of facts.
  */
 async function settleRollups(broker: ServiceBroker) {
@@ -487,14 +528,13 @@ async function settleRollups(broker: ServiceBroker) {
     // A year of deltas folds for minutes: no call timeout.
     await broker.call("analytics.foldRollups", {}, { timeout: 0 });
     const [{ remaining }] = await sequelize.query<{ remaining: string }>(
-      `SELECT (SELECT count(*) FROM analytics_rollup_deltas) + (SELECT count(*) FROM analytics_contact_activity_pending)
-              AS remaining`,
+      `SELECT count(*) AS remaining FROM analytics_rollup_deltas`,
       { type: QueryTypes.SELECT },
     );
     if (Number(remaining) === 0) break;
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
-  await sequelize.query("VACUUM ANALYZE analytics_rollup_deltas, analytics_contact_activity_pending");
+  await sequelize.query("VACUUM ANALYZE analytics_rollup_deltas");
 }
 
 /**
@@ -521,7 +561,8 @@ async function main() {
   const base = process.env.DATABASE_URL;
   if (!base)
     throw new Error("Set DATABASE_URL to a PostgreSQL server (the bench creates its own database there)");
-  const { broker, baseUrl } = await startServices(await prepareDatabase(base));
+  const databaseUrl = await prepareDatabase(base);
+  const { broker, baseUrl } = await startServices(databaseUrl);
   try {
     let client = await ownerWithWorkspace(baseUrl);
     const sequelize = await database();
@@ -553,7 +594,7 @@ async function main() {
     await settleRollups(broker);
     console.log(`deltas folded and vacuumed in ${(ms(t0) / 1000).toFixed(1)} s`);
     if (PARTS.has("routes")) await measureRoutes(client, client.workspaceId);
-    if (PARTS.has("ingest")) await measureIngest(broker, client.workspaceId);
+    if (PARTS.has("ingest")) await measureIngest(broker, client.workspaceId, databaseUrl);
     if (PARTS.has("fold") && SUSTAIN_S > 0) await measureFold(broker, client.workspaceId);
   } finally {
     await broker.stop();

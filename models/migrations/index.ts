@@ -68,6 +68,7 @@ import * as eventsTypeContactIndex from "./0104-events-type-contact-index";
 import * as inboundQueue from "./0105-inbound-queue";
 import * as webhookQueueIndexC from "./0106-webhook-queue-index-c";
 import * as campaignEnrollmentsClaimedBy from "./0108-campaign-enrollments-claimed-by";
+import * as analyticsEventFacts from "./0109-analytics-event-facts";
 import * as eventChainRetries from "./0110-event-chain-retries";
 
 export interface Migration {
@@ -146,5 +147,6 @@ export const migrations: Migration[] = [
   { name: "0105-inbound-queue", up: inboundQueue.up },
   { name: "0106-webhook-queue-index-c", up: webhookQueueIndexC.up },
   { name: "0108-campaign-enrollments-claimed-by", up: campaignEnrollmentsClaimedBy.up },
+  { name: "0109-analytics-event-facts", up: analyticsEventFacts.up },
   { name: "0110-event-chain-retries", up: eventChainRetries.up },
 ];

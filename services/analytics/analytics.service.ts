@@ -6,7 +6,6 @@ import { BackgroundMixin } from "../../mixins/background";
 import { DatabaseMixin } from "../../mixins/database.mixin";
 import * as answers from "./answers";
 import { schemas } from "./analytics.schemas";
-import { foldActivity } from "./activity.repo";
 import { rebuildRollups } from "./rebuild";
 import { foldRollups } from "./rollups.repo";
 import { knownCampaign, scopeOf } from "./scope";
@@ -190,12 +189,12 @@ export default defineService({
     }),
 
     /**
-     * Internal (timer, cron tick): fold the appended rollup deltas into the rollups, and the appended activity into
-     * the contacts' activity, until none is left; answers how many rows were folded.
+     * Internal (timer, cron tick): fold the appended rollup deltas into the rollups until none is left; answers how
+     * many were folded.
      */
     foldRollups: defineAction({
       result: Type.Integer(),
-      handler: async () => (await foldRollups()) + (await foldActivity()),
+      handler: () => foldRollups(),
     }),
 
     /**

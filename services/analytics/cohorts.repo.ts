@@ -6,8 +6,8 @@ import type { WorkspaceId } from "../../lib/tenancy";
  * Cohorts from kept facts (migration 0089): the cohort members from
  * `analytics_contact_firsts` (their first `event`) or
  * `analytics_contact_created` (no event), their activity from
- * `analytics_contact_activity` and the activity appended but not yet folded
- * into it (migration 0102), in 15-minute UTC buckets, so every answer bucket
+ * `analytics_contact_activity` (written by the events' trigger, migration
+ * 0109), in 15-minute UTC buckets, so every answer bucket
  * edge falls on one. Periods are 1-based indexes into the frame's `edges`.
  * With `segmentId`, the cohorts hold only the segment's current members.
  */
@@ -33,8 +33,7 @@ export async function cohortCounts(
           WHERE k.workspace_id = $1 AND created_at >= $3 AND created_at < $4 ${inSegment}`
       : `SELECT k.contact_id, k.first_at AS at FROM analytics_contact_firsts k
           WHERE k.workspace_id = $1 AND type = ${binds.p(event)} AND first_at >= $3 AND first_at < $4 ${inSegment}`;
-  // Period 0 carries each cohort's size; the activity of a member is read from its cohort's start by key, folded
-  // and not yet folded (migration 0102) in one snapshot: a fold moves a row wholly before or after it.
+  // Period 0 carries each cohort's size; the activity of a member is read from its cohort's start by key.
   const rows = await query<{ cohort: number; period: number; contacts: string }>(
     workspaceId,
     `WITH cohort_contacts AS (SELECT contact_id, width_bucket(at, $2::timestamptz[]) AS cohort FROM (${members}) m)
@@ -45,11 +44,7 @@ export async function cohortCounts(
       CROSS JOIN LATERAL (
              SELECT a.bucket FROM analytics_contact_activity a
               WHERE a.workspace_id = $1 AND a.contact_id = m.contact_id
-                AND a.bucket >= ($2::timestamptz[])[m.cohort] AND a.bucket < $4
-             UNION ALL
-             SELECT p.bucket FROM analytics_contact_activity_pending p
-              WHERE p.workspace_id = $1 AND p.contact_id = m.contact_id
-                AND p.bucket >= ($2::timestamptz[])[m.cohort] AND p.bucket < $4) a
+                AND a.bucket >= ($2::timestamptz[])[m.cohort] AND a.bucket < $4) a
       GROUP BY 1, 2`,
     binds.values,
   );

@@ -6,7 +6,7 @@ import type { WorkspaceId } from "../../lib/tenancy";
 
 /**
  * The rebuild of a workspace's analytics from its raw rows (rebuild.ts): each
- * statement below is the set-based form of a trigger of migrations 0083-0102
+ * statement below is the set-based form of a trigger of migrations 0083-0109
  * (same keys, same values, same bucket), run once over a source's days; the
  * rollups get their three tiers and `all:` series as the fold makes them.
  * `$1` is the workspace, `$2`/`$3` the days (UTC midnights).
@@ -42,20 +42,11 @@ const metricsOf = (source: RebuildSource, column: string) => {
 
 /** The facts (metric, at, channel, campaign_id, dim, value) each source's rows make, as its triggers add them. */
 const FACTS: Record<RebuildSource, string> = {
-  // 0102's analytics_events_stored, first statement.
+  // The events' trigger's own facts (migration 0109).
   events: `
-    SELECT m.metric, n.timestamp AS at,
-           CASE WHEN m.metric IN ('events', 'link.clicks') THEN analytics_key(n.metadata ->> 'channel') ELSE '' END AS channel,
-           analytics_key(n.metadata ->> 'campaignId') AS campaign_id,
-           CASE m.metric WHEN 'events' THEN analytics_key(n.type)
-                         WHEN 'link.clicks' THEN coalesce(left(n.metadata ->> 'url', 500), '')
-                         ELSE analytics_key(n.utm_source) END AS dim,
-           CASE WHEN m.metric = 'revenue' THEN analytics_amount(n.metadata -> 'amount') ELSE 1 END AS value
+    SELECT f.metric, n.timestamp AS at, f.channel, f.campaign_id, f.dim, f.value
       FROM events n
-      JOIN LATERAL (VALUES ('events'), ('revenue'), ('orders'), ('link.clicks')) AS m(metric)
-        ON m.metric = 'events'
-        OR (m.metric IN ('revenue', 'orders') AND n.type = 'purchase')
-        OR (m.metric = 'link.clicks' AND n.type = 'message.click' AND n.metadata ->> 'url' IS NOT NULL)
+     CROSS JOIN LATERAL analytics_event_facts(n.type, n.metadata, n.utm_source) f
      WHERE n.workspace_id = $1 AND n.timestamp >= $2 AND n.timestamp < $3`,
   // 0083's analytics_messages_changed: sent, delivered, opened, clicked at their own times; each move into a
   // terminal status (its history entry after one of another status) at that status's first entry, with the
@@ -152,7 +143,7 @@ const CLEAR = (source: RebuildSource) => [
 ];
 
 /**
- * The per-contact facts of the events of the days (0084, 0089, 0099, 0102): first times and first sources
+ * The per-contact facts of the events of the days (0084, 0089, 0099, 0109): first times and first sources
  * (an earlier one kept before the days stays), activity buckets, UTM touches, then the conversions in the days
  * attributed over every touch held in the 30 days up to each (0099's own backfill rule).
  */
@@ -171,7 +162,6 @@ const CONTACT_FACTS = [
     GROUP BY 1, 2, 3, 4
    ON CONFLICT (workspace_id, contact_id, utm_source, utm_medium)
    DO UPDATE SET first_at = EXCLUDED.first_at WHERE f.first_at > EXCLUDED.first_at`,
-  `DELETE FROM analytics_contact_activity_pending WHERE workspace_id = $1 AND bucket >= $2 AND bucket < $3`,
   `DELETE FROM analytics_contact_activity WHERE workspace_id = $1 AND bucket >= $2 AND bucket < $3`,
   `INSERT INTO analytics_contact_activity (workspace_id, contact_id, bucket)
    SELECT DISTINCT workspace_id, contact_id, analytics_bucket(timestamp) FROM events

@@ -828,7 +828,6 @@ const KEPT: Record<string, string> = {
   analytics_contact_sources: `SELECT * FROM analytics_contact_sources WHERE workspace_id = $1`,
   analytics_contact_created: `SELECT * FROM analytics_contact_created WHERE workspace_id = $1`,
   analytics_contact_activity: `SELECT * FROM analytics_contact_activity WHERE workspace_id = $1`,
-  analytics_contact_activity_pending: `SELECT * FROM analytics_contact_activity_pending WHERE workspace_id = $1`,
   analytics_contact_touches: `SELECT * FROM analytics_contact_touches WHERE workspace_id = $1`,
   analytics_contact_opt_outs: `SELECT * FROM analytics_contact_opt_outs WHERE workspace_id = $1`,
 };
