@@ -165,7 +165,8 @@ const CONTACT_FACTS = [
   `DELETE FROM analytics_contact_activity WHERE workspace_id = $1 AND bucket >= $2 AND bucket < $3`,
   `INSERT INTO analytics_contact_activity (workspace_id, contact_id, bucket)
    SELECT DISTINCT workspace_id, contact_id, analytics_bucket(timestamp) FROM events
-    WHERE workspace_id = $1 AND timestamp >= $2 AND timestamp < $3 AND contact_id IS NOT NULL`,
+    WHERE workspace_id = $1 AND timestamp >= $2 AND timestamp < $3 AND contact_id IS NOT NULL
+   ON CONFLICT DO NOTHING`,
   `DELETE FROM analytics_contact_touches
     WHERE workspace_id = $1 AND kind = 'source' AND at >= $2 AND at < $3`,
   `INSERT INTO analytics_contact_touches (workspace_id, contact_id, at, kind, key)
