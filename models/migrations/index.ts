@@ -67,6 +67,7 @@ import * as webhookDeliveryQueue from "./0103-webhook-delivery-queue";
 import * as eventsTypeContactIndex from "./0104-events-type-contact-index";
 import * as inboundQueue from "./0105-inbound-queue";
 import * as webhookQueueIndexC from "./0106-webhook-queue-index-c";
+import * as inboxTakeTurns from "./0107-inbox-take-turns";
 import * as campaignEnrollmentsClaimedBy from "./0108-campaign-enrollments-claimed-by";
 import * as analyticsEventFacts from "./0109-analytics-event-facts";
 import * as eventChainRetries from "./0110-event-chain-retries";
@@ -146,6 +147,7 @@ export const migrations: Migration[] = [
   { name: "0104-events-type-contact-index", up: eventsTypeContactIndex.up },
   { name: "0105-inbound-queue", up: inboundQueue.up },
   { name: "0106-webhook-queue-index-c", up: webhookQueueIndexC.up },
+  { name: "0107-inbox-take-turns", up: inboxTakeTurns.up },
   { name: "0108-campaign-enrollments-claimed-by", up: campaignEnrollmentsClaimedBy.up },
   { name: "0109-analytics-event-facts", up: analyticsEventFacts.up },
   { name: "0110-event-chain-retries", up: eventChainRetries.up },

@@ -1,4 +1,5 @@
 import type { LoggerInstance } from "moleculer";
+import { MicroBatcher } from "../../lib/batcher";
 import { contactMatches, membersAmong, notifyMembers, type Caller } from "./directory";
 import type { Static } from "@sinclair/typebox";
 import type { ConditionConfig, RoundRobinConfig } from "./inbox.schemas";
@@ -15,7 +16,8 @@ import type { WorkspaceId } from "../../lib/tenancy";
  * while unassigned, and a round robin's turn is taken and given in one
  * statement that locks the thread and the rule's row for its own length
  * (rules.takeTurn), so several replicas assign each thread once and each
- * turn once.
+ * turn once; concurrent new threads take a rule's turns in one statement
+ * (rules.takeTurns).
  * Round robins may cap each member's open threads (`maxOpen`; the rest wait
  * and are handed out oldest first as room frees) and hand a thread left
  * unanswered for `reassignAfterMinutes` to the next member.
@@ -80,10 +82,57 @@ async function roundRobin(
   const config = rule.config as RoundRobin;
   const members = await membersAmong(from, ws, config.memberIds);
   if (!members.length) return null;
-  const claimed = await rules.takeTurn(ws, rule.id, threadId, members, config.maxOpen ?? null, null);
+  const claimed = await turnTaker.add({
+    ws,
+    ruleId: rule.id,
+    threadId,
+    members,
+    maxOpen: config.maxOpen ?? null,
+  });
   if (claimed) await notifyAssigned(from, ws, claimed);
   return claimed;
 }
+
+/** A new thread asking a round robin for its turn. */
+interface TurnAsk {
+  ws: WorkspaceId;
+  ruleId: string;
+  threadId: string;
+  members: string[];
+  maxOpen: number | null;
+}
+
+/**
+ * Concurrent turns (a filed batch's new threads) go as one statement per
+ * rule (`rules.takeTurns`) instead of one each, which would queue on the
+ * rule's row one round trip after another; turns are given in the order
+ * asked. A failed batch is retried ask by ask (lib/batcher.ts).
+ */
+const turnTaker = new MicroBatcher(
+  async (asks: TurnAsk[]): Promise<Array<ThreadRow | null>> => {
+    const byRule = new Map<string, TurnAsk[]>();
+    for (const ask of asks) {
+      const key = JSON.stringify([ask.ws, ask.ruleId, ask.members, ask.maxOpen]);
+      byRule.set(key, [...(byRule.get(key) ?? []), ask]);
+    }
+    const assigned = new Map<string, ThreadRow>();
+    await Promise.all(
+      [...byRule.values()].map(async (same) => {
+        const { ws, ruleId, members, maxOpen } = same[0];
+        const rows = await rules.takeTurns(
+          ws,
+          ruleId,
+          same.map((a) => a.threadId),
+          members,
+          maxOpen,
+        );
+        for (const row of rows) assigned.set(`${ws}\n${row.id}`, row);
+      }),
+    );
+    return asks.map((ask) => assigned.get(`${ask.ws}\n${ask.threadId}`) ?? null);
+  },
+  { maxBatch: 100, lanes: 1 },
+);
 
 /** Periodic: threads waiting for room go, oldest first, to members whose open threads fell below `maxOpen`. */
 export async function assignWaiting(from: Caller, logger: LoggerInstance): Promise<number> {

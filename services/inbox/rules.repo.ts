@@ -160,6 +160,26 @@ export async function takeTurn(
   return row ?? null;
 }
 
+/**
+ * A round robin's turns for unassigned threads in one statement
+ * (`inbox_take_turns`, migration 0107): each thread still unassigned takes,
+ * in the order given, the next of `memberIds` with room, as `takeTurn` with
+ * no holder does thread by thread. Answers the threads assigned.
+ */
+export function takeTurns(
+  workspaceId: WorkspaceId,
+  ruleId: string,
+  threadIds: string[],
+  memberIds: string[],
+  maxOpen: number | null,
+): Promise<ThreadRow[]> {
+  return query<ThreadRow>(
+    workspaceId,
+    `SELECT * FROM inbox_take_turns($1, $2, $3::text[], $4::text[], $5::int)`,
+    [ruleId, threadIds, memberIds, maxOpen],
+  );
+}
+
 /** Active round-robin rules of every workspace (the periodic capacity and re-assignment passes). */
 export function activeRoundRobins(): Promise<RuleRow[]> {
   return queryAcrossWorkspaces<RuleRow>(

@@ -60,6 +60,8 @@ type Inbound = Extract<ProviderEvent, { kind: "inbound" }>;
 
 /** Broadcast when a webhook accepted inbound messages: every replica's filer wakes. */
 const INBOUND_ACCEPTED_EVENT = "providers.inboundAccepted";
+/** Filing passes in flight on a node (each a claimed batch). */
+const FILER_WORKERS = 4;
 /** How long a filed message's row is kept: a provider's retry within it stores nothing again. */
 const FILED_KEPT_HOURS = 24;
 
@@ -276,11 +278,12 @@ export const inboundActions = defineMixin<ServiceThis<InboundState>>({
   },
 
   created() {
-    // Two drains side by side: one files while the other claims.
+    // Drains side by side: a pass waits for its batch's slowest conversation (a new thread's assignment and
+    // auto-reply), so the next batches are claimed and filed meanwhile, at most FILER_WORKERS in flight.
     this.inboundFiler = stepPoller("providers.fileInbound", {
       logger: this.logger,
       metrics: this.broker.metrics,
-      workers: 2,
+      workers: FILER_WORKERS,
       pass: async () => (await fileInboundBatch(this.broker, this.logger)) > 0,
     });
   },

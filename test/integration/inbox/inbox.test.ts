@@ -17,6 +17,9 @@ import { DateTime } from "luxon";
 import { mailgunSignature, vonageBearer } from "../../helpers/provider-signatures";
 import { waitFor } from "../../helpers/wait";
 import { newContact } from "../providers/fixtures";
+import { takeTurns } from "../../../services/inbox/rules.repo";
+import { waitingThreads } from "../../../services/inbox/threads.repo";
+import { asWorkspaceId } from "../../../lib/tenancy";
 import { startReceiver, type Received } from "../../helpers/receiver";
 
 /**
@@ -1123,6 +1126,69 @@ test("a round robin under concurrent new threads: each turn given once, maxOpen 
   });
   // Without a cap every turn is given once: ten threads, five each.
   expect(await burst("07", 10)).toEqual([5, 5, 0]);
+});
+
+test("a round robin's turns in batch form: two overlapping batches at once give each thread once and each turn once, maxOpen held", async () => {
+  const own = await ownerWithWorkspace(app.baseUrl);
+  const other = await signUp(app.baseUrl, "Agent Brown");
+  const c = own.owner.client;
+  expect((await c.post(`${own.ws}/members`, { email: other.email, role: "MEMBER" })).status).toBe(201);
+  const members = [own.owner.id, other.id];
+  const ws = asWorkspaceId(own.workspaceId);
+  // Inactive: the threads stay unassigned until the test takes the turns itself.
+  const rule = await c.post(`${own.ws}/inbox/assignment-rules`, {
+    name: "Batch",
+    type: "round_robin",
+    active: false,
+    config: { memberIds: members },
+  });
+  expect(rule.status).toBe(201);
+  const newThreads = async (tag: string, n: number) => {
+    const ids: string[] = [];
+    for (let i = 0; i < n; i++) {
+      const contactId = await newContact(c, own.ws, { phone: `+1415556${tag}${String(i).padStart(2, "0")}` });
+      const filed = (await app.broker.call(
+        "inbox.receive",
+        { channel: "sms", contactId, providerId: "prov-turns", from: "+1", to: "+2", text: "hi" },
+        { meta: { principal: SYSTEM, workspaceId: own.workspaceId } },
+      )) as { threadId: string };
+      ids.push(filed.threadId);
+    }
+    return ids;
+  };
+  const assigneesOf = async (ids: string[]) =>
+    Promise.all(
+      ids.map(
+        async (id) =>
+          ((await c.get(`${own.ws}/inbox/${id}`)).body as { assigneeId: string | null }).assigneeId,
+      ),
+    );
+  const split = (assignees: Array<string | null>) =>
+    members
+      .map((m) => assignees.filter((a) => a === m).length)
+      .concat(assignees.filter((a) => a === null).length);
+
+  const first = await newThreads("10", 12);
+  // Two replicas' batches at once (two connections), sharing four threads; the first names one twice.
+  const [one, two] = await Promise.all([
+    takeTurns(ws, rule.body.id, [...first.slice(0, 8), first[0]], members, null),
+    takeTurns(ws, rule.body.id, first.slice(4).reverse(), members, null),
+  ]);
+  const given = [...one, ...two].map((t) => t.id);
+  expect(given.sort()).toEqual([...first].sort());
+  expect(split(await assigneesOf(first))).toEqual([6, 6, 0]);
+
+  // Six open each; room for eight: four more go, two wait for the rule (its id kept on them).
+  const second = await newThreads("11", 6);
+  const [three, four] = await Promise.all([
+    takeTurns(ws, rule.body.id, second.slice(0, 4), members, 8),
+    takeTurns(ws, rule.body.id, second.slice(2), members, 8),
+  ]);
+  expect(three.length + four.length).toBe(4);
+  expect(split(await assigneesOf([...first, ...second]))).toEqual([8, 8, 2]);
+  const waiting = await waitingThreads(ws, rule.body.id, 10);
+  expect(waiting).toHaveLength(2);
+  expect(second).toEqual(expect.arrayContaining(waiting.map((t) => t.id)));
 });
 
 test("messages.sendNowBatch: sends made at once go as one batch, each answered in order, a refused one its own", async () => {
