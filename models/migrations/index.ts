@@ -71,6 +71,7 @@ import * as inboxTakeTurns from "./0107-inbox-take-turns";
 import * as campaignEnrollmentsClaimedBy from "./0108-campaign-enrollments-claimed-by";
 import * as analyticsEventFacts from "./0109-analytics-event-facts";
 import * as eventChainRetries from "./0110-event-chain-retries";
+import * as analyticsRollupsCoveringKey from "./0111-analytics-rollups-covering-key";
 
 export interface Migration {
   name: string;
@@ -151,4 +152,5 @@ export const migrations: Migration[] = [
   { name: "0108-campaign-enrollments-claimed-by", up: campaignEnrollmentsClaimedBy.up },
   { name: "0109-analytics-event-facts", up: analyticsEventFacts.up },
   { name: "0110-event-chain-retries", up: eventChainRetries.up },
+  { name: "0111-analytics-rollups-covering-key", up: analyticsRollupsCoveringKey.up },
 ];
