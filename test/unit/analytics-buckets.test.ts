@@ -1,3 +1,4 @@
+import { DateTime, IANAZone } from "luxon";
 import { frameOf, pointsOf, validZone } from "../../services/analytics/buckets";
 import { tilesOf } from "../../services/analytics/tiles";
 
@@ -12,6 +13,32 @@ const fieldOf = (fn: () => unknown) => {
 };
 
 describe("analytics buckets", () => {
+  test("frames over a year of DST changes, asked twice (the second from the kept offsets), are luxon's own local starts", () => {
+    for (const timezone of ["Europe/Berlin", "America/New_York", "Asia/Kolkata", "Australia/Lord_Howe"]) {
+      for (const granularity of ["hour", "day", "week", "month"] as const) {
+        const query = {
+          from: "2026-01-01",
+          to: granularity === "hour" ? "2026-01-20" : "2026-12-31",
+          granularity,
+          timezone,
+        };
+        const zone = new IANAZone(timezone);
+        const expected: string[] = [];
+        let start = DateTime.fromISO(query.from, { zone }).startOf(
+          granularity === "week" ? "week" : granularity,
+        );
+        const end = DateTime.fromISO(query.to, { zone }).endOf("day");
+        while (start <= end) {
+          expected.push(start.toUTC().toISO()!);
+          start = start.plus({ [`${granularity}s`]: 1 });
+        }
+        expected.push(start.toUTC().toISO()!);
+        expect(iso(frameOf(query).edges)).toEqual(expected);
+        expect(iso(frameOf(query).edges)).toEqual(expected);
+      }
+    }
+  });
+
   test("Berlin days across the spring-forward Sunday: 24, 23 and 24 hours, starts at local midnight", () => {
     const frame = frameOf({
       from: "2026-03-28",
