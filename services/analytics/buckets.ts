@@ -1,3 +1,4 @@
+import { LRUCache } from "lru-cache";
 import { DateTime, IANAZone } from "luxon";
 import { fieldError } from "../../lib/errors";
 
@@ -32,8 +33,9 @@ export interface Frame {
 /** A zone luxon knows (IANA names, `UTC`), or null. */
 export const validZone = (zone: string): string | null => (IANAZone.isValidZone(zone) ? zone : null);
 
-/** Offsets kept per zone before its memo starts over. */
+/** Offsets kept per zone, and zones kept. */
 const KEPT_OFFSETS = 100_000;
+const KEPT_ZONES = 1_000;
 
 /**
  * An IANA zone that keeps the offsets it answered. luxon asks a zone's
@@ -44,12 +46,11 @@ const KEPT_OFFSETS = 100_000;
  * reports), so most of them are now answered from the memo.
  */
 class KeptOffsetsZone extends IANAZone {
-  private readonly offsets = new Map<number, number>();
+  private readonly offsets = new LRUCache<number, number>({ max: KEPT_OFFSETS });
 
   override offset(ts: number): number {
     let offset = this.offsets.get(ts);
     if (offset === undefined) {
-      if (this.offsets.size >= KEPT_OFFSETS) this.offsets.clear();
       offset = super.offset(ts);
       this.offsets.set(ts, offset);
     }
@@ -57,7 +58,7 @@ class KeptOffsetsZone extends IANAZone {
   }
 }
 
-const zones = new Map<string, KeptOffsetsZone>();
+const zones = new LRUCache<string, KeptOffsetsZone>({ max: KEPT_ZONES });
 /** The one zone object of a valid zone name. */
 function zoneNamed(name: string): KeptOffsetsZone {
   let zone = zones.get(name);
