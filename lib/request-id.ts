@@ -1,7 +1,7 @@
 import { AsyncLocalStorage } from "node:async_hooks";
 import type { IncomingHttpHeaders } from "node:http";
 import type { Context, Middleware, Span } from "moleculer";
-import { randomHex } from "./crypto";
+import { newId } from "./crypto";
 
 /**
  * The request id in every log line, on every node: the gateway takes the
@@ -28,7 +28,9 @@ export function requestIdOf(headers: IncomingHttpHeaders): string {
     const value = headers[name];
     if (typeof value === "string" && ACCEPTED.test(value)) return value;
   }
-  return randomHex(16);
+  // A UUID's 122 random bits, as 32 hex digits: Node draws UUIDs from a kept pool of randomness, where
+  // `randomBytes` asks the system each time (a tenth of a small request's CPU).
+  return newId().replace(/-/g, "");
 }
 
 /** Runs `fn` (and what it awaits) as part of `call`: its lines carry the call's request id. */
