@@ -358,8 +358,9 @@ export async function realtime(workspaceId: WorkspaceId, now: Date = new Date())
   const minute = 60_000;
   const end = new Date(Math.floor(now.getTime() / minute) * minute + minute);
   const start = new Date(end.getTime() - REALTIME_MINUTES * minute);
-  const [{ perMinute, visitors }, recent] = await Promise.all([
+  const [perMinute, visitors, recent] = await Promise.all([
     realtimeRepo.minuteCounts(workspaceId, start, end),
+    realtimeRepo.visitorCount(workspaceId, start, end),
     realtimeRepo.recentEvents(workspaceId, start, end, RECENT_EVENTS),
   ]);
   const points = Array.from({ length: REALTIME_MINUTES }, (_, i) => {

@@ -13,28 +13,43 @@ export interface RecentEvent {
   occurredAt: string;
 }
 
-/** Events per minute since `since` (minute starts in UTC) and the distinct visitors (contact, else session). */
+/** Events per minute in [since, until) (minute starts in UTC). */
 export async function minuteCounts(
   workspaceId: WorkspaceId,
   since: Date,
   until: Date,
-): Promise<{ perMinute: Map<number, number>; visitors: number }> {
-  const rows = await query<{ minute: Date | null; n: string; visitors: string }>(
+): Promise<Map<number, number>> {
+  const rows = await query<{ minute: Date; n: string }>(
     workspaceId,
-    `SELECT date_trunc('minute', timestamp) AS minute, count(*) AS n,
-            count(DISTINCT coalesce('c:' || contact_id, 's:' || session_id)) AS visitors
+    `SELECT date_trunc('minute', timestamp) AS minute, count(*) AS n
        FROM events
       WHERE workspace_id = $1 AND timestamp >= $2 AND timestamp < $3
-      GROUP BY ROLLUP (1)`,
+      GROUP BY 1`,
     [since, until],
   );
-  const perMinute = new Map<number, number>();
-  let visitors = 0;
-  for (const row of rows) {
-    if (row.minute === null) visitors = Number(row.visitors);
-    else perMinute.set(new Date(row.minute).getTime(), Number(row.n));
-  }
-  return { perMinute, visitors };
+  return new Map(rows.map((row) => [new Date(row.minute).getTime(), Number(row.n)]));
+}
+
+/**
+ * The distinct visitors in [since, until): each contact, and each session of
+ * the events without one. Two hashed groupings of the ids themselves: one
+ * `count(DISTINCT)` over a text made of either sorted every row and took 4-5
+ * times as long.
+ */
+export async function visitorCount(workspaceId: WorkspaceId, since: Date, until: Date): Promise<number> {
+  const [row] = await query<{ visitors: string }>(
+    workspaceId,
+    `SELECT (SELECT count(*) FROM (SELECT contact_id FROM events
+                                    WHERE workspace_id = $1 AND timestamp >= $2 AND timestamp < $3
+                                      AND contact_id IS NOT NULL
+                                    GROUP BY contact_id) AS contacts)
+          + (SELECT count(*) FROM (SELECT session_id FROM events
+                                    WHERE workspace_id = $1 AND timestamp >= $2 AND timestamp < $3
+                                      AND contact_id IS NULL AND session_id IS NOT NULL
+                                    GROUP BY session_id) AS sessions) AS visitors`,
+    [since, until],
+  );
+  return Number(row.visitors);
 }
 
 /** The newest events since `since`, newest first. */

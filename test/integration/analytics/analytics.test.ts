@@ -521,17 +521,33 @@ test("sources: contacts by the UTM source and medium they first came from, and t
   });
 });
 
-test("realtime: the last 30 minutes from the raw events", async () => {
+test("realtime: the last 30 minutes from the raw events; visitors are contacts, else sessions", async () => {
+  const ws = other.workspaceId;
   const now = Date.now();
-  await event(ctx.workspaceId, "page_view", new Date(now - 60_000).toISOString(), { sessionId: "s1" });
-  await event(ctx.workspaceId, "page_view", new Date(now - 30_000).toISOString(), { sessionId: "s1" });
-  await event(ctx.workspaceId, "signup", new Date(now - 45 * 60_000).toISOString(), { sessionId: "s2" });
-  const res = await client.get(`${ctx.ws}/analytics/realtime`);
+  const ago = (ms: number) => new Date(now - ms).toISOString();
+  const contactId = newId();
+  await sql(`INSERT INTO contacts (id, workspace_id, email) VALUES ($1, $2, 'realtime@visitors.test')`, [
+    contactId,
+    ws,
+  ]);
+  await event(ws, "page_view", ago(60_000), { sessionId: "s1" });
+  await event(ws, "page_view", ago(30_000), { sessionId: "s1" });
+  await event(ws, "page_view", ago(20 * 60_000), { sessionId: "s3" });
+  await event(ws, "page_view", ago(10 * 60_000), { contactId, sessionId: "s4" });
+  await event(ws, "purchase", ago(5 * 60_000), { contactId });
+  await event(ws, "signup", ago(45 * 60_000), { sessionId: "s2" });
+  const res = await other.owner.client.get(`${other.ws}/analytics/realtime`);
   expect(res.status).toBe(200);
-  expect(res.body.activeVisitors).toBe(1);
+  expect(res.body.activeVisitors).toBe(3); // s1, s3 and the contact (its session s4 is the contact)
   expect(res.body.points).toHaveLength(30);
-  expect(res.body.points.reduce((sum: number, p: { value: number }) => sum + p.value, 0)).toBe(2);
-  expect(res.body.recentEvents.map((e: { type: string }) => e.type)).toEqual(["page_view", "page_view"]);
+  expect(res.body.points.reduce((sum: number, p: { value: number }) => sum + p.value, 0)).toBe(5);
+  expect(res.body.recentEvents.map((e: { type: string }) => e.type)).toEqual([
+    "page_view",
+    "page_view",
+    "purchase",
+    "page_view",
+    "page_view",
+  ]);
 });
 
 test("bad input: zone, range, metric; a member without analytics.read is refused", async () => {
