@@ -1073,12 +1073,17 @@ test("smsapi2 inbound: a keyword condition wins by priority over a round robin; 
   for (const auto of autos) await c.delete(`${ctx.ws}/inbox/auto-replies/${auto.body.id}`);
 });
 
-test("a round robin under concurrent new threads: each turn given once, maxOpen held", async () => {
+/** A new workspace of two members, its owner and an agent, for a round robin between them. */
+async function twoMemberWorkspace(agentName: string) {
   const own = await ownerWithWorkspace(app.baseUrl);
-  const other = await signUp(app.baseUrl, "Agent Jones");
+  const agent = await signUp(app.baseUrl, agentName);
   const c = own.owner.client;
-  expect((await c.post(`${own.ws}/members`, { email: other.email, role: "MEMBER" })).status).toBe(201);
-  const members = [own.owner.id, other.id];
+  expect((await c.post(`${own.ws}/members`, { email: agent.email, role: "MEMBER" })).status).toBe(201);
+  return { own, c, members: [own.owner.id, agent.id] };
+}
+
+test("a round robin under concurrent new threads: each turn given once, maxOpen held", async () => {
+  const { own, c, members } = await twoMemberWorkspace("Agent Jones");
   const burst = async (tag: string, n: number) => {
     const contactIds = await Promise.all(
       Array.from({ length: n }, (_, i) =>
@@ -1129,11 +1134,7 @@ test("a round robin under concurrent new threads: each turn given once, maxOpen 
 });
 
 test("a round robin's turns in batch form: two overlapping batches at once give each thread once and each turn once, maxOpen held", async () => {
-  const own = await ownerWithWorkspace(app.baseUrl);
-  const other = await signUp(app.baseUrl, "Agent Brown");
-  const c = own.owner.client;
-  expect((await c.post(`${own.ws}/members`, { email: other.email, role: "MEMBER" })).status).toBe(201);
-  const members = [own.owner.id, other.id];
+  const { own, c, members } = await twoMemberWorkspace("Agent Brown");
   const ws = asWorkspaceId(own.workspaceId);
   // Inactive: the threads stay unassigned until the test takes the turns itself.
   const rule = await c.post(`${own.ws}/inbox/assignment-rules`, {
