@@ -143,6 +143,22 @@ describe("analytics buckets", () => {
     expect(frame.edges).toHaveLength(32);
   });
 
+  test("a frame with both bounds is kept, frozen; one ending now is computed each time; an error is not kept", () => {
+    const query = { from: "2026-08-31", to: "2026-11-28", timezone: "Europe/Berlin" };
+    const kept = frameOf(query);
+    expect(frameOf({ ...query })).toBe(kept);
+    expect(Object.isFrozen(kept) && Object.isFrozen(kept.edges)).toBe(true);
+    expect(() => (kept.edges as Date[]).push(new Date())).toThrow(TypeError);
+    expect(frameOf({ ...query, granularity: "week" })).not.toBe(kept);
+    expect(frameOf({ ...query, timezone: "UTC" }).edges[0].toISOString()).toBe("2026-08-31T00:00:00.000Z");
+    const before = frameOf({ from: "2026-11-01", timezone: "UTC" }, new Date("2026-11-27T03:00:00Z"));
+    const after = frameOf({ from: "2026-11-01", timezone: "UTC" }, new Date("2026-11-28T03:00:00Z"));
+    expect([before.edges.length, after.edges.length]).toEqual([28, 29]);
+    const bad = { from: "2026-03-30", to: "2026-03-28", timezone: "UTC" };
+    expect(fieldOf(() => frameOf(bad))).toBe("to");
+    expect(fieldOf(() => frameOf(bad))).toBe("to");
+  });
+
   test("points fill empty buckets with 0 and write t as UTC", () => {
     const frame = frameOf({ from: "2026-03-28", to: "2026-03-30", timezone: "Europe/Berlin" });
     expect(pointsOf(frame, new Map([[2, 7]]))).toEqual([
