@@ -1,17 +1,21 @@
 /**
- * The cluster shape against the embedded shape, in the same run, on this
+ * The cluster shapes against the embedded shape, in the same run, on this
  * machine: the compiled product (dist/, built first) as `npm start` runs it
- * (one process, no transporter) and as `npm run start:cluster` runs it (one
- * process per group of lib/cluster-plan.ts over NATS), each on a fresh
- * database, both up at once, measured in alternating rounds.
+ * (one process, no transporter), as `npm run start:cluster` runs it (one
+ * process per group of lib/cluster-plan.ts over NATS) and as
+ * `npm run start:cluster -- --replicas N` runs it (N copies of the whole
+ * product serving one port, over NATS), each on a fresh database, all up at
+ * once, measured in alternating rounds beside a bare node:http server.
  *
  *   DATABASE_URL=… NATS_URL=… REDIS_URL=… npx ts-node --transpile-only bench/cluster.ts
  *
  * Parts (BENCH_PARTS, `ratio,soak`):
  * - `ratio`: `POST {ws}/events` with the chain (four segments and a scoring rule that do not match the event, a
- *   segment and a rule that do), BENCH_ROUNDS (3) pairs of BENCH_SECONDS (10) windows; the ratio of each pair,
- *   and CPU per request of each process (utime+stime from /proc over the window), the PostgreSQL backends of
- *   each shape's database, and the NATS server (shared with other users of it).
+ *   segment and a rule that do), BENCH_ROUNDS (3) rounds of BENCH_SECONDS (10) windows, one for bare node:http
+ *   and one for each shape of BENCH_SHAPES (`embedded,cluster`; `replicas` adds the replicas shape with
+ *   BENCH_REPLICAS copies, 2); each shape's rate against the embedded one's and the bare one's in its round, and
+ *   CPU per request of each process (utime+stime from /proc over the window, a runner's copies included), the
+ *   PostgreSQL backends of each shape's database, and the NATS server (shared with other users of it).
  * - `soak`: BENCH_SOAK_SECONDS (600) of mixed traffic on the cluster shape at fixed rates (BENCH_SOAK_RATES,
  *   `ingest=100,send=10,read=40` per second): events, message sends (the log provider), reads (contacts, events),
  *   and the webhook deliveries of the events to a receiver here; every 30 s a row of rates, latency percentiles,
@@ -19,7 +23,7 @@
  *   the socket's error, when first and last seen, their latency) and docs/cluster-soak.svg.
  * Env: BENCH_CONNECTIONS (50), BENCH_CONTACTS (1000), BENCH_NO_BUILD=1 to use dist/ as it is, and the
  * PostgreSQL pool of each process (a shared PostgreSQL has 100 connections): BENCH_POOL_EMBEDDED (10),
- * BENCH_POOL_CLUSTER (5 per process, 30 in all).
+ * BENCH_POOL_CLUSTER (5 per process, 30 in all), BENCH_POOL_REPLICA (10 per copy).
  */
 import { execFileSync, spawn, type ChildProcess } from "node:child_process";
 import fs from "node:fs";
@@ -28,8 +32,9 @@ import net from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { Client } from "pg";
-import { clusterPlan, serviceFiles } from "../lib/cluster-plan";
-import { CONNECTIONS, median, ROUNDS, runLoad, type LoadResult } from "./events";
+import { ServiceBroker } from "moleculer";
+import { clusterPlan, replicaPlan, serviceFiles } from "../lib/cluster-plan";
+import { CONNECTIONS, median, ROUNDS, runLoad, startBareServer, type LoadResult } from "./events";
 import { backendPids, cpuSeconds } from "./process-cpu";
 import { emptyDatabase } from "../test/helpers/database";
 
@@ -46,6 +51,8 @@ const SOAK_RATES = Object.fromEntries(
   }),
 ) as Record<"ingest" | "send" | "read", number>;
 const CONTACTS = Number(process.env.BENCH_CONTACTS ?? 1000);
+const SHAPES = (process.env.BENCH_SHAPES ?? "embedded,cluster").split(",") as Array<Shape["name"]>;
+const REPLICAS = process.env.BENCH_REPLICAS ?? "2";
 
 type Json = Record<string, unknown>;
 
@@ -56,7 +63,7 @@ interface Proc {
 }
 
 interface Shape {
-  name: "embedded" | "cluster";
+  name: "embedded" | "cluster" | "replicas";
   procs: Proc[];
   baseUrl: string;
   databaseUrl: string;
@@ -128,13 +135,23 @@ const COMMON_ENV = {
   SERVICEDIR: path.join(DIST, "services"),
 };
 
-function startProcess(name: string, env: Record<string, string | undefined>): ChildProcess {
-  const child = spawn(process.execPath, [RUNNER, "--config", path.join(DIST, "moleculer.config.js")], {
-    env: Object.fromEntries(
-      Object.entries(env).filter(([, value]) => value !== undefined),
-    ) as NodeJS.ProcessEnv,
-    stdio: ["ignore", "inherit", "inherit"],
-  });
+/** moleculer-runner with `env` (and `args`), in a process group of its own: a runner's copies stop with it. */
+function startProcess(
+  name: string,
+  env: Record<string, string | undefined>,
+  args: string[] = [],
+): ChildProcess {
+  const child = spawn(
+    process.execPath,
+    [RUNNER, "--config", path.join(DIST, "moleculer.config.js"), ...args],
+    {
+      env: Object.fromEntries(
+        Object.entries(env).filter(([, value]) => value !== undefined),
+      ) as NodeJS.ProcessEnv,
+      stdio: ["ignore", "inherit", "inherit"],
+      detached: true,
+    },
+  );
   started.push(child);
   child.on("exit", (code, signal) => {
     if (!stopping && !stopped.has(child)) console.error(`cluster bench: ${name} exited (${signal ?? code})`);
@@ -167,6 +184,21 @@ async function startShape(name: Shape["name"]): Promise<Shape & { drop: () => Pr
       TRANSPORTER: undefined,
     };
     procs.push({ name: "embedded", child: startProcess("embedded", env), healthPort });
+  } else if (name === "replicas") {
+    const healthPort = await freePort();
+    const namespace = `bench-replicas-${Date.now().toString(36)}`;
+    const unit = replicaPlan(REPLICAS, serviceFiles(path.join(DIST, "services")), base, os.hostname());
+    const env = {
+      ...base,
+      DATABASE_POOL_MAX: process.env.BENCH_POOL_REPLICA ?? "10",
+      ...unit.env,
+      NAMESPACE: namespace,
+      PORT: String(port),
+      HEALTH_PORT: String(healthPort),
+    };
+    const child = startProcess("replicas", env, ["--instances", String(unit.instances)]);
+    procs.push({ name: "replicas", child, healthPort });
+    await everyCopyServing(namespace, unit.instances!);
   } else {
     const namespace = `bench-cluster-${Date.now().toString(36)}`;
     const plan = clusterPlan("groups", serviceFiles(path.join(DIST, "services")), base, os.hostname());
@@ -215,6 +247,34 @@ async function startShape(name: Shape["name"]): Promise<Shape & { drop: () => Pr
   };
   await seed(shape);
   return shape;
+}
+
+/**
+ * The copies share one port, so a probe cannot tell which answered: wait
+ * until the registry over NATS holds `count` nodes serving the gateway.
+ */
+async function everyCopyServing(namespace: string, count: number): Promise<void> {
+  const watcher = new ServiceBroker({
+    namespace,
+    nodeID: `bench-watch-${process.pid}`,
+    transporter: process.env.NATS_URL,
+    logger: false,
+  });
+  await watcher.start();
+  try {
+    await until(
+      async () => {
+        const services = watcher.registry.getServiceList({ onlyAvailable: true }) as unknown as Array<{
+          name: string;
+        }>;
+        return services.filter((s) => s.name === "api").length >= count || undefined;
+      },
+      120,
+      `${count} replicas serving the gateway`,
+    );
+  } finally {
+    await watcher.stop();
+  }
 }
 
 async function api(shape: Shape, method: string, route: string, body?: Json): Promise<Json> {
@@ -304,18 +364,49 @@ interface CpuSample {
   procs: Record<string, number>;
   postgres: number;
   nats: number;
+  /** The shape database's commits and rows written so far (pg_stat_database, flushed about each second). */
+  commits: number;
+  rowsWritten: number;
+}
+
+/** A process and its descendants (a runner's copies): pids whose parent is in the set, from /proc. */
+function processTree(root: number): number[] {
+  const parents = new Map<number, number[]>();
+  for (const entry of fs.readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = fs.readFileSync(`/proc/${entry}/stat`, "utf8");
+      const ppid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
+      parents.set(ppid, [...(parents.get(ppid) ?? []), Number(entry)]);
+    } catch {
+      // gone meanwhile
+    }
+  }
+  const tree = [root];
+  for (let i = 0; i < tree.length; i++) tree.push(...(parents.get(tree[i]) ?? []));
+  return tree;
 }
 
 async function sampleCpu(shape: Shape, admin: Client, nats: number | undefined): Promise<CpuSample> {
   const pids = await backendPids(admin, shape.databaseName);
+  const treeCpu = (pid: number) => processTree(pid).reduce((sum, p) => sum + cpuSeconds(p), 0);
+  const {
+    rows: [db],
+  } = await admin.query<{ commits: string; written: string }>(
+    `SELECT xact_commit AS commits, tup_inserted + tup_updated + tup_deleted AS written
+       FROM pg_stat_database WHERE datname = $1`,
+    [shape.databaseName],
+  );
   return {
-    procs: Object.fromEntries(shape.procs.map((p) => [p.name, cpuSeconds(p.child.pid!)])),
+    procs: Object.fromEntries(shape.procs.map((p) => [p.name, treeCpu(p.child.pid!)])),
     postgres: pids.reduce((sum, pid) => sum + cpuSeconds(pid), 0),
     nats: nats ? cpuSeconds(nats) : 0,
+    commits: Number(db.commits),
+    rowsWritten: Number(db.written),
   };
 }
 
-/** CPU milliseconds per request of each process between two samples. */
+/** CPU milliseconds per request of each process between two samples, and the database's commits and rows written. */
 function perRequest(before: CpuSample, after: CpuSample, requests: number): Record<string, number> {
   const ms = (a: number, b: number) => +(((b - a) * 1000) / Math.max(1, requests)).toFixed(3);
   const out: Record<string, number> = {};
@@ -326,6 +417,9 @@ function perRequest(before: CpuSample, after: CpuSample, requests: number): Reco
   // Backends that closed during the window are not counted; the pools keep theirs open.
   out.postgres = ms(before.postgres, after.postgres);
   out.nats = ms(before.nats, after.nats);
+  // Not CPU, but per request too: what the database was asked to do.
+  out.commits = +((after.commits - before.commits) / Math.max(1, requests)).toFixed(2);
+  out.rowsWritten = +((after.rowsWritten - before.rowsWritten) / Math.max(1, requests)).toFixed(2);
   return out;
 }
 
@@ -345,45 +439,67 @@ async function ingestRound(shape: Shape, admin: Client, nats: number | undefined
   return { load, recorded, cpuMsPerRequest: perRequest(before, after, recorded) };
 }
 
-async function ratioPart(embedded: Shape, cluster: Shape, admin: Client) {
+/** Each round: bare node:http, then every shape in turn; each shape against the embedded one and the bare one. */
+async function ratioPart(shapes: Shape[], admin: Client) {
   const nats = natsPid();
+  const embedded = shapes.find((shape) => shape.name === "embedded");
   console.log(
-    `cluster bench, ratio: POST {ws}/events with the chain, ${ROUNDS} pairs of ${WINDOW_SECONDS} s windows, ` +
-      `${CONNECTIONS} connections, ${CONTACTS} contacts; cluster processes: ${cluster.procs.map((p) => p.name).join(", ")}`,
+    `cluster bench, ratio: POST {ws}/events with the chain, ${ROUNDS} rounds of ${WINDOW_SECONDS} s windows, ` +
+      `${CONNECTIONS} connections, ${CONTACTS} contacts; shapes: ` +
+      shapes.map((shape) => `${shape.name} (${shape.procs.map((p) => p.name).join(", ")})`).join("; ") +
+      (shapes.some((shape) => shape.name === "replicas") ? `; ${REPLICAS} replicas` : ""),
   );
-  const pairs: Array<{ embedded: LoadResult; cluster: LoadResult; ratio: number }> = [];
-  const cpu: Record<string, Array<Record<string, number>>> = { embedded: [], cluster: [] };
-  for (let round = 1; round <= ROUNDS; round++) {
-    const e = await ingestRound(embedded, admin, nats);
-    const c = await ingestRound(cluster, admin, nats);
-    const ratio = +(c.load.rps / Math.max(1, e.load.rps)).toFixed(3);
-    pairs.push({ embedded: e.load, cluster: c.load, ratio });
-    cpu.embedded.push(e.cpuMsPerRequest);
-    cpu.cluster.push(c.cpuMsPerRequest);
-    console.log(
-      JSON.stringify({
-        round,
-        embedded: e.load,
-        cluster: c.load,
-        ratio,
-        cpuMsPerRequest: { embedded: e.cpuMsPerRequest, cluster: c.cpuMsPerRequest },
-      }),
-    );
+  const bare = await startBareServer();
+  const rounds: Array<{
+    bare: LoadResult;
+    shapes: Record<string, LoadResult>;
+    cpu: Record<string, Record<string, number>>;
+  }> = [];
+  try {
+    for (let round = 1; round <= ROUNDS; round++) {
+      const row = {
+        bare: await runLoad({ url: bare.url, seconds: WINDOW_SECONDS }),
+        shapes: {},
+        cpu: {},
+      } as (typeof rounds)[number];
+      for (const shape of shapes) {
+        const result = await ingestRound(shape, admin, nats);
+        row.shapes[shape.name] = result.load;
+        row.cpu[shape.name] = result.cpuMsPerRequest;
+      }
+      rounds.push(row);
+      console.log(JSON.stringify({ round, ...row }));
+    }
+  } finally {
+    await bare.close();
   }
   const medianOf = (rows: Array<Record<string, number>>) =>
     Object.fromEntries(Object.keys(rows[0]).map((k) => [k, median(rows.map((r) => r[k]))]));
+  const ratio = (a: number, b: number) => +(a / Math.max(1, b)).toFixed(3);
   console.log(
     JSON.stringify({
-      summary: "POST {ws}/events with the chain: cluster shape / embedded shape, same run",
-      embeddedPerSec: median(pairs.map((p) => p.embedded.rps)),
-      embeddedP99ms: median(pairs.map((p) => p.embedded.p99)),
-      clusterPerSec: median(pairs.map((p) => p.cluster.rps)),
-      clusterP99ms: median(pairs.map((p) => p.cluster.p99)),
-      ratios: pairs.map((p) => p.ratio),
-      ratio: median(pairs.map((p) => p.ratio)),
-      failed: pairs.reduce((n, p) => n + p.embedded.failed + p.cluster.failed, 0),
-      cpuMsPerRequest: { embedded: medianOf(cpu.embedded), cluster: medianOf(cpu.cluster) },
-      target: "ratio >= 0.6",
+      summary:
+        "POST {ws}/events with the chain: each shape, beside the embedded shape and bare node:http, same rounds",
+      bareNodeHttpPerSec: median(rounds.map((r) => r.bare.rps)),
+      shapes: Object.fromEntries(
+        shapes.map((shape) => {
+          const own = rounds.map((r) => r.shapes[shape.name]);
+          return [
+            shape.name,
+            {
+              perSec: median(own.map((l) => l.rps)),
+              p99ms: median(own.map((l) => l.p99)),
+              failed: own.reduce((n, l) => n + l.failed, 0),
+              toBare: rounds.map((r) => ratio(r.shapes[shape.name].rps, r.bare.rps)),
+              toEmbedded: embedded
+                ? rounds.map((r) => ratio(r.shapes[shape.name].rps, r.shapes.embedded.rps))
+                : [],
+              cpuMsPerRequest: medianOf(rounds.map((r) => r.cpu[shape.name])),
+            },
+          ];
+        }),
+      ),
+      targets: "cluster/embedded >= 0.6; events >= 0.15 of bare node:http (issue 34)",
       load: os.loadavg().map((l) => +l.toFixed(1)),
     }),
   );
@@ -717,24 +833,22 @@ async function main() {
     stopping = true;
     const running = started.filter((child) => child.exitCode === null && child.signalCode === null);
     const exited = running.map((child) => new Promise((resolve) => child.once("exit", resolve)));
-    for (const child of running) child.kill("SIGTERM");
+    for (const child of running) process.kill(-child.pid!, "SIGTERM");
     await Promise.all(exited);
     for (const drop of drops) await drop().catch(() => undefined);
     await admin.end();
   };
   try {
-    const cluster = await startShape("cluster");
-    shapes.push(cluster);
-    if (PARTS.includes("ratio")) {
-      const embedded = await startShape("embedded");
-      shapes.push(embedded);
-      await ratioPart(embedded, cluster, admin);
-    }
+    const wanted = new Set<Shape["name"]>(PARTS.includes("ratio") ? SHAPES : []);
+    if (PARTS.includes("soak")) wanted.add("cluster");
+    for (const name of wanted) shapes.push(await startShape(name));
+    if (PARTS.includes("ratio")) await ratioPart(shapes, admin);
     if (PARTS.includes("soak")) {
-      // The embedded shape stops first: the soak has the machine to the cluster shape alone.
-      for (const proc of shapes.find((s) => s.name === "embedded")?.procs ?? []) {
+      const cluster = shapes.find((s) => s.name === "cluster")!;
+      // The other shapes stop first: the soak has the machine to the cluster shape alone.
+      for (const proc of shapes.filter((s) => s.name !== "cluster").flatMap((s) => s.procs)) {
         stopped.add(proc.child);
-        proc.child.kill("SIGTERM");
+        process.kill(-proc.child.pid!, "SIGTERM");
       }
       await soakPart(cluster);
     }

@@ -1,7 +1,14 @@
 import fs from "node:fs";
 import path from "node:path";
 import { parse } from "yaml";
-import { CLUSTER_GROUPS, CLUSTER_REQUIRES, clusterPlan, serviceFiles } from "../../lib/cluster-plan";
+import {
+  CLUSTER_GROUPS,
+  CLUSTER_REQUIRES,
+  MAX_REPLICAS,
+  clusterPlan,
+  replicaPlan,
+  serviceFiles,
+} from "../../lib/cluster-plan";
 import { allServiceFiles, serviceFileName } from "../helpers/app";
 
 const ROOT = path.resolve(__dirname, "../..");
@@ -62,4 +69,24 @@ test("refuses to plan without what the processes must share, naming each missing
     delete env[name];
     expect(() => clusterPlan("groups", FILES, env, "h")).toThrow(name);
   }
+});
+
+test("--replicas N: one runner of every service folder, N copies of it sharing its ports", () => {
+  const areas = [...new Set(FILES.map((f) => f.split("/")[0]))];
+  expect(replicaPlan("2", FILES, { ...ENV, HEALTH_PORT: "9200" }, "h")).toEqual({
+    name: "replicas",
+    env: { SERVICES: areas.join(","), NODE_ID: "replica-h" },
+    instances: 2,
+  });
+  expect(replicaPlan(String(MAX_REPLICAS), FILES, ENV, "h").instances).toBe(MAX_REPLICAS);
+});
+
+test("--replicas refuses a count that is not a whole number from 1 to the maximum, and a missing variable", () => {
+  for (const count of ["0", "-1", "1.5", "two", "", String(MAX_REPLICAS + 1)])
+    expect(() => replicaPlan(count, FILES, ENV, "h")).toThrow(
+      `--replicas takes a whole number from 1 to ${MAX_REPLICAS}`,
+    );
+  const env: Record<string, string> = { ...ENV };
+  delete env.NATS_URL;
+  expect(() => replicaPlan("2", FILES, env, "h")).toThrow("NATS_URL");
 });
