@@ -89,9 +89,17 @@ export interface ServiceNode {
 /**
  * A node as production runs it: moleculer-runner with the project's broker
  * config and `SERVICES`, the sources through ts-node. `env` is added to the
- * test process's own environment.
+ * test process's own environment. With `instances`, the runner starts that
+ * many copies on one port (`start:cluster --replicas`), nodes `<nodeID>-<n>`,
+ * in a process group of their own, which `kill` signals whole.
  */
-export function startServiceNode(nodeID: string, services: string, env: Record<string, string>): ServiceNode {
+export function startServiceNode(
+  nodeID: string,
+  services: string,
+  env: Record<string, string>,
+  options: { instances?: number } = {},
+): ServiceNode {
+  const copies = options.instances ? ["--instances", String(options.instances)] : [];
   const child = spawn(
     process.execPath,
     [
@@ -102,8 +110,10 @@ export function startServiceNode(nodeID: string, services: string, env: Record<s
       "moleculer.config.ts",
       "--mask",
       "**/*.service.ts",
+      ...copies,
     ],
     {
+      detached: Boolean(options.instances),
       cwd: ROOT,
       env: {
         ...process.env,
@@ -130,7 +140,9 @@ export function startServiceNode(nodeID: string, services: string, env: Record<s
     exited,
     running: () => child.exitCode === null && child.signalCode === null,
     kill: (signal) => {
-      if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      if (options.instances) process.kill(-child.pid!, signal);
+      else child.kill(signal);
     },
   };
 }

@@ -1,11 +1,16 @@
-import { spawn, type ChildProcess } from "node:child_process";
 import http from "node:http";
-import path from "node:path";
 import { ServiceBroker } from "moleculer";
 import { randomHex } from "../../../lib/crypto";
 import { createTestDatabase } from "../../helpers/database";
 import { signUp } from "../../helpers/http";
-import { NATS_SERVER_INSTALLED, freePort, startNatsServer, type NatsServer } from "../../helpers/processes";
+import {
+  NATS_SERVER_INSTALLED,
+  freePort,
+  startNatsServer,
+  startServiceNode,
+  type NatsServer,
+  type ServiceNode,
+} from "../../helpers/processes";
 import { waitFor } from "../../helpers/wait";
 
 /**
@@ -18,9 +23,6 @@ import { waitFor } from "../../helpers/wait";
 
 if (!NATS_SERVER_INSTALLED)
   console.log("replicas.test.ts: skipped: no nats-server binary (.ci/run installs Debian's)");
-
-const ROOT = path.resolve(__dirname, "../../..");
-const RUNNER = path.join(path.dirname(require.resolve("moleculer")), "bin", "moleculer-runner.js");
 
 /** One request on a connection of its own (no keep-alive), so each may reach another copy. */
 function freshGet(url: string, cookie: string): Promise<number> {
@@ -38,8 +40,7 @@ function freshGet(url: string, cookie: string): Promise<number> {
   const namespace = `replicas-${randomHex(4)}`;
   let nats: NatsServer;
   let db: Awaited<ReturnType<typeof createTestDatabase>>;
-  let runner: ChildProcess;
-  let output = "";
+  let runner: ServiceNode;
   let watcher: ServiceBroker;
   let baseUrl: string;
 
@@ -48,40 +49,18 @@ function freshGet(url: string, cookie: string): Promise<number> {
     db = await createTestDatabase();
     const port = await freePort();
     baseUrl = `http://127.0.0.1:${port}`;
-    runner = spawn(
-      process.execPath,
-      [
-        "-r",
-        "ts-node/register/transpile-only",
-        RUNNER,
-        "--config",
-        "moleculer.config.ts",
-        "--mask",
-        "**/*.service.ts",
-        "--instances",
-        "2",
-      ],
+    runner = startServiceNode(
+      "replica-test",
+      "api,auth,workspaces",
       {
-        cwd: ROOT,
-        env: {
-          ...process.env,
-          SERVICEDIR: "services",
-          SERVICES: "api,auth,workspaces",
-          NODE_ID: "replica-test",
-          NAMESPACE: namespace,
-          DATABASE_URL: db.url,
-          NATS_URL: nats.url,
-          PORT: String(port),
-          HOST: "127.0.0.1",
-          LOG_LEVEL: "warn",
-        },
-        stdio: ["ignore", "pipe", "pipe"],
-        // Its own process group, as start:cluster starts it: a SIGTERM to the group reaches each copy once.
-        detached: true,
+        NAMESPACE: namespace,
+        DATABASE_URL: db.url,
+        NATS_URL: nats.url,
+        PORT: String(port),
+        HOST: "127.0.0.1",
       },
+      { instances: 2 },
     );
-    runner.stdout!.on("data", (chunk) => (output += chunk));
-    runner.stderr!.on("data", (chunk) => (output += chunk));
     watcher = new ServiceBroker({
       namespace,
       nodeID: `watcher-${randomHex(3)}`,
@@ -97,7 +76,7 @@ function freshGet(url: string, cookie: string): Promise<number> {
       120_000,
       "two copies serving the gateway",
     ).catch((err) => {
-      throw new Error(`${err.message}\n${output}`);
+      throw new Error(`${err.message}\n${runner.output()}`);
     });
     // Each gateway builds its routes as its services appear: wait until both copies route.
     await waitFor(
@@ -112,7 +91,7 @@ function freshGet(url: string, cookie: string): Promise<number> {
   }, 150_000);
 
   afterAll(async () => {
-    if (runner?.exitCode === null) process.kill(-runner.pid!, "SIGKILL");
+    runner?.kill("SIGKILL");
     await watcher?.stop();
     await db?.drop();
     await nats?.close();
@@ -147,9 +126,8 @@ function freshGet(url: string, cookie: string): Promise<number> {
   });
 
   test("a SIGTERM to the group stops every copy gracefully, and the runner exits 0", async () => {
-    const exited = new Promise<number | null>((resolve) => runner.once("exit", (code) => resolve(code)));
-    process.kill(-runner.pid!, "SIGTERM");
-    expect(await exited).toBe(0);
+    runner.kill("SIGTERM");
+    expect(await runner.exited).toEqual({ code: 0, signal: null });
     await waitFor(
       () =>
         (
@@ -159,6 +137,6 @@ function freshGet(url: string, cookie: string): Promise<number> {
       "both copies gone from the registry",
     );
     // A copy that stops gracefully says goodbye (it is not dropped for missed heartbeats, 15 s later).
-    expect(output).not.toMatch(/Error|error/);
+    expect(runner.output()).not.toMatch(/Error|error/);
   });
 });
