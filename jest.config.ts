@@ -21,6 +21,7 @@ const config: Config = {
   transformIgnorePatterns: [`/node_modules/(?!(${ESM_ONLY.join("|")})/)`],
   // file-type exports nothing under "require" (Node 20.19+ takes its "module-sync" entry, which jest does not know).
   moduleNameMapper: { "^file-type$": "<rootDir>/node_modules/file-type/index.js" },
+  testSequencer: "<rootDir>/test/slowest-first.mjs",
   globalSetup: "<rootDir>/test/global-setup.ts",
   globalTeardown: "<rootDir>/test/global-teardown.ts",
   setupFiles: ["<rootDir>/test/setup-env.ts"],
