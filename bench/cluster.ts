@@ -35,7 +35,7 @@ import { Client } from "pg";
 import { ServiceBroker } from "moleculer";
 import { clusterPlan, replicaPlan, serviceFiles } from "../lib/cluster-plan";
 import { CONNECTIONS, median, ROUNDS, runLoad, startBareServer, type LoadResult } from "./events";
-import { backendPids, cpuSeconds } from "./process-cpu";
+import { backendPids, cpuSeconds, processTree } from "./process-cpu";
 import { emptyDatabase } from "../test/helpers/database";
 
 const ROOT = path.resolve(__dirname, "..");
@@ -367,24 +367,6 @@ interface CpuSample {
   /** The shape database's commits and rows written so far (pg_stat_database, flushed about each second). */
   commits: number;
   rowsWritten: number;
-}
-
-/** A process and its descendants (a runner's copies): pids whose parent is in the set, from /proc. */
-function processTree(root: number): number[] {
-  const parents = new Map<number, number[]>();
-  for (const entry of fs.readdirSync("/proc")) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const stat = fs.readFileSync(`/proc/${entry}/stat`, "utf8");
-      const ppid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
-      parents.set(ppid, [...(parents.get(ppid) ?? []), Number(entry)]);
-    } catch {
-      // gone meanwhile
-    }
-  }
-  const tree = [root];
-  for (let i = 0; i < tree.length; i++) tree.push(...(parents.get(tree[i]) ?? []));
-  return tree;
 }
 
 async function sampleCpu(shape: Shape, admin: Client, nats: number | undefined): Promise<CpuSample> {

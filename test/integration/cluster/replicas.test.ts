@@ -6,6 +6,7 @@ import { signUp } from "../../helpers/http";
 import {
   NATS_SERVER_INSTALLED,
   freePort,
+  serviceOnNode,
   startNatsServer,
   startServiceNode,
   type NatsServer,
@@ -68,13 +69,9 @@ function freshGet(url: string, cookie: string): Promise<number> {
       logger: false,
     });
     await watcher.start();
-    await waitFor(
-      () =>
-        (
-          watcher.registry.getServiceList({ onlyAvailable: true }) as unknown as Array<{ name: string }>
-        ).filter((s) => s.name === "api").length === 2,
-      120_000,
-      "two copies serving the gateway",
+    // Both copies serve the gateway, each a node of its own (the runner adds `-<n>` to NODE_ID).
+    await Promise.all(
+      ["replica-test-1", "replica-test-2"].map((node) => serviceOnNode(watcher, node, "api")),
     ).catch((err) => {
       throw new Error(`${err.message}\n${runner.output()}`);
     });
