@@ -176,9 +176,14 @@ async function operations(): Promise<Operation[]> {
       });
     }
   }
-  // Deletes last: they may remove the workspace the others run in.
-  return ops.sort((a, b) => Number(a.method === "DELETE") - Number(b.method === "DELETE"));
+  return ops.sort((a, b) => Number(endsContext(a)) - Number(endsContext(b)));
 }
+
+/**
+ * Deletes and sign-out run last: a delete may remove the workspace the others run in, and a sign-out ends the
+ * owner's session, after which every owner probe would stop at a 401 instead of reaching validation.
+ */
+const endsContext = (op: Operation) => op.method === "DELETE" || op.path.startsWith("/api/auth/signout");
 
 function pathWith(op: Operation, segment?: string): string {
   let path = op.path;
@@ -266,12 +271,11 @@ test("no hostile request to any documented operation answers 5xx, and the servic
     if (res.status >= 500)
       failures.push(`${probe.method} ${probe.url.slice(0, 200)} → ${res.status} ${text.slice(0, 200)}`);
   };
-  // Eight in flight at all times (a slow probe, a 2 MB body, holds one slot, not a batch); deletes after the rest.
+  // Eight in flight at all times (a slow probe, a 2 MB body, holds one slot, not a batch); deletes and sign-out
+  // after the rest.
   const limit = pLimit(8);
-  for (const phase of [
-    ops.filter((op) => op.method !== "DELETE"),
-    ops.filter((op) => op.method === "DELETE"),
-  ]) {
+  const phases = [ops.filter((op) => !endsContext(op)), ops.filter(endsContext)];
+  for (const [index, phase] of phases.entries()) {
     const jobs = phase.flatMap((op) =>
       // Every probe as the owner; a third of them with the key, a third anonymously.
       probes(op).flatMap((probe, i) => [
@@ -281,6 +285,11 @@ test("no hostile request to any documented operation answers 5xx, and the servic
       ]),
     );
     await Promise.all(jobs.map((job) => limit(() => send(job))));
+    if (index === 0) {
+      // So the owner's probes reached validation and the handlers, not a 401.
+      const session = await fetch(`${app.baseUrl}/api/auth/session`, { headers: { cookie: sessionCookie } });
+      expect(((await session.json()) as { user?: { id: string } }).user?.id).toBe(ctx.owner.id);
+    }
   }
   console.log(`fuzz: ${requests} requests over ${ops.length} operations, ${failures.length} answers of 5xx`);
   expect(failures).toEqual([]);
