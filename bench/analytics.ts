@@ -406,7 +406,7 @@ function cpuSpent(from: Awaited<ReturnType<typeof cpuNow>>, to: Awaited<ReturnTy
   return { node: to.node - from.node, db };
 }
 
-/** Until the fold has taken every delta (the work the triggers left for it). */
+/** Until the fold has taken every stored event and every delta (the work the triggers left for it). */
 async function folded() {
   for (;;) {
     const { held } = await deltaCounters();
@@ -419,8 +419,8 @@ async function measureIngest(broker: ServiceBroker, ws: string, databaseUrl: str
   const sequelize = await database();
   const probe = new Client({ connectionString: databaseUrl });
   await probe.connect();
-  // The analytics trigger of stored events (migration 0109): the rollup deltas, the contacts' first times and
-  // sources, activity, touches, attribution and conversions.
+  // The analytics trigger of stored events (migration 0112): it appends each event for the fold, which derives the
+  // rollup deltas, the contacts' first times and sources, activity, touches, attribution and conversions.
   const toggle = (on: boolean) =>
     sequelize.query(`ALTER TABLE events ${on ? "ENABLE" : "DISABLE"} TRIGGER analytics_events_stored`);
   await ingestRate(broker, ws, Math.min(2000, INGEST)); // warm-up
@@ -457,13 +457,15 @@ async function measureIngest(broker: ServiceBroker, ws: string, databaseUrl: str
 }
 
 /**
- * The deltas held now, and the deltas appended and deleted (folded) so far as the server's statistics count
- * them (each backend reports about once a second, so rates are read over several seconds).
+ * The fold's backlog now (the deltas held and the stored events whose facts are not yet derived, migration
+ * 0112), and the deltas appended and deleted (folded) so far as the server's statistics count them (each backend
+ * reports about once a second, so rates are read over several seconds).
  */
 async function deltaCounters() {
   const sequelize = await database();
   const [row] = await sequelize.query<{ held: string; appended: string; folded: string }>(
-    `SELECT (SELECT count(*) FROM analytics_rollup_deltas) AS held, n_tup_ins AS appended, n_tup_del AS folded
+    `SELECT (SELECT count(*) FROM analytics_rollup_deltas) + (SELECT count(*) FROM analytics_events_pending) AS held,
+            n_tup_ins AS appended, n_tup_del AS folded
        FROM pg_stat_user_tables WHERE relname = 'analytics_rollup_deltas'`,
     { type: QueryTypes.SELECT },
   );
@@ -489,7 +491,9 @@ async function measureFold(broker: ServiceBroker, ws: string) {
     if (!stop) recorded++;
     return stop;
   });
-  console.log(`\nfold under ${SUSTAIN_S} s of sustained ingest (backlog: deltas held; rates per second)`);
+  console.log(
+    `\nfold under ${SUSTAIN_S} s of sustained ingest (backlog: deltas held and events not yet derived; rates per second)`,
+  );
   console.log(
     `${"s".padStart(4)} ${"events/s".padStart(9)} ${"backlog".padStart(8)} ${"appended/s".padStart(11)} ${"folded/s".padStart(9)}`,
   );

@@ -72,6 +72,7 @@ import * as campaignEnrollmentsClaimedBy from "./0108-campaign-enrollments-claim
 import * as analyticsEventFacts from "./0109-analytics-event-facts";
 import * as eventChainRetries from "./0110-event-chain-retries";
 import * as analyticsRollupsCoveringKey from "./0111-analytics-rollups-covering-key";
+import * as analyticsEventsPending from "./0112-analytics-events-pending";
 
 export interface Migration {
   name: string;
@@ -153,4 +154,5 @@ export const migrations: Migration[] = [
   { name: "0109-analytics-event-facts", up: analyticsEventFacts.up },
   { name: "0110-event-chain-retries", up: eventChainRetries.up },
   { name: "0111-analytics-rollups-covering-key", up: analyticsRollupsCoveringKey.up },
+  { name: "0112-analytics-events-pending", up: analyticsEventsPending.up },
 ];

@@ -189,8 +189,8 @@ export default defineService({
     }),
 
     /**
-     * Internal (timer, cron tick): fold the appended rollup deltas into the rollups until none is left; answers how
-     * many were folded.
+     * Internal (timer, cron tick): derive the stored events' facts (migration 0112), then fold the appended rollup
+     * deltas into the rollups until none is left; answers how many deltas were folded.
      */
     foldRollups: defineAction({
       result: Type.Integer(),

@@ -6,8 +6,8 @@ import type { WorkspaceId } from "../../lib/tenancy";
  * Cohorts from kept facts (migration 0089): the cohort members from
  * `analytics_contact_firsts` (their first `event`) or
  * `analytics_contact_created` (no event), their activity from
- * `analytics_contact_activity` (written by the events' trigger, migration
- * 0109), in 15-minute UTC buckets, so every answer bucket
+ * `analytics_contact_activity` (written by the events' fold, migration
+ * 0112), in 15-minute UTC buckets, so every answer bucket
  * edge falls on one. Periods are 1-based indexes into the frame's `edges`.
  * With `segmentId`, the cohorts hold only the segment's current members.
  */

@@ -7,7 +7,8 @@ import type { WorkspaceId } from "../../lib/tenancy";
 /**
  * The rebuild of a workspace's analytics from its raw rows (rebuild.ts): each
  * statement below is the set-based form of a trigger of migrations 0083-0109
- * (same keys, same values, same bucket), run once over a source's days; the
+ * or of the events' fold (0112; same keys, same values, same bucket), run once
+ * over a source's days; the
  * rollups get their three tiers and `all:` series as the fold makes them.
  * `$1` is the workspace, `$2`/`$3` the days (UTC midnights).
  */
@@ -42,7 +43,7 @@ const metricsOf = (source: RebuildSource, column: string) => {
 
 /** The facts (metric, at, channel, campaign_id, dim, value) each source's rows make, as its triggers add them. */
 const FACTS: Record<RebuildSource, string> = {
-  // The events' trigger's own facts (migration 0109).
+  // The events' own facts (migration 0109's analytics_event_facts, which the events' fold derives too).
   events: `
     SELECT f.metric, n.timestamp AS at, f.channel, f.campaign_id, f.dim, f.value
       FROM events n
@@ -185,6 +186,9 @@ const CONTACT_FACTS = [
     GROUP BY n.workspace_id, n.contact_id, n.type, n.timestamp, n.id, n.metadata`,
 ];
 
+/** The days' events still pending (0112): counted from their rows here, so the fold must not derive them again. */
+const PENDING_EVENTS = `DELETE FROM analytics_events_pending WHERE workspace_id = $1 AND timestamp >= $2 AND timestamp < $3`;
+
 /** Campaign messages sent in the days as touches (0089), before the conversions read them. */
 const MESSAGE_TOUCHES = [
   `DELETE FROM analytics_contact_touches
@@ -313,7 +317,12 @@ async function rebuildLocked(
     done.messages = true;
   }
   if (events) {
-    await run(events, [...CONTACT_FACTS, ...rollups("events", FACTS.events), addRollups(ATTRIBUTION_FACTS)]);
+    await run(events, [
+      PENDING_EVENTS,
+      ...CONTACT_FACTS,
+      ...rollups("events", FACTS.events),
+      addRollups(ATTRIBUTION_FACTS),
+    ]);
     done.events = true;
   }
   if (submissions) {

@@ -163,8 +163,34 @@ export async function foldBatch(limit = FOLD_BATCH): Promise<number | null> {
   return row.held ? Number(row.folded) : null;
 }
 
-/** Fold until no delta is left (or another replica is folding); answers how many were folded. */
+/** The events' fold's own lock (never the rebuild's), so an answer waiting for it waits for one batch at most. */
+export const EVENTS_FOLD_LOCK = 724_311_904;
+/** Events derived per statement (migration 0112): a bounded transaction, however far behind the fold is. */
+const EVENTS_FOLD_BATCH = 20_000;
+
+/**
+ * Derive every stored event's analytics facts (migration 0112's `analytics_fold_events`): the rollup deltas and the
+ * per-contact facts, oldest stored first, a bounded batch per statement. `wait`: for the lock while another replica
+ * folds (an answer), else stop when another holds it (the timer). Answers how many events were derived.
+ */
+export async function foldEvents(wait: boolean): Promise<number> {
+  let total = 0;
+  for (;;) {
+    const [row] = await queryAcrossWorkspaces<{ folded: number | null }>(
+      `SELECT analytics_fold_events($1, $2, $3) AS folded`,
+      [EVENTS_FOLD_LOCK, EVENTS_FOLD_BATCH, wait],
+    );
+    total += row.folded ?? 0;
+    if (row.folded === null || row.folded < EVENTS_FOLD_BATCH) return total;
+  }
+}
+
+/**
+ * Derive the stored events' facts, then fold the deltas until none is left (each part stops early while another
+ * replica holds it); answers how many deltas were folded.
+ */
 export async function foldRollups(): Promise<number> {
+  await foldEvents(false);
   let total = 0;
   for (;;) {
     const folded = await foldBatch();

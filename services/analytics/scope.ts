@@ -5,6 +5,7 @@ import { workspaceOf, type WorkspaceId } from "../../lib/tenancy";
 import type { Scope } from "./answers";
 import type { RangeQuery } from "./analytics.schemas";
 import { frameOf } from "./buckets";
+import { foldEvents } from "./rollups.repo";
 
 /** The workspace's zone (`settings.timezone`, else UTC): the default of `timezone`. */
 async function workspaceZone(ctx: AppContext, workspaceId: WorkspaceId): Promise<string> {
@@ -23,10 +24,13 @@ async function workspaceZone(ctx: AppContext, workspaceId: WorkspaceId): Promise
 /**
  * What an answer covers: the workspace, its buckets in the requested zone and
  * the filters; `segmentId` narrows every answer to the segment's current
- * members (segment.repo.ts). An unknown segment is 404.
+ * members (segment.repo.ts). An unknown segment is 404. Every stored event's
+ * facts are derived first (waiting for a fold under way), so an answer counts
+ * an event the moment it is stored.
  */
 export async function scopeOf(ctx: AppContext, query: Partial<RangeQuery>): Promise<Scope> {
   const workspaceId = workspaceOf(ctx);
+  await foldEvents(true);
   if (query.segmentId !== undefined) await knownSegment(ctx, query.segmentId);
   const timezone = query.timezone ?? (await workspaceZone(ctx, workspaceId));
   return {

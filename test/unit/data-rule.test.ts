@@ -73,6 +73,7 @@ const OWNERS: Record<string, string[]> = {
   analytics: [
     "analytics_rollups",
     "analytics_rollup_deltas",
+    "analytics_events_pending",
     "analytics_node_entries",
     "analytics_contact_firsts",
     "analytics_contact_sources",

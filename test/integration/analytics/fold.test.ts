@@ -2,16 +2,25 @@ import { Client } from "pg";
 import { QueryTypes } from "sequelize";
 import { newId } from "../../../lib/crypto";
 import { database } from "../../../lib/database";
-import { FOLD_LOCK, foldBatch, foldRollups, sumRollups } from "../../../services/analytics/rollups.repo";
+import {
+  EVENTS_FOLD_LOCK,
+  FOLD_LOCK,
+  foldBatch,
+  foldEvents,
+  foldRollups,
+  sumRollups,
+} from "../../../services/analytics/rollups.repo";
+import { rebuildRollups } from "../../../services/analytics/rebuild";
 import { startApp, type TestApp } from "../../helpers/app";
+import { waitFor } from "../../helpers/wait";
 import { asWorkspaceId } from "../../../lib/tenancy";
 
 /**
  * The fold of the rollup deltas (migration 0085, rollups.repo.ts): each delta
  * lands in the rollups exactly once, at every tier and in the `all:` series,
  * whoever folds and whatever is written meanwhile; and a read is exact at
- * every moment of a fold. The contacts' activity (migration 0109) is kept
- * by the events' trigger once per contact and bucket.
+ * every moment of a fold. The contacts' activity is kept once per contact
+ * and bucket, derived by the events' fold (migration 0112).
  */
 
 let app: TestApp;
@@ -202,6 +211,7 @@ test("writers of one bucket, for a contact whose first times are known, wait for
   } finally {
     await Promise.all([a.end(), b.end()]);
   }
+  await foldEvents(true);
   const [firsts] = await rows<{ first_at: Date }>(
     `SELECT first_at FROM analytics_contact_firsts WHERE workspace_id = $1 AND contact_id = $2`,
     [ws, contact],
@@ -308,11 +318,13 @@ test("the contacts' activity is kept with each event, once per contact and 15-mi
          FROM unnest($4::int[]) m`,
       { bind: [ws, contact, new Date(START), minutes] },
     );
-  const activity = (contact: string) =>
-    rows<{ bucket: Date }>(
+  const activity = async (contact: string) => {
+    await foldEvents(true);
+    return rows<{ bucket: Date }>(
       `SELECT bucket FROM analytics_contact_activity WHERE contact_id = $1 ORDER BY bucket`,
       [contact],
     );
+  };
   const quarters = [START, START + 900_000].map((at) => new Date(at).toISOString());
   const iso = (list: Array<{ bucket: Date }>) => list.map((row) => new Date(row.bucket).toISOString());
   // Two statements in the first quarter hour, one of them with two events of it, then one in the second.
@@ -342,4 +354,194 @@ test("the contacts' activity is kept with each event, once per contact and 15-mi
 
   await sequelize.query(`DELETE FROM contacts WHERE id = $1`, { bind: [removed] });
   expect(await activity(removed)).toEqual([]);
+});
+
+describe("stored events' facts, derived by the fold (migration 0112)", () => {
+  const DAY = Date.parse("2026-06-01T00:00:00Z");
+
+  async function workspaceWith(contacts: number): Promise<{ id: string; contacts: string[] }> {
+    const sequelize = await database();
+    const id = newId();
+    await sequelize.query(`INSERT INTO workspaces (id, name, slug) VALUES ($1, 'P', $1)`, { bind: [id] });
+    const ids = Array.from({ length: contacts }, () => newId());
+    for (const contact of ids)
+      await sequelize.query(`INSERT INTO contacts (id, workspace_id, email) VALUES ($1, $2, $3)`, {
+        bind: [contact, id, `${contact}@people.test`],
+      });
+    return { id, contacts: ids };
+  }
+
+  const store = async (
+    workspaceId: string,
+    event: { id?: string; contact: string; type: string; minute: number; metadata?: object; utm?: string },
+  ) => {
+    const id = event.id ?? newId();
+    await (
+      await database()
+    ).query(
+      `INSERT INTO events (id, workspace_id, contact_id, type, metadata, utm_source, timestamp)
+       VALUES ($1, $2, $3, $4, $5::jsonb, $6, $7)`,
+      {
+        bind: [
+          id,
+          workspaceId,
+          event.contact,
+          event.type,
+          JSON.stringify(event.metadata ?? {}),
+          event.utm ?? null,
+          new Date(DAY + event.minute * 60_000),
+        ],
+      },
+    );
+    return id;
+  };
+
+  const pending = async (workspaceId: string) =>
+    Number(
+      (
+        await rows<{ n: string }>(
+          `SELECT count(*) AS n FROM analytics_events_pending WHERE workspace_id = $1`,
+          [workspaceId],
+        )
+      )[0].n,
+    );
+
+  /** Rollups and unfolded deltas, summed by metric (the `all:` series and the contacts' creations left out). */
+  const sums = async (workspaceId: string) =>
+    Object.fromEntries(
+      (
+        await rows<{ metric: string; value: string }>(
+          `SELECT metric, sum(value) AS value FROM (
+             SELECT metric, value FROM analytics_rollups WHERE workspace_id = $1 AND tier = 0
+             UNION ALL
+             SELECT metric, value FROM analytics_rollup_deltas WHERE workspace_id = $1) x
+            WHERE metric NOT LIKE 'all:%' AND metric <> 'contacts'
+            GROUP BY metric`,
+          [workspaceId],
+        )
+      ).map((row) => [row.metric, Number(row.value)]),
+    );
+
+  const contactRows = (table: string, workspaceId: string) =>
+    rows<{ contact_id: string }>(
+      `SELECT DISTINCT contact_id FROM ${table} WHERE workspace_id = $1 ORDER BY contact_id`,
+      [workspaceId],
+    );
+
+  test("an event stored waits in one appended row, and its facts are derived once, as it was stored", async () => {
+    const { id: own, contacts } = await workspaceWith(2);
+    const [first, second] = contacts;
+    const viewed = await store(own, { contact: first, type: "page_view", minute: 1 });
+    const bought = await store(own, {
+      contact: first,
+      type: "purchase",
+      minute: 2,
+      metadata: { amount: 10 },
+    });
+    expect(await pending(own)).toBe(2);
+    expect(await sums(own)).toEqual({});
+
+    // Before the fold, the page view moves to the second contact (a merge) and the purchase is removed.
+    const sequelize = await database();
+    await sequelize.query(`UPDATE events SET contact_id = $1 WHERE id = $2`, { bind: [second, viewed] });
+    await sequelize.query(`DELETE FROM events WHERE id = $1`, { bind: [bought] });
+
+    expect(await foldEvents(true)).toBe(2);
+    expect(await foldEvents(true)).toBe(0);
+    expect(await pending(own)).toBe(0);
+    // Both counted as stored; the per-contact facts are the moved event's, with the contact that holds it.
+    expect(await sums(own)).toEqual({ events: 2, revenue: 10, orders: 1 });
+    expect(await contactRows("analytics_contact_firsts", own)).toEqual([{ contact_id: second }]);
+    expect(await contactRows("analytics_contact_activity", own)).toEqual([{ contact_id: second }]);
+    expect(await contactRows("analytics_contact_conversions", own)).toEqual([]);
+  });
+
+  test("a conversion is attributed to the touches stored by then: its own transaction's, not a later one's", async () => {
+    const { id: own, contacts } = await workspaceWith(1);
+    const [buyer] = contacts;
+    const sequelize = await database();
+    await sequelize.transaction(async (transaction) => {
+      for (const [type, minute, utm] of [
+        ["page_view", 1, "news"],
+        ["purchase", 5, null],
+      ] as const)
+        await sequelize.query(
+          `INSERT INTO events (id, workspace_id, contact_id, type, metadata, utm_source, timestamp)
+           VALUES (gen_random_uuid()::text, $1, $2, $3, '{"amount": 8}', $4, $5)`,
+          { bind: [own, buyer, type, utm, new Date(DAY + minute * 60_000)], transaction },
+        );
+    });
+    // Stored after the purchase, though earlier in time: one fold takes all three, and this touch does not count.
+    await store(own, { contact: buyer, type: "page_view", minute: 3, utm: "ads" });
+    expect(await foldEvents(true)).toBe(3);
+    const [conversion] = await rows<{ keys: string[] }>(
+      `SELECT keys FROM analytics_contact_conversions WHERE workspace_id = $1`,
+      [own],
+    );
+    expect(conversion.keys).toEqual(["news"]);
+    expect((await sums(own))["attr.last_touch.conversions.purchase"]).toBe(1);
+  });
+
+  test("the pending events of a workspace deleted before the fold are dropped with it", async () => {
+    const { id: gone, contacts } = await workspaceWith(1);
+    await store(gone, { contact: contacts[0], type: "purchase", minute: 1, metadata: { amount: 3 } });
+    await (await database()).query(`DELETE FROM workspaces WHERE id = $1`, { bind: [gone] });
+    expect(await pending(gone)).toBe(1);
+    expect(await foldEvents(true)).toBe(1);
+    expect(await pending(gone)).toBe(0);
+    expect(await sums(gone)).toEqual({});
+    expect(await contactRows("analytics_contact_firsts", gone)).toEqual([]);
+  });
+
+  test("while another replica derives events, the timer's fold skips its turn and an answer waits for it", async () => {
+    const { id: own, contacts } = await workspaceWith(1);
+    await store(own, { contact: contacts[0], type: "page_view", minute: 1 });
+    const other = new Client({ connectionString: app.databaseUrl });
+    await other.connect();
+    try {
+      await other.query("BEGIN");
+      await other.query("SELECT pg_advisory_xact_lock($1)", [EVENTS_FOLD_LOCK]);
+      expect(await foldEvents(false)).toBe(0);
+      expect(await pending(own)).toBe(1);
+      let answered = false;
+      const waiting = foldEvents(true).then((folded) => {
+        answered = true;
+        return folded;
+      });
+      // Its session queued on the lock, not answered.
+      await waitFor(
+        async () =>
+          (
+            await rows<{ n: string }>(
+              `SELECT count(*) AS n FROM pg_locks WHERE locktype = 'advisory' AND objid = $1 AND NOT granted`,
+              [EVENTS_FOLD_LOCK],
+            )
+          )[0].n === "1",
+        10_000,
+        "the answer's fold to wait for the lock",
+      );
+      expect(answered).toBe(false);
+      await other.query("COMMIT");
+      expect(await waiting).toBe(1);
+    } finally {
+      await other.end();
+    }
+    expect(await pending(own)).toBe(0);
+    expect(await sums(own)).toEqual({ events: 1 });
+  });
+
+  test("a rebuild takes its days' pending events and counts them from their rows, once", async () => {
+    const { id: own, contacts } = await workspaceWith(1);
+    for (const minute of [1, 2, 3]) await store(own, { contact: contacts[0], type: "page_view", minute });
+    expect(await pending(own)).toBe(3);
+    const done = await rebuildRollups(asWorkspaceId(own), {
+      from: new Date(DAY),
+      to: new Date(DAY + 86_400_000),
+    });
+    expect(done.events).not.toBeNull();
+    expect(await pending(own)).toBe(0);
+    await foldRollups();
+    expect(await sums(own)).toEqual({ events: 3 });
+    expect(await contactRows("analytics_contact_activity", own)).toEqual([{ contact_id: contacts[0] }]);
+  });
 });
