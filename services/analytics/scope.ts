@@ -30,9 +30,12 @@ async function workspaceZone(ctx: AppContext, workspaceId: WorkspaceId): Promise
  */
 export async function scopeOf(ctx: AppContext, query: Partial<RangeQuery>): Promise<Scope> {
   const workspaceId = workspaceOf(ctx);
-  await foldEvents(true);
-  if (query.segmentId !== undefined) await knownSegment(ctx, query.segmentId);
-  const timezone = query.timezone ?? (await workspaceZone(ctx, workspaceId));
+  // Side by side: none needs another's answer, and the answer reads only once all have settled.
+  const [timezone] = await Promise.all([
+    query.timezone ?? workspaceZone(ctx, workspaceId),
+    foldEvents(true),
+    query.segmentId === undefined ? null : knownSegment(ctx, query.segmentId),
+  ]);
   return {
     workspaceId,
     frame: frameOf({ from: query.from, to: query.to, granularity: query.granularity, timezone }),
