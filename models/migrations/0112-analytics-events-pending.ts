@@ -6,7 +6,7 @@ import { Sequelize } from "sequelize";
  * 0109's trigger derived every fact of a stored event inside the events'
  * insert: rollup deltas, first times and sources, activity, touches and
  * attributed conversions. The writer runs one statement at a time, so the
- * trigger's 1.5-1.7 ms a 50-event statement (60-68% of it) was taken off
+ * trigger's 1.35-1.7 ms a 50-event statement (55-68% of it) was taken off
  * the ingest rate (bench/HISTORY.md, 2026-11-28). Now the trigger appends a
  * copy of each event's analytics columns to `analytics_events_pending`
  * (0.12-0.15 ms a statement), and `analytics_fold_events` derives the same
